@@ -1,1 +1,86 @@
-//! placeholder
+//! Strata's instance arena: the scene hierarchy every other layer hangs off.
+//!
+//! The arena owns instance identity ([`InstanceId`], never reused; [`Slot`], reused after
+//! reclamation), the class registry, the nodes of the hierarchy with their built-in state,
+//! copy-on-write [`Snapshot`]s, revision domains, bounded journals, queued events, destruction
+//! with tombstones and two-drain reclamation, construction batches, and clone and graft.
+//!
+//! Invariants a downstream crate can rely on:
+//! - An id resolves to the same instance for as long as it resolves at all; after reclamation
+//!   it never resolves again, even when its slot holds a new instance.
+//! - Parent and child links are symmetric, and the hierarchy has no cycles.
+//! - A snapshot never changes after later writes to the arena it came from.
+//! - Revisions only move forward; a specialised setter given an equal value changes nothing.
+//! - A refused operation changes nothing.
+//! - Slots are released only by the drain after the one that reported their destruction, so
+//!   slot-keyed storage beside the arena (the component store) can clean up on `reclaimed`.
+//!
+//! # Example
+//!
+//! ```
+//! use strata_arena::{Arena, ClassId, Event, PartWriteKind, Transform, Vec3};
+//!
+//! let mut arena = Arena::standard();
+//! let game = arena.create(ClassId::DATA_MODEL, None)?;
+//! let workspace = arena.create(ClassId::WORKSPACE, Some(game))?;
+//! let part = arena.create(ClassId::PART, Some(workspace))?;
+//!
+//! // A consumer remembers where it stopped reading the part-write log.
+//! let cursor = arena.part_log().head();
+//! let before = arena.snapshot();
+//! arena.set_part_transform(part, Transform::from_position(Vec3::new(0.0, 5.0, 0.0)))?;
+//! assert!(!arena.set_part_transform(part, Transform::from_position(Vec3::new(0.0, 5.0, 0.0)))?);
+//!
+//! let writes: Vec<_> = arena.part_writes_since(cursor)?.map(|(_, w)| *w).collect();
+//! assert_eq!(writes.len(), 1);
+//! assert_eq!(writes[0].kind, PartWriteKind::State);
+//! assert_eq!(before.diff(&arena).changed, vec![part]);
+//!
+//! // Destruction leaves a tombstone until the second drain.
+//! let destruction = arena.destroy(part)?;
+//! assert!(!arena.is_live(part));
+//! let first = arena.drain()?;
+//! assert!(first.events.iter().any(|e| matches!(e, Event::Destroyed { .. })));
+//! let name = arena.with_lifecycle_scope(part, |view| view.get(part).map(|n| n.name().to_owned()))?;
+//! assert_eq!(name.as_deref(), Some("Part"));
+//! let second = arena.drain()?;
+//! assert_eq!(second.reclaimed, destruction.doomed);
+//! # Ok::<(), Box<dyn std::error::Error>>(())
+//! ```
+
+mod arena;
+mod batch;
+mod class;
+mod copy;
+mod error;
+mod event;
+mod id;
+mod journal;
+mod lifecycle;
+mod math;
+mod node;
+mod revision;
+mod snapshot;
+mod state;
+
+pub use crate::arena::{Arena, PART_LOG_CAPACITY, TOPOLOGY_LOG_CAPACITY};
+pub use crate::batch::Checkpoint;
+pub use crate::class::{
+    ClassDescriptor, ClassId, ClassRegistry, Containment, FamilyId, FamilySet, StateKind,
+};
+pub use crate::copy::{CloneMap, ExternalRefs, Graft};
+pub use crate::error::ArenaError;
+pub use crate::event::{
+    Doomed, Event, Lineage, MovedIds, PartWrite, PartWriteKind, TopologyChange,
+};
+pub use crate::id::{Guid, IdRange, InstanceId, PersistentId, Slot};
+pub use crate::journal::{BoundedJournal, HistoryUnavailable, JournalRead};
+pub use crate::lifecycle::{Destruction, Drained, LifecycleScope};
+pub use crate::math::{Color3, Transform, UDim2, Vec3};
+pub use crate::node::Node;
+pub use crate::revision::{Revision, Revisions};
+pub use crate::snapshot::{Ancestors, Children, Descendants, Snapshot, SnapshotDiff};
+pub use crate::state::{
+    AnimationState, AttrValue, Attributes, BuiltinState, CameraState, GuiElementState,
+    GuiLayerState, LightState, ModelState, NodeData, PartState, SoundState,
+};

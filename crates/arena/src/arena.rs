@@ -1,0 +1,1033 @@
+//! `Arena`: the live instance hierarchy. Allocation, writes with revision tracking, tags,
+//! persistent ids and reparenting live here; destruction and reclamation are in `lifecycle`,
+//! construction batches in `batch`, clone and graft in `copy`.
+//!
+//! Invariant: every mutation validates before it changes anything, so a refused operation
+//! leaves the arena as it was. Every change advances the clock once and records the new value in
+//! each revision domain it touches; a write that would store an equal value through a
+//! specialised setter changes nothing at all (no revision, no log entry, no privatised node).
+
+use std::ops::Deref;
+use std::sync::Arc;
+
+use crate::class::{ClassId, ClassRegistry, FamilySet, StateKind};
+use crate::error::ArenaError;
+use crate::event::{Doomed, Event, Lineage, MovedIds, PartWrite, PartWriteKind, TopologyChange};
+use crate::id::{Guid, IdRange, InstanceId, PersistentId, Slot, mix64};
+use crate::journal::{BoundedJournal, HistoryUnavailable, JournalRead};
+use crate::math::{Transform, Vec3};
+use crate::node::{Node, NodeFlag};
+use crate::revision::Revision;
+use crate::snapshot::{PSet, Snapshot};
+use crate::state::{AttrValue, BuiltinState, NodeData};
+
+/// How many entries the part-write log retains before dropping its older half.
+pub const PART_LOG_CAPACITY: usize = 65_536;
+/// How many entries the topology journal retains before dropping its older half.
+pub const TOPOLOGY_LOG_CAPACITY: usize = 65_536;
+
+/// Whether linking a new node queues the attach events (`ChildAdded`, `DescendantAdded`) or
+/// links it quietly inside a subtree under construction that will be announced as a whole.
+#[derive(Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Attach {
+    Announced,
+    Quiet,
+}
+
+/// What a write may have changed, which decides the revision domains it touches.
+#[derive(Clone, Copy, PartialEq, Eq)]
+pub(crate) enum WriteScope {
+    /// Name or attributes.
+    Meta,
+    /// Built-in state, or anything (generic mutable access).
+    State,
+}
+
+/// The live instance hierarchy.
+///
+/// Reads go through [`Snapshot`], which the arena dereferences to; writes are methods here.
+pub struct Arena {
+    pub(crate) state: Snapshot,
+    pub(crate) own_range: IdRange,
+    pub(crate) next_server: u64,
+    pub(crate) next_local: u64,
+    pub(crate) seed: u64,
+    pub(crate) guid_counter: u64,
+    pub(crate) persistent_counter: u64,
+    pub(crate) free_slots: Vec<Slot>,
+    pub(crate) events: Vec<Event>,
+    pub(crate) doomed: Vec<Doomed>,
+    pub(crate) reclaimable: Vec<Doomed>,
+    pub(crate) part_log: BoundedJournal<PartWrite>,
+    pub(crate) topology_log: BoundedJournal<TopologyChange>,
+    pub(crate) batches: Vec<crate::batch::BatchMark>,
+    pub(crate) alloc_log: Vec<Doomed>,
+    pub(crate) ancestry_epoch: u64,
+    pub(crate) lineage_cache: Option<(InstanceId, u64, Lineage)>,
+}
+
+impl Deref for Arena {
+    type Target = Snapshot;
+
+    fn deref(&self) -> &Snapshot {
+        &self.state
+    }
+}
+
+impl std::fmt::Debug for Arena {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Arena")
+            .field("state", &self.state)
+            .field("own_range", &self.own_range)
+            .field("pending_events", &self.events.len())
+            .finish_non_exhaustive()
+    }
+}
+
+impl Arena {
+    /// An empty arena allocating server-range ids (from 1).
+    pub fn new(classes: Arc<ClassRegistry>) -> Self {
+        Self::with_range(classes, IdRange::Server)
+    }
+
+    /// An empty arena with the standard classes.
+    pub fn standard() -> Self {
+        Self::new(Arc::new(ClassRegistry::standard()))
+    }
+
+    /// An empty client arena: it allocates its own objects from 2^52 and accepts server-range
+    /// ids only through [`Arena::insert_with_id`] (replication).
+    pub fn client(classes: Arc<ClassRegistry>) -> Self {
+        Self::with_range(classes, IdRange::ClientLocal)
+    }
+
+    fn with_range(classes: Arc<ClassRegistry>, own_range: IdRange) -> Self {
+        Self {
+            state: Snapshot::new(classes),
+            own_range,
+            next_server: IdRange::Server.start(),
+            next_local: IdRange::ClientLocal.start(),
+            seed: 0,
+            guid_counter: 0,
+            persistent_counter: 0,
+            free_slots: Vec::new(),
+            events: Vec::new(),
+            doomed: Vec::new(),
+            reclaimable: Vec::new(),
+            part_log: BoundedJournal::new(PART_LOG_CAPACITY),
+            topology_log: BoundedJournal::new(TOPOLOGY_LOG_CAPACITY),
+            batches: Vec::new(),
+            alloc_log: Vec::new(),
+            ancestry_epoch: 0,
+            lineage_cache: None,
+        }
+    }
+
+    /// Sets the seed GUIDs and persistent ids are derived from. Two arenas with the same seed
+    /// and the same operations produce the same GUIDs.
+    #[must_use]
+    pub fn with_seed(mut self, seed: u64) -> Self {
+        self.seed = seed;
+        self
+    }
+
+    /// Registers another class on this arena's registry. Snapshots keep the registry they had.
+    pub fn register_class(
+        &mut self,
+        descriptor: crate::ClassDescriptor,
+    ) -> Result<ClassId, ArenaError> {
+        let class = Arc::make_mut(&mut self.state.classes).register(descriptor)?;
+        let families = self.state.classes.family_count();
+        self.state
+            .family_cache
+            .resize_with(families, std::sync::OnceLock::new);
+        Ok(class)
+    }
+
+    /// Registers another family on this arena's registry.
+    pub fn register_family(&mut self, name: &str) -> Result<crate::FamilyId, ArenaError> {
+        let family = Arc::make_mut(&mut self.state.classes).register_family(name)?;
+        let families = self.state.classes.family_count();
+        self.state
+            .family_cache
+            .resize_with(families, std::sync::OnceLock::new);
+        Ok(family)
+    }
+
+    /// An immutable copy of the current state that shares every node with the arena. Later
+    /// writes to the arena never show in it. Pending events, journals and lifecycle scopes are
+    /// not part of it.
+    pub fn snapshot(&self) -> Snapshot {
+        let mut snapshot = self.state.clone();
+        snapshot.scope.clear();
+        snapshot
+    }
+
+    /// The range this arena allocates its own ids from.
+    pub fn own_range(&self) -> IdRange {
+        self.own_range
+    }
+
+    /// The next id this arena would allocate.
+    pub fn next_id(&self) -> u64 {
+        match self.own_range {
+            IdRange::Server => self.next_server,
+            IdRange::ClientLocal => self.next_local,
+        }
+    }
+
+    // ----- Creation. -----
+
+    /// Creates an instance of `class`, optionally under `parent`, and returns its new id.
+    pub fn create(
+        &mut self,
+        class: ClassId,
+        parent: Option<InstanceId>,
+    ) -> Result<InstanceId, ArenaError> {
+        let parent = self.check_new_child(class, parent)?;
+        let id = self.peek_id()?;
+        let slot = self.take_slot()?;
+        self.commit_id(id);
+        self.insert_node(id, slot, class, parent, Attach::Announced);
+        Ok(id)
+    }
+
+    /// Creates an instance of the class named `class`.
+    pub fn create_named(
+        &mut self,
+        class: &str,
+        parent: Option<InstanceId>,
+    ) -> Result<InstanceId, ArenaError> {
+        let class = self
+            .state
+            .classes
+            .class_id(class)
+            .ok_or_else(|| ArenaError::UnknownClass(class.to_owned()))?;
+        self.create(class, parent)
+    }
+
+    /// Inserts an instance under an id chosen elsewhere (replication). The id must not be held
+    /// by a live instance or tombstone, and an id of this arena's own range must not have been
+    /// issued by it already; inserting one moves the arena's counter past it.
+    pub fn insert_with_id(
+        &mut self,
+        id: InstanceId,
+        class: ClassId,
+        parent: Option<InstanceId>,
+    ) -> Result<(), ArenaError> {
+        if !self.batches.is_empty() {
+            return Err(ArenaError::BatchInProgress(
+                "explicit ids cannot be inserted inside a construction batch",
+            ));
+        }
+        if self.state.find(id).is_some() {
+            return Err(ArenaError::IdInUse(id));
+        }
+        if id.range() == self.own_range && id.get() < self.next_id() {
+            return Err(ArenaError::IdRetired(id));
+        }
+        let parent = self.check_new_child(class, parent)?;
+        let slot = self.take_slot()?;
+        if id.range() == self.own_range {
+            self.set_counter(id.get() + 1);
+        }
+        self.insert_node(id, slot, class, parent, Attach::Announced);
+        Ok(())
+    }
+
+    /// Validates the class and the parent of an instance about to be created.
+    pub(crate) fn check_new_child(
+        &self,
+        class: ClassId,
+        parent: Option<InstanceId>,
+    ) -> Result<Option<(InstanceId, Slot)>, ArenaError> {
+        let descriptor = self
+            .state
+            .classes
+            .get(class)
+            .ok_or(ArenaError::UnknownClassId(class.0))?;
+        let Some(parent) = parent else {
+            return Ok(None);
+        };
+        let parent_slot = self.state.live_slot(parent)?;
+        let parent_class = self.state.node_at(parent_slot).map(Node::class);
+        if let Some(parent_class) = parent_class
+            && !descriptor.allows_parent(parent_class)
+        {
+            return Err(ArenaError::Containment {
+                child_class: descriptor.name().to_owned(),
+                parent_class: self.state.class_of(parent_class).name().to_owned(),
+            });
+        }
+        Ok(Some((parent, parent_slot)))
+    }
+
+    /// The id the next allocation will use, or exhaustion.
+    pub(crate) fn peek_id(&self) -> Result<InstanceId, ArenaError> {
+        let next = self.next_id();
+        if next >= self.own_range.end() {
+            return Err(ArenaError::IdSpaceExhausted(self.own_range));
+        }
+        InstanceId::new(next).ok_or(ArenaError::IdSpaceExhausted(self.own_range))
+    }
+
+    pub(crate) fn commit_id(&mut self, id: InstanceId) {
+        self.set_counter(id.get() + 1);
+    }
+
+    pub(crate) fn set_counter(&mut self, next: u64) {
+        match self.own_range {
+            IdRange::Server => self.next_server = next,
+            IdRange::ClientLocal => self.next_local = next,
+        }
+    }
+
+    pub(crate) fn take_slot(&mut self) -> Result<Slot, ArenaError> {
+        if let Some(slot) = self.free_slots.pop() {
+            return Ok(slot);
+        }
+        if self.state.slot_len == u32::MAX {
+            return Err(ArenaError::SlotsExhausted);
+        }
+        Ok(Slot(self.state.slot_len))
+    }
+
+    fn next_guid(&mut self) -> Guid {
+        self.guid_counter += 1;
+        let hi = mix64(self.seed ^ self.guid_counter);
+        let lo = mix64(
+            self.guid_counter.wrapping_add(0x9e37_79b9_7f4a_7c15) ^ self.seed.rotate_left(32),
+        );
+        Guid((u128::from(hi) << 64) | u128::from(lo))
+    }
+
+    /// Places a new node with default data and links it under `parent`. All validation is done.
+    pub(crate) fn insert_node(
+        &mut self,
+        id: InstanceId,
+        slot: Slot,
+        class: ClassId,
+        parent: Option<(InstanceId, Slot)>,
+        attach: Attach,
+    ) {
+        let descriptor = self.state.class_of(class);
+        let data = NodeData {
+            name: descriptor.shared_name().clone(),
+            attributes: Default::default(),
+            state: BuiltinState::default_for(descriptor.state_kind()),
+        };
+        self.insert_node_with(id, slot, class, data, parent, attach);
+    }
+
+    /// Places a new node with the given data and links it under `parent`.
+    pub(crate) fn insert_node_with(
+        &mut self,
+        id: InstanceId,
+        slot: Slot,
+        class: ClassId,
+        data: NodeData,
+        parent: Option<(InstanceId, Slot)>,
+        attach: Attach,
+    ) {
+        let guid = self.next_guid();
+        let at = self.state.revisions.tick();
+        self.state.revisions.topology = at;
+        let descriptor = self.state.class_of(class);
+        let families = descriptor.families();
+        let service = descriptor.is_service();
+        let mut node = Node::new(id, class, guid, data, at);
+        node.set_flag(NodeFlag::ParentLocked, service);
+        self.state.place(slot, node);
+        self.state.live += 1;
+        for family in families.iter() {
+            self.state.invalidate_family(family);
+            self.state.revisions.bump_family(family, at);
+        }
+        if !self.batches.is_empty() {
+            self.alloc_log.push(Doomed { id, slot });
+        }
+        self.events.push(Event::Created { id });
+        self.topology_log.push(TopologyChange::Created {
+            id,
+            parent: parent.map(|(p, _)| p),
+        });
+        match (parent, attach) {
+            (None, _) => {}
+            (Some(parent), Attach::Quiet) => {
+                self.link_last((id, slot), parent);
+                let in_world = self.inherits_world(parent.1);
+                self.state
+                    .write_at(slot)
+                    .set_flag(NodeFlag::InWorld, in_world);
+            }
+            (Some(parent), Attach::Announced) => {
+                self.attach((id, slot), parent, &MovedIds::One(id), at);
+                let lineage = self.lineage(Some(parent.0));
+                self.events.push(Event::ChildAdded {
+                    parent: parent.0,
+                    child: id,
+                });
+                self.events.push(Event::DescendantAdded {
+                    ancestors: lineage,
+                    moved: MovedIds::One(id),
+                });
+            }
+        }
+    }
+
+    // ----- Generic and specialised writes. -----
+
+    /// Generic mutable access to a live node's name, attributes and state. The node is marked
+    /// written (revision, families, collision, animation, part-write log, GUI layout) before it
+    /// is returned, whether or not the caller then changes anything.
+    pub fn node_mut(&mut self, id: InstanceId) -> Result<&mut NodeData, ArenaError> {
+        let slot = self.state.live_slot(id)?;
+        self.mark_written(slot, WriteScope::State);
+        Ok(&mut self.state.write_at(slot).data)
+    }
+
+    /// Renames an instance. Returns `false`, changing nothing, when the name is already equal.
+    pub fn set_name(&mut self, id: InstanceId, name: &str) -> Result<bool, ArenaError> {
+        let slot = self.state.live_slot(id)?;
+        if self.state.node_at(slot).is_some_and(|n| n.name() == name) {
+            return Ok(false);
+        }
+        self.mark_written(slot, WriteScope::Meta);
+        self.state.write_at(slot).data.name = Arc::from(name);
+        Ok(true)
+    }
+
+    /// Sets (`Some`) or removes (`None`) an attribute. Returns `false`, changing nothing, when
+    /// the stored value is already equal.
+    pub fn set_attribute(
+        &mut self,
+        id: InstanceId,
+        name: &str,
+        value: Option<AttrValue>,
+    ) -> Result<bool, ArenaError> {
+        let slot = self.state.live_slot(id)?;
+        let unchanged = self
+            .state
+            .node_at(slot)
+            .is_some_and(|n| !n.attributes().would_change(name, value.as_ref()));
+        if unchanged {
+            return Ok(false);
+        }
+        self.mark_written(slot, WriteScope::Meta);
+        self.state.write_at(slot).data.attributes.set(name, value);
+        Ok(true)
+    }
+
+    /// Replaces an instance's built-in state. The variant must match its class. Returns
+    /// `false`, changing nothing, when the state is already equal.
+    pub fn set_state(&mut self, id: InstanceId, state: BuiltinState) -> Result<bool, ArenaError> {
+        let slot = self.state.live_slot(id)?;
+        let current = self.current_state(slot, id, state.kind())?;
+        if *current == state {
+            return Ok(false);
+        }
+        self.mark_written(slot, WriteScope::State);
+        self.state.write_at(slot).data.state = state;
+        Ok(true)
+    }
+
+    /// Moves a part. Returns `false`, changing nothing, when the transform is already equal.
+    pub fn set_part_transform(
+        &mut self,
+        id: InstanceId,
+        transform: Transform,
+    ) -> Result<bool, ArenaError> {
+        self.set_state_field(
+            id,
+            StateKind::Part,
+            transform,
+            |s| match s {
+                BuiltinState::Part(p) => Some(&p.transform),
+                _ => None,
+            },
+            |s| match s {
+                BuiltinState::Part(p) => Some(&mut p.transform),
+                _ => None,
+            },
+        )
+    }
+
+    /// Resizes a part. Returns `false`, changing nothing, when the size is already equal.
+    pub fn set_part_size(&mut self, id: InstanceId, size: Vec3) -> Result<bool, ArenaError> {
+        self.set_state_field(
+            id,
+            StateKind::Part,
+            size,
+            |s| match s {
+                BuiltinState::Part(p) => Some(&p.size),
+                _ => None,
+            },
+            |s| match s {
+                BuiltinState::Part(p) => Some(&mut p.size),
+                _ => None,
+            },
+        )
+    }
+
+    /// Sets a light's brightness. Returns `false`, changing nothing, when already equal.
+    pub fn set_light_brightness(
+        &mut self,
+        id: InstanceId,
+        brightness: f32,
+    ) -> Result<bool, ArenaError> {
+        self.set_state_field(
+            id,
+            StateKind::Light,
+            brightness,
+            |s| match s {
+                BuiltinState::Light(l) => Some(&l.brightness),
+                _ => None,
+            },
+            |s| match s {
+                BuiltinState::Light(l) => Some(&mut l.brightness),
+                _ => None,
+            },
+        )
+    }
+
+    /// Sets a component definition's Luau source. Returns `false`, changing nothing, when the
+    /// source is already equal.
+    pub fn set_definition_source(
+        &mut self,
+        id: InstanceId,
+        source: &str,
+    ) -> Result<bool, ArenaError> {
+        let slot = self.state.live_slot(id)?;
+        let current = self.current_state(slot, id, StateKind::ComponentDefinition)?;
+        if matches!(current, BuiltinState::ComponentDefinition { source: s } if **s == *source) {
+            return Ok(false);
+        }
+        self.mark_written(slot, WriteScope::State);
+        self.state.write_at(slot).data.state = BuiltinState::ComponentDefinition {
+            source: Arc::from(source),
+        };
+        Ok(true)
+    }
+
+    fn current_state(
+        &self,
+        slot: Slot,
+        id: InstanceId,
+        expected: StateKind,
+    ) -> Result<&BuiltinState, ArenaError> {
+        let node = self
+            .state
+            .node_at(slot)
+            .ok_or(ArenaError::UnknownInstance(id))?;
+        let actual = self.state.class_of(node.class).state_kind();
+        if actual != expected {
+            return Err(ArenaError::WrongState {
+                id,
+                expected,
+                actual,
+            });
+        }
+        Ok(node.state())
+    }
+
+    fn set_state_field<T: PartialEq>(
+        &mut self,
+        id: InstanceId,
+        kind: StateKind,
+        value: T,
+        read: impl Fn(&BuiltinState) -> Option<&T>,
+        write: impl Fn(&mut BuiltinState) -> Option<&mut T>,
+    ) -> Result<bool, ArenaError> {
+        let slot = self.state.live_slot(id)?;
+        let current = self.current_state(slot, id, kind)?;
+        if read(current) == Some(&value) {
+            return Ok(false);
+        }
+        self.mark_written(slot, WriteScope::State);
+        if let Some(field) = write(&mut self.state.write_at(slot).data.state) {
+            *field = value;
+        }
+        Ok(true)
+    }
+
+    /// Records that the node at `slot` is being written: node and global mutation revisions,
+    /// its families, and for state writes the collision and animation revisions, the part-write
+    /// log and GUI layout, as its class declares.
+    pub(crate) fn mark_written(&mut self, slot: Slot, scope: WriteScope) -> Revision {
+        let at = self.state.revisions.tick();
+        self.state.revisions.mutation = at;
+        let node = self.state.write_at(slot);
+        node.revision = at;
+        let (id, class, in_world) = (node.id, node.class, node.is_in_world());
+        let descriptor = self.state.class_of(class);
+        let families = descriptor.families();
+        let collision = descriptor.affects_collision();
+        let animation = descriptor.affects_animation();
+        let part_log = descriptor.logs_part_writes();
+        let kind = descriptor.state_kind();
+        for family in families.iter() {
+            self.state.revisions.bump_family(family, at);
+        }
+        if scope == WriteScope::State {
+            if collision && in_world {
+                self.state.revisions.collision = at;
+            }
+            if animation {
+                self.state.revisions.animation = at;
+            }
+            if part_log && in_world {
+                self.part_log.push(PartWrite {
+                    id,
+                    kind: PartWriteKind::State,
+                });
+            }
+            match kind {
+                StateKind::GuiElement => {
+                    if let Some(layer) = self.nearest_layer(id) {
+                        self.state.layouts.insert(layer, at);
+                    }
+                }
+                StateKind::GuiLayer => {
+                    self.state.layouts.insert(id, at);
+                    self.state.revisions.layout = at;
+                }
+                _ => {}
+            }
+        }
+        at
+    }
+
+    /// Locks or unlocks an instance's parent. Returns whether anything changed.
+    pub fn set_parent_locked(&mut self, id: InstanceId, locked: bool) -> Result<bool, ArenaError> {
+        let slot = self.state.live_slot(id)?;
+        if self
+            .state
+            .node_at(slot)
+            .is_some_and(|n| n.is_parent_locked() == locked)
+        {
+            return Ok(false);
+        }
+        self.state
+            .write_at(slot)
+            .set_flag(NodeFlag::ParentLocked, locked);
+        Ok(true)
+    }
+
+    // ----- Tags. -----
+
+    /// Adds a tag to a live instance. Returns `false` when it already had it.
+    pub fn add_tag(&mut self, id: InstanceId, tag: &str) -> Result<bool, ArenaError> {
+        let slot = self.state.live_slot(id)?;
+        if self.state.has_tag(id, tag) {
+            return Ok(false);
+        }
+        let key: Arc<str> = self
+            .state
+            .tag_index
+            .get_key_value(tag)
+            .map_or_else(|| Arc::from(tag), |(k, _)| k.clone());
+        self.state.write_at(slot).tags.push(key.clone());
+        self.state.tag_index.entry(key).or_default().insert(id);
+        let at = self.state.revisions.tick();
+        self.state.revisions.tags = at;
+        Ok(true)
+    }
+
+    /// Removes a tag from a live instance. Returns `false` when it did not have it.
+    pub fn remove_tag(&mut self, id: InstanceId, tag: &str) -> Result<bool, ArenaError> {
+        let slot = self.state.live_slot(id)?;
+        if !self.state.has_tag(id, tag) {
+            return Ok(false);
+        }
+        self.state.write_at(slot).tags.retain(|t| **t != *tag);
+        self.unindex_tag(id, tag);
+        let at = self.state.revisions.tick();
+        self.state.revisions.tags = at;
+        Ok(true)
+    }
+
+    pub(crate) fn unindex_tag(&mut self, id: InstanceId, tag: &str) {
+        let emptied = match self.state.tag_index.get_mut(tag) {
+            Some(set) => {
+                set.remove(&id);
+                set.is_empty()
+            }
+            None => false,
+        };
+        if emptied {
+            self.state.tag_index.remove(tag);
+        }
+    }
+
+    // ----- Persistent ids. -----
+
+    /// The persistent id of a live instance, assigning a fresh one on first request.
+    pub fn ensure_persistent_id(&mut self, id: InstanceId) -> Result<PersistentId, ArenaError> {
+        let slot = self.state.live_slot(id)?;
+        if let Some(pid) = self.state.node_at(slot).and_then(Node::persistent_id) {
+            return Ok(pid);
+        }
+        let pid = loop {
+            self.persistent_counter += 1;
+            let raw = mix64(self.seed.rotate_left(17) ^ self.persistent_counter);
+            if let Some(pid) = PersistentId::new(raw)
+                && self.state.persistent_index.get(&pid).is_none()
+            {
+                break pid;
+            }
+        };
+        self.state.write_at(slot).persistent_id = Some(pid);
+        self.state.persistent_index.insert(pid, id);
+        Ok(pid)
+    }
+
+    /// Sets or clears a live instance's persistent id (loading saved data). Fails when another
+    /// instance holds it. Returns whether anything changed.
+    pub fn set_persistent_id(
+        &mut self,
+        id: InstanceId,
+        pid: Option<PersistentId>,
+    ) -> Result<bool, ArenaError> {
+        let slot = self.state.live_slot(id)?;
+        let current = self.state.node_at(slot).and_then(Node::persistent_id);
+        if current == pid {
+            return Ok(false);
+        }
+        if let Some(pid) = pid
+            && let Some(&holder) = self.state.persistent_index.get(&pid)
+        {
+            return Err(ArenaError::PersistentIdInUse { pid, holder });
+        }
+        if let Some(old) = current {
+            self.state.persistent_index.remove(&old);
+        }
+        if let Some(pid) = pid {
+            self.state.persistent_index.insert(pid, id);
+        }
+        self.state.write_at(slot).persistent_id = pid;
+        Ok(true)
+    }
+
+    // ----- Reparenting. -----
+
+    /// Moves `child` (with its subtree) under `parent`, or unparents it with `None`. Returns
+    /// `false` for a no-op move, which produces no event, journal entry or revision.
+    ///
+    /// Refused, leaving everything unchanged: unknown or destroyed child or destination, a
+    /// locked child parent, a destination inside the child's own subtree, and a destination
+    /// class the child's class may not be placed in.
+    pub fn set_parent(
+        &mut self,
+        child: InstanceId,
+        parent: Option<InstanceId>,
+    ) -> Result<bool, ArenaError> {
+        let child_slot = self.state.live_slot(child)?;
+        let node = self
+            .state
+            .node_at(child_slot)
+            .ok_or(ArenaError::UnknownInstance(child))?;
+        if node.parent == parent {
+            return Ok(false);
+        }
+        if node.is_parent_locked() {
+            return Err(ArenaError::ParentLocked(child));
+        }
+        let parent = self.check_new_child(node.class, parent)?;
+        if let Some((parent_id, _)) = parent
+            && (parent_id == child || self.state.is_ancestor_of(child, parent_id))
+        {
+            return Err(ArenaError::Cycle {
+                child,
+                parent: parent_id,
+            });
+        }
+        if let Some(mark) = self.batches.first() {
+            let constructing = |id: InstanceId| mark.created_in_batch(id, self.own_range);
+            if !constructing(child) {
+                return Err(ArenaError::BatchInProgress(
+                    "instances that predate the batch cannot be moved inside it",
+                ));
+            }
+        }
+        self.move_subtree(child, child_slot, parent);
+        Ok(true)
+    }
+
+    /// Performs a validated move and queues its events.
+    pub(crate) fn move_subtree(
+        &mut self,
+        child: InstanceId,
+        child_slot: Slot,
+        parent: Option<(InstanceId, Slot)>,
+    ) {
+        let old_parent = self.state.node_at(child_slot).and_then(|n| n.parent);
+        let moved = self.collect_subtree(child);
+        let old_lineage = old_parent.map(|p| self.lineage(Some(p)));
+        let old_layer = self.nearest_layer(child);
+        let at = self.state.revisions.tick();
+        self.state.revisions.topology = at;
+        self.ancestry_epoch += 1;
+
+        if old_parent.is_some() {
+            self.unlink(child_slot);
+        }
+        self.invalidate_gui(&moved, old_layer, at);
+        match parent {
+            Some(parent) => self.attach((child, child_slot), parent, &moved, at),
+            None => {
+                self.set_world_membership(&moved, false, at);
+                self.bump_subtree_families(&moved, at);
+            }
+        }
+        self.topology_log.push(TopologyChange::Reparented {
+            id: child,
+            from: old_parent,
+            to: parent.map(|(p, _)| p),
+        });
+        if let (Some(old_parent), Some(lineage)) = (old_parent, old_lineage) {
+            self.events.push(Event::DescendantRemoving {
+                ancestors: lineage,
+                moved: moved.clone(),
+            });
+            self.events.push(Event::ChildRemoved {
+                parent: old_parent,
+                child,
+            });
+        }
+        if let Some((parent, _)) = parent {
+            self.events.push(Event::ChildAdded { parent, child });
+        }
+        self.events.push(Event::AncestryChanged {
+            moved: moved.clone(),
+        });
+        if let Some((parent, _)) = parent {
+            let lineage = self.lineage(Some(parent));
+            self.events.push(Event::DescendantAdded {
+                ancestors: lineage,
+                moved,
+            });
+        }
+    }
+
+    /// Links a detached subtree root under `parent` and updates the state derived from
+    /// ancestry: world membership, GUI layouts, family revisions.
+    fn attach(
+        &mut self,
+        child: (InstanceId, Slot),
+        parent: (InstanceId, Slot),
+        moved: &MovedIds,
+        at: Revision,
+    ) {
+        self.link_last(child, parent);
+        let in_world = self.inherits_world(parent.1);
+        self.set_world_membership(moved, in_world, at);
+        let new_layer = self.nearest_layer(child.0);
+        self.invalidate_gui(moved, new_layer, at);
+        self.bump_subtree_families(moved, at);
+    }
+
+    /// Whether a child placed under the node at `parent` is in the world.
+    fn inherits_world(&self, parent: Slot) -> bool {
+        self.state
+            .node_at(parent)
+            .is_some_and(|p| p.is_in_world() || self.state.class_of(p.class).is_world_container())
+    }
+
+    /// Advances the revision of every family with a member in the subtree.
+    pub(crate) fn bump_subtree_families(&mut self, moved: &MovedIds, at: Revision) {
+        let mut families = FamilySet::EMPTY;
+        for id in moved.as_slice() {
+            if let Some((_, node)) = self.state.find(*id) {
+                families = families.union(self.state.class_of(node.class).families());
+            }
+        }
+        for family in families.iter() {
+            self.state.revisions.bump_family(family, at);
+        }
+    }
+
+    /// Sets the world flag on every node of a subtree whose flag differs, logging the parts
+    /// that enter or leave.
+    pub(crate) fn set_world_membership(&mut self, moved: &MovedIds, in_world: bool, at: Revision) {
+        let root_in_world = self
+            .state
+            .find(moved.root())
+            .is_some_and(|(_, n)| n.is_in_world());
+        if root_in_world == in_world {
+            return;
+        }
+        let kind = if in_world {
+            PartWriteKind::EnteredWorld
+        } else {
+            PartWriteKind::LeftWorld
+        };
+        for &id in moved.as_slice() {
+            let Some((slot, node)) = self.state.find(id) else {
+                continue;
+            };
+            let descriptor = self.state.class_of(node.class);
+            let (logs, collides) = (
+                descriptor.logs_part_writes(),
+                descriptor.affects_collision(),
+            );
+            self.state
+                .write_at(slot)
+                .set_flag(NodeFlag::InWorld, in_world);
+            if logs {
+                self.part_log.push(PartWrite { id, kind });
+            }
+            if collides {
+                self.state.revisions.collision = at;
+            }
+        }
+    }
+
+    /// Invalidates GUI layouts affected by a subtree that moved relative to `layer` (the nearest
+    /// layer above its root before or after the move). Moving a layer invalidates the broad
+    /// layout memo.
+    pub(crate) fn invalidate_gui(
+        &mut self,
+        moved: &MovedIds,
+        layer: Option<InstanceId>,
+        at: Revision,
+    ) {
+        let mut has_gui = false;
+        for &id in moved.as_slice() {
+            let Some((_, node)) = self.state.find(id) else {
+                continue;
+            };
+            match self.state.class_of(node.class).state_kind() {
+                StateKind::GuiLayer => {
+                    has_gui = true;
+                    self.state.revisions.layout = at;
+                    self.state.layouts.insert(id, at);
+                }
+                StateKind::GuiElement => has_gui = true,
+                _ => {}
+            }
+        }
+        if let (true, Some(layer)) = (has_gui, layer) {
+            self.state.layouts.insert(layer, at);
+        }
+    }
+
+    /// The nearest proper ancestor that is a GUI layer.
+    pub(crate) fn nearest_layer(&self, id: InstanceId) -> Option<InstanceId> {
+        self.state.ancestors(id).find(|a| {
+            self.state.find(*a).is_some_and(|(_, n)| {
+                self.state.class_of(n.class).state_kind() == StateKind::GuiLayer
+            })
+        })
+    }
+
+    /// Appends `child` (detached) to `parent`'s children.
+    pub(crate) fn link_last(&mut self, child: (InstanceId, Slot), parent: (InstanceId, Slot)) {
+        let last = self.state.node_at(parent.1).and_then(|p| p.last_child);
+        if let Some(last_slot) = last.and_then(|l| self.state.slot_of(l)) {
+            self.state.write_at(last_slot).next_sibling = Some(child.0);
+        }
+        let parent_node = self.state.write_at(parent.1);
+        if parent_node.first_child.is_none() {
+            parent_node.first_child = Some(child.0);
+        }
+        parent_node.last_child = Some(child.0);
+        parent_node.child_count += 1;
+        let child_node = self.state.write_at(child.1);
+        child_node.parent = Some(parent.0);
+        child_node.prev_sibling = last;
+        child_node.next_sibling = None;
+    }
+
+    /// Detaches `child` from its parent's children.
+    pub(crate) fn unlink(&mut self, child_slot: Slot) {
+        let Some(node) = self.state.node_at(child_slot) else {
+            return;
+        };
+        let (parent, prev, next) = (node.parent, node.prev_sibling, node.next_sibling);
+        let Some(parent_slot) = parent.and_then(|p| self.state.slot_of(p)) else {
+            return;
+        };
+        match prev.and_then(|p| self.state.slot_of(p)) {
+            Some(prev_slot) => self.state.write_at(prev_slot).next_sibling = next,
+            None => self.state.write_at(parent_slot).first_child = next,
+        }
+        match next.and_then(|n| self.state.slot_of(n)) {
+            Some(next_slot) => self.state.write_at(next_slot).prev_sibling = prev,
+            None => self.state.write_at(parent_slot).last_child = prev,
+        }
+        self.state.write_at(parent_slot).child_count -= 1;
+        let child_node = self.state.write_at(child_slot);
+        child_node.parent = None;
+        child_node.prev_sibling = None;
+        child_node.next_sibling = None;
+    }
+
+    /// The subtree of `root` in pre-order, root first.
+    pub(crate) fn collect_subtree(&self, root: InstanceId) -> MovedIds {
+        let first_child = self.state.find(root).and_then(|(_, n)| n.first_child);
+        if first_child.is_none() {
+            return MovedIds::One(root);
+        }
+        let mut ids = vec![root];
+        let mut next = first_child;
+        while let Some(id) = next {
+            ids.push(id);
+            next = crate::snapshot::successor(&self.state, root, id);
+        }
+        MovedIds::from_vec(ids)
+    }
+
+    /// `parent` and its ancestors, nearest first. Reuses the last chain while no ancestry
+    /// changed, so creating many children under one parent shares one allocation.
+    pub(crate) fn lineage(&mut self, parent: Option<InstanceId>) -> Lineage {
+        let Some(parent) = parent else {
+            return Arc::from(Vec::new());
+        };
+        if let Some((cached, epoch, lineage)) = &self.lineage_cache
+            && *cached == parent
+            && *epoch == self.ancestry_epoch
+        {
+            return lineage.clone();
+        }
+        let mut chain = vec![parent];
+        chain.extend(self.state.ancestors(parent));
+        let lineage: Lineage = chain.into();
+        self.lineage_cache = Some((parent, self.ancestry_epoch, lineage.clone()));
+        lineage
+    }
+
+    // ----- Events and journals. -----
+
+    /// The events queued since the last drain.
+    pub fn pending_events(&self) -> &[Event] {
+        &self.events
+    }
+
+    /// The part-write log.
+    pub fn part_log(&self) -> &BoundedJournal<PartWrite> {
+        &self.part_log
+    }
+
+    /// The part-write log entries since `cursor` (a head returned by an earlier read, or
+    /// `part_log().head()`), or `HistoryUnavailable` when entries were dropped in between:
+    /// the reader must then re-examine every part.
+    pub fn part_writes_since(
+        &self,
+        cursor: u64,
+    ) -> Result<JournalRead<'_, PartWrite>, HistoryUnavailable> {
+        self.part_log.read_since(cursor)
+    }
+
+    /// The topology journal.
+    pub fn topology_journal(&self) -> &BoundedJournal<TopologyChange> {
+        &self.topology_log
+    }
+
+    /// Topology journal entries since `cursor`, or `HistoryUnavailable`.
+    pub fn topology_since(
+        &self,
+        cursor: u64,
+    ) -> Result<JournalRead<'_, TopologyChange>, HistoryUnavailable> {
+        self.topology_log.read_since(cursor)
+    }
+}

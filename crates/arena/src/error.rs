@@ -1,0 +1,102 @@
+//! `ArenaError`: every way an arena operation can refuse.
+//!
+//! Invariant: an operation that returns an error has changed nothing observable (ids, slots,
+//! links, revisions, journals, events), except where a variant says otherwise.
+
+use crate::class::StateKind;
+use crate::id::{IdRange, InstanceId, PersistentId};
+
+/// Why an arena operation was refused.
+#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
+#[non_exhaustive]
+pub enum ArenaError {
+    /// The id never existed here, or its slot has been reclaimed.
+    #[error("instance {0} does not exist")]
+    UnknownInstance(InstanceId),
+    /// The instance was destroyed; it is at most a tombstone.
+    #[error("instance {0} has been destroyed")]
+    DestroyedInstance(InstanceId),
+    /// No class with that name is registered.
+    #[error("unknown class `{0}`")]
+    UnknownClass(String),
+    /// A class id from another registry.
+    #[error("class id {0} is not registered")]
+    UnknownClassId(u16),
+    /// A class with that name is already registered.
+    #[error("class `{0}` is already registered")]
+    DuplicateClass(String),
+    /// No family with that name is registered.
+    #[error("unknown family `{0}`")]
+    UnknownFamily(String),
+    /// The class or family registry has no room left.
+    #[error("the class registry is full")]
+    RegistryFull,
+    /// The move would make an instance its own ancestor.
+    #[error("cannot parent {child} under {parent}: {parent} is {child} or one of its descendants")]
+    Cycle {
+        /// The instance being moved.
+        child: InstanceId,
+        /// The requested parent.
+        parent: InstanceId,
+    },
+    /// The instance's parent is locked (services, for example).
+    #[error("the parent of {0} is locked")]
+    ParentLocked(InstanceId),
+    /// The class does not allow that parent class.
+    #[error("a {child_class} cannot be placed under a {parent_class}")]
+    Containment {
+        /// The class of the instance being placed.
+        child_class: String,
+        /// The class of the requested parent.
+        parent_class: String,
+    },
+    /// The id is held by a live instance or a tombstone.
+    #[error("instance id {0} is already in use")]
+    IdInUse(InstanceId),
+    /// The id lies in this arena's own range below its counter: it was already handed out and
+    /// ids are never reused.
+    #[error("instance id {0} was already issued by this arena and cannot be reused")]
+    IdRetired(InstanceId),
+    /// The id range has no ids left.
+    #[error("the {0:?} id range is exhausted")]
+    IdSpaceExhausted(IdRange),
+    /// The arena has no physical slots left (more than 2^32 instances).
+    #[error("the arena has no free slots left")]
+    SlotsExhausted,
+    /// Services cannot be cloned or grafted: they are singletons of their place.
+    #[error("instance {0} is a service and cannot be copied")]
+    NotCloneable(InstanceId),
+    /// The instance's class carries a different kind of built-in state.
+    #[error("instance {id} carries {actual:?} state, not {expected:?}")]
+    WrongState {
+        /// The instance written.
+        id: InstanceId,
+        /// The kind the operation needs.
+        expected: StateKind,
+        /// The kind the instance has.
+        actual: StateKind,
+    },
+    /// Another instance already holds that persistent id.
+    #[error("persistent id {pid:?} is already held by {holder}")]
+    PersistentIdInUse {
+        /// The contested persistent id.
+        pid: PersistentId,
+        /// Its current holder.
+        holder: InstanceId,
+    },
+    /// A construction batch is open; the operation would break its rollback.
+    #[error("a construction batch is open: {0}")]
+    BatchInProgress(&'static str),
+    /// The checkpoint is not the innermost open one.
+    #[error("the checkpoint is not the innermost open batch")]
+    StaleCheckpoint,
+    /// A lifecycle scope needs a destroyed instance that has not been reclaimed.
+    #[error("instance {0} is not a tombstone awaiting reclamation")]
+    NotATombstone(InstanceId),
+    /// The lifecycle scope token does not match the open scopes.
+    #[error("the lifecycle scope is not open")]
+    ScopeNotOpen,
+    /// Draining would reclaim tombstones while a lifecycle scope still reads them.
+    #[error("cannot drain while a lifecycle scope is open")]
+    ScopeOpen,
+}

@@ -1,0 +1,184 @@
+//! Identities: runtime instance ids, physical slots, GUIDs and persistent ids.
+//!
+//! Invariant: an `InstanceId` is never zero and is never handed out twice by one arena; a `Slot`
+//! is only a position and may hold a different instance after reclamation. The two ranges of
+//! runtime ids are disjoint: ids below [`InstanceId::CLIENT_RANGE_START`] are issued by the
+//! authoritative side, ids at or above it are allocated locally by a client.
+
+use std::fmt;
+use std::num::NonZeroU64;
+
+/// The runtime identity of one instance.
+///
+/// Ids come from a counter and are never returned to a pool, so an id that no longer resolves
+/// can never start resolving to a different object.
+#[derive(Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub struct InstanceId(NonZeroU64);
+
+impl InstanceId {
+    /// The first id of the client-local range (2^52).
+    pub const CLIENT_RANGE_START: u64 = 1 << 52;
+
+    /// Wraps a raw id; `None` for zero, which is never a valid id.
+    pub const fn new(raw: u64) -> Option<Self> {
+        match NonZeroU64::new(raw) {
+            Some(raw) => Some(Self(raw)),
+            None => None,
+        }
+    }
+
+    /// The raw 64-bit value.
+    pub const fn get(self) -> u64 {
+        self.0.get()
+    }
+
+    /// The range this id belongs to.
+    pub const fn range(self) -> IdRange {
+        if self.get() >= Self::CLIENT_RANGE_START {
+            IdRange::ClientLocal
+        } else {
+            IdRange::Server
+        }
+    }
+}
+
+impl fmt::Debug for InstanceId {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "#{}", self.get())
+    }
+}
+
+impl fmt::Display for InstanceId {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "#{}", self.get())
+    }
+}
+
+/// Which counter an arena allocates from.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum IdRange {
+    /// Ids from 1 up to (not including) 2^52: issued by the authoritative side.
+    Server,
+    /// Ids from 2^52 upward: objects a client creates on its own.
+    ClientLocal,
+}
+
+impl IdRange {
+    /// The first id of the range.
+    pub const fn start(self) -> u64 {
+        match self {
+            IdRange::Server => 1,
+            IdRange::ClientLocal => InstanceId::CLIENT_RANGE_START,
+        }
+    }
+
+    /// One past the last id of the range.
+    pub const fn end(self) -> u64 {
+        match self {
+            IdRange::Server => InstanceId::CLIENT_RANGE_START,
+            IdRange::ClientLocal => u64::MAX,
+        }
+    }
+}
+
+/// A physical position in the arena's node table. Reused after reclamation.
+#[derive(Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Debug)]
+pub struct Slot(pub(crate) u32);
+
+impl Slot {
+    /// The position as an index, for sparse arrays keyed by slot.
+    pub const fn index(self) -> usize {
+        self.0 as usize
+    }
+
+    /// Builds a slot from an index (for tests and sparse-array owners).
+    pub const fn from_index(index: u32) -> Self {
+        Self(index)
+    }
+}
+
+/// A globally unique identifier given to every instance at creation.
+#[derive(Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub struct Guid(pub u128);
+
+impl fmt::Debug for Guid {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        fmt::Display::fmt(self, f)
+    }
+}
+
+impl fmt::Display for Guid {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let v = self.0;
+        write!(
+            f,
+            "{:08x}-{:04x}-{:04x}-{:04x}-{:012x}",
+            (v >> 96) as u32,
+            (v >> 80) as u16,
+            (v >> 64) as u16,
+            (v >> 48) as u16,
+            (v & 0xffff_ffff_ffff) as u64
+        )
+    }
+}
+
+/// A persistent unique id, assigned on demand so authored objects can be matched across
+/// operations that rebuild their runtime representation (save and load, graft, replication).
+#[derive(Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Debug)]
+pub struct PersistentId(pub NonZeroU64);
+
+impl PersistentId {
+    /// Wraps a raw value; `None` for zero.
+    pub const fn new(raw: u64) -> Option<Self> {
+        match NonZeroU64::new(raw) {
+            Some(raw) => Some(Self(raw)),
+            None => None,
+        }
+    }
+
+    /// The raw value.
+    pub const fn get(self) -> u64 {
+        self.0.get()
+    }
+}
+
+/// SplitMix64's output function: a bijective mixer used to derive GUIDs and persistent ids
+/// from counters, so they look random but are reproducible for a given arena seed.
+pub(crate) const fn mix64(mut z: u64) -> u64 {
+    z = (z ^ (z >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
+    z = (z ^ (z >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
+    z ^ (z >> 31)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn zero_is_not_an_id() {
+        assert!(InstanceId::new(0).is_none());
+        assert_eq!(InstanceId::new(7).map(InstanceId::get), Some(7));
+    }
+
+    #[test]
+    fn ranges_split_at_two_to_the_fifty_two() {
+        let last_server = InstanceId::new((1 << 52) - 1).unwrap();
+        let first_client = InstanceId::new(1 << 52).unwrap();
+        assert_eq!(last_server.range(), IdRange::Server);
+        assert_eq!(first_client.range(), IdRange::ClientLocal);
+    }
+
+    #[test]
+    fn guid_renders_as_hyphenated_hex() {
+        let guid = Guid(0x0123_4567_89ab_cdef_0011_2233_4455_6677);
+        assert_eq!(guid.to_string(), "01234567-89ab-cdef-0011-223344556677");
+    }
+
+    #[test]
+    fn mixer_is_injective_on_a_sample() {
+        let mut seen: Vec<u64> = (0..10_000).map(mix64).collect();
+        seen.sort_unstable();
+        seen.dedup();
+        assert_eq!(seen.len(), 10_000);
+    }
+}

@@ -1,0 +1,208 @@
+//! Destruction, lifecycle scopes and two-drain reclamation.
+//!
+//! An instance goes through separate transitions: live → destroyed (a tombstone: detached, not
+//! live, not writable, out of the tag and persistent-id indexes, still holding its slot) →
+//! reclaimable (after the first drain returned its destruction event) → vacant slot (after the
+//! second drain). Its id is never reused.
+//!
+//! Invariant: a tombstone is readable only through an open lifecycle scope whose subject is the
+//! tombstone or one of its destroyed ancestors; it is never live and never writable. A slot
+//! joins the free pool only in the drain after the one that reported its destruction.
+
+use crate::arena::Arena;
+use crate::class::FamilySet;
+use crate::error::ArenaError;
+use crate::event::{Doomed, Event, TopologyChange};
+use crate::id::InstanceId;
+use crate::node::NodeFlag;
+use crate::snapshot::Snapshot;
+
+/// What a destruction did, for hook consumers such as the component store: every instance of
+/// the destroyed subtree with the slot it keeps until reclamation.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Destruction {
+    /// The instance `destroy` was called on.
+    pub root: InstanceId,
+    /// The destroyed subtree, root first, pre-order.
+    pub doomed: Vec<Doomed>,
+}
+
+/// What a drain returned.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct Drained {
+    /// The events queued since the previous drain, in order.
+    pub events: Vec<Event>,
+    /// Instances whose destruction this drain reported; their slots are released by the next
+    /// drain, and until then their tombstones can be read through a lifecycle scope.
+    pub reclaimable: Vec<Doomed>,
+    /// Instances whose slots this drain released. Slot-keyed bookkeeping for them can go now.
+    pub reclaimed: Vec<Doomed>,
+}
+
+/// A token for an open lifecycle scope; pass it back to [`Arena::exit_lifecycle_scope`].
+#[derive(Debug, PartialEq, Eq)]
+#[must_use = "a lifecycle scope stays open until exited"]
+pub struct LifecycleScope {
+    depth: usize,
+}
+
+impl Arena {
+    /// Destroys an instance and its subtree: detaches it, marks every node destroyed, drops
+    /// their tag and persistent-id index entries, records parts leaving the world, and queues
+    /// the detach events and a `Destroyed` event. The nodes stay as tombstones.
+    ///
+    /// Refused for unknown or already destroyed instances, for instances whose parent is
+    /// locked, and inside a construction batch.
+    pub fn destroy(&mut self, id: InstanceId) -> Result<Destruction, ArenaError> {
+        if !self.batches.is_empty() {
+            return Err(ArenaError::BatchInProgress(
+                "destruction cannot be rolled back",
+            ));
+        }
+        let slot = self.state.live_slot(id)?;
+        let node = self
+            .state
+            .node_at(slot)
+            .ok_or(ArenaError::UnknownInstance(id))?;
+        if node.is_parent_locked() {
+            return Err(ArenaError::ParentLocked(id));
+        }
+        let old_parent = node.parent;
+        let moved = self.collect_subtree(id);
+        let old_lineage = old_parent.map(|p| self.lineage(Some(p)));
+        let old_layer = self.nearest_layer(id);
+        let at = self.state.revisions.tick();
+        self.state.revisions.topology = at;
+        self.ancestry_epoch += 1;
+
+        if old_parent.is_some() {
+            self.unlink(slot);
+        }
+        self.invalidate_gui(&moved, old_layer, at);
+        self.set_world_membership(&moved, false, at);
+        self.bump_subtree_families(&moved, at);
+
+        let mut doomed = Vec::with_capacity(moved.len());
+        let mut families = FamilySet::EMPTY;
+        let mut untagged = false;
+        for &member in moved.as_slice() {
+            let Some((member_slot, node)) = self.state.find(member) else {
+                continue;
+            };
+            families = families.union(self.state.class_of(node.class).families());
+            let tags = node.tags.clone();
+            let pid = node.persistent_id;
+            for tag in &tags {
+                self.unindex_tag(member, tag);
+                untagged = true;
+            }
+            if let Some(pid) = pid {
+                self.state.persistent_index.remove(&pid);
+            }
+            let tombstone = self.state.write_at(member_slot);
+            tombstone.set_flag(NodeFlag::Destroyed, true);
+            tombstone.set_flag(NodeFlag::ParentLocked, true);
+            doomed.push(Doomed {
+                id: member,
+                slot: member_slot,
+            });
+        }
+        for family in families.iter() {
+            self.state.invalidate_family(family);
+        }
+        if untagged {
+            self.state.revisions.tags = at;
+        }
+        self.state.live -= doomed.len();
+        self.state.tombstones += doomed.len();
+        self.doomed.extend_from_slice(&doomed);
+
+        self.topology_log.push(TopologyChange::Destroyed {
+            subtree: moved.clone(),
+        });
+        if let (Some(parent), Some(ancestors)) = (old_parent, old_lineage) {
+            self.events.push(Event::DescendantRemoving {
+                ancestors,
+                moved: moved.clone(),
+            });
+            self.events.push(Event::ChildRemoved { parent, child: id });
+        }
+        self.events.push(Event::Destroyed { subtree: moved });
+        Ok(Destruction { root: id, doomed })
+    }
+
+    /// Returns the queued events and advances reclamation by one step: slots of instances
+    /// reported by the previous drain are released, and instances destroyed since then become
+    /// reclaimable (their tombstones stay readable through lifecycle scopes until the next
+    /// drain).
+    ///
+    /// Refused while a construction batch or a lifecycle scope is open.
+    pub fn drain(&mut self) -> Result<Drained, ArenaError> {
+        if !self.batches.is_empty() {
+            return Err(ArenaError::BatchInProgress("draining would reclaim slots"));
+        }
+        if !self.state.scope.is_empty() {
+            return Err(ArenaError::ScopeOpen);
+        }
+        let reclaimed = std::mem::take(&mut self.reclaimable);
+        for doomed in &reclaimed {
+            if self.state.vacate(doomed.slot).is_some() {
+                self.state.tombstones -= 1;
+                self.free_slots.push(doomed.slot);
+                self.state.layouts.remove(&doomed.id);
+            }
+        }
+        self.reclaimable = std::mem::take(&mut self.doomed);
+        Ok(Drained {
+            events: std::mem::take(&mut self.events),
+            reclaimable: self.reclaimable.clone(),
+            reclaimed,
+        })
+    }
+
+    /// Destroyed instances not yet released: those awaiting their first drain and those
+    /// awaiting their second.
+    pub fn pending_reclamation(&self) -> usize {
+        self.doomed.len() + self.reclaimable.len()
+    }
+
+    /// Opens a lifecycle scope on a tombstone: until the scope is exited, the subject and its
+    /// destroyed subtree are readable through `get`, `node`, `children` and the other reads.
+    /// They stay not live and not writable. Scopes nest; exiting one restores the view that
+    /// preceded it.
+    pub fn enter_lifecycle_scope(
+        &mut self,
+        subject: InstanceId,
+    ) -> Result<LifecycleScope, ArenaError> {
+        match self.state.find(subject) {
+            Some((_, node)) if node.is_destroyed() => {
+                self.state.scope.push(subject);
+                Ok(LifecycleScope {
+                    depth: self.state.scope.len() - 1,
+                })
+            }
+            _ => Err(ArenaError::NotATombstone(subject)),
+        }
+    }
+
+    /// Closes a lifecycle scope (and any opened inside it).
+    pub fn exit_lifecycle_scope(&mut self, scope: LifecycleScope) -> Result<(), ArenaError> {
+        if scope.depth >= self.state.scope.len() {
+            return Err(ArenaError::ScopeNotOpen);
+        }
+        self.state.scope.truncate(scope.depth);
+        Ok(())
+    }
+
+    /// Runs `read` with a lifecycle scope open on `subject`, then closes it.
+    pub fn with_lifecycle_scope<R>(
+        &mut self,
+        subject: InstanceId,
+        read: impl FnOnce(&Snapshot) -> R,
+    ) -> Result<R, ArenaError> {
+        let scope = self.enter_lifecycle_scope(subject)?;
+        let result = read(&self.state);
+        self.exit_lifecycle_scope(scope)?;
+        Ok(result)
+    }
+}

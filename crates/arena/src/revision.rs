@@ -1,0 +1,103 @@
+//! Revision counters and the set of revision domains an arena maintains.
+//!
+//! Invariant: every domain records a value of one arena-wide clock, which only moves forward.
+//! A domain's revision therefore never decreases, and revisions from different domains (and the
+//! per-node revisions) can be compared with each other: "node revision > my last seen mutation
+//! revision" means the node was written after I looked.
+
+use std::fmt;
+
+/// A value of the arena clock, recorded by a revision domain or a node.
+#[derive(Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Default)]
+pub struct Revision(pub u64);
+
+impl Revision {
+    /// The revision before anything happened.
+    pub const ZERO: Self = Self(0);
+
+    /// The raw counter value.
+    pub const fn get(self) -> u64 {
+        self.0
+    }
+}
+
+impl fmt::Debug for Revision {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "r{}", self.0)
+    }
+}
+
+/// The arena's revision domains. Each field is the clock value of the latest change in it.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct Revisions {
+    /// The clock itself: the latest change of any kind.
+    pub(crate) clock: Revision,
+    /// Allocation, destruction, reparenting, rollback: anything that changes membership or
+    /// ancestry.
+    pub(crate) topology: Revision,
+    /// Any write that can change a node's state (name, attributes, built-in state).
+    pub(crate) mutation: Revision,
+    /// Tag membership.
+    pub(crate) tags: Revision,
+    /// State relevant to collision scenes: writes to collision classes in the world, and parts
+    /// entering or leaving it.
+    pub(crate) collision: Revision,
+    /// Authored animation data.
+    pub(crate) animation: Revision,
+    /// The broad GUI layout memo: bumped when a whole layer moves or changes.
+    pub(crate) layout: Revision,
+    /// One revision per class family, indexed by `FamilyId`.
+    pub(crate) families: Vec<Revision>,
+}
+
+impl Revisions {
+    /// The latest clock value of any domain.
+    pub fn clock(&self) -> Revision {
+        self.clock
+    }
+    /// Topology: allocation, destruction, reparenting.
+    pub fn topology(&self) -> Revision {
+        self.topology
+    }
+    /// Global mutation: writes to node state.
+    pub fn mutation(&self) -> Revision {
+        self.mutation
+    }
+    /// Tag membership.
+    pub fn tags(&self) -> Revision {
+        self.tags
+    }
+    /// Collision-relevant state.
+    pub fn collision(&self) -> Revision {
+        self.collision
+    }
+    /// Animation data.
+    pub fn animation(&self) -> Revision {
+        self.animation
+    }
+    /// The broad GUI layout memo.
+    pub fn layout(&self) -> Revision {
+        self.layout
+    }
+    /// The revision of one class family; `Revision::ZERO` for a family never touched.
+    pub fn family(&self, family: crate::FamilyId) -> Revision {
+        self.families
+            .get(family.index())
+            .copied()
+            .unwrap_or(Revision::ZERO)
+    }
+
+    /// Advances the clock and returns the new value.
+    pub(crate) fn tick(&mut self) -> Revision {
+        self.clock.0 += 1;
+        self.clock
+    }
+
+    pub(crate) fn bump_family(&mut self, family: crate::FamilyId, at: Revision) {
+        let index = family.index();
+        if self.families.len() <= index {
+            self.families.resize(index + 1, Revision::ZERO);
+        }
+        self.families[index] = at;
+    }
+}
