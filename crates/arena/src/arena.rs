@@ -18,7 +18,7 @@ use crate::journal::{BoundedJournal, HistoryUnavailable, JournalRead};
 use crate::math::{Transform, Vec3};
 use crate::node::{Node, NodeFlag};
 use crate::revision::Revision;
-use crate::snapshot::{PSet, Snapshot};
+use crate::snapshot::Snapshot;
 use crate::state::{AttrValue, BuiltinState, NodeData};
 
 /// How many entries the part-write log retains before dropping its older half.
