@@ -1,0 +1,630 @@
+//! The measurement harness: workload descriptions, the [`Bencher`] a workload body drives, the
+//! sampling loop and the statistics it reports.
+//!
+//! Invariant: only the routine runs between the two clock reads of a sample. Setup, handing the
+//! input over, and dropping the routine's input and output all happen outside the timed region,
+//! and a [`Summary`] is only ever built from at least one timed sample.
+
+use std::hint::black_box;
+use std::time::{Duration, Instant};
+
+use crate::error::BenchError;
+use crate::report::BenchRecord;
+use crate::rss;
+
+/// The library name every Strata workload reports; peer libraries use their crate names.
+pub const STRATA: &str = "strata";
+
+/// The most runs one batched sample of [`Bencher::iter`] may hold.
+///
+/// It bounds the memory spent keeping outputs alive until the clock has stopped.
+const MAX_RUNS_PER_SAMPLE: usize = 1 << 20;
+
+/// How long and how often each workload is sampled.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct SampleConfig {
+    /// Sampling goes on until at least this many samples were taken...
+    pub min_samples: usize,
+    /// ...and at least this much wall time (setup included) was spent sampling.
+    pub budget: Duration,
+    /// Sampling stops here even if the budget is not spent, which bounds very fast routines.
+    pub max_samples: usize,
+}
+
+impl SampleConfig {
+    /// The settings of a full run: at least 10 samples and 1.5 s per workload.
+    pub fn standard() -> SampleConfig {
+        SampleConfig {
+            min_samples: 10,
+            budget: Duration::from_millis(1500),
+            max_samples: 10_000,
+        }
+    }
+
+    /// The settings of `--quick`: at least 3 samples and 0.2 s per workload.
+    pub fn quick() -> SampleConfig {
+        SampleConfig {
+            min_samples: 3,
+            budget: Duration::from_millis(200),
+            max_samples: 1_000,
+        }
+    }
+
+    /// How long one batched sample of [`Bencher::iter`] should last.
+    ///
+    /// A hundredth of the budget leaves room for about a hundred samples, and keeps very short
+    /// routines far above the clock's resolution.
+    fn sample_target(&self) -> Duration {
+        self.budget / 100
+    }
+
+    /// Whether a sampling loop that has taken `n_samples` samples over `elapsed` may stop.
+    fn is_done(&self, n_samples: usize, elapsed: Duration) -> bool {
+        n_samples >= self.max_samples || (n_samples >= self.min_samples && elapsed >= self.budget)
+    }
+}
+
+/// The body of a workload: it prepares whatever it needs once, then calls exactly one of the
+/// [`Bencher`] methods exactly once.
+type Body = Box<dyn FnMut(&mut Bencher)>;
+
+/// One named benchmark: what it measures, for which library, and how.
+pub struct Workload {
+    name: String,
+    size: u64,
+    items: u64,
+    library: String,
+    mechanism: String,
+    body: Body,
+}
+
+impl Workload {
+    /// Describes a Strata workload named `name` (an operation, such as `arena_create`) working on
+    /// `size` items, whose `body` drives a [`Bencher`].
+    ///
+    /// `mechanism` says in a few words how the library does the work (for example
+    /// "typed column walk"), so a comparison between libraries can be read. One run is taken to
+    /// process `size` items; use [`Workload::items`] when it processes a different number.
+    pub fn new(
+        name: impl Into<String>,
+        size: u64,
+        mechanism: impl Into<String>,
+        body: impl FnMut(&mut Bencher) + 'static,
+    ) -> Workload {
+        Workload {
+            name: name.into(),
+            size,
+            items: size.max(1),
+            library: STRATA.to_owned(),
+            mechanism: mechanism.into(),
+            body: Box::new(body),
+        }
+    }
+
+    /// Sets the number of items one run processes, which divides the median into ns per item.
+    ///
+    /// Zero is taken as one, so the per-item figure is always finite.
+    pub fn items(mut self, items: u64) -> Workload {
+        self.items = items.max(1);
+        self
+    }
+
+    /// Sets the library the workload measures (default [`STRATA`]); peer workloads use this.
+    pub fn library(mut self, library: impl Into<String>) -> Workload {
+        self.library = library.into();
+        self
+    }
+
+    /// The workload's name, which `--filter` matches against.
+    pub fn name(&self) -> &str {
+        &self.name
+    }
+
+    /// The number of items the workload works on.
+    pub fn size(&self) -> u64 {
+        self.size
+    }
+
+    /// The library the workload measures.
+    pub fn library_name(&self) -> &str {
+        &self.library
+    }
+
+    /// How the library does the work, in a few words.
+    pub fn mechanism(&self) -> &str {
+        &self.mechanism
+    }
+
+    /// Runs the body under `config` and summarises the timed runs.
+    pub fn measure(&mut self, config: SampleConfig) -> Result<Summary, BenchError> {
+        self.measure_with_peak(config, false)
+            .map(|(summary, _)| summary)
+    }
+
+    /// Runs the body under `config`; with `track_peak`, also returns the peak resident memory
+    /// from the start of the body through its first (warm-up) run.
+    fn measure_with_peak(
+        &mut self,
+        config: SampleConfig,
+        track_peak: bool,
+    ) -> Result<(Summary, Option<u64>), BenchError> {
+        let mut bencher = Bencher {
+            config,
+            outcome: Outcome::NotRun,
+            track_peak: track_peak && rss::reset_peak(),
+            peak_rss_bytes: None,
+        };
+        (self.body)(&mut bencher);
+        let peak_rss_bytes = bencher.peak_rss_bytes;
+        let summary = match bencher.outcome {
+            Outcome::NotRun => Err(BenchError::NoMeasurement {
+                workload: self.name.clone(),
+            }),
+            Outcome::Repeated => Err(BenchError::RepeatedMeasurement {
+                workload: self.name.clone(),
+            }),
+            Outcome::Measured(samples) => {
+                Summary::from_samples(&samples).ok_or_else(|| BenchError::NoMeasurement {
+                    workload: self.name.clone(),
+                })
+            }
+        }?;
+        Ok((summary, peak_rss_bytes))
+    }
+
+    /// Measures the workload and its peak resident memory, and turns both into a record.
+    ///
+    /// The peak is the process's resident high-water mark from the start of the body through
+    /// the warm-up run: whatever the body prepares, one setup, one run and its output. Later
+    /// runs are left out, so outputs a batch keeps alive until the clock stops do not inflate
+    /// it. Memory an earlier workload left allocated counts too, and the peak is `None` where
+    /// the platform cannot reset or report it.
+    pub fn run(&mut self, config: SampleConfig) -> Result<BenchRecord, BenchError> {
+        let (summary, peak_rss_bytes) = self.measure_with_peak(config, true)?;
+        Ok(BenchRecord {
+            library: self.library.clone(),
+            workload: self.name.clone(),
+            size: self.size,
+            items: self.items,
+            median_ns: summary.median_ns,
+            min_ns: summary.min_ns,
+            ns_per_item: summary.median_ns / self.items as f64,
+            peak_rss_bytes,
+            mechanism: self.mechanism.clone(),
+            samples: summary.samples,
+        })
+    }
+}
+
+/// What a workload body did with its [`Bencher`].
+enum Outcome {
+    NotRun,
+    /// The nanoseconds of one run, one entry per sample.
+    Measured(Vec<f64>),
+    /// The body called a measuring method more than once, which is a bug in the workload.
+    Repeated,
+}
+
+/// The timer handed to a workload body; the body calls exactly one of its methods exactly once.
+///
+/// Each method does one untimed warm-up run first, then samples until the [`SampleConfig`] is
+/// satisfied. Inputs and outputs pass through [`black_box`], so the optimiser can neither drop
+/// the routine nor compute it ahead of time.
+pub struct Bencher {
+    config: SampleConfig,
+    outcome: Outcome,
+    /// Whether the peak was reset before the body started, so reading it means something.
+    track_peak: bool,
+    /// The peak read right after the warm-up run.
+    peak_rss_bytes: Option<u64>,
+}
+
+impl Bencher {
+    /// Times `routine`, which needs no fresh input per run.
+    ///
+    /// Runs are batched so that one sample lasts about a hundredth of the budget, and a sample's
+    /// time is divided by its run count. The outputs of a batch are kept until the clock has
+    /// stopped and dropped afterwards, so their drop is never timed. Batches are sized on wall
+    /// time, drops included, so a cheap routine with a costly output cannot stretch a sample.
+    pub fn iter<O>(&mut self, mut routine: impl FnMut() -> O) {
+        if !self.begin() {
+            return;
+        }
+        let target = self.config.sample_target();
+        // The warm-up doubles the batch until a batch lasts the sample target, which also
+        // estimates the wall cost of one run.
+        let mut runs = 1;
+        let wall_per_run = loop {
+            let batch = time_batch(&mut routine, runs);
+            if runs == 1 {
+                self.record_peak();
+            }
+            if batch.wall >= target || runs >= MAX_RUNS_PER_SAMPLE {
+                break batch.wall.as_secs_f64() / runs as f64;
+            }
+            runs *= 2;
+        };
+        let runs = runs_per_sample(target.as_secs_f64(), wall_per_run);
+        let mut samples = Vec::new();
+        let started = Instant::now();
+        while !self.config.is_done(samples.len(), started.elapsed()) {
+            let batch = time_batch(&mut routine, runs);
+            samples.push(nanos(batch.timed) / runs as f64);
+        }
+        self.outcome = Outcome::Measured(samples);
+    }
+
+    /// Times `routine` on a fresh input from `setup` per run, lent to it mutably.
+    ///
+    /// `setup` runs before the clock starts, and both the input and the routine's output are
+    /// dropped after it stops. Use this when the routine edits or reads a prepared value, such as
+    /// reparenting nodes inside an arena built by `setup`.
+    pub fn iter_with_setup<S, O>(
+        &mut self,
+        mut setup: impl FnMut() -> S,
+        mut routine: impl FnMut(&mut S) -> O,
+    ) {
+        self.sample_each(move || {
+            let mut input = setup();
+            let start = Instant::now();
+            let output = black_box(routine(black_box(&mut input)));
+            let elapsed = start.elapsed();
+            drop(output);
+            drop(input);
+            elapsed
+        });
+    }
+
+    /// Times `routine` on a fresh input from `setup` per run, handed over by value.
+    ///
+    /// `setup` runs before the clock starts and the routine's output is dropped after it stops,
+    /// but an input the routine drops is dropped inside the timed region. Return the input (or
+    /// whatever still owns it) unless timing its drop is the point, as when measuring teardown.
+    pub fn iter_with_setup_owned<S, O>(
+        &mut self,
+        mut setup: impl FnMut() -> S,
+        mut routine: impl FnMut(S) -> O,
+    ) {
+        self.sample_each(move || {
+            let input = setup();
+            let start = Instant::now();
+            let output = black_box(routine(black_box(input)));
+            let elapsed = start.elapsed();
+            drop(output);
+            elapsed
+        });
+    }
+
+    /// Runs `one_run` once as a warm-up, then samples it one run per sample.
+    fn sample_each(&mut self, mut one_run: impl FnMut() -> Duration) {
+        if !self.begin() {
+            return;
+        }
+        one_run();
+        self.record_peak();
+        let mut samples = Vec::new();
+        let started = Instant::now();
+        while !self.config.is_done(samples.len(), started.elapsed()) {
+            samples.push(nanos(one_run()));
+        }
+        self.outcome = Outcome::Measured(samples);
+    }
+
+    /// Reads the peak resident memory once the warm-up run is over.
+    fn record_peak(&mut self) {
+        if self.track_peak {
+            self.peak_rss_bytes = rss::peak_bytes();
+        }
+    }
+
+    /// Claims the bencher for one measurement; a second claim marks the workload as broken.
+    fn begin(&mut self) -> bool {
+        match self.outcome {
+            Outcome::NotRun => true,
+            Outcome::Measured(_) | Outcome::Repeated => {
+                self.outcome = Outcome::Repeated;
+                false
+            }
+        }
+    }
+}
+
+/// The clock readings of one batch of runs.
+struct Batch {
+    /// The time of the runs alone.
+    timed: Duration,
+    /// The time of the runs plus dropping their outputs.
+    wall: Duration,
+}
+
+/// Times `runs` calls of `routine` as one batch and drops their outputs after the clock stops.
+fn time_batch<O>(routine: &mut impl FnMut() -> O, runs: usize) -> Batch {
+    let mut outputs = Vec::with_capacity(runs);
+    let start = Instant::now();
+    for _ in 0..runs {
+        outputs.push(black_box(routine()));
+    }
+    let timed = start.elapsed();
+    drop(outputs);
+    Batch {
+        timed,
+        wall: start.elapsed(),
+    }
+}
+
+/// How many runs fill one sample of `target_secs` when one run takes `per_run_secs`.
+fn runs_per_sample(target_secs: f64, per_run_secs: f64) -> usize {
+    if per_run_secs <= 0.0 {
+        return MAX_RUNS_PER_SAMPLE;
+    }
+    let runs = (target_secs / per_run_secs).ceil();
+    // The float-to-integer cast saturates, and the clamp keeps at least one run per sample.
+    (runs as usize).clamp(1, MAX_RUNS_PER_SAMPLE)
+}
+
+fn nanos(duration: Duration) -> f64 {
+    duration.as_secs_f64() * 1e9
+}
+
+/// The statistics of one workload's samples, each sample being the time of one run.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct Summary {
+    /// The median time of one run, in nanoseconds; the mean of the middle two for an even count.
+    pub median_ns: f64,
+    /// The fastest run, in nanoseconds.
+    pub min_ns: f64,
+    /// How many samples were taken.
+    pub samples: usize,
+}
+
+impl Summary {
+    /// Summarises per-run times in nanoseconds, or returns `None` when there are none.
+    ///
+    /// A NaN sample (which a clock never produces) sorts last rather than panicking.
+    pub fn from_samples(samples: &[f64]) -> Option<Summary> {
+        let mut sorted = samples.to_vec();
+        sorted.sort_by(f64::total_cmp);
+        let n_samples = sorted.len();
+        let min_ns = *sorted.first()?;
+        let mid = n_samples / 2;
+        let median_ns = if n_samples % 2 == 1 {
+            sorted[mid]
+        } else {
+            (sorted[mid - 1] + sorted[mid]) / 2.0
+        };
+        Some(Summary {
+            median_ns,
+            min_ns,
+            samples: n_samples,
+        })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::cell::Cell;
+    use std::rc::Rc;
+
+    use super::*;
+
+    /// A configuration that finishes at once, so tests stay fast.
+    fn tiny() -> SampleConfig {
+        SampleConfig {
+            min_samples: 5,
+            budget: Duration::ZERO,
+            max_samples: 5,
+        }
+    }
+
+    #[track_caller]
+    fn check_summary(samples: &[f64], expect: Option<(f64, f64, usize)>) {
+        let got = Summary::from_samples(samples).map(|s| (s.median_ns, s.min_ns, s.samples));
+        assert_eq!(got, expect);
+    }
+
+    #[test]
+    fn summary_of_samples() {
+        check_summary(&[], None);
+        check_summary(&[7.0], Some((7.0, 7.0, 1)));
+        check_summary(&[30.0, 10.0, 20.0], Some((20.0, 10.0, 3)));
+        check_summary(&[4.0, 1.0, 3.0, 2.0], Some((2.5, 1.0, 4)));
+        check_summary(&[5.0, 100.0, 5.0, 6.0, 1000.0], Some((6.0, 5.0, 5)));
+    }
+
+    #[test]
+    fn sampling_stops_on_both_minimum_and_budget() {
+        let config = SampleConfig {
+            min_samples: 3,
+            budget: Duration::from_millis(10),
+            max_samples: 100,
+        };
+        assert!(!config.is_done(2, Duration::from_secs(1)));
+        assert!(!config.is_done(3, Duration::from_millis(9)));
+        assert!(config.is_done(3, Duration::from_millis(10)));
+        assert!(config.is_done(100, Duration::ZERO));
+    }
+
+    #[test]
+    fn runs_per_sample_is_at_least_one_and_bounded() {
+        assert_eq!(runs_per_sample(0.01, 0.001), 10);
+        assert_eq!(runs_per_sample(0.01, 1.0), 1);
+        assert_eq!(runs_per_sample(0.01, 0.0), MAX_RUNS_PER_SAMPLE);
+        assert_eq!(runs_per_sample(1.0, 1e-12), MAX_RUNS_PER_SAMPLE);
+    }
+
+    #[test]
+    fn setup_runs_once_per_timed_run_plus_warm_up() {
+        let setups = Rc::new(Cell::new(0));
+        let runs = Rc::new(Cell::new(0));
+        let (s, r) = (Rc::clone(&setups), Rc::clone(&runs));
+        let mut workload = Workload::new("count", 10, "counting", move |b| {
+            let (s, r) = (Rc::clone(&s), Rc::clone(&r));
+            b.iter_with_setup(move || s.set(s.get() + 1), move |_| r.set(r.get() + 1));
+        });
+        let summary = workload.measure(tiny()).expect("the body measures once");
+        assert_eq!(summary.samples, 5);
+        assert_eq!(setups.get(), 6);
+        assert_eq!(runs.get(), 6);
+    }
+
+    /// Sleeps in setup and in the drop of the input and output; none of it may be timed.
+    #[test]
+    fn setup_and_drops_are_outside_the_timed_region() {
+        struct SlowDrop;
+        impl Drop for SlowDrop {
+            fn drop(&mut self) {
+                std::thread::sleep(Duration::from_millis(20));
+            }
+        }
+        let mut by_ref = Workload::new("slow_edges", 1, "sleeping", |b| {
+            b.iter_with_setup(
+                || {
+                    std::thread::sleep(Duration::from_millis(20));
+                    SlowDrop
+                },
+                |_input| SlowDrop,
+            );
+        });
+        let summary = by_ref.measure(tiny()).expect("the body measures once");
+        assert!(summary.median_ns < 10e6, "{summary:?}");
+
+        let mut owned = Workload::new("slow_edges_owned", 1, "sleeping", |b| {
+            b.iter_with_setup_owned(|| SlowDrop, |input| (input, SlowDrop));
+        });
+        let summary = owned.measure(tiny()).expect("the body measures once");
+        assert!(summary.median_ns < 10e6, "{summary:?}");
+    }
+
+    #[test]
+    fn iter_drops_outputs_outside_the_timed_region() {
+        struct SlowDrop;
+        impl Drop for SlowDrop {
+            fn drop(&mut self) {
+                std::thread::sleep(Duration::from_millis(20));
+            }
+        }
+        // One run takes about 1 ms, longer than the 10 µs sample target, so every batch holds a
+        // single run; the 20 ms drop after it must not show in the figure.
+        let mut workload = Workload::new("slow_output", 1, "sleeping", |b| {
+            b.iter(|| {
+                std::thread::sleep(Duration::from_millis(1));
+                SlowDrop
+            });
+        });
+        let config = SampleConfig {
+            min_samples: 3,
+            budget: Duration::from_millis(1),
+            max_samples: 3,
+        };
+        let summary = workload.measure(config).expect("the body measures once");
+        assert!((1e6..10e6).contains(&summary.median_ns), "{summary:?}");
+    }
+
+    #[test]
+    fn costly_drops_keep_batches_small() {
+        struct SlowDrop;
+        impl Drop for SlowDrop {
+            fn drop(&mut self) {
+                std::thread::sleep(Duration::from_millis(1));
+            }
+        }
+        let mut workload = Workload::new("cheap_run_slow_drop", 1, "sleeping", |b| {
+            b.iter(|| SlowDrop);
+        });
+        let config = SampleConfig {
+            min_samples: 3,
+            budget: Duration::from_millis(100),
+            max_samples: 3,
+        };
+        // Sized on timed cost alone, a batch would hold about a million runs and take over a
+        // quarter of an hour to drop.
+        let started = Instant::now();
+        let summary = workload.measure(config).expect("the body measures once");
+        assert!(started.elapsed() < Duration::from_secs(2), "{summary:?}");
+        assert!(summary.median_ns < 1e6, "{summary:?}");
+    }
+
+    #[test]
+    fn iter_times_each_run_not_each_batch() {
+        let mut workload = Workload::new("sleep", 1, "sleeping", |b| {
+            b.iter(|| std::thread::sleep(Duration::from_micros(100)));
+        });
+        // The sample target is 10 ms, so each sample batches dozens of 100 µs runs; the per-run
+        // figure must stay near one sleep, far from one batch.
+        let config = SampleConfig {
+            min_samples: 3,
+            budget: Duration::from_secs(1),
+            max_samples: 3,
+        };
+        let summary = workload.measure(config).expect("the body measures once");
+        assert!((1e5..2e6).contains(&summary.median_ns), "{summary:?}");
+        assert_eq!(summary.samples, 3);
+    }
+
+    #[test]
+    fn a_body_must_measure_exactly_once() {
+        let mut none = Workload::new("none", 1, "nothing", |_| {});
+        assert!(matches!(
+            none.measure(tiny()),
+            Err(BenchError::NoMeasurement { workload }) if workload == "none"
+        ));
+        let mut twice = Workload::new("twice", 1, "twice", |b| {
+            b.iter(|| 1);
+            b.iter(|| 2);
+        });
+        assert!(matches!(
+            twice.measure(tiny()),
+            Err(BenchError::RepeatedMeasurement { workload }) if workload == "twice"
+        ));
+    }
+
+    #[test]
+    fn record_divides_the_median_by_items() {
+        let mut workload = Workload::new("sleep", 1000, "sleeping", |b| {
+            b.iter_with_setup(|| (), |_| std::thread::sleep(Duration::from_millis(1)));
+        })
+        .items(500)
+        .library("peer");
+        let record = workload.run(tiny()).expect("the body measures once");
+        assert_eq!(record.library, "peer");
+        assert_eq!(record.workload, "sleep");
+        assert_eq!((record.size, record.items, record.samples), (1000, 500, 5));
+        assert_eq!(record.ns_per_item, record.median_ns / 500.0);
+        assert!(record.min_ns <= record.median_ns);
+        if cfg!(target_os = "linux") {
+            assert!(record.peak_rss_bytes.is_some_and(|bytes| bytes > 0));
+        }
+    }
+
+    /// A routine whose outputs hold 1 MiB each: a batch keeps hundreds alive, one run only one.
+    #[test]
+    fn peak_memory_comes_from_one_run_not_a_batch() {
+        if !cfg!(target_os = "linux") {
+            return;
+        }
+        let mut workload = Workload::new("alloc_1mib", 1, "vec of ones", |b| {
+            b.iter(|| vec![1_u8; 1 << 20]);
+        });
+        // A 30 ms sample target makes a batch hold well over a hundred outputs.
+        let config = SampleConfig {
+            min_samples: 1,
+            budget: Duration::from_secs(3),
+            max_samples: 1,
+        };
+        let baseline = rss::reset_peak().then(rss::peak_bytes).flatten();
+        let record = workload.run(config).expect("the body measures once");
+        let (Some(baseline), Some(peak)) = (baseline, record.peak_rss_bytes) else {
+            panic!("Linux reports peak memory");
+        };
+        // Tests run in parallel threads, so allow other tests some memory, but far less than
+        // the batch of 1 MiB outputs holds.
+        assert!(peak < baseline + (24 << 20), "{baseline} -> {peak}");
+    }
+
+    #[test]
+    fn zero_items_count_as_one() {
+        let workload = Workload::new("empty", 0, "nothing", |b| b.iter(|| ()));
+        assert_eq!(workload.items, 1);
+        assert_eq!(workload.items(0).items, 1);
+    }
+}

@@ -1,0 +1,60 @@
+//! `strata-bench`: Strata's benchmark harness and its registry of named workloads.
+//!
+//! A [`Workload`] names an operation, a size, the library measured and the mechanism it uses,
+//! and a body that drives a [`Bencher`]: setup goes in a closure the bencher calls before
+//! starting the clock, and the routine's output is dropped after stopping it. Each layer
+//! registers its workloads in its own module (see [`arena`]); [`all_workloads`] gathers them,
+//! and the `strata-bench` binary runs them in one process and writes JSON and Markdown.
+//!
+//! Invariant: every registered workload has a unique (library, name, size), so a record in a
+//! results file identifies one workload. `cargo xtask bench` is the usual way in.
+//!
+//! ```no_run
+//! use strata_bench::{Bencher, Workload};
+//!
+//! let sum = Workload::new("vec_sum", 10_000, "slice iterator", |b: &mut Bencher| {
+//!     b.iter_with_setup(
+//!         || (0..10_000_u64).collect::<Vec<_>>(), // not timed
+//!         |values| values.iter().sum::<u64>(),    // timed
+//!     );
+//! });
+//! assert_eq!(sum.name(), "vec_sum");
+//! ```
+
+pub mod arena;
+pub mod cli;
+pub mod error;
+pub mod harness;
+pub mod report;
+mod rss;
+
+pub use error::BenchError;
+pub use harness::{Bencher, STRATA, SampleConfig, Summary, Workload};
+pub use report::{BenchRecord, Machine, Report};
+
+/// Every registered workload, layer by layer, in run order.
+pub fn all_workloads() -> Vec<Workload> {
+    arena::workloads()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn registered_workloads_are_unique() {
+        let workloads = all_workloads();
+        let mut keys: Vec<(&str, &str, u64)> = workloads
+            .iter()
+            .map(|w| (w.library_name(), w.name(), w.size()))
+            .collect();
+        keys.sort_unstable();
+        let n_keys = keys.len();
+        keys.dedup();
+        assert_eq!(
+            keys.len(),
+            n_keys,
+            "a (library, name, size) is registered twice"
+        );
+    }
+}

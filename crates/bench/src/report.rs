@@ -1,0 +1,484 @@
+//! The results file and its Markdown rendering: [`Report`], [`BenchRecord`], [`Machine`] and
+//! [`render_markdown`].
+//!
+//! Invariant: the JSON shape is the contract `cargo xtask bench` and later comparisons read. A
+//! record always names its `library` and `mechanism`, so results of several libraries fit in one
+//! file; fields may be added but never renamed. Rendering never reorders records of one library.
+
+use std::fmt::Write as _;
+use std::time::{SystemTime, UNIX_EPOCH};
+
+use serde::{Deserialize, Serialize};
+
+use crate::harness::STRATA;
+
+/// One results file: where and when it was measured, and one record per workload run.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Report {
+    /// The machine the workloads ran on.
+    pub machine: Machine,
+    /// When the run started, as RFC 3339 UTC (`2026-03-21T10:00:00Z`).
+    pub date: String,
+    /// Whether `--quick` sampling was used, which makes the numbers rougher.
+    pub quick: bool,
+    /// Whether the harness was built with optimisations; numbers from a debug build mislead.
+    pub optimized: bool,
+    /// One record per workload, in run order.
+    pub results: Vec<BenchRecord>,
+}
+
+/// The measurement of one workload of one library at one size.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct BenchRecord {
+    /// The library measured: `strata`, or a peer crate's name.
+    pub library: String,
+    /// The workload's name, such as `arena_create`.
+    pub workload: String,
+    /// The number of items the workload works on.
+    pub size: u64,
+    /// The number of items one run processes, the divisor of `ns_per_item`.
+    pub items: u64,
+    /// The median time of one run, in nanoseconds.
+    pub median_ns: f64,
+    /// The fastest run, in nanoseconds.
+    pub min_ns: f64,
+    /// `median_ns / items`.
+    pub ns_per_item: f64,
+    /// The process's peak resident memory during the workload, or `null` where unknown.
+    pub peak_rss_bytes: Option<u64>,
+    /// How the library does the work, in a few words.
+    pub mechanism: String,
+    /// How many samples the median and minimum come from.
+    pub samples: usize,
+}
+
+/// The machine a report was measured on, as far as it is cheap to find out.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Machine {
+    /// Available parallelism (logical cores this process may use).
+    pub cores: usize,
+    /// The operating system, as Rust names it (`linux`, `macos`, `windows`).
+    pub os: String,
+    /// The CPU architecture, as Rust names it (`x86_64`, `aarch64`).
+    pub arch: String,
+    /// The CPU model, where the platform reports it.
+    pub cpu: Option<String>,
+    /// The compiler that built the harness (`rustc --version`), where it was known.
+    pub rustc: Option<String>,
+}
+
+impl Machine {
+    /// Describes the machine this process runs on.
+    pub fn detect() -> Machine {
+        let rustc = env!("STRATA_BENCH_RUSTC");
+        Machine {
+            cores: std::thread::available_parallelism().map_or(1, usize::from),
+            os: std::env::consts::OS.to_owned(),
+            arch: std::env::consts::ARCH.to_owned(),
+            cpu: cpu_model(),
+            rustc: (!rustc.is_empty()).then(|| rustc.to_owned()),
+        }
+    }
+}
+
+/// The CPU model from `/proc/cpuinfo`, where there is one.
+fn cpu_model() -> Option<String> {
+    let cpuinfo = std::fs::read_to_string("/proc/cpuinfo").ok()?;
+    cpuinfo.lines().find_map(|line| {
+        let (key, value) = line.split_once(':')?;
+        (key.trim() == "model name").then(|| value.trim().to_owned())
+    })
+}
+
+/// Formats a point in time as RFC 3339 UTC with whole seconds, such as `2026-03-21T10:00:00Z`.
+///
+/// Times before 1970 are shown as the epoch; a benchmark is never run then.
+pub fn rfc3339_utc(time: SystemTime) -> String {
+    let secs = time.duration_since(UNIX_EPOCH).map_or(0, |d| d.as_secs());
+    let days = secs / 86_400;
+    let secs_of_day = secs % 86_400;
+    let (year, month, day) = civil_from_days(days);
+    format!(
+        "{year:04}-{month:02}-{day:02}T{:02}:{:02}:{:02}Z",
+        secs_of_day / 3600,
+        secs_of_day % 3600 / 60,
+        secs_of_day % 60
+    )
+}
+
+/// Converts days since 1970-01-01 into a proleptic Gregorian (year, month, day).
+///
+/// This is Howard Hinnant's `civil_from_days`, restricted to dates from 1970 on.
+fn civil_from_days(days: u64) -> (u64, u64, u64) {
+    let z = days + 719_468;
+    let era = z / 146_097;
+    let day_of_era = z % 146_097;
+    let year_of_era =
+        (day_of_era - day_of_era / 1460 + day_of_era / 36_524 - day_of_era / 146_096) / 365;
+    let day_of_year = day_of_era - (365 * year_of_era + year_of_era / 4 - year_of_era / 100);
+    let month_index = (5 * day_of_year + 2) / 153;
+    let day = day_of_year - (153 * month_index + 2) / 5 + 1;
+    let month = if month_index < 10 {
+        month_index + 3
+    } else {
+        month_index - 9
+    };
+    let year = year_of_era + era * 400 + u64::from(month <= 2);
+    (year, month, day)
+}
+
+/// Formats nanoseconds with three significant figures in ns, µs, ms or s.
+pub fn format_duration_ns(ns: f64) -> String {
+    let (value, unit) = if ns < 1e3 {
+        (ns, "ns")
+    } else if ns < 1e6 {
+        (ns / 1e3, "µs")
+    } else if ns < 1e9 {
+        (ns / 1e6, "ms")
+    } else {
+        (ns / 1e9, "s")
+    };
+    format!("{} {unit}", three_figures(value))
+}
+
+/// Formats a byte count in B, KiB, MiB or GiB, or `n/a` when it is unknown.
+pub fn format_bytes(bytes: Option<u64>) -> String {
+    const KIB: f64 = 1024.0;
+    let Some(bytes) = bytes else {
+        return "n/a".to_owned();
+    };
+    let bytes_f = bytes as f64;
+    if bytes_f < KIB {
+        format!("{bytes} B")
+    } else if bytes_f < KIB * KIB {
+        format!("{} KiB", three_figures(bytes_f / KIB))
+    } else if bytes_f < KIB * KIB * KIB {
+        format!("{} MiB", three_figures(bytes_f / (KIB * KIB)))
+    } else {
+        format!("{} GiB", three_figures(bytes_f / (KIB * KIB * KIB)))
+    }
+}
+
+/// Formats a workload size compactly: `1M`, `10k`, `200`.
+pub fn format_size(size: u64) -> String {
+    if size != 0 && size.is_multiple_of(1_000_000) {
+        format!("{}M", size / 1_000_000)
+    } else if size != 0 && size.is_multiple_of(1_000) {
+        format!("{}k", size / 1_000)
+    } else {
+        size.to_string()
+    }
+}
+
+fn three_figures(value: f64) -> String {
+    if value >= 99.95 {
+        format!("{value:.0}")
+    } else if value >= 9.995 {
+        format!("{value:.1}")
+    } else {
+        format!("{value:.2}")
+    }
+}
+
+/// Renders a report as Markdown: a heading, a line about the machine, then the tables.
+///
+/// With results of one library there is one table with a row per record. With several there is
+/// first a comparison, one row per workload and size with a median column per library (Strata
+/// first, the others in order of appearance) and the ratio of Strata's median to the best peer's,
+/// then the full table of records.
+pub fn render_markdown(report: &Report) -> String {
+    let mut out = String::from("# Strata benchmark results\n\n");
+    let machine = &report.machine;
+    let mut about = vec![
+        report.date.clone(),
+        format!("{} {}", machine.os, machine.arch),
+        format!("{} cores", machine.cores),
+    ];
+    about.extend(machine.cpu.clone());
+    about.extend(machine.rustc.clone());
+    if report.quick {
+        about.push("quick run (rough numbers)".to_owned());
+    }
+    if !report.optimized {
+        about.push("**unoptimised build: do not trust these numbers**".to_owned());
+    }
+    out.push_str(&escape_cell(&about.join(" · ")));
+    out.push_str("\n\n");
+    if report.results.is_empty() {
+        out.push_str("No workloads were run.\n");
+        return out;
+    }
+    let libraries = libraries(&report.results);
+    if libraries.len() > 1 {
+        out.push_str("## Comparison (median time per run)\n\n");
+        out.push_str(&comparison_table(&report.results, &libraries));
+        out.push_str("\n## All records\n\n");
+    }
+    out.push_str(&records_table(&report.results));
+    out
+}
+
+/// The libraries present in `results`: Strata first if present, then the rest in order of
+/// first appearance.
+fn libraries(results: &[BenchRecord]) -> Vec<&str> {
+    let mut libraries: Vec<&str> = Vec::new();
+    if results.iter().any(|r| r.library == STRATA) {
+        libraries.push(STRATA);
+    }
+    for record in results {
+        if !libraries.contains(&record.library.as_str()) {
+            libraries.push(&record.library);
+        }
+    }
+    libraries
+}
+
+fn records_table(results: &[BenchRecord]) -> String {
+    let mut out = String::from(
+        "| workload | size | library | median | min | ns/item | peak RSS | mechanism |\n\
+         |---|---:|---|---:|---:|---:|---:|---|\n",
+    );
+    for r in results {
+        let _ = writeln!(
+            out,
+            "| {} | {} | {} | {} | {} | {} | {} | {} |",
+            escape_cell(&r.workload),
+            format_size(r.size),
+            escape_cell(&r.library),
+            format_duration_ns(r.median_ns),
+            format_duration_ns(r.min_ns),
+            format_duration_ns(r.ns_per_item),
+            format_bytes(r.peak_rss_bytes),
+            escape_cell(&r.mechanism),
+        );
+    }
+    out
+}
+
+fn comparison_table(results: &[BenchRecord], libraries: &[&str]) -> String {
+    // One row per (workload, size), in order of first appearance.
+    let mut rows: Vec<(&str, u64)> = Vec::new();
+    for record in results {
+        let key = (record.workload.as_str(), record.size);
+        if !rows.contains(&key) {
+            rows.push(key);
+        }
+    }
+    let mut out = String::from("| workload | size |");
+    for library in libraries {
+        let _ = write!(out, " {} |", escape_cell(library));
+    }
+    out.push_str(" strata / best peer |\n|---|---:|");
+    for _ in libraries {
+        out.push_str("---:|");
+    }
+    out.push_str("---:|\n");
+    for (workload, size) in rows {
+        let median_of = |library: &str| {
+            results
+                .iter()
+                .find(|r| r.workload == workload && r.size == size && r.library == library)
+                .map(|r| r.median_ns)
+        };
+        let _ = write!(out, "| {} | {} |", escape_cell(workload), format_size(size));
+        for library in libraries {
+            let cell = median_of(library).map_or_else(|| "—".to_owned(), format_duration_ns);
+            let _ = write!(out, " {cell} |");
+        }
+        let best_peer = libraries
+            .iter()
+            .filter(|library| **library != STRATA)
+            .filter_map(|library| median_of(library))
+            .min_by(f64::total_cmp);
+        let ratio = match (median_of(STRATA), best_peer) {
+            (Some(strata), Some(peer)) if peer > 0.0 => format!("{:.2}×", strata / peer),
+            _ => "—".to_owned(),
+        };
+        let _ = writeln!(out, " {ratio} |");
+    }
+    out
+}
+
+/// Makes free text safe inside a Markdown table cell.
+fn escape_cell(text: &str) -> String {
+    text.replace('|', "\\|").replace('\n', " ")
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn record(library: &str, workload: &str, size: u64, median_ns: f64) -> BenchRecord {
+        BenchRecord {
+            library: library.to_owned(),
+            workload: workload.to_owned(),
+            size,
+            items: size,
+            median_ns,
+            min_ns: median_ns * 0.9,
+            ns_per_item: median_ns / size as f64,
+            peak_rss_bytes: Some(3 * 1024 * 1024),
+            mechanism: format!("{library} way"),
+            samples: 10,
+        }
+    }
+
+    fn report(results: Vec<BenchRecord>) -> Report {
+        Report {
+            machine: Machine {
+                cores: 2,
+                os: "linux".to_owned(),
+                arch: "x86_64".to_owned(),
+                cpu: Some("Test CPU".to_owned()),
+                rustc: None,
+            },
+            date: "2026-03-21T10:00:00Z".to_owned(),
+            quick: false,
+            optimized: true,
+            results,
+        }
+    }
+
+    #[test]
+    fn json_shape_is_stable() {
+        let mut only = record("strata", "arena_create", 1_000_000, 2.5e7);
+        only.peak_rss_bytes = None;
+        let value = serde_json::to_value(report(vec![only])).expect("a report encodes");
+        let keys = |v: &serde_json::Value| {
+            let mut keys: Vec<String> = v.as_object().expect("an object").keys().cloned().collect();
+            keys.sort();
+            keys
+        };
+        assert_eq!(
+            keys(&value),
+            ["date", "machine", "optimized", "quick", "results"]
+        );
+        assert_eq!(
+            keys(&value["machine"]),
+            ["arch", "cores", "cpu", "os", "rustc"]
+        );
+        let first = &value["results"][0];
+        assert_eq!(
+            keys(first),
+            [
+                "items",
+                "library",
+                "mechanism",
+                "median_ns",
+                "min_ns",
+                "ns_per_item",
+                "peak_rss_bytes",
+                "samples",
+                "size",
+                "workload"
+            ]
+        );
+        assert_eq!(first["library"], "strata");
+        assert_eq!(first["size"], 1_000_000);
+        assert_eq!(first["median_ns"], 2.5e7);
+        assert_eq!(first["ns_per_item"], 25.0);
+        assert!(first["peak_rss_bytes"].is_null());
+        assert_eq!(value["machine"]["rustc"], serde_json::Value::Null);
+    }
+
+    #[test]
+    fn json_round_trips() {
+        let original = report(vec![record("strata", "arena_create", 1000, 1234.5)]);
+        let text = serde_json::to_string(&original).expect("a report encodes");
+        let back: Report = serde_json::from_str(&text).expect("a report decodes");
+        assert_eq!(back, original);
+    }
+
+    #[test]
+    fn units() {
+        assert_eq!(format_duration_ns(0.5), "0.50 ns");
+        assert_eq!(format_duration_ns(12.34), "12.3 ns");
+        assert_eq!(format_duration_ns(999.0), "999 ns");
+        assert_eq!(format_duration_ns(1_500.0), "1.50 µs");
+        assert_eq!(format_duration_ns(25_000_000.0), "25.0 ms");
+        assert_eq!(format_duration_ns(3.2e9), "3.20 s");
+        assert_eq!(format_bytes(None), "n/a");
+        assert_eq!(format_bytes(Some(512)), "512 B");
+        assert_eq!(format_bytes(Some(1536)), "1.50 KiB");
+        assert_eq!(format_bytes(Some(300 * 1024 * 1024)), "300 MiB");
+        assert_eq!(format_bytes(Some(3 * 1024 * 1024 * 1024)), "3.00 GiB");
+        assert_eq!(format_size(1_000_000), "1M");
+        assert_eq!(format_size(20_000), "20k");
+        assert_eq!(format_size(200), "200");
+        assert_eq!(format_size(1_500), "1500");
+        assert_eq!(format_size(0), "0");
+    }
+
+    #[test]
+    fn dates() {
+        let at = |secs| rfc3339_utc(UNIX_EPOCH + std::time::Duration::from_secs(secs));
+        assert_eq!(at(0), "1970-01-01T00:00:00Z");
+        assert_eq!(at(951_782_400), "2000-02-29T00:00:00Z");
+        assert_eq!(at(1_774_087_261), "2026-03-21T10:01:01Z");
+        assert_eq!(at(4_107_542_399), "2100-02-28T23:59:59Z");
+    }
+
+    #[test]
+    fn markdown_for_one_library() {
+        let mut piped = record("strata", "arena_lookup", 10_000, 45_600.0);
+        piped.mechanism = "slot | map".to_owned();
+        piped.peak_rss_bytes = None;
+        let text = render_markdown(&report(vec![
+            record("strata", "arena_create", 1_000_000, 2.5e7),
+            piped,
+        ]));
+        assert_eq!(
+            text,
+            "# Strata benchmark results\n\n\
+             2026-03-21T10:00:00Z · linux x86_64 · 2 cores · Test CPU\n\n\
+             | workload | size | library | median | min | ns/item | peak RSS | mechanism |\n\
+             |---|---:|---|---:|---:|---:|---:|---|\n\
+             | arena_create | 1M | strata | 25.0 ms | 22.5 ms | 25.0 ns | 3.00 MiB | strata way |\n\
+             | arena_lookup | 10k | strata | 45.6 µs | 41.0 µs | 4.56 ns | n/a | slot \\| map |\n"
+        );
+    }
+
+    #[test]
+    fn markdown_without_results_says_so() {
+        let mut empty = report(Vec::new());
+        empty.quick = true;
+        empty.optimized = false;
+        let text = render_markdown(&empty);
+        assert!(text.contains("quick run (rough numbers)"), "{text}");
+        assert!(text.contains("unoptimised build"), "{text}");
+        assert!(text.ends_with("No workloads were run.\n"), "{text}");
+    }
+
+    #[test]
+    fn markdown_compares_libraries_per_workload_and_size() {
+        let text = render_markdown(&report(vec![
+            record("hecs", "spawn", 10_000, 2_000.0),
+            record("strata", "spawn", 10_000, 1_000.0),
+            record("bevy_ecs", "spawn", 10_000, 4_000.0),
+            record("strata", "spawn", 1_000_000, 300_000.0),
+            record("bevy_ecs", "spawn", 1_000_000, 100_000.0),
+            record("hecs", "iterate", 10_000, 50.0),
+            record("strata", "only_strata", 10, 5.0),
+        ]));
+        let comparison = text
+            .split("## Comparison (median time per run)\n\n")
+            .nth(1)
+            .and_then(|rest| rest.split("\n## All records").next())
+            .expect("a comparison section");
+        assert_eq!(
+            comparison,
+            "| workload | size | strata | hecs | bevy_ecs | strata / best peer |\n\
+             |---|---:|---:|---:|---:|---:|\n\
+             | spawn | 10k | 1.00 µs | 2.00 µs | 4.00 µs | 0.50× |\n\
+             | spawn | 1M | 300 µs | — | 100 µs | 3.00× |\n\
+             | iterate | 10k | — | 50.0 ns | — | — |\n\
+             | only_strata | 10 | 5.00 ns | — | — | — |\n"
+        );
+        // The full records follow, one row each.
+        let records = text
+            .split("## All records\n\n")
+            .nth(1)
+            .expect("a records section");
+        assert_eq!(records.lines().count(), 2 + 7);
+    }
+}

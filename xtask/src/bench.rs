@@ -1,0 +1,205 @@
+//! `cargo xtask bench`: builds `strata-bench` in release mode, runs it, and leaves
+//! `results.json` and `results.md` in `<target dir>/bench/`.
+//!
+//! Invariant: the results always go to the target directory cargo itself uses (as reported by
+//! `cargo metadata`, which honours `CARGO_TARGET_DIR` and cargo configuration), and `--peers` is
+//! refused unless `strata-bench` declares a `peers` feature.
+
+use std::path::{Path, PathBuf};
+
+use anyhow::{Context as _, bail};
+use serde_json::Value;
+
+use crate::{cargo, run_command};
+
+/// The package that holds the workloads.
+const BENCH_PACKAGE: &str = "strata-bench";
+
+/// The arguments of `cargo xtask bench`.
+#[derive(Debug, PartialEq, Eq)]
+pub(crate) struct Args {
+    quick: bool,
+    filters: Vec<String>,
+    peers: bool,
+}
+
+impl Args {
+    /// Parses `[--quick] [--filter NAME]... [--peers]`; `--filter=NAME` works too.
+    pub(crate) fn parse(args: impl IntoIterator<Item = String>) -> anyhow::Result<Args> {
+        let mut parsed = Args {
+            quick: false,
+            filters: Vec::new(),
+            peers: false,
+        };
+        let mut args = args.into_iter();
+        while let Some(arg) = args.next() {
+            match arg.as_str() {
+                "--quick" => parsed.quick = true,
+                "--peers" => parsed.peers = true,
+                "--filter" => match args.next() {
+                    Some(name) => parsed.filters.push(name),
+                    None => bail!("`--filter` needs a workload name"),
+                },
+                _ => match arg.strip_prefix("--filter=") {
+                    Some(name) => parsed.filters.push(name.to_owned()),
+                    None => bail!(
+                        "unknown argument `{arg}`; expected [--quick] [--filter NAME]... [--peers]"
+                    ),
+                },
+            }
+        }
+        Ok(parsed)
+    }
+
+    /// The arguments handed to the `strata-bench` binary.
+    fn bench_args(&self, json: &Path, markdown: &Path) -> Vec<String> {
+        let mut out = vec![
+            "--out".to_owned(),
+            json.display().to_string(),
+            "--markdown".to_owned(),
+            markdown.display().to_string(),
+        ];
+        if self.quick {
+            out.push("--quick".to_owned());
+        }
+        for filter in &self.filters {
+            out.push("--filter".to_owned());
+            out.push(filter.clone());
+        }
+        out
+    }
+}
+
+/// Runs the benchmarks as `args` asks, from the workspace at `root`.
+pub(crate) fn run(root: &Path, args: &Args) -> anyhow::Result<()> {
+    let metadata = cargo_metadata(root)?;
+    if args.peers && !has_feature(&metadata, BENCH_PACKAGE, "peers") {
+        bail!(
+            "no peer libraries are wired into strata-bench yet (crates/bench declares no `peers` feature)"
+        );
+    }
+    let out_dir = target_directory(&metadata)?.join("bench");
+    let json = out_dir.join("results.json");
+    let markdown = out_dir.join("results.md");
+    let mut command = cargo();
+    command
+        .current_dir(root)
+        .args(["run", "--release", "--package", BENCH_PACKAGE]);
+    if args.peers {
+        command.args(["--features", "peers"]);
+    }
+    command.arg("--").args(args.bench_args(&json, &markdown));
+    run_command(&mut command)?;
+    eprintln!("wrote {} and {}", json.display(), markdown.display());
+    Ok(())
+}
+
+/// The workspace's `cargo metadata`, without dependencies.
+fn cargo_metadata(root: &Path) -> anyhow::Result<Value> {
+    let output = cargo()
+        .current_dir(root)
+        .args(["metadata", "--format-version", "1", "--no-deps"])
+        .output()
+        .context("cannot run `cargo metadata`")?;
+    if !output.status.success() {
+        bail!(
+            "`cargo metadata` failed: {}",
+            String::from_utf8_lossy(&output.stderr).trim()
+        );
+    }
+    serde_json::from_slice(&output.stdout).context("`cargo metadata` printed invalid JSON")
+}
+
+/// The target directory named in `cargo metadata` output.
+fn target_directory(metadata: &Value) -> anyhow::Result<PathBuf> {
+    metadata["target_directory"]
+        .as_str()
+        .map(PathBuf::from)
+        .context("`cargo metadata` named no target directory")
+}
+
+/// Whether the workspace package `package` declares the cargo feature `feature`.
+fn has_feature(metadata: &Value, package: &str, feature: &str) -> bool {
+    metadata["packages"].as_array().is_some_and(|packages| {
+        packages
+            .iter()
+            .filter(|p| p["name"] == package)
+            .any(|p| p["features"].get(feature).is_some())
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn parse(args: &[&str]) -> anyhow::Result<Args> {
+        Args::parse(args.iter().map(|a| (*a).to_owned()))
+    }
+
+    #[test]
+    fn parses_bench_arguments() {
+        let args = parse(&[
+            "--quick",
+            "--filter",
+            "arena",
+            "--filter=query,spawn",
+            "--peers",
+        ])
+        .expect("valid arguments");
+        assert_eq!(
+            args,
+            Args {
+                quick: true,
+                filters: vec!["arena".to_owned(), "query,spawn".to_owned()],
+                peers: true,
+            }
+        );
+        assert_eq!(
+            args.bench_args(Path::new("t/r.json"), Path::new("t/r.md")),
+            [
+                "--out",
+                "t/r.json",
+                "--markdown",
+                "t/r.md",
+                "--quick",
+                "--filter",
+                "arena",
+                "--filter",
+                "query,spawn"
+            ]
+        );
+        assert!(parse(&["--filter"]).is_err());
+        assert!(parse(&["--fast"]).is_err());
+    }
+
+    #[test]
+    fn reads_metadata() {
+        let metadata: Value = serde_json::from_str(
+            r#"{
+                "target_directory": "/w/target",
+                "packages": [
+                    {"name": "strata-arena", "features": {"peers": []}},
+                    {"name": "strata-bench", "features": {"default": []}}
+                ]
+            }"#,
+        )
+        .expect("valid JSON");
+        assert_eq!(
+            target_directory(&metadata).expect("a target directory"),
+            PathBuf::from("/w/target")
+        );
+        assert!(!has_feature(&metadata, BENCH_PACKAGE, "peers"));
+        assert!(has_feature(&metadata, "strata-arena", "peers"));
+        assert!(target_directory(&Value::Null).is_err());
+        assert!(!has_feature(&Value::Null, BENCH_PACKAGE, "peers"));
+    }
+
+    #[test]
+    fn bench_package_has_no_peers_feature_yet() {
+        // When `peers` arrives, `run` passes `--features peers`; this test then needs updating
+        // together with the refusal message.
+        let metadata = cargo_metadata(&crate::project_root()).expect("cargo metadata runs");
+        assert!(!has_feature(&metadata, BENCH_PACKAGE, "peers"));
+        assert!(target_directory(&metadata).is_ok());
+    }
+}

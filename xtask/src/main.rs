@@ -1,0 +1,83 @@
+//! `cargo xtask`: Strata's developer tasks, run through the alias in `.cargo/config.toml`.
+//!
+//! Invariant: xtask depends on no engine crate; it drives them by running cargo, so it builds
+//! quickly and stays usable while an engine crate does not compile.
+
+#![allow(
+    clippy::print_stdout,
+    clippy::print_stderr,
+    reason = "a developer tool reports on the terminal"
+)]
+
+mod bench;
+mod ci;
+
+use std::ffi::OsString;
+use std::path::{Path, PathBuf};
+use std::process::{Command, ExitCode};
+
+use anyhow::{Context as _, bail};
+
+const USAGE: &str = "\
+usage: cargo xtask <task>
+
+tasks:
+  bench [--quick] [--filter NAME]... [--peers]
+        build strata-bench in release mode, run its workloads, and write
+        target/bench/results.json and target/bench/results.md
+  ci    run the steps of .ci/run: formatting, clippy, tests, supply-chain check";
+
+fn main() -> ExitCode {
+    match run_task() {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(err) => {
+            // Printed by hand: anyhow's `Termination` output would add a backtrace whenever
+            // RUST_BACKTRACE is set, which buries a usage message.
+            eprintln!("xtask: {err:#}");
+            ExitCode::FAILURE
+        }
+    }
+}
+
+/// Runs the task the command line names.
+fn run_task() -> anyhow::Result<()> {
+    let mut args = std::env::args().skip(1);
+    let root = project_root();
+    match args.next().as_deref() {
+        Some("bench") => bench::run(&root, &bench::Args::parse(args)?),
+        Some("ci") => {
+            if let Some(extra) = args.next() {
+                bail!("`ci` takes no arguments, got `{extra}`\n\n{USAGE}");
+            }
+            ci::run(&root)
+        }
+        Some("help" | "--help" | "-h") | None => {
+            println!("{USAGE}");
+            Ok(())
+        }
+        Some(other) => bail!("unknown task `{other}`\n\n{USAGE}"),
+    }
+}
+
+/// The workspace root: xtask's manifest folder is one level below it.
+fn project_root() -> PathBuf {
+    let manifest_dir = Path::new(env!("CARGO_MANIFEST_DIR"));
+    manifest_dir.parent().unwrap_or(manifest_dir).to_path_buf()
+}
+
+/// A `cargo` command using the cargo that runs xtask, so the toolchain stays the same.
+fn cargo() -> Command {
+    Command::new(std::env::var_os("CARGO").unwrap_or_else(|| OsString::from("cargo")))
+}
+
+/// Runs `command` with inherited standard streams and fails unless it exits successfully.
+fn run_command(command: &mut Command) -> anyhow::Result<()> {
+    let shown = format!("{command:?}");
+    let status = command
+        .status()
+        .with_context(|| format!("cannot start {shown}"))?;
+    if !status.success() {
+        bail!("{shown} failed with {status}");
+    }
+    Ok(())
+}
