@@ -382,6 +382,7 @@ impl Arena {
     /// is returned, whether or not the caller then changes anything.
     pub fn node_mut(&mut self, id: InstanceId) -> Result<&mut NodeData, ArenaError> {
         let slot = self.state.live_slot(id)?;
+        self.guard_batch_write(id)?;
         self.mark_written(slot, WriteScope::State);
         Ok(&mut self.state.write_at(slot).data)
     }
@@ -389,6 +390,7 @@ impl Arena {
     /// Renames an instance. Returns `false`, changing nothing, when the name is already equal.
     pub fn set_name(&mut self, id: InstanceId, name: &str) -> Result<bool, ArenaError> {
         let slot = self.state.live_slot(id)?;
+        self.guard_batch_write(id)?;
         if self.state.node_at(slot).is_some_and(|n| n.name() == name) {
             return Ok(false);
         }
@@ -406,6 +408,7 @@ impl Arena {
         value: Option<AttrValue>,
     ) -> Result<bool, ArenaError> {
         let slot = self.state.live_slot(id)?;
+        self.guard_batch_write(id)?;
         let unchanged = self
             .state
             .node_at(slot)
@@ -422,6 +425,7 @@ impl Arena {
     /// `false`, changing nothing, when the state is already equal.
     pub fn set_state(&mut self, id: InstanceId, state: BuiltinState) -> Result<bool, ArenaError> {
         let slot = self.state.live_slot(id)?;
+        self.guard_batch_write(id)?;
         let current = self.current_state(slot, id, state.kind())?;
         if *current == state {
             return Ok(false);
@@ -498,6 +502,7 @@ impl Arena {
         source: &str,
     ) -> Result<bool, ArenaError> {
         let slot = self.state.live_slot(id)?;
+        self.guard_batch_write(id)?;
         let current = self.current_state(slot, id, StateKind::ComponentDefinition)?;
         if matches!(current, BuiltinState::ComponentDefinition { source: s } if **s == *source) {
             return Ok(false);
@@ -539,6 +544,7 @@ impl Arena {
         write: impl Fn(&mut BuiltinState) -> Option<&mut T>,
     ) -> Result<bool, ArenaError> {
         let slot = self.state.live_slot(id)?;
+        self.guard_batch_write(id)?;
         let current = self.current_state(slot, id, kind)?;
         if read(current) == Some(&value) {
             return Ok(false);
@@ -600,6 +606,7 @@ impl Arena {
     /// Locks or unlocks an instance's parent. Returns whether anything changed.
     pub fn set_parent_locked(&mut self, id: InstanceId, locked: bool) -> Result<bool, ArenaError> {
         let slot = self.state.live_slot(id)?;
+        self.guard_batch_write(id)?;
         if self
             .state
             .node_at(slot)
@@ -618,6 +625,7 @@ impl Arena {
     /// Adds a tag to a live instance. Returns `false` when it already had it.
     pub fn add_tag(&mut self, id: InstanceId, tag: &str) -> Result<bool, ArenaError> {
         let slot = self.state.live_slot(id)?;
+        self.guard_batch_write(id)?;
         if self.state.has_tag(id, tag) {
             return Ok(false);
         }
@@ -636,6 +644,7 @@ impl Arena {
     /// Removes a tag from a live instance. Returns `false` when it did not have it.
     pub fn remove_tag(&mut self, id: InstanceId, tag: &str) -> Result<bool, ArenaError> {
         let slot = self.state.live_slot(id)?;
+        self.guard_batch_write(id)?;
         if !self.state.has_tag(id, tag) {
             return Ok(false);
         }
@@ -664,6 +673,7 @@ impl Arena {
     /// The persistent id of a live instance, assigning a fresh one on first request.
     pub fn ensure_persistent_id(&mut self, id: InstanceId) -> Result<PersistentId, ArenaError> {
         let slot = self.state.live_slot(id)?;
+        self.guard_batch_write(id)?;
         if let Some(pid) = self.state.node_at(slot).and_then(Node::persistent_id) {
             return Ok(pid);
         }
@@ -689,6 +699,7 @@ impl Arena {
         pid: Option<PersistentId>,
     ) -> Result<bool, ArenaError> {
         let slot = self.state.live_slot(id)?;
+        self.guard_batch_write(id)?;
         let current = self.state.node_at(slot).and_then(Node::persistent_id);
         if current == pid {
             return Ok(false);
@@ -722,6 +733,7 @@ impl Arena {
         parent: Option<InstanceId>,
     ) -> Result<bool, ArenaError> {
         let child_slot = self.state.live_slot(child)?;
+        self.guard_batch_write(child)?;
         let node = self
             .state
             .node_at(child_slot)
@@ -740,14 +752,6 @@ impl Arena {
                 child,
                 parent: parent_id,
             });
-        }
-        if let Some(mark) = self.batches.first() {
-            let constructing = |id: InstanceId| mark.created_in_batch(id, self.own_range);
-            if !constructing(child) {
-                return Err(ArenaError::BatchInProgress(
-                    "instances that predate the batch cannot be moved inside it",
-                ));
-            }
         }
         self.move_subtree(child, child_slot, parent);
         Ok(true)

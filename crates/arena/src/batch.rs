@@ -1,20 +1,30 @@
 //! Construction batches: a checkpoint and a rollback that removes what a failed clone or graft
 //! allocated.
 //!
-//! This is not a transaction. While a batch is open the arena refuses what it could not undo
-//! (destruction, draining, inserting explicit ids, moving instances that predate the batch);
-//! writes to pre-existing instances are allowed and are not undone.
+//! This is not a transaction: a batch may only construct. While one is open the arena refuses
+//! everything else (destruction, draining, inserting explicit ids, moving or writing instances
+//! that predate the batch); linking new instances under pre-existing parents is allowed and is
+//! undone.
 //!
 //! Invariant: every allocation made while a batch is open is in `alloc_log`, in allocation
-//! order; rollback removes them newest first, which restores the free-slot list exactly, then
-//! restores the id, GUID and persistent-id counters, the pending events and the topology journal
-//! head. Revisions are not rewound: they only move forward, and rollback advances topology.
+//! order. Because nothing else changed, rollback is exact: it unlinks and removes the batch's
+//! instances newest first (which restores the free-slot list), and puts back what the checkpoint
+//! recorded: id, GUID and persistent-id counters, revisions (the clock included: no value issued
+//! inside the batch survives it), the tag, persistent-id and layout indexes and family caches
+//! (persistent structures, so recording them is O(1)), pending events and both journal heads.
+
+use std::sync::{Arc, OnceLock};
 
 use crate::arena::Arena;
 use crate::error::ArenaError;
-use crate::id::{IdRange, InstanceId};
+use crate::id::{IdRange, InstanceId, PersistentId};
+use crate::revision::{Revision, Revisions};
+use crate::snapshot::{PMap, PSet};
 
 /// An open construction batch. Pass it to [`Arena::commit`] or [`Arena::rollback`].
+///
+/// A checkpoint identifies its batch by nesting depth, so it must be used with the arena that
+/// issued it.
 #[derive(Debug, PartialEq, Eq)]
 #[must_use = "an open batch restricts the arena until committed or rolled back"]
 pub struct Checkpoint {
@@ -31,7 +41,13 @@ pub(crate) struct BatchMark {
     alloc_len: usize,
     events_len: usize,
     topology_head: u64,
+    part_head: u64,
     slot_len: u32,
+    revisions: Revisions,
+    tag_index: PMap<Arc<str>, PSet<InstanceId>>,
+    persistent_index: PMap<PersistentId, InstanceId>,
+    layouts: PMap<InstanceId, Revision>,
+    family_cache: Vec<OnceLock<Arc<[InstanceId]>>>,
 }
 
 impl BatchMark {
@@ -47,8 +63,9 @@ impl BatchMark {
 }
 
 impl Arena {
-    /// Opens a construction batch. Batches nest; each must be committed or rolled back
-    /// innermost first.
+    /// Opens a construction batch. Batches nest: committing or rolling back a checkpoint also
+    /// closes every batch opened after it (a rollback then removes their allocations too), and
+    /// their checkpoints become stale.
     pub fn checkpoint(&mut self) -> Checkpoint {
         self.batches.push(BatchMark {
             next_server: self.next_server,
@@ -58,7 +75,13 @@ impl Arena {
             alloc_len: self.alloc_log.len(),
             events_len: self.events.len(),
             topology_head: self.topology_log.head(),
+            part_head: self.part_log.head(),
             slot_len: self.state.slot_len,
+            revisions: self.state.revisions.clone(),
+            tag_index: self.state.tag_index.clone(),
+            persistent_index: self.state.persistent_index.clone(),
+            layouts: self.state.layouts.clone(),
+            family_cache: self.state.family_cache.clone(),
         });
         Checkpoint {
             depth: self.batches.len() - 1,
@@ -79,38 +102,17 @@ impl Arena {
         Ok(())
     }
 
-    /// Removes every instance allocated since the checkpoint, as if the batch never ran:
-    /// ids and slots return to their previous counters and free list, links from pre-existing
-    /// parents are undone, events and topology journal entries queued since are dropped.
+    /// Removes every instance allocated since the checkpoint, as if the batch never ran: ids,
+    /// slots, links from pre-existing parents, indexes, revisions, events and journals are all
+    /// as they were at the checkpoint.
     pub fn rollback(&mut self, checkpoint: Checkpoint) -> Result<(), ArenaError> {
         let mark = self.close_batch(&checkpoint)?;
         let rolled_back = self.alloc_log.split_off(mark.alloc_len);
         for doomed in rolled_back.iter().rev() {
-            let Some(node) = self.state.node_at(doomed.slot) else {
-                continue;
-            };
-            if node.id != doomed.id {
+            if self.state.id_at(doomed.slot) != Some(doomed.id) {
                 continue;
             }
-            let (has_parent, tags, pid, class) = (
-                node.parent.is_some(),
-                node.tags.clone(),
-                node.persistent_id,
-                node.class,
-            );
-            if has_parent {
-                self.unlink(doomed.slot);
-            }
-            for tag in &tags {
-                self.unindex_tag(doomed.id, tag);
-            }
-            if let Some(pid) = pid {
-                self.state.persistent_index.remove(&pid);
-            }
-            for family in self.state.class_of(class).families().iter() {
-                self.state.invalidate_family(family);
-            }
-            self.state.layouts.remove(&doomed.id);
+            self.unlink(doomed.slot);
             self.state.vacate(doomed.slot);
             self.state.live -= 1;
             if doomed.slot.0 < mark.slot_len {
@@ -124,8 +126,15 @@ impl Arena {
         self.persistent_counter = mark.persistent_counter;
         self.events.truncate(mark.events_len);
         self.topology_log.truncate_to(mark.topology_head);
-        let at = self.state.revisions.tick();
-        self.state.revisions.topology = at;
+        self.part_log.truncate_to(mark.part_head);
+        self.state.tag_index = mark.tag_index;
+        self.state.persistent_index = mark.persistent_index;
+        self.state.layouts = mark.layouts;
+        // Classes and families registered inside the batch stay: registries only grow.
+        let families = self.state.classes.family_count();
+        self.state.family_cache = mark.family_cache;
+        self.state.family_cache.resize_with(families, OnceLock::new);
+        self.state.revisions = mark.revisions;
         self.ancestry_epoch += 1;
         self.lineage_cache = None;
         if self.batches.is_empty() {
@@ -134,10 +143,25 @@ impl Arena {
         Ok(())
     }
 
-    fn close_batch(&mut self, checkpoint: &Checkpoint) -> Result<BatchMark, ArenaError> {
-        if checkpoint.depth + 1 != self.batches.len() {
-            return Err(ArenaError::StaleCheckpoint);
+    /// Refuses writes to instances that predate the open batch, which rollback could not undo.
+    pub(crate) fn guard_batch_write(&self, id: InstanceId) -> Result<(), ArenaError> {
+        match self.batches.first() {
+            Some(mark) if !mark.created_in_batch(id, self.own_range) => {
+                Err(ArenaError::BatchInProgress(
+                    "instances that predate the batch cannot be changed inside it",
+                ))
+            }
+            _ => Ok(()),
         }
-        self.batches.pop().ok_or(ArenaError::StaleCheckpoint)
+    }
+
+    fn close_batch(&mut self, checkpoint: &Checkpoint) -> Result<BatchMark, ArenaError> {
+        let mark = self
+            .batches
+            .get(checkpoint.depth)
+            .cloned()
+            .ok_or(ArenaError::StaleCheckpoint)?;
+        self.batches.truncate(checkpoint.depth);
+        Ok(mark)
     }
 }

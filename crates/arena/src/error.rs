@@ -87,8 +87,8 @@ pub enum ArenaError {
     /// A construction batch is open; the operation would break its rollback.
     #[error("a construction batch is open: {0}")]
     BatchInProgress(&'static str),
-    /// The checkpoint is not the innermost open one.
-    #[error("the checkpoint is not the innermost open batch")]
+    /// The checkpoint's batch was already closed (directly, or by closing an outer batch).
+    #[error("the checkpoint's batch is already closed")]
     StaleCheckpoint,
     /// A lifecycle scope needs a destroyed instance that has not been reclaimed.
     #[error("instance {0} is not a tombstone awaiting reclamation")]

@@ -1,0 +1,425 @@
+//! Clone, graft, and the construction batches behind them.
+
+#![allow(clippy::unwrap_used, reason = "test fixtures fail loudly on purpose")]
+
+mod common;
+
+use common::{assert_refused_unchanged, children, observe, place};
+use strata_arena::{
+    Arena, ArenaError, AttrValue, BuiltinState, CameraState, ClassDescriptor, ClassId, Event,
+    ExternalRefs, InstanceId, ModelState, StateKind, Transform,
+};
+
+/// A model with two parts, a camera, internal references (primary part, an attribute) and
+/// external ones (camera subject, an attribute pointing outside).
+struct Fixture {
+    p: common::Place,
+    outside: InstanceId,
+    model: InstanceId,
+    body: InstanceId,
+    wheel: InstanceId,
+    camera: InstanceId,
+}
+
+fn fixture() -> Fixture {
+    let mut p = place();
+    let outside = p.arena.create(ClassId::PART, Some(p.workspace)).unwrap();
+    let model = p.arena.create(ClassId::MODEL, Some(p.workspace)).unwrap();
+    let body = p.arena.create(ClassId::PART, Some(model)).unwrap();
+    let wheel = p.arena.create(ClassId::PART, Some(body)).unwrap();
+    let camera = p.arena.create(ClassId::CAMERA, Some(model)).unwrap();
+    p.arena.set_name(body, "Body").unwrap();
+    p.arena.set_name(wheel, "Wheel").unwrap();
+    p.arena
+        .set_state(
+            model,
+            BuiltinState::Model(ModelState {
+                primary_part: Some(body),
+                pivot: Transform::IDENTITY,
+            }),
+        )
+        .unwrap();
+    p.arena
+        .set_state(
+            camera,
+            BuiltinState::Camera(CameraState {
+                subject: Some(outside),
+                ..CameraState::default()
+            }),
+        )
+        .unwrap();
+    p.arena
+        .set_attribute(wheel, "axle", Some(AttrValue::Reference(Some(body))))
+        .unwrap();
+    p.arena
+        .set_attribute(wheel, "road", Some(AttrValue::Reference(Some(outside))))
+        .unwrap();
+    p.arena.add_tag(wheel, "Spinning").unwrap();
+    p.arena.ensure_persistent_id(outside).unwrap();
+    p.arena.ensure_persistent_id(body).unwrap();
+    p.arena.drain().unwrap();
+    Fixture {
+        p,
+        outside,
+        model,
+        body,
+        wheel,
+        camera,
+    }
+}
+
+fn primary_part(arena: &Arena, model: InstanceId) -> Option<InstanceId> {
+    match arena.get(model).unwrap().state() {
+        BuiltinState::Model(m) => m.primary_part,
+        other => panic!("{other:?}"),
+    }
+}
+
+fn subject(arena: &Arena, camera: InstanceId) -> Option<InstanceId> {
+    match arena.get(camera).unwrap().state() {
+        BuiltinState::Camera(c) => c.subject,
+        other => panic!("{other:?}"),
+    }
+}
+
+fn reference(arena: &Arena, id: InstanceId, name: &str) -> Option<InstanceId> {
+    match arena.get(id).unwrap().attributes().get(name) {
+        Some(AttrValue::Reference(target)) => *target,
+        other => panic!("{other:?}"),
+    }
+}
+
+#[test]
+fn clone_remaps_internal_references_and_keeps_external_ones() {
+    let mut f = fixture();
+    let folder =
+        f.p.arena
+            .create(ClassId::FOLDER, Some(f.p.workspace))
+            .unwrap();
+    f.p.arena.drain().unwrap();
+    let map = f.p.arena.clone_subtree(f.model, Some(folder)).unwrap();
+    let get = |id| map.get(id).unwrap();
+    let (model, body, wheel, camera) = (get(f.model), get(f.body), get(f.wheel), get(f.camera));
+    assert_eq!(map.root(), Some(model));
+    assert_eq!(map.len(), 4);
+    let arena = &f.p.arena;
+
+    assert_eq!(
+        primary_part(arena, model),
+        Some(body),
+        "internal: to the copy"
+    );
+    assert_eq!(reference(arena, wheel, "axle"), Some(body));
+    assert_eq!(
+        subject(arena, camera),
+        Some(f.outside),
+        "external: same target"
+    );
+    assert_eq!(reference(arena, wheel, "road"), Some(f.outside));
+    // The source is untouched.
+    assert_eq!(primary_part(arena, f.model), Some(f.body));
+    assert_eq!(reference(arena, f.wheel, "axle"), Some(f.body));
+
+    assert_eq!(children(arena, folder), vec![model]);
+    assert_eq!(
+        children(arena, model),
+        vec![body, camera],
+        "child order kept"
+    );
+    assert_eq!(children(arena, body), vec![wheel]);
+    assert_eq!(arena.get(wheel).unwrap().name(), "Wheel");
+    assert!(arena.get(wheel).unwrap().is_in_world());
+    assert!(arena.has_tag(wheel, "Spinning"));
+    assert_ne!(
+        arena.get(body).unwrap().guid(),
+        arena.get(f.body).unwrap().guid()
+    );
+    assert_eq!(
+        arena.get(body).unwrap().persistent_id(),
+        None,
+        "identity is not copied"
+    );
+
+    let events = f.p.arena.drain().unwrap().events;
+    let created: Vec<_> = events
+        .iter()
+        .filter_map(|e| match e {
+            Event::Created { id } => Some(*id),
+            _ => None,
+        })
+        .collect();
+    assert_eq!(created, vec![model, body, wheel, camera]);
+    assert!(events.contains(&Event::ChildAdded {
+        parent: folder,
+        child: model
+    }));
+    assert!(
+        !events
+            .iter()
+            .any(|e| matches!(e, Event::ChildAdded { parent, .. } if *parent != folder)),
+        "only the finished subtree is announced"
+    );
+}
+
+#[test]
+fn clone_without_parent_is_unparented_and_outside_the_world() {
+    let mut f = fixture();
+    let map = f.p.arena.clone_subtree(f.body, None).unwrap();
+    let body = map.root().unwrap();
+    assert_eq!(f.p.arena.parent(body), None);
+    assert!(!f.p.arena.get(body).unwrap().is_in_world());
+    assert!(
+        !f.p.arena
+            .get(map.get(f.wheel).unwrap())
+            .unwrap()
+            .is_in_world()
+    );
+}
+
+#[test]
+fn clone_refusals_change_nothing() {
+    let mut f = fixture();
+    let ws = f.p.workspace;
+    let error = assert_refused_unchanged(&mut f.p.arena, |a| a.clone_subtree(ws, None));
+    assert_eq!(error, ArenaError::NotCloneable(ws));
+    let light =
+        f.p.arena
+            .create(ClassId::POINT_LIGHT, Some(f.body))
+            .unwrap();
+    let error = assert_refused_unchanged(&mut f.p.arena, |a| a.clone_subtree(light, Some(ws)));
+    assert!(matches!(error, ArenaError::Containment { .. }));
+}
+
+#[test]
+fn rollback_after_a_failed_clone_leaves_no_allocation() {
+    let mut f = fixture();
+    // Leave room for only two more ids: the four-node clone runs out part-way.
+    f.p.arena
+        .insert_with_id(
+            InstanceId::new((1 << 52) - 3).unwrap(),
+            ClassId::FOLDER,
+            None,
+        )
+        .unwrap();
+    f.p.arena.drain().unwrap();
+    let ws = f.p.workspace;
+    let model = f.model;
+    let error = assert_refused_unchanged(&mut f.p.arena, |a| a.clone_subtree(model, Some(ws)));
+    assert_eq!(
+        error,
+        ArenaError::IdSpaceExhausted(strata_arena::IdRange::Server)
+    );
+    assert!(!f.p.arena.in_batch());
+}
+
+#[test]
+fn rollback_after_a_failed_graft_removes_what_it_built() {
+    // The source arena knows a class the destination does not; the graft fails on it after
+    // building the nodes before it in pre-order.
+    let mut source = Arena::standard();
+    let turret = source
+        .register_class(ClassDescriptor::new("Turret", StateKind::Part))
+        .unwrap();
+    let root = source.create(ClassId::MODEL, None).unwrap();
+    source.create(ClassId::PART, Some(root)).unwrap();
+    source.create(ClassId::FOLDER, Some(root)).unwrap();
+    source.create(turret, Some(root)).unwrap();
+
+    let mut p = place();
+    // Give the destination free slots to reuse, so rollback must restore the free list too.
+    let spare: Vec<_> = (0..3)
+        .map(|_| p.arena.create(ClassId::ENTITY, None).unwrap())
+        .collect();
+    for id in &spare {
+        p.arena.destroy(*id).unwrap();
+    }
+    p.arena.drain().unwrap();
+    p.arena.drain().unwrap();
+    let free_order_probe = p.arena.snapshot();
+    let workspace = p.workspace;
+    let snapshot = source.snapshot();
+    let error = assert_refused_unchanged(&mut p.arena, |a| {
+        a.graft(&snapshot, root, Some(workspace), ExternalRefs::Clear)
+    });
+    assert_eq!(error, ArenaError::UnknownClass("Turret".into()));
+    assert!(!p.arena.in_batch());
+    assert_eq!(children(&p.arena, workspace), vec![]);
+
+    // Slot reuse after the rollback follows the same order as without the failed graft.
+    let mut fresh = place();
+    for id in 0..3 {
+        let _ = id;
+        let e = fresh.arena.create(ClassId::ENTITY, None).unwrap();
+        fresh.arena.destroy(e).unwrap();
+    }
+    fresh.arena.drain().unwrap();
+    fresh.arena.drain().unwrap();
+    for _ in 0..3 {
+        let a = p.arena.create(ClassId::FOLDER, None).unwrap();
+        let b = fresh.arena.create(ClassId::FOLDER, None).unwrap();
+        assert_eq!(a, b);
+        assert_eq!(p.arena.slot_of(a), fresh.arena.slot_of(b));
+    }
+    drop(free_order_probe);
+}
+
+#[test]
+fn graft_clears_external_references_under_the_clear_policy() {
+    let f = fixture();
+    let mut dest = place();
+    let g = dest
+        .arena
+        .graft(
+            &f.p.arena.snapshot(),
+            f.model,
+            Some(dest.workspace),
+            ExternalRefs::Clear,
+        )
+        .unwrap();
+    let get = |id| g.map.get(id).unwrap();
+    assert_eq!(primary_part(&dest.arena, get(f.model)), Some(get(f.body)));
+    assert_eq!(
+        reference(&dest.arena, get(f.wheel), "axle"),
+        Some(get(f.body))
+    );
+    assert_eq!(subject(&dest.arena, get(f.camera)), None);
+    assert_eq!(reference(&dest.arena, get(f.wheel), "road"), None);
+    assert_eq!((g.cleared, g.resolved), (2, 0));
+    assert_eq!(g.persistent_ids_kept, 1, "the body's persistent id travels");
+    assert_eq!(
+        dest.arena.get(get(f.body)).unwrap().persistent_id(),
+        f.p.arena.get(f.body).unwrap().persistent_id()
+    );
+    assert!(dest.arena.has_tag(get(f.wheel), "Spinning"));
+    assert!(dest.arena.get(get(f.wheel)).unwrap().is_in_world());
+}
+
+#[test]
+fn graft_resolves_external_references_by_persistent_id() {
+    let f = fixture();
+    let mut dest = place();
+    let road = dest
+        .arena
+        .create(ClassId::PART, Some(dest.workspace))
+        .unwrap();
+    let pid = f.p.arena.get(f.outside).unwrap().persistent_id().unwrap();
+    dest.arena.set_persistent_id(road, Some(pid)).unwrap();
+    // The destination already uses the body's persistent id: the copy cannot take it.
+    let taken = dest.arena.create(ClassId::FOLDER, None).unwrap();
+    let body_pid = f.p.arena.get(f.body).unwrap().persistent_id().unwrap();
+    dest.arena.set_persistent_id(taken, Some(body_pid)).unwrap();
+
+    let g = dest
+        .arena
+        .graft(
+            &f.p.arena.snapshot(),
+            f.model,
+            None,
+            ExternalRefs::ResolveByPersistentId,
+        )
+        .unwrap();
+    let get = |id| g.map.get(id).unwrap();
+    assert_eq!(subject(&dest.arena, get(f.camera)), Some(road));
+    assert_eq!(reference(&dest.arena, get(f.wheel), "road"), Some(road));
+    assert_eq!((g.cleared, g.resolved), (0, 2));
+    assert_eq!((g.persistent_ids_kept, g.persistent_ids_dropped), (0, 1));
+    assert_eq!(dest.arena.by_persistent_id(body_pid), Some(taken));
+    assert_eq!(dest.arena.get(get(f.body)).unwrap().persistent_id(), None);
+}
+
+#[test]
+fn manual_batches_roll_back_construction() {
+    let mut p = place();
+    let folder = p.arena.create(ClassId::FOLDER, Some(p.workspace)).unwrap();
+    p.arena.drain().unwrap();
+    let before = observe(&p.arena);
+    let snapshot = p.arena.snapshot();
+
+    let checkpoint = p.arena.checkpoint();
+    let a = p.arena.create(ClassId::MODEL, Some(folder)).unwrap();
+    let b = p.arena.create(ClassId::PART, Some(a)).unwrap();
+    p.arena.add_tag(b, "Temp").unwrap();
+    p.arena.ensure_persistent_id(b).unwrap();
+    p.arena.set_parent(b, Some(folder)).unwrap();
+    // What a batch cannot undo is refused while it is open.
+    assert!(matches!(
+        p.arena.destroy(a),
+        Err(ArenaError::BatchInProgress(_))
+    ));
+    assert!(matches!(
+        p.arena.drain(),
+        Err(ArenaError::BatchInProgress(_))
+    ));
+    assert!(matches!(
+        p.arena.set_parent(folder, None),
+        Err(ArenaError::BatchInProgress(_))
+    ));
+    assert!(matches!(
+        p.arena
+            .insert_with_id(InstanceId::new(999).unwrap(), ClassId::FOLDER, None),
+        Err(ArenaError::BatchInProgress(_))
+    ));
+    for refused in [
+        p.arena.set_name(folder, "x").map(|_| ()),
+        p.arena.add_tag(folder, "x").map(|_| ()),
+        p.arena.node_mut(folder).map(|_| ()),
+    ] {
+        assert!(matches!(refused, Err(ArenaError::BatchInProgress(_))));
+    }
+    let inner = p.arena.checkpoint();
+    let c = p.arena.create(ClassId::FOLDER, Some(a)).unwrap();
+    // Rolling back the outer batch also undoes the nested one, whose checkpoint goes stale.
+    p.arena.rollback(checkpoint).unwrap();
+    assert_eq!(
+        p.arena.commit(inner).unwrap_err(),
+        ArenaError::StaleCheckpoint
+    );
+
+    for gone in [a, b, c] {
+        assert!(p.arena.get(gone).is_none());
+        assert_eq!(p.arena.slot_of(gone), None);
+    }
+    assert_eq!(children(&p.arena, folder), vec![]);
+    assert_eq!(p.arena.tag_count("Temp"), 0);
+    // Counters, revisions, journals and events are exactly as at the checkpoint.
+    assert_eq!(observe(&p.arena), before);
+    // Only the pre-existing parent's links were written, and they are back as they were.
+    let diff = p.arena.snapshot().diff(&snapshot);
+    assert!(diff.added.is_empty() && diff.removed.is_empty());
+    assert_eq!(diff.changed, vec![folder]);
+    assert_eq!(
+        p.arena.create(ClassId::FOLDER, None).unwrap(),
+        a,
+        "ids never observed are reissued"
+    );
+}
+
+#[test]
+fn persistent_ids_assigned_inside_a_rolled_back_batch_are_released() {
+    let mut p = place();
+    let checkpoint = p.arena.checkpoint();
+    let x = p.arena.create(ClassId::PART, None).unwrap();
+    let pid = p.arena.ensure_persistent_id(x).unwrap();
+    p.arena.rollback(checkpoint).unwrap();
+    assert_eq!(p.arena.by_persistent_id(pid), None);
+    let y = p.arena.create(ClassId::PART, None).unwrap();
+    p.arena.set_persistent_id(y, Some(pid)).unwrap();
+    assert_eq!(p.arena.by_persistent_id(pid), Some(y));
+}
+
+#[test]
+fn committing_an_outer_batch_commits_the_nested_ones() {
+    let mut p = place();
+    let outer = p.arena.checkpoint();
+    let a = p.arena.create(ClassId::FOLDER, None).unwrap();
+    let inner = p.arena.checkpoint();
+    let b = p.arena.create(ClassId::FOLDER, Some(a)).unwrap();
+    p.arena.commit(outer).unwrap();
+    assert!(!p.arena.in_batch());
+    assert_eq!(
+        p.arena.rollback(inner).unwrap_err(),
+        ArenaError::StaleCheckpoint
+    );
+    assert!(p.arena.is_live(a) && p.arena.is_live(b));
+    p.arena.destroy(a).unwrap();
+}

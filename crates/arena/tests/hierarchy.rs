@@ -1,0 +1,352 @@
+//! Reparenting: validation, no-op moves, link symmetry, events, world membership and GUI layout.
+
+#![allow(clippy::unwrap_used, reason = "test fixtures fail loudly on purpose")]
+
+mod common;
+
+use std::sync::Arc;
+
+use common::{assert_refused_unchanged, children, observe, place};
+use strata_arena::{
+    ArenaError, ClassDescriptor, ClassId, Event, MovedIds, PartWrite, PartWriteKind, StateKind,
+    TopologyChange,
+};
+
+#[test]
+fn a_real_move_updates_both_directions_and_keeps_order() {
+    let mut p = place();
+    let a = p.arena.create(ClassId::FOLDER, Some(p.workspace)).unwrap();
+    let b = p.arena.create(ClassId::FOLDER, Some(p.workspace)).unwrap();
+    let kids: Vec<_> = (0..4)
+        .map(|_| p.arena.create(ClassId::PART, Some(a)).unwrap())
+        .collect();
+
+    assert!(p.arena.set_parent(kids[1], Some(b)).unwrap());
+    assert_eq!(children(&p.arena, a), vec![kids[0], kids[2], kids[3]]);
+    assert_eq!(children(&p.arena, b), vec![kids[1]]);
+    assert_eq!(p.arena.parent(kids[1]), Some(b));
+    assert_eq!(p.arena.get(a).unwrap().child_count(), 3);
+
+    // Removing the first and the last child keeps the list consistent.
+    p.arena.set_parent(kids[0], Some(b)).unwrap();
+    p.arena.set_parent(kids[3], Some(b)).unwrap();
+    assert_eq!(children(&p.arena, a), vec![kids[2]]);
+    assert_eq!(children(&p.arena, b), vec![kids[1], kids[0], kids[3]]);
+
+    assert!(p.arena.set_parent(kids[2], None).unwrap());
+    assert_eq!(children(&p.arena, a), vec![]);
+    assert_eq!(p.arena.parent(kids[2]), None);
+}
+
+#[test]
+fn a_no_op_move_produces_nothing() {
+    let mut p = place();
+    let folder = p.arena.create(ClassId::FOLDER, Some(p.workspace)).unwrap();
+    let loose = p.arena.create(ClassId::FOLDER, None).unwrap();
+    let before = observe(&p.arena);
+    let snapshot = p.arena.snapshot();
+    assert!(!p.arena.set_parent(folder, Some(p.workspace)).unwrap());
+    assert!(!p.arena.set_parent(loose, None).unwrap());
+    assert_eq!(observe(&p.arena), before);
+    assert_eq!(p.arena.snapshot().diff(&snapshot), Default::default());
+}
+
+#[test]
+fn cycles_are_rejected_with_state_unchanged() {
+    let mut p = place();
+    let a = p.arena.create(ClassId::FOLDER, Some(p.workspace)).unwrap();
+    let b = p.arena.create(ClassId::FOLDER, Some(a)).unwrap();
+    let c = p.arena.create(ClassId::FOLDER, Some(b)).unwrap();
+    for (child, parent) in [(a, c), (a, b), (a, a)] {
+        let error =
+            assert_refused_unchanged(&mut p.arena, |arena| arena.set_parent(child, Some(parent)));
+        assert_eq!(error, ArenaError::Cycle { child, parent });
+    }
+    assert_eq!(children(&p.arena, a), vec![b]);
+}
+
+#[test]
+fn missing_destroyed_and_locked_moves_are_rejected() {
+    let mut p = place();
+    let a = p.arena.create(ClassId::FOLDER, Some(p.workspace)).unwrap();
+    let gone = p.arena.create(ClassId::FOLDER, Some(p.workspace)).unwrap();
+    p.arena.destroy(gone).unwrap();
+    let never = strata_arena::InstanceId::new(9_999).unwrap();
+
+    let error = assert_refused_unchanged(&mut p.arena, |arena| arena.set_parent(a, Some(gone)));
+    assert_eq!(error, ArenaError::DestroyedInstance(gone));
+    let error = assert_refused_unchanged(&mut p.arena, |arena| arena.set_parent(a, Some(never)));
+    assert_eq!(error, ArenaError::UnknownInstance(never));
+    let error = assert_refused_unchanged(&mut p.arena, |arena| arena.set_parent(gone, Some(a)));
+    assert_eq!(error, ArenaError::DestroyedInstance(gone));
+
+    // Services are created with their parent locked.
+    let error =
+        assert_refused_unchanged(&mut p.arena, |arena| arena.set_parent(p.workspace, Some(a)));
+    assert_eq!(error, ArenaError::ParentLocked(p.workspace));
+    p.arena.set_parent_locked(a, true).unwrap();
+    let error = assert_refused_unchanged(&mut p.arena, |arena| arena.set_parent(a, None));
+    assert_eq!(error, ArenaError::ParentLocked(a));
+    p.arena.set_parent_locked(a, false).unwrap();
+    assert!(p.arena.set_parent(a, None).unwrap());
+}
+
+#[test]
+fn class_containment_is_enforced() {
+    let mut p = place();
+    let folder = p.arena.create(ClassId::FOLDER, Some(p.workspace)).unwrap();
+    let part = p.arena.create(ClassId::PART, Some(folder)).unwrap();
+    let light = p.arena.create(ClassId::POINT_LIGHT, Some(part)).unwrap();
+
+    let error =
+        assert_refused_unchanged(&mut p.arena, |arena| arena.set_parent(light, Some(folder)));
+    assert_eq!(
+        error,
+        ArenaError::Containment {
+            child_class: "PointLight".into(),
+            parent_class: "Folder".into()
+        }
+    );
+    let error = assert_refused_unchanged(&mut p.arena, |arena| {
+        arena.create(ClassId::WORKSPACE, Some(folder))
+    });
+    assert!(matches!(error, ArenaError::Containment { .. }));
+    let error = assert_refused_unchanged(&mut p.arena, |arena| {
+        arena.create(ClassId::DATA_MODEL, Some(folder))
+    });
+    assert!(matches!(error, ArenaError::Containment { .. }));
+
+    // Integrator classes take part in the same rules.
+    let turret = p
+        .arena
+        .register_class(ClassDescriptor::new("Turret", StateKind::Part).parents(&["Model"]))
+        .unwrap();
+    let error = assert_refused_unchanged(&mut p.arena, |arena| arena.create(turret, Some(folder)));
+    assert!(matches!(error, ArenaError::Containment { .. }));
+    let model = p.arena.create(ClassId::MODEL, Some(folder)).unwrap();
+    p.arena.create(turret, Some(model)).unwrap();
+}
+
+#[test]
+fn a_move_queues_five_event_kinds_sharing_one_moved_list() {
+    let mut p = place();
+    let from = p.arena.create(ClassId::FOLDER, Some(p.workspace)).unwrap();
+    let to = p.arena.create(ClassId::FOLDER, Some(p.game)).unwrap();
+    let root = p.arena.create(ClassId::MODEL, Some(from)).unwrap();
+    let leaf = p.arena.create(ClassId::PART, Some(root)).unwrap();
+    p.arena.drain().unwrap();
+
+    p.arena.set_parent(root, Some(to)).unwrap();
+    let events = p.arena.drain().unwrap().events;
+    assert_eq!(events.len(), 5, "{events:#?}");
+    let Event::DescendantRemoving {
+        ancestors: old,
+        moved: m1,
+    } = &events[0]
+    else {
+        panic!("{:?}", events[0])
+    };
+    assert_eq!(&**old, &[from, p.workspace, p.game]);
+    assert_eq!(
+        events[1],
+        Event::ChildRemoved {
+            parent: from,
+            child: root
+        }
+    );
+    assert_eq!(
+        events[2],
+        Event::ChildAdded {
+            parent: to,
+            child: root
+        }
+    );
+    let Event::AncestryChanged { moved: m2 } = &events[3] else {
+        panic!("{:?}", events[3])
+    };
+    let Event::DescendantAdded {
+        ancestors: new,
+        moved: m3,
+    } = &events[4]
+    else {
+        panic!("{:?}", events[4])
+    };
+    assert_eq!(&**new, &[to, p.game]);
+    assert_eq!(m1.as_slice(), &[root, leaf]);
+    let shared = |m: &MovedIds| match m {
+        MovedIds::Many(ids) => ids.clone(),
+        MovedIds::One(_) => panic!("a two-node subtree is a shared list"),
+    };
+    assert!(Arc::ptr_eq(&shared(m1), &shared(m2)));
+    assert!(Arc::ptr_eq(&shared(m1), &shared(m3)));
+
+    let journal: Vec<_> = p
+        .arena
+        .topology_journal()
+        .read_since(p.arena.topology_journal().head() - 1)
+        .unwrap()
+        .map(|(_, e)| e.clone())
+        .collect();
+    assert_eq!(
+        journal,
+        vec![TopologyChange::Reparented {
+            id: root,
+            from: Some(from),
+            to: Some(to)
+        }]
+    );
+}
+
+#[test]
+fn creation_under_a_parent_announces_the_attach() {
+    let mut p = place();
+    let folder = p.arena.create(ClassId::FOLDER, Some(p.workspace)).unwrap();
+    let events = p.arena.drain().unwrap().events;
+    assert_eq!(
+        events,
+        vec![
+            Event::Created { id: folder },
+            Event::ChildAdded {
+                parent: p.workspace,
+                child: folder
+            },
+            Event::DescendantAdded {
+                ancestors: vec![p.workspace, p.game].into(),
+                moved: MovedIds::One(folder)
+            },
+        ]
+    );
+}
+
+#[test]
+fn parts_entering_and_leaving_the_world_are_logged() {
+    let mut p = place();
+    let storage = p.arena.create(ClassId::FOLDER, Some(p.game)).unwrap();
+    let model = p.arena.create(ClassId::MODEL, Some(storage)).unwrap();
+    let part = p.arena.create(ClassId::PART, Some(model)).unwrap();
+    let folder = p.arena.create(ClassId::FOLDER, Some(model)).unwrap();
+    assert!(!p.arena.get(part).unwrap().is_in_world());
+
+    let cursor = p.arena.part_log().head();
+    let collision = p.arena.revisions().collision();
+    p.arena.set_parent(model, Some(p.workspace)).unwrap();
+    assert!(p.arena.get(part).unwrap().is_in_world());
+    assert!(p.arena.get(folder).unwrap().is_in_world());
+    assert!(p.arena.revisions().collision() > collision);
+    let entered: Vec<PartWrite> = p
+        .arena
+        .part_writes_since(cursor)
+        .unwrap()
+        .map(|(_, w)| *w)
+        .collect();
+    assert_eq!(
+        entered,
+        vec![
+            PartWrite {
+                id: model,
+                kind: PartWriteKind::EnteredWorld
+            },
+            PartWrite {
+                id: part,
+                kind: PartWriteKind::EnteredWorld
+            },
+        ]
+    );
+
+    // Moving within the world changes no membership.
+    let inner = p.arena.create(ClassId::FOLDER, Some(p.workspace)).unwrap();
+    let cursor = p.arena.part_log().head();
+    p.arena.set_parent(model, Some(inner)).unwrap();
+    assert_eq!(p.arena.part_writes_since(cursor).unwrap().count(), 0);
+
+    p.arena.set_parent(model, Some(storage)).unwrap();
+    let left: Vec<PartWrite> = p
+        .arena
+        .part_writes_since(cursor)
+        .unwrap()
+        .map(|(_, w)| *w)
+        .collect();
+    assert_eq!(
+        left,
+        vec![
+            PartWrite {
+                id: model,
+                kind: PartWriteKind::LeftWorld
+            },
+            PartWrite {
+                id: part,
+                kind: PartWriteKind::LeftWorld
+            },
+        ]
+    );
+    assert!(!p.arena.get(part).unwrap().is_in_world());
+}
+
+#[test]
+fn gui_moves_invalidate_the_affected_layers() {
+    let mut p = place();
+    let gui_root = p.arena.create(ClassId::FOLDER, Some(p.game)).unwrap();
+    let hud = p.arena.create(ClassId::SCREEN_GUI, Some(gui_root)).unwrap();
+    let menu = p.arena.create(ClassId::SCREEN_GUI, Some(gui_root)).unwrap();
+    let other = p.arena.create(ClassId::SCREEN_GUI, Some(gui_root)).unwrap();
+    let frame = p.arena.create(ClassId::FRAME, Some(hud)).unwrap();
+    let button = p.arena.create(ClassId::FRAME, Some(frame)).unwrap();
+
+    let (hud_rev, menu_rev, other_rev) = (
+        p.arena.layout_revision(hud),
+        p.arena.layout_revision(menu),
+        p.arena.layout_revision(other),
+    );
+    let memo = p.arena.revisions().layout();
+    p.arena.set_parent(frame, Some(menu)).unwrap();
+    assert!(
+        p.arena.layout_revision(hud) > hud_rev,
+        "old layer invalidated"
+    );
+    assert!(
+        p.arena.layout_revision(menu) > menu_rev,
+        "new layer invalidated"
+    );
+    assert_eq!(
+        p.arena.layout_revision(other),
+        other_rev,
+        "unrelated layer kept"
+    );
+    assert_eq!(
+        p.arena.revisions().layout(),
+        memo,
+        "element moves keep the broad memo"
+    );
+
+    // Writing an element invalidates its own layer only.
+    let menu_rev = p.arena.layout_revision(menu);
+    let hud_rev = p.arena.layout_revision(hud);
+    p.arena.node_mut(button).unwrap();
+    assert!(p.arena.layout_revision(menu) > menu_rev);
+    assert_eq!(p.arena.layout_revision(hud), hud_rev);
+
+    // Moving a whole layer invalidates the broad layout memo.
+    p.arena.set_parent(menu, Some(p.workspace)).unwrap();
+    assert!(p.arena.revisions().layout() > memo);
+}
+
+#[test]
+fn descendants_and_ancestors_walk_the_tree() {
+    let mut p = place();
+    let a = p.arena.create(ClassId::FOLDER, Some(p.workspace)).unwrap();
+    let b = p.arena.create(ClassId::FOLDER, Some(a)).unwrap();
+    let c = p.arena.create(ClassId::FOLDER, Some(b)).unwrap();
+    let d = p.arena.create(ClassId::FOLDER, Some(a)).unwrap();
+    let e = p.arena.create(ClassId::FOLDER, Some(p.workspace)).unwrap();
+    assert_eq!(p.arena.descendants(a).collect::<Vec<_>>(), vec![b, c, d]);
+    assert_eq!(
+        p.arena.descendants(p.game).collect::<Vec<_>>(),
+        vec![p.workspace, a, b, c, d, e]
+    );
+    assert_eq!(
+        p.arena.ancestors(c).collect::<Vec<_>>(),
+        vec![b, a, p.workspace, p.game]
+    );
+    assert!(p.arena.is_ancestor_of(a, c));
+    assert!(!p.arena.is_ancestor_of(c, a));
+}
