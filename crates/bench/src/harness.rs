@@ -1,9 +1,10 @@
 //! The measurement harness: workload descriptions, the [`Bencher`] a workload body drives, the
 //! sampling loop and the statistics it reports.
 //!
-//! Invariant: only the routine runs between the two clock reads of a sample. Setup, handing the
-//! input over, and dropping the routine's input and output all happen outside the timed region,
-//! and a [`Summary`] is only ever built from at least one timed sample.
+//! Invariant: only the routine runs between the two clock reads of a sample. Setup and the drop
+//! of the routine's output always happen outside the timed region, and so does the drop of its
+//! input, except that [`Bencher::iter_with_setup_owned`] gives the input away and a routine that
+//! drops it is timed doing so. A [`Summary`] is only ever built from at least one timed sample.
 
 use std::hint::black_box;
 use std::time::{Duration, Instant};
@@ -59,8 +60,12 @@ impl SampleConfig {
     }
 
     /// Whether a sampling loop that has taken `n_samples` samples over `elapsed` may stop.
+    ///
+    /// At least one sample is always taken, whatever the limits say, so a summary exists.
     fn is_done(&self, n_samples: usize, elapsed: Duration) -> bool {
-        n_samples >= self.max_samples || (n_samples >= self.min_samples && elapsed >= self.budget)
+        n_samples >= 1
+            && (n_samples >= self.max_samples
+                || (n_samples >= self.min_samples && elapsed >= self.budget))
     }
 }
 
@@ -442,6 +447,13 @@ mod tests {
         assert!(!config.is_done(3, Duration::from_millis(9)));
         assert!(config.is_done(3, Duration::from_millis(10)));
         assert!(config.is_done(100, Duration::ZERO));
+        let zero = SampleConfig {
+            min_samples: 0,
+            budget: Duration::ZERO,
+            max_samples: 0,
+        };
+        assert!(!zero.is_done(0, Duration::from_secs(1)));
+        assert!(zero.is_done(1, Duration::ZERO));
     }
 
     #[test]

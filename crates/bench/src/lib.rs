@@ -9,7 +9,7 @@
 //! Invariant: every registered workload has a unique (library, name, size), so a record in a
 //! results file identifies one workload. `cargo xtask bench` is the usual way in.
 //!
-//! ```no_run
+//! ```
 //! use strata_bench::{Bencher, Workload};
 //!
 //! let sum = Workload::new("vec_sum", 10_000, "slice iterator", |b: &mut Bencher| {
