@@ -26,12 +26,63 @@ pub const PART_LOG_CAPACITY: usize = 65_536;
 /// How many entries the topology journal retains before dropping its older half.
 pub const TOPOLOGY_LOG_CAPACITY: usize = 65_536;
 
-/// Whether linking a new node queues the attach events (`ChildAdded`, `DescendantAdded`) or
-/// links it quietly inside a subtree under construction that will be announced as a whole.
-#[derive(Clone, Copy, PartialEq, Eq)]
-pub(crate) enum Attach {
-    Announced,
-    Quiet,
+/// The facts about a class that structural changes need, copied out of its descriptor.
+#[derive(Clone, Copy, Default)]
+pub(crate) struct ClassTraits {
+    pub(crate) families: FamilySet,
+    pub(crate) part_log: bool,
+    pub(crate) collision: bool,
+    /// `Some(true)` for a GUI layer, `Some(false)` for a GUI element.
+    pub(crate) gui: Option<bool>,
+}
+
+impl ClassTraits {
+    pub(crate) fn of(descriptor: &crate::ClassDescriptor) -> Self {
+        Self {
+            families: descriptor.families(),
+            part_log: descriptor.logs_part_writes(),
+            collision: descriptor.affects_collision(),
+            gui: match descriptor.state_kind() {
+                StateKind::GuiLayer => Some(true),
+                StateKind::GuiElement => Some(false),
+                _ => None,
+            },
+        }
+    }
+}
+
+/// What the classes of a subtree have in common, gathered in the walk that collects it, so a
+/// structural change looks each node's class up once.
+#[derive(Clone, Copy, Default)]
+pub(crate) struct SubtreeInfo {
+    pub(crate) families: FamilySet,
+    pub(crate) collision: bool,
+    pub(crate) has_gui: bool,
+    pub(crate) has_layer: bool,
+}
+
+impl SubtreeInfo {
+    pub(crate) fn single(traits: ClassTraits) -> Self {
+        let mut info = Self::default();
+        info.add(traits);
+        info
+    }
+
+    fn add(&mut self, traits: ClassTraits) {
+        self.families = self.families.union(traits.families);
+        self.collision |= traits.collision;
+        self.has_gui |= traits.gui.is_some();
+        self.has_layer |= traits.gui == Some(true);
+    }
+
+    /// The nearest layer above `root`, looked up only when the subtree holds GUI content.
+    pub(crate) fn gui_layer_context(&self, arena: &Arena, root: InstanceId) -> Option<InstanceId> {
+        if self.has_gui {
+            arena.nearest_layer(root)
+        } else {
+            None
+        }
+    }
 }
 
 /// What a write may have changed, which decides the revision domains it touches.
@@ -62,8 +113,7 @@ pub struct Arena {
     pub(crate) topology_log: BoundedJournal<TopologyChange>,
     pub(crate) batches: Vec<crate::batch::BatchMark>,
     pub(crate) alloc_log: Vec<Doomed>,
-    pub(crate) ancestry_epoch: u64,
-    pub(crate) lineage_cache: Option<(InstanceId, u64, Lineage)>,
+    scratch: Vec<InstanceId>,
 }
 
 impl Deref for Arena {
@@ -118,8 +168,7 @@ impl Arena {
             topology_log: BoundedJournal::new(TOPOLOGY_LOG_CAPACITY),
             batches: Vec::new(),
             alloc_log: Vec::new(),
-            ancestry_epoch: 0,
-            lineage_cache: None,
+            scratch: Vec::new(),
         }
     }
 
@@ -188,7 +237,7 @@ impl Arena {
         let id = self.peek_id()?;
         let slot = self.take_slot()?;
         self.commit_id(id);
-        self.insert_node(id, slot, class, parent, Attach::Announced);
+        self.insert_node(id, slot, class, parent);
         Ok(id)
     }
 
@@ -231,7 +280,7 @@ impl Arena {
         if id.range() == self.own_range {
             self.set_counter(id.get() + 1);
         }
-        self.insert_node(id, slot, class, parent, Attach::Announced);
+        self.insert_node(id, slot, class, parent);
         Ok(())
     }
 
@@ -308,7 +357,6 @@ impl Arena {
         slot: Slot,
         class: ClassId,
         parent: Option<(InstanceId, Slot)>,
-        attach: Attach,
     ) {
         let descriptor = self.state.class_of(class);
         let data = NodeData {
@@ -316,10 +364,12 @@ impl Arena {
             attributes: Default::default(),
             state: BuiltinState::default_for(descriptor.state_kind()),
         };
-        self.insert_node_with(id, slot, class, data, parent, attach);
+        self.insert_node_with(id, slot, class, data, parent);
     }
 
-    /// Places a new node with the given data and links it under `parent`.
+    /// Places a new node with the given data, linked as the last child of `parent`, and
+    /// queues its single `Created` event. The node is linked before it is placed, so only the
+    /// parent and the previous last child are written besides it.
     pub(crate) fn insert_node_with(
         &mut self,
         id: InstanceId,
@@ -327,52 +377,65 @@ impl Arena {
         class: ClassId,
         data: NodeData,
         parent: Option<(InstanceId, Slot)>,
-        attach: Attach,
     ) {
         let guid = self.next_guid();
         let at = self.state.revisions.tick();
         self.state.revisions.topology = at;
         let descriptor = self.state.class_of(class);
-        let families = descriptor.families();
-        let service = descriptor.is_service();
+        let traits = ClassTraits::of(descriptor);
         let mut node = Node::new(id, class, guid, data, at);
-        node.set_flag(NodeFlag::ParentLocked, service);
+        node.set_flag(NodeFlag::ParentLocked, descriptor.is_service());
+        let mut in_world = false;
+        if let Some((parent_id, parent_slot)) = parent {
+            let parent_node = self
+                .state
+                .node_at(parent_slot)
+                .expect("validated parents are occupied");
+            let last = parent_node.last_child;
+            in_world = parent_node.is_in_world()
+                || self.state.class_of(parent_node.class).is_world_container();
+            node.parent = Some(parent_id);
+            node.prev_sibling = last;
+            node.set_flag(NodeFlag::InWorld, in_world);
+            if let Some(last_slot) = last.and_then(|l| self.state.slot_of(l)) {
+                self.state.write_at(last_slot).next_sibling = Some(id);
+            }
+            let parent_node = self.state.write_at(parent_slot);
+            if parent_node.first_child.is_none() {
+                parent_node.first_child = Some(id);
+            }
+            parent_node.last_child = Some(id);
+            parent_node.child_count += 1;
+        }
         self.state.place(slot, node);
         self.state.live += 1;
-        for family in families.iter() {
+        for family in traits.families.iter() {
             self.state.invalidate_family(family);
             self.state.revisions.bump_family(family, at);
+        }
+        if in_world {
+            if traits.part_log {
+                self.part_log.push(PartWrite {
+                    id,
+                    kind: PartWriteKind::EnteredWorld,
+                });
+            }
+            if traits.collision {
+                self.state.revisions.collision = at;
+            }
+        }
+        if traits.gui.is_some() && parent.is_some() {
+            let info = SubtreeInfo::single(traits);
+            let layer = self.nearest_layer(id);
+            self.invalidate_gui(&MovedIds::One(id), info, layer, at);
         }
         if !self.batches.is_empty() {
             self.alloc_log.push(Doomed { id, slot });
         }
-        self.events.push(Event::Created { id });
-        self.topology_log.push(TopologyChange::Created {
-            id,
-            parent: parent.map(|(p, _)| p),
-        });
-        match (parent, attach) {
-            (None, _) => {}
-            (Some(parent), Attach::Quiet) => {
-                self.link_last((id, slot), parent);
-                let in_world = self.inherits_world(parent.1);
-                self.state
-                    .write_at(slot)
-                    .set_flag(NodeFlag::InWorld, in_world);
-            }
-            (Some(parent), Attach::Announced) => {
-                self.attach((id, slot), parent, &MovedIds::One(id), at);
-                let lineage = self.lineage(Some(parent.0));
-                self.events.push(Event::ChildAdded {
-                    parent: parent.0,
-                    child: id,
-                });
-                self.events.push(Event::DescendantAdded {
-                    ancestors: lineage,
-                    moved: MovedIds::One(id),
-                });
-            }
-        }
+        let parent = parent.map(|(p, _)| p);
+        self.events.push(Event::Created { id, parent });
+        self.topology_log
+            .push(TopologyChange::Created { id, parent });
     }
 
     // ----- Generic and specialised writes. -----
@@ -634,7 +697,8 @@ impl Arena {
             .tag_index
             .get_key_value(tag)
             .map_or_else(|| Arc::from(tag), |(k, _)| k.clone());
-        self.state.write_at(slot).tags.push(key.clone());
+        let node = self.state.write_at(slot);
+        node.tags = node.tags.iter().cloned().chain([key.clone()]).collect();
         self.state.tag_index.entry(key).or_default().insert(id);
         let at = self.state.revisions.tick();
         self.state.revisions.tags = at;
@@ -648,7 +712,8 @@ impl Arena {
         if !self.state.has_tag(id, tag) {
             return Ok(false);
         }
-        self.state.write_at(slot).tags.retain(|t| **t != *tag);
+        let node = self.state.write_at(slot);
+        node.tags = node.tags.iter().filter(|t| ***t != *tag).cloned().collect();
         self.unindex_tag(id, tag);
         let at = self.state.revisions.tick();
         self.state.revisions.tags = at;
@@ -765,23 +830,28 @@ impl Arena {
         parent: Option<(InstanceId, Slot)>,
     ) {
         let old_parent = self.state.node_at(child_slot).and_then(|n| n.parent);
-        let moved = self.collect_subtree(child);
-        let old_lineage = old_parent.map(|p| self.lineage(Some(p)));
-        let old_layer = self.nearest_layer(child);
+        let (moved, info) = self.collect_subtree(child);
+        let old_lineage = old_parent.map(|p| self.lineage(p));
+        let old_layer = info.gui_layer_context(self, child);
         let at = self.state.revisions.tick();
         self.state.revisions.topology = at;
-        self.ancestry_epoch += 1;
 
         if old_parent.is_some() {
             self.unlink(child_slot);
         }
-        self.invalidate_gui(&moved, old_layer, at);
-        match parent {
-            Some(parent) => self.attach((child, child_slot), parent, &moved, at),
-            None => {
-                self.set_world_membership(&moved, false, at);
-                self.bump_subtree_families(&moved, at);
+        self.invalidate_gui(&moved, info, old_layer, at);
+        let in_world = match parent {
+            Some(parent) => {
+                self.link_last((child, child_slot), parent);
+                self.inherits_world(parent.1)
             }
+            None => false,
+        };
+        self.set_world_membership(&moved, info, in_world, at);
+        let new_layer = info.gui_layer_context(self, child);
+        self.invalidate_gui(&moved, info, new_layer, at);
+        for family in info.families.iter() {
+            self.state.revisions.bump_family(family, at);
         }
         self.topology_log.push(TopologyChange::Reparented {
             id: child,
@@ -805,29 +875,12 @@ impl Arena {
             moved: moved.clone(),
         });
         if let Some((parent, _)) = parent {
-            let lineage = self.lineage(Some(parent));
+            let lineage = self.lineage(parent);
             self.events.push(Event::DescendantAdded {
                 ancestors: lineage,
                 moved,
             });
         }
-    }
-
-    /// Links a detached subtree root under `parent` and updates the state derived from
-    /// ancestry: world membership, GUI layouts, family revisions.
-    fn attach(
-        &mut self,
-        child: (InstanceId, Slot),
-        parent: (InstanceId, Slot),
-        moved: &MovedIds,
-        at: Revision,
-    ) {
-        self.link_last(child, parent);
-        let in_world = self.inherits_world(parent.1);
-        self.set_world_membership(moved, in_world, at);
-        let new_layer = self.nearest_layer(child.0);
-        self.invalidate_gui(moved, new_layer, at);
-        self.bump_subtree_families(moved, at);
     }
 
     /// Whether a child placed under the node at `parent` is in the world.
@@ -837,22 +890,15 @@ impl Arena {
             .is_some_and(|p| p.is_in_world() || self.state.class_of(p.class).is_world_container())
     }
 
-    /// Advances the revision of every family with a member in the subtree.
-    pub(crate) fn bump_subtree_families(&mut self, moved: &MovedIds, at: Revision) {
-        let mut families = FamilySet::EMPTY;
-        for id in moved.as_slice() {
-            if let Some((_, node)) = self.state.find(*id) {
-                families = families.union(self.state.class_of(node.class).families());
-            }
-        }
-        for family in families.iter() {
-            self.state.revisions.bump_family(family, at);
-        }
-    }
-
     /// Sets the world flag on every node of a subtree whose flag differs, logging the parts
     /// that enter or leave.
-    pub(crate) fn set_world_membership(&mut self, moved: &MovedIds, in_world: bool, at: Revision) {
+    pub(crate) fn set_world_membership(
+        &mut self,
+        moved: &MovedIds,
+        info: SubtreeInfo,
+        in_world: bool,
+        at: Revision,
+    ) {
         let root_in_world = self
             .state
             .find(moved.root())
@@ -869,48 +915,44 @@ impl Arena {
             let Some((slot, node)) = self.state.find(id) else {
                 continue;
             };
-            let descriptor = self.state.class_of(node.class);
-            let (logs, collides) = (
-                descriptor.logs_part_writes(),
-                descriptor.affects_collision(),
-            );
+            let logs = self.state.class_of(node.class).logs_part_writes();
             self.state
                 .write_at(slot)
                 .set_flag(NodeFlag::InWorld, in_world);
             if logs {
                 self.part_log.push(PartWrite { id, kind });
             }
-            if collides {
-                self.state.revisions.collision = at;
-            }
+        }
+        if info.collision {
+            self.state.revisions.collision = at;
         }
     }
 
     /// Invalidates GUI layouts affected by a subtree that moved relative to `layer` (the nearest
     /// layer above its root before or after the move). Moving a layer invalidates the broad
-    /// layout memo.
+    /// layout memo and the layer's own layout.
     pub(crate) fn invalidate_gui(
         &mut self,
         moved: &MovedIds,
+        info: SubtreeInfo,
         layer: Option<InstanceId>,
         at: Revision,
     ) {
-        let mut has_gui = false;
-        for &id in moved.as_slice() {
-            let Some((_, node)) = self.state.find(id) else {
-                continue;
-            };
-            match self.state.class_of(node.class).state_kind() {
-                StateKind::GuiLayer => {
-                    has_gui = true;
-                    self.state.revisions.layout = at;
+        if !info.has_gui {
+            return;
+        }
+        if info.has_layer {
+            self.state.revisions.layout = at;
+            for &id in moved.as_slice() {
+                let is_layer = self.state.find(id).is_some_and(|(_, n)| {
+                    self.state.class_of(n.class).state_kind() == StateKind::GuiLayer
+                });
+                if is_layer {
                     self.state.layouts.insert(id, at);
                 }
-                StateKind::GuiElement => has_gui = true,
-                _ => {}
             }
         }
-        if let (true, Some(layer)) = (has_gui, layer) {
+        if let Some(layer) = layer {
             self.state.layouts.insert(layer, at);
         }
     }
@@ -966,38 +1008,33 @@ impl Arena {
         child_node.next_sibling = None;
     }
 
-    /// The subtree of `root` in pre-order, root first.
-    pub(crate) fn collect_subtree(&self, root: InstanceId) -> MovedIds {
-        let first_child = self.state.find(root).and_then(|(_, n)| n.first_child);
-        if first_child.is_none() {
-            return MovedIds::One(root);
+    /// The subtree of `root` in pre-order, root first, with what its classes have in common.
+    pub(crate) fn collect_subtree(&self, root: InstanceId) -> (MovedIds, SubtreeInfo) {
+        let Some((_, node)) = self.state.find(root) else {
+            return (MovedIds::One(root), SubtreeInfo::default());
+        };
+        let mut info = SubtreeInfo::single(ClassTraits::of(self.state.class_of(node.class)));
+        if node.first_child.is_none() {
+            return (MovedIds::One(root), info);
         }
         let mut ids = vec![root];
-        let mut next = first_child;
+        let mut next = node.first_child;
         while let Some(id) = next {
             ids.push(id);
+            if let Some((_, node)) = self.state.find(id) {
+                info.add(ClassTraits::of(self.state.class_of(node.class)));
+            }
             next = crate::snapshot::successor(&self.state, root, id);
         }
-        MovedIds::from_vec(ids)
+        (MovedIds::from_vec(ids), info)
     }
 
-    /// `parent` and its ancestors, nearest first. Reuses the last chain while no ancestry
-    /// changed, so creating many children under one parent shares one allocation.
-    pub(crate) fn lineage(&mut self, parent: Option<InstanceId>) -> Lineage {
-        let Some(parent) = parent else {
-            return Arc::from(Vec::new());
-        };
-        if let Some((cached, epoch, lineage)) = &self.lineage_cache
-            && *cached == parent
-            && *epoch == self.ancestry_epoch
-        {
-            return lineage.clone();
-        }
-        let mut chain = vec![parent];
-        chain.extend(self.state.ancestors(parent));
-        let lineage: Lineage = chain.into();
-        self.lineage_cache = Some((parent, self.ancestry_epoch, lineage.clone()));
-        lineage
+    /// `parent` and its ancestors, nearest first, as one shared list.
+    pub(crate) fn lineage(&mut self, parent: InstanceId) -> Lineage {
+        self.scratch.clear();
+        self.scratch.push(parent);
+        self.scratch.extend(self.state.ancestors(parent));
+        Arc::from(&self.scratch[..])
     }
 
     // ----- Events and journals. -----

@@ -135,8 +135,6 @@ impl Arena {
         self.state.family_cache = mark.family_cache;
         self.state.family_cache.resize_with(families, OnceLock::new);
         self.state.revisions = mark.revisions;
-        self.ancestry_epoch += 1;
-        self.lineage_cache = None;
         if self.batches.is_empty() {
             self.alloc_log.clear();
         }

@@ -13,9 +13,8 @@
 use std::sync::Arc;
 
 use hashbrown::HashMap;
-use smallvec::SmallVec;
 
-use crate::arena::{Arena, Attach};
+use crate::arena::Arena;
 use crate::class::ClassId;
 use crate::error::ArenaError;
 use crate::id::{InstanceId, PersistentId, Slot};
@@ -99,7 +98,7 @@ struct SourceNode {
     class: ClassId,
     parent: Option<InstanceId>,
     data: NodeData,
-    tags: SmallVec<[Arc<str>; 2]>,
+    tags: Box<[Arc<str>]>,
     persistent_id: Option<PersistentId>,
 }
 
@@ -281,7 +280,7 @@ impl Arena {
                 .parent
                 .and_then(|p| map.get(p))
                 .and_then(|p| self.state.slot_of(p).map(|slot| (p, slot)));
-            self.insert_node_with(copy, slot, class, data, link, Attach::Quiet);
+            self.insert_node_with(copy, slot, class, data, link);
             for tag in &node.tags {
                 self.add_tag(copy, tag)?;
             }

@@ -56,10 +56,13 @@ impl MovedIds {
 /// An event queued by the arena and returned by `Arena::drain`.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub enum Event {
-    /// An instance was created (or inserted with a given id).
+    /// An instance was created (or inserted with a given id), as the last child of `parent`.
+    /// Creation queues no separate attach events: this one implies them.
     Created {
         /// The new instance.
         id: InstanceId,
+        /// Its parent at creation.
+        parent: Option<InstanceId>,
     },
     /// A subtree is leaving the descendants of every listed ancestor.
     DescendantRemoving {

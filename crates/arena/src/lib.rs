@@ -84,3 +84,4 @@ pub use crate::state::{
     AnimationState, AttrValue, Attributes, BuiltinState, CameraState, GuiElementState,
     GuiLayerState, LightState, ModelState, NodeData, PartState, SoundState,
 };
+

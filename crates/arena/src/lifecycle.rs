@@ -10,7 +10,6 @@
 //! joins the free pool only in the drain after the one that reported its destruction.
 
 use crate::arena::Arena;
-use crate::class::FamilySet;
 use crate::error::ArenaError;
 use crate::event::{Doomed, Event, TopologyChange};
 use crate::id::InstanceId;
@@ -68,28 +67,28 @@ impl Arena {
             return Err(ArenaError::ParentLocked(id));
         }
         let old_parent = node.parent;
-        let moved = self.collect_subtree(id);
-        let old_lineage = old_parent.map(|p| self.lineage(Some(p)));
-        let old_layer = self.nearest_layer(id);
+        let (moved, info) = self.collect_subtree(id);
+        let old_lineage = old_parent.map(|p| self.lineage(p));
+        let old_layer = info.gui_layer_context(self, id);
         let at = self.state.revisions.tick();
         self.state.revisions.topology = at;
-        self.ancestry_epoch += 1;
 
         if old_parent.is_some() {
             self.unlink(slot);
         }
-        self.invalidate_gui(&moved, old_layer, at);
-        self.set_world_membership(&moved, false, at);
-        self.bump_subtree_families(&moved, at);
+        self.invalidate_gui(&moved, info, old_layer, at);
+        self.set_world_membership(&moved, info, false, at);
+        for family in info.families.iter() {
+            self.state.invalidate_family(family);
+            self.state.revisions.bump_family(family, at);
+        }
 
         let mut doomed = Vec::with_capacity(moved.len());
-        let mut families = FamilySet::EMPTY;
         let mut untagged = false;
         for &member in moved.as_slice() {
             let Some((member_slot, node)) = self.state.find(member) else {
                 continue;
             };
-            families = families.union(self.state.class_of(node.class).families());
             let tags = node.tags.clone();
             let pid = node.persistent_id;
             for tag in &tags {
@@ -106,9 +105,6 @@ impl Arena {
                 id: member,
                 slot: member_slot,
             });
-        }
-        for family in families.iter() {
-            self.state.invalidate_family(family);
         }
         if untagged {
             self.state.revisions.tags = at;

@@ -7,8 +7,6 @@
 
 use std::sync::Arc;
 
-use smallvec::SmallVec;
-
 use crate::class::ClassId;
 use crate::id::{Guid, InstanceId, PersistentId};
 use crate::revision::Revision;
@@ -33,7 +31,7 @@ pub struct Node {
     pub(crate) child_count: u32,
     pub(crate) flags: u8,
     pub(crate) revision: Revision,
-    pub(crate) tags: SmallVec<[Arc<str>; 2]>,
+    pub(crate) tags: Box<[Arc<str>]>,
     pub(crate) data: NodeData,
 }
 
@@ -58,7 +56,7 @@ impl Node {
             child_count: 0,
             flags: 0,
             revision,
-            tags: SmallVec::new(),
+            tags: Box::default(),
             data,
         }
     }

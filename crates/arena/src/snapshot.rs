@@ -30,6 +30,54 @@ pub(crate) fn pmap<K, V>() -> PMap<K, V> {
     PMap::with_hasher(hashbrown::DefaultHashBuilder::default())
 }
 
+/// How many independently shared shards the id → slot index has.
+const ID_SHARDS: usize = 64;
+
+/// The id → slot map for ids not stored at slot `id - 1`, split into shards behind `Arc`:
+/// cloning it copies 64 pointers, and a write after a snapshot copies one shard.
+#[derive(Clone)]
+pub(crate) struct IdIndex {
+    shards: Vec<Arc<hashbrown::HashMap<InstanceId, Slot>>>,
+    len: usize,
+}
+
+impl IdIndex {
+    fn new() -> Self {
+        Self {
+            shards: (0..ID_SHARDS).map(|_| Arc::default()).collect(),
+            len: 0,
+        }
+    }
+
+    fn shard(id: InstanceId) -> usize {
+        // Fibonacci hashing: ids are counter values, so multiply to spread them over shards.
+        (id.get().wrapping_mul(0x9e37_79b9_7f4a_7c15) >> 58) as usize
+    }
+
+    fn get(&self, id: InstanceId) -> Option<Slot> {
+        if self.len == 0 {
+            return None;
+        }
+        self.shards[Self::shard(id)].get(&id).copied()
+    }
+
+    fn insert(&mut self, id: InstanceId, slot: Slot) {
+        if Arc::make_mut(&mut self.shards[Self::shard(id)])
+            .insert(id, slot)
+            .is_none()
+        {
+            self.len += 1;
+        }
+    }
+
+    fn remove(&mut self, id: InstanceId) {
+        let shard = &mut self.shards[Self::shard(id)];
+        if shard.contains_key(&id) && Arc::make_mut(shard).remove(&id).is_some() {
+            self.len -= 1;
+        }
+    }
+}
+
 /// A fixed-size run of slots.
 #[derive(Clone)]
 pub(crate) struct Page {
@@ -57,7 +105,7 @@ fn split(slot: Slot) -> (usize, usize) {
 pub struct Snapshot {
     pub(crate) pages: Vec<Arc<Page>>,
     pub(crate) slot_len: u32,
-    pub(crate) id_map: PMap<InstanceId, Slot>,
+    pub(crate) id_map: IdIndex,
     pub(crate) live: usize,
     pub(crate) tombstones: usize,
     pub(crate) classes: Arc<ClassRegistry>,
@@ -75,7 +123,7 @@ impl Snapshot {
         Self {
             pages: Vec::new(),
             slot_len: 0,
-            id_map: pmap(),
+            id_map: IdIndex::new(),
             live: 0,
             tombstones: 0,
             classes,
@@ -106,7 +154,7 @@ impl Snapshot {
                 return Some((slot, node));
             }
         }
-        let slot = *self.id_map.get(&id)?;
+        let slot = self.id_map.get(id)?;
         let node = self.node_at(slot)?;
         (node.id == id).then_some((slot, node))
     }
@@ -157,7 +205,7 @@ impl Snapshot {
         let page = Arc::make_mut(self.pages.get_mut(page)?);
         let node = page.slots[index].take()?;
         if u64::from(slot.0) + 1 != node.id.get() {
-            self.id_map.remove(&node.id);
+            self.id_map.remove(node.id);
         }
         Some(node)
     }

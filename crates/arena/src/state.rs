@@ -270,20 +270,20 @@ impl Default for AnimationState {
 pub enum BuiltinState {
     /// No built-in state.
     Plain,
-    /// A part.
-    Part(PartState),
+    /// A part (boxed: the largest state, kept out of line so every node stays small).
+    Part(Box<PartState>),
     /// A model.
-    Model(ModelState),
+    Model(Box<ModelState>),
     /// A light.
     Light(LightState),
     /// A sound.
     Sound(SoundState),
     /// A camera.
-    Camera(CameraState),
+    Camera(Box<CameraState>),
     /// A GUI layer.
     GuiLayer(GuiLayerState),
     /// A GUI element.
-    GuiElement(GuiElementState),
+    GuiElement(Box<GuiElementState>),
     /// A component definition: its Luau source.
     ComponentDefinition {
         /// The Luau source text.
@@ -298,13 +298,13 @@ impl BuiltinState {
     pub fn default_for(kind: StateKind) -> Self {
         match kind {
             StateKind::Plain => Self::Plain,
-            StateKind::Part => Self::Part(PartState::default()),
-            StateKind::Model => Self::Model(ModelState::default()),
+            StateKind::Part => Self::Part(Box::default()),
+            StateKind::Model => Self::Model(Box::default()),
             StateKind::Light => Self::Light(LightState::default()),
             StateKind::Sound => Self::Sound(SoundState::default()),
-            StateKind::Camera => Self::Camera(CameraState::default()),
+            StateKind::Camera => Self::Camera(Box::default()),
             StateKind::GuiLayer => Self::GuiLayer(GuiLayerState::default()),
-            StateKind::GuiElement => Self::GuiElement(GuiElementState::default()),
+            StateKind::GuiElement => Self::GuiElement(Box::default()),
             StateKind::ComponentDefinition => Self::ComponentDefinition {
                 source: Arc::from(""),
             },
@@ -414,10 +414,10 @@ mod tests {
         let mut data = NodeData {
             name: Arc::from("M"),
             attributes: Attributes::default(),
-            state: BuiltinState::Model(ModelState {
+            state: BuiltinState::Model(Box::new(ModelState {
                 primary_part: a,
                 pivot: Transform::IDENTITY,
-            }),
+            })),
         };
         data.attributes.set("target", Some(AttrValue::Reference(b)));
         data.attributes.set("hp", Some(AttrValue::Number(3.0)));

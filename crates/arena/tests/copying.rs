@@ -33,19 +33,19 @@ fn fixture() -> Fixture {
     p.arena
         .set_state(
             model,
-            BuiltinState::Model(ModelState {
+            BuiltinState::Model(Box::new(ModelState {
                 primary_part: Some(body),
                 pivot: Transform::IDENTITY,
-            }),
+            })),
         )
         .unwrap();
     p.arena
         .set_state(
             camera,
-            BuiltinState::Camera(CameraState {
+            BuiltinState::Camera(Box::new(CameraState {
                 subject: Some(outside),
                 ..CameraState::default()
-            }),
+            })),
         )
         .unwrap();
     p.arena
@@ -144,7 +144,7 @@ fn clone_remaps_internal_references_and_keeps_external_ones() {
     let created: Vec<_> = events
         .iter()
         .filter_map(|e| match e {
-            Event::Created { id } => Some(*id),
+            Event::Created { id, .. } => Some(*id),
             _ => None,
         })
         .collect();

@@ -198,24 +198,24 @@ fn a_move_queues_five_event_kinds_sharing_one_moved_list() {
 }
 
 #[test]
-fn creation_under_a_parent_announces_the_attach() {
+fn creation_queues_one_event_naming_the_parent() {
     let mut p = place();
     let folder = p.arena.create(ClassId::FOLDER, Some(p.workspace)).unwrap();
-    let events = p.arena.drain().unwrap().events;
+    let loose = p.arena.create(ClassId::FOLDER, None).unwrap();
     assert_eq!(
-        events,
+        p.arena.drain().unwrap().events,
         vec![
-            Event::Created { id: folder },
-            Event::ChildAdded {
-                parent: p.workspace,
-                child: folder
+            Event::Created {
+                id: folder,
+                parent: Some(p.workspace)
             },
-            Event::DescendantAdded {
-                ancestors: vec![p.workspace, p.game].into(),
-                moved: MovedIds::One(folder)
+            Event::Created {
+                id: loose,
+                parent: None
             },
         ]
     );
+    assert_eq!(children(&p.arena, p.workspace), vec![folder]);
 }
 
 #[test]
