@@ -182,8 +182,9 @@ impl Workload {
     /// The peak is the process's resident high-water mark from the start of the body through
     /// the warm-up run: whatever the body prepares, one setup, one run and its output. Later
     /// runs are left out, so outputs a batch keeps alive until the clock stops do not inflate
-    /// it. Memory an earlier workload left allocated counts too, and the peak is `None` where
-    /// the platform cannot reset or report it.
+    /// it. The reset only lowers the mark to the current resident size, so memory that earlier
+    /// workloads freed but the allocator kept counts too: compare peaks across one run with
+    /// care. The peak is `None` where the platform cannot reset or report it.
     pub fn run(&mut self, config: SampleConfig) -> Result<BenchRecord, BenchError> {
         let (summary, peak_rss_bytes) = self.measure_with_peak(config, true)?;
         Ok(BenchRecord {

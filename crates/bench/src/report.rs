@@ -44,7 +44,8 @@ pub struct BenchRecord {
     pub min_ns: f64,
     /// `median_ns / items`.
     pub ns_per_item: f64,
-    /// The process's peak resident memory during the workload, or `null` where unknown.
+    /// The process's resident high-water mark from the workload's start through its warm-up
+    /// run (memory the allocator kept from earlier workloads included), or `null` where unknown.
     pub peak_rss_bytes: Option<u64>,
     /// How the library does the work, in a few words.
     pub mechanism: String,
