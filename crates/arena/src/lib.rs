@@ -84,4 +84,3 @@ pub use crate::state::{
     AnimationState, AttrValue, Attributes, BuiltinState, CameraState, GuiElementState,
     GuiLayerState, LightState, ModelState, NodeData, PartState, SoundState,
 };
-
