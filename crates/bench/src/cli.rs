@@ -1,9 +1,19 @@
 //! The command line of the `strata-bench` binary: argument parsing, workload filtering, the run
 //! loop and writing the results.
 //!
-//! Invariant: progress and diagnostics go to standard error and only the Markdown table goes to
-//! standard output. When workloads run, the results file is written even if none matched or some
-//! failed, and the exit code is non-zero only for bad arguments, failed workloads or failed writes.
+//! By default the binary is a parent: it selects the workloads, then runs each one in a child
+//! process of its own, which is the same executable started again with the hidden arguments
+//! `--run-one NAME [--quick]`. A child runs exactly the workload called `NAME`, reports its
+//! progress on standard error and prints its record as one line of JSON on standard output; the
+//! parent reads that line back and writes the results as if it had measured them itself. So no
+//! workload inherits another's allocator state, caches or resident memory. `--in-process` runs
+//! all of them one after another in the parent instead, which suits profilers.
+//!
+//! Invariant: progress and diagnostics go to standard error; standard output carries only the
+//! Markdown table, or in a child only the record's JSON line. When workloads run, the results
+//! file is written even if none matched or some failed, and the exit code is non-zero only for
+//! bad arguments, duplicate workload names, failed workloads (a child that exits non-zero,
+//! crashes or prints no record counts as one) or failed writes.
 
 #![allow(
     clippy::print_stdout,
@@ -12,17 +22,21 @@
 )]
 
 use std::fs;
+use std::io;
 use std::path::{Path, PathBuf};
-use std::process::ExitCode;
+use std::process::{Command, ExitCode, Stdio};
 use std::time::SystemTime;
 
 use crate::error::BenchError;
-use crate::harness::{SampleConfig, Workload};
-use crate::report::{self, Machine, Report};
+use crate::harness::{self, SampleConfig, Workload};
+use crate::report::{self, BenchRecord, Machine, Report};
 
 /// The usage text printed by `--help` and after a bad argument.
+///
+/// The `--run-one` mode the parent uses to start its children is left out on purpose.
 pub const USAGE: &str = "\
 usage: strata-bench [--quick] [--filter SUBSTR]... [--out FILE] [--markdown FILE] [--list]
+                    [--in-process]
 
   --quick            fewer samples and a shorter time budget per workload (rough numbers)
   --filter SUBSTR    run only workloads whose name contains SUBSTR; repeat the flag or
@@ -30,7 +44,12 @@ usage: strata-bench [--quick] [--filter SUBSTR]... [--out FILE] [--markdown FILE
   --out FILE         write the results as JSON to FILE
   --markdown FILE    write the results table as Markdown to FILE
   --list             list the matching workloads and exit
+  --in-process       run every workload in this process instead of one child process each
+                     (for profilers; peak RSS then includes what earlier workloads left)
   --help             print this text";
+
+/// The hidden flag that makes the binary a child running one workload.
+const RUN_ONE: &str = "--run-one";
 
 /// Which workloads to run, by substrings of their names.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -73,6 +92,18 @@ impl Filter {
     }
 }
 
+/// Where the selected workloads run.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Mode {
+    /// Each workload in a child process of its own (the default).
+    Children,
+    /// Every workload one after another in this process (`--in-process`).
+    InProcess,
+    /// Only the workload with exactly this name, its record printed as one JSON line on
+    /// standard output (`--run-one NAME`, how the parent starts a child).
+    RunOne(String),
+}
+
 /// The parsed command line.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Options {
@@ -88,10 +119,14 @@ pub struct Options {
     pub list: bool,
     /// Print the usage text and exit.
     pub help: bool,
+    /// Where the workloads run.
+    pub mode: Mode,
 }
 
 impl Options {
     /// Parses the arguments after the program name; `--flag VALUE` and `--flag=VALUE` both work.
+    ///
+    /// `--run-one NAME` may be combined with `--quick` only.
     pub fn parse(args: impl IntoIterator<Item = String>) -> Result<Options, BenchError> {
         let mut options = Options {
             quick: false,
@@ -100,7 +135,10 @@ impl Options {
             markdown: None,
             list: false,
             help: false,
+            mode: Mode::Children,
         };
+        let mut in_process = false;
+        let mut run_one = None;
         let mut args = args.into_iter();
         while let Some(arg) = args.next() {
             let (flag, inline) = match arg.split_once('=') {
@@ -117,12 +155,36 @@ impl Options {
                 "--quick" if inline.is_none() => options.quick = true,
                 "--list" if inline.is_none() => options.list = true,
                 "--help" | "-h" if inline.is_none() => options.help = true,
+                "--in-process" if inline.is_none() => in_process = true,
                 "--filter" => options.filter.add(&value("--filter")?),
                 "--out" => options.out = Some(PathBuf::from(value("--out")?)),
                 "--markdown" => options.markdown = Some(PathBuf::from(value("--markdown")?)),
+                RUN_ONE => {
+                    let name = value(RUN_ONE)?;
+                    if run_one.replace(name).is_some() {
+                        return Err(BenchError::Usage(format!("`{RUN_ONE}` given twice")));
+                    }
+                }
                 _ => return Err(BenchError::Usage(format!("unknown argument `{arg}`"))),
             }
         }
+        options.mode = match run_one {
+            Some(name) => {
+                let others = in_process
+                    || options.list
+                    || options.out.is_some()
+                    || options.markdown.is_some()
+                    || !options.filter.is_everything();
+                if others {
+                    return Err(BenchError::Usage(format!(
+                        "`{RUN_ONE}` runs one workload by its exact name and takes no option but `--quick`"
+                    )));
+                }
+                Mode::RunOne(name)
+            }
+            None if in_process => Mode::InProcess,
+            None => Mode::Children,
+        };
         Ok(options)
     }
 
@@ -135,8 +197,38 @@ impl Options {
     }
 }
 
+/// Builds the command that runs the workload named `name` in a child process.
+///
+/// A test can hand [`main_with_launcher`] another one, such as a shell that prints a record.
+type Launcher<'a> = &'a dyn Fn(&str, bool) -> io::Result<Command>;
+
+/// The arguments that make a child run the workload `name`, understood by [`Options::parse`].
+fn child_args(name: &str, quick: bool) -> Vec<String> {
+    let mut args = vec![RUN_ONE.to_owned(), name.to_owned()];
+    if quick {
+        args.push("--quick".to_owned());
+    }
+    args
+}
+
+/// This executable started again with [`child_args`].
+fn own_child_command(name: &str, quick: bool) -> io::Result<Command> {
+    let mut command = Command::new(std::env::current_exe()?);
+    command.args(child_args(name, quick));
+    Ok(command)
+}
+
 /// Runs the binary on `args` (without the program name) over the registered `workloads`.
 pub fn main_with(args: impl IntoIterator<Item = String>, workloads: Vec<Workload>) -> ExitCode {
+    main_with_launcher(args, workloads, &own_child_command)
+}
+
+/// [`main_with`], starting child processes with `launch`.
+fn main_with_launcher(
+    args: impl IntoIterator<Item = String>,
+    workloads: Vec<Workload>,
+    launch: Launcher<'_>,
+) -> ExitCode {
     let options = match Options::parse(args) {
         Ok(options) => options,
         Err(err) => {
@@ -148,7 +240,21 @@ pub fn main_with(args: impl IntoIterator<Item = String>, workloads: Vec<Workload
         println!("{USAGE}");
         return ExitCode::SUCCESS;
     }
-    match run(&options, workloads) {
+    if let Err(err) = harness::check_unique_names(&workloads) {
+        eprintln!("strata-bench: {err}");
+        return ExitCode::FAILURE;
+    }
+    let outcome = match &options.mode {
+        Mode::RunOne(name) => match run_one(name, options.sample_config(), workloads) {
+            Err(err @ BenchError::UnknownWorkload { .. }) => {
+                eprintln!("strata-bench: {err}");
+                return ExitCode::from(2);
+            }
+            outcome => outcome,
+        },
+        Mode::Children | Mode::InProcess => run(&options, workloads, launch),
+    };
+    match outcome {
         Ok(true) => ExitCode::SUCCESS,
         Ok(false) => ExitCode::FAILURE,
         Err(err) => {
@@ -159,7 +265,11 @@ pub fn main_with(args: impl IntoIterator<Item = String>, workloads: Vec<Workload
 }
 
 /// Runs or lists the workloads `options` select; returns whether every workload succeeded.
-fn run(options: &Options, workloads: Vec<Workload>) -> Result<bool, BenchError> {
+fn run(
+    options: &Options,
+    workloads: Vec<Workload>,
+    launch: Launcher<'_>,
+) -> Result<bool, BenchError> {
     let mut selected: Vec<Workload> = workloads
         .into_iter()
         .filter(|w| options.filter.matches(w.name()))
@@ -192,31 +302,10 @@ fn run(options: &Options, workloads: Vec<Workload>) -> Result<bool, BenchError> 
     }
     let date = report::rfc3339_utc(SystemTime::now());
     let config = options.sample_config();
-    let mut results = Vec::with_capacity(selected.len());
-    let mut n_failed = 0;
-    for workload in &mut selected {
-        eprint!(
-            "{} {} ({}) ... ",
-            workload.library_name(),
-            workload.name(),
-            report::format_size(workload.size())
-        );
-        match workload.run(config) {
-            Ok(record) => {
-                eprintln!(
-                    "median {}, {} per item, {} samples",
-                    report::format_duration_ns(record.median_ns),
-                    report::format_duration_ns(record.ns_per_item),
-                    record.samples
-                );
-                results.push(record);
-            }
-            Err(err) => {
-                eprintln!("failed: {err}");
-                n_failed += 1;
-            }
-        }
-    }
+    let (results, n_failed) = match options.mode {
+        Mode::InProcess => run_in_process(&mut selected, config),
+        Mode::Children | Mode::RunOne(_) => run_in_children(&selected, options.quick, launch),
+    };
     let report = Report {
         machine: Machine::detect(),
         date,
@@ -238,6 +327,143 @@ fn run(options: &Options, workloads: Vec<Workload>) -> Result<bool, BenchError> 
         eprintln!("strata-bench: {n_failed} workload(s) failed");
     }
     Ok(n_failed == 0)
+}
+
+/// Runs `workloads` one after another in this process; returns their records and the number
+/// that failed.
+fn run_in_process(workloads: &mut [Workload], config: SampleConfig) -> (Vec<BenchRecord>, usize) {
+    let mut results = Vec::with_capacity(workloads.len());
+    let mut n_failed = 0;
+    for workload in workloads {
+        match run_with_progress(workload, config, Workload::run) {
+            Ok(record) => results.push(record),
+            Err(_) => n_failed += 1,
+        }
+    }
+    (results, n_failed)
+}
+
+/// Runs each of `workloads` in a child process started by `launch`, one at a time and in order;
+/// returns the records read back and the number of workloads that failed.
+///
+/// A failure is reported on standard error, naming the workload, and the next workload runs.
+fn run_in_children(
+    workloads: &[Workload],
+    quick: bool,
+    launch: Launcher<'_>,
+) -> (Vec<BenchRecord>, usize) {
+    let mut results = Vec::with_capacity(workloads.len());
+    let mut n_failed = 0;
+    for workload in workloads {
+        let name = workload.name();
+        let outcome = launch(name, quick)
+            .map_err(|source| BenchError::Spawn {
+                workload: name.to_owned(),
+                source,
+            })
+            .and_then(|mut command| run_child(name, &mut command));
+        match outcome {
+            Ok(record) => results.push(record),
+            Err(err) => {
+                if let BenchError::ChildFailed { status, .. } = &err
+                    && status.code().is_none()
+                {
+                    // Killed by a signal, the child most likely left its progress line open.
+                    eprintln!();
+                }
+                eprintln!("strata-bench: {err}");
+                n_failed += 1;
+            }
+        }
+    }
+    (results, n_failed)
+}
+
+/// Runs `command`, a child that should print the record of the workload `name`, and reads the
+/// record back. The child's standard error goes straight to this process's.
+fn run_child(name: &str, command: &mut Command) -> Result<BenchRecord, BenchError> {
+    let output = command
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::inherit())
+        .output()
+        .map_err(|source| BenchError::Spawn {
+            workload: name.to_owned(),
+            source,
+        })?;
+    if !output.status.success() {
+        return Err(BenchError::ChildFailed {
+            workload: name.to_owned(),
+            status: output.status,
+        });
+    }
+    parse_child_record(name, &output.stdout)
+}
+
+/// Reads the record of the workload `name` from a child's standard output: the last non-blank
+/// line, which must be a JSON [`BenchRecord`] for that very workload. Earlier lines are ignored.
+fn parse_child_record(name: &str, stdout: &[u8]) -> Result<BenchRecord, BenchError> {
+    let bad = |reason: String| BenchError::ChildOutput {
+        workload: name.to_owned(),
+        reason,
+    };
+    let text = std::str::from_utf8(stdout).map_err(|err| bad(format!("not UTF-8: {err}")))?;
+    let line = text
+        .lines()
+        .rev()
+        .find(|line| !line.trim().is_empty())
+        .ok_or_else(|| bad("its standard output was empty".to_owned()))?;
+    let record: BenchRecord =
+        serde_json::from_str(line).map_err(|err| bad(format!("{err} in `{line}`")))?;
+    if record.workload != name {
+        return Err(bad(format!(
+            "it reported workload `{}` instead",
+            record.workload
+        )));
+    }
+    Ok(record)
+}
+
+/// Runs the workload named exactly `name` on its own, as a child does, and prints its record as
+/// one JSON line; returns whether it succeeded.
+fn run_one(name: &str, config: SampleConfig, workloads: Vec<Workload>) -> Result<bool, BenchError> {
+    let Some(mut workload) = workloads.into_iter().find(|w| w.name() == name) else {
+        return Err(BenchError::UnknownWorkload {
+            workload: name.to_owned(),
+        });
+    };
+    match run_with_progress(&mut workload, config, Workload::run_alone) {
+        Ok(record) => {
+            println!("{}", serde_json::to_string(&record)?);
+            Ok(true)
+        }
+        Err(_) => Ok(false),
+    }
+}
+
+/// Measures `workload` with `measure`, reporting progress and the outcome on standard error.
+fn run_with_progress(
+    workload: &mut Workload,
+    config: SampleConfig,
+    measure: fn(&mut Workload, SampleConfig) -> Result<BenchRecord, BenchError>,
+) -> Result<BenchRecord, BenchError> {
+    eprint!(
+        "{} {} ({}) ... ",
+        workload.library_name(),
+        workload.name(),
+        report::format_size(workload.size())
+    );
+    let outcome = measure(workload, config);
+    match &outcome {
+        Ok(record) => eprintln!(
+            "median {}, {} per item, {} samples",
+            report::format_duration_ns(record.median_ns),
+            report::format_duration_ns(record.ns_per_item),
+            record.samples
+        ),
+        Err(err) => eprintln!("failed: {err}"),
+    }
+    outcome
 }
 
 /// Writes `contents` to `path`, creating its parent folders.
@@ -340,6 +566,7 @@ mod tests {
             Workload::new("other", 1, "never runs", |b| b.iter(|| ())),
         ];
         let args = [
+            "--in-process",
             "--quick",
             "--filter",
             "sum",
@@ -390,6 +617,335 @@ mod tests {
     #[test]
     fn a_failed_workload_fails_the_run() {
         let workloads = vec![Workload::new("broken", 1, "never measures", |_| {})];
-        assert_eq!(main_with(Vec::new(), workloads), ExitCode::FAILURE);
+        let args = ["--in-process".to_owned()];
+        assert_eq!(main_with(args, workloads), ExitCode::FAILURE);
+    }
+
+    #[test]
+    fn parses_modes() {
+        assert_eq!(parse(&[]).expect("valid").mode, Mode::Children);
+        assert_eq!(
+            parse(&["--in-process", "--filter", "arena"])
+                .expect("valid")
+                .mode,
+            Mode::InProcess
+        );
+        let child = parse(&["--run-one", "arena_create", "--quick"]).expect("valid");
+        assert_eq!(child.mode, Mode::RunOne("arena_create".to_owned()));
+        assert!(child.quick);
+        assert_eq!(
+            parse(&["--run-one=arena_create"]).expect("valid").mode,
+            Mode::RunOne("arena_create".to_owned())
+        );
+        for args in [
+            &["--run-one"][..],
+            &["--run-one", "a", "--run-one", "b"],
+            &["--run-one", "a", "--in-process"],
+            &["--run-one", "a", "--filter", "a"],
+            &["--run-one", "a", "--list"],
+            &["--run-one", "a", "--out", "r.json"],
+            &["--run-one", "a", "--markdown", "r.md"],
+            &["--in-process=yes"],
+        ] {
+            assert!(
+                matches!(parse(args), Err(BenchError::Usage(_))),
+                "{args:?} was accepted"
+            );
+        }
+        assert!(USAGE.contains("--in-process") && !USAGE.contains(RUN_ONE));
+    }
+
+    /// What the parent asks of a child is what the child understands.
+    #[test]
+    fn child_arguments_parse_back() {
+        for quick in [false, true] {
+            let options = Options::parse(child_args("arena_lookup_hit", quick)).expect("valid");
+            assert_eq!(options.mode, Mode::RunOne("arena_lookup_hit".to_owned()));
+            assert_eq!(options.quick, quick);
+        }
+        let command = own_child_command("arena_create", true).expect("this executable has a path");
+        let args: Vec<_> = command.get_args().collect();
+        assert_eq!(args, ["--run-one", "arena_create", "--quick"]);
+    }
+
+    fn record_of(name: &str) -> BenchRecord {
+        BenchRecord {
+            library: "strata".to_owned(),
+            workload: name.to_owned(),
+            size: 1000,
+            items: 1000,
+            median_ns: 2000.0,
+            min_ns: 1500.0,
+            ns_per_item: 2.0,
+            peak_rss_bytes: Some(4 << 20),
+            mechanism: "a way".to_owned(),
+            samples: 3,
+        }
+    }
+
+    fn json_line_of(name: &str) -> String {
+        serde_json::to_string(&record_of(name)).expect("a record encodes")
+    }
+
+    #[test]
+    fn parses_the_child_record_line() {
+        let line = json_line_of("w");
+        assert!(!line.contains('\n'));
+        let parsed = |stdout: &str| parse_child_record("w", stdout.as_bytes());
+        assert_eq!(parsed(&format!("{line}\n")).expect("valid"), record_of("w"));
+        // Stray lines before the record and blank lines after it are skipped.
+        assert_eq!(
+            parsed(&format!("noise\n{line}\n\n  \n")).expect("valid"),
+            record_of("w")
+        );
+        for (stdout, reason) in [
+            (String::new(), "empty"),
+            ("\n \n".to_owned(), "empty"),
+            ("median 3 ms\n".to_owned(), "median 3 ms"),
+            (format!("{line}\ntrailing words\n"), "trailing words"),
+            (json_line_of("other"), "`other` instead"),
+        ] {
+            match parsed(&stdout) {
+                Err(err @ BenchError::ChildOutput { .. }) => {
+                    let message = err.to_string();
+                    assert!(message.contains("workload `w`"), "{message}");
+                    assert!(message.contains(reason), "{message}");
+                }
+                other => panic!("{stdout:?} gave {other:?}"),
+            }
+        }
+        assert!(matches!(
+            parse_child_record("w", &[0xff, b'\n']),
+            Err(BenchError::ChildOutput { .. })
+        ));
+    }
+
+    /// A configuration that finishes at once.
+    fn tiny() -> SampleConfig {
+        SampleConfig {
+            min_samples: 2,
+            budget: std::time::Duration::ZERO,
+            max_samples: 2,
+        }
+    }
+
+    #[test]
+    fn run_one_selects_by_exact_name() {
+        use std::cell::Cell;
+        use std::rc::Rc;
+
+        let runs = Rc::new([Cell::new(0), Cell::new(0)]);
+        let counting = |name: &str, index: usize| {
+            let runs = Rc::clone(&runs);
+            Workload::new(name, 1, "counting", move |b| {
+                let runs = Rc::clone(&runs);
+                b.iter_with_setup(|| (), move |_| runs[index].set(runs[index].get() + 1));
+            })
+        };
+        let workloads = || vec![counting("sum_10k", 0), counting("sum", 1)];
+        assert!(run_one("sum", tiny(), workloads()).expect("`sum` exists"));
+        assert_eq!((runs[0].get(), runs[1].get()), (0, 3));
+        for near_miss in ["su", "sum_1", "Sum", "sum "] {
+            assert!(
+                matches!(
+                    run_one(near_miss, tiny(), workloads()),
+                    Err(BenchError::UnknownWorkload { workload }) if workload == near_miss
+                ),
+                "{near_miss}"
+            );
+        }
+        assert_eq!((runs[0].get(), runs[1].get()), (0, 3));
+        // A workload that fails in the child makes the child fail.
+        let broken = vec![Workload::new("broken", 1, "never measures", |_| {})];
+        assert!(!run_one("broken", tiny(), broken).expect("`broken` exists"));
+    }
+
+    #[test]
+    fn exit_codes_of_the_child_mode() {
+        let workloads = || vec![Workload::new("sum", 1, "x", |b| b.iter(|| ()))];
+        let run = |args: &[&str], workloads| {
+            main_with_launcher(args.iter().map(|a| (*a).to_owned()), workloads, &|_, _| {
+                panic!("a child must not start children")
+            })
+        };
+        assert_eq!(
+            run(&["--run-one", "sum", "--quick"], workloads()),
+            ExitCode::SUCCESS
+        );
+        assert_eq!(
+            run(&["--run-one", "nothing"], workloads()),
+            ExitCode::from(2)
+        );
+        assert_eq!(
+            run(&["--run-one", "sum", "--filter", "sum"], workloads()),
+            ExitCode::from(2)
+        );
+    }
+
+    #[test]
+    fn duplicate_names_stop_every_mode() {
+        let workloads = || {
+            vec![
+                Workload::new("twin", 1, "x", |b| b.iter(|| ())),
+                Workload::new("twin", 2, "y", |b| b.iter(|| ())).library("peer"),
+            ]
+        };
+        let launch: Launcher<'_> = &|_, _| panic!("nothing may run");
+        for args in [
+            &["--in-process"][..],
+            &[],
+            &["--run-one", "twin"],
+            &["--list"],
+        ] {
+            let args = args.iter().map(|a| (*a).to_owned());
+            assert_eq!(
+                main_with_launcher(args, workloads(), launch),
+                ExitCode::FAILURE
+            );
+        }
+    }
+
+    #[test]
+    fn a_launcher_error_names_the_workload() {
+        let workloads = [Workload::new("w", 1, "x", |b| b.iter(|| ()))];
+        let (results, n_failed) = run_in_children(&workloads, false, &|_, _| {
+            Err(io::Error::new(io::ErrorKind::NotFound, "no such program"))
+        });
+        assert!(results.is_empty());
+        assert_eq!(n_failed, 1);
+        let mut missing = Command::new("/nonexistent/strata-bench");
+        match run_child("w", &mut missing) {
+            Err(err @ BenchError::Spawn { .. }) => {
+                assert!(err.to_string().contains("workload `w`"), "{err}");
+            }
+            other => panic!("{other:?}"),
+        }
+    }
+
+    /// Child processes faked with `sh`, so the collection logic runs on real processes.
+    #[cfg(unix)]
+    mod fake_children {
+        use super::*;
+
+        /// A shell that runs `script` with the record of `name` as `$1`.
+        fn shell(script: &str, name: &str) -> Command {
+            let mut command = Command::new("sh");
+            command.args(["-c", script, "sh"]).arg(json_line_of(name));
+            command
+        }
+
+        /// A launcher whose child prints the right record, except for names starting with
+        /// `exit` (exit code 3), `killed` (SIGKILL) and `silent` (exit 0, no output).
+        fn launch(name: &str, quick: bool) -> io::Result<Command> {
+            assert!(quick);
+            let script = if name.starts_with("exit") {
+                "exit 3"
+            } else if name.starts_with("killed") {
+                "kill -9 $$"
+            } else if name.starts_with("silent") {
+                "exit 0"
+            } else {
+                "printf '%s\n' \"$1\""
+            };
+            Ok(shell(script, name))
+        }
+
+        #[test]
+        fn a_child_record_is_read_back() {
+            let record = run_child("w", &mut shell("printf '%s\n' \"$1\"", "w"))
+                .expect("the child prints a record");
+            assert_eq!(record, record_of("w"));
+        }
+
+        #[test]
+        fn a_failing_child_is_an_error_naming_its_workload() {
+            match run_child("arena_create", &mut shell("exit 3", "arena_create")) {
+                Err(err @ BenchError::ChildFailed { .. }) => {
+                    let BenchError::ChildFailed { status, .. } = &err else {
+                        unreachable!()
+                    };
+                    assert_eq!(status.code(), Some(3));
+                    let message = err.to_string();
+                    assert!(message.contains("workload `arena_create`"), "{message}");
+                    assert!(message.contains('3'), "{message}");
+                }
+                other => panic!("{other:?}"),
+            }
+            // A record printed before a non-zero exit does not count.
+            let printed_then_failed = "printf '%s\n' \"$1\"; exit 1";
+            assert!(matches!(
+                run_child("w", &mut shell(printed_then_failed, "w")),
+                Err(BenchError::ChildFailed { .. })
+            ));
+            match run_child("w", &mut shell("kill -9 $$", "w")) {
+                Err(BenchError::ChildFailed { status, workload }) => {
+                    assert_eq!((status.code(), workload.as_str()), (None, "w"));
+                }
+                other => panic!("{other:?}"),
+            }
+            assert!(matches!(
+                run_child("w", &mut shell("exit 0", "w")),
+                Err(BenchError::ChildOutput { .. })
+            ));
+        }
+
+        #[test]
+        fn the_parent_goes_on_after_a_failed_child() {
+            let names = ["first", "exit_early", "killed_hard", "silent_one", "last"];
+            let workloads: Vec<Workload> = names
+                .iter()
+                .map(|name| Workload::new(*name, 1, "x", |_| panic!("runs in the child")))
+                .collect();
+            let (results, n_failed) = run_in_children(&workloads, true, &launch);
+            let collected: Vec<&str> = results.iter().map(|r| r.workload.as_str()).collect();
+            assert_eq!(collected, ["first", "last"]);
+            assert_eq!(n_failed, 3);
+        }
+
+        /// The whole parent path with faked children: every record in the results file, in
+        /// order, and a failing exit code because one child failed.
+        #[test]
+        fn end_to_end_with_children() {
+            let dir =
+                std::env::temp_dir().join(format!("strata-bench-children-{}", std::process::id()));
+            let json_path = dir.join("results.json");
+            let md_path = dir.join("results.md");
+            let workloads = || -> Vec<Workload> {
+                ["b_second", "a_first", "exit_here", "skipped"]
+                    .iter()
+                    .map(|name| Workload::new(*name, 1000, "x", |_| panic!("runs in the child")))
+                    .collect()
+            };
+            let args = [
+                "--quick".to_owned(),
+                "--filter=b_,a_,exit".to_owned(),
+                format!("--out={}", json_path.display()),
+                format!("--markdown={}", md_path.display()),
+            ];
+            assert_eq!(
+                main_with_launcher(args.clone(), workloads(), &launch),
+                ExitCode::FAILURE
+            );
+            let json = fs::read_to_string(&json_path).expect("the results file was written");
+            let report: Report = serde_json::from_str(&json).expect("the results file decodes");
+            assert!(report.quick);
+            assert_eq!(
+                report.results,
+                [record_of("b_second"), record_of("a_first")]
+            );
+            let markdown = fs::read_to_string(&md_path).expect("the Markdown file was written");
+            assert!(
+                markdown.contains("| b_second | 1k | strata | 2.00 µs |"),
+                "{markdown}"
+            );
+
+            // Without the failing workload the same run succeeds.
+            let all_good = ["--quick".to_owned(), "--filter=b_,a_".to_owned()];
+            assert_eq!(
+                main_with_launcher(all_good, workloads(), &launch),
+                ExitCode::SUCCESS
+            );
+            let _ = fs::remove_dir_all(&dir);
+        }
     }
 }

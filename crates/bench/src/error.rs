@@ -5,6 +5,7 @@
 
 use std::io;
 use std::path::PathBuf;
+use std::process::ExitStatus;
 
 /// Everything that can go wrong while parsing arguments, running workloads or writing results.
 #[derive(Debug, thiserror::Error)]
@@ -28,6 +29,44 @@ pub enum BenchError {
     RepeatedMeasurement {
         /// The workload's name.
         workload: String,
+    },
+    /// Two registered workloads share a name, so a name no longer selects one workload.
+    #[error(
+        "workload name `{workload}` is registered more than once; names must be unique because a child process selects its workload by name"
+    )]
+    DuplicateWorkload {
+        /// The name registered twice.
+        workload: String,
+    },
+    /// `--run-one` named no registered workload.
+    #[error("no workload is named exactly `{workload}` (see `--list`)")]
+    UnknownWorkload {
+        /// The name asked for.
+        workload: String,
+    },
+    /// The child process of a workload could not be started.
+    #[error("cannot start the child process for workload `{workload}`: {source}")]
+    Spawn {
+        /// The workload's name.
+        workload: String,
+        /// What the operating system said.
+        source: io::Error,
+    },
+    /// The child process of a workload failed or crashed; its own messages went to standard error.
+    #[error("workload `{workload}` failed in its child process ({status})")]
+    ChildFailed {
+        /// The workload's name.
+        workload: String,
+        /// How the child ended: a non-zero exit code or a signal.
+        status: ExitStatus,
+    },
+    /// The child process of a workload succeeded but did not print its record.
+    #[error("the child process of workload `{workload}` printed no usable record: {reason}")]
+    ChildOutput {
+        /// The workload's name.
+        workload: String,
+        /// What was wrong with its standard output.
+        reason: String,
     },
     /// A results file could not be written.
     #[error("cannot write {}: {source}", path.display())]

@@ -142,21 +142,21 @@ impl Workload {
 
     /// Runs the body under `config` and summarises the timed runs.
     pub fn measure(&mut self, config: SampleConfig) -> Result<Summary, BenchError> {
-        self.measure_with_peak(config, false)
+        self.measure_with_peak(config, PeakScope::Off)
             .map(|(summary, _)| summary)
     }
 
-    /// Runs the body under `config`; with `track_peak`, also returns the peak resident memory
-    /// from the start of the body through its first (warm-up) run.
+    /// Runs the body under `config`; unless `scope` is [`PeakScope::Off`], also returns the
+    /// peak resident memory through the body's first (warm-up) run.
     fn measure_with_peak(
         &mut self,
         config: SampleConfig,
-        track_peak: bool,
+        scope: PeakScope,
     ) -> Result<(Summary, Option<u64>), BenchError> {
         let mut bencher = Bencher {
             config,
             outcome: Outcome::NotRun,
-            track_peak: track_peak && rss::reset_peak(),
+            track_peak: scope.tracks_peak(),
             peak_rss_bytes: None,
         };
         (self.body)(&mut bencher);
@@ -177,7 +177,8 @@ impl Workload {
         Ok((summary, peak_rss_bytes))
     }
 
-    /// Measures the workload and its peak resident memory, and turns both into a record.
+    /// Measures the workload and its peak resident memory in a process that may already have
+    /// run other workloads, and turns both into a record (the `--in-process` way).
     ///
     /// The peak is the process's resident high-water mark from the start of the body through
     /// the warm-up run: whatever the body prepares, one setup, one run and its output. Later
@@ -186,7 +187,27 @@ impl Workload {
     /// workloads freed but the allocator kept counts too: compare peaks across one run with
     /// care. The peak is `None` where the platform cannot reset or report it.
     pub fn run(&mut self, config: SampleConfig) -> Result<BenchRecord, BenchError> {
-        let (summary, peak_rss_bytes) = self.measure_with_peak(config, true)?;
+        self.record(config, PeakScope::SinceReset)
+    }
+
+    /// Measures the workload in a process that runs nothing else, and turns the figures into a
+    /// record (what a child process of the `strata-bench` binary does).
+    ///
+    /// The peak is the process's resident high-water mark at the end of the warm-up run: the
+    /// process's own baseline (the runtime and the binary, a few MiB), whatever the body
+    /// prepares, one setup, one run and its output. No earlier workload can inflate it. The mark
+    /// is still reset before the body starts where the platform allows, which changes nothing
+    /// in a fresh process; the peak is `None` only where the platform cannot report it.
+    pub fn run_alone(&mut self, config: SampleConfig) -> Result<BenchRecord, BenchError> {
+        self.record(config, PeakScope::WholeProcess)
+    }
+
+    fn record(
+        &mut self,
+        config: SampleConfig,
+        scope: PeakScope,
+    ) -> Result<BenchRecord, BenchError> {
+        let (summary, peak_rss_bytes) = self.measure_with_peak(config, scope)?;
         Ok(BenchRecord {
             library: self.library.clone(),
             workload: self.name.clone(),
@@ -199,6 +220,51 @@ impl Workload {
             mechanism: self.mechanism.clone(),
             samples: summary.samples,
         })
+    }
+}
+
+/// Fails with [`BenchError::DuplicateWorkload`] when two of `workloads` share a name.
+///
+/// Names must be unique whatever the library and size, because a child process of the
+/// `strata-bench` binary is told which workload to run by its name alone.
+pub fn check_unique_names(workloads: &[Workload]) -> Result<(), BenchError> {
+    let mut names: Vec<&str> = workloads.iter().map(Workload::name).collect();
+    names.sort_unstable();
+    match names.windows(2).find(|pair| pair[0] == pair[1]) {
+        Some(pair) => Err(BenchError::DuplicateWorkload {
+            workload: pair[0].to_owned(),
+        }),
+        None => Ok(()),
+    }
+}
+
+/// Which peak resident memory a measurement reports.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum PeakScope {
+    /// None at all.
+    Off,
+    /// The high-water mark since a reset at the start of the body; nothing if the reset fails,
+    /// since the mark would then include earlier workloads' peaks.
+    SinceReset,
+    /// The process runs only this workload, so its high-water mark is the workload's whether
+    /// or not the reset (still attempted) works.
+    WholeProcess,
+}
+
+impl PeakScope {
+    /// Resets the high-water mark where the scope asks for it and says whether to read it after
+    /// the warm-up.
+    fn tracks_peak(self) -> bool {
+        match self {
+            PeakScope::Off => false,
+            PeakScope::SinceReset => rss::reset_peak(),
+            PeakScope::WholeProcess => {
+                // In a fresh process the reset barely lowers the mark; it only keeps both
+                // scopes measuring from the same point where it works.
+                rss::reset_peak();
+                true
+            }
+        }
     }
 }
 
@@ -632,6 +698,45 @@ mod tests {
         // Tests run in parallel threads, so allow other tests some memory, but far less than
         // the batch of 1 MiB outputs holds.
         assert!(peak < baseline + (24 << 20), "{baseline} -> {peak}");
+    }
+
+    #[test]
+    fn duplicate_names_are_refused_whatever_the_library_and_size() {
+        let workload = |name: &str, size: u64, library: &str| {
+            Workload::new(name, size, "nothing", |b| b.iter(|| ())).library(library)
+        };
+        assert!(check_unique_names(&[]).is_ok());
+        assert!(check_unique_names(&[workload("a", 1, STRATA), workload("b", 1, STRATA)]).is_ok());
+        let clash = [
+            workload("spawn", 10, STRATA),
+            workload("other", 10, STRATA),
+            workload("spawn", 1_000, "hecs"),
+        ];
+        assert!(matches!(
+            check_unique_names(&clash),
+            Err(BenchError::DuplicateWorkload { workload }) if workload == "spawn"
+        ));
+    }
+
+    #[test]
+    fn run_alone_reports_the_process_peak() {
+        let mut workload = Workload::new("alloc_4mib", 1, "vec of ones", |b| {
+            b.iter_with_setup(|| (), |_| vec![1_u8; 4 << 20]);
+        });
+        let record = workload.run_alone(tiny()).expect("the body measures once");
+        assert_eq!(
+            (record.workload.as_str(), record.samples),
+            ("alloc_4mib", 5)
+        );
+        if cfg!(target_os = "linux") {
+            // The warm-up's 4 MiB output was alive when the mark was read.
+            assert!(
+                record.peak_rss_bytes.is_some_and(|bytes| bytes >= 4 << 20),
+                "{record:?}"
+            );
+        }
+        assert!(!PeakScope::Off.tracks_peak());
+        assert!(PeakScope::WholeProcess.tracks_peak());
     }
 
     #[test]

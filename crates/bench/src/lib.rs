@@ -4,10 +4,13 @@
 //! and a body that drives a [`Bencher`]: setup goes in a closure the bencher calls before
 //! starting the clock, and the routine's output is dropped after stopping it. Each layer
 //! registers its workloads in its own module (see [`arena`]); [`all_workloads`] gathers them,
-//! and the `strata-bench` binary runs them in one process and writes JSON and Markdown.
+//! and the `strata-bench` binary runs each in a child process of its own (see [`cli`]), so
+//! neither its timings nor its peak resident memory carry another workload's allocator or cache
+//! state, and writes JSON and Markdown.
 //!
-//! Invariant: every registered workload has a unique (library, name, size), so a record in a
-//! results file identifies one workload. `cargo xtask bench` is the usual way in.
+//! Invariant: every registered workload has a unique name (whatever its library and size), so
+//! a name selects one workload for a child process and a record in a results file identifies
+//! one workload; the binary refuses to run otherwise. `cargo xtask bench` is the usual way in.
 //!
 //! ```
 //! use strata_bench::{Bencher, Workload};
@@ -29,7 +32,7 @@ pub mod report;
 mod rss;
 
 pub use error::BenchError;
-pub use harness::{Bencher, STRATA, SampleConfig, Summary, Workload};
+pub use harness::{Bencher, STRATA, SampleConfig, Summary, Workload, check_unique_names};
 pub use report::{BenchRecord, Machine, Report};
 
 /// Every registered workload, layer by layer, in run order.
@@ -42,19 +45,11 @@ mod tests {
     use super::*;
 
     #[test]
-    fn registered_workloads_are_unique() {
+    fn registered_workload_names_are_unique() {
         let workloads = all_workloads();
-        let mut keys: Vec<(&str, &str, u64)> = workloads
-            .iter()
-            .map(|w| (w.library_name(), w.name(), w.size()))
-            .collect();
-        keys.sort_unstable();
-        let n_keys = keys.len();
-        keys.dedup();
-        assert_eq!(
-            keys.len(),
-            n_keys,
-            "a (library, name, size) is registered twice"
-        );
+        assert!(!workloads.is_empty());
+        if let Err(err) = check_unique_names(&workloads) {
+            panic!("{err}");
+        }
     }
 }

@@ -44,8 +44,11 @@ pub struct BenchRecord {
     pub min_ns: f64,
     /// `median_ns / items`.
     pub ns_per_item: f64,
-    /// The process's resident high-water mark from the workload's start through its warm-up
-    /// run (memory the allocator kept from earlier workloads included), or `null` where unknown.
+    /// The resident high-water mark at the end of the workload's warm-up run, or `null` where
+    /// unknown. By default each workload runs in a fresh process, so this is that process's
+    /// peak: a few MiB of baseline plus the workload's own setup, one run and its output. With
+    /// `--in-process` it is the mark since the workload started, which also counts memory the
+    /// allocator kept from earlier workloads.
     pub peak_rss_bytes: Option<u64>,
     /// How the library does the work, in a few words.
     pub mechanism: String,

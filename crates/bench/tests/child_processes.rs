@@ -1,0 +1,93 @@
+//! The `strata-bench` binary itself: a child run by `--run-one`, and a parent that runs each
+//! workload in a child of its own.
+//!
+//! These run the real arena workloads with `--quick`, choosing cheap ones except where memory
+//! isolation is the point.
+
+use std::path::PathBuf;
+use std::process::{Command, Output};
+
+use strata_bench::{BenchRecord, Report};
+
+fn bench(args: &[&str]) -> Output {
+    Command::new(env!("CARGO_BIN_EXE_strata-bench"))
+        .args(args)
+        .output()
+        .expect("the strata-bench binary starts")
+}
+
+fn text(bytes: &[u8]) -> &str {
+    std::str::from_utf8(bytes).expect("UTF-8 output")
+}
+
+#[test]
+fn run_one_prints_one_json_record() {
+    let output = bench(&["--run-one", "arena_reparent", "--quick"]);
+    let (stdout, stderr) = (text(&output.stdout), text(&output.stderr));
+    assert!(output.status.success(), "{stderr}");
+    assert_eq!(stdout.lines().count(), 1, "{stdout}");
+    let record: BenchRecord = serde_json::from_str(stdout).expect("one JSON record");
+    assert_eq!(
+        (record.workload.as_str(), record.size),
+        ("arena_reparent", 10_000)
+    );
+    assert!(record.median_ns > 0.0);
+    assert!(
+        stderr.contains("arena_reparent (10k) ... median"),
+        "{stderr}"
+    );
+}
+
+#[test]
+fn run_one_wants_an_exact_name() {
+    let output = bench(&["--run-one", "arena_reparen", "--quick"]);
+    assert_eq!(output.status.code(), Some(2));
+    assert!(output.stdout.is_empty());
+    let stderr = text(&output.stderr);
+    assert!(
+        stderr.contains("no workload is named exactly `arena_reparen`"),
+        "{stderr}"
+    );
+}
+
+/// A 1M-node workload followed by a 10k-node one: in a shared process the second would report
+/// the first one's resident memory, in a child of its own it reports a few MiB.
+#[test]
+fn each_workload_runs_in_its_own_process() {
+    let dir: PathBuf =
+        std::env::temp_dir().join(format!("strata-bench-isolation-{}", std::process::id()));
+    let json_path = dir.join("results.json");
+    let output = bench(&[
+        "--quick",
+        "--filter",
+        "arena_snapshot,arena_clone_subtree",
+        "--out",
+        json_path.to_str().expect("a UTF-8 temp path"),
+    ]);
+    assert!(output.status.success(), "{}", text(&output.stderr));
+    let json = std::fs::read_to_string(&json_path).expect("the results file was written");
+    let report: Report = serde_json::from_str(&json).expect("the results file decodes");
+    let names: Vec<&str> = report.results.iter().map(|r| r.workload.as_str()).collect();
+    assert_eq!(
+        names,
+        [
+            "arena_snapshot",
+            "arena_snapshot_diff",
+            "arena_clone_subtree"
+        ]
+    );
+    if cfg!(target_os = "linux") {
+        let peak = |index: usize| {
+            report.results[index]
+                .peak_rss_bytes
+                .expect("Linux reports peak memory")
+        };
+        let (big, small) = (peak(0), peak(2));
+        assert!(big > 100 << 20, "1M nodes took only {big} bytes");
+        assert!(
+            small < 64 << 20,
+            "10k nodes after 1M reported {small} bytes"
+        );
+    }
+    let _ = std::fs::remove_dir_all(&dir);
+}
