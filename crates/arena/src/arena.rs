@@ -85,6 +85,15 @@ impl SubtreeInfo {
     }
 }
 
+/// A subtree just detached from its parent, as `Arena::detach` leaves it.
+pub(crate) struct Detached {
+    pub(crate) moved: MovedIds,
+    pub(crate) info: SubtreeInfo,
+    pub(crate) old_parent: Option<InstanceId>,
+    /// The clock value of the change.
+    pub(crate) at: Revision,
+}
+
 /// What a write may have changed, which decides the revision domains it touches.
 #[derive(Clone, Copy, PartialEq, Eq)]
 pub(crate) enum WriteScope {
@@ -822,6 +831,36 @@ impl Arena {
         Ok(true)
     }
 
+    /// Detaches a live subtree root from its parent: collects the subtree, advances topology,
+    /// unlinks, invalidates the old GUI layout and queues the removal events. Moves and
+    /// destruction both start here.
+    pub(crate) fn detach(&mut self, root: InstanceId, root_slot: Slot) -> Detached {
+        let old_parent = self.state.node_at(root_slot).and_then(|n| n.parent);
+        let (moved, info) = self.collect_subtree(root);
+        let old_lineage = old_parent.map(|p| self.lineage(p));
+        let old_layer = info.gui_layer_context(self, root);
+        let at = self.state.revisions.tick();
+        self.state.revisions.topology = at;
+        if let (Some(parent), Some(ancestors)) = (old_parent, old_lineage) {
+            self.unlink(root_slot);
+            self.events.push(Event::DescendantRemoving {
+                ancestors,
+                moved: moved.clone(),
+            });
+            self.events.push(Event::ChildRemoved {
+                parent,
+                child: root,
+            });
+        }
+        self.invalidate_gui(&moved, info, old_layer, at);
+        Detached {
+            moved,
+            info,
+            old_parent,
+            at,
+        }
+    }
+
     /// Performs a validated move and queues its events.
     pub(crate) fn move_subtree(
         &mut self,
@@ -829,17 +868,12 @@ impl Arena {
         child_slot: Slot,
         parent: Option<(InstanceId, Slot)>,
     ) {
-        let old_parent = self.state.node_at(child_slot).and_then(|n| n.parent);
-        let (moved, info) = self.collect_subtree(child);
-        let old_lineage = old_parent.map(|p| self.lineage(p));
-        let old_layer = info.gui_layer_context(self, child);
-        let at = self.state.revisions.tick();
-        self.state.revisions.topology = at;
-
-        if old_parent.is_some() {
-            self.unlink(child_slot);
-        }
-        self.invalidate_gui(&moved, info, old_layer, at);
+        let Detached {
+            moved,
+            info,
+            old_parent,
+            at,
+        } = self.detach(child, child_slot);
         let in_world = match parent {
             Some(parent) => {
                 self.link_last((child, child_slot), parent);
@@ -858,16 +892,6 @@ impl Arena {
             from: old_parent,
             to: parent.map(|(p, _)| p),
         });
-        if let (Some(old_parent), Some(lineage)) = (old_parent, old_lineage) {
-            self.events.push(Event::DescendantRemoving {
-                ancestors: lineage,
-                moved: moved.clone(),
-            });
-            self.events.push(Event::ChildRemoved {
-                parent: old_parent,
-                child,
-            });
-        }
         if let Some((parent, _)) = parent {
             self.events.push(Event::ChildAdded { parent, child });
         }

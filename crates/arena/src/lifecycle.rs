@@ -9,7 +9,7 @@
 //! tombstone or one of its destroyed ancestors; it is never live and never writable. A slot
 //! joins the free pool only in the drain after the one that reported its destruction.
 
-use crate::arena::Arena;
+use crate::arena::{Arena, Detached};
 use crate::error::ArenaError;
 use crate::event::{Doomed, Event, TopologyChange};
 use crate::id::InstanceId;
@@ -66,17 +66,9 @@ impl Arena {
         if node.is_parent_locked() {
             return Err(ArenaError::ParentLocked(id));
         }
-        let old_parent = node.parent;
-        let (moved, info) = self.collect_subtree(id);
-        let old_lineage = old_parent.map(|p| self.lineage(p));
-        let old_layer = info.gui_layer_context(self, id);
-        let at = self.state.revisions.tick();
-        self.state.revisions.topology = at;
-
-        if old_parent.is_some() {
-            self.unlink(slot);
-        }
-        self.invalidate_gui(&moved, info, old_layer, at);
+        let Detached {
+            moved, info, at, ..
+        } = self.detach(id, slot);
         self.set_world_membership(&moved, info, false, at);
         for family in info.families.iter() {
             self.state.invalidate_family(family);
@@ -116,13 +108,6 @@ impl Arena {
         self.topology_log.push(TopologyChange::Destroyed {
             subtree: moved.clone(),
         });
-        if let (Some(parent), Some(ancestors)) = (old_parent, old_lineage) {
-            self.events.push(Event::DescendantRemoving {
-                ancestors,
-                moved: moved.clone(),
-            });
-            self.events.push(Event::ChildRemoved { parent, child: id });
-        }
         self.events.push(Event::Destroyed { subtree: moved });
         Ok(Destruction { root: id, doomed })
     }
