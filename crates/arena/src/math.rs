@@ -1,4 +1,4 @@
-//! Small value types for built-in state: vectors, colours, rigid transforms, GUI dimensions.
+//! Small value types for built-in state: vectors, colours, affine transforms, GUI dimensions.
 //!
 //! Invariant: all types are plain `Copy` data compared bit-for-bit through `PartialEq`, so the
 //! compare-before-write setters treat `-0.0` and `0.0` as equal and `NaN` as never equal, like
@@ -50,28 +50,37 @@ impl Color3 {
     }
 }
 
-/// A rigid transform: a position and a row-major 3×3 rotation matrix.
+/// An affine transform as a row-major 4×4 single-precision matrix (16 floats): rotation and
+/// scale in the upper 3×3 block, translation in the last column, `[0, 0, 0, 1]` as the last row.
 #[derive(Clone, Copy, Debug, PartialEq)]
 pub struct Transform {
-    /// Translation.
-    pub position: Vec3,
-    /// Rotation, row-major.
-    pub rotation: [[f32; 3]; 3],
+    /// Rows of the matrix.
+    pub rows: [[f32; 4]; 4],
 }
 
 impl Transform {
     /// The identity transform.
     pub const IDENTITY: Self = Self {
-        position: Vec3::ZERO,
-        rotation: [[1.0, 0.0, 0.0], [0.0, 1.0, 0.0], [0.0, 0.0, 1.0]],
+        rows: [
+            [1.0, 0.0, 0.0, 0.0],
+            [0.0, 1.0, 0.0, 0.0],
+            [0.0, 0.0, 1.0, 0.0],
+            [0.0, 0.0, 0.0, 1.0],
+        ],
     };
 
     /// A pure translation.
     pub const fn from_position(position: Vec3) -> Self {
-        Self {
-            position,
-            ..Self::IDENTITY
-        }
+        let mut rows = Self::IDENTITY.rows;
+        rows[0][3] = position.x;
+        rows[1][3] = position.y;
+        rows[2][3] = position.z;
+        Self { rows }
+    }
+
+    /// The translation part.
+    pub const fn position(&self) -> Vec3 {
+        Vec3::new(self.rows[0][3], self.rows[1][3], self.rows[2][3])
     }
 }
 
@@ -103,5 +112,18 @@ impl UDim2 {
             y_scale,
             y_offset,
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn translation_lives_in_the_last_column() {
+        let t = Transform::from_position(Vec3::new(1.0, 2.0, 3.0));
+        assert_eq!(t.position(), Vec3::new(1.0, 2.0, 3.0));
+        assert_eq!(t.rows[3], [0.0, 0.0, 0.0, 1.0]);
+        assert_eq!(Transform::default().position(), Vec3::ZERO);
     }
 }
