@@ -1,0 +1,266 @@
+//! Typed columns: one per field, all indexed by the same dense row.
+//!
+//! Invariant: every column of a set has exactly as many entries as the set has rows, and entry
+//! `row` of every column belongs to the instance at `ids[row]`. Primitive field types get a
+//! specialised `Vec` (so iterating a field is a plain slice walk); lists get a column of
+//! copy-on-write list buffers; maps, structs, optionals and buffers get a column of whole values.
+
+use std::sync::Arc;
+
+use strata_arena::{InstanceId, Transform, Vec3};
+
+use crate::def::FieldType;
+use crate::value::{ListValue, Value};
+
+/// The storage of one field.
+#[derive(Clone, Debug)]
+pub enum Column {
+    /// Number field values.
+    Number(Vec<f64>),
+    /// Integer field values.
+    Integer(Vec<i64>),
+    /// Boolean field values.
+    Boolean(Vec<bool>),
+    /// Text field values.
+    Text(Vec<Arc<str>>),
+    /// Enum field values, as variant indexes.
+    Enum(Vec<u32>),
+    /// Vector field values.
+    Vector(Vec<Vec3>),
+    /// Transform field values.
+    Transform(Vec<Transform>),
+    /// Reference field values.
+    Reference(Vec<Option<InstanceId>>),
+    /// List field values: shared copy-on-write buffers.
+    List(Vec<ListValue>),
+    /// Whole values of compound fields (maps, structs, optionals, buffers).
+    Value(Vec<Value>),
+}
+
+macro_rules! each_column {
+    ($column:expr, $v:ident => $body:expr) => {
+        match $column {
+            Column::Number($v) => $body,
+            Column::Integer($v) => $body,
+            Column::Boolean($v) => $body,
+            Column::Text($v) => $body,
+            Column::Enum($v) => $body,
+            Column::Vector($v) => $body,
+            Column::Transform($v) => $body,
+            Column::Reference($v) => $body,
+            Column::List($v) => $body,
+            Column::Value($v) => $body,
+        }
+    };
+}
+
+impl Column {
+    /// An empty column for a field type.
+    pub fn for_type(ty: &FieldType) -> Self {
+        match ty {
+            FieldType::Number => Column::Number(Vec::new()),
+            FieldType::Integer => Column::Integer(Vec::new()),
+            FieldType::Boolean => Column::Boolean(Vec::new()),
+            FieldType::Text => Column::Text(Vec::new()),
+            FieldType::Enum(_) => Column::Enum(Vec::new()),
+            FieldType::Vector => Column::Vector(Vec::new()),
+            FieldType::Transform => Column::Transform(Vec::new()),
+            FieldType::Reference => Column::Reference(Vec::new()),
+            FieldType::List(_) => Column::List(Vec::new()),
+            FieldType::Map(..)
+            | FieldType::Struct(_)
+            | FieldType::Optional(_)
+            | FieldType::Buffer => Column::Value(Vec::new()),
+        }
+    }
+
+    /// How many rows the column holds.
+    pub fn len(&self) -> usize {
+        each_column!(self, v => v.len())
+    }
+
+    /// Whether the column is empty.
+    pub fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
+
+    /// How many rows fit before the column reallocates.
+    pub fn capacity(&self) -> usize {
+        each_column!(self, v => v.capacity())
+    }
+
+    /// Appends a conforming value. The caller has checked conformance.
+    pub(crate) fn push(&mut self, value: Value) {
+        match (self, value) {
+            (Column::Number(c), Value::Number(v)) => c.push(v),
+            (Column::Integer(c), Value::Integer(v)) => c.push(v),
+            (Column::Boolean(c), Value::Boolean(v)) => c.push(v),
+            (Column::Text(c), Value::Text(v)) => c.push(v),
+            (Column::Enum(c), Value::Enum(v)) => c.push(v),
+            (Column::Vector(c), Value::Vector(v)) => c.push(v),
+            (Column::Transform(c), Value::Transform(v)) => c.push(*v),
+            (Column::Reference(c), Value::Reference(v)) => c.push(v),
+            (Column::List(c), Value::List(v)) => c.push(v),
+            (Column::Value(c), v) => c.push(v),
+            (column, value) => unreachable!(
+                "column {:?} was given a non-conforming {} value",
+                column.kind(),
+                value.kind_name()
+            ),
+        }
+    }
+
+    /// The value at a row.
+    pub fn get(&self, row: usize) -> Option<Value> {
+        Some(match self {
+            Column::Number(c) => Value::Number(*c.get(row)?),
+            Column::Integer(c) => Value::Integer(*c.get(row)?),
+            Column::Boolean(c) => Value::Boolean(*c.get(row)?),
+            Column::Text(c) => Value::Text(c.get(row)?.clone()),
+            Column::Enum(c) => Value::Enum(*c.get(row)?),
+            Column::Vector(c) => Value::Vector(*c.get(row)?),
+            Column::Transform(c) => Value::Transform(Box::new(*c.get(row)?)),
+            Column::Reference(c) => Value::Reference(*c.get(row)?),
+            Column::List(c) => Value::List(c.get(row)?.clone()),
+            Column::Value(c) => c.get(row)?.clone(),
+        })
+    }
+
+    /// Replaces the value at a row with a conforming value; returns whether it differed.
+    pub(crate) fn replace(&mut self, row: usize, value: Value) -> bool {
+        fn put<T: PartialEq>(slot: &mut T, v: T) -> bool {
+            if *slot == v {
+                false
+            } else {
+                *slot = v;
+                true
+            }
+        }
+        match (self, value) {
+            (Column::Number(c), Value::Number(v)) => put(&mut c[row], v),
+            (Column::Integer(c), Value::Integer(v)) => put(&mut c[row], v),
+            (Column::Boolean(c), Value::Boolean(v)) => put(&mut c[row], v),
+            (Column::Text(c), Value::Text(v)) => put(&mut c[row], v),
+            (Column::Enum(c), Value::Enum(v)) => put(&mut c[row], v),
+            (Column::Vector(c), Value::Vector(v)) => put(&mut c[row], v),
+            (Column::Transform(c), Value::Transform(v)) => put(&mut c[row], *v),
+            (Column::Reference(c), Value::Reference(v)) => put(&mut c[row], v),
+            (Column::List(c), Value::List(v)) => put(&mut c[row], v),
+            (Column::Value(c), v) => put(&mut c[row], v),
+            (column, value) => unreachable!(
+                "column {:?} was given a non-conforming {} value",
+                column.kind(),
+                value.kind_name()
+            ),
+        }
+    }
+
+    /// Moves the last row into `row` and shortens the column by one.
+    pub(crate) fn swap_remove(&mut self, row: usize) -> Value {
+        let value = self
+            .get(row)
+            .expect("swap_remove is called on existing rows");
+        each_column!(self, v => { v.swap_remove(row); });
+        value
+    }
+
+    /// Shortens the column to `len` rows.
+    pub(crate) fn truncate(&mut self, len: usize) {
+        each_column!(self, v => v.truncate(len))
+    }
+
+    /// Replaces this column's rows with the first `len` rows of `source` (same kind), reusing
+    /// this column's allocation.
+    pub(crate) fn copy_from(&mut self, source: &Column, len: usize) {
+        match (self, source) {
+            (Column::Number(d), Column::Number(s)) => copy_prefix(d, s, len),
+            (Column::Integer(d), Column::Integer(s)) => copy_prefix(d, s, len),
+            (Column::Boolean(d), Column::Boolean(s)) => copy_prefix(d, s, len),
+            (Column::Text(d), Column::Text(s)) => copy_prefix(d, s, len),
+            (Column::Enum(d), Column::Enum(s)) => copy_prefix(d, s, len),
+            (Column::Vector(d), Column::Vector(s)) => copy_prefix(d, s, len),
+            (Column::Transform(d), Column::Transform(s)) => copy_prefix(d, s, len),
+            (Column::Reference(d), Column::Reference(s)) => copy_prefix(d, s, len),
+            (Column::List(d), Column::List(s)) => copy_prefix(d, s, len),
+            (Column::Value(d), Column::Value(s)) => copy_prefix(d, s, len),
+            (dest, source) => {
+                *dest = {
+                    let mut fresh = source.clone();
+                    fresh.truncate(len);
+                    fresh
+                }
+            }
+        }
+    }
+
+    fn kind(&self) -> &'static str {
+        match self {
+            Column::Number(_) => "number",
+            Column::Integer(_) => "integer",
+            Column::Boolean(_) => "boolean",
+            Column::Text(_) => "text",
+            Column::Enum(_) => "enum",
+            Column::Vector(_) => "vector",
+            Column::Transform(_) => "transform",
+            Column::Reference(_) => "reference",
+            Column::List(_) => "list",
+            Column::Value(_) => "value",
+        }
+    }
+}
+
+fn copy_prefix<T: Clone>(dest: &mut Vec<T>, source: &[T], len: usize) {
+    dest.clear();
+    dest.extend_from_slice(&source[..len]);
+}
+
+/// A primitive field type with its own column, for typed access without boxing.
+pub trait Scalar: Clone + PartialEq + Sized + 'static {
+    /// The field types whose column holds this Rust type.
+    fn matches(ty: &FieldType) -> bool;
+    /// The column's values, when the column holds this type.
+    fn slice(column: &Column) -> Option<&[Self]>;
+    /// The column's values for writing, when the column holds this type.
+    fn slice_mut(column: &mut Column) -> Option<&mut [Self]>;
+    /// The value in dynamic form.
+    fn into_value(self) -> Value;
+}
+
+macro_rules! scalar {
+    ($t:ty, $variant:ident, $pattern:pat, |$v:ident| $wrap:expr) => {
+        impl Scalar for $t {
+            fn matches(ty: &FieldType) -> bool {
+                matches!(ty, $pattern)
+            }
+            fn slice(column: &Column) -> Option<&[Self]> {
+                match column {
+                    Column::$variant(values) => Some(values),
+                    _ => None,
+                }
+            }
+            fn slice_mut(column: &mut Column) -> Option<&mut [Self]> {
+                match column {
+                    Column::$variant(values) => Some(values),
+                    _ => None,
+                }
+            }
+            fn into_value(self) -> Value {
+                let $v = self;
+                $wrap
+            }
+        }
+    };
+}
+
+scalar!(f64, Number, FieldType::Number, |v| Value::Number(v));
+scalar!(i64, Integer, FieldType::Integer, |v| Value::Integer(v));
+scalar!(bool, Boolean, FieldType::Boolean, |v| Value::Boolean(v));
+scalar!(Arc<str>, Text, FieldType::Text, |v| Value::Text(v));
+scalar!(u32, Enum, FieldType::Enum(_), |v| Value::Enum(v));
+scalar!(Vec3, Vector, FieldType::Vector, |v| Value::Vector(v));
+scalar!(Transform, Transform, FieldType::Transform, |v| {
+    Value::Transform(Box::new(v))
+});
+scalar!(Option<InstanceId>, Reference, FieldType::Reference, |v| {
+    Value::Reference(v)
+});

@@ -1,0 +1,545 @@
+//! Component definitions: field types, defaults, former names, class restrictions, `requires`
+//! dependents, the observed flag and reference destruction policies.
+//!
+//! Invariant: an installed definition (`InstalledDef`) has been validated: field names are unique
+//! (former names included), every default conforms to its field's type, enum defaults name a
+//! variant, map keys are text, integer, boolean or enum, and destruction policies sit only on
+//! fields that can hold references. A definition is immutable once installed; redefinition
+//! installs a new one with a new allocation number.
+
+use std::sync::Arc;
+
+use hashbrown::HashMap;
+use strata_arena::{ClassId, ClassRegistry, Transform, Vec3};
+
+use crate::error::StoreError;
+use crate::value::{ListValue, Value};
+
+/// A dense index identifying an installed component.
+#[derive(Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Debug)]
+pub struct ComponentId(pub(crate) u32);
+
+impl ComponentId {
+    /// The dense index.
+    pub const fn index(self) -> usize {
+        self.0 as usize
+    }
+}
+
+/// The position of a field in its component's definition.
+#[derive(Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Debug)]
+pub struct FieldId(pub(crate) u16);
+
+impl FieldId {
+    /// The position as an index.
+    pub const fn index(self) -> usize {
+        self.0 as usize
+    }
+
+    /// The field at a position (checked against the definition when used).
+    pub const fn from_index(index: u16) -> Self {
+        Self(index)
+    }
+}
+
+/// The type of a field.
+#[derive(Clone, Debug, PartialEq)]
+pub enum FieldType {
+    /// `f64`.
+    Number,
+    /// `i64`.
+    Integer,
+    /// `bool`.
+    Boolean,
+    /// Shared text.
+    Text,
+    /// One of named variants, stored as its index.
+    Enum(Arc<[Arc<str>]>),
+    /// Three `f32` components (the arena's `Vec3`).
+    Vector,
+    /// A 4×4 `f32` affine transform (the arena's `Transform`).
+    Transform,
+    /// An optional instance reference.
+    Reference,
+    /// A list of elements of one type.
+    List(Box<FieldType>),
+    /// A map from keys (text, integer, boolean or enum) to values.
+    Map(Box<FieldType>, Box<FieldType>),
+    /// Named fields, each with a default.
+    Struct(Arc<[StructField]>),
+    /// A value of the inner type, or nothing.
+    Optional(Box<FieldType>),
+    /// Raw bytes.
+    Buffer,
+}
+
+impl FieldType {
+    /// The default value of the type when a definition gives none.
+    pub fn zero(&self) -> Value {
+        match self {
+            FieldType::Number => Value::Number(0.0),
+            FieldType::Integer => Value::Integer(0),
+            FieldType::Boolean => Value::Boolean(false),
+            FieldType::Text => Value::Text(Arc::from("")),
+            FieldType::Enum(_) => Value::Enum(0),
+            FieldType::Vector => Value::Vector(Vec3::ZERO),
+            FieldType::Transform => Value::Transform(Box::new(Transform::IDENTITY)),
+            FieldType::Reference => Value::Reference(None),
+            FieldType::List(_) => Value::List(ListValue::EMPTY),
+            FieldType::Map(_, _) => Value::Map(Arc::default()),
+            FieldType::Struct(fields) => {
+                Value::Struct(fields.iter().map(|f| f.default.clone()).collect())
+            }
+            FieldType::Optional(_) => Value::Optional(None),
+            FieldType::Buffer => Value::Buffer(Arc::from(Vec::new())),
+        }
+    }
+
+    /// A short name of the type, for reports and errors.
+    pub fn name(&self) -> String {
+        match self {
+            FieldType::Number => "number".into(),
+            FieldType::Integer => "integer".into(),
+            FieldType::Boolean => "boolean".into(),
+            FieldType::Text => "text".into(),
+            FieldType::Enum(variants) => format!("enum({})", variants.join("|")),
+            FieldType::Vector => "vector".into(),
+            FieldType::Transform => "transform".into(),
+            FieldType::Reference => "ref".into(),
+            FieldType::List(e) => format!("list({})", e.name()),
+            FieldType::Map(k, v) => format!("map({}, {})", k.name(), v.name()),
+            FieldType::Struct(fields) => format!(
+                "struct{{{}}}",
+                fields
+                    .iter()
+                    .map(|f| format!("{}: {}", f.name, f.ty.name()))
+                    .collect::<Vec<_>>()
+                    .join(", ")
+            ),
+            FieldType::Optional(inner) => format!("optional({})", inner.name()),
+            FieldType::Buffer => "buffer".into(),
+        }
+    }
+
+    /// Whether values of this type can contain instance references.
+    pub fn can_reference(&self) -> bool {
+        match self {
+            FieldType::Reference => true,
+            FieldType::List(e) | FieldType::Optional(e) => e.can_reference(),
+            FieldType::Map(_, v) => v.can_reference(),
+            FieldType::Struct(fields) => fields.iter().any(|f| f.ty.can_reference()),
+            _ => false,
+        }
+    }
+
+    fn is_map_key(&self) -> bool {
+        matches!(
+            self,
+            FieldType::Text | FieldType::Integer | FieldType::Boolean | FieldType::Enum(_)
+        )
+    }
+}
+
+/// One field of a struct field type.
+#[derive(Clone, Debug, PartialEq)]
+pub struct StructField {
+    /// Field name.
+    pub name: Arc<str>,
+    /// Field type.
+    pub ty: FieldType,
+    /// Default value.
+    pub default: Value,
+}
+
+/// What happens to a reference field when its target is destroyed.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Default)]
+pub enum RefPolicy {
+    /// The reference is cleared (list fields drop the element).
+    #[default]
+    Clear,
+    /// The holder loses the component, and every component that requires it.
+    RemoveComponent,
+    /// The holder instance is destroyed.
+    DestroyHolder,
+}
+
+/// One field of a component definition.
+#[derive(Clone, Debug, PartialEq)]
+pub struct FieldDef {
+    /// Field name.
+    pub name: Arc<str>,
+    /// Field type.
+    pub ty: FieldType,
+    /// Value of the field in a new row.
+    pub default: Value,
+    /// Names the field had in earlier versions (used by adoption).
+    pub former_names: Vec<Arc<str>>,
+    /// What happens when a referenced instance is destroyed (reference-holding fields only).
+    pub on_destroy: RefPolicy,
+}
+
+impl FieldDef {
+    /// A field of any type with its default.
+    pub fn new(name: &str, ty: FieldType, default: Value) -> Self {
+        Self {
+            name: Arc::from(name),
+            ty,
+            default,
+            former_names: Vec::new(),
+            on_destroy: RefPolicy::Clear,
+        }
+    }
+
+    /// A number field.
+    pub fn number(name: &str, default: f64) -> Self {
+        Self::new(name, FieldType::Number, Value::Number(default))
+    }
+
+    /// An integer field.
+    pub fn integer(name: &str, default: i64) -> Self {
+        Self::new(name, FieldType::Integer, Value::Integer(default))
+    }
+
+    /// A boolean field.
+    pub fn boolean(name: &str, default: bool) -> Self {
+        Self::new(name, FieldType::Boolean, Value::Boolean(default))
+    }
+
+    /// A text field.
+    pub fn text(name: &str, default: &str) -> Self {
+        Self::new(name, FieldType::Text, Value::Text(Arc::from(default)))
+    }
+
+    /// An enum field whose default is the variant named `default`.
+    pub fn enumeration(name: &str, variants: &[&str], default: &str) -> Self {
+        let index = variants
+            .iter()
+            .position(|v| *v == default)
+            .unwrap_or(usize::MAX);
+        Self::new(
+            name,
+            FieldType::Enum(variants.iter().map(|v| Arc::from(*v)).collect()),
+            Value::Enum(u32::try_from(index).unwrap_or(u32::MAX)),
+        )
+    }
+
+    /// A vector field.
+    pub fn vector(name: &str, default: Vec3) -> Self {
+        Self::new(name, FieldType::Vector, Value::Vector(default))
+    }
+
+    /// A transform field.
+    pub fn transform(name: &str, default: Transform) -> Self {
+        Self::new(
+            name,
+            FieldType::Transform,
+            Value::Transform(Box::new(default)),
+        )
+    }
+
+    /// A reference field, empty by default, with its destruction policy.
+    pub fn reference(name: &str, on_destroy: RefPolicy) -> Self {
+        let mut field = Self::new(name, FieldType::Reference, Value::Reference(None));
+        field.on_destroy = on_destroy;
+        field
+    }
+
+    /// A list field, empty by default.
+    pub fn list(name: &str, element: FieldType) -> Self {
+        Self::new(
+            name,
+            FieldType::List(Box::new(element)),
+            Value::List(ListValue::EMPTY),
+        )
+    }
+
+    /// A list of references with its destruction policy.
+    pub fn reference_list(name: &str, on_destroy: RefPolicy) -> Self {
+        let mut field = Self::list(name, FieldType::Reference);
+        field.on_destroy = on_destroy;
+        field
+    }
+
+    /// A map field, empty by default.
+    pub fn map(name: &str, key: FieldType, value: FieldType) -> Self {
+        Self::new(
+            name,
+            FieldType::Map(Box::new(key), Box::new(value)),
+            Value::Map(Arc::default()),
+        )
+    }
+
+    /// A struct field whose default is its members' defaults.
+    pub fn structure(name: &str, members: Vec<StructField>) -> Self {
+        let ty = FieldType::Struct(members.into());
+        let default = ty.zero();
+        Self::new(name, ty, default)
+    }
+
+    /// An optional field, empty by default.
+    pub fn optional(name: &str, inner: FieldType) -> Self {
+        Self::new(
+            name,
+            FieldType::Optional(Box::new(inner)),
+            Value::Optional(None),
+        )
+    }
+
+    /// A buffer field, empty by default.
+    pub fn buffer(name: &str) -> Self {
+        Self::new(
+            name,
+            FieldType::Buffer,
+            Value::Buffer(Arc::from(Vec::new())),
+        )
+    }
+
+    /// Records names the field had before.
+    #[must_use]
+    pub fn former_names(mut self, names: &[&str]) -> Self {
+        self.former_names = names.iter().map(|n| Arc::from(*n)).collect();
+        self
+    }
+
+    /// Sets the destruction policy (reference-holding fields only; checked at install).
+    #[must_use]
+    pub fn on_destroy(mut self, policy: RefPolicy) -> Self {
+        self.on_destroy = policy;
+        self
+    }
+}
+
+/// A component definition, as a game or a downstream crate writes it.
+#[derive(Clone, Debug, PartialEq)]
+pub struct ComponentDef {
+    /// Component name (for Luau definitions, the definition instance's name).
+    pub name: Arc<str>,
+    /// Schema version; saved rows remember it.
+    pub version: u32,
+    /// Fields, in order.
+    pub fields: Vec<FieldDef>,
+    /// Classes that may carry the component; `None` for any.
+    pub classes: Option<Vec<Arc<str>>>,
+    /// Components this one depends on: removing one of them removes this one too.
+    pub requires: Vec<Arc<str>>,
+    /// Whether changes queue events.
+    pub observed: bool,
+}
+
+impl ComponentDef {
+    /// An empty version-1 definition.
+    pub fn new(name: &str) -> Self {
+        Self {
+            name: Arc::from(name),
+            version: 1,
+            fields: Vec::new(),
+            classes: None,
+            requires: Vec::new(),
+            observed: false,
+        }
+    }
+
+    /// Sets the version.
+    #[must_use]
+    pub fn version(mut self, version: u32) -> Self {
+        self.version = version;
+        self
+    }
+
+    /// Adds a field.
+    #[must_use]
+    pub fn field(mut self, field: FieldDef) -> Self {
+        self.fields.push(field);
+        self
+    }
+
+    /// Restricts the classes that may carry the component.
+    #[must_use]
+    pub fn classes(mut self, classes: &[&str]) -> Self {
+        self.classes = Some(classes.iter().map(|c| Arc::from(*c)).collect());
+        self
+    }
+
+    /// Declares components this one requires.
+    #[must_use]
+    pub fn requires(mut self, components: &[&str]) -> Self {
+        self.requires = components.iter().map(|c| Arc::from(*c)).collect();
+        self
+    }
+
+    /// Makes changes queue events.
+    #[must_use]
+    pub fn observed(mut self, observed: bool) -> Self {
+        self.observed = observed;
+        self
+    }
+}
+
+/// A validated definition as the store holds it.
+#[derive(Debug)]
+pub struct InstalledDef {
+    pub(crate) id: ComponentId,
+    pub(crate) def: ComponentDef,
+    pub(crate) allocation: u64,
+    pub(crate) allowed: Option<Vec<ClassId>>,
+    pub(crate) field_index: HashMap<Arc<str>, FieldId>,
+    pub(crate) reference_fields: Vec<FieldId>,
+}
+
+impl InstalledDef {
+    pub(crate) fn validate(
+        def: ComponentDef,
+        id: ComponentId,
+        allocation: u64,
+        classes: &ClassRegistry,
+    ) -> Result<Self, StoreError> {
+        let invalid = |reason: String| StoreError::InvalidDefinition {
+            component: def.name.to_string(),
+            reason,
+        };
+        if def.fields.len() > usize::from(u16::MAX) {
+            return Err(invalid(format!("{} fields is too many", def.fields.len())));
+        }
+        let mut field_index = HashMap::new();
+        let mut reference_fields = Vec::new();
+        for (i, field) in def.fields.iter().enumerate() {
+            let fid = FieldId(i as u16);
+            check_type(&field.ty).map_err(|r| invalid(format!("field `{}`: {r}", field.name)))?;
+            if !field.default.conforms(&field.ty) {
+                return Err(invalid(format!(
+                    "field `{}`: default {} does not fit type {}",
+                    field.name,
+                    field.default.kind_name(),
+                    field.ty.name()
+                )));
+            }
+            if field.on_destroy != RefPolicy::Clear && !field.ty.can_reference() {
+                return Err(invalid(format!(
+                    "field `{}`: a destruction policy needs a reference field",
+                    field.name
+                )));
+            }
+            if field.ty.can_reference() {
+                reference_fields.push(fid);
+            }
+            if field_index.insert(field.name.clone(), fid).is_some() {
+                return Err(invalid(format!("field `{}` is declared twice", field.name)));
+            }
+        }
+        for field in &def.fields {
+            for former in &field.former_names {
+                if field_index.contains_key(former) {
+                    return Err(invalid(format!(
+                        "former name `{former}` of `{}` is also a current field name",
+                        field.name
+                    )));
+                }
+            }
+        }
+        let allowed = match &def.classes {
+            None => None,
+            Some(names) => Some(
+                names
+                    .iter()
+                    .map(|n| {
+                        classes
+                            .class_id(n)
+                            .ok_or_else(|| invalid(format!("unknown class `{n}`")))
+                    })
+                    .collect::<Result<Vec<_>, _>>()?,
+            ),
+        };
+        Ok(Self {
+            id,
+            def,
+            allocation,
+            allowed,
+            field_index,
+            reference_fields,
+        })
+    }
+
+    /// The component's id.
+    pub fn id(&self) -> ComponentId {
+        self.id
+    }
+
+    /// The component's name.
+    pub fn name(&self) -> &str {
+        &self.def.name
+    }
+
+    /// The definition as written.
+    pub fn def(&self) -> &ComponentDef {
+        &self.def
+    }
+
+    /// The fields.
+    pub fn fields(&self) -> &[FieldDef] {
+        &self.def.fields
+    }
+
+    /// A field by id.
+    pub fn field(&self, field: FieldId) -> Option<&FieldDef> {
+        self.def.fields.get(field.index())
+    }
+
+    /// A field's id by current name.
+    pub fn field_id(&self, name: &str) -> Option<FieldId> {
+        self.field_index.get(name).copied()
+    }
+
+    /// The definition allocation: a fresh number for every install, so a redefinition under the
+    /// same id is distinguishable.
+    pub fn allocation(&self) -> u64 {
+        self.allocation
+    }
+
+    /// Whether instances of `class` may carry the component.
+    pub fn allows_class(&self, class: ClassId) -> bool {
+        self.allowed.as_ref().is_none_or(|a| a.contains(&class))
+    }
+
+    /// The fields that can hold references.
+    pub fn reference_fields(&self) -> &[FieldId] {
+        &self.reference_fields
+    }
+}
+
+fn check_type(ty: &FieldType) -> Result<(), String> {
+    match ty {
+        FieldType::Enum(variants) => {
+            if variants.is_empty() {
+                return Err("an enum needs at least one variant".into());
+            }
+            let mut seen: Vec<&str> = variants.iter().map(|v| &**v).collect();
+            seen.sort_unstable();
+            if seen.windows(2).any(|w| w[0] == w[1]) {
+                return Err("enum variants must be distinct".into());
+            }
+            Ok(())
+        }
+        FieldType::List(e) | FieldType::Optional(e) => check_type(e),
+        FieldType::Map(k, v) => {
+            if !k.is_map_key() {
+                return Err(format!("{} cannot be a map key", k.name()));
+            }
+            check_type(v)
+        }
+        FieldType::Struct(fields) => {
+            let mut names: Vec<&str> = fields.iter().map(|f| &*f.name).collect();
+            names.sort_unstable();
+            if names.windows(2).any(|w| w[0] == w[1]) {
+                return Err("struct members must be distinct".into());
+            }
+            for f in fields.iter() {
+                check_type(&f.ty)?;
+                if !f.default.conforms(&f.ty) {
+                    return Err(format!("struct member `{}`: default does not fit", f.name));
+                }
+            }
+            Ok(())
+        }
+        _ => Ok(()),
+    }
+}

@@ -1,0 +1,95 @@
+//! `StoreError`: every way a store operation can refuse.
+//!
+//! Invariant: an operation that returns an error has changed nothing (no row, tick, revision,
+//! event or index entry).
+
+use strata_arena::{ClassId, InstanceId};
+
+use crate::def::{ComponentId, FieldId};
+
+/// Why a store operation was refused.
+#[derive(Clone, Debug, PartialEq, thiserror::Error)]
+#[non_exhaustive]
+pub enum StoreError {
+    /// No component is installed under that id (never, or uninstalled since).
+    #[error("component {0:?} is not installed")]
+    UnknownComponent(ComponentId),
+    /// No component is installed under that name.
+    #[error("no component named `{0}` is installed")]
+    UnknownComponentName(String),
+    /// A component with that name is already installed.
+    #[error("a component named `{0}` is already installed")]
+    DuplicateComponent(String),
+    /// The definition is malformed.
+    #[error("component `{component}` is invalid: {reason}")]
+    InvalidDefinition {
+        /// The component's name.
+        component: String,
+        /// What is wrong.
+        reason: String,
+    },
+    /// The component has no field with that name.
+    #[error("component `{component}` has no field `{field}`")]
+    UnknownField {
+        /// The component's name.
+        component: String,
+        /// The field asked for.
+        field: String,
+    },
+    /// The component has no field at that position.
+    #[error("component `{component}` has no field {field:?}")]
+    FieldOutOfRange {
+        /// The component's name.
+        component: String,
+        /// The field asked for.
+        field: FieldId,
+    },
+    /// A value or typed access does not match the field's type.
+    #[error("field `{field}` of `{component}` is {expected}, not {found}")]
+    TypeMismatch {
+        /// The component's name.
+        component: String,
+        /// The field's name.
+        field: String,
+        /// The field's type.
+        expected: String,
+        /// What was given.
+        found: String,
+    },
+    /// The instance does not hold the component (never had it, removed, or its slot was
+    /// reused): a handle never reads another instance's row instead.
+    #[error("instance {id} does not hold component {component:?}")]
+    MissingMembership {
+        /// The instance.
+        id: InstanceId,
+        /// The component.
+        component: ComponentId,
+    },
+    /// The instance already holds the component.
+    #[error("instance {id} already holds component {component:?}")]
+    AlreadyPresent {
+        /// The instance.
+        id: InstanceId,
+        /// The component.
+        component: ComponentId,
+    },
+    /// The component's definition excludes the instance's class.
+    #[error("component `{component}` does not allow instances of class {class:?}")]
+    ClassNotAllowed {
+        /// The component's name.
+        component: String,
+        /// The instance's class.
+        class: ClassId,
+    },
+    /// A handle was bound to a definition that has since been replaced.
+    #[error("the handle's definition of component {0:?} was replaced")]
+    StaleDefinition(ComponentId),
+    /// A snapshot slot saved from another component cannot be loaded into this one.
+    #[error("the snapshot slot holds component {found:?}, not {expected:?}")]
+    SlotMismatch {
+        /// The set being loaded.
+        expected: ComponentId,
+        /// The set the slot was saved from.
+        found: Option<ComponentId>,
+    },
+}

@@ -1,0 +1,242 @@
+//! Handles that name an instance's component, cached name bindings, and removal readers.
+//!
+//! Invariant: a `ComponentHandle` stores identity (instance id and slot, component id,
+//! definition allocation), never a row; every access resolves the present row and checks it. A
+//! `Binding` reuses its cached ids only while the store identity, the name revision and the
+//! definition allocation all match what it cached them under. A `RemovalReader` never returns a
+//! partial history: when its cursor fell below the retained floor it reports `Missed` and starts
+//! again from the head.
+
+use hashbrown::HashMap;
+use std::sync::Arc;
+use strata_arena::InstanceId;
+
+use crate::column::Scalar;
+use crate::def::{ComponentId, FieldId};
+use crate::error::StoreError;
+use crate::set::InstanceRef;
+use crate::store::{Store, StoreId};
+use crate::value::Value;
+
+/// An instance's component, resolved to its present row on every access.
+#[derive(Clone, Copy, PartialEq, Eq, Hash, Debug)]
+pub struct ComponentHandle {
+    at: InstanceRef,
+    component: ComponentId,
+    allocation: u64,
+}
+
+impl ComponentHandle {
+    /// A handle on a component the instance holds now.
+    pub fn new(store: &Store, at: InstanceRef, component: ComponentId) -> Result<Self, StoreError> {
+        store.row(at, component)?;
+        Ok(Self {
+            at,
+            component,
+            allocation: store.def(component)?.allocation(),
+        })
+    }
+
+    /// The instance.
+    pub fn instance(&self) -> InstanceRef {
+        self.at
+    }
+
+    /// The component.
+    pub fn component(&self) -> ComponentId {
+        self.component
+    }
+
+    /// The instance's present row, or why there is none.
+    pub fn row(&self, store: &Store) -> Result<usize, StoreError> {
+        if store.def(self.component)?.allocation() != self.allocation {
+            return Err(StoreError::StaleDefinition(self.component));
+        }
+        store.row(self.at, self.component)
+    }
+
+    /// Whether the instance still holds the component under the same definition.
+    pub fn is_present(&self, store: &Store) -> bool {
+        self.row(store).is_ok()
+    }
+
+    /// A field, typed.
+    pub fn get<'s, T: Scalar>(
+        &self,
+        store: &'s Store,
+        field: FieldId,
+    ) -> Result<&'s T, StoreError> {
+        self.row(store)?;
+        store.get(self.at, self.component, field)
+    }
+
+    /// A field in dynamic form.
+    pub fn get_value(&self, store: &Store, field: FieldId) -> Result<Value, StoreError> {
+        self.row(store)?;
+        store.get_value(self.at, self.component, field)
+    }
+
+    /// Writes a field, typed; `false` for an equal value.
+    pub fn write<T: Scalar>(
+        &self,
+        store: &mut Store,
+        field: FieldId,
+        value: T,
+    ) -> Result<bool, StoreError> {
+        self.row(store)?;
+        store.write(self.at, self.component, field, value)
+    }
+
+    /// Writes a field in dynamic form; `false` for an equal value.
+    pub fn write_value(
+        &self,
+        store: &mut Store,
+        field: FieldId,
+        value: Value,
+    ) -> Result<bool, StoreError> {
+        self.row(store)?;
+        store.write_value(self.at, self.component, field, value)
+    }
+}
+
+/// What a binding resolved, and under which store state.
+#[derive(Clone, Debug)]
+struct Bound {
+    store: StoreId,
+    name_revision: u64,
+    allocation: u64,
+    component: ComponentId,
+    fields: HashMap<Arc<str>, FieldId>,
+}
+
+/// A cached resolution of a component name (and its field names) to ids, for code that
+/// addresses components by name (scripts, tools).
+#[derive(Clone, Debug)]
+pub struct Binding {
+    name: Arc<str>,
+    bound: Option<Bound>,
+    resolutions: u64,
+}
+
+impl Binding {
+    /// A binding for a component name; nothing is resolved until first use.
+    pub fn new(component: &str) -> Self {
+        Self {
+            name: Arc::from(component),
+            bound: None,
+            resolutions: 0,
+        }
+    }
+
+    /// How many times the binding resolved its name against a store (cache misses).
+    pub fn resolutions(&self) -> u64 {
+        self.resolutions
+    }
+
+    /// The component's id in `store`.
+    pub fn component(&mut self, store: &Store) -> Result<ComponentId, StoreError> {
+        Ok(self.bound(store)?.component)
+    }
+
+    /// The component's and a field's ids in `store`.
+    pub fn field(
+        &mut self,
+        store: &Store,
+        field: &str,
+    ) -> Result<(ComponentId, FieldId), StoreError> {
+        let bound = self.bound(store)?;
+        if let Some(id) = bound.fields.get(field) {
+            return Ok((bound.component, *id));
+        }
+        let id = store.field(bound.component, field)?;
+        bound.fields.insert(Arc::from(field), id);
+        Ok((bound.component, id))
+    }
+
+    fn bound(&mut self, store: &Store) -> Result<&mut Bound, StoreError> {
+        let valid = self.bound.as_ref().is_some_and(|b| {
+            b.store == store.id()
+                && b.name_revision == store.name_revision()
+                && store
+                    .def(b.component)
+                    .is_ok_and(|d| d.allocation() == b.allocation)
+        });
+        if !valid {
+            self.resolutions += 1;
+            self.bound = None;
+            let component = store
+                .component(&self.name)
+                .ok_or_else(|| StoreError::UnknownComponentName(self.name.to_string()))?;
+            self.bound = Some(Bound {
+                store: store.id(),
+                name_revision: store.name_revision(),
+                allocation: store.def(component)?.allocation(),
+                component,
+                fields: HashMap::new(),
+            });
+        }
+        self.bound
+            .as_mut()
+            .ok_or_else(|| StoreError::UnknownComponentName(self.name.to_string()))
+    }
+}
+
+/// What a removal reader read.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Removals {
+    /// The instances that lost the component since the last read: sorted, without duplicates.
+    Ids(Vec<InstanceId>),
+    /// Records were dropped before the reader got to them: the reader must rebuild whatever it
+    /// derives from the component. Its cursor has moved to the head.
+    Missed {
+        /// The reader's cursor before this read.
+        cursor: u64,
+        /// The oldest record still retained.
+        floor: u64,
+    },
+}
+
+/// A cursor over one component's removal log, independent of every other reader.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct RemovalReader {
+    component: ComponentId,
+    cursor: u64,
+}
+
+impl RemovalReader {
+    /// A reader that will see removals from now on.
+    pub fn new(store: &Store, component: ComponentId) -> Result<Self, StoreError> {
+        Ok(Self {
+            component,
+            cursor: store.set(component)?.removal_log().head(),
+        })
+    }
+
+    /// The component read.
+    pub fn component(&self) -> ComponentId {
+        self.component
+    }
+
+    /// The removals since the previous read.
+    pub fn read(&mut self, store: &Store) -> Result<Removals, StoreError> {
+        let log = store.set(self.component)?.removal_log();
+        match log.read_since(self.cursor) {
+            Ok(read) => {
+                let head = read.head();
+                let mut ids: Vec<InstanceId> = read.map(|(_, r)| r.id).collect();
+                ids.sort_unstable();
+                ids.dedup();
+                self.cursor = head;
+                Ok(Removals::Ids(ids))
+            }
+            Err(unavailable) => {
+                let missed = Removals::Missed {
+                    cursor: self.cursor,
+                    floor: unavailable.floor,
+                };
+                self.cursor = log.head();
+                Ok(missed)
+            }
+        }
+    }
+}

@@ -1,0 +1,83 @@
+//! Strata's component store: game-defined components kept beside the instance arena.
+//!
+//! Each component has a [`ComponentSet`]: a sparse array from arena slot to dense row, the dense
+//! instance ids and slots, and one column per field (specialised `Vec`s for primitive types, so
+//! iterating a field is a slice walk). Rows are positions, never identities: removal swaps the
+//! last row in. The [`Store`] holds the sets behind `Arc`, shared with snapshots and copied on
+//! write, and keeps the mutation tick, observer events, orphans, and the hooks the arena's owner
+//! calls on destruction and reclamation.
+//!
+//! Guarantees a downstream crate can rely on:
+//! - A lookup by [`InstanceRef`] checks the row's instance id, so a removed component or a
+//!   reused slot yields [`StoreError::MissingMembership`], never another instance's data.
+//! - The tick advances only for actual changes; an equal write changes nothing at all.
+//! - Each set's removal log holds at most [`REMOVAL_LOG_CAPACITY`] records; a
+//!   [`RemovalReader`] whose cursor fell behind gets [`Removals::Missed`], not a partial list.
+//! - The reverse reference index is exact after every add, write, remove and destruction, and
+//!   destruction policies check their holder is still present before acting.
+//! - A snapshot never changes after later writes; list buffers are shared with it and copied on
+//!   the first write.
+//!
+//! # Example
+//!
+//! ```
+//! use strata_arena::{Arena, ClassId};
+//! use strata_component_store::{ComponentDef, FieldDef, InstanceRef, RefPolicy, Store};
+//!
+//! let mut arena = Arena::standard();
+//! let mut store = Store::new();
+//! let health = store.install(
+//!     ComponentDef::new("Health")
+//!         .field(FieldDef::number("current", 100.0))
+//!         .field(FieldDef::reference("attacker", RefPolicy::Clear)),
+//!     arena.classes(),
+//! )?;
+//! let current = store.field(health, "current")?;
+//! let attacker = store.field(health, "attacker")?;
+//!
+//! let hero = arena.create(ClassId::ENTITY, None)?;
+//! let enemy = arena.create(ClassId::ENTITY, None)?;
+//! let at = |id| InstanceRef::new(id, arena.slot_of(id).unwrap());
+//! let hero_ref = at(hero);
+//! store.insert(hero_ref, ClassId::ENTITY, health)?.set(attacker, Some(enemy))?;
+//!
+//! assert!(store.write(hero_ref, health, current, 75.0)?);
+//! assert!(!store.write(hero_ref, health, current, 75.0)?, "an equal write changes nothing");
+//!
+//! // The arena's owner reports destruction; the reference is cleared by its policy.
+//! let destruction = arena.destroy(enemy)?;
+//! let outcome = store.on_destroyed(&destruction.doomed);
+//! assert_eq!(outcome.cleared, vec![(hero, health, attacker)]);
+//! assert_eq!(*store.get::<Option<_>>(hero_ref, health, attacker)?, None);
+//! # Ok::<(), Box<dyn std::error::Error>>(())
+//! ```
+
+mod column;
+mod copy;
+mod def;
+mod error;
+mod handle;
+mod list;
+mod orphan;
+mod set;
+mod slots;
+mod store;
+mod value;
+mod view;
+
+pub use crate::column::{Column, Scalar};
+pub use crate::copy::CopyPair;
+pub use crate::def::{
+    ComponentDef, ComponentId, FieldDef, FieldId, FieldType, InstalledDef, RefPolicy, StructField,
+};
+pub use crate::error::StoreError;
+pub use crate::handle::{Binding, ComponentHandle, RemovalReader, Removals};
+pub use crate::list::ListAccessor;
+pub use crate::orphan::{OrphanRecord, Orphans};
+pub use crate::set::{
+    ComponentSet, FieldMask, InstanceRef, REMOVAL_LOG_CAPACITY, RefEntry, Removal, Tick,
+};
+pub use crate::slots::SetSlot;
+pub use crate::store::{DestroyOutcome, RowInit, Store, StoreEvent, StoreId};
+pub use crate::value::{ListValue, MapKey, Value};
+pub use crate::view::{ColumnWriter, View};

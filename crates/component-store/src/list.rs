@@ -1,0 +1,210 @@
+//! List fields: append, replace and clear through an accessor, over copy-on-write buffers.
+//!
+//! Invariant: a list edit goes through `ComponentSet::edit_list`, which takes the field's
+//! references out of the reverse index, edits the buffer (copying it first when a snapshot
+//! shares it, so the snapshot keeps what it saw), drops the buffer when the list became empty,
+//! and indexes the references again. Only an edit that changes the list takes a tick.
+
+use crate::def::{ComponentId, FieldId, FieldType};
+use crate::error::StoreError;
+use crate::set::{ComponentSet, InstanceRef, Tick};
+use crate::store::{Store, StoreEvent};
+use crate::value::{ListValue, Value};
+
+impl ComponentSet {
+    /// Applies `edit` to a list field's buffer, keeping the reverse index exact; returns
+    /// whether the list changed (and then marks the row changed at `tick`).
+    pub(crate) fn edit_list(
+        &mut self,
+        row: usize,
+        field: FieldId,
+        tick: Tick,
+        edit: impl FnOnce(&mut ListValue) -> bool,
+    ) -> bool {
+        let references = self.def.reference_fields.contains(&field);
+        if references {
+            self.unindex_row_field(row, field);
+        }
+        let changed = match &mut self.columns[field.index()] {
+            crate::column::Column::List(lists) => {
+                let list = &mut lists[row];
+                let changed = edit(list);
+                list.normalise();
+                changed
+            }
+            _ => false,
+        };
+        if references {
+            self.index_row_field(row, field);
+        }
+        if changed {
+            self.mark_changed(row, field, tick);
+        }
+        changed
+    }
+}
+
+impl Store {
+    /// A list field's elements.
+    pub fn list(
+        &self,
+        at: InstanceRef,
+        component: ComponentId,
+        field: FieldId,
+    ) -> Result<&[Value], StoreError> {
+        let set = self.set(component)?;
+        let row = self.row(at, component)?;
+        list_element_type(set, field)?;
+        match set.column(field) {
+            Some(crate::column::Column::List(lists)) => Ok(lists[row].as_slice()),
+            _ => Err(not_a_list(set, field)),
+        }
+    }
+
+    /// An accessor for editing a list field of an instance's component.
+    pub fn list_mut(
+        &mut self,
+        at: InstanceRef,
+        component: ComponentId,
+        field: FieldId,
+    ) -> Result<ListAccessor<'_>, StoreError> {
+        let set = self.set(component)?;
+        self.row(at, component)?;
+        let element = list_element_type(set, field)?.clone();
+        Ok(ListAccessor {
+            store: self,
+            at,
+            component,
+            field,
+            element,
+        })
+    }
+
+    fn edit_list(
+        &mut self,
+        at: InstanceRef,
+        component: ComponentId,
+        field: FieldId,
+        edit: impl FnOnce(&mut ListValue) -> bool,
+    ) -> Result<bool, StoreError> {
+        let row = self.row(at, component)?;
+        let observed = self.def(component)?.def().observed;
+        let tick = Tick(self.tick().0 + 1);
+        let changed = self.set_mut(component)?.edit_list(row, field, tick, edit);
+        if changed {
+            self.advance_tick_to(tick);
+            if observed {
+                self.push_event(StoreEvent::Changed {
+                    id: at.id,
+                    component,
+                    field,
+                });
+            }
+        }
+        Ok(changed)
+    }
+}
+
+/// Edits one list field of one instance's component. Every method re-resolves the row.
+pub struct ListAccessor<'a> {
+    store: &'a mut Store,
+    at: InstanceRef,
+    component: ComponentId,
+    field: FieldId,
+    element: FieldType,
+}
+
+impl ListAccessor<'_> {
+    /// The elements.
+    pub fn as_slice(&self) -> Result<&[Value], StoreError> {
+        self.store.list(self.at, self.component, self.field)
+    }
+
+    /// How many elements.
+    pub fn len(&self) -> Result<usize, StoreError> {
+        Ok(self.as_slice()?.len())
+    }
+
+    /// Whether the list is empty.
+    pub fn is_empty(&self) -> Result<bool, StoreError> {
+        Ok(self.as_slice()?.is_empty())
+    }
+
+    /// Appends an element.
+    pub fn push(&mut self, element: Value) -> Result<(), StoreError> {
+        self.check(&element)?;
+        self.store
+            .edit_list(self.at, self.component, self.field, |list| {
+                list.push(element);
+                true
+            })?;
+        Ok(())
+    }
+
+    /// Replaces the whole content with a fresh buffer (the old one is released; a snapshot
+    /// sharing it keeps it). Returns `false`, changing nothing, for equal content.
+    pub fn replace(&mut self, elements: Vec<Value>) -> Result<bool, StoreError> {
+        for element in &elements {
+            self.check(element)?;
+        }
+        self.store
+            .edit_list(self.at, self.component, self.field, |list| {
+                if list.as_slice() == elements.as_slice() {
+                    return false;
+                }
+                *list = ListValue::from_vec(elements);
+                true
+            })
+    }
+
+    /// Empties the list; an empty list holds no buffer. Returns `false` when already empty.
+    pub fn clear(&mut self) -> Result<bool, StoreError> {
+        self.store
+            .edit_list(self.at, self.component, self.field, |list| {
+                let had = !list.is_empty();
+                *list = ListValue::EMPTY;
+                had
+            })
+    }
+
+    fn check(&self, element: &Value) -> Result<(), StoreError> {
+        if element.conforms(&self.element) {
+            return Ok(());
+        }
+        let def = self.store.def(self.component)?;
+        Err(StoreError::TypeMismatch {
+            component: def.name().to_owned(),
+            field: def
+                .field(self.field)
+                .map(|f| f.name.to_string())
+                .unwrap_or_default(),
+            expected: self.element.name(),
+            found: element.kind_name().to_owned(),
+        })
+    }
+}
+
+fn list_element_type(set: &ComponentSet, field: FieldId) -> Result<&FieldType, StoreError> {
+    let def = set.def();
+    let field_def = def
+        .field(field)
+        .ok_or_else(|| StoreError::FieldOutOfRange {
+            component: def.name().to_owned(),
+            field,
+        })?;
+    match &field_def.ty {
+        FieldType::List(element) => Ok(element),
+        _ => Err(not_a_list(set, field)),
+    }
+}
+
+fn not_a_list(set: &ComponentSet, field: FieldId) -> StoreError {
+    let def = set.def();
+    let field_def = def.field(field);
+    StoreError::TypeMismatch {
+        component: def.name().to_owned(),
+        field: field_def.map(|f| f.name.to_string()).unwrap_or_default(),
+        expected: field_def.map(|f| f.ty.name()).unwrap_or_default(),
+        found: "list".to_owned(),
+    }
+}

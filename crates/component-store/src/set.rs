@@ -1,0 +1,422 @@
+//! `ComponentSet`: the rows of one component.
+//!
+//! Invariant: `sparse[slot] == row` iff `slots[row] == slot`, and then `ids[row]` is the instance
+//! holding that slot; every other sparse entry is `ABSENT`. `ids`, `slots`, `added`, `changed`,
+//! every column, and `dirty` (in `dirty_words` units) have one entry per row. Removing a row
+//! swaps the last row into its place in every array and repairs the moved instance's sparse
+//! entry, writing the moved position before marking the removed slot absent, so removing the last
+//! row (which moves onto itself) leaves its slot absent. A `Row` is a position valid until the
+//! next removal, never an identity. `refs` lists, for every target, one entry per reference to it
+//! held in this set's rows.
+
+use std::sync::Arc;
+
+use hashbrown::HashMap;
+use strata_arena::{BoundedJournal, InstanceId, Slot};
+
+use crate::column::{Column, Scalar};
+use crate::def::{ComponentId, FieldId, InstalledDef};
+use crate::value::Value;
+
+/// The sparse marker for "no row".
+pub(crate) const ABSENT: u32 = u32::MAX;
+
+/// How many removal records a set retains before dropping the older half.
+pub const REMOVAL_LOG_CAPACITY: usize = 16_384;
+
+/// A value of the store's mutation counter. `u64` never wraps in practice.
+#[derive(Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Debug, Default)]
+pub struct Tick(pub u64);
+
+/// An instance as the store addresses it: its id and the arena slot it occupies.
+#[derive(Clone, Copy, PartialEq, Eq, Hash, Debug)]
+pub struct InstanceRef {
+    /// The instance id.
+    pub id: InstanceId,
+    /// The slot the arena keeps it in.
+    pub slot: Slot,
+}
+
+impl InstanceRef {
+    /// Pairs an id with its slot.
+    pub const fn new(id: InstanceId, slot: Slot) -> Self {
+        Self { id, slot }
+    }
+}
+
+/// A removal record: which instance lost the component, at which tick.
+#[derive(Clone, Copy, PartialEq, Eq, Debug)]
+pub struct Removal {
+    /// The instance.
+    pub id: InstanceId,
+    /// The store tick of the removal.
+    pub tick: Tick,
+}
+
+/// One reference held in a set: the holder and the field holding it.
+#[derive(Clone, Copy, PartialEq, Eq, Debug, Hash)]
+pub struct RefEntry {
+    /// The instance holding the reference.
+    pub holder: InstanceId,
+    /// The holder's slot.
+    pub holder_slot: Slot,
+    /// The field holding it.
+    pub field: FieldId,
+}
+
+/// Which fields of a row changed since the dirty state was last taken.
+#[derive(Clone, PartialEq, Eq, Debug, Default)]
+pub struct FieldMask(Vec<u64>);
+
+impl FieldMask {
+    /// Whether a field is in the mask.
+    pub fn contains(&self, field: FieldId) -> bool {
+        self.0
+            .get(field.index() / 64)
+            .is_some_and(|w| w & (1 << (field.index() % 64)) != 0)
+    }
+
+    /// The fields in the mask, in order.
+    pub fn fields(&self) -> impl Iterator<Item = FieldId> + '_ {
+        self.0.iter().enumerate().flat_map(|(w, word)| {
+            (0..64u16)
+                .filter(move |bit| word & (1 << bit) != 0)
+                .map(move |bit| FieldId(w as u16 * 64 + bit))
+        })
+    }
+
+    /// Whether no field is in the mask.
+    pub fn is_empty(&self) -> bool {
+        self.0.iter().all(|w| *w == 0)
+    }
+}
+
+/// The rows of one component: sparse slot → row, dense ids and slots, one column per field,
+/// per-row ticks and dirty masks, a removal log and a reverse reference index.
+#[derive(Clone, Debug)]
+pub struct ComponentSet {
+    pub(crate) def: Arc<InstalledDef>,
+    pub(crate) sparse: Vec<u32>,
+    pub(crate) ids: Vec<InstanceId>,
+    pub(crate) slots: Vec<Slot>,
+    pub(crate) columns: Vec<Column>,
+    pub(crate) added: Vec<Tick>,
+    pub(crate) changed: Vec<Tick>,
+    pub(crate) dirty: Vec<u64>,
+    pub(crate) dirty_words: usize,
+    pub(crate) dirty_rows: Vec<InstanceRef>,
+    pub(crate) structural: u64,
+    pub(crate) removals: BoundedJournal<Removal>,
+    pub(crate) refs: HashMap<InstanceId, Vec<RefEntry>>,
+}
+
+impl ComponentSet {
+    pub(crate) fn new(def: Arc<InstalledDef>) -> Self {
+        let columns = def
+            .fields()
+            .iter()
+            .map(|f| Column::for_type(&f.ty))
+            .collect();
+        let dirty_words = def.fields().len().div_ceil(64);
+        Self {
+            def,
+            sparse: Vec::new(),
+            ids: Vec::new(),
+            slots: Vec::new(),
+            columns,
+            added: Vec::new(),
+            changed: Vec::new(),
+            dirty: Vec::new(),
+            dirty_words,
+            dirty_rows: Vec::new(),
+            structural: 0,
+            removals: BoundedJournal::new(REMOVAL_LOG_CAPACITY),
+            refs: HashMap::new(),
+        }
+    }
+
+    /// The component's id.
+    pub fn id(&self) -> ComponentId {
+        self.def.id
+    }
+
+    /// The installed definition.
+    pub fn def(&self) -> &InstalledDef {
+        &self.def
+    }
+
+    /// How many rows.
+    pub fn len(&self) -> usize {
+        self.ids.len()
+    }
+
+    /// Whether the set has no rows.
+    pub fn is_empty(&self) -> bool {
+        self.ids.is_empty()
+    }
+
+    /// The row of an instance, if it holds the component. The row's id is checked, so an
+    /// instance that took over a reused slot never resolves to its predecessor's row.
+    pub fn row_of(&self, at: InstanceRef) -> Option<usize> {
+        let row = *self.sparse.get(at.slot.index())?;
+        if row == ABSENT {
+            return None;
+        }
+        let row = row as usize;
+        (self.ids.get(row) == Some(&at.id)).then_some(row)
+    }
+
+    /// Whether an instance holds the component.
+    pub fn contains(&self, at: InstanceRef) -> bool {
+        self.row_of(at).is_some()
+    }
+
+    /// The instances holding the component, by row.
+    pub fn ids(&self) -> &[InstanceId] {
+        &self.ids
+    }
+
+    /// Their slots, by row.
+    pub fn slots(&self) -> &[Slot] {
+        &self.slots
+    }
+
+    /// The tick each row was added at.
+    pub fn added_ticks(&self) -> &[Tick] {
+        &self.added
+    }
+
+    /// The tick each row last changed at (its add counts as a change).
+    pub fn changed_ticks(&self) -> &[Tick] {
+        &self.changed
+    }
+
+    /// The set's structural revision: advances on every add, remove and replacement of rows.
+    pub fn structural_revision(&self) -> u64 {
+        self.structural
+    }
+
+    /// A field's column (raw access for tight loops).
+    pub fn column(&self, field: FieldId) -> Option<&Column> {
+        self.columns.get(field.index())
+    }
+
+    /// A field's values as a typed slice, indexed by row.
+    pub fn values<T: Scalar>(&self, field: FieldId) -> Option<&[T]> {
+        T::slice(self.column(field)?)
+    }
+
+    /// The value of one field at one row.
+    pub fn value(&self, row: usize, field: FieldId) -> Option<Value> {
+        self.column(field)?.get(row)
+    }
+
+    /// The fields of a row changed since the dirty state was last taken.
+    pub fn dirty_mask(&self, row: usize) -> FieldMask {
+        let start = row * self.dirty_words;
+        FieldMask(
+            self.dirty
+                .get(start..start + self.dirty_words)
+                .map(<[u64]>::to_vec)
+                .unwrap_or_default(),
+        )
+    }
+
+    /// The removal log.
+    pub fn removal_log(&self) -> &BoundedJournal<Removal> {
+        &self.removals
+    }
+
+    /// The references this set holds to `target`, one entry per reference.
+    pub fn references_to(&self, target: InstanceId) -> &[RefEntry] {
+        self.refs.get(&target).map_or(&[], Vec::as_slice)
+    }
+
+    /// How many distinct targets this set references.
+    pub fn referenced_targets(&self) -> usize {
+        self.refs.len()
+    }
+
+    // ----- Structural edits (called by the store, which keeps ticks and events). -----
+
+    /// Appends a row of validated values for an instance whose slot holds no row.
+    pub(crate) fn push_row(&mut self, at: InstanceRef, values: Vec<Value>, tick: Tick) -> usize {
+        let row = self.ids.len();
+        let slot = at.slot.index();
+        if self.sparse.len() <= slot {
+            self.sparse.resize(slot + 1, ABSENT);
+        }
+        self.sparse[slot] = row as u32;
+        self.ids.push(at.id);
+        self.slots.push(at.slot);
+        for (column, value) in self.columns.iter_mut().zip(values) {
+            column.push(value);
+        }
+        self.added.push(tick);
+        self.changed.push(tick);
+        self.dirty.resize(self.dirty.len() + self.dirty_words, 0);
+        self.index_row(row);
+        self.structural += 1;
+        row
+    }
+
+    /// Swap-removes a row, logging the removal. Returns the removed values.
+    pub(crate) fn swap_remove_row(&mut self, row: usize, tick: Tick) -> (InstanceId, Vec<Value>) {
+        self.unindex_row(row);
+        let id = self.ids[row];
+        let slot = self.slots[row];
+        let last = self.ids.len() - 1;
+        let values = self
+            .columns
+            .iter_mut()
+            .map(|c| c.swap_remove(row))
+            .collect();
+        self.ids.swap_remove(row);
+        self.slots.swap_remove(row);
+        self.added.swap_remove(row);
+        self.changed.swap_remove(row);
+        let w = self.dirty_words;
+        if w > 0 {
+            self.dirty.copy_within(last * w..(last + 1) * w, row * w);
+            self.dirty.truncate(last * w);
+        }
+        // The moved row's position first, then the removed slot's absence: when the removed row
+        // was the last, both writes hit the same entry and it must end absent.
+        if row < self.slots.len() {
+            self.sparse[self.slots[row].index()] = row as u32;
+        }
+        self.sparse[slot.index()] = ABSENT;
+        self.removals.push(Removal { id, tick });
+        self.structural += 1;
+        (id, values)
+    }
+
+    /// Writes a conforming value, keeping the reverse index exact. Returns whether it changed.
+    pub(crate) fn write(&mut self, row: usize, field: FieldId, value: Value, tick: Tick) -> bool {
+        let references = self.def.reference_fields.contains(&field);
+        if references {
+            self.unindex_field(row, field);
+        }
+        let changed = self.columns[field.index()].replace(row, value);
+        if references {
+            self.index_field(row, field);
+        }
+        if changed {
+            self.mark_changed(row, field, tick);
+        }
+        changed
+    }
+
+    /// Stores a conforming value in a row being initialised: keeps the reverse index exact,
+    /// takes no tick and marks nothing dirty.
+    pub(crate) fn init_field(&mut self, row: usize, field: FieldId, value: Value) {
+        let references = self.def.reference_fields.contains(&field);
+        if references {
+            self.unindex_field(row, field);
+        }
+        self.columns[field.index()].replace(row, value);
+        if references {
+            self.index_field(row, field);
+        }
+    }
+
+    /// Records a change of one field of a row.
+    pub(crate) fn mark_changed(&mut self, row: usize, field: FieldId, tick: Tick) {
+        self.changed[row] = tick;
+        let w = self.dirty_words;
+        let words = &mut self.dirty[row * w..(row + 1) * w];
+        if words.iter().all(|x| *x == 0) {
+            self.dirty_rows.push(InstanceRef::new(self.ids[row], self.slots[row]));
+        }
+        words[field.index() / 64] |= 1 << (field.index() % 64);
+    }
+
+    /// Typed mutable column access for the store's typed writer.
+    pub(crate) fn typed_mut<T: Scalar>(&mut self, field: FieldId) -> Option<&mut [T]> {
+        T::slice_mut(self.columns.get_mut(field.index())?)
+    }
+
+    pub(crate) fn index_row(&mut self, row: usize) {
+        for i in 0..self.def.reference_fields.len() {
+            let field = self.def.reference_fields[i];
+            self.index_field(row, field);
+        }
+    }
+
+    pub(crate) fn unindex_row(&mut self, row: usize) {
+        for i in 0..self.def.reference_fields.len() {
+            let field = self.def.reference_fields[i];
+            self.unindex_field(row, field);
+        }
+    }
+
+    pub(crate) fn index_row_field(&mut self, row: usize, field: FieldId) {
+        self.index_field(row, field);
+    }
+
+    pub(crate) fn unindex_row_field(&mut self, row: usize, field: FieldId) {
+        self.unindex_field(row, field);
+    }
+
+    fn index_field(&mut self, row: usize, field: FieldId) {
+        let entry = RefEntry {
+            holder: self.ids[row],
+            holder_slot: self.slots[row],
+            field,
+        };
+        let refs = &mut self.refs;
+        for_each_reference(&self.columns[field.index()], row, |target| {
+            refs.entry(target).or_default().push(entry);
+        });
+    }
+
+    fn unindex_field(&mut self, row: usize, field: FieldId) {
+        let entry = RefEntry {
+            holder: self.ids[row],
+            holder_slot: self.slots[row],
+            field,
+        };
+        let refs = &mut self.refs;
+        for_each_reference(&self.columns[field.index()], row, |target| {
+            if let Some(entries) = refs.get_mut(&target) {
+                if let Some(i) = entries.iter().position(|e| *e == entry) {
+                    entries.swap_remove(i);
+                }
+                if entries.is_empty() {
+                    refs.remove(&target);
+                }
+            }
+        });
+    }
+
+    /// Rebuilds the sparse array and reverse index from the dense arrays.
+    pub(crate) fn rebuild_indexes(&mut self) {
+        self.refs.clear();
+        for row in 0..self.ids.len() {
+            let slot = self.slots[row].index();
+            if self.sparse.len() <= slot {
+                self.sparse.resize(slot + 1, ABSENT);
+            }
+            self.sparse[slot] = row as u32;
+            self.index_row(row);
+        }
+    }
+}
+
+/// Visits the references one field of one row holds.
+fn for_each_reference(column: &Column, row: usize, mut f: impl FnMut(InstanceId)) {
+    match column {
+        Column::Reference(values) => {
+            if let Some(target) = values[row] {
+                f(target);
+            }
+        }
+        Column::List(values) => {
+            for element in values[row].as_slice() {
+                element.for_each_reference(&mut f);
+            }
+        }
+        Column::Value(values) => values[row].for_each_reference(&mut f),
+        _ => {}
+    }
+}

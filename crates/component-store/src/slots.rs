@@ -1,0 +1,141 @@
+//! Snapshot slots: reusable buffers a set is saved into and loaded back from (rollback netcode
+//! saves every frame).
+//!
+//! Invariant: saving copies exactly the live rows, reusing the slot's allocations, so its cost
+//! is bounded by the live count, never by the set's capacity or history. Loading first clears
+//! the sparse entries of the rows live now, while the dense slots still say which they are, then
+//! overwrites the dense arrays, then rebuilds sparse and the reverse index from the restored
+//! dense arrays: the other order would leave stale positions that resolve to the wrong row.
+
+use hashbrown::HashSet;
+use strata_arena::{InstanceId, Slot};
+
+use crate::column::Column;
+use crate::def::ComponentId;
+use crate::error::StoreError;
+use crate::set::{ABSENT, InstanceRef, Removal, Tick};
+use crate::store::Store;
+
+/// A reusable copy of one set's rows.
+#[derive(Clone, Debug, Default)]
+pub struct SetSlot {
+    component: Option<ComponentId>,
+    allocation: u64,
+    ids: Vec<InstanceId>,
+    slots: Vec<Slot>,
+    columns: Vec<Column>,
+    added: Vec<Tick>,
+    changed: Vec<Tick>,
+}
+
+impl SetSlot {
+    /// An empty slot.
+    pub fn new() -> Self {
+        Self::default()
+    }
+
+    /// How many rows the slot holds.
+    pub fn len(&self) -> usize {
+        self.ids.len()
+    }
+
+    /// Whether the slot holds no rows.
+    pub fn is_empty(&self) -> bool {
+        self.ids.is_empty()
+    }
+
+    /// The component the slot was saved from.
+    pub fn component(&self) -> Option<ComponentId> {
+        self.component
+    }
+
+    /// The capacity the slot's buffers have grown to (rows).
+    pub fn capacity(&self) -> usize {
+        self.ids.capacity()
+    }
+}
+
+impl Store {
+    /// Copies a set's live rows into `slot`, growing it if it is short and reusing its buffers
+    /// otherwise. The set itself is not touched.
+    pub fn save_into(&self, component: ComponentId, slot: &mut SetSlot) -> Result<(), StoreError> {
+        let set = self.set(component)?;
+        let len = set.len();
+        slot.component = Some(component);
+        slot.allocation = set.def().allocation();
+        slot.ids.clear();
+        slot.ids.extend_from_slice(&set.ids);
+        slot.slots.clear();
+        slot.slots.extend_from_slice(&set.slots);
+        slot.added.clear();
+        slot.added.extend_from_slice(&set.added);
+        slot.changed.clear();
+        slot.changed.extend_from_slice(&set.changed);
+        if slot.columns.len() != set.columns.len() {
+            slot.columns = set
+                .columns
+                .iter()
+                .map(|c| {
+                    let mut empty = c.clone();
+                    empty.truncate(0);
+                    empty
+                })
+                .collect();
+        }
+        for (dest, source) in slot.columns.iter_mut().zip(&set.columns) {
+            dest.copy_from(source, len);
+        }
+        Ok(())
+    }
+
+    /// Puts a set back to what `slot` saved. Instances that held the component and do not in
+    /// the slot are logged as removals; every restored row counts as changed now, and rows of
+    /// instances that did not hold the component before count as added now.
+    pub fn load_from(&mut self, component: ComponentId, slot: &SetSlot) -> Result<(), StoreError> {
+        let set = self.set(component)?;
+        if slot.component != Some(component) || slot.allocation != set.def().allocation() {
+            return Err(StoreError::SlotMismatch {
+                expected: component,
+                found: slot.component,
+            });
+        }
+        let tick = Tick(self.tick().0 + 1);
+        let set = self.set_mut(component)?;
+        let before: Vec<(InstanceId, Slot)> = set
+            .ids
+            .iter()
+            .copied()
+            .zip(set.slots.iter().copied())
+            .collect();
+        // Clear the sparse entries of the rows live now, while dense still names them.
+        for (_, slot_of_row) in &before {
+            set.sparse[slot_of_row.index()] = ABSENT;
+        }
+        set.ids.clone_from(&slot.ids);
+        set.slots.clone_from(&slot.slots);
+        for (dest, source) in set.columns.iter_mut().zip(&slot.columns) {
+            dest.copy_from(source, slot.ids.len());
+        }
+        let previously: HashSet<InstanceId> = before.iter().map(|(id, _)| *id).collect();
+        set.added.clone_from(&slot.added);
+        for (row, id) in set.ids.iter().enumerate() {
+            if !previously.contains(id) {
+                set.added[row] = tick;
+            }
+        }
+        set.changed.clear();
+        set.changed.resize(set.ids.len(), tick);
+        set.dirty.clear();
+        set.dirty.resize(set.ids.len() * set.dirty_words, 0);
+        set.dirty_rows.clear();
+        set.rebuild_indexes();
+        for (id, slot_of_row) in before {
+            if set.row_of(InstanceRef::new(id, slot_of_row)).is_none() {
+                set.removals.push(Removal { id, tick });
+            }
+        }
+        set.structural += 1;
+        self.advance_tick_to(tick);
+        Ok(())
+    }
+}

@@ -1,0 +1,862 @@
+//! `Store`: the component sets of one world, their definitions by name, the mutation tick,
+//! observer events, orphans, and the destruction and reclamation hooks the arena's owner calls.
+//!
+//! Invariant: sets are shared with snapshots behind `Arc` and copied on their first write after
+//! a snapshot, so a snapshot never changes. The tick advances once per actual change (an add, a
+//! removal, a write that stores a different value) and never for an equal write. A store and each
+//! of its snapshots have distinct `StoreId`s, so a cache keyed by store identity never mistakes
+//! one for the other. The store never calls into the arena: the arena's owner reports
+//! destruction (`on_destroyed`) and reclamation (`on_reclaimed`).
+
+use std::sync::Arc;
+use std::sync::atomic::{AtomicU64, Ordering};
+
+use hashbrown::{HashMap, HashSet};
+use strata_arena::{ClassId, ClassRegistry, Doomed, InstanceId};
+
+use crate::column::Scalar;
+use crate::def::{ComponentDef, ComponentId, FieldId, InstalledDef, RefPolicy};
+use crate::error::StoreError;
+use crate::orphan::{OrphanRecord, Orphans};
+use crate::set::{ComponentSet, FieldMask, InstanceRef, Tick};
+use crate::value::Value;
+
+static NEXT_STORE_ID: AtomicU64 = AtomicU64::new(1);
+
+/// The identity of one store value. Snapshots get their own.
+#[derive(Clone, Copy, PartialEq, Eq, Hash, Debug)]
+pub struct StoreId(u64);
+
+impl StoreId {
+    fn fresh() -> Self {
+        Self(NEXT_STORE_ID.fetch_add(1, Ordering::Relaxed))
+    }
+}
+
+/// A change queued for an observed component.
+#[derive(Clone, Debug, PartialEq)]
+pub enum StoreEvent {
+    /// The instance gained the component.
+    Added {
+        /// The instance.
+        id: InstanceId,
+        /// The component.
+        component: ComponentId,
+    },
+    /// The instance lost the component.
+    Removed {
+        /// The instance.
+        id: InstanceId,
+        /// The component.
+        component: ComponentId,
+    },
+    /// A field changed value.
+    Changed {
+        /// The instance.
+        id: InstanceId,
+        /// The component.
+        component: ComponentId,
+        /// The field.
+        field: FieldId,
+    },
+}
+
+/// What the store did when told of a destruction.
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct DestroyOutcome {
+    /// Rows removed: the destroyed instances' own, then those removed by `RemoveComponent`
+    /// policies and their dependents.
+    pub removed: Vec<(InstanceId, ComponentId)>,
+    /// References cleared by `Clear` policies: holder, component, field.
+    pub cleared: Vec<(InstanceId, ComponentId, FieldId)>,
+    /// Holders a `DestroyHolder` policy asks the arena's owner to destroy (not already being
+    /// destroyed), in the order found, without duplicates.
+    pub destroy: Vec<InstanceId>,
+}
+
+/// The component sets of one world.
+#[derive(Debug)]
+pub struct Store {
+    id: StoreId,
+    sets: Vec<Option<Arc<ComponentSet>>>,
+    names: HashMap<Arc<str>, ComponentId>,
+    name_revision: u64,
+    allocations: u64,
+    tick: Tick,
+    orphans: Arc<Orphans>,
+    events: Vec<StoreEvent>,
+}
+
+impl Default for Store {
+    fn default() -> Self {
+        Self::new()
+    }
+}
+
+impl Store {
+    /// An empty store.
+    pub fn new() -> Self {
+        Self {
+            id: StoreId::fresh(),
+            sets: Vec::new(),
+            names: HashMap::new(),
+            name_revision: 0,
+            allocations: 0,
+            tick: Tick(0),
+            orphans: Arc::default(),
+            events: Vec::new(),
+        }
+    }
+
+    /// This store value's identity.
+    pub fn id(&self) -> StoreId {
+        self.id
+    }
+
+    /// The mutation tick: the tick of the latest change.
+    pub fn tick(&self) -> Tick {
+        self.tick
+    }
+
+    /// Advances whenever the name → component mapping changes.
+    pub fn name_revision(&self) -> u64 {
+        self.name_revision
+    }
+
+    /// A copy sharing every set; the first write to a set afterwards copies that set only.
+    /// The copy has a new identity and no pending events.
+    pub fn snapshot(&self) -> Store {
+        Store {
+            id: StoreId::fresh(),
+            sets: self.sets.clone(),
+            names: self.names.clone(),
+            name_revision: self.name_revision,
+            allocations: self.allocations,
+            tick: self.tick,
+            orphans: self.orphans.clone(),
+            events: Vec::new(),
+        }
+    }
+
+    /// Whether the two stores share the set of `component` (neither has written it since one
+    /// was snapshotted from the other).
+    pub fn shares_set_with(&self, other: &Store, component: ComponentId) -> bool {
+        match (self.slot_set(component), other.slot_set(component)) {
+            (Some(a), Some(b)) => Arc::ptr_eq(a, b),
+            _ => false,
+        }
+    }
+
+    // ----- Definitions. -----
+
+    /// Installs a definition; class names are resolved against `classes`.
+    pub fn install(
+        &mut self,
+        def: ComponentDef,
+        classes: &ClassRegistry,
+    ) -> Result<ComponentId, StoreError> {
+        if self.names.contains_key(&*def.name) {
+            return Err(StoreError::DuplicateComponent(def.name.to_string()));
+        }
+        let id = ComponentId(u32::try_from(self.sets.len()).map_err(|_| {
+            StoreError::InvalidDefinition {
+                component: def.name.to_string(),
+                reason: "too many components".into(),
+            }
+        })?);
+        let installed = InstalledDef::validate(def, id, self.allocations + 1, classes)?;
+        self.allocations += 1;
+        self.names.insert(installed.def.name.clone(), id);
+        self.name_revision += 1;
+        self.sets
+            .push(Some(Arc::new(ComponentSet::new(Arc::new(installed)))));
+        Ok(id)
+    }
+
+    /// Replaces a component's definition, keeping its id: the set is rebuilt from `rows` (values
+    /// in the new definition's field order, for instances whose class it allows), its
+    /// structural revision advances, its removal log carries over and records every instance that
+    /// had a row and has none now. Used by schema adoption.
+    pub fn redefine(
+        &mut self,
+        component: ComponentId,
+        def: ComponentDef,
+        classes: &ClassRegistry,
+        rows: Vec<(InstanceRef, Vec<Value>)>,
+    ) -> Result<(), StoreError> {
+        let old = self
+            .slot_set(component)
+            .cloned()
+            .ok_or(StoreError::UnknownComponent(component))?;
+        let renamed = *old.def.def.name != *def.name;
+        if renamed && self.names.contains_key(&*def.name) {
+            return Err(StoreError::DuplicateComponent(def.name.to_string()));
+        }
+        let installed = InstalledDef::validate(def, component, self.allocations + 1, classes)?;
+        for (_, values) in &rows {
+            check_row(&installed, values)?;
+        }
+        let mut seen = HashSet::with_capacity(rows.len());
+        if rows.iter().any(|(at, _)| !seen.insert(at.slot)) {
+            return Err(StoreError::InvalidDefinition {
+                component: installed.def.name.to_string(),
+                reason: "two rows for one slot".into(),
+            });
+        }
+        let old_name = old.def.def.name.clone();
+        let mut set = ComponentSet::new(Arc::new(installed));
+        set.removals = old.removals.clone();
+        set.structural = old.structural + 1;
+        let kept: HashSet<InstanceId> = rows.iter().map(|(at, _)| at.id).collect();
+        let lost: Vec<InstanceId> = old
+            .ids
+            .iter()
+            .filter(|id| !kept.contains(*id))
+            .copied()
+            .collect();
+        self.allocations += 1;
+        self.tick.0 += 1;
+        let tick = self.tick;
+        for id in lost {
+            set.removals.push(crate::set::Removal { id, tick });
+        }
+        for (at, values) in rows {
+            set.push_row(at, values, tick);
+        }
+        set.structural = old.structural + 1;
+        if renamed {
+            self.names.remove(&old_name);
+            self.names.insert(set.def.def.name.clone(), component);
+            self.name_revision += 1;
+        }
+        self.sets[component.index()] = Some(Arc::new(set));
+        Ok(())
+    }
+
+    /// Removes a component's definition and returns its rows with named field values (for the
+    /// caller to keep as orphans). The id is never reused.
+    pub fn uninstall(
+        &mut self,
+        component: ComponentId,
+    ) -> Result<Vec<(InstanceRef, OrphanRecord)>, StoreError> {
+        let set = self.set(component)?.clone();
+        let records = (0..set.len())
+            .map(|row| {
+                let at = InstanceRef::new(set.ids[row], set.slots[row]);
+                (at, OrphanRecord::from_row(&set, row))
+            })
+            .collect();
+        self.names.remove(&*set.def.def.name);
+        self.name_revision += 1;
+        self.sets[component.index()] = None;
+        Ok(records)
+    }
+
+    /// The component installed under a name.
+    pub fn component(&self, name: &str) -> Option<ComponentId> {
+        self.names.get(name).copied()
+    }
+
+    /// The installed components, in id order.
+    pub fn components(&self) -> impl Iterator<Item = &ComponentSet> + '_ {
+        self.sets.iter().filter_map(|s| s.as_deref())
+    }
+
+    /// A component's set.
+    pub fn set(&self, component: ComponentId) -> Result<&ComponentSet, StoreError> {
+        self.slot_set(component)
+            .map(|s| &**s)
+            .ok_or(StoreError::UnknownComponent(component))
+    }
+
+    /// A component's installed definition.
+    pub fn def(&self, component: ComponentId) -> Result<&InstalledDef, StoreError> {
+        Ok(&self.set(component)?.def)
+    }
+
+    /// A field's id by name.
+    pub fn field(&self, component: ComponentId, name: &str) -> Result<FieldId, StoreError> {
+        let def = self.def(component)?;
+        def.field_id(name).ok_or_else(|| StoreError::UnknownField {
+            component: def.name().to_owned(),
+            field: name.to_owned(),
+        })
+    }
+
+    fn slot_set(&self, component: ComponentId) -> Option<&Arc<ComponentSet>> {
+        self.sets.get(component.index())?.as_ref()
+    }
+
+    pub(crate) fn set_mut(
+        &mut self,
+        component: ComponentId,
+    ) -> Result<&mut ComponentSet, StoreError> {
+        self.sets
+            .get_mut(component.index())
+            .and_then(Option::as_mut)
+            .map(Arc::make_mut)
+            .ok_or(StoreError::UnknownComponent(component))
+    }
+
+    pub(crate) fn advance_tick_to(&mut self, tick: Tick) {
+        self.tick = self.tick.max(tick);
+    }
+
+    pub(crate) fn push_event(&mut self, event: StoreEvent) {
+        self.events.push(event);
+    }
+
+    fn next_tick(&mut self) -> Tick {
+        self.tick.0 += 1;
+        self.tick
+    }
+
+    // ----- Membership. -----
+
+    /// Whether an instance holds a component.
+    pub fn has(&self, at: InstanceRef, component: ComponentId) -> bool {
+        self.slot_set(component).is_some_and(|s| s.contains(at))
+    }
+
+    /// The row an instance holds in a component's set.
+    pub fn row(&self, at: InstanceRef, component: ComponentId) -> Result<usize, StoreError> {
+        self.set(component)?
+            .row_of(at)
+            .ok_or(StoreError::MissingMembership {
+                id: at.id,
+                component,
+            })
+    }
+
+    /// Adds a component to an instance of `class`: fields take the given values, the rest their
+    /// defaults. Every value is checked before anything is stored.
+    pub fn add(
+        &mut self,
+        at: InstanceRef,
+        class: ClassId,
+        component: ComponentId,
+        values: impl IntoIterator<Item = (FieldId, Value)>,
+    ) -> Result<usize, StoreError> {
+        let set = self.set(component)?;
+        let def = &set.def;
+        let mut row_values: Vec<Value> = def.fields().iter().map(|f| f.default.clone()).collect();
+        for (field, value) in values {
+            let slot =
+                row_values
+                    .get_mut(field.index())
+                    .ok_or_else(|| StoreError::FieldOutOfRange {
+                        component: def.name().to_owned(),
+                        field,
+                    })?;
+            check_value(def, field, &value)?;
+            *slot = value;
+        }
+        self.add_row(at, class, component, row_values)
+    }
+
+    /// Adds a component with every field at its default and returns a writer for setting
+    /// fields of the new row without further ticks (the fast path for spawning).
+    pub fn insert(
+        &mut self,
+        at: InstanceRef,
+        class: ClassId,
+        component: ComponentId,
+    ) -> Result<RowInit<'_>, StoreError> {
+        let defaults = self
+            .set(component)?
+            .def
+            .fields()
+            .iter()
+            .map(|f| f.default.clone())
+            .collect();
+        let row = self.add_row(at, class, component, defaults)?;
+        let set = self.set_mut(component)?;
+        Ok(RowInit { set, row })
+    }
+
+    fn add_row(
+        &mut self,
+        at: InstanceRef,
+        class: ClassId,
+        component: ComponentId,
+        values: Vec<Value>,
+    ) -> Result<usize, StoreError> {
+        let set = self.set(component)?;
+        if set.contains(at) {
+            return Err(StoreError::AlreadyPresent {
+                id: at.id,
+                component,
+            });
+        }
+        if !set.def.allows_class(class) {
+            return Err(StoreError::ClassNotAllowed {
+                component: set.def.name().to_owned(),
+                class,
+            });
+        }
+        let observed = set.def.def.observed;
+        // A row left at this slot by an instance the store was never told had been destroyed
+        // cannot be live: the slot now belongs to `at`. Evict it first.
+        let stale = set
+            .sparse
+            .get(at.slot.index())
+            .is_some_and(|r| *r != crate::set::ABSENT);
+        let tick = self.next_tick();
+        let set = self.set_mut(component)?;
+        if stale {
+            let row = set.sparse[at.slot.index()] as usize;
+            set.swap_remove_row(row, tick);
+        }
+        let row = set.push_row(at, values, tick);
+        if observed {
+            self.events.push(StoreEvent::Added {
+                id: at.id,
+                component,
+            });
+        }
+        Ok(row)
+    }
+
+    /// Removes a component from an instance, together with every component of the instance
+    /// that requires it (transitively). Returns `false` when the instance did not hold it.
+    pub fn remove(&mut self, at: InstanceRef, component: ComponentId) -> Result<bool, StoreError> {
+        if !self.set(component)?.contains(at) {
+            return Ok(false);
+        }
+        let mut removed = Vec::new();
+        self.remove_with_dependents(at, component, &mut removed);
+        Ok(true)
+    }
+
+    fn remove_with_dependents(
+        &mut self,
+        at: InstanceRef,
+        component: ComponentId,
+        removed: &mut Vec<(InstanceId, ComponentId)>,
+    ) {
+        let mut pending = vec![component];
+        while let Some(current) = pending.pop() {
+            let Ok(set) = self.set(current) else { continue };
+            let Some(row) = set.row_of(at) else { continue };
+            let name = set.def.def.name.clone();
+            let observed = set.def.def.observed;
+            let tick = self.next_tick();
+            if let Ok(set) = self.set_mut(current) {
+                set.swap_remove_row(row, tick);
+            }
+            removed.push((at.id, current));
+            if observed {
+                self.events.push(StoreEvent::Removed {
+                    id: at.id,
+                    component: current,
+                });
+            }
+            for dependent in self.components() {
+                if dependent.def.def.requires.iter().any(|r| **r == *name) && dependent.contains(at)
+                {
+                    pending.push(dependent.id());
+                }
+            }
+        }
+    }
+
+    // ----- Field access. -----
+
+    /// A field's value, typed (no boxing).
+    pub fn get<T: Scalar>(
+        &self,
+        at: InstanceRef,
+        component: ComponentId,
+        field: FieldId,
+    ) -> Result<&T, StoreError> {
+        let set = self.set(component)?;
+        let row = set.row_of(at).ok_or(StoreError::MissingMembership {
+            id: at.id,
+            component,
+        })?;
+        let values = typed_column::<T>(set, field)?;
+        Ok(&values[row])
+    }
+
+    /// A field's value in dynamic form.
+    pub fn get_value(
+        &self,
+        at: InstanceRef,
+        component: ComponentId,
+        field: FieldId,
+    ) -> Result<Value, StoreError> {
+        let set = self.set(component)?;
+        let row = set.row_of(at).ok_or(StoreError::MissingMembership {
+            id: at.id,
+            component,
+        })?;
+        set.value(row, field)
+            .ok_or_else(|| StoreError::FieldOutOfRange {
+                component: set.def.name().to_owned(),
+                field,
+            })
+    }
+
+    /// Writes a field, typed. An equal value changes nothing and returns `false`.
+    pub fn write<T: Scalar>(
+        &mut self,
+        at: InstanceRef,
+        component: ComponentId,
+        field: FieldId,
+        value: T,
+    ) -> Result<bool, StoreError> {
+        let set = self.set(component)?;
+        let row = set.row_of(at).ok_or(StoreError::MissingMembership {
+            id: at.id,
+            component,
+        })?;
+        let current = &typed_column::<T>(set, field)?[row];
+        if *current == value {
+            return Ok(false);
+        }
+        if set.def.reference_fields.contains(&field) {
+            return self.write_row(component, row, field, value.into_value());
+        }
+        let observed = set.def.def.observed;
+        let tick = self.next_tick();
+        let set = self.set_mut(component)?;
+        if let Some(values) = set.typed_mut::<T>(field) {
+            values[row] = value;
+        }
+        set.mark_changed(row, field, tick);
+        if observed {
+            self.events.push(StoreEvent::Changed {
+                id: at.id,
+                component,
+                field,
+            });
+        }
+        Ok(true)
+    }
+
+    /// Writes a field in dynamic form. An equal value changes nothing and returns `false`.
+    pub fn write_value(
+        &mut self,
+        at: InstanceRef,
+        component: ComponentId,
+        field: FieldId,
+        value: Value,
+    ) -> Result<bool, StoreError> {
+        let set = self.set(component)?;
+        let row = set.row_of(at).ok_or(StoreError::MissingMembership {
+            id: at.id,
+            component,
+        })?;
+        check_value(&set.def, field, &value)?;
+        if set.value(row, field).as_ref() == Some(&value) {
+            return Ok(false);
+        }
+        self.write_row(component, row, field, value)
+    }
+
+    /// Writes a checked, different value at a row.
+    pub(crate) fn write_row(
+        &mut self,
+        component: ComponentId,
+        row: usize,
+        field: FieldId,
+        value: Value,
+    ) -> Result<bool, StoreError> {
+        let tick = Tick(self.tick.0 + 1);
+        let set = self.set_mut(component)?;
+        let id = set.ids[row];
+        let observed = set.def.def.observed;
+        if !set.write(row, field, value, tick) {
+            return Ok(false);
+        }
+        self.tick = tick;
+        if observed {
+            self.events.push(StoreEvent::Changed {
+                id,
+                component,
+                field,
+            });
+        }
+        Ok(true)
+    }
+
+    // ----- Events and dirty state. -----
+
+    /// The events queued for observed components since the last call.
+    pub fn drain_events(&mut self) -> Vec<StoreEvent> {
+        std::mem::take(&mut self.events)
+    }
+
+    /// The rows of a component whose fields changed since the last call, with the changed
+    /// fields; clears their masks. Rows removed since are skipped.
+    pub fn take_dirty(
+        &mut self,
+        component: ComponentId,
+    ) -> Result<Vec<(InstanceId, FieldMask)>, StoreError> {
+        if self.set(component)?.dirty_rows.is_empty() {
+            return Ok(Vec::new());
+        }
+        let set = self.set_mut(component)?;
+        let pending = std::mem::take(&mut set.dirty_rows);
+        let w = set.dirty_words;
+        let mut out = Vec::with_capacity(pending.len());
+        for at in pending {
+            let Some(row) = set.row_of(at) else { continue };
+            let mask = set.dirty_mask(row);
+            if mask.is_empty() {
+                continue;
+            }
+            set.dirty[row * w..(row + 1) * w].fill(0);
+            out.push((at.id, mask));
+        }
+        Ok(out)
+    }
+
+    // ----- Orphans. -----
+
+    /// Keeps a saved record whose definition is not installed, for the instance `at`. A record
+    /// for the same component replaces the previous one.
+    pub fn add_orphan(&mut self, at: InstanceRef, record: OrphanRecord) {
+        Arc::make_mut(&mut self.orphans).insert(at, record);
+    }
+
+    /// The orphan records.
+    pub fn orphans(&self) -> &Orphans {
+        &self.orphans
+    }
+
+    /// Removes and returns every orphan record of a component (adoption takes them).
+    pub fn take_orphans(&mut self, component: &str) -> Vec<(InstanceRef, OrphanRecord)> {
+        if !self.orphans.has_component(component) {
+            return Vec::new();
+        }
+        Arc::make_mut(&mut self.orphans).take_component(component)
+    }
+
+    // ----- Destruction and reclamation hooks. -----
+
+    /// The arena destroyed these instances: remove their rows and orphans, then apply the
+    /// destruction policies of every reference to them. Each policy action first checks that
+    /// its holder still holds the component, since an earlier action may have removed it.
+    pub fn on_destroyed(&mut self, doomed: &[Doomed]) -> DestroyOutcome {
+        let mut outcome = DestroyOutcome::default();
+        let doomed_ids: HashSet<InstanceId> = doomed.iter().map(|d| d.id).collect();
+        let components: Vec<ComponentId> = self.components().map(ComponentSet::id).collect();
+        for d in doomed {
+            let at = InstanceRef::new(d.id, d.slot);
+            for &component in &components {
+                if self.has(at, component) {
+                    self.remove_with_dependents(at, component, &mut outcome.removed);
+                }
+            }
+        }
+        if !self.orphans.is_empty() {
+            let orphans = Arc::make_mut(&mut self.orphans);
+            for d in doomed {
+                orphans.remove_instance(d.id);
+            }
+        }
+        let referencing: Vec<ComponentId> = self
+            .components()
+            .filter(|s| !s.refs.is_empty())
+            .map(ComponentSet::id)
+            .collect();
+        let mut destroy_seen = HashSet::new();
+        for d in doomed {
+            for &component in &referencing {
+                let entries: Vec<_> = match self.set(component) {
+                    Ok(set) => set.references_to(d.id).to_vec(),
+                    Err(_) => continue,
+                };
+                for entry in entries {
+                    self.apply_policy(
+                        component,
+                        entry,
+                        d.id,
+                        &doomed_ids,
+                        &mut destroy_seen,
+                        &mut outcome,
+                    );
+                }
+            }
+        }
+        outcome
+    }
+
+    fn apply_policy(
+        &mut self,
+        component: ComponentId,
+        entry: crate::set::RefEntry,
+        target: InstanceId,
+        doomed: &HashSet<InstanceId>,
+        destroy_seen: &mut HashSet<InstanceId>,
+        outcome: &mut DestroyOutcome,
+    ) {
+        let Ok(set) = self.set(component) else { return };
+        let holder = InstanceRef::new(entry.holder, entry.holder_slot);
+        let Some(row) = set.row_of(holder) else {
+            return;
+        };
+        let Some(policy) = set.def.field(entry.field).map(|f| f.on_destroy) else {
+            return;
+        };
+        match policy {
+            RefPolicy::Clear => {
+                let Some(mut value) = set.value(row, entry.field) else {
+                    return;
+                };
+                if clear_target(&mut value, target)
+                    && self
+                        .write_row(component, row, entry.field, value)
+                        .unwrap_or(false)
+                {
+                    outcome.cleared.push((entry.holder, component, entry.field));
+                }
+            }
+            RefPolicy::RemoveComponent => {
+                self.remove_with_dependents(holder, component, &mut outcome.removed);
+            }
+            RefPolicy::DestroyHolder => {
+                if !doomed.contains(&entry.holder) && destroy_seen.insert(entry.holder) {
+                    outcome.destroy.push(entry.holder);
+                }
+            }
+        }
+    }
+
+    /// The arena released these slots. Rows still recorded for them (which only happens when a
+    /// destruction was not reported) are evicted, and their orphans dropped.
+    pub fn on_reclaimed(&mut self, reclaimed: &[Doomed]) {
+        let components: Vec<ComponentId> = self.components().map(ComponentSet::id).collect();
+        for d in reclaimed {
+            let at = InstanceRef::new(d.id, d.slot);
+            for &component in &components {
+                if self.has(at, component) {
+                    let mut removed = Vec::new();
+                    self.remove_with_dependents(at, component, &mut removed);
+                }
+            }
+        }
+        if !self.orphans.is_empty() {
+            let orphans = Arc::make_mut(&mut self.orphans);
+            for d in reclaimed {
+                orphans.remove_instance(d.id);
+            }
+        }
+    }
+}
+
+/// A writer for the fields of a row just added by [`Store::insert`]; its writes are part of the
+/// add and take no ticks of their own.
+pub struct RowInit<'a> {
+    set: &'a mut ComponentSet,
+    row: usize,
+}
+
+impl RowInit<'_> {
+    /// The new row.
+    pub fn row(&self) -> usize {
+        self.row
+    }
+
+    /// Sets a field, typed.
+    pub fn set<T: Scalar>(&mut self, field: FieldId, value: T) -> Result<&mut Self, StoreError> {
+        if self.set.def.reference_fields.contains(&field) {
+            return self.set_value(field, value.into_value());
+        }
+        let row = self.row;
+        typed_column::<T>(self.set, field)?;
+        if let Some(values) = self.set.typed_mut::<T>(field) {
+            values[row] = value;
+        }
+        Ok(self)
+    }
+
+    /// Sets a field in dynamic form.
+    pub fn set_value(&mut self, field: FieldId, value: Value) -> Result<&mut Self, StoreError> {
+        check_value(&self.set.def, field, &value)?;
+        self.set.init_field(self.row, field, value);
+        Ok(self)
+    }
+}
+
+/// The typed column of a field, or why not.
+pub(crate) fn typed_column<T: Scalar>(
+    set: &ComponentSet,
+    field: FieldId,
+) -> Result<&[T], StoreError> {
+    let def = &set.def;
+    let field_def = def
+        .field(field)
+        .ok_or_else(|| StoreError::FieldOutOfRange {
+            component: def.name().to_owned(),
+            field,
+        })?;
+    set.values::<T>(field)
+        .filter(|_| T::matches(&field_def.ty))
+        .ok_or_else(|| StoreError::TypeMismatch {
+            component: def.name().to_owned(),
+            field: field_def.name.to_string(),
+            expected: field_def.ty.name(),
+            found: std::any::type_name::<T>().to_owned(),
+        })
+}
+
+/// Checks a value against a field's type.
+pub(crate) fn check_value(
+    def: &InstalledDef,
+    field: FieldId,
+    value: &Value,
+) -> Result<(), StoreError> {
+    let field_def = def
+        .field(field)
+        .ok_or_else(|| StoreError::FieldOutOfRange {
+            component: def.name().to_owned(),
+            field,
+        })?;
+    if value.conforms(&field_def.ty) {
+        Ok(())
+    } else {
+        Err(StoreError::TypeMismatch {
+            component: def.name().to_owned(),
+            field: field_def.name.to_string(),
+            expected: field_def.ty.name(),
+            found: value.kind_name().to_owned(),
+        })
+    }
+}
+
+/// Checks a whole row of values against a definition.
+pub(crate) fn check_row(def: &InstalledDef, values: &[Value]) -> Result<(), StoreError> {
+    if values.len() != def.fields().len() {
+        return Err(StoreError::InvalidDefinition {
+            component: def.name().to_owned(),
+            reason: format!(
+                "a row has {} values for {} fields",
+                values.len(),
+                def.fields().len()
+            ),
+        });
+    }
+    for (i, value) in values.iter().enumerate() {
+        check_value(def, FieldId(i as u16), value)?;
+    }
+    Ok(())
+}
+
+/// Removes every reference to `target` from a value: list elements that are references to it
+/// are dropped, any other reference to it (nested ones included) becomes `None`. Returns whether
+/// the value changed.
+pub(crate) fn clear_target(value: &mut Value, target: InstanceId) -> bool {
+    let mut changed = false;
+    if let Value::List(list) = value {
+        let before = list.len();
+        if let Some(elements) = list.elements_mut() {
+            elements.retain(|e| !matches!(e, Value::Reference(Some(t)) if *t == target));
+        }
+        list.normalise();
+        changed |= list.len() != before;
+    }
+    changed |= value.rewrite_references(&mut |t| (t != target).then_some(t));
+    changed
+}
