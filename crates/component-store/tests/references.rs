@@ -1,0 +1,249 @@
+//! The reverse reference index and the destruction policies.
+
+#![allow(clippy::unwrap_used, reason = "test fixtures fail loudly on purpose")]
+
+mod common;
+
+use common::World;
+use strata_arena::ClassId;
+use strata_component_store::{ComponentDef, FieldDef, RefEntry, RefPolicy, StoreEvent, Value};
+
+#[test]
+fn the_reverse_index_follows_every_write_add_and_remove() {
+    let mut w = World::new();
+    let aim =
+        w.install(ComponentDef::new("Aim").field(FieldDef::reference("target", RefPolicy::Clear)));
+    let target = w.field(aim, "target");
+    let holder = w.spawn(ClassId::ENTITY);
+    let (t1, t2) = (w.spawn(ClassId::ENTITY), w.spawn(ClassId::ENTITY));
+    let refs = |w: &World, t: strata_arena::InstanceId| {
+        w.store.set(aim).unwrap().references_to(t).to_vec()
+    };
+    let entry = RefEntry {
+        holder: holder.id,
+        holder_slot: holder.slot,
+        field: target,
+    };
+
+    w.store
+        .add(
+            holder,
+            ClassId::ENTITY,
+            aim,
+            [(target, Value::Reference(Some(t1.id)))],
+        )
+        .unwrap();
+    assert_eq!(refs(&w, t1.id), vec![entry]);
+
+    // Replacing a reference moves its entry.
+    w.store.write(holder, aim, target, Some(t2.id)).unwrap();
+    assert!(refs(&w, t1.id).is_empty());
+    assert_eq!(refs(&w, t2.id), vec![entry]);
+    w.store
+        .write_value(holder, aim, target, Value::Reference(None))
+        .unwrap();
+    assert!(refs(&w, t2.id).is_empty());
+    assert_eq!(w.store.set(aim).unwrap().referenced_targets(), 0);
+
+    w.store.write(holder, aim, target, Some(t1.id)).unwrap();
+    w.store.remove(holder, aim).unwrap();
+    assert!(
+        refs(&w, t1.id).is_empty(),
+        "removal drops the holder's entries"
+    );
+}
+
+#[test]
+fn clear_policy_clears_and_notifies_observers() {
+    let mut w = World::new();
+    let aim = w.install(
+        ComponentDef::new("Aim")
+            .field(FieldDef::reference("target", RefPolicy::Clear))
+            .observed(true),
+    );
+    let target = w.field(aim, "target");
+    let (holder, victim) = (w.spawn(ClassId::ENTITY), w.spawn(ClassId::ENTITY));
+    w.store
+        .insert(holder, ClassId::ENTITY, aim)
+        .unwrap()
+        .set(target, Some(victim.id))
+        .unwrap();
+    w.store.drain_events();
+    let outcome = w.destroy(victim.id);
+    assert_eq!(outcome.cleared, vec![(holder.id, aim, target)]);
+    assert_eq!(
+        *w.store.get::<Option<_>>(holder, aim, target).unwrap(),
+        None
+    );
+    assert_eq!(
+        w.store.drain_events(),
+        vec![StoreEvent::Changed {
+            id: holder.id,
+            component: aim,
+            field: target
+        }]
+    );
+    assert!(
+        w.store
+            .set(aim)
+            .unwrap()
+            .references_to(victim.id)
+            .is_empty()
+    );
+}
+
+#[test]
+fn remove_component_policy_removes_dependents_too() {
+    let mut w = World::new();
+    let leash = w.install(
+        ComponentDef::new("Leash").field(FieldDef::reference("owner", RefPolicy::RemoveComponent)),
+    );
+    let walk = w.install(ComponentDef::new("Walk").requires(&["Leash"]));
+    let trick = w.install(ComponentDef::new("Trick").requires(&["Walk"]));
+    let unrelated = w.install(ComponentDef::new("Collar"));
+    let owner_field = w.field(leash, "owner");
+    let (dog, owner) = (w.spawn(ClassId::ENTITY), w.spawn(ClassId::ENTITY));
+    w.store
+        .add(
+            dog,
+            ClassId::ENTITY,
+            leash,
+            [(owner_field, Value::Reference(Some(owner.id)))],
+        )
+        .unwrap();
+    for c in [walk, trick, unrelated] {
+        w.store.add(dog, ClassId::ENTITY, c, []).unwrap();
+    }
+    let outcome = w.destroy(owner.id);
+    assert_eq!(
+        outcome.removed,
+        vec![(dog.id, leash), (dog.id, walk), (dog.id, trick)]
+    );
+    assert!(!w.store.has(dog, leash) && !w.store.has(dog, walk) && !w.store.has(dog, trick));
+    assert!(w.store.has(dog, unrelated));
+    assert!(w.arena.is_live(dog.id));
+}
+
+#[test]
+fn destroy_holder_policy_asks_for_the_holder() {
+    let mut w = World::new();
+    let tether = w.install(
+        ComponentDef::new("Tether").field(FieldDef::reference("anchor", RefPolicy::DestroyHolder)),
+    );
+    let anchor_field = w.field(tether, "anchor");
+    let (balloon, anchor) = (w.spawn(ClassId::ENTITY), w.spawn(ClassId::ENTITY));
+    w.store
+        .add(
+            balloon,
+            ClassId::ENTITY,
+            tether,
+            [(anchor_field, Value::Reference(Some(anchor.id)))],
+        )
+        .unwrap();
+    let destruction = w.arena.destroy(anchor.id).unwrap();
+    let outcome = w.store.on_destroyed(&destruction.doomed);
+    assert_eq!(outcome.destroy, vec![balloon.id]);
+    // The fixture follows the request, as the engine does.
+    let mut w2 = World::new();
+    let tether = w2.install(
+        ComponentDef::new("Tether").field(FieldDef::reference("anchor", RefPolicy::DestroyHolder)),
+    );
+    let (balloon, anchor) = (w2.spawn(ClassId::ENTITY), w2.spawn(ClassId::ENTITY));
+    w2.store
+        .add(
+            balloon,
+            ClassId::ENTITY,
+            tether,
+            [(anchor_field, Value::Reference(Some(anchor.id)))],
+        )
+        .unwrap();
+    w2.destroy(anchor.id);
+    assert!(!w2.arena.is_live(balloon.id));
+    assert!(!w2.store.has(balloon, tether));
+}
+
+#[test]
+fn policies_skip_holders_an_earlier_action_already_removed() {
+    let mut w = World::new();
+    // Two references from one holder to one target: the first (RemoveComponent) removes the
+    // component, so the second (Clear on the same component) must find no holder and do nothing.
+    let pair = w.install(
+        ComponentDef::new("Pair")
+            .field(FieldDef::reference("first", RefPolicy::RemoveComponent))
+            .field(FieldDef::reference("second", RefPolicy::Clear)),
+    );
+    let (first, second) = (w.field(pair, "first"), w.field(pair, "second"));
+    let (holder, target) = (w.spawn(ClassId::ENTITY), w.spawn(ClassId::ENTITY));
+    w.store
+        .add(
+            holder,
+            ClassId::ENTITY,
+            pair,
+            [
+                (first, Value::Reference(Some(target.id))),
+                (second, Value::Reference(Some(target.id))),
+            ],
+        )
+        .unwrap();
+    let outcome = w.destroy(target.id);
+    assert_eq!(outcome.removed, vec![(holder.id, pair)]);
+    assert!(
+        outcome.cleared.is_empty(),
+        "no action on a holder that is gone"
+    );
+
+    // A holder destroyed in the same destruction is skipped by every policy.
+    let keep = w.install(
+        ComponentDef::new("Keep").field(FieldDef::reference("other", RefPolicy::DestroyHolder)),
+    );
+    let other = w.field(keep, "other");
+    let parent = w.arena.create(ClassId::FOLDER, None).unwrap();
+    let child = w.arena.create(ClassId::FOLDER, Some(parent)).unwrap();
+    let child_ref = w.at(child);
+    w.store
+        .add(
+            child_ref,
+            ClassId::FOLDER,
+            keep,
+            [(other, Value::Reference(Some(parent)))],
+        )
+        .unwrap();
+    let outcome = w.destroy(parent);
+    assert!(
+        outcome.destroy.is_empty(),
+        "the holder was destroyed with its target"
+    );
+    assert_eq!(outcome.removed, vec![(child, keep)]);
+}
+
+#[test]
+fn explicit_removal_cascades_to_dependents() {
+    let mut w = World::new();
+    let team = w.install(ComponentDef::new("Team"));
+    let health = w.install(ComponentDef::new("Health").requires(&["Team"]));
+    let e = w.spawn(ClassId::ENTITY);
+    w.store.add(e, ClassId::ENTITY, team, []).unwrap();
+    w.store.add(e, ClassId::ENTITY, health, []).unwrap();
+    assert!(w.store.remove(e, team).unwrap());
+    assert!(!w.store.has(e, health));
+}
+
+#[test]
+fn a_destroyed_holder_loses_its_rows_and_index_entries() {
+    let mut w = World::new();
+    let aim =
+        w.install(ComponentDef::new("Aim").field(FieldDef::reference("target", RefPolicy::Clear)));
+    let target = w.field(aim, "target");
+    let (holder, t) = (w.spawn(ClassId::ENTITY), w.spawn(ClassId::ENTITY));
+    w.store
+        .add(
+            holder,
+            ClassId::ENTITY,
+            aim,
+            [(target, Value::Reference(Some(t.id)))],
+        )
+        .unwrap();
+    let outcome = w.destroy(holder.id);
+    assert_eq!(outcome.removed, vec![(holder.id, aim)]);
+    assert!(w.store.set(aim).unwrap().references_to(t.id).is_empty());
+}

@@ -1,0 +1,300 @@
+//! Sparse membership, dense rows, swap-removal, typed and dynamic access, field types.
+
+#![allow(clippy::unwrap_used, reason = "test fixtures fail loudly on purpose")]
+
+mod common;
+
+use std::collections::BTreeMap;
+use std::sync::Arc;
+
+use common::World;
+use strata_arena::{ClassId, InstanceId, Transform, Vec3};
+use strata_component_store::{
+    ComponentDef, FieldDef, FieldType, InstanceRef, ListValue, MapKey, StoreError, StructField,
+    Value,
+};
+
+fn scores() -> ComponentDef {
+    ComponentDef::new("Score")
+        .field(FieldDef::integer("points", 0))
+        .field(FieldDef::text("label", "none"))
+}
+
+#[test]
+fn removing_the_last_row_leaves_its_slot_absent() {
+    let mut w = World::new();
+    let score = w.install(scores());
+    let a = w.spawn(ClassId::ENTITY);
+    let b = w.spawn(ClassId::ENTITY);
+    w.store.add(a, ClassId::ENTITY, score, []).unwrap();
+    w.store.add(b, ClassId::ENTITY, score, []).unwrap();
+    assert_eq!(w.store.row(b, score).unwrap(), 1);
+    assert!(w.store.remove(b, score).unwrap());
+    assert!(!w.store.has(b, score));
+    assert_eq!(
+        w.store.row(b, score).unwrap_err(),
+        StoreError::MissingMembership {
+            id: b.id,
+            component: score
+        }
+    );
+    assert_eq!(w.store.row(a, score).unwrap(), 0);
+    // Removing the only row as well.
+    assert!(w.store.remove(a, score).unwrap());
+    assert!(w.store.set(score).unwrap().is_empty());
+    assert!(!w.store.has(a, score));
+    assert!(!w.store.remove(a, score).unwrap(), "absent is not an error");
+}
+
+#[test]
+fn swap_remove_moves_the_last_row_and_repairs_its_sparse_entry() {
+    let mut w = World::new();
+    let score = w.install(scores());
+    let points = w.field(score, "points");
+    let members: Vec<InstanceRef> = (0..5).map(|_| w.spawn(ClassId::ENTITY)).collect();
+    for (i, m) in members.iter().enumerate() {
+        w.store
+            .add(
+                *m,
+                ClassId::ENTITY,
+                score,
+                [(points, Value::Integer(i as i64))],
+            )
+            .unwrap();
+    }
+    w.store.remove(members[1], score).unwrap();
+    let set = w.store.set(score).unwrap();
+    assert_eq!(
+        set.ids(),
+        &[members[0].id, members[4].id, members[2].id, members[3].id]
+    );
+    assert_eq!(
+        set.row_of(members[4]),
+        Some(1),
+        "the moved row is found at its new position"
+    );
+    assert_eq!(*w.store.get::<i64>(members[4], score, points).unwrap(), 4);
+    for (i, m) in members.iter().enumerate().filter(|(i, _)| *i != 1) {
+        assert_eq!(*w.store.get::<i64>(*m, score, points).unwrap(), i as i64);
+    }
+}
+
+#[test]
+fn a_reused_slot_never_resolves_to_the_previous_instance_s_row() {
+    let mut w = World::new();
+    let score = w.install(scores());
+    let old = w.spawn(ClassId::ENTITY);
+    w.store.add(old, ClassId::ENTITY, score, []).unwrap();
+    // Simulate an owner that never reported the destruction: the row stays behind.
+    w.arena.destroy(old.id).unwrap();
+    w.arena.drain().unwrap();
+    w.arena.drain().unwrap();
+    let new = w.spawn(ClassId::ENTITY);
+    assert_eq!(new.slot, old.slot);
+    assert!(
+        !w.store.has(new, score),
+        "the old row belongs to the old id"
+    );
+    // Adding evicts the stale row rather than colliding with it.
+    w.store.add(new, ClassId::ENTITY, score, []).unwrap();
+    assert!(w.store.has(new, score));
+    assert!(!w.store.has(old, score));
+    assert_eq!(w.store.set(score).unwrap().len(), 1);
+}
+
+#[test]
+fn adds_validate_before_storing() {
+    let mut w = World::new();
+    let score = w.install(scores().classes(&["Part"]));
+    let points = w.field(score, "points");
+    let part = w.spawn(ClassId::PART);
+    let entity = w.spawn(ClassId::ENTITY);
+    let tick = w.store.tick();
+    assert!(matches!(
+        w.store.add(entity, ClassId::ENTITY, score, []),
+        Err(StoreError::ClassNotAllowed { .. })
+    ));
+    assert!(matches!(
+        w.store.add(
+            part,
+            ClassId::PART,
+            score,
+            [(points, Value::Text("x".into()))]
+        ),
+        Err(StoreError::TypeMismatch { .. })
+    ));
+    assert!(matches!(
+        w.store.add(
+            part,
+            ClassId::PART,
+            score,
+            [(
+                strata_component_store::FieldId::from_index(9),
+                Value::Integer(1)
+            )]
+        ),
+        Err(StoreError::FieldOutOfRange { .. })
+    ));
+    assert_eq!(w.store.tick(), tick);
+    assert!(w.store.set(score).unwrap().is_empty());
+    w.store.add(part, ClassId::PART, score, []).unwrap();
+    assert!(matches!(
+        w.store.add(part, ClassId::PART, score, []),
+        Err(StoreError::AlreadyPresent { .. })
+    ));
+}
+
+#[test]
+fn every_field_type_has_a_column_and_a_default() {
+    let mut w = World::new();
+    let kitchen = w.install(
+        ComponentDef::new("Kitchen")
+            .field(FieldDef::number("n", 1.5))
+            .field(FieldDef::integer("i", -3))
+            .field(FieldDef::boolean("b", true))
+            .field(FieldDef::text("t", "hi"))
+            .field(FieldDef::enumeration("e", &["Calm", "Angry"], "Angry"))
+            .field(FieldDef::vector("v", Vec3::new(1.0, 2.0, 3.0)))
+            .field(FieldDef::transform(
+                "x",
+                Transform::from_position(Vec3::ONE),
+            ))
+            .field(FieldDef::reference("r", Default::default()))
+            .field(FieldDef::list("l", FieldType::Vector))
+            .field(FieldDef::map("m", FieldType::Text, FieldType::Integer))
+            .field(FieldDef::structure(
+                "s",
+                vec![StructField {
+                    name: "a".into(),
+                    ty: FieldType::Number,
+                    default: Value::Number(2.0),
+                }],
+            ))
+            .field(FieldDef::optional("o", FieldType::Number))
+            .field(FieldDef::buffer("buf")),
+    );
+    let e = w.spawn(ClassId::ENTITY);
+    w.store.add(e, ClassId::ENTITY, kitchen, []).unwrap();
+    let get = |name: &str| {
+        w.store
+            .get_value(e, kitchen, w.field(kitchen, name))
+            .unwrap()
+    };
+    assert_eq!(get("n"), Value::Number(1.5));
+    assert_eq!(get("i"), Value::Integer(-3));
+    assert_eq!(get("b"), Value::Boolean(true));
+    assert_eq!(get("t"), Value::Text("hi".into()));
+    assert_eq!(get("e"), Value::Enum(1));
+    assert_eq!(get("v"), Value::Vector(Vec3::new(1.0, 2.0, 3.0)));
+    assert_eq!(
+        get("x"),
+        Value::Transform(Box::new(Transform::from_position(Vec3::ONE)))
+    );
+    assert_eq!(get("r"), Value::Reference(None));
+    assert_eq!(get("l"), Value::List(ListValue::EMPTY));
+    assert_eq!(get("m"), Value::Map(Arc::default()));
+    assert_eq!(get("s"), Value::Struct(vec![Value::Number(2.0)].into()));
+    assert_eq!(get("o"), Value::Optional(None));
+    assert_eq!(get("buf"), Value::Buffer(Arc::from(Vec::new())));
+
+    // Typed access without boxing for the primitive kinds.
+    assert_eq!(
+        *w.store
+            .get::<f64>(e, kitchen, w.field(kitchen, "n"))
+            .unwrap(),
+        1.5
+    );
+    assert_eq!(
+        *w.store
+            .get::<u32>(e, kitchen, w.field(kitchen, "e"))
+            .unwrap(),
+        1
+    );
+    assert_eq!(
+        w.store
+            .get::<Vec3>(e, kitchen, w.field(kitchen, "v"))
+            .unwrap()
+            .z,
+        3.0
+    );
+    assert!(matches!(
+        w.store.get::<i64>(e, kitchen, w.field(kitchen, "n")),
+        Err(StoreError::TypeMismatch { .. })
+    ));
+
+    // Compound values are checked deeply.
+    let map_field = w.field(kitchen, "m");
+    let good: BTreeMap<MapKey, Value> = [(MapKey::Text("a".into()), Value::Integer(1))].into();
+    assert!(
+        w.store
+            .write_value(e, kitchen, map_field, Value::Map(Arc::new(good)))
+            .unwrap()
+    );
+    let bad: BTreeMap<MapKey, Value> = [(MapKey::Integer(1), Value::Integer(1))].into();
+    assert!(matches!(
+        w.store
+            .write_value(e, kitchen, map_field, Value::Map(Arc::new(bad))),
+        Err(StoreError::TypeMismatch { .. })
+    ));
+    let enum_field = w.field(kitchen, "e");
+    assert!(
+        w.store
+            .write_value(e, kitchen, enum_field, Value::Enum(2))
+            .is_err(),
+        "no third variant"
+    );
+}
+
+#[test]
+fn malformed_definitions_are_refused() {
+    let mut w = World::new();
+    let classes = w.arena.classes().clone();
+    let refuse = |def: ComponentDef| {
+        let mut store = strata_component_store::Store::new();
+        match store.install(def, &classes) {
+            Err(StoreError::InvalidDefinition { reason, .. }) => reason,
+            other => panic!("expected a refusal, got {other:?}"),
+        }
+    };
+    insta::assert_snapshot!(
+        [
+            refuse(ComponentDef::new("A").field(FieldDef::number("x", 0.0)).field(FieldDef::integer("x", 0))),
+            refuse(ComponentDef::new("A").field(FieldDef::new("x", FieldType::Number, Value::Integer(1)))),
+            refuse(ComponentDef::new("A").field(FieldDef::enumeration("e", &["A"], "B"))),
+            refuse(ComponentDef::new("A").field(FieldDef::map("m", FieldType::Vector, FieldType::Number))),
+            refuse(ComponentDef::new("A").field(FieldDef::number("x", 0.0).on_destroy(strata_component_store::RefPolicy::DestroyHolder))),
+            refuse(ComponentDef::new("A").field(FieldDef::number("x", 0.0).former_names(&["y"])).field(FieldDef::number("y", 0.0))),
+            refuse(ComponentDef::new("A").classes(&["Spaceship"])),
+        ]
+        .join("\n"),
+        @r"
+    field `x` is declared twice
+    field `x`: default integer does not fit type number
+    field `e`: default enum does not fit type enum(A)
+    field `m`: vector cannot be a map key
+    field `x`: a destruction policy needs a reference field
+    former name `y` of `x` is also a current field name
+    unknown class `Spaceship`
+    "
+    );
+    let ok = w.install(scores());
+    assert!(matches!(
+        w.store.install(scores(), w.arena.classes()),
+        Err(StoreError::DuplicateComponent(_))
+    ));
+    assert_eq!(w.store.component("Score"), Some(ok));
+}
+
+#[test]
+fn stale_instance_refs_are_missing_not_someone_else() {
+    let mut w = World::new();
+    let score = w.install(scores());
+    let a = w.spawn(ClassId::ENTITY);
+    w.store.add(a, ClassId::ENTITY, score, []).unwrap();
+    let forged = InstanceRef::new(InstanceId::new(999).unwrap(), a.slot);
+    assert!(!w.store.has(forged, score));
+    assert!(matches!(
+        w.store.get_value(forged, score, w.field(score, "points")),
+        Err(StoreError::MissingMembership { .. })
+    ));
+}
