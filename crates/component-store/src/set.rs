@@ -326,7 +326,8 @@ impl ComponentSet {
         let w = self.dirty_words;
         let words = &mut self.dirty[row * w..(row + 1) * w];
         if words.iter().all(|x| *x == 0) {
-            self.dirty_rows.push(InstanceRef::new(self.ids[row], self.slots[row]));
+            self.dirty_rows
+                .push(InstanceRef::new(self.ids[row], self.slots[row]));
         }
         words[field.index() / 64] |= 1 << (field.index() % 64);
     }

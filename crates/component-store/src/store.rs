@@ -625,6 +625,14 @@ impl Store {
         &self.orphans
     }
 
+    /// Rewrites the references held in orphan records (clone and graft remapping); `map`
+    /// returns the new target, or `None` to clear it.
+    pub fn rewrite_orphan_references(&mut self, map: impl FnMut(InstanceId) -> Option<InstanceId>) {
+        if !self.orphans.is_empty() {
+            Arc::make_mut(&mut self.orphans).rewrite_references(map);
+        }
+    }
+
     /// Removes and returns every orphan record of a component (adoption takes them).
     pub fn take_orphans(&mut self, component: &str) -> Vec<(InstanceRef, OrphanRecord)> {
         if !self.orphans.has_component(component) {

@@ -215,7 +215,10 @@ fn orphans_are_kept_raw_with_visible_references_and_copied_with_rows() {
         ],
     };
     w.store.add_orphan(holder, record.clone());
-    assert_eq!(w.store.orphans().of(holder.id), std::slice::from_ref(&record));
+    assert_eq!(
+        w.store.orphans().of(holder.id),
+        std::slice::from_ref(&record)
+    );
     assert_eq!(w.store.orphans().references(), vec![(holder.id, target.id)]);
     assert!(w.store.orphans().has_component("Legacy"));
 
@@ -240,6 +243,14 @@ fn orphans_are_kept_raw_with_visible_references_and_copied_with_rows() {
     assert_eq!(
         w.store.orphans().of(holder.id)[0].field("foe"),
         Some(&Value::Reference(Some(target.id)))
+    );
+
+    // Reference rewriting reaches orphan records too.
+    w.store
+        .rewrite_orphan_references(|t| (t != other.id).then_some(t));
+    assert_eq!(
+        w.store.orphans().of(copy.id)[0].field("foe"),
+        Some(&Value::Reference(None))
     );
 
     // Adoption takes them; destruction drops them.
