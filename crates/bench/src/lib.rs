@@ -3,10 +3,10 @@
 //! A [`Workload`] names an operation, a size, the library measured and the mechanism it uses,
 //! and a body that drives a [`Bencher`]: setup goes in a closure the bencher calls before
 //! starting the clock, and the routine's output is dropped after stopping it. Each layer
-//! registers its workloads in its own module (see [`arena`]); [`all_workloads`] gathers them,
-//! and the `strata-bench` binary runs each in a child process of its own (see [`cli`]), so
-//! neither its timings nor its peak resident memory carry another workload's allocator or cache
-//! state, and writes JSON and Markdown.
+//! registers its workloads in its own module (see [`arena`] and [`store`]); [`all_workloads`]
+//! gathers them, and the `strata-bench` binary runs each in a child process of its own (see
+//! [`cli`]), so neither its timings nor its peak resident memory carry another workload's
+//! allocator or cache state, and writes JSON and Markdown.
 //!
 //! Invariant: every registered workload has a unique name (whatever its library and size), so
 //! a name selects one workload for a child process and a record in a results file identifies
@@ -30,6 +30,7 @@ pub mod error;
 pub mod harness;
 pub mod report;
 mod rss;
+pub mod store;
 
 pub use error::BenchError;
 pub use harness::{Bencher, STRATA, SampleConfig, Summary, Workload, check_unique_names};
@@ -37,7 +38,9 @@ pub use report::{BenchRecord, Machine, Report};
 
 /// Every registered workload, layer by layer, in run order.
 pub fn all_workloads() -> Vec<Workload> {
-    arena::workloads()
+    let mut workloads = arena::workloads();
+    workloads.extend(store::workloads());
+    workloads
 }
 
 #[cfg(test)]
