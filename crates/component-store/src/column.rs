@@ -164,6 +164,27 @@ impl Column {
         value
     }
 
+    /// Appends a copy of `source`'s row `row` (same kind of column).
+    pub(crate) fn push_from(&mut self, source: &Column, row: usize) {
+        match (self, source) {
+            (Column::Number(d), Column::Number(s)) => d.push(s[row]),
+            (Column::Integer(d), Column::Integer(s)) => d.push(s[row]),
+            (Column::Boolean(d), Column::Boolean(s)) => d.push(s[row]),
+            (Column::Text(d), Column::Text(s)) => d.push(s[row].clone()),
+            (Column::Enum(d), Column::Enum(s)) => d.push(s[row]),
+            (Column::Vector(d), Column::Vector(s)) => d.push(s[row]),
+            (Column::Transform(d), Column::Transform(s)) => d.push(s[row]),
+            (Column::Reference(d), Column::Reference(s)) => d.push(s[row]),
+            (Column::List(d), Column::List(s)) => d.push(s[row].clone()),
+            (Column::Value(d), Column::Value(s)) => d.push(s[row].clone()),
+            (dest, source) => unreachable!(
+                "columns of one field have one kind ({} vs {})",
+                dest.kind(),
+                source.kind()
+            ),
+        }
+    }
+
     /// Shortens the column to `len` rows.
     pub(crate) fn truncate(&mut self, len: usize) {
         each_column!(self, v => v.truncate(len))

@@ -384,6 +384,8 @@ pub struct InstalledDef {
     pub(crate) allowed: Option<Vec<ClassId>>,
     pub(crate) field_index: HashMap<Arc<str>, FieldId>,
     pub(crate) reference_fields: Vec<FieldId>,
+    /// Each field's default as a one-row column, so new rows copy typed values.
+    pub(crate) defaults: Vec<crate::column::Column>,
 }
 
 impl InstalledDef {
@@ -449,6 +451,15 @@ impl InstalledDef {
                     .collect::<Result<Vec<_>, _>>()?,
             ),
         };
+        let defaults = def
+            .fields
+            .iter()
+            .map(|f| {
+                let mut column = crate::column::Column::for_type(&f.ty);
+                column.push(f.default.clone());
+                column
+            })
+            .collect();
         Ok(Self {
             id,
             def,
@@ -456,6 +467,7 @@ impl InstalledDef {
             allowed,
             field_index,
             reference_fields,
+            defaults,
         })
     }
 

@@ -59,6 +59,7 @@ mod error;
 mod handle;
 mod list;
 mod orphan;
+mod refs;
 mod set;
 mod slots;
 mod store;

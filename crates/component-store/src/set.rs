@@ -11,7 +11,6 @@
 
 use std::sync::Arc;
 
-use hashbrown::HashMap;
 use strata_arena::{BoundedJournal, InstanceId, Slot};
 
 use crate::column::{Column, Scalar};
@@ -54,7 +53,7 @@ pub struct Removal {
 }
 
 /// One reference held in a set: the holder and the field holding it.
-#[derive(Clone, Copy, PartialEq, Eq, Debug, Hash)]
+#[derive(Clone, Copy, PartialEq, Eq, Debug, Hash, PartialOrd, Ord)]
 pub struct RefEntry {
     /// The instance holding the reference.
     pub holder: InstanceId,
@@ -107,7 +106,7 @@ pub struct ComponentSet {
     pub(crate) dirty_rows: Vec<InstanceRef>,
     pub(crate) structural: u64,
     pub(crate) removals: BoundedJournal<Removal>,
-    pub(crate) refs: HashMap<InstanceId, Vec<RefEntry>>,
+    pub(crate) refs: crate::refs::RefIndex,
 }
 
 impl ComponentSet {
@@ -131,7 +130,7 @@ impl ComponentSet {
             dirty_rows: Vec::new(),
             structural: 0,
             removals: BoundedJournal::new(REMOVAL_LOG_CAPACITY),
-            refs: HashMap::new(),
+            refs: crate::refs::RefIndex::default(),
         }
     }
 
@@ -227,20 +226,37 @@ impl ComponentSet {
         &self.removals
     }
 
-    /// The references this set holds to `target`, one entry per reference.
-    pub fn references_to(&self, target: InstanceId) -> &[RefEntry] {
-        self.refs.get(&target).map_or(&[], Vec::as_slice)
+    /// The references this set holds to `target`, one entry per reference, sorted by holder
+    /// and field.
+    pub fn references_to(&self, target: InstanceId) -> Vec<RefEntry> {
+        self.refs.entries(target)
     }
 
     /// How many distinct targets this set references.
     pub fn referenced_targets(&self) -> usize {
-        self.refs.len()
+        self.refs.targets()
     }
 
     // ----- Structural edits (called by the store, which keeps ticks and events). -----
 
     /// Appends a row of validated values for an instance whose slot holds no row.
     pub(crate) fn push_row(&mut self, at: InstanceRef, values: Vec<Value>, tick: Tick) -> usize {
+        for (column, value) in self.columns.iter_mut().zip(values) {
+            column.push(value);
+        }
+        self.push_tracking(at, tick)
+    }
+
+    /// Appends a row of default values for an instance whose slot holds no row.
+    pub(crate) fn push_default_row(&mut self, at: InstanceRef, tick: Tick) -> usize {
+        for (column, default) in self.columns.iter_mut().zip(&self.def.defaults) {
+            column.push_from(default, 0);
+        }
+        self.push_tracking(at, tick)
+    }
+
+    /// Appends the tracking entries of a row whose column values were just pushed.
+    fn push_tracking(&mut self, at: InstanceRef, tick: Tick) -> usize {
         let row = self.ids.len();
         let slot = at.slot.index();
         if self.sparse.len() <= slot {
@@ -249,9 +265,6 @@ impl ComponentSet {
         self.sparse[slot] = row as u32;
         self.ids.push(at.id);
         self.slots.push(at.slot);
-        for (column, value) in self.columns.iter_mut().zip(values) {
-            column.push(value);
-        }
         self.added.push(tick);
         self.changed.push(tick);
         self.dirty.resize(self.dirty.len() + self.dirty_words, 0);
@@ -260,17 +273,15 @@ impl ComponentSet {
         row
     }
 
-    /// Swap-removes a row, logging the removal. Returns the removed values.
-    pub(crate) fn swap_remove_row(&mut self, row: usize, tick: Tick) -> (InstanceId, Vec<Value>) {
+    /// Swap-removes a row, logging the removal. Returns the instance that held it.
+    pub(crate) fn swap_remove_row(&mut self, row: usize, tick: Tick) -> InstanceId {
         self.unindex_row(row);
         let id = self.ids[row];
         let slot = self.slots[row];
         let last = self.ids.len() - 1;
-        let values = self
-            .columns
-            .iter_mut()
-            .map(|c| c.swap_remove(row))
-            .collect();
+        for column in &mut self.columns {
+            column.swap_remove(row);
+        }
         self.ids.swap_remove(row);
         self.slots.swap_remove(row);
         self.added.swap_remove(row);
@@ -288,7 +299,7 @@ impl ComponentSet {
         self.sparse[slot.index()] = ABSENT;
         self.removals.push(Removal { id, tick });
         self.structural += 1;
-        (id, values)
+        id
     }
 
     /// Writes a conforming value, keeping the reverse index exact. Returns whether it changed.
@@ -367,7 +378,7 @@ impl ComponentSet {
         };
         let refs = &mut self.refs;
         for_each_reference(&self.columns[field.index()], row, |target| {
-            refs.entry(target).or_default().push(entry);
+            refs.insert(target, entry);
         });
     }
 
@@ -379,14 +390,7 @@ impl ComponentSet {
         };
         let refs = &mut self.refs;
         for_each_reference(&self.columns[field.index()], row, |target| {
-            if let Some(entries) = refs.get_mut(&target) {
-                if let Some(i) = entries.iter().position(|e| *e == entry) {
-                    entries.swap_remove(i);
-                }
-                if entries.is_empty() {
-                    refs.remove(&target);
-                }
-            }
+            refs.remove(target, entry);
         });
     }
 

@@ -2,18 +2,21 @@
 //! saves every frame).
 //!
 //! Invariant: saving copies exactly the live rows, reusing the slot's allocations, so its cost
-//! is bounded by the live count, never by the set's capacity or history. Loading first clears
-//! the sparse entries of the rows live now, while the dense slots still say which they are, then
-//! overwrites the dense arrays, then rebuilds sparse and the reverse index from the restored
-//! dense arrays: the other order would leave stale positions that resolve to the wrong row.
+//! is bounded by the live count, never by the set's capacity or history. Loading first deals with
+//! the sparse entries of the rows live now, while the dense slots still say which they are
+//! (marking them, then clearing them), then overwrites the dense arrays, then rebuilds sparse
+//! and the reverse index from the restored dense arrays: overwriting dense first would lose
+//! track of the old entries and leave stale positions that resolve to the wrong row.
 
-use hashbrown::HashSet;
 use strata_arena::{InstanceId, Slot};
 
 use crate::column::Column;
 use crate::def::ComponentId;
 use crate::error::StoreError;
 use crate::set::{ABSENT, InstanceRef, Removal, Tick};
+
+/// The high bit of a sparse entry marks "held before this load, at the row in the low bits".
+const MARKED: u32 = 1 << 31;
 use crate::store::Store;
 
 /// A reusable copy of one set's rows.
@@ -100,36 +103,45 @@ impl Store {
             });
         }
         let tick = Tick(self.tick().0 + 1);
-        let set = self.set_mut(component)?;
-        let before: Vec<(InstanceId, Slot)> = set
-            .ids
-            .iter()
-            .copied()
-            .zip(set.slots.iter().copied())
-            .collect();
-        // Clear the sparse entries of the rows live now, while dense still names them.
-        for (_, slot_of_row) in &before {
-            set.sparse[slot_of_row.index()] = ABSENT;
+        let (set, _, _) = self.parts_mut(component)?;
+        let before_ids = std::mem::take(&mut set.ids);
+        let before_slots = std::mem::take(&mut set.slots);
+        // Mark the sparse entries of the rows live now with their old row, while the dense slots
+        // still name them; restored rows find their predecessor through the mark.
+        for (row, slot_of_row) in before_slots.iter().enumerate() {
+            set.sparse[slot_of_row.index()] = MARKED | row as u32;
         }
         set.ids.clone_from(&slot.ids);
         set.slots.clone_from(&slot.slots);
         for (dest, source) in set.columns.iter_mut().zip(&slot.columns) {
             dest.copy_from(source, slot.ids.len());
         }
-        let previously: HashSet<InstanceId> = before.iter().map(|(id, _)| *id).collect();
         set.added.clone_from(&slot.added);
-        for (row, id) in set.ids.iter().enumerate() {
-            if !previously.contains(id) {
-                set.added[row] = tick;
-            }
-        }
         set.changed.clear();
         set.changed.resize(set.ids.len(), tick);
         set.dirty.clear();
         set.dirty.resize(set.ids.len() * set.dirty_words, 0);
         set.dirty_rows.clear();
+        for row in 0..set.ids.len() {
+            let entry = set
+                .sparse
+                .get(set.slots[row].index())
+                .copied()
+                .unwrap_or(ABSENT);
+            let held_before = entry != ABSENT
+                && entry & MARKED != 0
+                && before_ids.get((entry & !MARKED) as usize) == Some(&set.ids[row]);
+            if !held_before {
+                set.added[row] = tick;
+            }
+        }
+        // Clear the marks; rebuilding then points every restored slot at its row.
+        for slot_of_row in &before_slots {
+            set.sparse[slot_of_row.index()] = ABSENT;
+        }
         set.rebuild_indexes();
-        for (id, slot_of_row) in before {
+        // Instances that held the component and hold no restored row lost it.
+        for (id, slot_of_row) in before_ids.into_iter().zip(before_slots) {
             if set.row_of(InstanceRef::new(id, slot_of_row)).is_none() {
                 set.removals.push(Removal { id, tick });
             }

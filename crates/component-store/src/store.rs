@@ -85,6 +85,8 @@ pub struct Store {
     tick: Tick,
     orphans: Arc<Orphans>,
     events: Vec<StoreEvent>,
+    /// For each component, the components whose definitions require it (by name).
+    dependents: Vec<Vec<ComponentId>>,
 }
 
 impl Default for Store {
@@ -105,6 +107,7 @@ impl Store {
             tick: Tick(0),
             orphans: Arc::default(),
             events: Vec::new(),
+            dependents: Vec::new(),
         }
     }
 
@@ -135,6 +138,7 @@ impl Store {
             tick: self.tick,
             orphans: self.orphans.clone(),
             events: Vec::new(),
+            dependents: self.dependents.clone(),
         }
     }
 
@@ -170,6 +174,7 @@ impl Store {
         self.name_revision += 1;
         self.sets
             .push(Some(Arc::new(ComponentSet::new(Arc::new(installed)))));
+        self.rebuild_dependents();
         Ok(id)
     }
 
@@ -187,7 +192,7 @@ impl Store {
         let old = self
             .slot_set(component)
             .cloned()
-            .ok_or(StoreError::UnknownComponent(component))?;
+            .ok_or_else(|| StoreError::UnknownComponent(component))?;
         let renamed = *old.def.def.name != *def.name;
         if renamed && self.names.contains_key(&*def.name) {
             return Err(StoreError::DuplicateComponent(def.name.to_string()));
@@ -230,6 +235,7 @@ impl Store {
             self.name_revision += 1;
         }
         self.sets[component.index()] = Some(Arc::new(set));
+        self.rebuild_dependents();
         Ok(())
     }
 
@@ -249,7 +255,21 @@ impl Store {
         self.names.remove(&*set.def.def.name);
         self.name_revision += 1;
         self.sets[component.index()] = None;
+        self.rebuild_dependents();
         Ok(records)
+    }
+
+    /// Recomputes, for every component, which installed components require it.
+    fn rebuild_dependents(&mut self) {
+        let mut dependents = vec![Vec::new(); self.sets.len()];
+        for dependent in self.components() {
+            for required in &dependent.def.def.requires {
+                if let Some(&id) = self.names.get(required) {
+                    dependents[id.index()].push(dependent.id());
+                }
+            }
+        }
+        self.dependents = dependents;
     }
 
     /// The component installed under a name.
@@ -266,7 +286,7 @@ impl Store {
     pub fn set(&self, component: ComponentId) -> Result<&ComponentSet, StoreError> {
         self.slot_set(component)
             .map(|s| &**s)
-            .ok_or(StoreError::UnknownComponent(component))
+            .ok_or_else(|| StoreError::UnknownComponent(component))
     }
 
     /// A component's installed definition.
@@ -295,7 +315,7 @@ impl Store {
             .get_mut(component.index())
             .and_then(Option::as_mut)
             .map(Arc::make_mut)
-            .ok_or(StoreError::UnknownComponent(component))
+            .ok_or_else(|| StoreError::UnknownComponent(component))
     }
 
     pub(crate) fn advance_tick_to(&mut self, tick: Tick) {
@@ -304,11 +324,6 @@ impl Store {
 
     pub(crate) fn push_event(&mut self, event: StoreEvent) {
         self.events.push(event);
-    }
-
-    fn next_tick(&mut self) -> Tick {
-        self.tick.0 += 1;
-        self.tick
     }
 
     // ----- Membership. -----
@@ -322,7 +337,7 @@ impl Store {
     pub fn row(&self, at: InstanceRef, component: ComponentId) -> Result<usize, StoreError> {
         self.set(component)?
             .row_of(at)
-            .ok_or(StoreError::MissingMembership {
+            .ok_or_else(|| StoreError::MissingMembership {
                 id: at.id,
                 component,
             })
@@ -351,26 +366,20 @@ impl Store {
             check_value(def, field, &value)?;
             *slot = value;
         }
-        self.add_row(at, class, component, row_values)
+        self.add_row(at, class, component, Some(row_values))
+            .map(|(_, row)| row)
     }
 
-    /// Adds a component with every field at its default and returns a writer for setting
-    /// fields of the new row without further ticks (the fast path for spawning).
+    /// Adds a component with every field at its default (copied from typed default columns,
+    /// without building values) and returns a writer for setting fields of the new row without
+    /// further ticks: the fast path for spawning.
     pub fn insert(
         &mut self,
         at: InstanceRef,
         class: ClassId,
         component: ComponentId,
     ) -> Result<RowInit<'_>, StoreError> {
-        let defaults = self
-            .set(component)?
-            .def
-            .fields()
-            .iter()
-            .map(|f| f.default.clone())
-            .collect();
-        let row = self.add_row(at, class, component, defaults)?;
-        let set = self.set_mut(component)?;
+        let (set, row) = self.add_row(at, class, component, None)?;
         Ok(RowInit { set, row })
     }
 
@@ -379,9 +388,11 @@ impl Store {
         at: InstanceRef,
         class: ClassId,
         component: ComponentId,
-        values: Vec<Value>,
-    ) -> Result<usize, StoreError> {
-        let set = self.set(component)?;
+        values: Option<Vec<Value>>,
+    ) -> Result<(&mut ComponentSet, usize), StoreError> {
+        let (set, tick, events) = self
+            .parts(component)
+            .ok_or_else(|| StoreError::UnknownComponent(component))?;
         if set.contains(at) {
             return Err(StoreError::AlreadyPresent {
                 id: at.id,
@@ -395,26 +406,26 @@ impl Store {
             });
         }
         let observed = set.def.def.observed;
+        tick.0 += 1;
+        let set = Arc::make_mut(set);
         // A row left at this slot by an instance the store was never told had been destroyed
         // cannot be live: the slot now belongs to `at`. Evict it first.
-        let stale = set
-            .sparse
-            .get(at.slot.index())
-            .is_some_and(|r| *r != crate::set::ABSENT);
-        let tick = self.next_tick();
-        let set = self.set_mut(component)?;
-        if stale {
-            let row = set.sparse[at.slot.index()] as usize;
-            set.swap_remove_row(row, tick);
+        if let Some(&stale) = set.sparse.get(at.slot.index()) {
+            if stale != crate::set::ABSENT {
+                set.swap_remove_row(stale as usize, *tick);
+            }
         }
-        let row = set.push_row(at, values, tick);
+        let row = match values {
+            Some(values) => set.push_row(at, values, *tick),
+            None => set.push_default_row(at, *tick),
+        };
         if observed {
-            self.events.push(StoreEvent::Added {
+            events.push(StoreEvent::Added {
                 id: at.id,
                 component,
             });
         }
-        Ok(row)
+        Ok((set, row))
     }
 
     /// Removes a component from an instance, together with every component of the instance
@@ -434,30 +445,61 @@ impl Store {
         component: ComponentId,
         removed: &mut Vec<(InstanceId, ComponentId)>,
     ) {
-        let mut pending = vec![component];
+        if !self.remove_one(at, component) {
+            return;
+        }
+        removed.push((at.id, component));
+        if self.dependents[component.index()].is_empty() {
+            return;
+        }
+        let mut pending = self.dependents[component.index()].clone();
         while let Some(current) = pending.pop() {
-            let Ok(set) = self.set(current) else { continue };
-            let Some(row) = set.row_of(at) else { continue };
-            let name = set.def.def.name.clone();
-            let observed = set.def.def.observed;
-            let tick = self.next_tick();
-            if let Ok(set) = self.set_mut(current) {
-                set.swap_remove_row(row, tick);
-            }
-            removed.push((at.id, current));
-            if observed {
-                self.events.push(StoreEvent::Removed {
-                    id: at.id,
-                    component: current,
-                });
-            }
-            for dependent in self.components() {
-                if dependent.def.def.requires.iter().any(|r| **r == *name) && dependent.contains(at)
-                {
-                    pending.push(dependent.id());
-                }
+            if self.remove_one(at, current) {
+                removed.push((at.id, current));
+                pending.extend_from_slice(&self.dependents[current.index()]);
             }
         }
+    }
+
+    /// Removes one component's row of an instance; `false` when it had none.
+    fn remove_one(&mut self, at: InstanceRef, component: ComponentId) -> bool {
+        let Some((set, tick, events)) = self.parts(component) else {
+            return false;
+        };
+        let Some(row) = set.row_of(at) else {
+            return false;
+        };
+        tick.0 += 1;
+        let observed = set.def.def.observed;
+        Arc::make_mut(set).swap_remove_row(row, *tick);
+        if observed {
+            events.push(StoreEvent::Removed {
+                id: at.id,
+                component,
+            });
+        }
+        true
+    }
+
+    /// A set (not yet made private) beside the tick and event queue, for edits that need all
+    /// three.
+    fn parts(
+        &mut self,
+        component: ComponentId,
+    ) -> Option<(&mut Arc<ComponentSet>, &mut Tick, &mut Vec<StoreEvent>)> {
+        let set = self.sets.get_mut(component.index())?.as_mut()?;
+        Some((set, &mut self.tick, &mut self.events))
+    }
+
+    /// A private set beside the tick and the event queue.
+    pub(crate) fn parts_mut(
+        &mut self,
+        component: ComponentId,
+    ) -> Result<(&mut ComponentSet, &mut Tick, &mut Vec<StoreEvent>), StoreError> {
+        let (set, tick, events) = self
+            .parts(component)
+            .ok_or_else(|| StoreError::UnknownComponent(component))?;
+        Ok((Arc::make_mut(set), tick, events))
     }
 
     // ----- Field access. -----
@@ -505,27 +547,30 @@ impl Store {
         field: FieldId,
         value: T,
     ) -> Result<bool, StoreError> {
-        let set = self.set(component)?;
-        let row = set.row_of(at).ok_or(StoreError::MissingMembership {
-            id: at.id,
-            component,
-        })?;
-        let current = &typed_column::<T>(set, field)?[row];
-        if *current == value {
+        let (set, tick, events) = self
+            .parts(component)
+            .ok_or_else(|| StoreError::UnknownComponent(component))?;
+        let row = set
+            .row_of(at)
+            .ok_or_else(|| StoreError::MissingMembership {
+                id: at.id,
+                component,
+            })?;
+        if typed_column::<T>(set, field)?[row] == value {
             return Ok(false);
         }
         if set.def.reference_fields.contains(&field) {
             return self.write_row(component, row, field, value.into_value());
         }
         let observed = set.def.def.observed;
-        let tick = self.next_tick();
-        let set = self.set_mut(component)?;
+        tick.0 += 1;
+        let set = Arc::make_mut(set);
         if let Some(values) = set.typed_mut::<T>(field) {
             values[row] = value;
         }
-        set.mark_changed(row, field, tick);
+        set.mark_changed(row, field, *tick);
         if observed {
-            self.events.push(StoreEvent::Changed {
+            events.push(StoreEvent::Changed {
                 id: at.id,
                 component,
                 field,
@@ -648,7 +693,6 @@ impl Store {
     /// its holder still holds the component, since an earlier action may have removed it.
     pub fn on_destroyed(&mut self, doomed: &[Doomed]) -> DestroyOutcome {
         let mut outcome = DestroyOutcome::default();
-        let doomed_ids: HashSet<InstanceId> = doomed.iter().map(|d| d.id).collect();
         let components: Vec<ComponentId> = self.components().map(ComponentSet::id).collect();
         for d in doomed {
             let at = InstanceRef::new(d.id, d.slot);
@@ -669,11 +713,15 @@ impl Store {
             .filter(|s| !s.refs.is_empty())
             .map(ComponentSet::id)
             .collect();
+        if referencing.is_empty() {
+            return outcome;
+        }
+        let doomed_ids: HashSet<InstanceId> = doomed.iter().map(|d| d.id).collect();
         let mut destroy_seen = HashSet::new();
         for d in doomed {
             for &component in &referencing {
                 let entries: Vec<_> = match self.set(component) {
-                    Ok(set) => set.references_to(d.id).to_vec(),
+                    Ok(set) => set.references_to(d.id),
                     Err(_) => continue,
                 };
                 for entry in entries {

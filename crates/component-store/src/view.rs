@@ -54,12 +54,16 @@ impl ComponentSet {
     }
 }
 
-/// Writes one field of a set row by row, with full change tracking.
+/// Writes one field of a set row by row, with full change tracking. The set is made private
+/// once, when the writer is created.
 pub struct ColumnWriter<'a, T: Scalar> {
-    store: &'a mut Store,
+    set: &'a mut ComponentSet,
+    store_tick: &'a mut Tick,
+    events: &'a mut Vec<StoreEvent>,
     component: ComponentId,
     field: FieldId,
     observed: bool,
+    references: bool,
     tick: Option<Tick>,
     _marker: std::marker::PhantomData<T>,
 }
@@ -71,14 +75,18 @@ impl Store {
         component: ComponentId,
         field: FieldId,
     ) -> Result<ColumnWriter<'_, T>, StoreError> {
-        let set = self.set(component)?;
-        typed_column::<T>(set, field)?;
+        typed_column::<T>(self.set(component)?, field)?;
+        let (set, store_tick, events) = self.parts_mut(component)?;
         let observed = set.def().def().observed;
+        let references = set.def.reference_fields.contains(&field);
         Ok(ColumnWriter {
-            store: self,
+            set,
+            store_tick,
+            events,
             component,
             field,
             observed,
+            references,
             tick: None,
             _marker: std::marker::PhantomData,
         })
@@ -88,18 +96,12 @@ impl Store {
 impl<T: Scalar> ColumnWriter<'_, T> {
     /// The current values, by row.
     pub fn values(&self) -> &[T] {
-        self.store
-            .set(self.component)
-            .ok()
-            .and_then(|s| s.values::<T>(self.field))
-            .unwrap_or(&[])
+        self.set.values::<T>(self.field).unwrap_or(&[])
     }
 
     /// The instance of each row.
     pub fn ids(&self) -> &[InstanceId] {
-        self.store
-            .set(self.component)
-            .map_or(&[], ComponentSet::ids)
+        self.set.ids()
     }
 
     /// Writes row `row`; returns `false`, changing nothing, for an equal value or a row out of
@@ -108,25 +110,21 @@ impl<T: Scalar> ColumnWriter<'_, T> {
         if self.values().get(row).is_none_or(|v| *v == value) {
             return false;
         }
-        let tick = *self.tick.get_or_insert(Tick(self.store.tick().0 + 1));
-        let Ok(set) = self.store.set_mut(self.component) else {
-            return false;
-        };
-        let id = set.ids[row];
-        let changed = if set.def.reference_fields.contains(&self.field) {
-            set.write(row, self.field, value.into_value(), tick)
+        let tick = *self.tick.get_or_insert(Tick(self.store_tick.0 + 1));
+        let changed = if self.references {
+            self.set.write(row, self.field, value.into_value(), tick)
         } else {
-            if let Some(values) = set.typed_mut::<T>(self.field) {
+            if let Some(values) = self.set.typed_mut::<T>(self.field) {
                 values[row] = value;
             }
-            set.mark_changed(row, self.field, tick);
+            self.set.mark_changed(row, self.field, tick);
             true
         };
         if changed {
-            self.store.advance_tick_to(tick);
+            *self.store_tick = (*self.store_tick).max(tick);
             if self.observed {
-                self.store.push_event(StoreEvent::Changed {
-                    id,
+                self.events.push(StoreEvent::Changed {
+                    id: self.set.ids[row],
                     component: self.component,
                     field: self.field,
                 });
