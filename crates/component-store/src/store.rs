@@ -192,7 +192,7 @@ impl Store {
         let old = self
             .slot_set(component)
             .cloned()
-            .ok_or_else(|| StoreError::UnknownComponent(component))?;
+            .ok_or(StoreError::UnknownComponent(component))?;
         let renamed = *old.def.def.name != *def.name;
         if renamed && self.names.contains_key(&*def.name) {
             return Err(StoreError::DuplicateComponent(def.name.to_string()));
@@ -286,7 +286,7 @@ impl Store {
     pub fn set(&self, component: ComponentId) -> Result<&ComponentSet, StoreError> {
         self.slot_set(component)
             .map(|s| &**s)
-            .ok_or_else(|| StoreError::UnknownComponent(component))
+            .ok_or(StoreError::UnknownComponent(component))
     }
 
     /// A component's installed definition.
@@ -315,7 +315,7 @@ impl Store {
             .get_mut(component.index())
             .and_then(Option::as_mut)
             .map(Arc::make_mut)
-            .ok_or_else(|| StoreError::UnknownComponent(component))
+            .ok_or(StoreError::UnknownComponent(component))
     }
 
     pub(crate) fn advance_tick_to(&mut self, tick: Tick) {
@@ -392,7 +392,7 @@ impl Store {
     ) -> Result<(&mut ComponentSet, usize), StoreError> {
         let (set, tick, events) = self
             .parts(component)
-            .ok_or_else(|| StoreError::UnknownComponent(component))?;
+            .ok_or(StoreError::UnknownComponent(component))?;
         if set.contains(at) {
             return Err(StoreError::AlreadyPresent {
                 id: at.id,
@@ -498,7 +498,7 @@ impl Store {
     ) -> Result<(&mut ComponentSet, &mut Tick, &mut Vec<StoreEvent>), StoreError> {
         let (set, tick, events) = self
             .parts(component)
-            .ok_or_else(|| StoreError::UnknownComponent(component))?;
+            .ok_or(StoreError::UnknownComponent(component))?;
         Ok((Arc::make_mut(set), tick, events))
     }
 
@@ -549,7 +549,7 @@ impl Store {
     ) -> Result<bool, StoreError> {
         let (set, tick, events) = self
             .parts(component)
-            .ok_or_else(|| StoreError::UnknownComponent(component))?;
+            .ok_or(StoreError::UnknownComponent(component))?;
         let row = set
             .row_of(at)
             .ok_or_else(|| StoreError::MissingMembership {
