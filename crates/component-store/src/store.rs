@@ -337,7 +337,7 @@ impl Store {
     pub fn row(&self, at: InstanceRef, component: ComponentId) -> Result<usize, StoreError> {
         self.set(component)?
             .row_of(at)
-            .ok_or_else(|| StoreError::MissingMembership {
+            .ok_or(StoreError::MissingMembership {
                 id: at.id,
                 component,
             })
@@ -410,10 +410,10 @@ impl Store {
         let set = Arc::make_mut(set);
         // A row left at this slot by an instance the store was never told had been destroyed
         // cannot be live: the slot now belongs to `at`. Evict it first.
-        if let Some(&stale) = set.sparse.get(at.slot.index()) {
-            if stale != crate::set::ABSENT {
-                set.swap_remove_row(stale as usize, *tick);
-            }
+        if let Some(&stale) = set.sparse.get(at.slot.index())
+            && stale != crate::set::ABSENT
+        {
+            set.swap_remove_row(stale as usize, *tick);
         }
         let row = match values {
             Some(values) => set.push_row(at, values, *tick),
@@ -550,12 +550,10 @@ impl Store {
         let (set, tick, events) = self
             .parts(component)
             .ok_or(StoreError::UnknownComponent(component))?;
-        let row = set
-            .row_of(at)
-            .ok_or_else(|| StoreError::MissingMembership {
-                id: at.id,
-                component,
-            })?;
+        let row = set.row_of(at).ok_or(StoreError::MissingMembership {
+            id: at.id,
+            component,
+        })?;
         if typed_column::<T>(set, field)?[row] == value {
             return Ok(false);
         }
