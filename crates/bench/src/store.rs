@@ -137,8 +137,8 @@ fn spawn(n: u64) -> Workload {
     Workload::new(
         sized("store_spawn", n),
         n,
-        "arena create + slot lookup, then 4 inserts (defaults cloned into a Vec<Value>, \
-         pushed column by column) each with one typed RowInit::set",
+        "arena create + slot lookup, then 4 inserts (typed default rows copied column by \
+         column) each with one typed RowInit::set",
         move |b| {
             let classes = ClassRegistry::standard();
             b.iter_with_setup(
@@ -162,7 +162,7 @@ fn insert_4_components(n: u64) -> Workload {
     Workload::new(
         sized("store_insert_4_components", n),
         n,
-        "4 inserts per existing instance (defaults cloned into a Vec<Value>, pushed column by \
+        "4 inserts per existing instance (typed default rows copied column by \
          column) each with one typed RowInit::set",
         move |b| {
             let classes = ClassRegistry::standard();
@@ -189,7 +189,7 @@ fn add_remove(n: u64) -> Workload {
         sized("store_add_remove", n),
         n,
         "insert B (sparse entry, column push), then remove B (swap-remove, removal-log record, \
-         dependents scan); A stays",
+         precomputed dependents); A stays",
         move |b| {
             let classes = ClassRegistry::standard();
             let mut arena = Arena::standard();
@@ -429,7 +429,7 @@ fn reference_cleanup(name: &str, holders: u64, targets: u64) -> Workload {
         name,
         holders,
         "per target: arena destroy + on_destroyed; reverse-index lookup, then per holder the \
-         Clear policy writes None and unindexes the entry (linear search of the target's list)",
+         Clear policy writes None and unindexes the entry (counted map past 32 holders)",
         move |b| {
             let classes = ClassRegistry::standard();
             b.iter_with_setup(
