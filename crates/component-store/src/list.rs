@@ -147,11 +147,12 @@ impl ListAccessor<'_> {
         for element in &elements {
             self.check(element)?;
         }
+        // Decide before touching the set, so an equal replace leaves it shared with snapshots.
+        if self.as_slice()? == elements.as_slice() {
+            return Ok(false);
+        }
         self.store
             .edit_list(self.at, self.component, self.field, |list| {
-                if list.as_slice() == elements.as_slice() {
-                    return false;
-                }
                 *list = ListValue::from_vec(elements);
                 true
             })
@@ -159,11 +160,13 @@ impl ListAccessor<'_> {
 
     /// Empties the list; an empty list holds no buffer. Returns `false` when already empty.
     pub fn clear(&mut self) -> Result<bool, StoreError> {
+        if self.as_slice()?.is_empty() {
+            return Ok(false);
+        }
         self.store
             .edit_list(self.at, self.component, self.field, |list| {
-                let had = !list.is_empty();
                 *list = ListValue::EMPTY;
-                had
+                true
             })
     }
 

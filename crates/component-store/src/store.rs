@@ -390,9 +390,7 @@ impl Store {
         component: ComponentId,
         values: Option<Vec<Value>>,
     ) -> Result<(&mut ComponentSet, usize), StoreError> {
-        let (set, tick, events) = self
-            .parts(component)
-            .ok_or(StoreError::UnknownComponent(component))?;
+        let set = self.set(component)?;
         if set.contains(at) {
             return Err(StoreError::AlreadyPresent {
                 id: at.id,
@@ -405,16 +403,24 @@ impl Store {
                 class,
             });
         }
+        // A row left at this slot by an instance the store was never told had been destroyed
+        // cannot be live: the slot now belongs to `at`. Evict it as a removal, dependents and
+        // events included.
+        let stale = set
+            .sparse
+            .get(at.slot.index())
+            .and_then(|&row| set.ids.get(row as usize))
+            .map(|&id| InstanceRef::new(id, at.slot));
+        if let Some(stale) = stale {
+            let mut removed = Vec::new();
+            self.remove_with_dependents(stale, component, &mut removed);
+        }
+        let (set, tick, events) = self
+            .parts(component)
+            .ok_or(StoreError::UnknownComponent(component))?;
         let observed = set.def.def.observed;
         tick.0 += 1;
         let set = Arc::make_mut(set);
-        // A row left at this slot by an instance the store was never told had been destroyed
-        // cannot be live: the slot now belongs to `at`. Evict it first.
-        if let Some(&stale) = set.sparse.get(at.slot.index())
-            && stale != crate::set::ABSENT
-        {
-            set.swap_remove_row(stale as usize, *tick);
-        }
         let row = match values {
             Some(values) => set.push_row(at, values, *tick),
             None => set.push_default_row(at, *tick),

@@ -180,3 +180,35 @@ fn copying_rows_remaps_reference_lists() {
         "the source is untouched"
     );
 }
+
+#[test]
+fn edits_that_change_nothing_keep_the_set_shared_with_snapshots() {
+    let mut w = World::new();
+    let path = w.install(path());
+    let wp = w.field(path, "waypoints");
+    let e = w.spawn(ClassId::ENTITY);
+    w.store.add(e, ClassId::ENTITY, path, []).unwrap();
+    let snapshot = w.store.snapshot();
+    assert!(!w.store.list_mut(e, path, wp).unwrap().clear().unwrap());
+    assert!(
+        !w.store
+            .list_mut(e, path, wp)
+            .unwrap()
+            .replace(vec![])
+            .unwrap()
+    );
+    assert!(
+        w.store.shares_set_with(&snapshot, path),
+        "no copy for a no-op"
+    );
+    w.store.list_mut(e, path, wp).unwrap().push(v(1.0)).unwrap();
+    let snapshot = w.store.snapshot();
+    assert!(
+        !w.store
+            .list_mut(e, path, wp)
+            .unwrap()
+            .replace(vec![v(1.0)])
+            .unwrap()
+    );
+    assert!(w.store.shares_set_with(&snapshot, path));
+}

@@ -261,9 +261,6 @@ struct Model {
     tick: u64,
     sets: Vec<MSet>,
     events: Vec<Ev>,
-    /// Events the store may or may not queue: the removal of a stale row evicted by an add
-    /// (the instance's destruction was never reported) is not specified.
-    unasserted: Vec<Ev>,
 }
 
 /// What a destruction report should do.
@@ -285,7 +282,6 @@ impl Model {
             tick: 0,
             sets: vec![MSet::default(); SPECS.len()],
             events: Vec::new(),
-            unasserted: Vec::new(),
         }
     }
 
@@ -300,23 +296,22 @@ impl Model {
         &self.sets[c].rows[&id].values[f]
     }
 
-    /// Adds a row; a row left at the same slot by an instance whose reclamation was never
-    /// reported is evicted first, in the same tick. Returns how many rows were evicted.
+    /// Adds a row; a row left at the same slot by an instance whose destruction was never
+    /// reported is evicted first, as a removal of its own (dependents, ticks and events
+    /// included). Returns how many rows were evicted.
     fn add(&mut self, c: usize, at: InstanceRef, values: Vec<Value>) -> usize {
-        self.tick += 1;
-        let set = &mut self.sets[c];
-        let stale: Vec<InstanceId> = set
+        let stale: Vec<InstanceId> = self.sets[c]
             .rows
             .iter()
             .filter(|(id, row)| row.slot == at.slot && **id != at.id)
             .map(|(id, _)| *id)
             .collect();
         for id in &stale {
-            set.rows.remove(id);
-            set.removals.push(*id);
-            set.structural += 1;
-            self.unasserted.push((1, *id, c, 0));
+            let mut removed = Vec::new();
+            self.remove_cascade(InstanceRef::new(*id, at.slot), c, &mut removed);
         }
+        self.tick += 1;
+        let set = &mut self.sets[c];
         set.rows.insert(
             at.id,
             MRow {
@@ -1753,8 +1748,6 @@ impl Harness {
                 } => (2, *id, self.comp_index(*component), field.index()),
             })
             .collect();
-        let unasserted = std::mem::take(&mut self.model.unasserted);
-        events.retain(|e| !unasserted.contains(e));
         events.sort();
         let mut expected = std::mem::take(&mut self.model.events);
         expected.sort();

@@ -103,6 +103,40 @@ fn a_reused_slot_never_resolves_to_the_previous_instance_s_row() {
 }
 
 #[test]
+fn evicting_a_stale_row_is_a_full_removal() {
+    let mut w = World::new();
+    let base = w.install(ComponentDef::new("Base").observed(true));
+    let extra = w.install(ComponentDef::new("Extra").requires(&["Base"]));
+    let old = w.spawn(ClassId::ENTITY);
+    w.store.add(old, ClassId::ENTITY, base, []).unwrap();
+    w.store.add(old, ClassId::ENTITY, extra, []).unwrap();
+    w.store.drain_events();
+    // The destruction is never reported to the store.
+    w.arena.destroy(old.id).unwrap();
+    w.arena.drain().unwrap();
+    w.arena.drain().unwrap();
+    let new = w.spawn(ClassId::ENTITY);
+    w.store.add(new, ClassId::ENTITY, base, []).unwrap();
+    assert!(
+        !w.store.has(old, extra),
+        "dependents of the evicted row go too"
+    );
+    assert_eq!(
+        w.store.drain_events(),
+        vec![
+            strata_component_store::StoreEvent::Removed {
+                id: old.id,
+                component: base
+            },
+            strata_component_store::StoreEvent::Added {
+                id: new.id,
+                component: base
+            },
+        ]
+    );
+}
+
+#[test]
 fn adds_validate_before_storing() {
     let mut w = World::new();
     let score = w.install(scores().classes(&["Part"]));
