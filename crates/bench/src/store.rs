@@ -380,8 +380,8 @@ fn column_writer(n: u64) -> Workload {
     Workload::new(
         sized("store_column_writer", n),
         n,
-        "ColumnWriter::<f64> by row: set lookup, typed compare and Arc::make_mut on the set per \
-         write, one tick shared by the writer, dirty mask and dirty-row record",
+        "ColumnWriter::<f64> by row: typed compare, the set made private once per writer, one \
+         tick shared by the writer, dirty mask and dirty-row record",
         move |b| {
             write_every_row(b, n, |store, health, instances, round| {
                 let mut writer = must(store.column_writer::<f64>(health.component, health.field));
@@ -572,8 +572,8 @@ fn load_from(n: u64) -> Workload {
     Workload::new(
         sized("store_load_from", n),
         n,
-        "clear the live sparse entries, copy ids, slots, ticks and 4 columns back, hash the \
-         previous ids, rebuild sparse and reverse index, log the rows that went",
+        "mark the live sparse entries, copy ids, slots, ticks and 4 columns back, find previous \
+         holders through the marks, rebuild sparse and reverse index, log the rows that went",
         move |b| {
             let Players {
                 store,
