@@ -107,6 +107,11 @@ pub struct ComponentSet {
     pub(crate) structural: u64,
     pub(crate) removals: BoundedJournal<Removal>,
     pub(crate) refs: crate::refs::RefIndex,
+    /// Rows whose changed tick rose above `log_base`, each logged once (stale entries allowed:
+    /// readers resolve and re-check them).
+    pub(crate) change_log: Vec<InstanceRef>,
+    /// Every row whose changed tick is above this is in `change_log`.
+    pub(crate) log_base: Tick,
 }
 
 impl ComponentSet {
@@ -131,6 +136,8 @@ impl ComponentSet {
             structural: 0,
             removals: BoundedJournal::new(REMOVAL_LOG_CAPACITY),
             refs: crate::refs::RefIndex::default(),
+            change_log: Vec::new(),
+            log_base: Tick(0),
         }
     }
 
@@ -265,6 +272,7 @@ impl ComponentSet {
         self.sparse[slot] = row as u32;
         self.ids.push(at.id);
         self.slots.push(at.slot);
+        self.log_change(at, tick);
         self.added.push(tick);
         self.changed.push(tick);
         self.dirty.resize(self.dirty.len() + self.dirty_words, 0);
@@ -333,7 +341,10 @@ impl ComponentSet {
 
     /// Records a change of one field of a row.
     pub(crate) fn mark_changed(&mut self, row: usize, field: FieldId, tick: Tick) {
-        self.changed[row] = tick;
+        let previous = std::mem::replace(&mut self.changed[row], tick);
+        if previous <= self.log_base && tick > self.log_base {
+            self.log_change(InstanceRef::new(self.ids[row], self.slots[row]), tick);
+        }
         let w = self.dirty_words;
         let words = &mut self.dirty[row * w..(row + 1) * w];
         if words.iter().all(|x| *x == 0) {
@@ -341,6 +352,35 @@ impl ComponentSet {
                 .push(InstanceRef::new(self.ids[row], self.slots[row]));
         }
         words[field.index() / 64] |= 1 << (field.index() % 64);
+    }
+
+    /// Logs a row whose changed tick just rose above the log base. When the log would outgrow a
+    /// quarter of the set, it is dropped instead and the base moves to `tick`: readers whose
+    /// baseline predates it scan, which then costs no more than reading the log would.
+    pub(crate) fn log_change(&mut self, at: InstanceRef, tick: Tick) {
+        if tick <= self.log_base {
+            return;
+        }
+        if self.change_log.len() >= (self.ids.len() / 4).max(64) {
+            self.change_log.clear();
+            self.log_base = tick;
+        } else {
+            self.change_log.push(at);
+        }
+    }
+
+    /// Forgets the change log: every row counts as changed at or before `tick`.
+    pub(crate) fn reset_change_log(&mut self, tick: Tick) {
+        self.change_log.clear();
+        self.log_base = self.log_base.max(tick);
+    }
+
+    /// The rows whose changed tick may exceed `baseline`, when the change log covers it:
+    /// every row changed after `baseline` is in the list (which may also hold rows changed
+    /// earlier, and instances no longer holding the component; resolve and re-check ticks).
+    /// `None` when the log was reset after `baseline`: scan instead.
+    pub fn changes_since(&self, baseline: Tick) -> Option<&[InstanceRef]> {
+        (baseline >= self.log_base).then_some(self.change_log.as_slice())
     }
 
     /// Typed mutable column access for the store's typed writer.

@@ -146,6 +146,7 @@ impl Store {
                 set.removals.push(Removal { id, tick });
             }
         }
+        set.reset_change_log(tick);
         set.structural += 1;
         self.advance_tick_to(tick);
         Ok(())

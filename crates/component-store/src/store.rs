@@ -228,6 +228,7 @@ impl Store {
         for (at, values) in rows {
             set.push_row(at, values, tick);
         }
+        set.reset_change_log(tick);
         set.structural = old.structural + 1;
         if renamed {
             self.names.remove(&old_name);

@@ -618,6 +618,21 @@ fn check_store(store: &Store, model: &mut Model, ids: &[ComponentId], world: &[I
         assert_eq!(len, ms.rows.len(), "{ctx}: {name}: row count");
         assert_eq!(set.slots().len(), len, "{ctx}: {name}: slots");
         assert_eq!(set.added_ticks().len(), len, "{ctx}: {name}: added ticks");
+        // The change log covers every baseline it answers for: each row changed after the
+        // baseline is listed.
+        for baseline in [0, model.tick / 2, model.tick.saturating_sub(3), model.tick] {
+            if let Some(listed) = set.changes_since(Tick(baseline)) {
+                for row in 0..len {
+                    if set.changed_ticks()[row].0 > baseline {
+                        let at = InstanceRef::new(set.ids()[row], set.slots()[row]);
+                        assert!(
+                            listed.contains(&at),
+                            "{ctx}: {name}: change log misses a row"
+                        );
+                    }
+                }
+            }
+        }
         assert_eq!(
             set.changed_ticks().len(),
             len,
