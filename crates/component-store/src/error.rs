@@ -84,6 +84,15 @@ pub enum StoreError {
     /// A handle was bound to a definition that has since been replaced.
     #[error("the handle's definition of component {0:?} was replaced")]
     StaleDefinition(ComponentId),
+    /// A column cannot be written while the same column (or, for reference fields, the same
+    /// set) is borrowed for reading.
+    #[error("field {field:?} of component {component:?} cannot be read while it is being written")]
+    AliasedColumns {
+        /// The component written.
+        component: ComponentId,
+        /// The field written.
+        field: FieldId,
+    },
     /// A snapshot slot saved from another component cannot be loaded into this one.
     #[error("the snapshot slot holds component {found:?}, not {expected:?}")]
     SlotMismatch {

@@ -341,32 +341,60 @@ impl ComponentSet {
 
     /// Records a change of one field of a row.
     pub(crate) fn mark_changed(&mut self, row: usize, field: FieldId, tick: Tick) {
-        let previous = std::mem::replace(&mut self.changed[row], tick);
-        if previous <= self.log_base && tick > self.log_base {
-            self.log_change(InstanceRef::new(self.ids[row], self.slots[row]), tick);
-        }
-        let w = self.dirty_words;
-        let words = &mut self.dirty[row * w..(row + 1) * w];
-        if words.iter().all(|x| *x == 0) {
-            self.dirty_rows
-                .push(InstanceRef::new(self.ids[row], self.slots[row]));
-        }
-        words[field.index() / 64] |= 1 << (field.index() % 64);
+        self.track().mark(row, field, tick);
     }
 
-    /// Logs a row whose changed tick just rose above the log base. When the log would outgrow a
-    /// quarter of the set, it is dropped instead and the base moves to `tick`: readers whose
-    /// baseline predates it scan, which then costs no more than reading the log would.
+    /// The change-tracking arrays, borrowed apart from the columns.
+    pub(crate) fn track(&mut self) -> Track<'_> {
+        Track {
+            changed: &mut self.changed,
+            dirty: &mut self.dirty,
+            dirty_words: self.dirty_words,
+            dirty_rows: &mut self.dirty_rows,
+            ids: &self.ids,
+            slots: &self.slots,
+            change_log: &mut self.change_log,
+            log_base: &mut self.log_base,
+        }
+    }
+
+    /// One typed column for writing, optionally another column of the same set for reading,
+    /// and the change-tracking arrays: all borrowed apart, so a loop can write one field while
+    /// reading another without going back through the set.
+    pub(crate) fn split_write<T: Scalar>(
+        &mut self,
+        field: FieldId,
+        read: Option<FieldId>,
+    ) -> Option<(&mut [T], Option<&Column>, Track<'_>)> {
+        let track = Track {
+            changed: &mut self.changed,
+            dirty: &mut self.dirty,
+            dirty_words: self.dirty_words,
+            dirty_rows: &mut self.dirty_rows,
+            ids: &self.ids,
+            slots: &self.slots,
+            change_log: &mut self.change_log,
+            log_base: &mut self.log_base,
+        };
+        match read {
+            Some(read) if read != field => {
+                let [w, r] = self
+                    .columns
+                    .get_disjoint_mut([field.index(), read.index()])
+                    .ok()?;
+                Some((T::slice_mut(w)?, Some(&*r), track))
+            }
+            _ => Some((
+                T::slice_mut(self.columns.get_mut(field.index())?)?,
+                None,
+                track,
+            )),
+        }
+    }
+
+    /// Logs a row whose changed tick just rose above the log base (see [`Track::log`]).
     pub(crate) fn log_change(&mut self, at: InstanceRef, tick: Tick) {
-        if tick <= self.log_base {
-            return;
-        }
-        if self.change_log.len() >= (self.ids.len() / 4).max(64) {
-            self.change_log.clear();
-            self.log_base = tick;
-        } else {
-            self.change_log.push(at);
-        }
+        self.track().log(at, tick);
     }
 
     /// Forgets the change log: every row counts as changed at or before `tick`.
@@ -444,6 +472,62 @@ impl ComponentSet {
             }
             self.sparse[slot] = row as u32;
             self.index_row(row);
+        }
+    }
+}
+
+/// The change-tracking arrays of a set, borrowed apart from its columns.
+pub(crate) struct Track<'a> {
+    changed: &'a mut [Tick],
+    dirty: &'a mut [u64],
+    dirty_words: usize,
+    dirty_rows: &'a mut Vec<InstanceRef>,
+    ids: &'a [InstanceId],
+    slots: &'a [Slot],
+    change_log: &'a mut Vec<InstanceRef>,
+    log_base: &'a mut Tick,
+}
+
+impl Track<'_> {
+    /// The instance at a row.
+    #[inline]
+    pub(crate) fn id(&self, row: usize) -> InstanceId {
+        self.ids[row]
+    }
+
+    /// The instance of each row.
+    pub(crate) fn ids(&self) -> &[InstanceId] {
+        self.ids
+    }
+
+    /// Records a change of one field of a row: changed tick, change log, dirty mask.
+    #[inline]
+    pub(crate) fn mark(&mut self, row: usize, field: FieldId, tick: Tick) {
+        let previous = std::mem::replace(&mut self.changed[row], tick);
+        if previous <= *self.log_base && tick > *self.log_base {
+            self.log(InstanceRef::new(self.ids[row], self.slots[row]), tick);
+        }
+        let w = self.dirty_words;
+        let words = &mut self.dirty[row * w..(row + 1) * w];
+        if words.iter().all(|x| *x == 0) {
+            self.dirty_rows
+                .push(InstanceRef::new(self.ids[row], self.slots[row]));
+        }
+        words[field.index() / 64] |= 1 << (field.index() % 64);
+    }
+
+    /// Logs a row whose changed tick just rose above the log base. When the log would outgrow a
+    /// quarter of the set, it is dropped instead and the base moves to `tick`: readers whose
+    /// baseline predates it scan, which then costs no more than reading the log would.
+    pub(crate) fn log(&mut self, at: InstanceRef, tick: Tick) {
+        if tick <= *self.log_base {
+            return;
+        }
+        if self.change_log.len() >= (self.ids.len() / 4).max(64) {
+            self.change_log.clear();
+            *self.log_base = tick;
+        } else {
+            self.change_log.push(at);
         }
     }
 }

@@ -498,6 +498,44 @@ impl Store {
         Some((set, &mut self.tick, &mut self.events))
     }
 
+    /// A private set, another set (read-only, when asked for and different), the tick and the
+    /// event queue, all borrowed apart.
+    #[allow(clippy::type_complexity, reason = "a tuple of disjoint borrows")]
+    pub(crate) fn parts_split(
+        &mut self,
+        component: ComponentId,
+        other: Option<ComponentId>,
+    ) -> Result<
+        (
+            &mut ComponentSet,
+            Option<&ComponentSet>,
+            &mut Tick,
+            &mut Vec<StoreEvent>,
+        ),
+        StoreError,
+    > {
+        let index = component.index();
+        if self.sets.get(index).and_then(Option::as_ref).is_none() {
+            return Err(StoreError::UnknownComponent(component));
+        }
+        let (before, rest) = self.sets.split_at_mut(index);
+        let (target, after) = rest
+            .split_first_mut()
+            .ok_or(StoreError::UnknownComponent(component))?;
+        let set = target
+            .as_mut()
+            .map(Arc::make_mut)
+            .ok_or(StoreError::UnknownComponent(component))?;
+        let other = match other {
+            Some(o) if o.index() < index => before.get(o.index()).and_then(|s| s.as_deref()),
+            Some(o) if o.index() > index => {
+                after.get(o.index() - index - 1).and_then(|s| s.as_deref())
+            }
+            _ => None,
+        };
+        Ok((set, other, &mut self.tick, &mut self.events))
+    }
+
     /// A private set beside the tick and the event queue.
     pub(crate) fn parts_mut(
         &mut self,

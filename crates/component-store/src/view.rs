@@ -10,7 +10,7 @@ use strata_arena::InstanceId;
 use crate::column::{Column, Scalar};
 use crate::def::{ComponentId, FieldId};
 use crate::error::StoreError;
-use crate::set::{ComponentSet, Tick};
+use crate::set::{ComponentSet, Tick, Track};
 use crate::store::{Store, StoreEvent, typed_column};
 
 /// A set's columns addressed by field name.
@@ -54,18 +54,27 @@ impl ComponentSet {
     }
 }
 
-/// Writes one field of a set row by row, with full change tracking. The set is made private
-/// once, when the writer is created.
+/// Writes one field of a set row by row, with full change tracking. The set is made private and
+/// the column bound once, when the writer is created; each write then compares, stores, and
+/// records the change (changed tick, change log, dirty mask, event) like a single write.
 pub struct ColumnWriter<'a, T: Scalar> {
-    set: &'a mut ComponentSet,
+    target: Target<'a, T>,
     store_tick: &'a mut Tick,
     events: &'a mut Vec<StoreEvent>,
     component: ComponentId,
     field: FieldId,
     observed: bool,
-    references: bool,
     tick: Option<Tick>,
-    _marker: std::marker::PhantomData<T>,
+}
+
+/// Where a writer stores: a bound typed column, or (for reference fields, whose writes must
+/// keep the reverse index exact) the set itself.
+enum Target<'a, T: Scalar> {
+    Bound {
+        values: &'a mut [T],
+        track: Track<'a>,
+    },
+    Set(&'a mut ComponentSet),
 }
 
 impl Store {
@@ -75,61 +84,122 @@ impl Store {
         component: ComponentId,
         field: FieldId,
     ) -> Result<ColumnWriter<'_, T>, StoreError> {
-        typed_column::<T>(self.set(component)?, field)?;
-        let (set, store_tick, events) = self.parts_mut(component)?;
+        Ok(self.update_columns::<T, T>(component, field, None)?.0)
+    }
+
+    /// A writer for one typed field of a component and a typed read-only view of another field
+    /// (of the same or another component), borrowed together: the shape of a system that
+    /// writes one column from another. Indexes are rows of each field's own set.
+    pub fn update_columns<W: Scalar, R: Scalar>(
+        &mut self,
+        component: ComponentId,
+        field: FieldId,
+        read: Option<(ComponentId, FieldId)>,
+    ) -> Result<(ColumnWriter<'_, W>, &[R]), StoreError> {
+        let write_set = self.set(component)?;
+        typed_column::<W>(write_set, field)?;
+        let references = write_set.def.reference_fields.contains(&field);
+        if let Some((rc, rf)) = read {
+            typed_column::<R>(self.set(rc)?, rf)?;
+            if rc == component && (rf == field || references) {
+                return Err(StoreError::AliasedColumns { component, field });
+            }
+        }
+        let (set, other, store_tick, events) = self.parts_split(component, read.map(|r| r.0))?;
         let observed = set.def().def().observed;
-        let references = set.def.reference_fields.contains(&field);
-        Ok(ColumnWriter {
-            set,
-            store_tick,
-            events,
-            component,
-            field,
-            observed,
-            references,
-            tick: None,
-            _marker: std::marker::PhantomData,
-        })
+        let same_set_read = read.filter(|(rc, _)| *rc == component).map(|(_, rf)| rf);
+        let (target, read_values): (Target<'_, W>, &[R]) = if references {
+            let values = match (read, other) {
+                (Some((_, rf)), Some(other)) => other.values::<R>(rf).unwrap_or(&[]),
+                _ => &[],
+            };
+            (Target::Set(set), values)
+        } else {
+            let (values, same, track) = set
+                .split_write::<W>(field, same_set_read)
+                .ok_or(StoreError::UnknownComponent(component))?;
+            let read_values = match (read, same, other) {
+                (Some(_), Some(column), _) => R::slice(column).unwrap_or(&[]),
+                (Some((_, rf)), None, Some(other)) => other.values::<R>(rf).unwrap_or(&[]),
+                _ => &[],
+            };
+            (Target::Bound { values, track }, read_values)
+        };
+        Ok((
+            ColumnWriter {
+                target,
+                store_tick,
+                events,
+                component,
+                field,
+                observed,
+                tick: None,
+            },
+            read_values,
+        ))
     }
 }
 
 impl<T: Scalar> ColumnWriter<'_, T> {
     /// The current values, by row.
     pub fn values(&self) -> &[T] {
-        self.set.values::<T>(self.field).unwrap_or(&[])
+        match &self.target {
+            Target::Bound { values, .. } => values,
+            Target::Set(set) => set.values::<T>(self.field).unwrap_or(&[]),
+        }
     }
 
     /// The instance of each row.
     pub fn ids(&self) -> &[InstanceId] {
-        self.set.ids()
+        match &self.target {
+            Target::Bound { track, .. } => track.ids(),
+            Target::Set(set) => set.ids(),
+        }
     }
 
     /// Writes row `row`; returns `false`, changing nothing, for an equal value or a row out of
     /// range.
+    #[inline]
     pub fn write(&mut self, row: usize, value: T) -> bool {
-        if self.values().get(row).is_none_or(|v| *v == value) {
-            return false;
-        }
-        let tick = *self.tick.get_or_insert(Tick(self.store_tick.0 + 1));
-        let changed = if self.references {
-            self.set.write(row, self.field, value.into_value(), tick)
-        } else {
-            if let Some(values) = self.set.typed_mut::<T>(self.field) {
-                values[row] = value;
-            }
-            self.set.mark_changed(row, self.field, tick);
-            true
+        let tick = match self.tick {
+            Some(tick) => tick,
+            None => Tick(self.store_tick.0 + 1),
         };
-        if changed {
-            *self.store_tick = (*self.store_tick).max(tick);
-            if self.observed {
-                self.events.push(StoreEvent::Changed {
-                    id: self.set.ids[row],
-                    component: self.component,
-                    field: self.field,
-                });
+        let id = match &mut self.target {
+            Target::Bound { values, track } => {
+                let Some(slot) = values.get_mut(row) else {
+                    return false;
+                };
+                if *slot == value {
+                    return false;
+                }
+                *slot = value;
+                track.mark(row, self.field, tick);
+                track.id(row)
             }
+            Target::Set(set) => {
+                if set
+                    .values::<T>(self.field)
+                    .and_then(|v| v.get(row))
+                    .is_none_or(|v| *v == value)
+                {
+                    return false;
+                }
+                if !set.write(row, self.field, value.into_value(), tick) {
+                    return false;
+                }
+                set.ids[row]
+            }
+        };
+        self.tick = Some(tick);
+        *self.store_tick = (*self.store_tick).max(tick);
+        if self.observed {
+            self.events.push(StoreEvent::Changed {
+                id,
+                component: self.component,
+                field: self.field,
+            });
         }
-        changed
+        true
     }
 }

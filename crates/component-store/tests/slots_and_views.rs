@@ -286,3 +286,56 @@ fn uninstalling_returns_rows_as_records() {
     let again = w.install(self::counter());
     assert_ne!(again, counter, "ids are not reused");
 }
+
+#[test]
+fn update_columns_write_one_field_while_reading_another() {
+    let mut w = World::new();
+    let motion = w.install(
+        ComponentDef::new("Motion")
+            .field(FieldDef::number("x", 0.0))
+            .field(FieldDef::number("dx", 1.0))
+            .field(FieldDef::reference("follow", RefPolicy::Clear)),
+    );
+    let boost = w.install(ComponentDef::new("Boost").field(FieldDef::number("k", 2.0)));
+    let (x, dx, follow, k) = (
+        w.field(motion, "x"),
+        w.field(motion, "dx"),
+        w.field(motion, "follow"),
+        w.field(boost, "k"),
+    );
+    let e = w.spawn(ClassId::ENTITY);
+    w.store.add(e, ClassId::ENTITY, motion, []).unwrap();
+    w.store.add(e, ClassId::ENTITY, boost, []).unwrap();
+    {
+        let (mut xs, dxs) = w
+            .store
+            .update_columns::<f64, f64>(motion, x, Some((motion, dx)))
+            .unwrap();
+        let next = xs.values()[0] + dxs[0];
+        assert!(xs.write(0, next));
+    }
+    {
+        let (mut xs, ks) = w
+            .store
+            .update_columns::<f64, f64>(motion, x, Some((boost, k)))
+            .unwrap();
+        let next = xs.values()[0] * ks[0];
+        assert!(xs.write(0, next));
+    }
+    assert_eq!(*w.store.get::<f64>(e, motion, x).unwrap(), 2.0);
+    assert!(matches!(
+        w.store
+            .update_columns::<f64, f64>(motion, x, Some((motion, x))),
+        Err(StoreError::AliasedColumns { .. })
+    ));
+    assert!(matches!(
+        w.store
+            .update_columns::<Option<InstanceId>, f64>(motion, follow, Some((motion, dx))),
+        Err(StoreError::AliasedColumns { .. })
+    ));
+    assert!(matches!(
+        w.store
+            .update_columns::<f64, i64>(motion, x, Some((boost, k))),
+        Err(StoreError::TypeMismatch { .. })
+    ));
+}
