@@ -1,0 +1,32 @@
+//! `QueryError`: why a query spec was refused or a pass could not run.
+//!
+//! Invariant: a refused spec never becomes a `Query`, and a failed pass leaves the query's cache
+//! and baseline as they were.
+
+use strata_component_store::{ComponentId, StoreError};
+
+/// Why a query could not be built or run.
+#[derive(Clone, Debug, PartialEq, thiserror::Error)]
+#[non_exhaustive]
+pub enum QueryError {
+    /// The spec has no required component and no required tag: there is nothing to drive
+    /// candidate enumeration, and Strata never scans every instance implicitly.
+    #[error("a query needs at least one required component or required tag to drive it")]
+    NoDriver,
+    /// An added or changed filter names a component the query does not require.
+    #[error("change filters must name required components; {0:?} is not required")]
+    ChangeTermNotRequired(ComponentId),
+    /// A component is both required and excluded, or a tag both required and excluded.
+    #[error("the spec both requires and excludes {0}")]
+    Contradiction(String),
+    /// A term index outside the spec's required terms.
+    #[error("the query has no required term {0}")]
+    NoSuchTerm(usize),
+    /// A pass was used with a store it was not built against, or after the structure of one
+    /// of its components changed: run the query again.
+    #[error("the pass's matches are stale for this store: run the query again")]
+    StaleMatches,
+    /// The store refused an access the query made.
+    #[error(transparent)]
+    Store(#[from] StoreError),
+}

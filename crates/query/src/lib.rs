@@ -1,0 +1,57 @@
+//! Strata's queries: which instances hold a combination of components (and tags, classes,
+//! ancestors), cached, in instance-id order, with change filters.
+//!
+//! A [`QuerySpec`] names required and excluded components, required and excluded tags, a class
+//! filter, an ancestor term, and added or changed filters on required components. A [`Query`]
+//! picks the smallest required component set or tag as its driver, filters the candidates with
+//! the other terms, and caches the matches sorted by id with each term's dense row. The cache is
+//! reused while its stamp holds: field writes never invalidate it; adding or removing rows,
+//! replacing the store, tag changes (for tag terms) and topology changes (for ancestry and
+//! class terms) do.
+//!
+//! Each query keeps its own change baseline: the store tick captured when its previous pass
+//! began. A pass selects the rows added or changed after it, through the store's per-set change
+//! log when that covers the baseline, so its cost follows the number of changed rows.
+//!
+//! # Example
+//!
+//! ```
+//! use strata_arena::{Arena, ClassId, Vec3};
+//! use strata_component_store::{ComponentDef, FieldDef, InstanceRef, Store};
+//! use strata_query::{Query, QuerySpec};
+//!
+//! let mut arena = Arena::standard();
+//! let mut store = Store::new();
+//! let position = store.install(ComponentDef::new("Position").field(FieldDef::vector("v", Vec3::ZERO)), arena.classes())?;
+//! let velocity = store.install(ComponentDef::new("Velocity").field(FieldDef::vector("v", Vec3::ONE)), arena.classes())?;
+//! let v = store.field(position, "v")?;
+//! for _ in 0..3 {
+//!     let id = arena.create(ClassId::ENTITY, None)?;
+//!     let at = InstanceRef::new(id, arena.slot_of(id).unwrap());
+//!     store.insert(at, ClassId::ENTITY, position)?;
+//!     store.insert(at, ClassId::ENTITY, velocity)?;
+//! }
+//!
+//! // Position += Velocity.
+//! let mut movers = Query::new(QuerySpec::new().with(position).with(velocity))?;
+//! let pass = movers.run(&arena, &store)?;
+//! let moved = pass.update::<Vec3, Vec3>(&mut store, (0, v), (1, v), |p, d| {
+//!     Vec3::new(p.x + d.x, p.y + d.y, p.z + d.z)
+//! })?;
+//! assert_eq!(moved, 3);
+//!
+//! // A changed filter sees exactly those writes, once.
+//! let mut changed = Query::new(QuerySpec::new().with(position).changed(position))?;
+//! assert_eq!(changed.run(&arena, &store)?.len(), 3, "the first pass sees everything");
+//! assert_eq!(changed.run(&arena, &store)?.len(), 0, "nothing changed since");
+//! # Ok::<(), Box<dyn std::error::Error>>(())
+//! ```
+
+mod error;
+mod query;
+mod spec;
+
+pub use crate::error::QueryError;
+pub use crate::query::{Driver, MatchRef, Matches, Pass, PassIter, Query, TermColumn};
+pub use crate::spec::QuerySpec;
+pub use strata_component_store::{RemovalReader as RemovedReader, Removals};

@@ -1,0 +1,792 @@
+//! `Query`: driver choice, the cached matches and their stamp, change windows, and passes.
+//!
+//! Invariant: the cache holds exactly the instances that satisfied the spec when it was built,
+//! sorted by id, with each required term's dense row per match; it is reused only while its
+//! stamp (store identity, structural revision of every component the spec names, tag revision
+//! when tags are involved, topology revision when ancestry or classes are) still matches, and
+//! the generation advances exactly when it is rebuilt. A query's change baseline is the store
+//! tick captured when its previous pass began; it belongs to this query alone.
+
+use std::sync::Arc;
+
+use strata_arena::{ClassId, InstanceId, Revision, Slot, Snapshot};
+use strata_component_store::{
+    ComponentHandle, ComponentId, ComponentSet, FieldId, InstanceRef, Scalar, Store, StoreId, Tick,
+};
+
+use crate::error::QueryError;
+use crate::spec::QuerySpec;
+
+/// What supplied a query's candidates when its cache was last built.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Driver {
+    /// The rows of a required component.
+    Component(ComponentId),
+    /// The members of a required tag.
+    Tag(Arc<str>),
+}
+
+/// What the cache was built against.
+#[derive(Clone, Debug, PartialEq)]
+struct Stamp {
+    store: StoreId,
+    structural: Vec<u64>,
+    tags: Option<Revision>,
+    topology: Option<Revision>,
+}
+
+/// The cached matches, sorted by instance id.
+#[derive(Clone, Debug, Default)]
+pub(crate) struct Cache {
+    ids: Vec<InstanceId>,
+    slots: Vec<Slot>,
+    /// Per required term, the dense row of each match.
+    rows: Vec<Vec<u32>>,
+    /// Per required term, whether its rows are exactly `0..len` (a plain slice walk).
+    dense: Vec<bool>,
+    /// For an ancestor term, the nearest ancestor holding the component, per match.
+    ancestors: Vec<InstanceId>,
+}
+
+/// A query: a validated spec with its cache and change baseline.
+#[derive(Clone, Debug)]
+pub struct Query {
+    spec: QuerySpec,
+    cache: Cache,
+    stamp: Option<Stamp>,
+    generation: u64,
+    driver: Option<Driver>,
+    baseline: Option<Tick>,
+    selection: Vec<u32>,
+}
+
+impl Query {
+    /// A query for a spec; refused when the spec has no driver or is contradictory.
+    pub fn new(spec: QuerySpec) -> Result<Self, QueryError> {
+        spec.validate()?;
+        let terms = spec.with.len();
+        Ok(Self {
+            spec,
+            cache: Cache {
+                rows: vec![Vec::new(); terms],
+                dense: vec![true; terms],
+                ..Cache::default()
+            },
+            stamp: None,
+            generation: 0,
+            driver: None,
+            baseline: None,
+            selection: Vec::new(),
+        })
+    }
+
+    /// The spec.
+    pub fn spec(&self) -> &QuerySpec {
+        &self.spec
+    }
+
+    /// Advances exactly when the cache is rebuilt.
+    pub fn generation(&self) -> u64 {
+        self.generation
+    }
+
+    /// The driver chosen when the cache was last built.
+    pub fn driver(&self) -> Option<&Driver> {
+        self.driver.as_ref()
+    }
+
+    /// The store tick the next pass compares change ticks with (`None` before the first pass:
+    /// then every row counts as added and changed).
+    pub fn baseline(&self) -> Option<Tick> {
+        self.baseline
+    }
+
+    /// Rebuilds the cache if its stamp no longer matches; returns whether it did.
+    pub fn refresh(&mut self, arena: &Snapshot, store: &Store) -> Result<bool, QueryError> {
+        if self.stamp_holds(arena, store)? {
+            return Ok(false);
+        }
+        self.rebuild(arena, store)?;
+        Ok(true)
+    }
+
+    /// The full cached matches (no change filtering, baseline untouched), refreshed first.
+    pub fn matches(&mut self, arena: &Snapshot, store: &Store) -> Result<Matches<'_>, QueryError> {
+        self.refresh(arena, store)?;
+        Ok(Matches {
+            cache: &self.cache,
+            spec: &self.spec,
+        })
+    }
+
+    /// Starts a pass: refreshes the cache, and for a query with change filters selects the
+    /// matches whose rows were added or changed since the previous pass began, then moves the
+    /// baseline to the store tick now (writes made during this pass stay eligible for the next
+    /// one). The selection costs in proportion to the rows that changed when the store's change
+    /// log covers the baseline, and a scan of the matches otherwise.
+    pub fn run(&mut self, arena: &Snapshot, store: &Store) -> Result<Pass<'_>, QueryError> {
+        self.refresh(arena, store)?;
+        let filtered = self.spec.has_change_filters();
+        if filtered {
+            let baseline = self.baseline.unwrap_or(Tick(0));
+            self.select_changed(store, baseline)?;
+            self.baseline = Some(store.tick());
+        }
+        let stamp = self.stamp.as_ref().ok_or(QueryError::NoDriver)?;
+        Ok(Pass {
+            cache: &self.cache,
+            spec: &self.spec,
+            stamp,
+            selection: filtered.then_some(self.selection.as_slice()),
+        })
+    }
+
+    /// Runs a pass and calls `f` for every selected match, in instance-id order.
+    pub fn for_each(
+        &mut self,
+        arena: &Snapshot,
+        store: &Store,
+        mut f: impl FnMut(MatchRef<'_>),
+    ) -> Result<(), QueryError> {
+        let pass = self.run(arena, store)?;
+        for m in pass.iter() {
+            f(m);
+        }
+        Ok(())
+    }
+
+    /// Runs a pass and returns an iterator over its selected matches.
+    pub fn iter(&mut self, arena: &Snapshot, store: &Store) -> Result<PassIter<'_>, QueryError> {
+        Ok(self.run(arena, store)?.into_iter())
+    }
+
+    fn stamp_holds(&self, arena: &Snapshot, store: &Store) -> Result<bool, QueryError> {
+        let Some(stamp) = &self.stamp else {
+            // Still check the components exist, so the error is the same as a rebuild's.
+            for c in self.spec.structural_components() {
+                store.set(c)?;
+            }
+            return Ok(false);
+        };
+        if stamp.store != store.id() {
+            return Ok(false);
+        }
+        for (c, revision) in self.spec.structural_components().zip(&stamp.structural) {
+            if store.set(c)?.structural_revision() != *revision {
+                return Ok(false);
+            }
+        }
+        if stamp.tags.is_some_and(|r| r != arena.revisions().tags()) {
+            return Ok(false);
+        }
+        if stamp
+            .topology
+            .is_some_and(|r| r != arena.revisions().topology())
+        {
+            return Ok(false);
+        }
+        Ok(true)
+    }
+
+    fn rebuild(&mut self, arena: &Snapshot, store: &Store) -> Result<(), QueryError> {
+        let spec = &self.spec;
+        let required: Vec<&ComponentSet> = spec
+            .with
+            .iter()
+            .map(|c| store.set(*c))
+            .collect::<Result<_, _>>()?;
+        let excluded: Vec<&ComponentSet> = spec
+            .without
+            .iter()
+            .map(|c| store.set(*c))
+            .collect::<Result<_, _>>()?;
+        let ancestor = spec.ancestor.map(|c| store.set(c)).transpose()?;
+
+        // The driver: the smallest required component set or required tag.
+        let component_driver = required
+            .iter()
+            .enumerate()
+            .min_by_key(|(_, s)| s.len())
+            .map(|(t, s)| (t, s.len()));
+        let tag_driver = spec
+            .tags
+            .iter()
+            .map(|t| (t, arena.tag_count(t)))
+            .min_by_key(|(_, n)| *n);
+        let driver = match (component_driver, tag_driver) {
+            (Some((_, n)), Some((tag, m))) if m < n => Driver::Tag(tag.clone()),
+            (Some((t, _)), _) => Driver::Component(spec.with[t]),
+            (None, Some((tag, _))) => Driver::Tag(tag.clone()),
+            (None, None) => return Err(QueryError::NoDriver),
+        };
+
+        let filter = Filter {
+            spec,
+            arena,
+            required: &required,
+            excluded: &excluded,
+            ancestor,
+        };
+        let mut cache = std::mem::take(&mut self.cache);
+        cache.clear(spec.with.len());
+        match &driver {
+            Driver::Component(c) => {
+                let t = spec.term(*c).ok_or(QueryError::NoDriver)?;
+                let set = required[t];
+                for (row, (&id, &slot)) in set.ids().iter().zip(set.slots()).enumerate() {
+                    filter.admit(&mut cache, InstanceRef::new(id, slot), Some((t, row)));
+                }
+            }
+            Driver::Tag(tag) => {
+                for id in arena.tagged(tag) {
+                    if let Some(slot) = arena.slot_of(id) {
+                        filter.admit(&mut cache, InstanceRef::new(id, slot), None);
+                    }
+                }
+            }
+        }
+        cache.sort_by_id();
+        self.cache = cache;
+        self.driver = Some(driver);
+        self.stamp = Some(Stamp {
+            store: store.id(),
+            structural: self
+                .spec
+                .structural_components()
+                .map(|c| store.set(c).map(ComponentSet::structural_revision))
+                .collect::<Result<_, _>>()?,
+            tags: self.spec.uses_tags().then(|| arena.revisions().tags()),
+            topology: self
+                .spec
+                .uses_topology()
+                .then(|| arena.revisions().topology()),
+        });
+        self.generation += 1;
+        Ok(())
+    }
+
+    /// Fills `selection` with the match indexes whose change terms all moved past `baseline`,
+    /// in id order.
+    fn select_changed(&mut self, store: &Store, baseline: Tick) -> Result<(), QueryError> {
+        self.selection.clear();
+        let terms: Vec<(usize, bool, &ComponentSet)> = self
+            .spec
+            .added
+            .iter()
+            .map(|c| (*c, true))
+            .chain(self.spec.changed.iter().map(|c| (*c, false)))
+            .map(|(c, added)| {
+                let t = self
+                    .spec
+                    .term(c)
+                    .ok_or(QueryError::ChangeTermNotRequired(c))?;
+                Ok((t, added, store.set(c)?))
+            })
+            .collect::<Result<_, QueryError>>()?;
+        let cache = &self.cache;
+        let holds = |index: usize| {
+            terms.iter().all(|(t, added, set)| {
+                let row = cache.rows[*t][index] as usize;
+                let ticks = if *added {
+                    set.added_ticks()
+                } else {
+                    set.changed_ticks()
+                };
+                ticks.get(row).is_some_and(|tick| *tick > baseline)
+            })
+        };
+        let logged = terms
+            .iter()
+            .filter_map(|(_, _, set)| set.changes_since(baseline))
+            .min_by_key(|list| list.len());
+        match logged {
+            Some(list) => {
+                for at in list {
+                    let Ok(index) = cache.ids.binary_search(&at.id) else {
+                        continue;
+                    };
+                    if cache.slots[index] == at.slot && holds(index) {
+                        self.selection.push(index as u32);
+                    }
+                }
+                self.selection.sort_unstable();
+                self.selection.dedup();
+            }
+            None => {
+                for index in 0..cache.ids.len() {
+                    if holds(index) {
+                        self.selection.push(index as u32);
+                    }
+                }
+            }
+        }
+        Ok(())
+    }
+}
+
+/// The term checks applied to every candidate.
+struct Filter<'a> {
+    spec: &'a QuerySpec,
+    arena: &'a Snapshot,
+    required: &'a [&'a ComponentSet],
+    excluded: &'a [&'a ComponentSet],
+    ancestor: Option<&'a ComponentSet>,
+}
+
+impl Filter<'_> {
+    /// Appends the candidate to the cache if it satisfies every term. `known` is the driver
+    /// term's row, when the driver is a component.
+    fn admit(&self, cache: &mut Cache, at: InstanceRef, known: Option<(usize, usize)>) {
+        let first = cache.ids.len();
+        for (t, set) in self.required.iter().enumerate() {
+            let row = match known {
+                Some((kt, row)) if kt == t => Some(row),
+                _ => set.row_of(at),
+            };
+            let Some(row) = row else {
+                for rows in &mut cache.rows[..t] {
+                    rows.truncate(first);
+                }
+                return;
+            };
+            cache.rows[t].push(row as u32);
+        }
+        let reject = |cache: &mut Cache| {
+            for rows in &mut cache.rows {
+                rows.truncate(first);
+            }
+        };
+        if self.excluded.iter().any(|s| s.contains(at)) {
+            return reject(cache);
+        }
+        let spec = self.spec;
+        if !spec.tags.iter().all(|t| self.arena.has_tag(at.id, t))
+            || spec.not_tags.iter().any(|t| self.arena.has_tag(at.id, t))
+        {
+            return reject(cache);
+        }
+        if let Some(classes) = &spec.classes {
+            let class: Option<ClassId> = self.arena.class(at.id);
+            if !class.is_some_and(|c| classes.contains(&c)) {
+                return reject(cache);
+            }
+        }
+        if let Some(holders) = self.ancestor {
+            let nearest = self.arena.ancestors(at.id).find(|a| {
+                self.arena
+                    .slot_of(*a)
+                    .is_some_and(|slot| holders.contains(InstanceRef::new(*a, slot)))
+            });
+            match nearest {
+                Some(a) => cache.ancestors.push(a),
+                None => return reject(cache),
+            }
+        }
+        cache.ids.push(at.id);
+        cache.slots.push(at.slot);
+    }
+}
+
+impl Cache {
+    fn clear(&mut self, terms: usize) {
+        self.ids.clear();
+        self.slots.clear();
+        self.rows.resize_with(terms, Vec::new);
+        for rows in &mut self.rows {
+            rows.clear();
+        }
+        self.dense.clear();
+        self.ancestors.clear();
+    }
+
+    /// Puts the matches in id order (a no-op when the driver already yielded them so), then
+    /// records which terms' rows are the plain sequence `0..len`.
+    fn sort_by_id(&mut self) {
+        if !self.ids.is_sorted() {
+            let mut order: Vec<u32> = (0..self.ids.len() as u32).collect();
+            order.sort_unstable_by_key(|i| self.ids[*i as usize]);
+            let permute = |v: &mut Vec<u32>| *v = order.iter().map(|i| v[*i as usize]).collect();
+            for rows in &mut self.rows {
+                permute(rows);
+            }
+            self.ids = order.iter().map(|i| self.ids[*i as usize]).collect();
+            self.slots = order.iter().map(|i| self.slots[*i as usize]).collect();
+            if !self.ancestors.is_empty() {
+                self.ancestors = order.iter().map(|i| self.ancestors[*i as usize]).collect();
+            }
+        }
+        self.dense = self
+            .rows
+            .iter()
+            .map(|rows| rows.iter().enumerate().all(|(i, r)| *r as usize == i))
+            .collect();
+    }
+}
+
+/// The cached matches of a query.
+#[derive(Clone, Copy)]
+pub struct Matches<'q> {
+    cache: &'q Cache,
+    spec: &'q QuerySpec,
+}
+
+impl<'q> Matches<'q> {
+    /// How many instances match.
+    pub fn len(&self) -> usize {
+        self.cache.ids.len()
+    }
+
+    /// Whether nothing matches.
+    pub fn is_empty(&self) -> bool {
+        self.cache.ids.is_empty()
+    }
+
+    /// The matching instances, sorted by id.
+    pub fn ids(&self) -> &'q [InstanceId] {
+        &self.cache.ids
+    }
+
+    /// Their slots.
+    pub fn slots(&self) -> &'q [Slot] {
+        &self.cache.slots
+    }
+
+    /// A required term's dense row per match.
+    pub fn rows(&self, term: usize) -> Result<&'q [u32], QueryError> {
+        self.cache
+            .rows
+            .get(term)
+            .map(Vec::as_slice)
+            .ok_or(QueryError::NoSuchTerm(term))
+    }
+
+    /// Whether a term's rows are exactly `0..len`, so its columns can be walked as plain slices.
+    pub fn is_dense(&self, term: usize) -> bool {
+        self.cache.dense.get(term).copied().unwrap_or(false)
+    }
+
+    /// The nearest ancestor holding the ancestor term's component, per match (empty without an
+    /// ancestor term).
+    pub fn ancestors(&self) -> &'q [InstanceId] {
+        &self.cache.ancestors
+    }
+
+    /// The match at an index.
+    pub fn get(&self, index: usize) -> Option<MatchRef<'q>> {
+        (index < self.len()).then_some(MatchRef {
+            index,
+            cache: self.cache,
+            spec: self.spec,
+        })
+    }
+}
+
+/// One pass of a query: the cached matches and, for a query with change filters, the
+/// selection of those that changed.
+pub struct Pass<'q> {
+    cache: &'q Cache,
+    spec: &'q QuerySpec,
+    stamp: &'q Stamp,
+    selection: Option<&'q [u32]>,
+}
+
+impl<'q> Pass<'q> {
+    /// How many matches the pass yields.
+    pub fn len(&self) -> usize {
+        self.selection.map_or(self.cache.ids.len(), <[u32]>::len)
+    }
+
+    /// Whether the pass yields nothing.
+    pub fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
+
+    /// All the query's matches (not only the selected ones).
+    pub fn matches(&self) -> Matches<'q> {
+        Matches {
+            cache: self.cache,
+            spec: self.spec,
+        }
+    }
+
+    /// The selected match indexes, or `None` when the pass yields every match.
+    pub fn selection(&self) -> Option<&'q [u32]> {
+        self.selection
+    }
+
+    /// The selected matches, in id order.
+    pub fn iter(&self) -> PassIter<'q> {
+        PassIter {
+            cache: self.cache,
+            spec: self.spec,
+            selection: self.selection,
+            next: 0,
+        }
+    }
+
+    /// A typed read-only column of a required term, bound once for the pass. Refused when the
+    /// store is not the one the matches were built against, or its structure changed since.
+    pub fn column<'s, T: Scalar>(
+        &self,
+        store: &'s Store,
+        term: usize,
+        field: FieldId,
+    ) -> Result<TermColumn<'s, 'q, T>, QueryError> {
+        self.check(store)?;
+        let component = *self
+            .spec
+            .with
+            .get(term)
+            .ok_or(QueryError::NoSuchTerm(term))?;
+        let values = store
+            .set(component)?
+            .values::<T>(field)
+            .filter(|_| {
+                store
+                    .def(component)
+                    .is_ok_and(|d| d.field(field).is_some_and(|f| T::matches(&f.ty)))
+            })
+            .ok_or_else(|| {
+                QueryError::Store(strata_component_store::StoreError::TypeMismatch {
+                    component: store
+                        .def(component)
+                        .map(|d| d.name().to_owned())
+                        .unwrap_or_default(),
+                    field: format!("{field:?}"),
+                    expected: "the field's type".into(),
+                    found: std::any::type_name::<T>().into(),
+                })
+            })?;
+        Ok(TermColumn {
+            values,
+            rows: &self.cache.rows[term],
+            dense: self.cache.dense[term],
+        })
+    }
+
+    /// Writes one field of a term from its current value and a field of another term (or of
+    /// another field of the same term), for every selected match, with full change tracking
+    /// and compare-before-write. Returns how many rows changed.
+    pub fn update<W: Scalar, R: Scalar>(
+        &self,
+        store: &mut Store,
+        write: (usize, FieldId),
+        read: (usize, FieldId),
+        mut f: impl FnMut(&W, &R) -> W,
+    ) -> Result<usize, QueryError> {
+        self.check(store)?;
+        let (wt, wf) = write;
+        let (rt, rf) = read;
+        let wc = *self.spec.with.get(wt).ok_or(QueryError::NoSuchTerm(wt))?;
+        let rc = *self.spec.with.get(rt).ok_or(QueryError::NoSuchTerm(rt))?;
+        let (mut writer, reads) = store.update_columns::<W, R>(wc, wf, Some((rc, rf)))?;
+        let (wrows, rrows) = (&self.cache.rows[wt], &self.cache.rows[rt]);
+        let mut changed = 0;
+        match self.selection {
+            None if self.cache.dense[wt] && self.cache.dense[rt] => {
+                for (i, r) in reads.iter().enumerate().take(self.cache.ids.len()) {
+                    let next = f(&writer.values()[i], r);
+                    changed += usize::from(writer.write(i, next));
+                }
+            }
+            None => {
+                for (w, r) in wrows.iter().zip(rrows) {
+                    let (w, r) = (*w as usize, *r as usize);
+                    let next = f(&writer.values()[w], &reads[r]);
+                    changed += usize::from(writer.write(w, next));
+                }
+            }
+            Some(selection) => {
+                for &i in selection {
+                    let (w, r) = (wrows[i as usize] as usize, rrows[i as usize] as usize);
+                    let next = f(&writer.values()[w], &reads[r]);
+                    changed += usize::from(writer.write(w, next));
+                }
+            }
+        }
+        Ok(changed)
+    }
+
+    /// Writes one field of a term from its current value, for every selected match. Returns
+    /// how many rows changed.
+    pub fn update_each<W: Scalar>(
+        &self,
+        store: &mut Store,
+        write: (usize, FieldId),
+        mut f: impl FnMut(&W) -> W,
+    ) -> Result<usize, QueryError> {
+        self.check(store)?;
+        let (wt, wf) = write;
+        let wc = *self.spec.with.get(wt).ok_or(QueryError::NoSuchTerm(wt))?;
+        let mut writer = store.column_writer::<W>(wc, wf)?;
+        let rows = &self.cache.rows[wt];
+        let mut changed = 0;
+        let mut one = |row: usize| {
+            let next = f(&writer.values()[row]);
+            usize::from(writer.write(row, next))
+        };
+        match self.selection {
+            None => {
+                for &row in rows {
+                    changed += one(row as usize);
+                }
+            }
+            Some(selection) => {
+                for &i in selection {
+                    changed += one(rows[i as usize] as usize);
+                }
+            }
+        }
+        Ok(changed)
+    }
+
+    /// Refuses a store the matches were not built against, or whose structure moved since.
+    fn check(&self, store: &Store) -> Result<(), QueryError> {
+        let fresh = self.stamp.store == store.id()
+            && self
+                .spec
+                .structural_components()
+                .zip(&self.stamp.structural)
+                .all(|(c, r)| store.set(c).is_ok_and(|s| s.structural_revision() == *r));
+        if fresh {
+            Ok(())
+        } else {
+            Err(QueryError::StaleMatches)
+        }
+    }
+}
+
+impl<'q> IntoIterator for Pass<'q> {
+    type Item = MatchRef<'q>;
+    type IntoIter = PassIter<'q>;
+
+    fn into_iter(self) -> PassIter<'q> {
+        self.iter()
+    }
+}
+
+/// An iterator over a pass's selected matches.
+pub struct PassIter<'q> {
+    cache: &'q Cache,
+    spec: &'q QuerySpec,
+    selection: Option<&'q [u32]>,
+    next: usize,
+}
+
+impl<'q> Iterator for PassIter<'q> {
+    type Item = MatchRef<'q>;
+
+    fn next(&mut self) -> Option<MatchRef<'q>> {
+        let index = match self.selection {
+            Some(selection) => *selection.get(self.next)? as usize,
+            None => {
+                if self.next >= self.cache.ids.len() {
+                    return None;
+                }
+                self.next
+            }
+        };
+        self.next += 1;
+        Some(MatchRef {
+            index,
+            cache: self.cache,
+            spec: self.spec,
+        })
+    }
+
+    fn size_hint(&self) -> (usize, Option<usize>) {
+        let total = self.selection.map_or(self.cache.ids.len(), <[u32]>::len);
+        let left = total.saturating_sub(self.next);
+        (left, Some(left))
+    }
+}
+
+impl ExactSizeIterator for PassIter<'_> {}
+
+/// One match: its instance, its row in each required term, its nearest ancestor.
+#[derive(Clone, Copy)]
+pub struct MatchRef<'q> {
+    index: usize,
+    cache: &'q Cache,
+    spec: &'q QuerySpec,
+}
+
+impl MatchRef<'_> {
+    /// The match's position in the cache (id order).
+    pub fn index(&self) -> usize {
+        self.index
+    }
+
+    /// The instance.
+    pub fn id(&self) -> InstanceId {
+        self.cache.ids[self.index]
+    }
+
+    /// The instance with its slot.
+    pub fn instance(&self) -> InstanceRef {
+        InstanceRef::new(self.cache.ids[self.index], self.cache.slots[self.index])
+    }
+
+    /// The instance's row in a required term's set.
+    pub fn row(&self, term: usize) -> Option<usize> {
+        self.cache
+            .rows
+            .get(term)
+            .map(|rows| rows[self.index] as usize)
+    }
+
+    /// The nearest ancestor holding the ancestor term's component.
+    pub fn ancestor(&self) -> Option<InstanceId> {
+        self.cache.ancestors.get(self.index).copied()
+    }
+
+    /// A handle on a required term's component of this instance.
+    pub fn handle(&self, store: &Store, term: usize) -> Result<ComponentHandle, QueryError> {
+        let component = *self
+            .spec
+            .with
+            .get(term)
+            .ok_or(QueryError::NoSuchTerm(term))?;
+        Ok(ComponentHandle::new(store, self.instance(), component)?)
+    }
+
+    /// A typed field of a required term, read through the store (checked).
+    pub fn get<'s, T: Scalar>(
+        &self,
+        store: &'s Store,
+        term: usize,
+        field: FieldId,
+    ) -> Result<&'s T, QueryError> {
+        let component = *self
+            .spec
+            .with
+            .get(term)
+            .ok_or(QueryError::NoSuchTerm(term))?;
+        Ok(store.get::<T>(self.instance(), component, field)?)
+    }
+}
+
+/// A typed column of one required term, indexed by match index.
+#[derive(Clone, Copy)]
+pub struct TermColumn<'s, 'q, T> {
+    values: &'s [T],
+    rows: &'q [u32],
+    dense: bool,
+}
+
+impl<T> TermColumn<'_, '_, T> {
+    /// The value for the match at `index`.
+    #[inline]
+    pub fn get(&self, index: usize) -> &T {
+        if self.dense {
+            &self.values[index]
+        } else {
+            &self.values[self.rows[index] as usize]
+        }
+    }
+
+    /// The whole column, by row.
+    pub fn values(&self) -> &[T] {
+        self.values
+    }
+}
