@@ -250,6 +250,148 @@ impl Arena {
         Ok(id)
     }
 
+    /// Creates `count` instances of `class` under `parent` in one step: consecutive ids, one
+    /// clock tick, one `CreatedRange` event and journal entry, siblings linked before they are
+    /// placed. Returns each new instance's id and slot, in id (and child) order. Refused,
+    /// changing nothing, for a bad class or parent, or when the id range cannot hold `count`
+    /// more ids.
+    pub fn create_many(
+        &mut self,
+        class: ClassId,
+        parent: Option<InstanceId>,
+        count: usize,
+    ) -> Result<Vec<(InstanceId, Slot)>, ArenaError> {
+        let parent = self.check_new_child(class, parent)?;
+        let first = self.next_id();
+        let count32 = u32::try_from(count).map_err(|_| ArenaError::SlotsExhausted)?;
+        let end = first
+            .checked_add(count as u64)
+            .filter(|end| *end <= self.own_range.end())
+            .ok_or(ArenaError::IdSpaceExhausted(self.own_range))?;
+        let fresh_needed = count.saturating_sub(self.free_slots.len());
+        if u64::from(self.state.slot_len) + fresh_needed as u64 > u64::from(u32::MAX) {
+            return Err(ArenaError::SlotsExhausted);
+        }
+        let Some(first_id) = InstanceId::new(first) else {
+            return Err(ArenaError::IdSpaceExhausted(self.own_range));
+        };
+        if count == 0 {
+            return Ok(Vec::new());
+        }
+        let at = self.state.revisions.tick();
+        self.state.revisions.topology = at;
+        let descriptor = self.state.class_of(class);
+        let traits = ClassTraits::of(descriptor);
+        let service = descriptor.is_service();
+        let name = descriptor.shared_name().clone();
+        let state = BuiltinState::default_for(descriptor.state_kind());
+        let (in_world, previous_last) = match parent {
+            Some((_, parent_slot)) => {
+                let parent_node = self
+                    .state
+                    .node_at(parent_slot)
+                    .expect("validated parents are occupied");
+                (
+                    parent_node.is_in_world()
+                        || self.state.class_of(parent_node.class).is_world_container(),
+                    parent_node.last_child,
+                )
+            }
+            None => (false, None),
+        };
+        let mut placed = Vec::with_capacity(count);
+        for raw in first..end {
+            let id = InstanceId::new(raw).expect("ids in the range are non-zero");
+            let slot = self.take_slot().expect("slot room was checked above");
+            let guid = self.next_guid();
+            let mut node = Node::new(
+                id,
+                class,
+                guid,
+                NodeData {
+                    name: name.clone(),
+                    attributes: Default::default(),
+                    state: state.clone(),
+                },
+                at,
+            );
+            node.set_flag(NodeFlag::ParentLocked, service);
+            node.set_flag(NodeFlag::InWorld, in_world);
+            if let Some((parent_id, _)) = parent {
+                node.parent = Some(parent_id);
+                node.prev_sibling = if raw == first {
+                    previous_last
+                } else {
+                    InstanceId::new(raw - 1)
+                };
+                node.next_sibling = if raw + 1 < end {
+                    InstanceId::new(raw + 1)
+                } else {
+                    None
+                };
+            }
+            self.state.place(slot, node);
+            if !self.batches.is_empty() {
+                self.alloc_log.push(Doomed { id, slot });
+            }
+            if in_world && traits.part_log {
+                self.part_log.push(PartWrite {
+                    id,
+                    kind: PartWriteKind::EnteredWorld,
+                });
+            }
+            placed.push((id, slot));
+        }
+        self.set_counter(end);
+        self.state.live += count;
+        let last_id = placed.last().map(|(id, _)| *id);
+        if let Some((parent_id, parent_slot)) = parent {
+            if let Some(previous) = previous_last.and_then(|l| self.state.slot_of(l)) {
+                self.state.write_at(previous).next_sibling = Some(first_id);
+            }
+            let parent_node = self.state.write_at(parent_slot);
+            if parent_node.first_child.is_none() {
+                parent_node.first_child = Some(first_id);
+            }
+            parent_node.last_child = last_id;
+            parent_node.child_count += count32;
+            if traits.gui.is_some() {
+                let layer = if traits.gui == Some(true) {
+                    None
+                } else {
+                    std::iter::once(parent_id)
+                        .chain(self.state.ancestors(parent_id))
+                        .find(|a| {
+                            self.state.find(*a).is_some_and(|(_, n)| {
+                                self.state.class_of(n.class).state_kind() == StateKind::GuiLayer
+                            })
+                        })
+                };
+                let moved = MovedIds::from_vec(placed.iter().map(|(id, _)| *id).collect());
+                self.invalidate_gui(&moved, SubtreeInfo::single(traits), layer, at);
+            }
+        }
+        if in_world && traits.collision {
+            self.state.revisions.collision = at;
+        }
+        for family in traits.families.iter() {
+            self.state.invalidate_family(family);
+            self.state.revisions.bump_family(family, at);
+        }
+        let parent = parent.map(|(p, _)| p);
+        self.events.push(Event::CreatedRange {
+            first: first_id,
+            count: count32,
+            parent,
+        });
+        self.topology_log.push(TopologyChange::CreatedRange {
+            first: first_id,
+            count: count32,
+            parent,
+        });
+        Ok(placed)
+    }
+
     /// Creates an instance of the class named `class`.
     pub fn create_named(
         &mut self,

@@ -64,6 +64,16 @@ pub enum Event {
         /// Its parent at creation.
         parent: Option<InstanceId>,
     },
+    /// `count` instances with consecutive ids from `first` were created together
+    /// (`Arena::create_many`), appended in id order under `parent`.
+    CreatedRange {
+        /// The first new id.
+        first: InstanceId,
+        /// How many.
+        count: u32,
+        /// Their parent at creation.
+        parent: Option<InstanceId>,
+    },
     /// A subtree is leaving the descendants of every listed ancestor.
     DescendantRemoving {
         /// The old ancestors, nearest first.
@@ -113,6 +123,15 @@ pub enum TopologyChange {
         /// The new instance.
         id: InstanceId,
         /// Its parent at creation.
+        parent: Option<InstanceId>,
+    },
+    /// Instances with consecutive ids were allocated together.
+    CreatedRange {
+        /// The first new id.
+        first: InstanceId,
+        /// How many.
+        count: u32,
+        /// Their parent at creation.
         parent: Option<InstanceId>,
     },
     /// An instance moved, with its subtree.

@@ -350,3 +350,69 @@ fn descendants_and_ancestors_walk_the_tree() {
     assert!(p.arena.is_ancestor_of(a, c));
     assert!(!p.arena.is_ancestor_of(c, a));
 }
+
+#[test]
+fn create_many_matches_creating_one_at_a_time() {
+    let mut p = place();
+    let folder = p.arena.create(ClassId::FOLDER, Some(p.workspace)).unwrap();
+    let first = p.arena.create(ClassId::PART, Some(folder)).unwrap();
+    p.arena.drain().unwrap();
+    let topology = p.arena.revisions().topology();
+    let cursor = p.arena.part_log().head();
+    let made = p.arena.create_many(ClassId::PART, Some(folder), 5).unwrap();
+    let ids: Vec<_> = made.iter().map(|(id, _)| *id).collect();
+    assert!(
+        ids.windows(2).all(|w| w[1].get() == w[0].get() + 1),
+        "consecutive ids"
+    );
+    for (id, slot) in &made {
+        assert_eq!(p.arena.slot_of(*id), Some(*slot));
+        assert_eq!(p.arena.parent(*id), Some(folder));
+        assert!(p.arena.get(*id).unwrap().is_in_world());
+    }
+    let mut expected = vec![first];
+    expected.extend(&ids);
+    assert_eq!(children(&p.arena, folder), expected);
+    assert_eq!(p.arena.get(folder).unwrap().child_count(), 6);
+    assert!(p.arena.revisions().topology() > topology);
+    assert_eq!(
+        p.arena.part_writes_since(cursor).unwrap().count(),
+        5,
+        "each part entered the world"
+    );
+    assert_eq!(
+        p.arena.drain().unwrap().events,
+        vec![Event::CreatedRange {
+            first: ids[0],
+            count: 5,
+            parent: Some(folder)
+        }]
+    );
+    // Unparented batches, and an empty one.
+    let loose = p.arena.create_many(ClassId::ENTITY, None, 3).unwrap();
+    assert!(loose.iter().all(|(id, _)| p.arena.parent(*id).is_none()));
+    assert!(
+        p.arena
+            .create_many(ClassId::ENTITY, None, 0)
+            .unwrap()
+            .is_empty()
+    );
+    // Refusals change nothing.
+    let light_error = common::assert_refused_unchanged(&mut p.arena, |a| {
+        a.create_many(ClassId::POINT_LIGHT, Some(folder), 2)
+    });
+    assert!(matches!(light_error, ArenaError::Containment { .. }));
+}
+
+#[test]
+fn create_many_rolls_back_with_its_batch() {
+    let mut p = place();
+    let before = common::observe(&p.arena);
+    let checkpoint = p.arena.checkpoint();
+    p.arena
+        .create_many(ClassId::PART, Some(p.workspace), 50)
+        .unwrap();
+    p.arena.rollback(checkpoint).unwrap();
+    assert_eq!(common::observe(&p.arena), before);
+    assert!(children(&p.arena, p.workspace).is_empty());
+}

@@ -59,6 +59,7 @@ struct MNode {
 #[derive(Clone, Debug, PartialEq, Eq)]
 enum Ev {
     Created(InstanceId, Option<InstanceId>),
+    CreatedRange(InstanceId, u32, Option<InstanceId>),
     DescendantRemoving(Vec<InstanceId>, Vec<InstanceId>),
     ChildRemoved(InstanceId, InstanceId),
     ChildAdded(InstanceId, InstanceId),
@@ -70,6 +71,11 @@ enum Ev {
 fn norm_event(event: &Event) -> Ev {
     match event {
         Event::Created { id, parent } => Ev::Created(*id, *parent),
+        Event::CreatedRange {
+            first,
+            count,
+            parent,
+        } => Ev::CreatedRange(*first, *count, *parent),
         Event::DescendantRemoving { ancestors, moved } => {
             Ev::DescendantRemoving(ancestors.to_vec(), moved.as_slice().to_vec())
         }
@@ -86,6 +92,7 @@ fn norm_event(event: &Event) -> Ev {
 #[derive(Clone, Debug, PartialEq, Eq)]
 enum Topo {
     Created(InstanceId, Option<InstanceId>),
+    CreatedRange(InstanceId, u32, Option<InstanceId>),
     Reparented(InstanceId, Option<InstanceId>, Option<InstanceId>),
     Destroyed(Vec<InstanceId>),
 }
@@ -93,6 +100,11 @@ enum Topo {
 fn norm_topology(change: &TopologyChange) -> Topo {
     match change {
         TopologyChange::Created { id, parent } => Topo::Created(*id, *parent),
+        TopologyChange::CreatedRange {
+            first,
+            count,
+            parent,
+        } => Topo::CreatedRange(*first, *count, *parent),
         TopologyChange::Reparented { id, from, to } => Topo::Reparented(*id, *from, *to),
         TopologyChange::Destroyed { subtree } => Topo::Destroyed(subtree.as_slice().to_vec()),
     }

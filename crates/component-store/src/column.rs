@@ -185,6 +185,28 @@ impl Column {
         }
     }
 
+    /// Appends `n` copies of `source`'s row `row` (same kind of column).
+    pub(crate) fn extend_from(&mut self, source: &Column, row: usize, n: usize) {
+        use std::iter::repeat_n;
+        match (self, source) {
+            (Column::Number(d), Column::Number(s)) => d.extend(repeat_n(s[row], n)),
+            (Column::Integer(d), Column::Integer(s)) => d.extend(repeat_n(s[row], n)),
+            (Column::Boolean(d), Column::Boolean(s)) => d.extend(repeat_n(s[row], n)),
+            (Column::Text(d), Column::Text(s)) => d.extend(repeat_n(s[row].clone(), n)),
+            (Column::Enum(d), Column::Enum(s)) => d.extend(repeat_n(s[row], n)),
+            (Column::Vector(d), Column::Vector(s)) => d.extend(repeat_n(s[row], n)),
+            (Column::Transform(d), Column::Transform(s)) => d.extend(repeat_n(s[row], n)),
+            (Column::Reference(d), Column::Reference(s)) => d.extend(repeat_n(s[row], n)),
+            (Column::List(d), Column::List(s)) => d.extend(repeat_n(s[row].clone(), n)),
+            (Column::Value(d), Column::Value(s)) => d.extend(repeat_n(s[row].clone(), n)),
+            (dest, source) => unreachable!(
+                "columns of one field have one kind ({} vs {})",
+                dest.kind(),
+                source.kind()
+            ),
+        }
+    }
+
     /// Shortens the column to `len` rows.
     pub(crate) fn truncate(&mut self, len: usize) {
         each_column!(self, v => v.truncate(len))

@@ -73,6 +73,9 @@ pub enum StoreError {
         /// The component.
         component: ComponentId,
     },
+    /// A bulk operation named one slot twice.
+    #[error("slot {0:?} appears twice in one bulk operation")]
+    DuplicateSlot(strata_arena::Slot),
     /// The component's definition excludes the instance's class.
     #[error("component `{component}` does not allow instances of class {class:?}")]
     ClassNotAllowed {

@@ -79,6 +79,6 @@ pub use crate::set::{
     ComponentSet, FieldMask, InstanceRef, REMOVAL_LOG_CAPACITY, RefEntry, Removal, Tick,
 };
 pub use crate::slots::SetSlot;
-pub use crate::store::{DestroyOutcome, RowInit, Store, StoreEvent, StoreId};
+pub use crate::store::{BulkInit, DestroyOutcome, RowInit, Store, StoreEvent, StoreId};
 pub use crate::value::{ListValue, MapKey, Value};
 pub use crate::view::{ColumnWriter, View};

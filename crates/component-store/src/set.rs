@@ -262,6 +262,48 @@ impl ComponentSet {
         self.push_tracking(at, tick)
     }
 
+    /// Appends default rows for many instances whose slots hold no row (checked by the
+    /// caller), all at one tick. Returns the new rows.
+    pub(crate) fn push_default_rows(
+        &mut self,
+        ats: &[InstanceRef],
+        tick: Tick,
+    ) -> std::ops::Range<usize> {
+        let start = self.ids.len();
+        let n = ats.len();
+        for (column, default) in self.columns.iter_mut().zip(&self.def.defaults) {
+            column.extend_from(default, 0, n);
+        }
+        if let Some(max) = ats.iter().map(|at| at.slot.index()).max()
+            && self.sparse.len() <= max
+        {
+            self.sparse.resize(max + 1, ABSENT);
+        }
+        for (i, at) in ats.iter().enumerate() {
+            self.sparse[at.slot.index()] = (start + i) as u32;
+        }
+        self.ids.extend(ats.iter().map(|at| at.id));
+        self.slots.extend(ats.iter().map(|at| at.slot));
+        self.added.resize(start + n, tick);
+        self.changed.resize(start + n, tick);
+        self.dirty.resize((start + n) * self.dirty_words, 0);
+        if tick > self.log_base {
+            if self.change_log.len() + n > (self.ids.len() / 4).max(64) {
+                self.change_log.clear();
+                self.log_base = tick;
+            } else {
+                self.change_log.extend_from_slice(ats);
+            }
+        }
+        if !self.def.reference_fields.is_empty() {
+            for row in start..start + n {
+                self.index_row(row);
+            }
+        }
+        self.structural += 1;
+        start..start + n
+    }
+
     /// Appends the tracking entries of a row whose column values were just pushed.
     fn push_tracking(&mut self, at: InstanceRef, tick: Tick) -> usize {
         let row = self.ids.len();

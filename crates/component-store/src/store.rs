@@ -435,6 +435,66 @@ impl Store {
         Ok((set, row))
     }
 
+    /// Adds a component with default values to many instances of one class in one step: one
+    /// tick, each column extended once, defaults copied without building values. Returns a
+    /// writer for filling the new rows' fields without further ticks. Refused, changing
+    /// nothing, when the class is not allowed, an instance already holds the component, or one
+    /// slot appears twice. Rows left by instances whose destruction was never reported are
+    /// evicted first, as for [`Store::add`].
+    pub fn insert_many(
+        &mut self,
+        ats: &[InstanceRef],
+        class: ClassId,
+        component: ComponentId,
+    ) -> Result<BulkInit<'_>, StoreError> {
+        let set = self.set(component)?;
+        if !set.def.allows_class(class) {
+            return Err(StoreError::ClassNotAllowed {
+                component: set.def.name().to_owned(),
+                class,
+            });
+        }
+        let max_slot = ats.iter().map(|at| at.slot.index()).max().unwrap_or(0);
+        let mut seen = vec![0u64; max_slot / 64 + 1];
+        let mut stale = Vec::new();
+        for at in ats {
+            let (word, bit) = (at.slot.index() / 64, 1u64 << (at.slot.index() % 64));
+            if seen[word] & bit != 0 {
+                return Err(StoreError::DuplicateSlot(at.slot));
+            }
+            seen[word] |= bit;
+            if set.contains(*at) {
+                return Err(StoreError::AlreadyPresent {
+                    id: at.id,
+                    component,
+                });
+            }
+            if let Some(&row) = set.sparse.get(at.slot.index())
+                && let Some(&id) = set.ids.get(row as usize)
+            {
+                stale.push(InstanceRef::new(id, at.slot));
+            }
+        }
+        for at in stale {
+            let mut removed = Vec::new();
+            self.remove_with_dependents(at, component, &mut removed);
+        }
+        let (set, tick, events) = self
+            .parts(component)
+            .ok_or(StoreError::UnknownComponent(component))?;
+        tick.0 += 1;
+        let observed = set.def.def.observed;
+        let set = Arc::make_mut(set);
+        let rows = set.push_default_rows(ats, *tick);
+        if observed {
+            events.extend(ats.iter().map(|at| StoreEvent::Added {
+                id: at.id,
+                component,
+            }));
+        }
+        Ok(BulkInit { set, rows })
+    }
+
     /// Removes a component from an instance, together with every component of the instance
     /// that requires it (transitively). Returns `false` when the instance did not hold it.
     pub fn remove(&mut self, at: InstanceRef, component: ComponentId) -> Result<bool, StoreError> {
@@ -875,6 +935,40 @@ impl RowInit<'_> {
     pub fn set_value(&mut self, field: FieldId, value: Value) -> Result<&mut Self, StoreError> {
         check_value(&self.set.def, field, &value)?;
         self.set.init_field(self.row, field, value);
+        Ok(self)
+    }
+}
+
+/// A writer for the fields of rows just added by [`Store::insert_many`]; its writes are part
+/// of the add and take no ticks of their own.
+pub struct BulkInit<'a> {
+    set: &'a mut ComponentSet,
+    rows: std::ops::Range<usize>,
+}
+
+impl BulkInit<'_> {
+    /// The new rows, in the order of the instances given.
+    pub fn rows(&self) -> std::ops::Range<usize> {
+        self.rows.clone()
+    }
+
+    /// Sets a field of every new row from `values` (in row order; missing values leave the
+    /// default, extra ones are ignored).
+    pub fn fill<T: Scalar>(
+        &mut self,
+        field: FieldId,
+        values: impl IntoIterator<Item = T>,
+    ) -> Result<&mut Self, StoreError> {
+        typed_column::<T>(self.set, field)?;
+        if self.set.def.reference_fields.contains(&field) {
+            for (row, value) in self.rows.clone().zip(values) {
+                self.set.init_field(row, field, value.into_value());
+            }
+        } else if let Some(column) = self.set.typed_mut::<T>(field) {
+            for (slot, value) in column[self.rows.clone()].iter_mut().zip(values) {
+                *slot = value;
+            }
+        }
         Ok(self)
     }
 }

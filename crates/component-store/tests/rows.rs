@@ -332,3 +332,61 @@ fn stale_instance_refs_are_missing_not_someone_else() {
         Err(StoreError::MissingMembership { .. })
     ));
 }
+
+#[test]
+fn insert_many_adds_rows_in_bulk_with_one_tick() {
+    let mut w = World::new();
+    let score = w.install(
+        scores()
+            .field(FieldDef::reference("rival", Default::default()))
+            .observed(true),
+    );
+    let (points, rival) = (w.field(score, "points"), w.field(score, "rival"));
+    let made = w.arena.create_many(ClassId::ENTITY, None, 100).unwrap();
+    let ats: Vec<InstanceRef> = made
+        .iter()
+        .map(|(id, slot)| InstanceRef::new(*id, *slot))
+        .collect();
+    let tick = w.store.tick();
+    let target = ats[0].id;
+    {
+        let mut init = w.store.insert_many(&ats, ClassId::ENTITY, score).unwrap();
+        assert_eq!(init.rows(), 0..100);
+        init.fill(points, 0..100i64).unwrap();
+        init.fill(rival, std::iter::repeat_n(Some(target), 100))
+            .unwrap();
+    }
+    assert_eq!(w.store.tick().0, tick.0 + 1);
+    for (i, at) in ats.iter().enumerate() {
+        assert_eq!(*w.store.get::<i64>(*at, score, points).unwrap(), i as i64);
+        assert_eq!(
+            w.store
+                .get_value(*at, score, w.field(score, "label"))
+                .unwrap(),
+            Value::Text("none".into())
+        );
+    }
+    assert_eq!(w.store.set(score).unwrap().references_to(target).len(), 100);
+    assert_eq!(w.store.drain_events().len(), 100, "one Added per row");
+
+    // Refusals change nothing.
+    let more = w.arena.create_many(ClassId::ENTITY, None, 2).unwrap();
+    let twice = [
+        InstanceRef::new(more[0].0, more[0].1),
+        InstanceRef::new(more[0].0, more[0].1),
+    ];
+    assert!(matches!(
+        w.store.insert_many(&twice, ClassId::ENTITY, score),
+        Err(StoreError::DuplicateSlot(_))
+    ));
+    assert!(matches!(
+        w.store.insert_many(
+            &[InstanceRef::new(more[1].0, more[1].1), ats[5]],
+            ClassId::ENTITY,
+            score
+        ),
+        Err(StoreError::AlreadyPresent { .. })
+    ));
+    assert_eq!(w.store.set(score).unwrap().len(), 100);
+    assert_eq!(w.store.tick().0, tick.0 + 1);
+}
