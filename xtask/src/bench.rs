@@ -1,9 +1,10 @@
 //! `cargo xtask bench`: builds `strata-bench` in release mode, runs it, and leaves
-//! `results.json` and `results.md` in `<target dir>/bench/`.
+//! `results.json`, `results.md` and `results.svg` in `<target dir>/bench/`; the Markdown (with,
+//! under `--peers`, the comparison of each workload and size across libraries) is also printed.
 //!
 //! Invariant: the results always go to the target directory cargo itself uses (as reported by
-//! `cargo metadata`, which honours `CARGO_TARGET_DIR` and cargo configuration), and `--peers` is
-//! refused unless `strata-bench` declares a `peers` feature.
+//! `cargo metadata`, which honours `CARGO_TARGET_DIR` and cargo configuration), and `--peers`
+//! builds `strata-bench` with its `peers` feature, refused unless the package declares it.
 
 use std::path::{Path, PathBuf};
 
@@ -15,6 +16,9 @@ use crate::{cargo, run_command};
 /// The package that holds the workloads.
 const BENCH_PACKAGE: &str = "strata-bench";
 
+/// The feature of [`BENCH_PACKAGE`] that adds the peer libraries' workloads.
+const PEERS_FEATURE: &str = "peers";
+
 /// The arguments of `cargo xtask bench`.
 #[derive(Debug, PartialEq, Eq)]
 pub(crate) struct Args {
@@ -24,7 +28,7 @@ pub(crate) struct Args {
 }
 
 impl Args {
-    /// Parses `[--quick] [--filter NAME]... [--peers]`; `--filter=NAME` works too.
+    /// Parses `[--quick] [--filter PATTERN]... [--peers]`; `--filter=PATTERN` works too.
     pub(crate) fn parse(args: impl IntoIterator<Item = String>) -> anyhow::Result<Args> {
         let mut parsed = Args {
             quick: false,
@@ -37,13 +41,13 @@ impl Args {
                 "--quick" => parsed.quick = true,
                 "--peers" => parsed.peers = true,
                 "--filter" => match args.next() {
-                    Some(name) => parsed.filters.push(name),
-                    None => bail!("`--filter` needs a workload name"),
+                    Some(pattern) => parsed.filters.push(pattern),
+                    None => bail!("`--filter` needs a pattern (part of LIBRARY/NAME)"),
                 },
                 _ => match arg.strip_prefix("--filter=") {
                     Some(name) => parsed.filters.push(name.to_owned()),
                     None => bail!(
-                        "unknown argument `{arg}`; expected [--quick] [--filter NAME]... [--peers]"
+                        "unknown argument `{arg}`; expected [--quick] [--filter PATTERN]... [--peers]"
                     ),
                 },
             }
@@ -52,12 +56,14 @@ impl Args {
     }
 
     /// The arguments handed to the `strata-bench` binary.
-    fn bench_args(&self, json: &Path, markdown: &Path) -> Vec<String> {
+    fn bench_args(&self, outputs: &Outputs) -> Vec<String> {
         let mut out = vec![
             "--out".to_owned(),
-            json.display().to_string(),
+            outputs.json.display().to_string(),
             "--markdown".to_owned(),
-            markdown.display().to_string(),
+            outputs.markdown.display().to_string(),
+            "--svg".to_owned(),
+            outputs.svg.display().to_string(),
         ];
         if self.quick {
             out.push("--quick".to_owned());
@@ -70,27 +76,48 @@ impl Args {
     }
 }
 
+/// The files a run writes.
+struct Outputs {
+    json: PathBuf,
+    markdown: PathBuf,
+    svg: PathBuf,
+}
+
+impl Outputs {
+    /// `results.json`, `results.md` and `results.svg` in `dir`.
+    fn in_dir(dir: &Path) -> Outputs {
+        Outputs {
+            json: dir.join("results.json"),
+            markdown: dir.join("results.md"),
+            svg: dir.join("results.svg"),
+        }
+    }
+}
+
 /// Runs the benchmarks as `args` asks, from the workspace at `root`.
 pub(crate) fn run(root: &Path, args: &Args) -> anyhow::Result<()> {
     let metadata = cargo_metadata(root)?;
-    if args.peers && !has_feature(&metadata, BENCH_PACKAGE, "peers") {
+    if args.peers && !has_feature(&metadata, BENCH_PACKAGE, PEERS_FEATURE) {
         bail!(
-            "no peer libraries are wired into strata-bench yet (crates/bench declares no `peers` feature)"
+            "strata-bench declares no `{PEERS_FEATURE}` feature, so no peer libraries can be measured"
         );
     }
-    let out_dir = target_directory(&metadata)?.join("bench");
-    let json = out_dir.join("results.json");
-    let markdown = out_dir.join("results.md");
+    let outputs = Outputs::in_dir(&target_directory(&metadata)?.join("bench"));
     let mut command = cargo();
     command
         .current_dir(root)
         .args(["run", "--release", "--package", BENCH_PACKAGE]);
     if args.peers {
-        command.args(["--features", "peers"]);
+        command.args(["--features", PEERS_FEATURE]);
     }
-    command.arg("--").args(args.bench_args(&json, &markdown));
+    command.arg("--").args(args.bench_args(&outputs));
     run_command(&mut command)?;
-    eprintln!("wrote {} and {}", json.display(), markdown.display());
+    eprintln!(
+        "wrote {}, {} and {}",
+        outputs.json.display(),
+        outputs.markdown.display(),
+        outputs.svg.display()
+    );
     Ok(())
 }
 
@@ -155,12 +182,14 @@ mod tests {
             }
         );
         assert_eq!(
-            args.bench_args(Path::new("t/r.json"), Path::new("t/r.md")),
+            args.bench_args(&Outputs::in_dir(Path::new("t"))),
             [
                 "--out",
-                "t/r.json",
+                "t/results.json",
                 "--markdown",
-                "t/r.md",
+                "t/results.md",
+                "--svg",
+                "t/results.svg",
                 "--quick",
                 "--filter",
                 "arena",
@@ -188,18 +217,17 @@ mod tests {
             target_directory(&metadata).expect("a target directory"),
             PathBuf::from("/w/target")
         );
-        assert!(!has_feature(&metadata, BENCH_PACKAGE, "peers"));
-        assert!(has_feature(&metadata, "strata-arena", "peers"));
+        assert!(!has_feature(&metadata, BENCH_PACKAGE, PEERS_FEATURE));
+        assert!(has_feature(&metadata, "strata-arena", PEERS_FEATURE));
         assert!(target_directory(&Value::Null).is_err());
-        assert!(!has_feature(&Value::Null, BENCH_PACKAGE, "peers"));
+        assert!(!has_feature(&Value::Null, BENCH_PACKAGE, PEERS_FEATURE));
     }
 
+    /// `--peers` builds with this feature, so the bench package must declare it.
     #[test]
-    fn bench_package_has_no_peers_feature_yet() {
-        // When `peers` arrives, `run` passes `--features peers`; this test then needs updating
-        // together with the refusal message.
+    fn bench_package_declares_the_peers_feature() {
         let metadata = cargo_metadata(&crate::project_root()).expect("cargo metadata runs");
-        assert!(!has_feature(&metadata, BENCH_PACKAGE, "peers"));
+        assert!(has_feature(&metadata, BENCH_PACKAGE, PEERS_FEATURE));
         assert!(target_directory(&metadata).is_ok());
     }
 }

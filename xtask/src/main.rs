@@ -22,9 +22,11 @@ const USAGE: &str = "\
 usage: cargo xtask <task>
 
 tasks:
-  bench [--quick] [--filter NAME]... [--peers]
-        build strata-bench in release mode, run its workloads, and write
-        target/bench/results.json and target/bench/results.md
+  bench [--quick] [--filter PATTERN]... [--peers]
+        build strata-bench in release mode, run its workloads (those whose
+        LIBRARY/NAME contains a PATTERN; with --peers also bevy_ecs, hecs and
+        shipyard), print the results and write target/bench/results.json,
+        results.md and results.svg
   ci    run the steps of .ci/run: formatting, clippy, tests, supply-chain check";
 
 fn main() -> ExitCode {

@@ -3,16 +3,18 @@
 //!
 //! By default the binary is a parent: it selects the workloads, then runs each one in a child
 //! process of its own, which is the same executable started again with the hidden arguments
-//! `--run-one NAME [--quick]`. A child runs exactly the workload called `NAME`, reports its
-//! progress on standard error and prints its record as one line of JSON on standard output; the
-//! parent reads that line back and writes the results as if it had measured them itself. So no
-//! workload inherits another's allocator state, caches or resident memory. `--in-process` runs
-//! all of them one after another in the parent instead, which suits profilers.
+//! `--run-one LIBRARY/NAME/SIZE [--quick]`. A child runs exactly the workload with that
+//! [`WorkloadKey`] (names alone are shared between libraries and sizes), reports its progress on
+//! standard error and prints its record as one line of JSON on standard output; the parent reads
+//! that line back, checks it is the record of the workload it asked for, and writes the results
+//! as if it had measured them itself. So no workload inherits another's allocator state, caches
+//! or resident memory. `--in-process` runs all of them one after another in the parent instead,
+//! which suits profilers.
 //!
 //! Invariant: progress and diagnostics go to standard error; standard output carries only the
 //! Markdown table, or in a child only the record's JSON line. When workloads run, the results
 //! file is written even if none matched or some failed, and the exit code is non-zero only for
-//! bad arguments, duplicate workload names, failed workloads (a child that exits non-zero,
+//! bad arguments, duplicate workload keys, failed workloads (a child that exits non-zero,
 //! crashes or prints no record counts as one) or failed writes.
 
 #![allow(
@@ -28,21 +30,23 @@ use std::process::{Command, ExitCode, Stdio};
 use std::time::SystemTime;
 
 use crate::error::BenchError;
-use crate::harness::{self, SampleConfig, Workload};
-use crate::report::{self, BenchRecord, Machine, Report};
+use crate::harness::{self, SampleConfig, Workload, WorkloadKey};
+use crate::report::{self, BenchRecord, Machine, Report, Unsupported};
 
 /// The usage text printed by `--help` and after a bad argument.
 ///
 /// The `--run-one` mode the parent uses to start its children is left out on purpose.
 pub const USAGE: &str = "\
-usage: strata-bench [--quick] [--filter SUBSTR]... [--out FILE] [--markdown FILE] [--list]
-                    [--in-process]
+usage: strata-bench [--quick] [--filter SUBSTR]... [--out FILE] [--markdown FILE] [--svg FILE]
+                    [--list] [--in-process]
 
   --quick            fewer samples and a shorter time budget per workload (rough numbers)
-  --filter SUBSTR    run only workloads whose name contains SUBSTR; repeat the flag or
-                     separate several with commas to run the workloads matching any of them
+  --filter SUBSTR    run only workloads whose LIBRARY/NAME contains SUBSTR (`arena`,
+                     `hecs/`, `/spawn`); repeat the flag or separate several with commas
+                     to run the workloads matching any of them
   --out FILE         write the results as JSON to FILE
   --markdown FILE    write the results table as Markdown to FILE
+  --svg FILE         write a chart of time per item (log scale) as SVG to FILE
   --list             list the matching workloads and exit
   --in-process       run every workload in this process instead of one child process each
                      (for profilers; peak RSS then includes what earlier workloads left)
@@ -51,7 +55,8 @@ usage: strata-bench [--quick] [--filter SUBSTR]... [--out FILE] [--markdown FILE
 /// The hidden flag that makes the binary a child running one workload.
 const RUN_ONE: &str = "--run-one";
 
-/// Which workloads to run, by substrings of their names.
+/// Which workloads to run, by substrings of `library/name` (whatever their size), so a pattern
+/// may name a workload (`arena_create`), a library (`hecs/`) or a name's start (`/spawn`).
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Filter {
     patterns: Vec<String>,
@@ -76,9 +81,14 @@ impl Filter {
         );
     }
 
-    /// Whether a workload named `name` passes: no patterns, or a pattern contained in `name`.
-    pub fn matches(&self, name: &str) -> bool {
-        self.patterns.is_empty() || self.patterns.iter().any(|p| name.contains(p.as_str()))
+    /// Whether `text` passes: no patterns, or a pattern contained in `text`.
+    pub fn matches(&self, text: &str) -> bool {
+        self.patterns.is_empty() || self.patterns.iter().any(|p| text.contains(p.as_str()))
+    }
+
+    /// Whether the workload `name` of `library` passes, matched as `library/name`.
+    pub fn matches_workload(&self, library: &str, name: &str) -> bool {
+        self.matches(&format!("{library}/{name}"))
     }
 
     /// Whether the filter lets everything through.
@@ -99,9 +109,9 @@ pub enum Mode {
     Children,
     /// Every workload one after another in this process (`--in-process`).
     InProcess,
-    /// Only the workload with exactly this name, its record printed as one JSON line on
-    /// standard output (`--run-one NAME`, how the parent starts a child).
-    RunOne(String),
+    /// Only the workload with exactly this key, its record printed as one JSON line on
+    /// standard output (`--run-one LIBRARY/NAME/SIZE`, how the parent starts a child).
+    RunOne(WorkloadKey),
 }
 
 /// The parsed command line.
@@ -115,6 +125,8 @@ pub struct Options {
     pub out: Option<PathBuf>,
     /// Where to write the Markdown table, if anywhere.
     pub markdown: Option<PathBuf>,
+    /// Where to write the SVG chart, if anywhere.
+    pub svg: Option<PathBuf>,
     /// List the matching workloads instead of running them.
     pub list: bool,
     /// Print the usage text and exit.
@@ -126,13 +138,14 @@ pub struct Options {
 impl Options {
     /// Parses the arguments after the program name; `--flag VALUE` and `--flag=VALUE` both work.
     ///
-    /// `--run-one NAME` may be combined with `--quick` only.
+    /// `--run-one LIBRARY/NAME/SIZE` may be combined with `--quick` only.
     pub fn parse(args: impl IntoIterator<Item = String>) -> Result<Options, BenchError> {
         let mut options = Options {
             quick: false,
             filter: Filter::everything(),
             out: None,
             markdown: None,
+            svg: None,
             list: false,
             help: false,
             mode: Mode::Children,
@@ -159,9 +172,15 @@ impl Options {
                 "--filter" => options.filter.add(&value("--filter")?),
                 "--out" => options.out = Some(PathBuf::from(value("--out")?)),
                 "--markdown" => options.markdown = Some(PathBuf::from(value("--markdown")?)),
+                "--svg" => options.svg = Some(PathBuf::from(value("--svg")?)),
                 RUN_ONE => {
-                    let name = value(RUN_ONE)?;
-                    if run_one.replace(name).is_some() {
+                    let text = value(RUN_ONE)?;
+                    let key = WorkloadKey::parse(&text).ok_or_else(|| {
+                        BenchError::Usage(format!(
+                            "`{RUN_ONE}` wants LIBRARY/NAME/SIZE, such as `strata/arena_create/1000000`, not `{text}`"
+                        ))
+                    })?;
+                    if run_one.replace(key).is_some() {
                         return Err(BenchError::Usage(format!("`{RUN_ONE}` given twice")));
                     }
                 }
@@ -169,18 +188,19 @@ impl Options {
             }
         }
         options.mode = match run_one {
-            Some(name) => {
+            Some(key) => {
                 let others = in_process
                     || options.list
                     || options.out.is_some()
                     || options.markdown.is_some()
+                    || options.svg.is_some()
                     || !options.filter.is_everything();
                 if others {
                     return Err(BenchError::Usage(format!(
-                        "`{RUN_ONE}` runs one workload by its exact name and takes no option but `--quick`"
+                        "`{RUN_ONE}` runs one workload by its exact key and takes no option but `--quick`"
                     )));
                 }
-                Mode::RunOne(name)
+                Mode::RunOne(key)
             }
             None if in_process => Mode::InProcess,
             None => Mode::Children,
@@ -197,14 +217,14 @@ impl Options {
     }
 }
 
-/// Builds the command that runs the workload named `name` in a child process.
+/// Builds the command that runs the workload with key `key` in a child process.
 ///
 /// A test can hand [`main_with_launcher`] another one, such as a shell that prints a record.
-type Launcher<'a> = &'a dyn Fn(&str, bool) -> io::Result<Command>;
+type Launcher<'a> = &'a dyn Fn(&WorkloadKey, bool) -> io::Result<Command>;
 
-/// The arguments that make a child run the workload `name`, understood by [`Options::parse`].
-fn child_args(name: &str, quick: bool) -> Vec<String> {
-    let mut args = vec![RUN_ONE.to_owned(), name.to_owned()];
+/// The arguments that make a child run the workload `key`, understood by [`Options::parse`].
+fn child_args(key: &WorkloadKey, quick: bool) -> Vec<String> {
+    let mut args = vec![RUN_ONE.to_owned(), key.to_string()];
     if quick {
         args.push("--quick".to_owned());
     }
@@ -212,21 +232,27 @@ fn child_args(name: &str, quick: bool) -> Vec<String> {
 }
 
 /// This executable started again with [`child_args`].
-fn own_child_command(name: &str, quick: bool) -> io::Result<Command> {
+fn own_child_command(key: &WorkloadKey, quick: bool) -> io::Result<Command> {
     let mut command = Command::new(std::env::current_exe()?);
-    command.args(child_args(name, quick));
+    command.args(child_args(key, quick));
     Ok(command)
 }
 
-/// Runs the binary on `args` (without the program name) over the registered `workloads`.
-pub fn main_with(args: impl IntoIterator<Item = String>, workloads: Vec<Workload>) -> ExitCode {
-    main_with_launcher(args, workloads, &own_child_command)
+/// Runs the binary on `args` (without the program name) over the registered `workloads`;
+/// `unsupported` lists the work some library cannot do, which the reports show as such.
+pub fn main_with(
+    args: impl IntoIterator<Item = String>,
+    workloads: Vec<Workload>,
+    unsupported: Vec<Unsupported>,
+) -> ExitCode {
+    main_with_launcher(args, workloads, unsupported, &own_child_command)
 }
 
 /// [`main_with`], starting child processes with `launch`.
 fn main_with_launcher(
     args: impl IntoIterator<Item = String>,
     workloads: Vec<Workload>,
+    unsupported: Vec<Unsupported>,
     launch: Launcher<'_>,
 ) -> ExitCode {
     let options = match Options::parse(args) {
@@ -240,19 +266,19 @@ fn main_with_launcher(
         println!("{USAGE}");
         return ExitCode::SUCCESS;
     }
-    if let Err(err) = harness::check_unique_names(&workloads) {
+    if let Err(err) = harness::check_unique_keys(&workloads) {
         eprintln!("strata-bench: {err}");
         return ExitCode::FAILURE;
     }
     let outcome = match &options.mode {
-        Mode::RunOne(name) => match run_one(name, options.sample_config(), workloads) {
+        Mode::RunOne(key) => match run_one(key, options.sample_config(), workloads) {
             Err(err @ BenchError::UnknownWorkload { .. }) => {
                 eprintln!("strata-bench: {err}");
                 return ExitCode::from(2);
             }
             outcome => outcome,
         },
-        Mode::Children | Mode::InProcess => run(&options, workloads, launch),
+        Mode::Children | Mode::InProcess => run(&options, workloads, unsupported, launch),
     };
     match outcome {
         Ok(true) => ExitCode::SUCCESS,
@@ -268,11 +294,16 @@ fn main_with_launcher(
 fn run(
     options: &Options,
     workloads: Vec<Workload>,
+    unsupported: Vec<Unsupported>,
     launch: Launcher<'_>,
 ) -> Result<bool, BenchError> {
     let mut selected: Vec<Workload> = workloads
         .into_iter()
-        .filter(|w| options.filter.matches(w.name()))
+        .filter(|w| options.filter.matches_workload(w.library_name(), w.name()))
+        .collect();
+    let unsupported: Vec<Unsupported> = unsupported
+        .into_iter()
+        .filter(|u| options.filter.matches_workload(&u.library, &u.workload))
         .collect();
     if options.list {
         for w in &selected {
@@ -282,6 +313,12 @@ fn run(
                 w.size(),
                 w.library_name(),
                 w.mechanism()
+            );
+        }
+        for u in &unsupported {
+            println!(
+                "{}\t-\t{}\tunsupported: {}",
+                u.workload, u.library, u.reason
             );
         }
         return Ok(true);
@@ -312,6 +349,7 @@ fn run(
         quick: options.quick,
         optimized,
         results,
+        unsupported,
     };
     let markdown = report::render_markdown(&report);
     if let Some(path) = &options.out {
@@ -321,6 +359,9 @@ fn run(
     }
     if let Some(path) = &options.markdown {
         write_file(path, &markdown)?;
+    }
+    if let Some(path) = &options.svg {
+        write_file(path, &report::render_svg(&report))?;
     }
     print!("{markdown}");
     if n_failed > 0 {
@@ -355,13 +396,13 @@ fn run_in_children(
     let mut results = Vec::with_capacity(workloads.len());
     let mut n_failed = 0;
     for workload in workloads {
-        let name = workload.name();
-        let outcome = launch(name, quick)
+        let key = workload.key();
+        let outcome = launch(&key, quick)
             .map_err(|source| BenchError::Spawn {
-                workload: name.to_owned(),
+                workload: key.to_string(),
                 source,
             })
-            .and_then(|mut command| run_child(name, &mut command));
+            .and_then(|mut command| run_child(&key, &mut command));
         match outcome {
             Ok(record) => results.push(record),
             Err(err) => {
@@ -379,32 +420,33 @@ fn run_in_children(
     (results, n_failed)
 }
 
-/// Runs `command`, a child that should print the record of the workload `name`, and reads the
+/// Runs `command`, a child that should print the record of the workload `key`, and reads the
 /// record back. The child's standard error goes straight to this process's.
-fn run_child(name: &str, command: &mut Command) -> Result<BenchRecord, BenchError> {
+fn run_child(key: &WorkloadKey, command: &mut Command) -> Result<BenchRecord, BenchError> {
     let output = command
         .stdin(Stdio::null())
         .stdout(Stdio::piped())
         .stderr(Stdio::inherit())
         .output()
         .map_err(|source| BenchError::Spawn {
-            workload: name.to_owned(),
+            workload: key.to_string(),
             source,
         })?;
     if !output.status.success() {
         return Err(BenchError::ChildFailed {
-            workload: name.to_owned(),
+            workload: key.to_string(),
             status: output.status,
         });
     }
-    parse_child_record(name, &output.stdout)
+    parse_child_record(key, &output.stdout)
 }
 
-/// Reads the record of the workload `name` from a child's standard output: the last non-blank
-/// line, which must be a JSON [`BenchRecord`] for that very workload. Earlier lines are ignored.
-fn parse_child_record(name: &str, stdout: &[u8]) -> Result<BenchRecord, BenchError> {
+/// Reads the record of the workload `key` from a child's standard output: the last non-blank
+/// line, which must be a JSON [`BenchRecord`] for that very workload (same library, name and
+/// size). Earlier lines are ignored.
+fn parse_child_record(key: &WorkloadKey, stdout: &[u8]) -> Result<BenchRecord, BenchError> {
     let bad = |reason: String| BenchError::ChildOutput {
-        workload: name.to_owned(),
+        workload: key.to_string(),
         reason,
     };
     let text = std::str::from_utf8(stdout).map_err(|err| bad(format!("not UTF-8: {err}")))?;
@@ -415,21 +457,23 @@ fn parse_child_record(name: &str, stdout: &[u8]) -> Result<BenchRecord, BenchErr
         .ok_or_else(|| bad("its standard output was empty".to_owned()))?;
     let record: BenchRecord =
         serde_json::from_str(line).map_err(|err| bad(format!("{err} in `{line}`")))?;
-    if record.workload != name {
-        return Err(bad(format!(
-            "it reported workload `{}` instead",
-            record.workload
-        )));
+    let reported = record.key();
+    if reported != *key {
+        return Err(bad(format!("it reported workload `{reported}` instead")));
     }
     Ok(record)
 }
 
-/// Runs the workload named exactly `name` on its own, as a child does, and prints its record as
-/// one JSON line; returns whether it succeeded.
-fn run_one(name: &str, config: SampleConfig, workloads: Vec<Workload>) -> Result<bool, BenchError> {
-    let Some(mut workload) = workloads.into_iter().find(|w| w.name() == name) else {
+/// Runs the workload with exactly the key `key` on its own, as a child does, and prints its
+/// record as one JSON line; returns whether it succeeded.
+fn run_one(
+    key: &WorkloadKey,
+    config: SampleConfig,
+    workloads: Vec<Workload>,
+) -> Result<bool, BenchError> {
+    let Some(mut workload) = workloads.into_iter().find(|w| w.has_key(key)) else {
         return Err(BenchError::UnknownWorkload {
-            workload: name.to_owned(),
+            workload: key.to_string(),
         });
     };
     match run_with_progress(&mut workload, config, Workload::run_alone) {
@@ -508,6 +552,20 @@ mod tests {
         // Empty pieces neither match everything nor count as patterns.
         check_filter(&[",", ""], "arena_create", true);
         check_filter(&["query,,"], "arena_create", false);
+        let keyed = |values: &[&str], library: &str, name: &str| {
+            let mut filter = Filter::everything();
+            for value in values {
+                filter.add(value);
+            }
+            filter.matches_workload(library, name)
+        };
+        assert!(keyed(&["arena"], "strata", "arena_create"));
+        assert!(keyed(&["hecs/"], "hecs", "spawn"));
+        assert!(!keyed(&["hecs/"], "strata", "spawn"));
+        assert!(keyed(&["/spawn"], "bevy_ecs", "spawn_batch"));
+        assert!(!keyed(&["/spawn"], "strata", "store_spawn_10k"));
+        assert!(keyed(&["hecs/spawn"], "hecs", "spawn"));
+        assert!(!keyed(&["hecs/spawn"], "shipyard", "spawn"));
     }
 
     #[test]
@@ -575,7 +633,7 @@ mod tests {
             "--markdown",
             md_path.to_str().expect("a UTF-8 temp path"),
         ];
-        let code = main_with(args.iter().map(|a| (*a).to_owned()), workloads);
+        let code = main_with(args.iter().map(|a| (*a).to_owned()), workloads, Vec::new());
         assert_eq!(code, ExitCode::SUCCESS);
         let json = fs::read_to_string(&json_path).expect("the results file was written");
         let report: Report = serde_json::from_str(&json).expect("the results file decodes");
@@ -607,7 +665,7 @@ mod tests {
             format!("--out={}", json_path.display()),
         ];
         let workloads = vec![Workload::new("sum", 1, "x", |b| b.iter(|| ()))];
-        assert_eq!(main_with(args, workloads), ExitCode::SUCCESS);
+        assert_eq!(main_with(args, workloads, Vec::new()), ExitCode::SUCCESS);
         let json = fs::read_to_string(&json_path).expect("the results file was written");
         let report: Report = serde_json::from_str(&json).expect("the results file decodes");
         assert!(report.results.is_empty());
@@ -618,7 +676,7 @@ mod tests {
     fn a_failed_workload_fails_the_run() {
         let workloads = vec![Workload::new("broken", 1, "never measures", |_| {})];
         let args = ["--in-process".to_owned()];
-        assert_eq!(main_with(args, workloads), ExitCode::FAILURE);
+        assert_eq!(main_with(args, workloads, Vec::new()), ExitCode::FAILURE);
     }
 
     #[test]
@@ -630,21 +688,32 @@ mod tests {
                 .mode,
             Mode::InProcess
         );
-        let child = parse(&["--run-one", "arena_create", "--quick"]).expect("valid");
-        assert_eq!(child.mode, Mode::RunOne("arena_create".to_owned()));
+        let arena_create = WorkloadKey {
+            library: "strata".to_owned(),
+            name: "arena_create".to_owned(),
+            size: 1_000_000,
+        };
+        let child = parse(&["--run-one", "strata/arena_create/1000000", "--quick"]).expect("valid");
+        assert_eq!(child.mode, Mode::RunOne(arena_create.clone()));
         assert!(child.quick);
         assert_eq!(
-            parse(&["--run-one=arena_create"]).expect("valid").mode,
-            Mode::RunOne("arena_create".to_owned())
+            parse(&["--run-one=strata/arena_create/1000000"])
+                .expect("valid")
+                .mode,
+            Mode::RunOne(arena_create)
         );
         for args in [
             &["--run-one"][..],
-            &["--run-one", "a", "--run-one", "b"],
-            &["--run-one", "a", "--in-process"],
-            &["--run-one", "a", "--filter", "a"],
-            &["--run-one", "a", "--list"],
-            &["--run-one", "a", "--out", "r.json"],
-            &["--run-one", "a", "--markdown", "r.md"],
+            &["--run-one", "arena_create"],
+            &["--run-one", "strata/arena_create"],
+            &["--run-one", "strata/arena_create/1M"],
+            &["--run-one", "s/a/1", "--run-one", "s/b/1"],
+            &["--run-one", "s/a/1", "--in-process"],
+            &["--run-one", "s/a/1", "--filter", "a"],
+            &["--run-one", "s/a/1", "--list"],
+            &["--run-one", "s/a/1", "--out", "r.json"],
+            &["--run-one", "s/a/1", "--markdown", "r.md"],
+            &["--run-one", "s/a/1", "--svg", "r.svg"],
             &["--in-process=yes"],
         ] {
             assert!(
@@ -655,24 +724,49 @@ mod tests {
         assert!(USAGE.contains("--in-process") && !USAGE.contains(RUN_ONE));
     }
 
+    /// The key of a Strata workload of size 1000, as [`record_of`] describes.
+    fn key_of(name: &str) -> WorkloadKey {
+        WorkloadKey {
+            library: "strata".to_owned(),
+            name: name.to_owned(),
+            size: 1000,
+        }
+    }
+
     /// What the parent asks of a child is what the child understands.
     #[test]
     fn child_arguments_parse_back() {
-        for quick in [false, true] {
-            let options = Options::parse(child_args("arena_lookup_hit", quick)).expect("valid");
-            assert_eq!(options.mode, Mode::RunOne("arena_lookup_hit".to_owned()));
-            assert_eq!(options.quick, quick);
+        let keys = [
+            key_of("arena_lookup_hit"),
+            WorkloadKey {
+                library: "bevy_ecs".to_owned(),
+                name: "spawn".to_owned(),
+                size: 10_000,
+            },
+        ];
+        for key in keys {
+            for quick in [false, true] {
+                let options = Options::parse(child_args(&key, quick)).expect("valid");
+                assert_eq!(options.mode, Mode::RunOne(key.clone()));
+                assert_eq!(options.quick, quick);
+            }
         }
-        let command = own_child_command("arena_create", true).expect("this executable has a path");
+        let command =
+            own_child_command(&key_of("arena_create"), true).expect("this executable has a path");
         let args: Vec<_> = command.get_args().collect();
-        assert_eq!(args, ["--run-one", "arena_create", "--quick"]);
+        assert_eq!(args, ["--run-one", "strata/arena_create/1000", "--quick"]);
     }
 
     fn record_of(name: &str) -> BenchRecord {
+        record_for(&key_of(name))
+    }
+
+    /// A record of the workload `key`, with made-up figures.
+    fn record_for(key: &WorkloadKey) -> BenchRecord {
         BenchRecord {
-            library: "strata".to_owned(),
-            workload: name.to_owned(),
-            size: 1000,
+            library: key.library.clone(),
+            workload: key.name.clone(),
+            size: key.size,
             items: 1000,
             median_ns: 2000.0,
             min_ns: 1500.0,
@@ -684,14 +778,26 @@ mod tests {
     }
 
     fn json_line_of(name: &str) -> String {
-        serde_json::to_string(&record_of(name)).expect("a record encodes")
+        json_line_for(&key_of(name))
+    }
+
+    fn json_line_for(key: &WorkloadKey) -> String {
+        serde_json::to_string(&record_for(key)).expect("a record encodes")
     }
 
     #[test]
     fn parses_the_child_record_line() {
         let line = json_line_of("w");
         assert!(!line.contains('\n'));
-        let parsed = |stdout: &str| parse_child_record("w", stdout.as_bytes());
+        let parsed = |stdout: &str| parse_child_record(&key_of("w"), stdout.as_bytes());
+        let other_library = json_line_for(&WorkloadKey {
+            library: "hecs".to_owned(),
+            ..key_of("w")
+        });
+        let other_size = json_line_for(&WorkloadKey {
+            size: 10,
+            ..key_of("w")
+        });
         assert_eq!(parsed(&format!("{line}\n")).expect("valid"), record_of("w"));
         // Stray lines before the record and blank lines after it are skipped.
         assert_eq!(
@@ -703,19 +809,21 @@ mod tests {
             ("\n \n".to_owned(), "empty"),
             ("median 3 ms\n".to_owned(), "median 3 ms"),
             (format!("{line}\ntrailing words\n"), "trailing words"),
-            (json_line_of("other"), "`other` instead"),
+            (json_line_of("other"), "`strata/other/1000` instead"),
+            (other_library, "`hecs/w/1000` instead"),
+            (other_size, "`strata/w/10` instead"),
         ] {
             match parsed(&stdout) {
                 Err(err @ BenchError::ChildOutput { .. }) => {
                     let message = err.to_string();
-                    assert!(message.contains("workload `w`"), "{message}");
+                    assert!(message.contains("workload `strata/w/1000`"), "{message}");
                     assert!(message.contains(reason), "{message}");
                 }
                 other => panic!("{stdout:?} gave {other:?}"),
             }
         }
         assert!(matches!(
-            parse_child_record("w", &[0xff, b'\n']),
+            parse_child_record(&key_of("w"), &[0xff, b'\n']),
             Err(BenchError::ChildOutput { .. })
         ));
     }
@@ -730,76 +838,107 @@ mod tests {
     }
 
     #[test]
-    fn run_one_selects_by_exact_name() {
+    fn run_one_selects_by_exact_key() {
         use std::cell::Cell;
         use std::rc::Rc;
 
-        let runs = Rc::new([Cell::new(0), Cell::new(0)]);
-        let counting = |name: &str, index: usize| {
+        let runs = Rc::new([Cell::new(0), Cell::new(0), Cell::new(0), Cell::new(0)]);
+        let counting = |library: &str, name: &str, size: u64, index: usize| {
             let runs = Rc::clone(&runs);
-            Workload::new(name, 1, "counting", move |b| {
+            Workload::new(name, size, "counting", move |b| {
                 let runs = Rc::clone(&runs);
                 b.iter_with_setup(|| (), move |_| runs[index].set(runs[index].get() + 1));
             })
+            .library(library)
         };
-        let workloads = || vec![counting("sum_10k", 0), counting("sum", 1)];
-        assert!(run_one("sum", tiny(), workloads()).expect("`sum` exists"));
-        assert_eq!((runs[0].get(), runs[1].get()), (0, 3));
-        for near_miss in ["su", "sum_1", "Sum", "sum "] {
+        // One name for two libraries and two sizes, as peer workloads register it.
+        let workloads = || {
+            vec![
+                counting("strata", "sum", 10, 0),
+                counting("strata", "sum", 1_000, 1),
+                counting("hecs", "sum", 10, 2),
+                counting("strata", "sum_10k", 10, 3),
+            ]
+        };
+        let counts = || runs.iter().map(Cell::get).collect::<Vec<_>>();
+        let key = |text: &str| WorkloadKey::parse(text).expect("a valid key");
+        assert!(run_one(&key("hecs/sum/10"), tiny(), workloads()).expect("it exists"));
+        assert_eq!(counts(), [0, 0, 3, 0]);
+        assert!(run_one(&key("strata/sum/1000"), tiny(), workloads()).expect("it exists"));
+        assert_eq!(counts(), [0, 3, 3, 0]);
+        for near_miss in [
+            "strata/su/10",
+            "strata/sum_1/10",
+            "strata/Sum/10",
+            "strata/sum /10",
+            "strata/sum/100",
+            "hecs/sum/1000",
+            "bevy_ecs/sum/10",
+        ] {
             assert!(
                 matches!(
-                    run_one(near_miss, tiny(), workloads()),
+                    run_one(&key(near_miss), tiny(), workloads()),
                     Err(BenchError::UnknownWorkload { workload }) if workload == near_miss
                 ),
                 "{near_miss}"
             );
         }
-        assert_eq!((runs[0].get(), runs[1].get()), (0, 3));
+        assert_eq!(counts(), [0, 3, 3, 0]);
         // A workload that fails in the child makes the child fail.
         let broken = vec![Workload::new("broken", 1, "never measures", |_| {})];
-        assert!(!run_one("broken", tiny(), broken).expect("`broken` exists"));
+        assert!(!run_one(&key("strata/broken/1"), tiny(), broken).expect("`broken` exists"));
     }
 
     #[test]
     fn exit_codes_of_the_child_mode() {
         let workloads = || vec![Workload::new("sum", 1, "x", |b| b.iter(|| ()))];
         let run = |args: &[&str], workloads| {
-            main_with_launcher(args.iter().map(|a| (*a).to_owned()), workloads, &|_, _| {
-                panic!("a child must not start children")
-            })
+            main_with_launcher(
+                args.iter().map(|a| (*a).to_owned()),
+                workloads,
+                Vec::new(),
+                &|_, _| panic!("a child must not start children"),
+            )
         };
         assert_eq!(
-            run(&["--run-one", "sum", "--quick"], workloads()),
+            run(&["--run-one", "strata/sum/1", "--quick"], workloads()),
             ExitCode::SUCCESS
         );
+        for unknown in ["strata/nothing/1", "strata/sum/2", "hecs/sum/1", "sum"] {
+            assert_eq!(
+                run(&["--run-one", unknown], workloads()),
+                ExitCode::from(2),
+                "{unknown}"
+            );
+        }
         assert_eq!(
-            run(&["--run-one", "nothing"], workloads()),
-            ExitCode::from(2)
-        );
-        assert_eq!(
-            run(&["--run-one", "sum", "--filter", "sum"], workloads()),
+            run(
+                &["--run-one", "strata/sum/1", "--filter", "sum"],
+                workloads()
+            ),
             ExitCode::from(2)
         );
     }
 
     #[test]
-    fn duplicate_names_stop_every_mode() {
+    fn duplicate_keys_stop_every_mode() {
         let workloads = || {
             vec![
-                Workload::new("twin", 1, "x", |b| b.iter(|| ())),
-                Workload::new("twin", 2, "y", |b| b.iter(|| ())).library("peer"),
+                Workload::new("twin", 1, "x", |b| b.iter(|| ())).library("peer"),
+                Workload::new("twin", 2, "x", |b| b.iter(|| ())).library("peer"),
+                Workload::new("twin", 1, "y", |b| b.iter(|| ())).library("peer"),
             ]
         };
         let launch: Launcher<'_> = &|_, _| panic!("nothing may run");
         for args in [
             &["--in-process"][..],
             &[],
-            &["--run-one", "twin"],
+            &["--run-one", "peer/twin/2"],
             &["--list"],
         ] {
             let args = args.iter().map(|a| (*a).to_owned());
             assert_eq!(
-                main_with_launcher(args, workloads(), launch),
+                main_with_launcher(args, workloads(), Vec::new(), launch),
                 ExitCode::FAILURE
             );
         }
@@ -814,9 +953,12 @@ mod tests {
         assert!(results.is_empty());
         assert_eq!(n_failed, 1);
         let mut missing = Command::new("/nonexistent/strata-bench");
-        match run_child("w", &mut missing) {
+        match run_child(&key_of("w"), &mut missing) {
             Err(err @ BenchError::Spawn { .. }) => {
-                assert!(err.to_string().contains("workload `w`"), "{err}");
+                assert!(
+                    err.to_string().contains("workload `strata/w/1000`"),
+                    "{err}"
+                );
             }
             other => panic!("{other:?}"),
         }
@@ -827,17 +969,18 @@ mod tests {
     mod fake_children {
         use super::*;
 
-        /// A shell that runs `script` with the record of `name` as `$1`.
-        fn shell(script: &str, name: &str) -> Command {
+        /// A shell that runs `script` with the record of `key` as `$1`.
+        fn shell(script: &str, key: &WorkloadKey) -> Command {
             let mut command = Command::new("sh");
-            command.args(["-c", script, "sh"]).arg(json_line_of(name));
+            command.args(["-c", script, "sh"]).arg(json_line_for(key));
             command
         }
 
         /// A launcher whose child prints the right record, except for names starting with
         /// `exit` (exit code 3), `killed` (SIGKILL) and `silent` (exit 0, no output).
-        fn launch(name: &str, quick: bool) -> io::Result<Command> {
+        fn launch(key: &WorkloadKey, quick: bool) -> io::Result<Command> {
             assert!(quick);
+            let name = key.name.as_str();
             let script = if name.starts_with("exit") {
                 "exit 3"
             } else if name.starts_with("killed") {
@@ -847,44 +990,50 @@ mod tests {
             } else {
                 "printf '%s\n' \"$1\""
             };
-            Ok(shell(script, name))
+            Ok(shell(script, key))
         }
 
         #[test]
         fn a_child_record_is_read_back() {
-            let record = run_child("w", &mut shell("printf '%s\n' \"$1\"", "w"))
+            let key = key_of("w");
+            let record = run_child(&key, &mut shell("printf '%s\n' \"$1\"", &key))
                 .expect("the child prints a record");
             assert_eq!(record, record_of("w"));
         }
 
         #[test]
         fn a_failing_child_is_an_error_naming_its_workload() {
-            match run_child("arena_create", &mut shell("exit 3", "arena_create")) {
+            let arena_create = key_of("arena_create");
+            match run_child(&arena_create, &mut shell("exit 3", &arena_create)) {
                 Err(err @ BenchError::ChildFailed { .. }) => {
                     let BenchError::ChildFailed { status, .. } = &err else {
                         unreachable!()
                     };
                     assert_eq!(status.code(), Some(3));
                     let message = err.to_string();
-                    assert!(message.contains("workload `arena_create`"), "{message}");
+                    assert!(
+                        message.contains("workload `strata/arena_create/1000`"),
+                        "{message}"
+                    );
                     assert!(message.contains('3'), "{message}");
                 }
                 other => panic!("{other:?}"),
             }
+            let w = key_of("w");
             // A record printed before a non-zero exit does not count.
             let printed_then_failed = "printf '%s\n' \"$1\"; exit 1";
             assert!(matches!(
-                run_child("w", &mut shell(printed_then_failed, "w")),
+                run_child(&w, &mut shell(printed_then_failed, &w)),
                 Err(BenchError::ChildFailed { .. })
             ));
-            match run_child("w", &mut shell("kill -9 $$", "w")) {
+            match run_child(&w, &mut shell("kill -9 $$", &w)) {
                 Err(BenchError::ChildFailed { status, workload }) => {
-                    assert_eq!((status.code(), workload.as_str()), (None, "w"));
+                    assert_eq!((status.code(), workload.as_str()), (None, "strata/w/1000"));
                 }
                 other => panic!("{other:?}"),
             }
             assert!(matches!(
-                run_child("w", &mut shell("exit 0", "w")),
+                run_child(&w, &mut shell("exit 0", &w)),
                 Err(BenchError::ChildOutput { .. })
             ));
         }
@@ -902,6 +1051,27 @@ mod tests {
             assert_eq!(n_failed, 3);
         }
 
+        /// Workloads sharing a name for several libraries and sizes each get their own child
+        /// and their own record.
+        #[test]
+        fn shared_names_run_one_child_each() {
+            let keys = ["strata/spawn/10", "hecs/spawn/10", "hecs/spawn/1000"]
+                .map(|text| WorkloadKey::parse(text).expect("a valid key"));
+            let workloads: Vec<Workload> = keys
+                .iter()
+                .map(|key| {
+                    Workload::new(key.name.clone(), key.size, "x", |_| {
+                        panic!("runs in the child")
+                    })
+                    .library(key.library.clone())
+                })
+                .collect();
+            let (results, n_failed) = run_in_children(&workloads, true, &launch);
+            assert_eq!(n_failed, 0);
+            let collected: Vec<WorkloadKey> = results.iter().map(BenchRecord::key).collect();
+            assert_eq!(collected, keys);
+        }
+
         /// The whole parent path with faked children: every record in the results file, in
         /// order, and a failing exit code because one child failed.
         #[test]
@@ -910,20 +1080,36 @@ mod tests {
                 std::env::temp_dir().join(format!("strata-bench-children-{}", std::process::id()));
             let json_path = dir.join("results.json");
             let md_path = dir.join("results.md");
+            let svg_path = dir.join("results.svg");
             let workloads = || -> Vec<Workload> {
                 ["b_second", "a_first", "exit_here", "skipped"]
                     .iter()
                     .map(|name| Workload::new(*name, 1000, "x", |_| panic!("runs in the child")))
                     .collect()
             };
+            let unsupported = || {
+                vec![
+                    Unsupported {
+                        library: "peer".to_owned(),
+                        workload: "a_first".to_owned(),
+                        reason: "no such API".to_owned(),
+                    },
+                    Unsupported {
+                        library: "peer".to_owned(),
+                        workload: "skipped".to_owned(),
+                        reason: "filtered out".to_owned(),
+                    },
+                ]
+            };
             let args = [
                 "--quick".to_owned(),
                 "--filter=b_,a_,exit".to_owned(),
                 format!("--out={}", json_path.display()),
                 format!("--markdown={}", md_path.display()),
+                format!("--svg={}", svg_path.display()),
             ];
             assert_eq!(
-                main_with_launcher(args.clone(), workloads(), &launch),
+                main_with_launcher(args.clone(), workloads(), unsupported(), &launch),
                 ExitCode::FAILURE
             );
             let json = fs::read_to_string(&json_path).expect("the results file was written");
@@ -933,16 +1119,20 @@ mod tests {
                 report.results,
                 [record_of("b_second"), record_of("a_first")]
             );
+            // Only the unsupported work the filter selects is reported.
+            assert_eq!(report.unsupported, unsupported()[..1]);
             let markdown = fs::read_to_string(&md_path).expect("the Markdown file was written");
             assert!(
                 markdown.contains("| b_second | 1k | strata | 2.00 µs |"),
                 "{markdown}"
             );
+            let svg = fs::read_to_string(&svg_path).expect("the SVG file was written");
+            assert!(svg.starts_with("<svg ") && svg.trim_end().ends_with("</svg>"));
 
             // Without the failing workload the same run succeeds.
             let all_good = ["--quick".to_owned(), "--filter=b_,a_".to_owned()];
             assert_eq!(
-                main_with_launcher(all_good, workloads(), &launch),
+                main_with_launcher(all_good, workloads(), Vec::new(), &launch),
                 ExitCode::SUCCESS
             );
             let _ = fs::remove_dir_all(&dir);

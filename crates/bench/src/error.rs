@@ -30,18 +30,19 @@ pub enum BenchError {
         /// The workload's name.
         workload: String,
     },
-    /// Two registered workloads share a name, so a name no longer selects one workload.
+    /// Two registered workloads share a library, name and size, so that key no longer selects
+    /// one workload.
     #[error(
-        "workload name `{workload}` is registered more than once; names must be unique because a child process selects its workload by name"
+        "workload `{workload}` (library/name/size) is registered more than once; keys must be unique because a child process selects its workload by key"
     )]
     DuplicateWorkload {
-        /// The name registered twice.
+        /// The key registered twice, as `library/name/size`.
         workload: String,
     },
     /// `--run-one` named no registered workload.
-    #[error("no workload is named exactly `{workload}` (see `--list`)")]
+    #[error("no workload is exactly `{workload}` (library/name/size; see `--list`)")]
     UnknownWorkload {
-        /// The name asked for.
+        /// The key asked for, as given.
         workload: String,
     },
     /// The child process of a workload could not be started.

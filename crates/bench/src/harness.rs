@@ -5,7 +5,10 @@
 //! of the routine's output always happen outside the timed region, and so does the drop of its
 //! input, except that [`Bencher::iter_with_setup_owned`] gives the input away and a routine that
 //! drops it is timed doing so. A [`Summary`] is only ever built from at least one timed sample.
+//! A workload is identified by its [`WorkloadKey`] (library, name and size), never by its name
+//! alone, since peer libraries register the same names as Strata for the same work.
 
+use std::fmt;
 use std::hint::black_box;
 use std::time::{Duration, Instant};
 
@@ -140,6 +143,20 @@ impl Workload {
         &self.mechanism
     }
 
+    /// What identifies the workload among all registered ones: library, name and size.
+    pub fn key(&self) -> WorkloadKey {
+        WorkloadKey {
+            library: self.library.clone(),
+            name: self.name.clone(),
+            size: self.size,
+        }
+    }
+
+    /// Whether the workload is the one `key` identifies.
+    pub fn has_key(&self, key: &WorkloadKey) -> bool {
+        self.library == key.library && self.name == key.name && self.size == key.size
+    }
+
     /// Runs the body under `config` and summarises the timed runs.
     pub fn measure(&mut self, config: SampleConfig) -> Result<Summary, BenchError> {
         self.measure_with_peak(config, PeakScope::Off)
@@ -223,16 +240,58 @@ impl Workload {
     }
 }
 
-/// Fails with [`BenchError::DuplicateWorkload`] when two of `workloads` share a name.
+/// What identifies one workload: the library it measures, its name and its size.
 ///
-/// Names must be unique whatever the library and size, because a child process of the
-/// `strata-bench` binary is told which workload to run by its name alone.
-pub fn check_unique_names(workloads: &[Workload]) -> Result<(), BenchError> {
-    let mut names: Vec<&str> = workloads.iter().map(Workload::name).collect();
-    names.sort_unstable();
-    match names.windows(2).find(|pair| pair[0] == pair[1]) {
+/// Names alone are not unique: a peer library registers the same name as Strata for the same
+/// work (`spawn`, `iter2`), and one name may come in several sizes. Its text form, used on the
+/// command line of a child process, is `library/name/size`, such as `hecs/spawn/10000`.
+#[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub struct WorkloadKey {
+    /// The library measured, such as `strata` or `hecs`.
+    pub library: String,
+    /// The workload's name, such as `spawn`.
+    pub name: String,
+    /// The number of items the workload works on.
+    pub size: u64,
+}
+
+impl WorkloadKey {
+    /// Reads the text form `library/name/size`; `None` when it has another shape.
+    ///
+    /// The library ends at the first slash and the size starts after the last one, so a name
+    /// may itself hold slashes; library and name must not be empty.
+    pub fn parse(text: &str) -> Option<WorkloadKey> {
+        let (library, rest) = text.split_once('/')?;
+        let (name, size) = rest.rsplit_once('/')?;
+        if library.is_empty() || name.is_empty() {
+            return None;
+        }
+        Some(WorkloadKey {
+            library: library.to_owned(),
+            name: name.to_owned(),
+            size: size.parse().ok()?,
+        })
+    }
+}
+
+impl fmt::Display for WorkloadKey {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "{}/{}/{}", self.library, self.name, self.size)
+    }
+}
+
+/// Fails with [`BenchError::DuplicateWorkload`] when two of `workloads` share a [`WorkloadKey`]
+/// (library, name and size).
+///
+/// The same name may be registered for several libraries and sizes, but a key must select one
+/// workload, because a child process of the `strata-bench` binary is told which workload to run
+/// by its key, and a record in a results file is identified by it.
+pub fn check_unique_keys(workloads: &[Workload]) -> Result<(), BenchError> {
+    let mut keys: Vec<WorkloadKey> = workloads.iter().map(Workload::key).collect();
+    keys.sort_unstable();
+    match keys.windows(2).find(|pair| pair[0] == pair[1]) {
         Some(pair) => Err(BenchError::DuplicateWorkload {
-            workload: pair[0].to_owned(),
+            workload: pair[0].to_string(),
         }),
         None => Ok(()),
     }
@@ -701,21 +760,64 @@ mod tests {
     }
 
     #[test]
-    fn duplicate_names_are_refused_whatever_the_library_and_size() {
+    fn duplicate_keys_are_refused_shared_names_are_not() {
         let workload = |name: &str, size: u64, library: &str| {
             Workload::new(name, size, "nothing", |b| b.iter(|| ())).library(library)
         };
-        assert!(check_unique_names(&[]).is_ok());
-        assert!(check_unique_names(&[workload("a", 1, STRATA), workload("b", 1, STRATA)]).is_ok());
+        assert!(check_unique_keys(&[]).is_ok());
+        assert!(check_unique_keys(&[workload("a", 1, STRATA), workload("b", 1, STRATA)]).is_ok());
+        // One name for several libraries and sizes is how peers line up with Strata.
+        let shared = [
+            workload("spawn", 10, STRATA),
+            workload("spawn", 1_000, STRATA),
+            workload("spawn", 10, "hecs"),
+            workload("spawn", 1_000, "hecs"),
+        ];
+        assert!(check_unique_keys(&shared).is_ok());
         let clash = [
             workload("spawn", 10, STRATA),
             workload("other", 10, STRATA),
             workload("spawn", 1_000, "hecs"),
+            workload("spawn", 1_000, "hecs"),
         ];
         assert!(matches!(
-            check_unique_names(&clash),
-            Err(BenchError::DuplicateWorkload { workload }) if workload == "spawn"
+            check_unique_keys(&clash),
+            Err(BenchError::DuplicateWorkload { workload }) if workload == "hecs/spawn/1000"
         ));
+    }
+
+    #[track_caller]
+    fn check_key(text: &str, expect: Option<(&str, &str, u64)>) {
+        let parsed = WorkloadKey::parse(text);
+        let got = parsed
+            .as_ref()
+            .map(|key| (key.library.as_str(), key.name.as_str(), key.size));
+        assert_eq!(got, expect, "{text}");
+        if let Some(key) = parsed {
+            assert_eq!(key.to_string(), text);
+        }
+    }
+
+    #[test]
+    fn keys_read_back_their_text_form() {
+        check_key("hecs/spawn/10000", Some(("hecs", "spawn", 10_000)));
+        check_key(
+            "strata/arena_create/1000000",
+            Some(("strata", "arena_create", 1_000_000)),
+        );
+        check_key("peer/a/b/7", Some(("peer", "a/b", 7)));
+        check_key("spawn", None);
+        check_key("hecs/spawn", None);
+        check_key("hecs/spawn/10k", None);
+        check_key("/spawn/10", None);
+        check_key("hecs//10", None);
+        check_key("hecs/spawn/-1", None);
+        let workload = Workload::new("iter2", 1_000, "x", |b| b.iter(|| ())).library("hecs");
+        let key = workload.key();
+        assert_eq!(key.to_string(), "hecs/iter2/1000");
+        assert!(workload.has_key(&key));
+        let other_size = WorkloadKey { size: 10, ..key };
+        assert!(!workload.has_key(&other_size));
     }
 
     #[test]

@@ -3,14 +3,16 @@
 //! A [`Workload`] names an operation, a size, the library measured and the mechanism it uses,
 //! and a body that drives a [`Bencher`]: setup goes in a closure the bencher calls before
 //! starting the clock, and the routine's output is dropped after stopping it. Each layer
-//! registers its workloads in its own module (see [`arena`] and [`store`]); [`all_workloads`]
-//! gathers them, and the `strata-bench` binary runs each in a child process of its own (see
-//! [`cli`]), so neither its timings nor its peak resident memory carry another workload's
-//! allocator or cache state, and writes JSON and Markdown.
+//! registers its workloads in its own module (see [`arena`] and [`store`]), and with the `peers`
+//! feature the peer libraries register theirs in `peers` under the same names as Strata's for
+//! the same work; [`all_workloads`] gathers them, and the `strata-bench` binary runs each in a
+//! child process of its own (see [`cli`]), so neither its timings nor its peak resident memory
+//! carry another workload's allocator or cache state, and writes JSON, Markdown and SVG.
 //!
-//! Invariant: every registered workload has a unique name (whatever its library and size), so
-//! a name selects one workload for a child process and a record in a results file identifies
-//! one workload; the binary refuses to run otherwise. `cargo xtask bench` is the usual way in.
+//! Invariant: every registered workload has a unique [`WorkloadKey`] (library, name and size;
+//! names alone are shared between libraries and sizes), so a key selects one workload for a
+//! child process and a record in a results file identifies one workload; the binary refuses to
+//! run otherwise. `cargo xtask bench` is the usual way in.
 //!
 //! ```
 //! use strata_bench::{Bencher, Workload};
@@ -28,19 +30,36 @@ pub mod arena;
 pub mod cli;
 pub mod error;
 pub mod harness;
+#[cfg(feature = "peers")]
+pub mod peers;
 pub mod report;
 mod rss;
 pub mod store;
 
 pub use error::BenchError;
-pub use harness::{Bencher, STRATA, SampleConfig, Summary, Workload, check_unique_names};
-pub use report::{BenchRecord, Machine, Report};
+pub use harness::{
+    Bencher, STRATA, SampleConfig, Summary, Workload, WorkloadKey, check_unique_keys,
+};
+pub use report::{BenchRecord, Machine, Report, Unsupported};
 
-/// Every registered workload, layer by layer, in run order.
+/// Every registered workload, layer by layer, in run order; with the `peers` feature the peer
+/// libraries' workloads follow Strata's.
 pub fn all_workloads() -> Vec<Workload> {
     let mut workloads = arena::workloads();
     workloads.extend(store::workloads());
+    #[cfg(feature = "peers")]
+    workloads.extend(peers::workloads());
     workloads
+}
+
+/// The work a registered library cannot do, which the reports show as unsupported rather than
+/// missing; empty without the `peers` feature.
+pub fn all_unsupported() -> Vec<Unsupported> {
+    #[cfg(feature = "peers")]
+    let unsupported = peers::unsupported();
+    #[cfg(not(feature = "peers"))]
+    let unsupported = Vec::new();
+    unsupported
 }
 
 #[cfg(test)]
@@ -48,11 +67,30 @@ mod tests {
     use super::*;
 
     #[test]
-    fn registered_workload_names_are_unique() {
+    fn registered_workload_keys_are_unique() {
         let workloads = all_workloads();
         assert!(!workloads.is_empty());
-        if let Err(err) = check_unique_names(&workloads) {
+        if let Err(err) = check_unique_keys(&workloads) {
             panic!("{err}");
+        }
+    }
+
+    /// Unsupported work names a registered workload name and a library that registers nothing
+    /// under it.
+    #[test]
+    fn unsupported_work_is_never_registered() {
+        let workloads = all_workloads();
+        for u in all_unsupported() {
+            assert!(
+                workloads.iter().any(|w| w.name() == u.workload),
+                "{u:?} names no registered workload"
+            );
+            assert!(
+                !workloads
+                    .iter()
+                    .any(|w| w.name() == u.workload && w.library_name() == u.library),
+                "{u:?} is registered after all"
+            );
         }
     }
 }

@@ -5,5 +5,9 @@
 use std::process::ExitCode;
 
 fn main() -> ExitCode {
-    strata_bench::cli::main_with(std::env::args().skip(1), strata_bench::all_workloads())
+    strata_bench::cli::main_with(
+        std::env::args().skip(1),
+        strata_bench::all_workloads(),
+        strata_bench::all_unsupported(),
+    )
 }

@@ -1,16 +1,18 @@
-//! The results file and its Markdown rendering: [`Report`], [`BenchRecord`], [`Machine`] and
-//! [`render_markdown`].
+//! The results file and its renderings: [`Report`], [`BenchRecord`], [`Unsupported`],
+//! [`Machine`], [`render_markdown`] and [`render_svg`].
 //!
 //! Invariant: the JSON shape is the contract `cargo xtask bench` and later comparisons read. A
 //! record always names its `library` and `mechanism`, so results of several libraries fit in one
-//! file; fields may be added but never renamed. Rendering never reorders records of one library.
+//! file, and a record is identified by library, workload and size together; fields may be added
+//! but never renamed. Rendering never reorders records of one library, and work a library cannot
+//! do is shown as unsupported, never as missing or as a number.
 
 use std::fmt::Write as _;
 use std::time::{SystemTime, UNIX_EPOCH};
 
 use serde::{Deserialize, Serialize};
 
-use crate::harness::STRATA;
+use crate::harness::{STRATA, WorkloadKey};
 
 /// One results file: where and when it was measured, and one record per workload run.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -25,6 +27,21 @@ pub struct Report {
     pub optimized: bool,
     /// One record per workload, in run order.
     pub results: Vec<BenchRecord>,
+    /// Work a library was asked to compare on but has no way to do, with the reason; these
+    /// workloads have no record. Absent in files written before the field existed.
+    #[serde(default)]
+    pub unsupported: Vec<Unsupported>,
+}
+
+/// A workload a library cannot do through its public API, reported instead of a record.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Unsupported {
+    /// The library, such as `bevy_ecs`.
+    pub library: String,
+    /// The workload's name, at every size it is registered at (such as `world_clone`).
+    pub workload: String,
+    /// Why the library cannot do it, in a sentence.
+    pub reason: String,
 }
 
 /// The measurement of one workload of one library at one size.
@@ -54,6 +71,17 @@ pub struct BenchRecord {
     pub mechanism: String,
     /// How many samples the median and minimum come from.
     pub samples: usize,
+}
+
+impl BenchRecord {
+    /// The key of the workload this record measured: library, workload name and size.
+    pub fn key(&self) -> WorkloadKey {
+        WorkloadKey {
+            library: self.library.clone(),
+            name: self.workload.clone(),
+            size: self.size,
+        }
+    }
 }
 
 /// The machine a report was measured on, as far as it is cheap to find out.
@@ -186,10 +214,11 @@ fn three_figures(value: f64) -> String {
 
 /// Renders a report as Markdown: a heading, a line about the machine, then the tables.
 ///
-/// With results of one library there is one table with a row per record. With several there is
-/// first a comparison, one row per workload and size with a median column per library (Strata
-/// first, the others in order of appearance) and the ratio of Strata's median to the best peer's,
-/// then the full table of records.
+/// With results of one library and nothing unsupported there is one table with a row per record.
+/// With several libraries there is first a comparison, one row per workload and size with a cell
+/// per library (Strata first, the others in order of appearance) holding the median time of one
+/// run and the time per item, and the ratio of Strata's time per item to the best peer's; then
+/// the work some library cannot do, with reasons; then the full table of records.
 pub fn render_markdown(report: &Report) -> String {
     let mut out = String::from("# Strata benchmark results\n\n");
     let machine = &report.machine;
@@ -208,30 +237,62 @@ pub fn render_markdown(report: &Report) -> String {
     }
     out.push_str(&escape_cell(&about.join(" · ")));
     out.push_str("\n\n");
-    if report.results.is_empty() {
+    if report.results.is_empty() && report.unsupported.is_empty() {
         out.push_str("No workloads were run.\n");
         return out;
     }
-    let libraries = libraries(&report.results);
-    if libraries.len() > 1 {
-        out.push_str("## Comparison (median time per run)\n\n");
-        out.push_str(&comparison_table(&report.results, &libraries));
+    let libraries = libraries(report);
+    if libraries.len() > 1 && !report.results.is_empty() {
+        out.push_str("## Comparison\n\n");
+        out.push_str(
+            "Each cell is the median time of one run · the time per item (median ÷ items). \
+             The last column divides Strata's time per item by the fastest peer's, so below 1× \
+             Strata is faster; — means no record.\n\n",
+        );
+        out.push_str(&comparison_table(report, &libraries));
+    }
+    if !report.unsupported.is_empty() {
+        out.push_str("\n## Not supported\n\n");
+        out.push_str(
+            "These libraries have no way to do this work through their public API, so the \
+             workload is not registered for them and has no record.\n\n",
+        );
+        for u in &report.unsupported {
+            let _ = writeln!(
+                out,
+                "- {} `{}`: {}",
+                escape_cell(&u.library),
+                escape_cell(&u.workload),
+                escape_cell(&u.reason)
+            );
+        }
+    }
+    if libraries.len() > 1 || !report.unsupported.is_empty() {
         out.push_str("\n## All records\n\n");
     }
-    out.push_str(&records_table(&report.results));
+    if report.results.is_empty() {
+        out.push_str("No workloads were run.\n");
+    } else {
+        out.push_str(&records_table(&report.results));
+    }
     out
 }
 
-/// The libraries present in `results`: Strata first if present, then the rest in order of
-/// first appearance.
-fn libraries(results: &[BenchRecord]) -> Vec<&str> {
+/// The libraries in `report`, records first, then unsupported entries: Strata first if
+/// present, then the rest in order of first appearance.
+fn libraries(report: &Report) -> Vec<&str> {
+    let named = report
+        .results
+        .iter()
+        .map(|r| r.library.as_str())
+        .chain(report.unsupported.iter().map(|u| u.library.as_str()));
     let mut libraries: Vec<&str> = Vec::new();
-    if results.iter().any(|r| r.library == STRATA) {
+    if named.clone().any(|library| library == STRATA) {
         libraries.push(STRATA);
     }
-    for record in results {
-        if !libraries.contains(&record.library.as_str()) {
-            libraries.push(&record.library);
+    for library in named {
+        if !libraries.contains(&library) {
+            libraries.push(library);
         }
     }
     libraries
@@ -259,8 +320,15 @@ fn records_table(results: &[BenchRecord]) -> String {
     out
 }
 
-fn comparison_table(results: &[BenchRecord], libraries: &[&str]) -> String {
-    // One row per (workload, size), in order of first appearance.
+/// What one library shows for one workload and size.
+enum Cell<'a> {
+    Measured(&'a BenchRecord),
+    Unsupported,
+    Missing,
+}
+
+/// The (workload, size) pairs of `results`, in order of first appearance.
+fn workload_rows(results: &[BenchRecord]) -> Vec<(&str, u64)> {
     let mut rows: Vec<(&str, u64)> = Vec::new();
     for record in results {
         let key = (record.workload.as_str(), record.size);
@@ -268,6 +336,39 @@ fn comparison_table(results: &[BenchRecord], libraries: &[&str]) -> String {
             rows.push(key);
         }
     }
+    rows
+}
+
+/// What `library` shows for `workload` at `size`: its record (the first, should a merged
+/// file hold two), the mark of unsupported work, or nothing.
+fn cell<'a>(report: &'a Report, library: &str, workload: &str, size: u64) -> Cell<'a> {
+    let record = report
+        .results
+        .iter()
+        .find(|r| r.library == library && r.workload == workload && r.size == size);
+    match record {
+        Some(record) => Cell::Measured(record),
+        None if report
+            .unsupported
+            .iter()
+            .any(|u| u.library == library && u.workload == workload) =>
+        {
+            Cell::Unsupported
+        }
+        None => Cell::Missing,
+    }
+}
+
+/// The fastest peer (not Strata) by time per item for `workload` at `size`, if any was measured.
+fn best_peer<'a>(report: &'a Report, workload: &str, size: u64) -> Option<&'a BenchRecord> {
+    report
+        .results
+        .iter()
+        .filter(|r| r.library != STRATA && r.workload == workload && r.size == size)
+        .min_by(|a, b| a.ns_per_item.total_cmp(&b.ns_per_item))
+}
+
+fn comparison_table(report: &Report, libraries: &[&str]) -> String {
     let mut out = String::from("| workload | size |");
     for library in libraries {
         let _ = write!(out, " {} |", escape_cell(library));
@@ -277,28 +378,263 @@ fn comparison_table(results: &[BenchRecord], libraries: &[&str]) -> String {
         out.push_str("---:|");
     }
     out.push_str("---:|\n");
-    for (workload, size) in rows {
-        let median_of = |library: &str| {
-            results
-                .iter()
-                .find(|r| r.workload == workload && r.size == size && r.library == library)
-                .map(|r| r.median_ns)
-        };
+    for (workload, size) in workload_rows(&report.results) {
         let _ = write!(out, "| {} | {} |", escape_cell(workload), format_size(size));
         for library in libraries {
-            let cell = median_of(library).map_or_else(|| "—".to_owned(), format_duration_ns);
-            let _ = write!(out, " {cell} |");
+            let text = match cell(report, library, workload, size) {
+                Cell::Measured(r) => format!(
+                    "{} · {}",
+                    format_duration_ns(r.median_ns),
+                    format_duration_ns(r.ns_per_item)
+                ),
+                Cell::Unsupported => "unsupported".to_owned(),
+                Cell::Missing => "—".to_owned(),
+            };
+            let _ = write!(out, " {text} |");
         }
-        let best_peer = libraries
-            .iter()
-            .filter(|library| **library != STRATA)
-            .filter_map(|library| median_of(library))
-            .min_by(f64::total_cmp);
-        let ratio = match (median_of(STRATA), best_peer) {
-            (Some(strata), Some(peer)) if peer > 0.0 => format!("{:.2}×", strata / peer),
+        let strata = match cell(report, STRATA, workload, size) {
+            Cell::Measured(r) => Some(r.ns_per_item),
+            Cell::Unsupported | Cell::Missing => None,
+        };
+        let ratio = match (strata, best_peer(report, workload, size)) {
+            (Some(strata), Some(peer)) if peer.ns_per_item > 0.0 => format!(
+                "{:.2}× ({})",
+                strata / peer.ns_per_item,
+                escape_cell(&peer.library)
+            ),
             _ => "—".to_owned(),
         };
         let _ = writeln!(out, " {ratio} |");
+    }
+    out
+}
+
+/// One workload and size of the chart: a bar per library (its index in [`libraries`]) that has
+/// a record or cannot do the work.
+struct ChartGroup<'a> {
+    workload: &'a str,
+    size: u64,
+    bars: Vec<(usize, Cell<'a>)>,
+}
+
+/// The bar colours of the chart, one per library in [`libraries`] order, repeating after six.
+const PALETTE: [&str; 6] = [
+    "#d62728", "#1f77b4", "#2ca02c", "#ff7f0e", "#9467bd", "#8c564b",
+];
+
+/// Renders a report as an SVG chart: one group of horizontal bars per workload and size, one
+/// bar per library (coloured as in the legend), each as long as the time per item on a
+/// logarithmic axis with a gridline per power of ten, its value written beside it. Work a
+/// library cannot do is written in place of its bar.
+pub fn render_svg(report: &Report) -> String {
+    const WIDTH: f64 = 980.0;
+    const PLOT_X: f64 = 230.0;
+    const PLOT_W: f64 = 620.0;
+    const BAR_H: f64 = 13.0;
+    const BAR_GAP: f64 = 3.0;
+    const GROUP_GAP: f64 = 14.0;
+    const TOP: f64 = 104.0;
+
+    let libraries = libraries(report);
+    let rows = workload_rows(&report.results);
+    // One line per library that has a record or is marked unsupported, in each group.
+    let groups: Vec<ChartGroup<'_>> = rows
+        .iter()
+        .map(|&(workload, size)| {
+            let bars = libraries
+                .iter()
+                .enumerate()
+                .map(|(index, library)| (index, cell(report, library, workload, size)))
+                .filter(|(_, cell)| !matches!(cell, Cell::Missing))
+                .collect();
+            ChartGroup {
+                workload,
+                size,
+                bars,
+            }
+        })
+        .collect();
+    let n_bars: usize = groups.iter().map(|group| group.bars.len()).sum();
+    let plot_h = groups.len() as f64 * GROUP_GAP + n_bars as f64 * (BAR_H + BAR_GAP);
+    let height = TOP + plot_h + 48.0;
+
+    let (lo, hi) = log_range(report.results.iter().map(|r| r.ns_per_item));
+    let x_of = |ns: f64| {
+        let frac = (ns.max(f64::MIN_POSITIVE).log10() - lo) / (hi - lo);
+        PLOT_X + frac.clamp(0.0, 1.0) * PLOT_W
+    };
+
+    let mut out = String::new();
+    let _ = writeln!(
+        out,
+        "<svg xmlns=\"http://www.w3.org/2000/svg\" width=\"{WIDTH}\" height=\"{height}\" \
+         viewBox=\"0 0 {WIDTH} {height}\" font-family=\"sans-serif\" font-size=\"12\">"
+    );
+    let _ = writeln!(
+        out,
+        "<rect width=\"{WIDTH}\" height=\"{height}\" fill=\"#ffffff\"/>"
+    );
+    let _ = writeln!(
+        out,
+        "<text x=\"16\" y=\"26\" font-size=\"17\" font-weight=\"bold\">Strata benchmark: time per \
+         item (median ÷ items, log scale, shorter is faster)</text>"
+    );
+    let machine = &report.machine;
+    let mut about = vec![
+        report.date.clone(),
+        format!("{} {}, {} cores", machine.os, machine.arch, machine.cores),
+    ];
+    about.extend(machine.cpu.clone());
+    if report.quick {
+        about.push("quick run (rough numbers)".to_owned());
+    }
+    if !report.optimized {
+        about.push("unoptimised build: do not trust these numbers".to_owned());
+    }
+    let _ = writeln!(
+        out,
+        "<text x=\"16\" y=\"46\" fill=\"#555555\">{}</text>",
+        escape_xml(&about.join(" · "))
+    );
+
+    // The legend: a swatch and a name per library.
+    let mut legend_x = 16.0;
+    for (index, library) in libraries.iter().enumerate() {
+        let _ = writeln!(
+            out,
+            "<rect x=\"{legend_x}\" y=\"58\" width=\"12\" height=\"12\" fill=\"{}\"/>\
+             <text x=\"{}\" y=\"69\">{}</text>",
+            PALETTE[index % PALETTE.len()],
+            legend_x + 16.0,
+            escape_xml(library)
+        );
+        legend_x += 16.0 + 8.0 * library.chars().count() as f64 + 24.0;
+    }
+
+    if groups.is_empty() {
+        let _ = writeln!(
+            out,
+            "<text x=\"16\" y=\"{}\">No workloads were run.</text>",
+            TOP + 10.0
+        );
+        out.push_str("</svg>\n");
+        return out;
+    }
+
+    // Gridlines and their labels, one per power of ten, above and below the plot.
+    let bottom = TOP + plot_h;
+    for decade in (lo as i32)..=(hi as i32) {
+        let x = x_of(10_f64.powi(decade));
+        let label = escape_xml(&decade_label(decade));
+        let _ = writeln!(
+            out,
+            "<line x1=\"{x:.1}\" y1=\"{}\" x2=\"{x:.1}\" y2=\"{bottom}\" stroke=\"#dddddd\"/>\
+             <text x=\"{x:.1}\" y=\"{}\" text-anchor=\"middle\" fill=\"#555555\">{label}</text>\
+             <text x=\"{x:.1}\" y=\"{}\" text-anchor=\"middle\" fill=\"#555555\">{label}</text>",
+            TOP - 14.0,
+            TOP - 18.0,
+            bottom + 16.0
+        );
+    }
+
+    let mut y = TOP;
+    for ChartGroup {
+        workload,
+        size,
+        bars,
+    } in &groups
+    {
+        let group_h = bars.len() as f64 * (BAR_H + BAR_GAP);
+        let _ = writeln!(
+            out,
+            "<text x=\"{}\" y=\"{:.1}\" text-anchor=\"end\" font-weight=\"bold\">{} · {}</text>",
+            PLOT_X - 10.0,
+            y + group_h / 2.0 + 4.0,
+            escape_xml(workload),
+            format_size(*size)
+        );
+        for (index, cell) in bars {
+            let colour = PALETTE[index % PALETTE.len()];
+            match cell {
+                Cell::Measured(r) => {
+                    let end = x_of(r.ns_per_item).max(PLOT_X + 1.0);
+                    let _ = writeln!(
+                        out,
+                        "<rect x=\"{PLOT_X}\" y=\"{y:.1}\" width=\"{:.1}\" height=\"{BAR_H}\" \
+                         fill=\"{colour}\"><title>{}: {} per item, {} per run</title></rect>\
+                         <text x=\"{:.1}\" y=\"{:.1}\" font-size=\"11\">{}</text>",
+                        end - PLOT_X,
+                        escape_xml(&r.library),
+                        format_duration_ns(r.ns_per_item),
+                        format_duration_ns(r.median_ns),
+                        end + 4.0,
+                        y + BAR_H - 2.0,
+                        format_duration_ns(r.ns_per_item)
+                    );
+                }
+                Cell::Unsupported | Cell::Missing => {
+                    let _ = writeln!(
+                        out,
+                        "<rect x=\"{PLOT_X}\" y=\"{y:.1}\" width=\"4\" height=\"{BAR_H}\" \
+                         fill=\"{colour}\"/><text x=\"{:.1}\" y=\"{:.1}\" font-size=\"11\" \
+                         font-style=\"italic\" fill=\"#777777\">{} unsupported</text>",
+                        PLOT_X + 8.0,
+                        y + BAR_H - 2.0,
+                        escape_xml(libraries[*index])
+                    );
+                }
+            }
+            y += BAR_H + BAR_GAP;
+        }
+        y += GROUP_GAP;
+    }
+    let _ = writeln!(
+        out,
+        "<text x=\"{}\" y=\"{}\" text-anchor=\"middle\" fill=\"#555555\">time per item</text>",
+        PLOT_X + PLOT_W / 2.0,
+        bottom + 34.0
+    );
+    out.push_str("</svg>\n");
+    out
+}
+
+/// The powers of ten (as exponents of nanoseconds) the axis spans: from the one at or below the
+/// smallest positive value to the one at or above the largest, at least one decade apart.
+fn log_range(values: impl Iterator<Item = f64>) -> (f64, f64) {
+    let (mut lo, mut hi) = (f64::INFINITY, f64::NEG_INFINITY);
+    for value in values.filter(|v| v.is_finite() && *v > 0.0) {
+        lo = lo.min(value.log10().floor());
+        hi = hi.max(value.log10().ceil());
+    }
+    if !lo.is_finite() {
+        return (0.0, 1.0);
+    }
+    (lo, hi.max(lo + 1.0))
+}
+
+/// The label of the gridline at 10^`decade` nanoseconds: `1 ns`, `10 µs`, `0.1 ns`.
+fn decade_label(decade: i32) -> String {
+    let (shift, unit) = match decade {
+        ..3 => (0, "ns"),
+        3..6 => (3, "µs"),
+        6..9 => (6, "ms"),
+        _ => (9, "s"),
+    };
+    format!("{} {unit}", 10_f64.powi(decade - shift))
+}
+
+/// Makes free text safe inside SVG (XML) text and attributes.
+fn escape_xml(text: &str) -> String {
+    let mut out = String::with_capacity(text.len());
+    for c in text.chars() {
+        match c {
+            '&' => out.push_str("&amp;"),
+            '<' => out.push_str("&lt;"),
+            '>' => out.push_str("&gt;"),
+            '"' => out.push_str("&quot;"),
+            '\'' => out.push_str("&apos;"),
+            _ => out.push(c),
+        }
     }
     out
 }
@@ -340,6 +676,15 @@ mod tests {
             quick: false,
             optimized: true,
             results,
+            unsupported: Vec::new(),
+        }
+    }
+
+    fn unsupported(library: &str, workload: &str) -> Unsupported {
+        Unsupported {
+            library: library.to_owned(),
+            workload: workload.to_owned(),
+            reason: format!("{library} cannot <{workload}>"),
         }
     }
 
@@ -355,7 +700,14 @@ mod tests {
         };
         assert_eq!(
             keys(&value),
-            ["date", "machine", "optimized", "quick", "results"]
+            [
+                "date",
+                "machine",
+                "optimized",
+                "quick",
+                "results",
+                "unsupported"
+            ]
         );
         assert_eq!(
             keys(&value["machine"]),
@@ -387,10 +739,24 @@ mod tests {
 
     #[test]
     fn json_round_trips() {
-        let original = report(vec![record("strata", "arena_create", 1000, 1234.5)]);
+        let mut original = report(vec![record("strata", "arena_create", 1000, 1234.5)]);
+        original
+            .unsupported
+            .push(unsupported("bevy_ecs", "world_clone"));
         let text = serde_json::to_string(&original).expect("a report encodes");
         let back: Report = serde_json::from_str(&text).expect("a report decodes");
         assert_eq!(back, original);
+        // Files written before `unsupported` existed still read.
+        let mut old: serde_json::Value = serde_json::from_str(&text).expect("valid JSON");
+        old.as_object_mut()
+            .expect("an object")
+            .remove("unsupported");
+        let back: Report = serde_json::from_value(old).expect("an old report decodes");
+        assert!(back.unsupported.is_empty());
+        assert_eq!(
+            back.results[0].key().to_string(),
+            "strata/arena_create/1000"
+        );
     }
 
     #[test]
@@ -455,7 +821,14 @@ mod tests {
 
     #[test]
     fn markdown_compares_libraries_per_workload_and_size() {
-        let text = render_markdown(&report(vec![
+        let mut other_items = record("hecs", "spawn", 10_000, 8_000.0);
+        other_items.workload = "join".to_owned();
+        other_items.items = 200;
+        other_items.ns_per_item = 40.0;
+        let mut strata_join = record("strata", "join", 10_000, 2_000.0);
+        strata_join.items = 200;
+        strata_join.ns_per_item = 10.0;
+        let mut with_unsupported = report(vec![
             record("hecs", "spawn", 10_000, 2_000.0),
             record("strata", "spawn", 10_000, 1_000.0),
             record("bevy_ecs", "spawn", 10_000, 4_000.0),
@@ -463,26 +836,126 @@ mod tests {
             record("bevy_ecs", "spawn", 1_000_000, 100_000.0),
             record("hecs", "iterate", 10_000, 50.0),
             record("strata", "only_strata", 10, 5.0),
-        ]));
+            record("hecs", "clone", 100_000, 1e6),
+            other_items,
+            strata_join,
+        ]);
+        with_unsupported
+            .unsupported
+            .push(unsupported("bevy_ecs", "clone"));
+        let text = render_markdown(&with_unsupported);
         let comparison = text
-            .split("## Comparison (median time per run)\n\n")
+            .split("## Comparison\n\n")
             .nth(1)
-            .and_then(|rest| rest.split("\n## All records").next())
+            .and_then(|rest| rest.split("\n## Not supported").next())
+            .and_then(|rest| rest.split("\n\n").nth(1))
             .expect("a comparison section");
         assert_eq!(
             comparison,
             "| workload | size | strata | hecs | bevy_ecs | strata / best peer |\n\
              |---|---:|---:|---:|---:|---:|\n\
-             | spawn | 10k | 1.00 µs | 2.00 µs | 4.00 µs | 0.50× |\n\
-             | spawn | 1M | 300 µs | — | 100 µs | 3.00× |\n\
-             | iterate | 10k | — | 50.0 ns | — | — |\n\
-             | only_strata | 10 | 5.00 ns | — | — | — |\n"
+             | spawn | 10k | 1.00 µs · 0.10 ns | 2.00 µs · 0.20 ns | 4.00 µs · 0.40 ns | 0.50× (hecs) |\n\
+             | spawn | 1M | 300 µs · 0.30 ns | — | 100 µs · 0.10 ns | 3.00× (bevy_ecs) |\n\
+             | iterate | 10k | — | 50.0 ns · 0.01 ns | — | — |\n\
+             | only_strata | 10 | 5.00 ns · 0.50 ns | — | — | — |\n\
+             | clone | 100k | — | 1.00 ms · 10.0 ns | unsupported | — |\n\
+             | join | 10k | 2.00 µs · 10.0 ns | 8.00 µs · 40.0 ns | — | 0.25× (hecs) |\n"
+        );
+        assert!(
+            text.contains(
+                "## Not supported\n\n\
+                 These libraries have no way to do this work through their public API, so the \
+                 workload is not registered for them and has no record.\n\n\
+                 - bevy_ecs `clone`: bevy_ecs cannot <clone>\n"
+            ),
+            "{text}"
         );
         // The full records follow, one row each.
         let records = text
             .split("## All records\n\n")
             .nth(1)
             .expect("a records section");
-        assert_eq!(records.lines().count(), 2 + 7);
+        assert_eq!(records.lines().count(), 2 + 10);
+    }
+
+    /// A peers-only run (Strata's workloads of these names not registered yet) still compares
+    /// the peers, with no ratio.
+    #[test]
+    fn markdown_without_strata_records() {
+        let text = render_markdown(&report(vec![
+            record("bevy_ecs", "spawn", 10_000, 4_000.0),
+            record("hecs", "spawn", 10_000, 2_000.0),
+        ]));
+        assert!(
+            text.contains(
+                "| workload | size | bevy_ecs | hecs | strata / best peer |\n\
+                 |---|---:|---:|---:|---:|\n\
+                 | spawn | 10k | 4.00 µs · 0.40 ns | 2.00 µs · 0.20 ns | — |\n"
+            ),
+            "{text}"
+        );
+    }
+
+    #[test]
+    fn log_axis() {
+        assert_eq!(log_range([0.55, 3.0, 120.0].into_iter()), (-1.0, 3.0));
+        assert_eq!(log_range([10.0].into_iter()), (1.0, 2.0));
+        assert_eq!(log_range([0.0, f64::NAN].into_iter()), (0.0, 1.0));
+        assert_eq!(log_range(std::iter::empty()), (0.0, 1.0));
+        let labels: Vec<String> = (-2..=10).map(decade_label).collect();
+        assert_eq!(
+            labels,
+            [
+                "0.01 ns", "0.1 ns", "1 ns", "10 ns", "100 ns", "1 µs", "10 µs", "100 µs", "1 ms",
+                "10 ms", "100 ms", "1 s", "10 s"
+            ]
+        );
+        assert_eq!(
+            escape_xml("a<b & \"c\"'"),
+            "a&lt;b &amp; &quot;c&quot;&apos;"
+        );
+    }
+
+    #[test]
+    fn svg_has_a_bar_per_record_and_a_legend() {
+        let mut with_unsupported = report(vec![
+            record("hecs", "spawn", 10_000, 2_000.0),
+            record("strata", "spawn", 10_000, 1_000.0),
+            record("shipyard", "spawn", 10_000, 20_000.0),
+            record("hecs", "clone", 100_000, 1e6),
+            record("hecs", "a<b", 10, 5.0),
+        ]);
+        with_unsupported
+            .unsupported
+            .push(unsupported("bevy_ecs", "clone"));
+        let svg = render_svg(&with_unsupported);
+        assert!(
+            svg.starts_with("<svg xmlns=\"http://www.w3.org/2000/svg\""),
+            "{svg}"
+        );
+        assert!(svg.ends_with("</svg>\n"), "{svg}");
+        assert_eq!(svg.matches("<title>").count(), 5, "{svg}");
+        assert_eq!(svg.matches("bevy_ecs unsupported").count(), 1, "{svg}");
+        // Strata first in the legend, then the others in order of appearance.
+        let legend: Vec<usize> = ["strata", "hecs", "shipyard", "bevy_ecs"]
+            .iter()
+            .map(|library| {
+                svg.find(&format!(">{library}</text>"))
+                    .expect("in the legend")
+            })
+            .collect();
+        assert!(legend.windows(2).all(|pair| pair[0] < pair[1]), "{svg}");
+        assert!(svg.contains(">a&lt;b · 10</text>"), "{svg}");
+        assert!(!svg.contains("a<b"), "{svg}");
+        // The shortest bar (0.1 ns per item) sits on the lowest gridline, the longest (10 ns)
+        // reaches the highest.
+        assert!(
+            svg.contains(">0.1 ns</text>") && svg.contains(">10 ns</text>"),
+            "{svg}"
+        );
+        assert!(svg.contains("width=\"1.0\" height=\"13\""), "{svg}");
+        assert!(svg.contains("width=\"620.0\" height=\"13\""), "{svg}");
+        let empty = render_svg(&report(Vec::new()));
+        assert!(empty.contains("No workloads were run."), "{empty}");
     }
 }

@@ -22,7 +22,7 @@ fn text(bytes: &[u8]) -> &str {
 
 #[test]
 fn run_one_prints_one_json_record() {
-    let output = bench(&["--run-one", "arena_reparent", "--quick"]);
+    let output = bench(&["--run-one", "strata/arena_reparent/10000", "--quick"]);
     let (stdout, stderr) = (text(&output.stdout), text(&output.stderr));
     assert!(output.status.success(), "{stderr}");
     assert_eq!(stdout.lines().count(), 1, "{stdout}");
@@ -39,15 +39,26 @@ fn run_one_prints_one_json_record() {
 }
 
 #[test]
-fn run_one_wants_an_exact_name() {
-    let output = bench(&["--run-one", "arena_reparen", "--quick"]);
+fn run_one_wants_an_exact_key() {
+    // The right name under the wrong library or size is as unknown as a wrong name.
+    for near_miss in [
+        "strata/arena_reparen/10000",
+        "strata/arena_reparent/1000",
+        "hecs/arena_reparent/10000",
+    ] {
+        let output = bench(&["--run-one", near_miss, "--quick"]);
+        assert_eq!(output.status.code(), Some(2), "{near_miss}");
+        assert!(output.stdout.is_empty());
+        let stderr = text(&output.stderr);
+        assert!(
+            stderr.contains(&format!("no workload is exactly `{near_miss}`")),
+            "{stderr}"
+        );
+    }
+    // A bare name is not a key.
+    let output = bench(&["--run-one", "arena_reparent", "--quick"]);
     assert_eq!(output.status.code(), Some(2));
-    assert!(output.stdout.is_empty());
-    let stderr = text(&output.stderr);
-    assert!(
-        stderr.contains("no workload is named exactly `arena_reparen`"),
-        "{stderr}"
-    );
+    assert!(text(&output.stderr).contains("LIBRARY/NAME/SIZE"));
 }
 
 /// A 1M-node workload followed by a 10k-node one: in a shared process the second would report

@@ -1,0 +1,434 @@
+//! The `bevy_ecs` side of the peer workloads: archetypes of table-stored components, cached
+//! `QueryState`s, change ticks kept on every write, relationships for references.
+//!
+//! Invariant: every workload here uses `bevy_ecs`'s public API without `unsafe`, builds its
+//! world outside the timed routine, and writes components through `Mut` so bevy's change ticks
+//! stay what a real game would see.
+
+use std::cell::RefCell;
+use std::hint::black_box;
+
+use bevy_ecs::prelude::{Changed, Component, Entity, Query, QueryState, World};
+use bevy_ecs::system::SystemState;
+
+use super::kinds::*;
+use super::{
+    ADD_REMOVE_SIZE, Big, CHANGED_SIZE, DESPAWN_SIZE, Data, ENTITY_SIZES, FRAG_KINDS,
+    FRAG_PER_KIND, JOIN_SIZES, Position, REFERENCE_SIZES, Small, Velocity, body, for_each_kind,
+    is_small, is_written, position, velocity,
+};
+use crate::harness::Workload;
+
+/// The library name of these records.
+pub const LIBRARY: &str = "bevy_ecs";
+
+/// The `bevy_ecs` workloads, in the order of [`super::ORDER`] (sorted there anyway).
+pub fn workloads() -> Vec<Workload> {
+    let mut workloads = Vec::new();
+    for n in ENTITY_SIZES {
+        workloads.push(spawn(n));
+        workloads.push(spawn_batch(n));
+        workloads.push(iter2(n));
+    }
+    workloads.push(frag_iter());
+    workloads.push(add_remove(ADD_REMOVE_SIZE));
+    for (n_big, n_small) in JOIN_SIZES {
+        workloads.push(small_driver_join(n_big, n_small));
+    }
+    workloads.push(changed_filter(CHANGED_SIZE));
+    workloads.push(despawn_respawn(DESPAWN_SIZE));
+    workloads.push(reference_cleanup(REFERENCE_SIZES.0, REFERENCE_SIZES.1));
+    workloads.into_iter().map(|w| w.library(LIBRARY)).collect()
+}
+
+fn spawn(n: u64) -> Workload {
+    Workload::new(
+        "spawn",
+        n,
+        "World::spawn per entity into one table (4 components, ticks set)",
+        move |b| {
+            b.iter_with_setup(World::new, |world| {
+                for i in 0..n {
+                    black_box(world.spawn(body(i)).id());
+                }
+            });
+        },
+    )
+}
+
+fn spawn_batch(n: u64) -> Workload {
+    Workload::new(
+        "spawn_batch",
+        n,
+        "World::spawn_batch (table reserved from the size hint)",
+        move |b| {
+            b.iter_with_setup(World::new, |world| {
+                world.spawn_batch((0..n).map(body)).count()
+            });
+        },
+    )
+}
+
+/// A world of `n` entities with the four components of `spawn`.
+fn bodies(n: u64) -> World {
+    let mut world = World::new();
+    world.spawn_batch((0..n).map(body)).for_each(drop);
+    world
+}
+
+/// The step of `iter2`: `Position += Velocity` over every match, through `Mut` (change ticks set).
+fn advance_all(world: &mut World, query: &mut QueryState<(&mut Position, &Velocity)>) {
+    query
+        .iter_mut(world)
+        .for_each(|(mut position, velocity)| position.advance(velocity));
+}
+
+fn iter2(n: u64) -> Workload {
+    Workload::new(
+        "iter2",
+        n,
+        "cached QueryState<(&mut Position, &Velocity)>::iter_mut, for_each over one table; Mut sets change ticks",
+        move |b| {
+            let mut world = bodies(n);
+            let mut query = world.query::<(&mut Position, &Velocity)>();
+            b.iter(|| advance_all(&mut world, &mut query));
+        },
+    )
+}
+
+/// The world of `frag_iter`: 20 entities of each kind `A`..`Z`, each also with [`Data`].
+fn fragmented() -> World {
+    let mut world = World::new();
+    macro_rules! spawn_kind {
+        ($kind:ident, $world:expr) => {
+            $world
+                .spawn_batch((0..FRAG_PER_KIND).map(|i| ($kind(i as f32), Data(1.0))))
+                .for_each(drop);
+        };
+    }
+    for_each_kind!(spawn_kind, world);
+    world
+}
+
+fn frag_iter() -> Workload {
+    let n = FRAG_KINDS * FRAG_PER_KIND;
+    Workload::new(
+        "frag_iter",
+        n,
+        "cached QueryState<&mut Data>::iter_mut over 26 tables of 20",
+        move |b| {
+            let mut world = fragmented();
+            let mut query = world.query::<&mut Data>();
+            b.iter(|| {
+                query
+                    .iter_mut(&mut world)
+                    .for_each(|mut data| data.0 *= 2.0);
+            });
+        },
+    )
+}
+
+/// A world of `n` entities with [`A`], and their ids.
+fn with_a(n: u64) -> (World, Vec<Entity>) {
+    let mut world = World::new();
+    let ids = world.spawn_batch((0..n).map(|i| A(i as f32))).collect();
+    (world, ids)
+}
+
+/// The routine of `add_remove`: [`B`] added to every entity, then removed from every one.
+fn add_then_remove(world: &mut World, ids: &[Entity]) {
+    for &id in ids {
+        world.entity_mut(id).insert(B(1.0));
+    }
+    for &id in ids {
+        world.entity_mut(id).remove::<B>();
+    }
+}
+
+fn add_remove(n: u64) -> Workload {
+    Workload::new(
+        "add_remove",
+        n,
+        "EntityWorldMut::insert then remove per entity (table move each way, cached archetype edges)",
+        move |b| {
+            b.iter_with_setup(|| with_a(n), |(world, ids)| add_then_remove(world, ids));
+        },
+    )
+}
+
+/// The world of `small_driver_join`: `n_big` entities with [`Big`], `n_small` of them with
+/// [`Small`] too.
+fn joinable(n_big: u64, n_small: u64) -> World {
+    let mut world = World::new();
+    for i in 0..n_big {
+        if is_small(i, n_big, n_small) {
+            world.spawn((Big(i as f32), Small(1.0)));
+        } else {
+            world.spawn(Big(i as f32));
+        }
+    }
+    world
+}
+
+/// The routine of `small_driver_join`: the sum of [`Big`] over the entities with both.
+fn join_sum(world: &World, query: &mut QueryState<(&Big, &Small)>) -> f32 {
+    query
+        .iter(world)
+        .fold(0.0, |sum, (big, _small)| sum + big.0)
+}
+
+fn small_driver_join(n_big: u64, n_small: u64) -> Workload {
+    Workload::new(
+        "small_driver_join",
+        n_big,
+        "cached QueryState<(&Big, &Small)>: only the (Big, Small) table is visited",
+        move |b| {
+            let world = joinable(n_big, n_small);
+            let mut query = world
+                .try_query::<(&Big, &Small)>()
+                .expect("both components are registered by the spawns");
+            b.iter(|| join_sum(&world, &mut query));
+        },
+    )
+    .items(n_small)
+}
+
+/// The world of `changed_filter` with its writer and reader systems' state.
+struct ChangedFixture {
+    world: World,
+    /// The entities written between visits: 1% of them, spread evenly.
+    written: Vec<Entity>,
+    writer: SystemState<Query<'static, 'static, &'static mut Position>>,
+    reader: SystemState<Query<'static, 'static, &'static Position, Changed<Position>>>,
+}
+
+impl ChangedFixture {
+    fn new(n: u64) -> ChangedFixture {
+        let mut world = World::new();
+        let ids: Vec<Entity> = world.spawn_batch((0..n).map(position)).collect();
+        let written = (0..n)
+            .filter(|&i| is_written(i))
+            .map(|i| ids[i as usize])
+            .collect();
+        let writer = SystemState::new(&mut world);
+        let mut reader = SystemState::new(&mut world);
+        // A new system sees every row as changed once; that first visit is not a sample.
+        visit_changed(&world, &mut reader);
+        ChangedFixture {
+            world,
+            written,
+            writer,
+            reader,
+        }
+    }
+
+    /// The untimed part of a sample: the writer system writes 1% of the rows through `Mut`.
+    fn write(&mut self) {
+        let mut positions = self
+            .writer
+            .get_mut(&mut self.world)
+            .expect("a Query parameter is always valid");
+        for &id in &self.written {
+            if let Ok(mut position) = positions.get_mut(id) {
+                position.x += 1.0;
+            }
+        }
+    }
+
+    /// The timed part: the reader system visits the rows changed since its last run.
+    fn visit(&mut self) -> (u64, f32) {
+        visit_changed(&self.world, &mut self.reader)
+    }
+}
+
+/// Runs the reader once: the number of changed rows it visits and the sum of their `x`.
+fn visit_changed(
+    world: &World,
+    reader: &mut SystemState<Query<'static, 'static, &'static Position, Changed<Position>>>,
+) -> (u64, f32) {
+    reader
+        .get(world)
+        .expect("a Query parameter is always valid")
+        .iter()
+        .fold((0, 0.0), |(count, sum), position| {
+            (count + 1, sum + position.x)
+        })
+}
+
+fn changed_filter(n: u64) -> Workload {
+    Workload::new(
+        "changed_filter",
+        n,
+        "SystemState<Query<&Position, Changed<Position>>> (its last run is the window): tick compare per row of the table; writes through Mut in another system",
+        move |b| {
+            let fixture = RefCell::new(ChangedFixture::new(n));
+            b.iter_with_setup(
+                || fixture.borrow_mut().write(),
+                |_| fixture.borrow_mut().visit(),
+            );
+        },
+    )
+}
+
+/// A world of `n` entities with [`Position`] and [`Velocity`], and their ids.
+fn movers(n: u64) -> (World, Vec<Entity>) {
+    let mut world = World::new();
+    let ids = world
+        .spawn_batch((0..n).map(|i| (position(i), velocity(i))))
+        .collect();
+    (world, ids)
+}
+
+/// The routine of `despawn_respawn`: every other entity despawned, then as many spawned.
+fn despawn_then_respawn(world: &mut World, ids: &[Entity]) -> u64 {
+    let mut n_despawned = 0;
+    for &id in ids.iter().step_by(2) {
+        n_despawned += u64::from(world.despawn(id));
+    }
+    for i in 0..n_despawned {
+        black_box(world.spawn((position(i), velocity(i))).id());
+    }
+    n_despawned
+}
+
+fn despawn_respawn(n: u64) -> Workload {
+    Workload::new(
+        "despawn_respawn",
+        n,
+        "World::despawn per entity (swap-remove from the table), then World::spawn per entity reusing freed ids",
+        move |b| {
+            b.iter_with_setup(
+                || movers(n),
+                |(world, ids)| despawn_then_respawn(world, ids),
+            );
+        },
+    )
+}
+
+/// A holder's reference to a target: a bevy relationship, so the target keeps the list of
+/// its holders in [`HeldBy`].
+#[derive(Component, Debug, Clone, Copy, PartialEq)]
+#[relationship(relationship_target = HeldBy)]
+struct RefersTo(Entity);
+
+/// The holders of a target, kept by bevy's relationship hooks.
+#[derive(Component, Debug)]
+#[relationship_target(relationship = RefersTo)]
+struct HeldBy(Vec<Entity>);
+
+/// The world of `reference_cleanup`: `n_targets` targets and `n_holders` holders, holder `i`
+/// referring to target `i % n_targets`; returns the world, the targets and the holders.
+fn referencing(n_holders: u64, n_targets: u64) -> (World, Vec<Entity>, Vec<Entity>) {
+    let mut world = World::new();
+    let targets: Vec<Entity> = (0..n_targets).map(|_| world.spawn_empty().id()).collect();
+    let holders = world
+        .spawn_batch((0..n_holders).map(|i| RefersTo(targets[(i % n_targets) as usize])))
+        .collect();
+    (world, targets, holders)
+}
+
+/// The routine of `reference_cleanup`: each target despawned; bevy's relationship hook then
+/// removes `RefersTo` from its holders (queued commands, applied when the despawn flushes).
+fn destroy_targets(world: &mut World, targets: &[Entity]) -> u64 {
+    let mut n_despawned = 0;
+    for &target in targets {
+        n_despawned += u64::from(world.despawn(target));
+    }
+    n_despawned
+}
+
+fn reference_cleanup(n_holders: u64, n_targets: u64) -> Workload {
+    Workload::new(
+        "reference_cleanup",
+        n_holders,
+        "relationship RefersTo/HeldBy: despawning a target removes RefersTo from its holders (hook + commands, a table move per holder)",
+        move |b| {
+            b.iter_with_setup(
+                || referencing(n_holders, n_targets),
+                |(world, targets, _holders)| destroy_targets(world, targets),
+            );
+        },
+    )
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn iter2_advances_every_position_and_sets_ticks() {
+        let mut world = bodies(100);
+        let mut query = world.query::<(&mut Position, &Velocity)>();
+        let mut changed = world.query_filtered::<&Position, Changed<Position>>();
+        world.clear_trackers();
+        assert_eq!(changed.iter(&world).count(), 0);
+        advance_all(&mut world, &mut query);
+        assert_eq!(changed.iter(&world).count(), 100);
+        let mut expected = position(7);
+        expected.advance(&velocity(7));
+        let positions: Vec<Position> = world.query::<&Position>().iter(&world).copied().collect();
+        assert_eq!(positions[7], expected);
+    }
+
+    #[test]
+    fn frag_iter_doubles_all_520() {
+        let mut world = fragmented();
+        let mut query = world.query::<&mut Data>();
+        query
+            .iter_mut(&mut world)
+            .for_each(|mut data| data.0 *= 2.0);
+        let values: Vec<f32> = world.query::<&Data>().iter(&world).map(|d| d.0).collect();
+        assert_eq!(values.len(), 520);
+        assert!(values.iter().all(|v| *v == 2.0));
+        assert!(world.archetypes().len() >= 26);
+    }
+
+    #[test]
+    fn add_remove_leaves_no_b() {
+        let (mut world, ids) = with_a(1000);
+        add_then_remove(&mut world, &ids);
+        assert_eq!(world.query::<&B>().iter(&world).count(), 0);
+        assert_eq!(world.query::<&A>().iter(&world).count(), 1000);
+    }
+
+    #[test]
+    fn join_visits_only_the_small_set() {
+        let world = joinable(20_000, 200);
+        let mut query = world.try_query::<(&Big, &Small)>().expect("registered");
+        assert_eq!(query.iter(&world).count(), 200);
+        let expected: f32 = (0..20_000_u64)
+            .filter(|&i| is_small(i, 20_000, 200))
+            .map(|i| i as f32)
+            .sum();
+        assert_eq!(join_sum(&world, &mut query), expected);
+    }
+
+    /// Every sample sees exactly the rows written since the previous one.
+    #[test]
+    fn changed_filter_sees_exactly_the_writes_of_each_sample() {
+        let mut fixture = ChangedFixture::new(10_000);
+        assert_eq!(fixture.visit().0, 0);
+        for _ in 0..3 {
+            fixture.write();
+            assert_eq!(fixture.visit().0, 100);
+            assert_eq!(fixture.visit().0, 0);
+        }
+    }
+
+    #[test]
+    fn despawn_respawn_keeps_the_count() {
+        let (mut world, ids) = movers(1000);
+        assert_eq!(despawn_then_respawn(&mut world, &ids), 500);
+        assert_eq!(world.query::<&Position>().iter(&world).count(), 1000);
+    }
+
+    #[test]
+    fn reference_cleanup_clears_every_reference() {
+        let (mut world, targets, holders) = referencing(1000, 10);
+        assert_eq!(world.query::<&RefersTo>().iter(&world).count(), 1000);
+        assert_eq!(destroy_targets(&mut world, &targets), 10);
+        assert_eq!(world.query::<&RefersTo>().iter(&world).count(), 0);
+        assert!(targets.iter().all(|t| world.get_entity(*t).is_err()));
+        assert!(holders.iter().all(|h| world.get_entity(*h).is_ok()));
+    }
+}

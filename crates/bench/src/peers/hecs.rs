@@ -1,0 +1,566 @@
+//! The `hecs` side of the peer workloads: archetypes of column-stored components, queries
+//! borrowed per call, no change ticks and no reference tracking.
+//!
+//! hecs has no change detection built into storage; its `ChangeTracker` keeps a shadow copy of
+//! each tracked component and compares, which is what `changed_filter` measures. It has no
+//! relationships either, so `reference_cleanup` scans the holders, and no `World::clone`, so
+//! `world_clone` copies each archetype's columns into a `ColumnBatch` spawned at the same
+//! handles, the route hecs documents for cloning a world.
+//!
+//! Invariant: every workload here uses hecs's public API without `unsafe`, and builds its world
+//! outside the timed routine.
+
+use std::any::TypeId;
+use std::cell::RefCell;
+use std::hint::black_box;
+
+use hecs::{
+    Archetype, ChangeTracker, ColumnBatchBuilder, ColumnBatchType, Component, Entity, TypeInfo,
+    World,
+};
+
+use super::kinds::*;
+use super::{
+    ADD_REMOVE_SIZE, Big, CHANGED_SIZE, CLONE_SIZE, DESPAWN_SIZE, Data, ENTITY_SIZES, FRAG_KINDS,
+    FRAG_PER_KIND, JOIN_SIZES, Position, REFERENCE_SIZES, Rotation, Small, Velocity, body,
+    for_each_kind, is_small, is_written, position, rotation, velocity,
+};
+use crate::harness::Workload;
+
+/// The library name of these records.
+pub const LIBRARY: &str = "hecs";
+
+/// The `hecs` workloads.
+pub fn workloads() -> Vec<Workload> {
+    let mut workloads = Vec::new();
+    for n in ENTITY_SIZES {
+        workloads.push(spawn(n));
+        workloads.push(spawn_batch(n));
+        workloads.push(iter2(n));
+    }
+    workloads.push(frag_iter());
+    workloads.push(add_remove(ADD_REMOVE_SIZE));
+    for (n_big, n_small) in JOIN_SIZES {
+        workloads.push(small_driver_join(n_big, n_small));
+    }
+    workloads.push(changed_filter(CHANGED_SIZE));
+    workloads.push(despawn_respawn(DESPAWN_SIZE));
+    workloads.push(reference_cleanup(REFERENCE_SIZES.0, REFERENCE_SIZES.1));
+    workloads.push(world_clone(CLONE_SIZE));
+    workloads.into_iter().map(|w| w.library(LIBRARY)).collect()
+}
+
+fn spawn(n: u64) -> Workload {
+    Workload::new(
+        "spawn",
+        n,
+        "World::spawn per entity into one archetype (4 columns)",
+        move |b| {
+            b.iter_with_setup(World::new, |world| {
+                for i in 0..n {
+                    black_box(world.spawn(body(i)));
+                }
+            });
+        },
+    )
+}
+
+fn spawn_batch(n: u64) -> Workload {
+    Workload::new(
+        "spawn_batch",
+        n,
+        "World::spawn_batch (archetype reserved from the size hint)",
+        move |b| {
+            b.iter_with_setup(World::new, |world| {
+                world.spawn_batch((0..n).map(body)).count()
+            });
+        },
+    )
+}
+
+/// A world of `n` entities with the four components of `spawn`.
+fn bodies(n: u64) -> World {
+    let mut world = World::new();
+    world.spawn_batch((0..n).map(body)).for_each(drop);
+    world
+}
+
+/// The step of `iter2`: `Position += Velocity` over every match.
+fn advance_all(world: &mut World) {
+    world
+        .query_mut::<(&mut Position, &Velocity)>()
+        .into_iter()
+        .for_each(|(position, velocity)| position.advance(velocity));
+}
+
+fn iter2(n: u64) -> Workload {
+    Workload::new(
+        "iter2",
+        n,
+        "World::query_mut::<(&mut Position, &Velocity)>, for_each over one archetype",
+        move |b| {
+            let mut world = bodies(n);
+            b.iter(|| advance_all(&mut world));
+        },
+    )
+}
+
+/// The world of `frag_iter`: 20 entities of each kind `A`..`Z`, each also with [`Data`].
+fn fragmented() -> World {
+    let mut world = World::new();
+    macro_rules! spawn_kind {
+        ($kind:ident, $world:expr) => {
+            $world
+                .spawn_batch((0..FRAG_PER_KIND).map(|i| ($kind(i as f32), Data(1.0))))
+                .for_each(drop);
+        };
+    }
+    for_each_kind!(spawn_kind, world);
+    world
+}
+
+fn frag_iter() -> Workload {
+    let n = FRAG_KINDS * FRAG_PER_KIND;
+    Workload::new(
+        "frag_iter",
+        n,
+        "World::query_mut::<&mut Data> over 26 archetypes of 20",
+        move |b| {
+            let mut world = fragmented();
+            b.iter(|| {
+                world
+                    .query_mut::<&mut Data>()
+                    .into_iter()
+                    .for_each(|data| data.0 *= 2.0);
+            });
+        },
+    )
+}
+
+/// A world of `n` entities with [`A`], and their ids.
+fn with_a(n: u64) -> (World, Vec<Entity>) {
+    let mut world = World::new();
+    let ids = world.spawn_batch((0..n).map(|i| (A(i as f32),))).collect();
+    (world, ids)
+}
+
+/// The routine of `add_remove`: [`B`] added to every entity, then removed from every one.
+fn add_then_remove(world: &mut World, ids: &[Entity]) -> u64 {
+    let mut n_moved = 0;
+    for &id in ids {
+        n_moved += u64::from(world.insert_one(id, B(1.0)).is_ok());
+    }
+    for &id in ids {
+        n_moved += u64::from(world.remove_one::<B>(id).is_ok());
+    }
+    n_moved
+}
+
+fn add_remove(n: u64) -> Workload {
+    Workload::new(
+        "add_remove",
+        n,
+        "World::insert_one then remove_one per entity (archetype move each way, cached edges)",
+        move |b| {
+            b.iter_with_setup(|| with_a(n), |(world, ids)| add_then_remove(world, ids));
+        },
+    )
+}
+
+/// The world of `small_driver_join`: `n_big` entities with [`Big`], `n_small` of them with
+/// [`Small`] too.
+fn joinable(n_big: u64, n_small: u64) -> World {
+    let mut world = World::new();
+    for i in 0..n_big {
+        if is_small(i, n_big, n_small) {
+            world.spawn((Big(i as f32), Small(1.0)));
+        } else {
+            world.spawn((Big(i as f32),));
+        }
+    }
+    world
+}
+
+/// The routine of `small_driver_join`: the sum of [`Big`] over the entities with both.
+fn join_sum(world: &mut World) -> f32 {
+    world
+        .query_mut::<(&Big, &Small)>()
+        .into_iter()
+        .fold(0.0, |sum, (big, _small)| sum + big.0)
+}
+
+fn small_driver_join(n_big: u64, n_small: u64) -> Workload {
+    Workload::new(
+        "small_driver_join",
+        n_big,
+        "World::query_mut::<(&Big, &Small)>: only the (Big, Small) archetype is visited",
+        move |b| {
+            let mut world = joinable(n_big, n_small);
+            b.iter(|| join_sum(&mut world));
+        },
+    )
+    .items(n_small)
+}
+
+/// The world of `changed_filter` and its change tracker.
+struct ChangedFixture {
+    world: World,
+    tracker: ChangeTracker<Position>,
+    /// The entities written between visits: 1% of them, spread evenly.
+    written: Vec<Entity>,
+}
+
+impl ChangedFixture {
+    fn new(n: u64) -> ChangedFixture {
+        let mut world = World::new();
+        let ids: Vec<Entity> = world.spawn_batch((0..n).map(|i| (position(i),))).collect();
+        let written = (0..n)
+            .filter(|&i| is_written(i))
+            .map(|i| ids[i as usize])
+            .collect();
+        let mut tracker = ChangeTracker::new();
+        // The first track sees every row as added and gives each its shadow copy; that is
+        // setup, not a sample.
+        drop(tracker.track(&mut world));
+        ChangedFixture {
+            world,
+            tracker,
+            written,
+        }
+    }
+
+    /// The untimed part of a sample: 1% of the rows written (to a different value, which is
+    /// what the tracker compares).
+    fn write(&mut self) {
+        for &id in &self.written {
+            if let Ok(position) = self.world.query_one_mut::<&mut Position>(id) {
+                position.x += 1.0;
+            }
+        }
+    }
+
+    /// The timed part: one track, visiting the rows that differ from their shadow copies.
+    fn visit(&mut self) -> (u64, f32) {
+        let mut changes = self.tracker.track(&mut self.world);
+        changes
+            .changed()
+            .fold((0, 0.0), |(count, sum), (_id, _old, new)| {
+                (count + 1, sum + new.x)
+            })
+    }
+}
+
+fn changed_filter(n: u64) -> Workload {
+    Workload::new(
+        "changed_filter",
+        n,
+        "no change ticks in hecs: ChangeTracker<Position> compares every row with a shadow copy (PartialEq) and refreshes the changed ones",
+        move |b| {
+            let fixture = RefCell::new(ChangedFixture::new(n));
+            b.iter_with_setup(
+                || fixture.borrow_mut().write(),
+                |_| fixture.borrow_mut().visit(),
+            );
+        },
+    )
+}
+
+/// A world of `n` entities with [`Position`] and [`Velocity`], and their ids.
+fn movers(n: u64) -> (World, Vec<Entity>) {
+    let mut world = World::new();
+    let ids = world
+        .spawn_batch((0..n).map(|i| (position(i), velocity(i))))
+        .collect();
+    (world, ids)
+}
+
+/// The routine of `despawn_respawn`: every other entity despawned, then as many spawned.
+fn despawn_then_respawn(world: &mut World, ids: &[Entity]) -> u64 {
+    let mut n_despawned = 0;
+    for &id in ids.iter().step_by(2) {
+        n_despawned += u64::from(world.despawn(id).is_ok());
+    }
+    for i in 0..n_despawned {
+        black_box(world.spawn((position(i), velocity(i))));
+    }
+    n_despawned
+}
+
+fn despawn_respawn(n: u64) -> Workload {
+    Workload::new(
+        "despawn_respawn",
+        n,
+        "World::despawn per entity (swap-remove from the archetype), then World::spawn per entity reusing freed ids",
+        move |b| {
+            b.iter_with_setup(
+                || movers(n),
+                |(world, ids)| despawn_then_respawn(world, ids),
+            );
+        },
+    )
+}
+
+/// A holder's reference to a target, cleared when the target is gone.
+#[derive(Debug, Clone, Copy, PartialEq)]
+struct Holder {
+    target: Option<Entity>,
+}
+
+/// A target of `reference_cleanup`.
+#[derive(Debug, Clone, Copy, PartialEq)]
+struct Target;
+
+/// The world of `reference_cleanup`: `n_targets` targets and `n_holders` holders, holder `i`
+/// referring to target `i % n_targets`; returns the world and the targets.
+fn referencing(n_holders: u64, n_targets: u64) -> (World, Vec<Entity>) {
+    let mut world = World::new();
+    let targets: Vec<Entity> = world
+        .spawn_batch((0..n_targets).map(|_| (Target,)))
+        .collect();
+    world
+        .spawn_batch((0..n_holders).map(|i| {
+            (Holder {
+                target: Some(targets[(i % n_targets) as usize]),
+            },)
+        }))
+        .for_each(drop);
+    (world, targets)
+}
+
+/// The routine of `reference_cleanup`: the targets despawned, then every holder scanned and
+/// its reference cleared where the target is gone; returns the references cleared.
+fn destroy_targets(world: &mut World, targets: &[Entity]) -> u64 {
+    for &target in targets {
+        // Every target exists: the fixture made them.
+        let _ = world.despawn(target);
+    }
+    let mut holders = world.query::<&mut Holder>();
+    let mut n_cleared = 0;
+    for holder in holders.iter() {
+        if holder.target.is_some_and(|target| !world.contains(target)) {
+            holder.target = None;
+            n_cleared += 1;
+        }
+    }
+    n_cleared
+}
+
+fn reference_cleanup(n_holders: u64, n_targets: u64) -> Workload {
+    Workload::new(
+        "reference_cleanup",
+        n_holders,
+        "no reference tracking in hecs: World::despawn per target, then a scan of the holders clearing references that World::contains rejects",
+        move |b| {
+            b.iter_with_setup(
+                || referencing(n_holders, n_targets),
+                |(world, targets)| destroy_targets(world, targets),
+            );
+        },
+    )
+}
+
+/// Copies worlds component by component, for the component types registered with it.
+///
+/// hecs has no `World::clone`; this follows its documented route (the `cloning` example of the
+/// hecs repository): each archetype's registered columns are cloned into a `ColumnBatch`, which
+/// is spawned in the new world at the same handles, and the free list is copied, so ids and
+/// future allocations match the original.
+struct WorldCloner {
+    columns: Vec<ColumnCloner>,
+}
+
+/// How to clone one component type's column.
+struct ColumnCloner {
+    type_id: TypeId,
+    type_info: TypeInfo,
+    clone_into: fn(&Archetype, &ColumnBatchBuilder),
+}
+
+impl WorldCloner {
+    fn new() -> WorldCloner {
+        WorldCloner {
+            columns: Vec::new(),
+        }
+    }
+
+    fn register<T: Component + Clone>(&mut self) {
+        self.columns.push(ColumnCloner {
+            type_id: TypeId::of::<T>(),
+            type_info: TypeInfo::of::<T>(),
+            clone_into: clone_column::<T>,
+        });
+    }
+
+    fn clone_world(&self, world: &World) -> World {
+        let mut cloned = World::new();
+        // `World::iter` walks the archetypes in order and each one's rows in order, which
+        // gives every archetype's handles in turn.
+        let mut handles = world.iter().map(|entity| entity.entity());
+        for archetype in world.archetypes() {
+            let n_rows = archetype.len();
+            if n_rows == 0 {
+                continue;
+            }
+            let present: Vec<&ColumnCloner> = self
+                .columns
+                .iter()
+                .filter(|column| archetype.has_dynamic(column.type_id))
+                .collect();
+            let mut batch_type = ColumnBatchType::new();
+            for column in &present {
+                batch_type.add_dynamic(column.type_info);
+            }
+            let builder = batch_type.into_batch(n_rows);
+            for column in &present {
+                (column.clone_into)(archetype, &builder);
+            }
+            let batch = builder
+                .build()
+                .expect("every registered column was filled to the archetype's length");
+            let ids: Vec<Entity> = handles.by_ref().take(n_rows as usize).collect();
+            cloned.spawn_column_batch_at(&ids, batch);
+        }
+        let freelist: Vec<Entity> = world.freelist().collect();
+        cloned.set_freelist(&freelist);
+        cloned
+    }
+}
+
+/// Clones the `T` column of `source` into the batch being built.
+fn clone_column<T: Component + Clone>(source: &Archetype, batch: &ColumnBatchBuilder) {
+    if let (Some(column), Some(mut writer)) = (source.get::<&T>(), batch.writer::<T>()) {
+        for value in column.iter() {
+            // The batch holds exactly as many rows as the archetype, so it never overflows.
+            let _ = writer.push(value.clone());
+        }
+    }
+}
+
+/// The world of `world_clone`: `n` entities with [`Position`], [`Rotation`] and [`Velocity`].
+fn cloneable(n: u64) -> World {
+    let mut world = World::new();
+    world
+        .spawn_batch((0..n).map(|i| (position(i), rotation(i), velocity(i))))
+        .for_each(drop);
+    world
+}
+
+fn world_clone(n: u64) -> Workload {
+    Workload::new(
+        "world_clone",
+        n,
+        "no World::clone in hecs: per-archetype column clone into a ColumnBatch spawned at the same handles, free list copied",
+        move |b| {
+            let world = cloneable(n);
+            let mut cloner = WorldCloner::new();
+            cloner.register::<Position>();
+            cloner.register::<Rotation>();
+            cloner.register::<Velocity>();
+            b.iter(|| cloner.clone_world(&world));
+        },
+    )
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn iter2_advances_every_position() {
+        let mut world = bodies(100);
+        advance_all(&mut world);
+        let mut expected = position(7);
+        expected.advance(&velocity(7));
+        let positions = world.query_mut::<&Position>();
+        let positions: Vec<Position> = positions.into_iter().copied().collect();
+        assert_eq!(positions[7], expected);
+    }
+
+    #[test]
+    fn frag_iter_covers_26_archetypes() {
+        let mut world = fragmented();
+        let n_data = world.query_mut::<&Data>().into_iter().count();
+        assert_eq!(n_data, 520);
+        let n_archetypes = world.archetypes().filter(|a| a.len() == 20).count();
+        assert_eq!(n_archetypes, 26);
+    }
+
+    #[test]
+    fn add_remove_leaves_no_b() {
+        let (mut world, ids) = with_a(1000);
+        assert_eq!(add_then_remove(&mut world, &ids), 2000);
+        assert_eq!(world.query_mut::<&B>().into_iter().count(), 0);
+        assert_eq!(world.query_mut::<&A>().into_iter().count(), 1000);
+    }
+
+    #[test]
+    fn join_visits_only_the_small_set() {
+        let mut world = joinable(20_000, 200);
+        assert_eq!(world.query_mut::<(&Big, &Small)>().into_iter().count(), 200);
+        let expected: f32 = (0..20_000_u64)
+            .filter(|&i| is_small(i, 20_000, 200))
+            .map(|i| i as f32)
+            .sum();
+        assert_eq!(join_sum(&mut world), expected);
+    }
+
+    #[test]
+    fn changed_filter_sees_exactly_the_writes_of_each_sample() {
+        let mut fixture = ChangedFixture::new(10_000);
+        assert_eq!(fixture.visit().0, 0);
+        for _ in 0..3 {
+            fixture.write();
+            assert_eq!(fixture.visit().0, 100);
+            assert_eq!(fixture.visit().0, 0);
+        }
+    }
+
+    #[test]
+    fn despawn_respawn_keeps_the_count() {
+        let (mut world, ids) = movers(1000);
+        assert_eq!(despawn_then_respawn(&mut world, &ids), 500);
+        assert_eq!(world.len(), 1000);
+    }
+
+    #[test]
+    fn reference_cleanup_clears_every_reference() {
+        let (mut world, targets) = referencing(1000, 10);
+        assert_eq!(destroy_targets(&mut world, &targets), 1000);
+        assert!(targets.iter().all(|t| !world.contains(*t)));
+        let holders: Vec<Holder> = world.query_mut::<&Holder>().into_iter().copied().collect();
+        assert_eq!(holders.len(), 1000);
+        assert!(holders.iter().all(|h| h.target.is_none()));
+    }
+
+    #[test]
+    fn world_clone_keeps_ids_values_and_allocation() {
+        let mut world = cloneable(1000);
+        // A hole in the ids, so the free list matters.
+        let gone = world
+            .iter()
+            .map(|e| e.entity())
+            .nth(10)
+            .expect("1000 entities");
+        world.despawn(gone).expect("it exists");
+        let mut cloner = WorldCloner::new();
+        cloner.register::<Position>();
+        cloner.register::<Rotation>();
+        cloner.register::<Velocity>();
+        let mut cloned = cloner.clone_world(&world);
+        assert_eq!(cloned.len(), world.len());
+        let entities: Vec<Entity> = world.iter().map(|e| e.entity()).collect();
+        for entity in entities {
+            let original = world
+                .query_one_mut::<(&Position, &Rotation, &Velocity)>(entity)
+                .map(|(p, r, v)| (*p, *r, *v))
+                .expect("original row");
+            let copy = cloned
+                .query_one_mut::<(&Position, &Rotation, &Velocity)>(entity)
+                .map(|(p, r, v)| (*p, *r, *v))
+                .expect("the clone has the same handle");
+            assert_eq!(original, copy);
+        }
+        assert!(!cloned.contains(gone));
+        assert_eq!(world.spawn((Target,)), cloned.spawn((Target,)));
+    }
+}

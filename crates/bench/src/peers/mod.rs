@@ -1,0 +1,370 @@
+//! Head-to-head workloads of peer ECS libraries (the `peers` feature): `bevy_ecs`, `hecs` and
+//! `shipyard`, one module each, doing the same work on the same data as Strata's workloads of
+//! the same names.
+//!
+//! A peer workload carries the same name and size as Strata's for the same work, and its
+//! library's crate name; the records of one (name, size) line up in the comparison table. The
+//! names and sizes, for whoever registers Strata's side:
+//!
+//! | name | sizes | items | work |
+//! |---|---|---|---|
+//! | `spawn` | 10k, 1M | size | spawn entities with [`Transform`], [`Position`], [`Rotation`], [`Velocity`] one at a time |
+//! | `spawn_batch` | 10k, 1M | size | the same through the library's bulk spawn |
+//! | `iter2` | 10k, 1M | size | `Position += Velocity` over entities carrying all four |
+//! | `frag_iter` | 520 | 520 | `Data *= 2` over 26 [`kinds`] `A`..`Z` × 20 entities, each also with [`Data`] |
+//! | `add_remove` | 10k | 10k | add [`kinds::B`] to 10k entities with [`kinds::A`], then remove it from all |
+//! | `small_driver_join` | 20k, 1M | 200, 1k | sum [`Big`] over the entities that also have [`Small`] |
+//! | `changed_filter` | 100k | 100k | visit the rows written since the last visit (1% of [`Position`]s) |
+//! | `despawn_respawn` | 100k | 100k | despawn every other of 100k ([`Position`], [`Velocity`]), spawn 50k |
+//! | `reference_cleanup` | 10k | 10k | destroy 100 targets that 10k holders reference, clear the references |
+//! | `world_clone` | 100k | 100k | clone a world of 100k ([`Position`], [`Rotation`], [`Velocity`]) |
+//!
+//! Work a library has no way to do is listed by [`unsupported`] instead of being registered.
+//!
+//! Invariant: every peer workload measures its library through that library's public API, in
+//! the way its documentation recommends for the job, with the world built outside the timed
+//! routine; the data comes from the constructors here, so all libraries work on equal values.
+//! Each workload's `mechanism` says what the library does.
+
+pub mod bevy;
+pub mod hecs;
+pub mod shipyard;
+
+use crate::harness::Workload;
+use crate::report::Unsupported;
+
+/// The sizes of `spawn`, `spawn_batch` and `iter2`.
+pub const ENTITY_SIZES: [u64; 2] = [10_000, 1_000_000];
+/// The number of fragment kinds (`A`..`Z`) of `frag_iter`.
+pub const FRAG_KINDS: u64 = 26;
+/// The entities per fragment kind of `frag_iter`.
+pub const FRAG_PER_KIND: u64 = 20;
+/// The entities of `add_remove`.
+pub const ADD_REMOVE_SIZE: u64 = 10_000;
+/// The (entities with [`Big`], of which also with [`Small`]) of `small_driver_join`.
+pub const JOIN_SIZES: [(u64, u64); 2] = [(20_000, 200), (1_000_000, 1_000)];
+/// The entities of `changed_filter`.
+pub const CHANGED_SIZE: u64 = 100_000;
+/// One in this many rows of `changed_filter` is written between visits (1%).
+pub const CHANGED_STRIDE: u64 = 100;
+/// The entities of `despawn_respawn`.
+pub const DESPAWN_SIZE: u64 = 100_000;
+/// The holders and targets of `reference_cleanup`.
+pub const REFERENCE_SIZES: (u64, u64) = (10_000, 100);
+/// The entities of `world_clone`.
+pub const CLONE_SIZE: u64 = 100_000;
+
+/// The workload names in run order; each library's workloads are sorted into it.
+const ORDER: [&str; 10] = [
+    "spawn",
+    "spawn_batch",
+    "iter2",
+    "frag_iter",
+    "add_remove",
+    "small_driver_join",
+    "changed_filter",
+    "despawn_respawn",
+    "reference_cleanup",
+    "world_clone",
+];
+
+/// Every peer workload, grouped by workload and size so the libraries of one comparison run
+/// one after another (bevy_ecs, hecs, shipyard).
+pub fn workloads() -> Vec<Workload> {
+    let mut workloads = bevy::workloads();
+    workloads.extend(hecs::workloads());
+    workloads.extend(shipyard::workloads());
+    workloads.sort_by_key(|w| {
+        let position = ORDER.iter().position(|name| *name == w.name());
+        (position.unwrap_or(ORDER.len()), w.size())
+    });
+    workloads
+}
+
+/// The work a peer library cannot do, with the reason.
+pub fn unsupported() -> Vec<Unsupported> {
+    vec![Unsupported {
+        library: bevy::LIBRARY.to_owned(),
+        workload: "world_clone".to_owned(),
+        reason: "bevy_ecs 0.20 has no way to clone a World or copy entities into another World \
+                 (EntityCloner clones entities within one world); rebuilding a world entity by \
+                 entity would measure something else"
+            .to_owned(),
+    }]
+}
+
+/// Declares the plain components every peer library stores, deriving `bevy_ecs` and `shipyard`
+/// components (hecs takes any `Send + Sync + 'static` type). Takes tuple structs ending in `;`
+/// and structs with named fields.
+macro_rules! components {
+    () => {};
+    ($(#[$meta:meta])* $name:ident ($($fields:tt)*); $($rest:tt)*) => {
+        $(#[$meta])*
+        #[derive(
+            Debug,
+            Clone,
+            Copy,
+            PartialEq,
+            bevy_ecs::component::Component,
+            ::shipyard::Component,
+        )]
+        pub struct $name($($fields)*);
+        components!($($rest)*);
+    };
+    ($(#[$meta:meta])* $name:ident {$($fields:tt)*} $($rest:tt)*) => {
+        $(#[$meta])*
+        #[derive(
+            Debug,
+            Clone,
+            Copy,
+            PartialEq,
+            bevy_ecs::component::Component,
+            ::shipyard::Component,
+        )]
+        pub struct $name {$($fields)*}
+        components!($($rest)*);
+    };
+}
+
+components! {
+    /// A row-major 4×4 affine matrix, as Strata's `Transform`.
+    Transform(pub [f32; 16]);
+    /// A position.
+    Position {
+        /// The x component.
+        pub x: f32,
+        /// The y component.
+        pub y: f32,
+        /// The z component.
+        pub z: f32,
+    }
+    /// A rotation (Euler angles).
+    Rotation {
+        /// The x component.
+        pub x: f32,
+        /// The y component.
+        pub y: f32,
+        /// The z component.
+        pub z: f32,
+    }
+    /// A velocity.
+    Velocity {
+        /// The x component.
+        pub x: f32,
+        /// The y component.
+        pub y: f32,
+        /// The z component.
+        pub z: f32,
+    }
+    /// The value `frag_iter` doubles.
+    Data(pub f32);
+    /// The component of the large set of `small_driver_join`, whose field is summed.
+    Big(pub f32);
+    /// The component of the small set of `small_driver_join`.
+    Small(pub f32);
+}
+
+/// Expands `$m!(Kind, $args...)` once per fragment kind of `frag_iter`, `A` to `Z`.
+macro_rules! for_each_kind {
+    ($m:ident $(, $arg:expr)*) => {
+        $m!(A $(, $arg)*);
+        $m!(B $(, $arg)*);
+        $m!(C $(, $arg)*);
+        $m!(D $(, $arg)*);
+        $m!(E $(, $arg)*);
+        $m!(F $(, $arg)*);
+        $m!(G $(, $arg)*);
+        $m!(H $(, $arg)*);
+        $m!(I $(, $arg)*);
+        $m!(J $(, $arg)*);
+        $m!(K $(, $arg)*);
+        $m!(L $(, $arg)*);
+        $m!(M $(, $arg)*);
+        $m!(N $(, $arg)*);
+        $m!(O $(, $arg)*);
+        $m!(P $(, $arg)*);
+        $m!(Q $(, $arg)*);
+        $m!(R $(, $arg)*);
+        $m!(S $(, $arg)*);
+        $m!(T $(, $arg)*);
+        $m!(U $(, $arg)*);
+        $m!(V $(, $arg)*);
+        $m!(W $(, $arg)*);
+        $m!(X $(, $arg)*);
+        $m!(Y $(, $arg)*);
+        $m!(Z $(, $arg)*);
+    };
+}
+pub(crate) use for_each_kind;
+
+/// The 26 fragment kinds `A`..`Z` of `frag_iter` (`A` and `B` also serve `add_remove`), in a
+/// module of their own so a glob import brings exactly them.
+pub mod kinds {
+    /// Declares one fragment kind.
+    macro_rules! fragment_kind {
+        ($kind:ident) => {
+            components! {
+                /// A fragment kind of `frag_iter`: in an archetype store, each kind makes a
+                /// table of its own.
+                $kind(pub f32);
+            }
+        };
+    }
+
+    for_each_kind!(fragment_kind);
+}
+
+impl Position {
+    /// Adds `velocity`, the step of `iter2`.
+    #[inline]
+    pub fn advance(&mut self, velocity: &Velocity) {
+        self.x += velocity.x;
+        self.y += velocity.y;
+        self.z += velocity.z;
+    }
+}
+
+/// The transform of the `i`-th entity: a translation by (i, 2i, 3i).
+pub fn transform(i: u64) -> Transform {
+    let t = i as f32;
+    Transform([
+        1.0,
+        0.0,
+        0.0,
+        t, //
+        0.0,
+        1.0,
+        0.0,
+        2.0 * t, //
+        0.0,
+        0.0,
+        1.0,
+        3.0 * t, //
+        0.0,
+        0.0,
+        0.0,
+        1.0,
+    ])
+}
+
+/// The position of the `i`-th entity.
+pub fn position(i: u64) -> Position {
+    let t = i as f32;
+    Position {
+        x: t,
+        y: 2.0 * t,
+        z: 3.0 * t,
+    }
+}
+
+/// The rotation of the `i`-th entity.
+pub fn rotation(i: u64) -> Rotation {
+    let t = (i % 360) as f32;
+    Rotation {
+        x: 0.0,
+        y: t,
+        z: 0.0,
+    }
+}
+
+/// The velocity of the `i`-th entity.
+pub fn velocity(i: u64) -> Velocity {
+    let t = (i % 7) as f32;
+    Velocity {
+        x: 1.0,
+        y: 0.5 * t,
+        z: -0.25,
+    }
+}
+
+/// The four components of the `i`-th entity of `spawn`, `spawn_batch` and `iter2`.
+pub fn body(i: u64) -> (Transform, Position, Rotation, Velocity) {
+    (transform(i), position(i), rotation(i), velocity(i))
+}
+
+/// The `i`-th entity of `small_driver_join` at `n_big` entities with `n_small` small ones:
+/// every `n_big / n_small`-th entity also carries [`Small`], spread evenly.
+pub fn is_small(i: u64, n_big: u64, n_small: u64) -> bool {
+    i.is_multiple_of((n_big / n_small.max(1)).max(1))
+}
+
+/// Whether `changed_filter` writes row `i` between visits.
+pub fn is_written(i: u64) -> bool {
+    i.is_multiple_of(CHANGED_STRIDE)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::harness::check_unique_keys;
+
+    #[test]
+    fn every_library_registers_every_workload_but_the_unsupported() {
+        let workloads = workloads();
+        check_unique_keys(&workloads).expect("peer keys are unique");
+        let unsupported = unsupported();
+        for library in [bevy::LIBRARY, hecs::LIBRARY, shipyard::LIBRARY] {
+            for name in ORDER {
+                let sizes: Vec<u64> = workloads
+                    .iter()
+                    .filter(|w| w.library_name() == library && w.name() == name)
+                    .map(Workload::size)
+                    .collect();
+                let expected: &[u64] = match name {
+                    "spawn" | "spawn_batch" | "iter2" => &ENTITY_SIZES,
+                    "frag_iter" => &[FRAG_KINDS * FRAG_PER_KIND],
+                    "add_remove" => &[ADD_REMOVE_SIZE],
+                    "small_driver_join" => &[JOIN_SIZES[0].0, JOIN_SIZES[1].0],
+                    "changed_filter" => &[CHANGED_SIZE],
+                    "despawn_respawn" => &[DESPAWN_SIZE],
+                    "reference_cleanup" => &[REFERENCE_SIZES.0],
+                    "world_clone" => &[CLONE_SIZE],
+                    _ => unreachable!(),
+                };
+                let is_unsupported = unsupported
+                    .iter()
+                    .any(|u| u.library == library && u.workload == name);
+                let expected = if is_unsupported { &[][..] } else { expected };
+                assert_eq!(sizes, expected, "{library} {name}");
+            }
+        }
+        // Grouped by workload and size, libraries in a fixed order within a group.
+        let order: Vec<(String, u64, String)> = workloads
+            .iter()
+            .map(|w| (w.name().to_owned(), w.size(), w.library_name().to_owned()))
+            .collect();
+        assert_eq!(
+            order[..4],
+            [
+                ("spawn".to_owned(), 10_000, "bevy_ecs".to_owned()),
+                ("spawn".to_owned(), 10_000, "hecs".to_owned()),
+                ("spawn".to_owned(), 10_000, "shipyard".to_owned()),
+                ("spawn".to_owned(), 1_000_000, "bevy_ecs".to_owned()),
+            ]
+        );
+    }
+
+    #[test]
+    fn data_is_deterministic_and_spread() {
+        assert_eq!(body(3), body(3));
+        assert_ne!(position(1), position(2));
+        let smalls = (0..20_000).filter(|&i| is_small(i, 20_000, 200)).count();
+        assert_eq!(smalls, 200);
+        let smalls = (0..1_000_000)
+            .filter(|&i| is_small(i, 1_000_000, 1_000))
+            .count();
+        assert_eq!(smalls, 1_000);
+        let written = (0..CHANGED_SIZE).filter(|&i| is_written(i)).count();
+        assert_eq!(written, 1_000);
+        let mut p = position(1);
+        p.advance(&velocity(1));
+        assert_eq!(
+            p,
+            Position {
+                x: 2.0,
+                y: 2.5,
+                z: 2.75
+            }
+        );
+    }
+}

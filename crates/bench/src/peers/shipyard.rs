@@ -1,0 +1,562 @@
+//! The `shipyard` side of the peer workloads: one sparse set per component type, views borrowed
+//! per call, modification tracking switched on per storage, storages cloned by registration.
+//!
+//! shipyard stores no archetypes, so adding and removing a component touches one sparse set,
+//! fragmentation does not split iteration, and a join walks the shorter storage. It has no
+//! relationships, so `reference_cleanup` scans the holders.
+//!
+//! Invariant: every workload here uses shipyard's public API, builds its world outside the timed
+//! routine, and writes tracked components through views so the tracking sees them.
+
+use std::cell::RefCell;
+use std::hint::black_box;
+
+use shipyard::sparse_set::SparseSet;
+use shipyard::{
+    AllStoragesViewMut, EntitiesView, EntitiesViewMut, EntityId, IntoIter, View, ViewMut, World,
+    track,
+};
+
+use super::kinds::*;
+use super::{
+    ADD_REMOVE_SIZE, Big, CHANGED_SIZE, CLONE_SIZE, DESPAWN_SIZE, Data, ENTITY_SIZES, FRAG_KINDS,
+    FRAG_PER_KIND, JOIN_SIZES, Position, REFERENCE_SIZES, Rotation, Small, Transform, Velocity,
+    body, for_each_kind, is_small, is_written, position, rotation, velocity,
+};
+use crate::harness::Workload;
+
+/// The library name of these records.
+pub const LIBRARY: &str = "shipyard";
+
+/// The reason for the `expect`s on view borrows: every workload borrows its views one set at
+/// a time, outside any other borrow, and no storage here is `!Send` or `!Sync`.
+const FREE_BORROW: &str = "nothing else borrows the world's storages";
+
+/// The `shipyard` workloads.
+pub fn workloads() -> Vec<Workload> {
+    let mut workloads = Vec::new();
+    for n in ENTITY_SIZES {
+        workloads.push(spawn(n));
+        workloads.push(spawn_batch(n));
+        workloads.push(iter2(n));
+    }
+    workloads.push(frag_iter());
+    workloads.push(add_remove(ADD_REMOVE_SIZE));
+    for (n_big, n_small) in JOIN_SIZES {
+        workloads.push(small_driver_join(n_big, n_small));
+    }
+    workloads.push(changed_filter(CHANGED_SIZE));
+    workloads.push(despawn_respawn(DESPAWN_SIZE));
+    workloads.push(reference_cleanup(REFERENCE_SIZES.0, REFERENCE_SIZES.1));
+    workloads.push(world_clone(CLONE_SIZE));
+    workloads.into_iter().map(|w| w.library(LIBRARY)).collect()
+}
+
+/// Spawns `n` entities one at a time through views borrowed once.
+fn spawn_each(world: &World, n: u64) {
+    let (mut entities, mut transforms, mut positions, mut rotations, mut velocities) = world
+        .borrow::<(
+            EntitiesViewMut<'_>,
+            ViewMut<'_, Transform>,
+            ViewMut<'_, Position>,
+            ViewMut<'_, Rotation>,
+            ViewMut<'_, Velocity>,
+        )>()
+        .expect(FREE_BORROW);
+    for i in 0..n {
+        black_box(entities.add_entity(
+            (
+                &mut transforms,
+                &mut positions,
+                &mut rotations,
+                &mut velocities,
+            ),
+            body(i),
+        ));
+    }
+}
+
+fn spawn(n: u64) -> Workload {
+    Workload::new(
+        "spawn",
+        n,
+        "EntitiesViewMut::add_entity per entity into 4 sparse sets (views borrowed once)",
+        move |b| {
+            b.iter_with_setup(World::new, |world| spawn_each(world, n));
+        },
+    )
+}
+
+fn spawn_batch(n: u64) -> Workload {
+    Workload::new(
+        "spawn_batch",
+        n,
+        "World::bulk_add_entity (sparse sets reserved from the size hint)",
+        move |b| {
+            b.iter_with_setup(World::new, |world| {
+                world.bulk_add_entity((0..n).map(body)).count()
+            });
+        },
+    )
+}
+
+/// A world of `n` entities with the four components of `spawn`.
+fn bodies(n: u64) -> World {
+    let mut world = World::new();
+    world.bulk_add_entity((0..n).map(body)).for_each(drop);
+    world
+}
+
+/// The step of `iter2`: `Position += Velocity` over every entity with both.
+fn advance_all(world: &World) {
+    let (mut positions, velocities) = world
+        .borrow::<(ViewMut<'_, Position>, View<'_, Velocity>)>()
+        .expect(FREE_BORROW);
+    (&mut positions, &velocities)
+        .iter()
+        .for_each(|(position, velocity)| position.advance(velocity));
+}
+
+fn iter2(n: u64) -> Workload {
+    Workload::new(
+        "iter2",
+        n,
+        "(&mut ViewMut<Position>, &View<Velocity>).iter(): dense walk of two sparse sets in the same order (untracked)",
+        move |b| {
+            let world = bodies(n);
+            b.iter(|| advance_all(&world));
+        },
+    )
+}
+
+/// The world of `frag_iter`: 20 entities of each kind `A`..`Z`, each also with [`Data`].
+fn fragmented() -> World {
+    let mut world = World::new();
+    macro_rules! spawn_kind {
+        ($kind:ident, $world:expr) => {
+            $world
+                .bulk_add_entity((0..FRAG_PER_KIND).map(|i| ($kind(i as f32), Data(1.0))))
+                .for_each(drop);
+        };
+    }
+    for_each_kind!(spawn_kind, world);
+    world
+}
+
+fn frag_iter() -> Workload {
+    let n = FRAG_KINDS * FRAG_PER_KIND;
+    Workload::new(
+        "frag_iter",
+        n,
+        "(&mut ViewMut<Data>).iter(): one dense sparse set, the 26 kinds do not split it",
+        move |b| {
+            let world = fragmented();
+            b.iter(|| {
+                let mut data = world.borrow::<ViewMut<'_, Data>>().expect(FREE_BORROW);
+                (&mut data).iter().for_each(|data| data.0 *= 2.0);
+            });
+        },
+    )
+}
+
+/// A world of `n` entities with [`A`], and their ids.
+fn with_a(n: u64) -> (World, Vec<EntityId>) {
+    let mut world = World::new();
+    let ids = world.bulk_add_entity((0..n).map(|i| A(i as f32))).collect();
+    (world, ids)
+}
+
+/// The routine of `add_remove`: [`B`] added to every entity, then removed from every one.
+fn add_then_remove(world: &World, ids: &[EntityId]) -> u64 {
+    let (entities, mut bs) = world
+        .borrow::<(EntitiesView<'_>, ViewMut<'_, B>)>()
+        .expect(FREE_BORROW);
+    for &id in ids {
+        entities.add_component(id, &mut bs, B(1.0));
+    }
+    let mut n_removed = 0;
+    for &id in ids {
+        n_removed += u64::from(shipyard::Delete::delete(&mut bs, id));
+    }
+    n_removed
+}
+
+fn add_remove(n: u64) -> Workload {
+    Workload::new(
+        "add_remove",
+        n,
+        "EntitiesView::add_component then Delete::delete per entity on the B sparse set (no archetype move)",
+        move |b| {
+            b.iter_with_setup(|| with_a(n), |(world, ids)| add_then_remove(world, ids));
+        },
+    )
+}
+
+/// The world of `small_driver_join`: `n_big` entities with [`Big`], `n_small` of them with
+/// [`Small`] too.
+fn joinable(n_big: u64, n_small: u64) -> World {
+    let mut world = World::new();
+    for i in 0..n_big {
+        if is_small(i, n_big, n_small) {
+            world.add_entity((Big(i as f32), Small(1.0)));
+        } else {
+            world.add_entity(Big(i as f32));
+        }
+    }
+    world
+}
+
+/// The routine of `small_driver_join`: the sum of [`Big`] over the entities with both.
+fn join_sum(world: &World) -> f32 {
+    let (bigs, smalls) = world
+        .borrow::<(View<'_, Big>, View<'_, Small>)>()
+        .expect(FREE_BORROW);
+    (&bigs, &smalls)
+        .iter()
+        .fold(0.0, |sum, (big, _small)| sum + big.0)
+}
+
+fn small_driver_join(n_big: u64, n_small: u64) -> Workload {
+    Workload::new(
+        "small_driver_join",
+        n_big,
+        "(&View<Big>, &View<Small>).iter(): the shorter set (Small) drives, Big looked up by sparse index",
+        move |b| {
+            let world = joinable(n_big, n_small);
+            b.iter(|| join_sum(&world));
+        },
+    )
+    .items(n_small)
+}
+
+/// A view of the positions with modification tracking.
+type TrackedPositions<'a> = ViewMut<'a, Position, track::Modification>;
+
+/// The world of `changed_filter`, with modification tracking switched on for [`Position`].
+struct ChangedFixture {
+    world: World,
+    /// The entities written between visits: 1% of them, spread evenly.
+    written: Vec<EntityId>,
+}
+
+impl ChangedFixture {
+    fn new(n: u64) -> ChangedFixture {
+        let mut world = World::new();
+        world.track_modification::<Position>();
+        let ids: Vec<EntityId> = world.bulk_add_entity((0..n).map(position)).collect();
+        let written = (0..n)
+            .filter(|&i| is_written(i))
+            .map(|i| ids[i as usize])
+            .collect();
+        ChangedFixture { world, written }
+    }
+
+    /// The untimed part of a sample: the modification window restarted (outside a workload
+    /// it runs from the last `clear_all_modified`), then 1% of the rows written.
+    fn write(&mut self) {
+        let positions = self
+            .world
+            .borrow::<TrackedPositions<'_>>()
+            .expect(FREE_BORROW);
+        positions.clear_all_modified();
+        let mut positions = self
+            .world
+            .borrow::<TrackedPositions<'_>>()
+            .expect(FREE_BORROW);
+        for &id in &self.written {
+            positions[id].x += 1.0;
+        }
+    }
+
+    /// The timed part: the rows modified inside the window.
+    fn visit(&self) -> (u64, f32) {
+        let positions = self
+            .world
+            .borrow::<View<'_, Position, track::Modification>>()
+            .expect(FREE_BORROW);
+        positions
+            .modified()
+            .iter()
+            .fold((0, 0.0), |(count, sum), position| {
+                (count + 1, sum + position.x)
+            })
+    }
+}
+
+fn changed_filter(n: u64) -> Workload {
+    Workload::new(
+        "changed_filter",
+        n,
+        "track_modification::<Position>, View::modified(): timestamp compare per row of the dense set; window reset with clear_all_modified",
+        move |b| {
+            let fixture = RefCell::new(ChangedFixture::new(n));
+            b.iter_with_setup(
+                || fixture.borrow_mut().write(),
+                |_| fixture.borrow().visit(),
+            );
+        },
+    )
+}
+
+/// A world of `n` entities with [`Position`] and [`Velocity`], and their ids.
+fn movers(n: u64) -> (World, Vec<EntityId>) {
+    let mut world = World::new();
+    let ids = world
+        .bulk_add_entity((0..n).map(|i| (position(i), velocity(i))))
+        .collect();
+    (world, ids)
+}
+
+/// The routine of `despawn_respawn`: every other entity deleted, then as many added.
+fn despawn_then_respawn(world: &World, ids: &[EntityId]) -> u64 {
+    let mut n_deleted = 0;
+    {
+        let mut all_storages = world.borrow::<AllStoragesViewMut<'_>>().expect(FREE_BORROW);
+        for &id in ids.iter().step_by(2) {
+            n_deleted += u64::from(all_storages.delete_entity(id));
+        }
+    }
+    let (mut entities, mut positions, mut velocities) = world
+        .borrow::<(
+            EntitiesViewMut<'_>,
+            ViewMut<'_, Position>,
+            ViewMut<'_, Velocity>,
+        )>()
+        .expect(FREE_BORROW);
+    for i in 0..n_deleted {
+        black_box(entities.add_entity(
+            (&mut positions, &mut velocities),
+            (position(i), velocity(i)),
+        ));
+    }
+    n_deleted
+}
+
+fn despawn_respawn(n: u64) -> Workload {
+    Workload::new(
+        "despawn_respawn",
+        n,
+        "AllStorages::delete_entity per entity (every storage asked), then EntitiesViewMut::add_entity per entity reusing freed ids",
+        move |b| {
+            b.iter_with_setup(
+                || movers(n),
+                |(world, ids)| despawn_then_respawn(world, ids),
+            );
+        },
+    )
+}
+
+/// A holder's reference to a target, cleared when the target is gone.
+#[derive(Debug, Clone, Copy, PartialEq, shipyard::Component)]
+struct Holder {
+    target: Option<EntityId>,
+}
+
+/// A target of `reference_cleanup`.
+#[derive(Debug, Clone, Copy, PartialEq, shipyard::Component)]
+struct Target;
+
+/// The world of `reference_cleanup`: `n_targets` targets and `n_holders` holders, holder `i`
+/// referring to target `i % n_targets`; returns the world and the targets.
+fn referencing(n_holders: u64, n_targets: u64) -> (World, Vec<EntityId>) {
+    let mut world = World::new();
+    let targets: Vec<EntityId> = world
+        .bulk_add_entity((0..n_targets).map(|_| Target))
+        .collect();
+    world
+        .bulk_add_entity((0..n_holders).map(|i| Holder {
+            target: Some(targets[(i % n_targets) as usize]),
+        }))
+        .for_each(drop);
+    (world, targets)
+}
+
+/// The routine of `reference_cleanup`: the targets deleted, then every holder scanned and its
+/// reference cleared where the target is gone; returns the references cleared.
+fn destroy_targets(world: &World, targets: &[EntityId]) -> u64 {
+    {
+        let mut all_storages = world.borrow::<AllStoragesViewMut<'_>>().expect(FREE_BORROW);
+        for &target in targets {
+            all_storages.delete_entity(target);
+        }
+    }
+    let (entities, mut holders) = world
+        .borrow::<(EntitiesView<'_>, ViewMut<'_, Holder>)>()
+        .expect(FREE_BORROW);
+    let mut n_cleared = 0;
+    for holder in (&mut holders).iter() {
+        if holder
+            .target
+            .is_some_and(|target| !entities.is_alive(target))
+        {
+            holder.target = None;
+            n_cleared += 1;
+        }
+    }
+    n_cleared
+}
+
+fn reference_cleanup(n_holders: u64, n_targets: u64) -> Workload {
+    Workload::new(
+        "reference_cleanup",
+        n_holders,
+        "no reference tracking in shipyard: AllStorages::delete_entity per target, then a scan of the holders clearing references that Entities::is_alive rejects",
+        move |b| {
+            b.iter_with_setup(
+                || referencing(n_holders, n_targets),
+                |(world, targets)| destroy_targets(world, targets),
+            );
+        },
+    )
+}
+
+/// The world of `world_clone`: `n` entities with [`Position`], [`Rotation`] and [`Velocity`],
+/// their storages registered for cloning.
+fn cloneable(n: u64) -> World {
+    let mut world = World::new();
+    world
+        .bulk_add_entity((0..n).map(|i| (position(i), rotation(i), velocity(i))))
+        .for_each(drop);
+    world.register_clone::<(
+        SparseSet<Position>,
+        SparseSet<Rotation>,
+        SparseSet<Velocity>,
+    )>();
+    world
+}
+
+/// The routine of `world_clone`: every storage with a registered clone function, and the
+/// entities, cloned into a new world.
+fn clone_world(world: &World) -> World {
+    let cloned = World::new();
+    {
+        let source = world.all_storages().expect(FREE_BORROW);
+        let mut target = cloned.all_storages_mut().expect(FREE_BORROW);
+        source.clone_storages_to(&mut target);
+    }
+    cloned
+}
+
+fn world_clone(n: u64) -> Workload {
+    Workload::new(
+        "world_clone",
+        n,
+        "AllStorages::clone_storages_to: registered sparse sets and the entity list cloned whole",
+        move |b| {
+            let world = cloneable(n);
+            b.iter(|| clone_world(&world));
+        },
+    )
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn spawn_each_spawns_every_entity() {
+        let world = World::new();
+        spawn_each(&world, 100);
+        let positions = world.borrow::<View<'_, Position>>().expect(FREE_BORROW);
+        assert_eq!(positions.len(), 100);
+    }
+
+    #[test]
+    fn iter2_advances_every_position() {
+        let world = bodies(100);
+        advance_all(&world);
+        let mut expected = position(7);
+        expected.advance(&velocity(7));
+        let positions = world.borrow::<View<'_, Position>>().expect(FREE_BORROW);
+        let positions: Vec<Position> = positions.iter().copied().collect();
+        assert_eq!(positions[7], expected);
+    }
+
+    #[test]
+    fn frag_iter_has_520_data() {
+        let world = fragmented();
+        let data = world.borrow::<View<'_, Data>>().expect(FREE_BORROW);
+        assert_eq!(data.len(), 520);
+    }
+
+    #[test]
+    fn add_remove_leaves_no_b() {
+        let (world, ids) = with_a(1000);
+        assert_eq!(add_then_remove(&world, &ids), 1000);
+        let (a, b) = world
+            .borrow::<(View<'_, A>, View<'_, B>)>()
+            .expect(FREE_BORROW);
+        assert_eq!((a.len(), b.len()), (1000, 0));
+    }
+
+    #[test]
+    fn join_visits_only_the_small_set() {
+        let world = joinable(20_000, 200);
+        let expected: f32 = (0..20_000_u64)
+            .filter(|&i| is_small(i, 20_000, 200))
+            .map(|i| i as f32)
+            .sum();
+        assert_eq!(join_sum(&world), expected);
+    }
+
+    #[test]
+    fn changed_filter_sees_exactly_the_writes_of_each_sample() {
+        let mut fixture = ChangedFixture::new(10_000);
+        assert_eq!(fixture.visit().0, 0);
+        for _ in 0..3 {
+            fixture.write();
+            assert_eq!(fixture.visit().0, 100);
+            // The window runs from the last clear, so a second visit sees the same rows.
+            assert_eq!(fixture.visit().0, 100);
+        }
+    }
+
+    #[test]
+    fn despawn_respawn_keeps_the_count() {
+        let (world, ids) = movers(1000);
+        assert_eq!(despawn_then_respawn(&world, &ids), 500);
+        let positions = world.borrow::<View<'_, Position>>().expect(FREE_BORROW);
+        assert_eq!(positions.len(), 1000);
+    }
+
+    #[test]
+    fn reference_cleanup_clears_every_reference() {
+        let (world, targets) = referencing(1000, 10);
+        assert_eq!(destroy_targets(&world, &targets), 1000);
+        let (entities, holders) = world
+            .borrow::<(EntitiesView<'_>, View<'_, Holder>)>()
+            .expect(FREE_BORROW);
+        assert!(targets.iter().all(|t| !entities.is_alive(*t)));
+        assert_eq!(holders.len(), 1000);
+        assert!(holders.iter().all(|h| h.target.is_none()));
+    }
+
+    #[test]
+    fn world_clone_keeps_ids_and_values() {
+        let world = cloneable(1000);
+        let cloned = clone_world(&world);
+        let (entities, positions, rotations, velocities) = world
+            .borrow::<(
+                EntitiesView<'_>,
+                View<'_, Position>,
+                View<'_, Rotation>,
+                View<'_, Velocity>,
+            )>()
+            .expect(FREE_BORROW);
+        let (cloned_entities, cloned_positions, cloned_rotations, cloned_velocities) = cloned
+            .borrow::<(
+                EntitiesView<'_>,
+                View<'_, Position>,
+                View<'_, Rotation>,
+                View<'_, Velocity>,
+            )>()
+            .expect(FREE_BORROW);
+        assert_eq!(cloned_positions.len(), 1000);
+        for (id, (p, r, v)) in (&positions, &rotations, &velocities).iter().with_id() {
+            assert!(entities.is_alive(id) && cloned_entities.is_alive(id));
+            assert_eq!(cloned_positions[id], *p);
+            assert_eq!(cloned_rotations[id], *r);
+            assert_eq!(cloned_velocities[id], *v);
+        }
+    }
+}
