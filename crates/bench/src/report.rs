@@ -217,8 +217,10 @@ fn three_figures(value: f64) -> String {
 /// With results of one library and nothing unsupported there is one table with a row per record.
 /// With several libraries there is first a comparison, one row per workload and size with a cell
 /// per library (Strata first, the others in order of appearance) holding the median time of one
-/// run and the time per item, and the ratio of Strata's time per item to the best peer's; then
-/// the work some library cannot do, with reasons; then the full table of records.
+/// run and the time per item, and the ratio of Strata's median to the fastest peer's (records
+/// of one workload and size do the same work; a row whose libraries count items differently is
+/// marked, since its times per item do not compare); then the work some library cannot do,
+/// with reasons; then the full table of records.
 pub fn render_markdown(report: &Report) -> String {
     let mut out = String::from("# Strata benchmark results\n\n");
     let machine = &report.machine;
@@ -246,8 +248,8 @@ pub fn render_markdown(report: &Report) -> String {
         out.push_str("## Comparison\n\n");
         out.push_str(
             "Each cell is the median time of one run · the time per item (median ÷ items). \
-             The last column divides Strata's time per item by the fastest peer's, so below 1× \
-             Strata is faster; — means no record.\n\n",
+             The last column divides Strata's median by the fastest peer's (the same work), so \
+             below 1× Strata is faster; — means no record.\n\n",
         );
         out.push_str(&comparison_table(report, &libraries));
     }
@@ -359,14 +361,47 @@ fn cell<'a>(report: &'a Report, library: &str, workload: &str, size: u64) -> Cel
     }
 }
 
-/// The fastest peer (not Strata) by time per item for `workload` at `size`, if any was measured.
+/// The fastest peer (not Strata) by median for `workload` at `size`, if any was measured.
+///
+/// Records of one workload and size do the same work, so their medians compare whatever each
+/// library counts as an item.
 fn best_peer<'a>(report: &'a Report, workload: &str, size: u64) -> Option<&'a BenchRecord> {
     report
         .results
         .iter()
         .filter(|r| r.library != STRATA && r.workload == workload && r.size == size)
-        .min_by(|a, b| a.ns_per_item.total_cmp(&b.ns_per_item))
+        .min_by(|a, b| a.median_ns.total_cmp(&b.median_ns))
 }
+
+/// Whether the records of `workload` at `size` divide by different item counts, which makes
+/// their times per item incomparable (their medians still compare).
+fn items_differ(report: &Report, workload: &str, size: u64) -> bool {
+    let mut items = report
+        .results
+        .iter()
+        .filter(|r| r.workload == workload && r.size == size)
+        .map(|r| r.items);
+    let first = items.next();
+    items.any(|n| Some(n) != first)
+}
+
+/// Formats a ratio with two decimals (`0.50`, `3.00`), three significant figures from 10 on
+/// (`12.3`, `250`) and in scientific notation below 0.01 (`2.5e-4`).
+fn format_ratio(ratio: f64) -> String {
+    if ratio >= 10.0 {
+        three_figures(ratio)
+    } else if ratio >= 0.01 {
+        format!("{ratio:.2}")
+    } else {
+        format!("{ratio:.1e}")
+    }
+}
+
+/// The mark of a workload whose libraries count items differently, and its explanation.
+const ITEMS_DIFFER: (&str, &str) = (
+    "†",
+    "the libraries count items differently here, so compare the medians, not the times per item",
+);
 
 fn comparison_table(report: &Report, libraries: &[&str]) -> String {
     let mut out = String::from("| workload | size |");
@@ -378,6 +413,7 @@ fn comparison_table(report: &Report, libraries: &[&str]) -> String {
         out.push_str("---:|");
     }
     out.push_str("---:|\n");
+    let mut any_differ = false;
     for (workload, size) in workload_rows(&report.results) {
         let _ = write!(out, "| {} | {} |", escape_cell(workload), format_size(size));
         for library in libraries {
@@ -393,18 +429,26 @@ fn comparison_table(report: &Report, libraries: &[&str]) -> String {
             let _ = write!(out, " {text} |");
         }
         let strata = match cell(report, STRATA, workload, size) {
-            Cell::Measured(r) => Some(r.ns_per_item),
+            Cell::Measured(r) => Some(r.median_ns),
             Cell::Unsupported | Cell::Missing => None,
         };
-        let ratio = match (strata, best_peer(report, workload, size)) {
-            (Some(strata), Some(peer)) if peer.ns_per_item > 0.0 => format!(
-                "{:.2}× ({})",
-                strata / peer.ns_per_item,
+        let mut ratio = match (strata, best_peer(report, workload, size)) {
+            (Some(strata), Some(peer)) if peer.median_ns > 0.0 => format!(
+                "{}× ({})",
+                format_ratio(strata / peer.median_ns),
                 escape_cell(&peer.library)
             ),
             _ => "—".to_owned(),
         };
+        if items_differ(report, workload, size) {
+            ratio.push(' ');
+            ratio.push_str(ITEMS_DIFFER.0);
+            any_differ = true;
+        }
         let _ = writeln!(out, " {ratio} |");
+    }
+    if any_differ {
+        let _ = write!(out, "\n{} {}.\n", ITEMS_DIFFER.0, ITEMS_DIFFER.1);
     }
     out
 }
@@ -417,13 +461,30 @@ struct ChartGroup<'a> {
     bars: Vec<(usize, Cell<'a>)>,
 }
 
-/// The bar colours of the chart, one per library in [`libraries`] order, repeating after six.
-const PALETTE: [&str; 6] = [
-    "#d62728", "#1f77b4", "#2ca02c", "#ff7f0e", "#9467bd", "#8c564b",
+/// The bar colours of Strata and the peers the benchmark knows, so a library keeps its colour
+/// from one chart to the next whoever else ran.
+const KNOWN_COLOURS: [(&str, &str); 4] = [
+    (STRATA, "#d62728"),
+    ("bevy_ecs", "#1f77b4"),
+    ("hecs", "#2ca02c"),
+    ("shipyard", "#ff7f0e"),
 ];
 
+/// The colours of other libraries, by their place in [`libraries`], repeating after four.
+const OTHER_COLOURS: [&str; 4] = ["#9467bd", "#8c564b", "#e377c2", "#7f7f7f"];
+
+/// The bar colour of `library`, the `index`-th in [`libraries`] order.
+fn colour_of(library: &str, index: usize) -> &'static str {
+    KNOWN_COLOURS
+        .iter()
+        .find(|(known, _)| *known == library)
+        .map_or(OTHER_COLOURS[index % OTHER_COLOURS.len()], |(_, colour)| {
+            colour
+        })
+}
+
 /// Renders a report as an SVG chart: one group of horizontal bars per workload and size, one
-/// bar per library (coloured as in the legend), each as long as the time per item on a
+/// bar per library (coloured as in the legend, each known library always in the same colour), each as long as the time per item on a
 /// logarithmic axis with a gridline per power of ten, its value written beside it. Work a
 /// library cannot do is written in place of its bar.
 pub fn render_svg(report: &Report) -> String {
@@ -456,7 +517,10 @@ pub fn render_svg(report: &Report) -> String {
         .collect();
     let n_bars: usize = groups.iter().map(|group| group.bars.len()).sum();
     let plot_h = groups.len() as f64 * GROUP_GAP + n_bars as f64 * (BAR_H + BAR_GAP);
-    let height = TOP + plot_h + 48.0;
+    let any_differ = groups
+        .iter()
+        .any(|group| items_differ(report, group.workload, group.size));
+    let height = TOP + plot_h + if any_differ { 66.0 } else { 48.0 };
 
     let (lo, hi) = log_range(report.results.iter().map(|r| r.ns_per_item));
     let x_of = |ns: f64| {
@@ -504,7 +568,7 @@ pub fn render_svg(report: &Report) -> String {
             out,
             "<rect x=\"{legend_x}\" y=\"58\" width=\"12\" height=\"12\" fill=\"{}\"/>\
              <text x=\"{}\" y=\"69\">{}</text>",
-            PALETTE[index % PALETTE.len()],
+            colour_of(library, index),
             legend_x + 16.0,
             escape_xml(library)
         );
@@ -545,16 +609,21 @@ pub fn render_svg(report: &Report) -> String {
     } in &groups
     {
         let group_h = bars.len() as f64 * (BAR_H + BAR_GAP);
+        let mark = if items_differ(report, workload, *size) {
+            format!(" {}", ITEMS_DIFFER.0)
+        } else {
+            String::new()
+        };
         let _ = writeln!(
             out,
-            "<text x=\"{}\" y=\"{:.1}\" text-anchor=\"end\" font-weight=\"bold\">{} · {}</text>",
+            "<text x=\"{}\" y=\"{:.1}\" text-anchor=\"end\" font-weight=\"bold\">{} · {}{mark}</text>",
             PLOT_X - 10.0,
             y + group_h / 2.0 + 4.0,
             escape_xml(workload),
             format_size(*size)
         );
         for (index, cell) in bars {
-            let colour = PALETTE[index % PALETTE.len()];
+            let colour = colour_of(libraries[*index], *index);
             match cell {
                 Cell::Measured(r) => {
                     let end = x_of(r.ns_per_item).max(PLOT_X + 1.0);
@@ -594,6 +663,15 @@ pub fn render_svg(report: &Report) -> String {
         PLOT_X + PLOT_W / 2.0,
         bottom + 34.0
     );
+    if any_differ {
+        let _ = writeln!(
+            out,
+            "<text x=\"16\" y=\"{}\" fill=\"#555555\">{} {}</text>",
+            bottom + 54.0,
+            ITEMS_DIFFER.0,
+            escape_xml(ITEMS_DIFFER.1)
+        );
+    }
     out.push_str("</svg>\n");
     out
 }
@@ -840,6 +918,10 @@ mod tests {
             other_items,
             strata_join,
         ]);
+        let mut per_run = record("strata", "clone", 100_000, 250.0);
+        per_run.items = 1;
+        per_run.ns_per_item = 250.0;
+        with_unsupported.results.push(per_run);
         with_unsupported
             .unsupported
             .push(unsupported("bevy_ecs", "clone"));
@@ -848,7 +930,8 @@ mod tests {
             .split("## Comparison\n\n")
             .nth(1)
             .and_then(|rest| rest.split("\n## Not supported").next())
-            .and_then(|rest| rest.split("\n\n").nth(1))
+            .and_then(|rest| rest.split_once("\n\n"))
+            .map(|(_intro, table)| table)
             .expect("a comparison section");
         assert_eq!(
             comparison,
@@ -858,8 +941,11 @@ mod tests {
              | spawn | 1M | 300 µs · 0.30 ns | — | 100 µs · 0.10 ns | 3.00× (bevy_ecs) |\n\
              | iterate | 10k | — | 50.0 ns · 0.01 ns | — | — |\n\
              | only_strata | 10 | 5.00 ns · 0.50 ns | — | — | — |\n\
-             | clone | 100k | — | 1.00 ms · 10.0 ns | unsupported | — |\n\
-             | join | 10k | 2.00 µs · 10.0 ns | 8.00 µs · 40.0 ns | — | 0.25× (hecs) |\n"
+             | clone | 100k | 250 ns · 250 ns | 1.00 ms · 10.0 ns | unsupported | 2.5e-4× (hecs) † |\n\
+             | join | 10k | 2.00 µs · 10.0 ns | 8.00 µs · 40.0 ns | — | 0.25× (hecs) |\n\
+             \n\
+             † the libraries count items differently here, so compare the medians, not the \
+             times per item.\n"
         );
         assert!(
             text.contains(
@@ -875,7 +961,7 @@ mod tests {
             .split("## All records\n\n")
             .nth(1)
             .expect("a records section");
-        assert_eq!(records.lines().count(), 2 + 10);
+        assert_eq!(records.lines().count(), 2 + 11);
     }
 
     /// A peers-only run (Strata's workloads of these names not registered yet) still compares
@@ -914,6 +1000,14 @@ mod tests {
             escape_xml("a<b & \"c\"'"),
             "a&lt;b &amp; &quot;c&quot;&apos;"
         );
+        let ratios: Vec<String> = [0.5, 3.0, 9.994, 12.34, 250.0, 0.01, 0.00025]
+            .into_iter()
+            .map(format_ratio)
+            .collect();
+        assert_eq!(
+            ratios,
+            ["0.50", "3.00", "9.99", "12.3", "250", "0.01", "2.5e-4"]
+        );
     }
 
     #[test]
@@ -945,6 +1039,10 @@ mod tests {
             })
             .collect();
         assert!(legend.windows(2).all(|pair| pair[0] < pair[1]), "{svg}");
+        // Known libraries keep their colours, whoever else is in the chart.
+        assert!(svg.contains("fill=\"#d62728\"/><text x=\"32\" y=\"69\">strata</text>"));
+        assert_eq!(colour_of("hecs", 0), colour_of("hecs", 3));
+        assert_ne!(colour_of("other", 0), colour_of("other", 1));
         assert!(svg.contains(">a&lt;b · 10</text>"), "{svg}");
         assert!(!svg.contains("a<b"), "{svg}");
         // The shortest bar (0.1 ns per item) sits on the lowest gridline, the longest (10 ns)
@@ -955,6 +1053,17 @@ mod tests {
         );
         assert!(svg.contains("width=\"1.0\" height=\"13\""), "{svg}");
         assert!(svg.contains("width=\"620.0\" height=\"13\""), "{svg}");
+        assert!(!svg.contains('†'), "{svg}");
+        let mut per_run = record("strata", "clone", 100_000, 250.0);
+        per_run.items = 1;
+        per_run.ns_per_item = 250.0;
+        with_unsupported.results.push(per_run);
+        let svg = render_svg(&with_unsupported);
+        assert!(svg.contains(">clone · 100k †</text>"), "{svg}");
+        assert!(
+            svg.contains(">† the libraries count items differently"),
+            "{svg}"
+        );
         let empty = render_svg(&report(Vec::new()));
         assert!(empty.contains("No workloads were run."), "{empty}");
     }
