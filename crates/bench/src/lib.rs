@@ -32,6 +32,7 @@ pub mod error;
 pub mod harness;
 #[cfg(feature = "peers")]
 pub mod peers;
+pub mod query;
 pub mod report;
 mod rss;
 pub mod store;
@@ -47,6 +48,7 @@ pub use report::{BenchRecord, Machine, Report, Unsupported};
 pub fn all_workloads() -> Vec<Workload> {
     let mut workloads = arena::workloads();
     workloads.extend(store::workloads());
+    workloads.extend(query::workloads());
     #[cfg(feature = "peers")]
     workloads.extend(peers::workloads());
     workloads

@@ -520,19 +520,19 @@ impl ComponentSet {
 
 /// The change-tracking arrays of a set, borrowed apart from its columns.
 pub(crate) struct Track<'a> {
-    changed: &'a mut [Tick],
-    dirty: &'a mut [u64],
-    dirty_words: usize,
-    dirty_rows: &'a mut Vec<InstanceRef>,
-    ids: &'a [InstanceId],
-    slots: &'a [Slot],
-    change_log: &'a mut Vec<InstanceRef>,
-    log_base: &'a mut Tick,
+    pub(crate) changed: &'a mut [Tick],
+    pub(crate) dirty: &'a mut [u64],
+    pub(crate) dirty_words: usize,
+    pub(crate) dirty_rows: &'a mut Vec<InstanceRef>,
+    pub(crate) ids: &'a [InstanceId],
+    pub(crate) slots: &'a [Slot],
+    pub(crate) change_log: &'a mut Vec<InstanceRef>,
+    pub(crate) log_base: &'a mut Tick,
 }
 
 impl Track<'_> {
     /// The instance at a row.
-    #[inline]
+    #[inline(always)]
     pub(crate) fn id(&self, row: usize) -> InstanceId {
         self.ids[row]
     }
@@ -543,11 +543,21 @@ impl Track<'_> {
     }
 
     /// Records a change of one field of a row: changed tick, change log, dirty mask.
-    #[inline]
+    #[inline(always)]
     pub(crate) fn mark(&mut self, row: usize, field: FieldId, tick: Tick) {
         let previous = std::mem::replace(&mut self.changed[row], tick);
         if previous <= *self.log_base && tick > *self.log_base {
             self.log(InstanceRef::new(self.ids[row], self.slots[row]), tick);
+        }
+        let (word, bit) = (field.index() / 64, 1u64 << (field.index() % 64));
+        if self.dirty_words == 1 {
+            let mask = &mut self.dirty[row];
+            if *mask == 0 {
+                self.dirty_rows
+                    .push(InstanceRef::new(self.ids[row], self.slots[row]));
+            }
+            *mask |= bit;
+            return;
         }
         let w = self.dirty_words;
         let words = &mut self.dirty[row * w..(row + 1) * w];
@@ -555,21 +565,34 @@ impl Track<'_> {
             self.dirty_rows
                 .push(InstanceRef::new(self.ids[row], self.slots[row]));
         }
-        words[field.index() / 64] |= 1 << (field.index() % 64);
+        words[word] |= bit;
     }
 
     /// Logs a row whose changed tick just rose above the log base. When the log would outgrow a
     /// quarter of the set, it is dropped instead and the base moves to `tick`: readers whose
     /// baseline predates it scan, which then costs no more than reading the log would.
+    #[cold]
     pub(crate) fn log(&mut self, at: InstanceRef, tick: Tick) {
-        if tick <= *self.log_base {
-            return;
+        if tick > *self.log_base {
+            Self::log_into(self.change_log, self.log_base, self.ids.len(), at, tick);
         }
-        if self.change_log.len() >= (self.ids.len() / 4).max(64) {
-            self.change_log.clear();
-            *self.log_base = tick;
+    }
+
+    /// The body of [`Track::log`] over the two fields it touches, for loops that hold the
+    /// other tracking arrays borrowed.
+    #[cold]
+    pub(crate) fn log_into(
+        log: &mut Vec<InstanceRef>,
+        base: &mut Tick,
+        rows: usize,
+        at: InstanceRef,
+        tick: Tick,
+    ) {
+        if log.len() >= (rows / 4).max(64) {
+            log.clear();
+            *base = tick;
         } else {
-            self.change_log.push(at);
+            log.push(at);
         }
     }
 }

@@ -149,6 +149,116 @@ impl<T: Scalar> ColumnWriter<'_, T> {
         }
     }
 
+    /// Writes `f(current, read)` into rows `0..n` (`n` the shorter of the column and `reads`),
+    /// where row `i` reads `reads[i]`: the tight loop for a dense pass. Equal results change
+    /// nothing. Returns how many rows changed.
+    pub fn update_dense<R>(&mut self, reads: &[R], mut f: impl FnMut(&T, &R) -> T) -> usize {
+        let tick = self.tick.unwrap_or(Tick(self.store_tick.0 + 1));
+        let field = self.field;
+        match &mut self.target {
+            // The common shape (one dirty word per row, no observer events): a loop over zipped
+            // slices, with the change-log check against a hoisted base.
+            Target::Bound { values, track } if track.dirty_words == 1 && !self.observed => {
+                let bit = 1u64 << (field.index() % 64);
+                let mut base = *track.log_base;
+                let mut changed = 0;
+                let n = values.len().min(reads.len()).min(track.changed.len());
+                let rows = values[..n]
+                    .iter_mut()
+                    .zip(&reads[..n])
+                    .zip(track.changed[..n].iter_mut().zip(&mut track.dirty[..n]));
+                for (row, ((value, read), (changed_tick, mask))) in rows.enumerate() {
+                    let next = f(value, read);
+                    if *value == next {
+                        continue;
+                    }
+                    *value = next;
+                    changed += 1;
+                    let previous = std::mem::replace(changed_tick, tick);
+                    if previous <= base && tick > base {
+                        let at = crate::set::InstanceRef::new(track.ids[row], track.slots[row]);
+                        Track::log_into(
+                            track.change_log,
+                            track.log_base,
+                            track.ids.len(),
+                            at,
+                            tick,
+                        );
+                        base = *track.log_base;
+                    }
+                    if *mask == 0 {
+                        track.dirty_rows.push(crate::set::InstanceRef::new(
+                            track.ids[row],
+                            track.slots[row],
+                        ));
+                    }
+                    *mask |= bit;
+                }
+                if changed > 0 {
+                    self.tick = Some(tick);
+                    *self.store_tick = (*self.store_tick).max(tick);
+                }
+                changed
+            }
+            _ => self.update_indexed(reads.len(), |i| (i, i), |current, i| f(current, &reads[i])),
+        }
+    }
+
+    /// Writes `f(current, k)` into row `rows(k).0` for `k` in `0..n`; the generic tight loop
+    /// behind dense and indexed passes (`rows(k).1` is handed back to `f` as its read index).
+    /// Equal results change nothing. Returns how many rows changed.
+    pub fn update_indexed(
+        &mut self,
+        n: usize,
+        mut rows: impl FnMut(usize) -> (usize, usize),
+        mut f: impl FnMut(&T, usize) -> T,
+    ) -> usize {
+        let tick = match self.tick {
+            Some(tick) => tick,
+            None => Tick(self.store_tick.0 + 1),
+        };
+        let mut changed = 0;
+        match &mut self.target {
+            Target::Bound { values, track } => {
+                for k in 0..n {
+                    let (row, read) = rows(k);
+                    let Some(current) = values.get_mut(row) else {
+                        continue;
+                    };
+                    let next = f(current, read);
+                    if *current != next {
+                        *current = next;
+                        track.mark(row, self.field, tick);
+                        changed += 1;
+                        if self.observed {
+                            self.events.push(StoreEvent::Changed {
+                                id: track.id(row),
+                                component: self.component,
+                                field: self.field,
+                            });
+                        }
+                    }
+                }
+            }
+            Target::Set(_) => {
+                for k in 0..n {
+                    let (row, read) = rows(k);
+                    let Some(current) = self.values().get(row).cloned() else {
+                        continue;
+                    };
+                    let next = f(&current, read);
+                    changed += usize::from(self.write(row, next));
+                }
+                return changed;
+            }
+        }
+        if changed > 0 {
+            self.tick = Some(tick);
+            *self.store_tick = (*self.store_tick).max(tick);
+        }
+        changed
+    }
+
     /// The instance of each row.
     pub fn ids(&self) -> &[InstanceId] {
         match &self.target {

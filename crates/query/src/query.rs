@@ -46,7 +46,13 @@ pub(crate) struct Cache {
     dense: Vec<bool>,
     /// For an ancestor term, the nearest ancestor holding the component, per match.
     ancestors: Vec<InstanceId>,
+    /// For each term with an added or changed filter, row → match index (`NO_MATCH` for rows
+    /// of instances that do not match), so a changed row finds its match in O(1).
+    match_of_row: Vec<Vec<u32>>,
 }
+
+/// `match_of_row` entry of a row whose instance does not match.
+const NO_MATCH: u32 = u32::MAX;
 
 /// A query: a validated spec with its cache and change baseline.
 #[derive(Clone, Debug)]
@@ -246,6 +252,18 @@ impl Query {
             }
         }
         cache.sort_by_id();
+        cache.match_of_row = vec![Vec::new(); spec.with.len()];
+        for c in spec.added.iter().chain(&spec.changed) {
+            let Some(t) = spec.term(*c) else { continue };
+            if !cache.match_of_row[t].is_empty() {
+                continue;
+            }
+            let mut map = vec![NO_MATCH; required[t].len()];
+            for (index, row) in cache.rows[t].iter().enumerate() {
+                map[*row as usize] = index as u32;
+            }
+            cache.match_of_row[t] = map;
+        }
         self.cache = cache;
         self.driver = Some(driver);
         self.stamp = Some(Stamp {
@@ -297,16 +315,16 @@ impl Query {
         };
         let logged = terms
             .iter()
-            .filter_map(|(_, _, set)| set.changes_since(baseline))
-            .min_by_key(|list| list.len());
+            .filter_map(|(t, _, set)| set.changes_since(baseline).map(|list| (*t, *set, list)))
+            .min_by_key(|(_, _, list)| list.len());
         match logged {
-            Some(list) => {
+            Some((t, set, list)) => {
+                let map = &cache.match_of_row[t];
                 for at in list {
-                    let Ok(index) = cache.ids.binary_search(&at.id) else {
-                        continue;
-                    };
-                    if cache.slots[index] == at.slot && holds(index) {
-                        self.selection.push(index as u32);
+                    let Some(row) = set.row_of(*at) else { continue };
+                    let index = map.get(row).copied().unwrap_or(NO_MATCH);
+                    if index != NO_MATCH && holds(index as usize) {
+                        self.selection.push(index);
                     }
                 }
                 self.selection.sort_unstable();
@@ -397,6 +415,7 @@ impl Cache {
         }
         self.dense.clear();
         self.ancestors.clear();
+        self.match_of_row.clear();
     }
 
     /// Puts the matches in id order (a no-op when the driver already yielded them so), then
@@ -581,29 +600,25 @@ impl<'q> Pass<'q> {
         let rc = *self.spec.with.get(rt).ok_or(QueryError::NoSuchTerm(rt))?;
         let (mut writer, reads) = store.update_columns::<W, R>(wc, wf, Some((rc, rf)))?;
         let (wrows, rrows) = (&self.cache.rows[wt], &self.cache.rows[rt]);
-        let mut changed = 0;
-        match self.selection {
+        let changed = match self.selection {
             None if self.cache.dense[wt] && self.cache.dense[rt] => {
-                for (i, r) in reads.iter().enumerate().take(self.cache.ids.len()) {
-                    let next = f(&writer.values()[i], r);
-                    changed += usize::from(writer.write(i, next));
-                }
+                let n = self.cache.ids.len().min(reads.len());
+                writer.update_dense(&reads[..n], f)
             }
-            None => {
-                for (w, r) in wrows.iter().zip(rrows) {
-                    let (w, r) = (*w as usize, *r as usize);
-                    let next = f(&writer.values()[w], &reads[r]);
-                    changed += usize::from(writer.write(w, next));
-                }
-            }
-            Some(selection) => {
-                for &i in selection {
-                    let (w, r) = (wrows[i as usize] as usize, rrows[i as usize] as usize);
-                    let next = f(&writer.values()[w], &reads[r]);
-                    changed += usize::from(writer.write(w, next));
-                }
-            }
-        }
+            None => writer.update_indexed(
+                wrows.len(),
+                |k| (wrows[k] as usize, rrows[k] as usize),
+                |current, r| f(current, &reads[r]),
+            ),
+            Some(selection) => writer.update_indexed(
+                selection.len(),
+                |k| {
+                    let i = selection[k] as usize;
+                    (wrows[i] as usize, rrows[i] as usize)
+                },
+                |current, r| f(current, &reads[r]),
+            ),
+        };
         Ok(changed)
     }
 
@@ -620,23 +635,14 @@ impl<'q> Pass<'q> {
         let wc = *self.spec.with.get(wt).ok_or(QueryError::NoSuchTerm(wt))?;
         let mut writer = store.column_writer::<W>(wc, wf)?;
         let rows = &self.cache.rows[wt];
-        let mut changed = 0;
-        let mut one = |row: usize| {
-            let next = f(&writer.values()[row]);
-            usize::from(writer.write(row, next))
+        let changed = match self.selection {
+            None => writer.update_indexed(rows.len(), |k| (rows[k] as usize, k), |current, _| f(current)),
+            Some(selection) => writer.update_indexed(
+                selection.len(),
+                |k| (rows[selection[k] as usize] as usize, k),
+                |current, _| f(current),
+            ),
         };
-        match self.selection {
-            None => {
-                for &row in rows {
-                    changed += one(row as usize);
-                }
-            }
-            Some(selection) => {
-                for &i in selection {
-                    changed += one(rows[i as usize] as usize);
-                }
-            }
-        }
         Ok(changed)
     }
 
