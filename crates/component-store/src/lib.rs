@@ -76,7 +76,8 @@ pub use crate::handle::{Binding, ComponentHandle, RemovalReader, Removals};
 pub use crate::list::ListAccessor;
 pub use crate::orphan::{OrphanRecord, Orphans};
 pub use crate::set::{
-    ComponentSet, FieldMask, InstanceRef, REMOVAL_LOG_CAPACITY, RefEntry, Removal, Tick,
+    ChangeRecord, ComponentSet, FieldMask, InstanceRef, REMOVAL_LOG_CAPACITY, RefEntry, Removal,
+    Tick,
 };
 pub use crate::slots::SetSlot;
 pub use crate::store::{BulkInit, DestroyOutcome, RowInit, Store, StoreEvent, StoreId};

@@ -43,6 +43,29 @@ impl InstanceRef {
     }
 }
 
+/// An entry of a set's change log: the instance, and the row it held when logged (a hint:
+/// rows move on removal, so readers check `ids[row]` and fall back to the sparse lookup).
+#[derive(Clone, Copy, PartialEq, Eq, Debug)]
+pub struct ChangeRecord {
+    /// The instance whose row changed.
+    pub at: InstanceRef,
+    /// Its row at the time.
+    pub row: u32,
+}
+
+impl ChangeRecord {
+    /// The instance's present row in `set`, using the hint when it still holds.
+    #[inline]
+    pub fn resolve(&self, set: &ComponentSet) -> Option<usize> {
+        let hint = self.row as usize;
+        if set.ids.get(hint) == Some(&self.at.id) {
+            Some(hint)
+        } else {
+            set.row_of(self.at)
+        }
+    }
+}
+
 /// A removal record: which instance lost the component, at which tick.
 #[derive(Clone, Copy, PartialEq, Eq, Debug)]
 pub struct Removal {
@@ -109,7 +132,7 @@ pub struct ComponentSet {
     pub(crate) refs: crate::refs::RefIndex,
     /// Rows whose changed tick rose above `log_base`, each logged once (stale entries allowed:
     /// readers resolve and re-check them).
-    pub(crate) change_log: Vec<InstanceRef>,
+    pub(crate) change_log: Vec<ChangeRecord>,
     /// Every row whose changed tick is above this is in `change_log`.
     pub(crate) log_base: Tick,
 }
@@ -292,7 +315,11 @@ impl ComponentSet {
                 self.change_log.clear();
                 self.log_base = tick;
             } else {
-                self.change_log.extend_from_slice(ats);
+                self.change_log
+                    .extend(ats.iter().enumerate().map(|(i, at)| ChangeRecord {
+                        at: *at,
+                        row: (start + i) as u32,
+                    }));
             }
         }
         if !self.def.reference_fields.is_empty() {
@@ -314,7 +341,13 @@ impl ComponentSet {
         self.sparse[slot] = row as u32;
         self.ids.push(at.id);
         self.slots.push(at.slot);
-        self.log_change(at, tick);
+        self.log_change(
+            ChangeRecord {
+                at,
+                row: row as u32,
+            },
+            tick,
+        );
         self.added.push(tick);
         self.changed.push(tick);
         self.dirty.resize(self.dirty.len() + self.dirty_words, 0);
@@ -435,8 +468,8 @@ impl ComponentSet {
     }
 
     /// Logs a row whose changed tick just rose above the log base (see [`Track::log`]).
-    pub(crate) fn log_change(&mut self, at: InstanceRef, tick: Tick) {
-        self.track().log(at, tick);
+    pub(crate) fn log_change(&mut self, record: ChangeRecord, tick: Tick) {
+        self.track().log(record, tick);
     }
 
     /// Forgets the change log: every row counts as changed at or before `tick`.
@@ -449,7 +482,7 @@ impl ComponentSet {
     /// every row changed after `baseline` is in the list (which may also hold rows changed
     /// earlier, and instances no longer holding the component; resolve and re-check ticks).
     /// `None` when the log was reset after `baseline`: scan instead.
-    pub fn changes_since(&self, baseline: Tick) -> Option<&[InstanceRef]> {
+    pub fn changes_since(&self, baseline: Tick) -> Option<&[ChangeRecord]> {
         (baseline >= self.log_base).then_some(self.change_log.as_slice())
     }
 
@@ -526,7 +559,7 @@ pub(crate) struct Track<'a> {
     pub(crate) dirty_rows: &'a mut Vec<InstanceRef>,
     pub(crate) ids: &'a [InstanceId],
     pub(crate) slots: &'a [Slot],
-    pub(crate) change_log: &'a mut Vec<InstanceRef>,
+    pub(crate) change_log: &'a mut Vec<ChangeRecord>,
     pub(crate) log_base: &'a mut Tick,
 }
 
@@ -547,7 +580,14 @@ impl Track<'_> {
     pub(crate) fn mark(&mut self, row: usize, field: FieldId, tick: Tick) {
         let previous = std::mem::replace(&mut self.changed[row], tick);
         if previous <= *self.log_base && tick > *self.log_base {
-            self.log(InstanceRef::new(self.ids[row], self.slots[row]), tick);
+            let at = InstanceRef::new(self.ids[row], self.slots[row]);
+            self.log(
+                ChangeRecord {
+                    at,
+                    row: row as u32,
+                },
+                tick,
+            );
         }
         let (word, bit) = (field.index() / 64, 1u64 << (field.index() % 64));
         if self.dirty_words == 1 {
@@ -572,9 +612,9 @@ impl Track<'_> {
     /// quarter of the set, it is dropped instead and the base moves to `tick`: readers whose
     /// baseline predates it scan, which then costs no more than reading the log would.
     #[cold]
-    pub(crate) fn log(&mut self, at: InstanceRef, tick: Tick) {
+    pub(crate) fn log(&mut self, record: ChangeRecord, tick: Tick) {
         if tick > *self.log_base {
-            Self::log_into(self.change_log, self.log_base, self.ids.len(), at, tick);
+            Self::log_into(self.change_log, self.log_base, self.ids.len(), record, tick);
         }
     }
 
@@ -582,17 +622,17 @@ impl Track<'_> {
     /// other tracking arrays borrowed.
     #[cold]
     pub(crate) fn log_into(
-        log: &mut Vec<InstanceRef>,
+        log: &mut Vec<ChangeRecord>,
         base: &mut Tick,
         rows: usize,
-        at: InstanceRef,
+        record: ChangeRecord,
         tick: Tick,
     ) {
         if log.len() >= (rows / 4).max(64) {
             log.clear();
             *base = tick;
         } else {
-            log.push(at);
+            log.push(record);
         }
     }
 }

@@ -176,7 +176,10 @@ impl<T: Scalar> ColumnWriter<'_, T> {
                     changed += 1;
                     let previous = std::mem::replace(changed_tick, tick);
                     if previous <= base && tick > base {
-                        let at = crate::set::InstanceRef::new(track.ids[row], track.slots[row]);
+                        let at = crate::set::ChangeRecord {
+                            at: crate::set::InstanceRef::new(track.ids[row], track.slots[row]),
+                            row: row as u32,
+                        };
                         Track::log_into(
                             track.change_log,
                             track.log_base,

@@ -626,7 +626,9 @@ fn check_store(store: &Store, model: &mut Model, ids: &[ComponentId], world: &[I
                     if set.changed_ticks()[row].0 > baseline {
                         let at = InstanceRef::new(set.ids()[row], set.slots()[row]);
                         assert!(
-                            listed.contains(&at),
+                            listed
+                                .iter()
+                                .any(|r| r.at == at && r.resolve(set) == Some(row)),
                             "{ctx}: {name}: change log misses a row"
                         );
                     }

@@ -320,14 +320,36 @@ impl Query {
         match logged {
             Some((t, set, list)) => {
                 let map = &cache.match_of_row[t];
-                for at in list {
-                    let Some(row) = set.row_of(*at) else { continue };
-                    let index = map.get(row).copied().unwrap_or(NO_MATCH);
-                    if index != NO_MATCH && holds(index as usize) {
+                // The logged term's own tick first: it filters out rows logged before the
+                // baseline without touching anything else.
+                let added = terms.iter().any(|(term, added, _)| *term == t && *added);
+                let own_ticks = if added {
+                    set.added_ticks()
+                } else {
+                    set.changed_ticks()
+                };
+                let others = terms.len() > 1;
+                let dense = cache.dense[t];
+                for record in list {
+                    let Some(row) = record.resolve(set) else {
+                        continue;
+                    };
+                    if own_ticks[row] <= baseline {
+                        continue;
+                    }
+                    // A dense term's rows are the match indexes themselves.
+                    let index = if dense && row < cache.ids.len() {
+                        row as u32
+                    } else {
+                        map.get(row).copied().unwrap_or(NO_MATCH)
+                    };
+                    if index != NO_MATCH && (!others || holds(index as usize)) {
                         self.selection.push(index);
                     }
                 }
-                self.selection.sort_unstable();
+                if !self.selection.is_sorted() {
+                    self.selection.sort_unstable();
+                }
                 self.selection.dedup();
             }
             None => {
@@ -636,7 +658,11 @@ impl<'q> Pass<'q> {
         let mut writer = store.column_writer::<W>(wc, wf)?;
         let rows = &self.cache.rows[wt];
         let changed = match self.selection {
-            None => writer.update_indexed(rows.len(), |k| (rows[k] as usize, k), |current, _| f(current)),
+            None => writer.update_indexed(
+                rows.len(),
+                |k| (rows[k] as usize, k),
+                |current, _| f(current),
+            ),
             Some(selection) => writer.update_indexed(
                 selection.len(),
                 |k| (rows[selection[k] as usize] as usize, k),
