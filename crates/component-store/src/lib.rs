@@ -61,6 +61,7 @@ mod list;
 mod orphan;
 mod refs;
 mod set;
+mod shared;
 mod slots;
 mod store;
 mod value;

@@ -618,6 +618,16 @@ impl Track<'_> {
         }
     }
 
+    /// Prepares for a pass that may change up to `rows` rows at `tick`: when they could not all
+    /// fit in the change log, drops the log now (moving its base to `tick`) rather than filling
+    /// it row by row and dropping it part-way.
+    pub(crate) fn prepare_bulk(&mut self, rows: usize, tick: Tick) {
+        if tick > *self.log_base && self.change_log.len() + rows > (self.ids.len() / 4).max(64) {
+            self.change_log.clear();
+            *self.log_base = tick;
+        }
+    }
+
     /// The body of [`Track::log`] over the two fields it touches, for loops that hold the
     /// other tracking arrays borrowed.
     #[cold]

@@ -19,6 +19,7 @@ use crate::def::{ComponentDef, ComponentId, FieldId, InstalledDef, RefPolicy};
 use crate::error::StoreError;
 use crate::orphan::{OrphanRecord, Orphans};
 use crate::set::{ComponentSet, FieldMask, InstanceRef, Tick};
+use crate::shared::SharedSet;
 use crate::value::Value;
 
 static NEXT_STORE_ID: AtomicU64 = AtomicU64::new(1);
@@ -78,7 +79,7 @@ pub struct DestroyOutcome {
 #[derive(Debug)]
 pub struct Store {
     id: StoreId,
-    sets: Vec<Option<Arc<ComponentSet>>>,
+    sets: Vec<Option<SharedSet>>,
     names: HashMap<Arc<str>, ComponentId>,
     name_revision: u64,
     allocations: u64,
@@ -131,7 +132,11 @@ impl Store {
     pub fn snapshot(&self) -> Store {
         Store {
             id: StoreId::fresh(),
-            sets: self.sets.clone(),
+            sets: self
+                .sets
+                .iter()
+                .map(|s| s.as_ref().map(SharedSet::share))
+                .collect(),
             names: self.names.clone(),
             name_revision: self.name_revision,
             allocations: self.allocations,
@@ -146,7 +151,7 @@ impl Store {
     /// was snapshotted from the other).
     pub fn shares_set_with(&self, other: &Store, component: ComponentId) -> bool {
         match (self.slot_set(component), other.slot_set(component)) {
-            (Some(a), Some(b)) => Arc::ptr_eq(a, b),
+            (Some(a), Some(b)) => a.ptr_eq(b),
             _ => false,
         }
     }
@@ -173,7 +178,7 @@ impl Store {
         self.names.insert(installed.def.name.clone(), id);
         self.name_revision += 1;
         self.sets
-            .push(Some(Arc::new(ComponentSet::new(Arc::new(installed)))));
+            .push(Some(SharedSet::new(ComponentSet::new(Arc::new(installed)))));
         self.rebuild_dependents();
         Ok(id)
     }
@@ -191,7 +196,7 @@ impl Store {
     ) -> Result<(), StoreError> {
         let old = self
             .slot_set(component)
-            .cloned()
+            .map(|s| s.get().clone())
             .ok_or(StoreError::UnknownComponent(component))?;
         let renamed = *old.def.def.name != *def.name;
         if renamed && self.names.contains_key(&*def.name) {
@@ -235,7 +240,7 @@ impl Store {
             self.names.insert(set.def.def.name.clone(), component);
             self.name_revision += 1;
         }
-        self.sets[component.index()] = Some(Arc::new(set));
+        self.sets[component.index()] = Some(SharedSet::new(set));
         self.rebuild_dependents();
         Ok(())
     }
@@ -280,13 +285,15 @@ impl Store {
 
     /// The installed components, in id order.
     pub fn components(&self) -> impl Iterator<Item = &ComponentSet> + '_ {
-        self.sets.iter().filter_map(|s| s.as_deref())
+        self.sets
+            .iter()
+            .filter_map(|s| s.as_ref().map(SharedSet::get))
     }
 
     /// A component's set.
     pub fn set(&self, component: ComponentId) -> Result<&ComponentSet, StoreError> {
         self.slot_set(component)
-            .map(|s| &**s)
+            .map(SharedSet::get)
             .ok_or(StoreError::UnknownComponent(component))
     }
 
@@ -304,7 +311,7 @@ impl Store {
         })
     }
 
-    fn slot_set(&self, component: ComponentId) -> Option<&Arc<ComponentSet>> {
+    fn slot_set(&self, component: ComponentId) -> Option<&SharedSet> {
         self.sets.get(component.index())?.as_ref()
     }
 
@@ -315,7 +322,7 @@ impl Store {
         self.sets
             .get_mut(component.index())
             .and_then(Option::as_mut)
-            .map(Arc::make_mut)
+            .map(SharedSet::make_mut)
             .ok_or(StoreError::UnknownComponent(component))
     }
 
@@ -421,7 +428,7 @@ impl Store {
             .ok_or(StoreError::UnknownComponent(component))?;
         let observed = set.def.def.observed;
         tick.0 += 1;
-        let set = Arc::make_mut(set);
+        let set = set.make_mut();
         let row = match values {
             Some(values) => set.push_row(at, values, *tick),
             None => set.push_default_row(at, *tick),
@@ -484,7 +491,7 @@ impl Store {
             .ok_or(StoreError::UnknownComponent(component))?;
         tick.0 += 1;
         let observed = set.def.def.observed;
-        let set = Arc::make_mut(set);
+        let set = set.make_mut();
         let rows = set.push_default_rows(ats, *tick);
         if observed {
             events.extend(ats.iter().map(|at| StoreEvent::Added {
@@ -538,7 +545,7 @@ impl Store {
         };
         tick.0 += 1;
         let observed = set.def.def.observed;
-        Arc::make_mut(set).swap_remove_row(row, *tick);
+        set.make_mut().swap_remove_row(row, *tick);
         if observed {
             events.push(StoreEvent::Removed {
                 id: at.id,
@@ -553,7 +560,7 @@ impl Store {
     fn parts(
         &mut self,
         component: ComponentId,
-    ) -> Option<(&mut Arc<ComponentSet>, &mut Tick, &mut Vec<StoreEvent>)> {
+    ) -> Option<(&mut SharedSet, &mut Tick, &mut Vec<StoreEvent>)> {
         let set = self.sets.get_mut(component.index())?.as_mut()?;
         Some((set, &mut self.tick, &mut self.events))
     }
@@ -584,13 +591,15 @@ impl Store {
             .ok_or(StoreError::UnknownComponent(component))?;
         let set = target
             .as_mut()
-            .map(Arc::make_mut)
+            .map(SharedSet::make_mut)
             .ok_or(StoreError::UnknownComponent(component))?;
         let other = match other {
-            Some(o) if o.index() < index => before.get(o.index()).and_then(|s| s.as_deref()),
-            Some(o) if o.index() > index => {
-                after.get(o.index() - index - 1).and_then(|s| s.as_deref())
-            }
+            Some(o) if o.index() < index => before
+                .get(o.index())
+                .and_then(|s| s.as_ref().map(SharedSet::get)),
+            Some(o) if o.index() > index => after
+                .get(o.index() - index - 1)
+                .and_then(|s| s.as_ref().map(SharedSet::get)),
             _ => None,
         };
         Ok((set, other, &mut self.tick, &mut self.events))
@@ -604,7 +613,7 @@ impl Store {
         let (set, tick, events) = self
             .parts(component)
             .ok_or(StoreError::UnknownComponent(component))?;
-        Ok((Arc::make_mut(set), tick, events))
+        Ok((set.make_mut(), tick, events))
     }
 
     // ----- Field access. -----
@@ -667,7 +676,7 @@ impl Store {
         }
         let observed = set.def.def.observed;
         tick.0 += 1;
-        let set = Arc::make_mut(set);
+        let set = set.make_mut();
         if let Some(values) = set.typed_mut::<T>(field) {
             values[row] = value;
         }

@@ -159,6 +159,7 @@ impl<T: Scalar> ColumnWriter<'_, T> {
             // The common shape (one dirty word per row, no observer events): a loop over zipped
             // slices, with the change-log check against a hoisted base.
             Target::Bound { values, track } if track.dirty_words == 1 && !self.observed => {
+                track.prepare_bulk(values.len().min(reads.len()), tick);
                 let bit = 1u64 << (field.index() % 64);
                 let mut base = *track.log_base;
                 let mut changed = 0;
@@ -223,6 +224,7 @@ impl<T: Scalar> ColumnWriter<'_, T> {
         let mut changed = 0;
         match &mut self.target {
             Target::Bound { values, track } => {
+                track.prepare_bulk(n, tick);
                 for k in 0..n {
                     let (row, read) = rows(k);
                     let Some(current) = values.get_mut(row) else {

@@ -1,0 +1,81 @@
+//! `SharedSet`: a component set shared copy-on-write with snapshots, which remembers when its
+//! holder has made it private, so writes after the first skip the atomic uniqueness check.
+//!
+//! Invariant: `private` is true only while this handle's `Arc` has a strong count of one and no
+//! weak references (none are ever created). `make_mut` sets it after making the set unique;
+//! `share`, the only way a second strong reference is made, clears it first. Every write to a
+//! set goes through `make_mut`, which takes `&mut self`, so no `share` can run concurrently.
+
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
+
+use crate::set::ComponentSet;
+
+/// A component set behind `Arc`, with the "made private by this holder" flag.
+#[derive(Debug)]
+pub(crate) struct SharedSet {
+    arc: Arc<ComponentSet>,
+    private: AtomicBool,
+}
+
+impl SharedSet {
+    pub(crate) fn new(set: ComponentSet) -> Self {
+        Self {
+            arc: Arc::new(set),
+            private: AtomicBool::new(true),
+        }
+    }
+
+    /// The set, for reading.
+    #[inline]
+    pub(crate) fn get(&self) -> &ComponentSet {
+        &self.arc
+    }
+
+    /// A second handle on the same set (for a snapshot). Both handles must copy before their
+    /// next write.
+    pub(crate) fn share(&self) -> Self {
+        self.private.store(false, Ordering::Relaxed);
+        Self {
+            arc: Arc::clone(&self.arc),
+            private: AtomicBool::new(false),
+        }
+    }
+
+    /// Whether two handles share one set.
+    pub(crate) fn ptr_eq(&self, other: &SharedSet) -> bool {
+        Arc::ptr_eq(&self.arc, &other.arc)
+    }
+
+    /// The set for writing: copied first if a snapshot shares it, and without any atomic
+    /// operation once this handle made it private.
+    #[inline]
+    pub(crate) fn make_mut(&mut self) -> &mut ComponentSet {
+        if *self.private.get_mut() {
+            debug_assert_eq!(Arc::strong_count(&self.arc), 1, "a private set is unshared");
+            // SAFETY: `private` is true, so by the module invariant this `Arc` is the only
+            // strong reference and no weak reference exists; `&mut self` excludes every other
+            // borrow of it. The data is therefore reachable only through this handle, and
+            // handing out `&mut` to it for the duration of the borrow is sound.
+            #[expect(
+                unsafe_code,
+                reason = "skips Arc::make_mut's atomic check on private sets"
+            )]
+            unsafe {
+                &mut *Arc::as_ptr(&self.arc).cast_mut()
+            }
+        } else {
+            *self.private.get_mut() = true;
+            Arc::make_mut(&mut self.arc)
+        }
+    }
+}
+
+impl std::ops::Deref for SharedSet {
+    type Target = ComponentSet;
+
+    #[inline]
+    fn deref(&self) -> &ComponentSet {
+        &self.arc
+    }
+}
