@@ -50,6 +50,7 @@ impl SharedSet {
     /// The set for writing: copied first if a snapshot shares it, and without any atomic
     /// operation once this handle made it private.
     #[inline]
+    #[expect(unsafe_code, reason = "skips Arc::make_mut's atomic check on private sets")]
     pub(crate) fn make_mut(&mut self) -> &mut ComponentSet {
         if *self.private.get_mut() {
             debug_assert_eq!(Arc::strong_count(&self.arc), 1, "a private set is unshared");
