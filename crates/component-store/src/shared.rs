@@ -58,10 +58,6 @@ impl SharedSet {
             // strong reference and no weak reference exists; `&mut self` excludes every other
             // borrow of it. The data is therefore reachable only through this handle, and
             // handing out `&mut` to it for the duration of the borrow is sound.
-            #[expect(
-                unsafe_code,
-                reason = "skips Arc::make_mut's atomic check on private sets"
-            )]
             unsafe {
                 &mut *Arc::as_ptr(&self.arc).cast_mut()
             }
