@@ -100,12 +100,20 @@ impl RefIndex {
         out
     }
 
-    pub(crate) fn targets(&self) -> usize {
-        self.targets.len()
+    /// Removes and returns every reference to `target`, sorted by holder then field.
+    pub(crate) fn take(&mut self, target: InstanceId) -> Vec<RefEntry> {
+        let entries = self.entries(target);
+        self.targets.remove(&target);
+        entries
     }
 
-    pub(crate) fn is_empty(&self) -> bool {
-        self.targets.is_empty()
+    /// Whether any reference to `target` is held.
+    pub(crate) fn contains(&self, target: InstanceId) -> bool {
+        self.targets.contains_key(&target)
+    }
+
+    pub(crate) fn targets(&self) -> usize {
+        self.targets.len()
     }
 
     pub(crate) fn clear(&mut self) {
@@ -150,7 +158,7 @@ mod tests {
         for h in 1..=100u64 {
             index.remove(target, entry(h, 0));
         }
-        assert!(index.is_empty());
+        assert_eq!(index.targets(), 0);
         index.remove(target, entry(1, 0));
         assert_eq!(index.targets(), 0);
     }

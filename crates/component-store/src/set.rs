@@ -401,6 +401,37 @@ impl ComponentSet {
         changed
     }
 
+    /// Clears a direct reference field of a row that points at `target`, whose index entry the
+    /// caller already removed. Returns whether it changed.
+    pub(crate) fn clear_direct_reference(
+        &mut self,
+        row: usize,
+        field: FieldId,
+        target: InstanceId,
+        tick: Tick,
+    ) -> bool {
+        let cleared = match self.columns.get_mut(field.index()) {
+            Some(Column::Reference(values)) if values.get(row) == Some(&Some(target)) => {
+                values[row] = None;
+                true
+            }
+            _ => false,
+        };
+        if cleared {
+            self.mark_changed(row, field, tick);
+        }
+        cleared
+    }
+
+    /// Whether a field of a row still references `target` (directly or nested).
+    pub(crate) fn holds_reference(&self, row: usize, field: FieldId, target: InstanceId) -> bool {
+        let mut found = false;
+        if let Some(column) = self.columns.get(field.index()) {
+            for_each_reference(column, row, |t| found |= t == target);
+        }
+        found
+    }
+
     /// Stores a conforming value in a row being initialised: keeps the reverse index exact,
     /// takes no tick and marks nothing dirty.
     pub(crate) fn init_field(&mut self, row: usize, field: FieldId, value: Value) {

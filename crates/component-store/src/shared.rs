@@ -50,7 +50,10 @@ impl SharedSet {
     /// The set for writing: copied first if a snapshot shares it, and without any atomic
     /// operation once this handle made it private.
     #[inline]
-    #[expect(unsafe_code, reason = "skips Arc::make_mut's atomic check on private sets")]
+    #[expect(
+        unsafe_code,
+        reason = "skips Arc::make_mut's atomic check on private sets"
+    )]
     pub(crate) fn make_mut(&mut self) -> &mut ComponentSet {
         if *self.private.get_mut() {
             debug_assert_eq!(Arc::strong_count(&self.arc), 1, "a private set is unshared");
@@ -58,9 +61,7 @@ impl SharedSet {
             // strong reference and no weak reference exists; `&mut self` excludes every other
             // borrow of it. The data is therefore reachable only through this handle, and
             // handing out `&mut` to it for the duration of the borrow is sound.
-            unsafe {
-                &mut *Arc::as_ptr(&self.arc).cast_mut()
-            }
+            unsafe { &mut *Arc::as_ptr(&self.arc).cast_mut() }
         } else {
             *self.private.get_mut() = true;
             Arc::make_mut(&mut self.arc)

@@ -805,12 +805,16 @@ impl Store {
     /// its holder still holds the component, since an earlier action may have removed it.
     pub fn on_destroyed(&mut self, doomed: &[Doomed]) -> DestroyOutcome {
         let mut outcome = DestroyOutcome::default();
-        let components: Vec<ComponentId> = self.components().map(ComponentSet::id).collect();
         for d in doomed {
             let at = InstanceRef::new(d.id, d.slot);
-            for &component in &components {
-                if self.has(at, component) {
-                    self.remove_with_dependents(at, component, &mut outcome.removed);
+            for index in 0..self.sets.len() {
+                let held = self.sets[index].as_ref().is_some_and(|s| s.contains(at));
+                if held {
+                    self.remove_with_dependents(
+                        at,
+                        ComponentId(index as u32),
+                        &mut outcome.removed,
+                    );
                 }
             }
         }
@@ -820,31 +824,47 @@ impl Store {
                 orphans.remove_instance(d.id);
             }
         }
-        let referencing: Vec<ComponentId> = self
-            .components()
-            .filter(|s| !s.refs.is_empty())
-            .map(ComponentSet::id)
-            .collect();
-        if referencing.is_empty() {
-            return outcome;
-        }
-        let doomed_ids: HashSet<InstanceId> = doomed.iter().map(|d| d.id).collect();
+        // Built only when some reference to a destroyed instance exists.
+        let mut doomed_ids: Option<HashSet<InstanceId>> = None;
         let mut destroy_seen = HashSet::new();
         for d in doomed {
-            for &component in &referencing {
-                let entries: Vec<_> = match self.set(component) {
-                    Ok(set) => set.references_to(d.id),
-                    Err(_) => continue,
+            for index in 0..self.sets.len() {
+                let component = ComponentId(index as u32);
+                let referenced = self.sets[index]
+                    .as_ref()
+                    .is_some_and(|s| s.refs.contains(d.id));
+                if !referenced {
+                    continue;
+                }
+                // Take the target's entries out in one step, so the actions below never
+                // search its holder list again; entries of holders that still reference it
+                // afterwards (destroy requests) go back, keeping the index exact.
+                let Ok(set) = self.set_mut(component) else {
+                    continue;
                 };
-                for entry in entries {
+                let entries = set.refs.take(d.id);
+                let doomed_ids =
+                    doomed_ids.get_or_insert_with(|| doomed.iter().map(|d| d.id).collect());
+                for entry in &entries {
                     self.apply_policy(
                         component,
-                        entry,
+                        *entry,
                         d.id,
-                        &doomed_ids,
+                        doomed_ids,
                         &mut destroy_seen,
                         &mut outcome,
                     );
+                }
+                if let Ok(set) = self.set_mut(component) {
+                    for entry in entries {
+                        let holder = InstanceRef::new(entry.holder, entry.holder_slot);
+                        let still = set
+                            .row_of(holder)
+                            .is_some_and(|row| set.holds_reference(row, entry.field, d.id));
+                        if still {
+                            set.refs.insert(d.id, entry);
+                        }
+                    }
                 }
             }
         }
@@ -870,14 +890,40 @@ impl Store {
         };
         match policy {
             RefPolicy::Clear => {
-                let Some(mut value) = set.value(row, entry.field) else {
-                    return;
+                let direct = matches!(
+                    set.column(entry.field),
+                    Some(crate::column::Column::Reference(_))
+                );
+                let observed = set.def.def.observed;
+                let cleared = if direct {
+                    let Some((set, tick, events)) = self.parts(component) else {
+                        return;
+                    };
+                    let next = Tick(tick.0 + 1);
+                    let cleared =
+                        set.make_mut()
+                            .clear_direct_reference(row, entry.field, target, next);
+                    if cleared {
+                        *tick = next;
+                        if observed {
+                            events.push(StoreEvent::Changed {
+                                id: entry.holder,
+                                component,
+                                field: entry.field,
+                            });
+                        }
+                    }
+                    cleared
+                } else {
+                    let Some(mut value) = set.value(row, entry.field) else {
+                        return;
+                    };
+                    clear_target(&mut value, target)
+                        && self
+                            .write_row(component, row, entry.field, value)
+                            .unwrap_or(false)
                 };
-                if clear_target(&mut value, target)
-                    && self
-                        .write_row(component, row, entry.field, value)
-                        .unwrap_or(false)
-                {
+                if cleared {
                     outcome.cleared.push((entry.holder, component, entry.field));
                 }
             }

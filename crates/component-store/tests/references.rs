@@ -143,6 +143,12 @@ fn destroy_holder_policy_asks_for_the_holder() {
     let destruction = w.arena.destroy(anchor.id).unwrap();
     let outcome = w.store.on_destroyed(&destruction.doomed);
     assert_eq!(outcome.destroy, vec![balloon.id]);
+    // Until the holder is destroyed it still holds the reference, and the index says so.
+    assert_eq!(
+        w.store.set(tether).unwrap().references_to(anchor.id).len(),
+        1,
+        "the index stays exact for holders awaiting destruction"
+    );
     // The fixture follows the request, as the engine does.
     let mut w2 = World::new();
     let tether = w2.install(
