@@ -88,6 +88,8 @@ pub struct Store {
     events: Vec<StoreEvent>,
     /// For each component, the components whose definitions require it (by name).
     dependents: Vec<Vec<ComponentId>>,
+    /// Values rows held under an older schema version, kept for game migrations.
+    migrations: Arc<HashMap<(InstanceId, ComponentId), OrphanRecord>>,
 }
 
 impl Default for Store {
@@ -109,6 +111,7 @@ impl Store {
             orphans: Arc::default(),
             events: Vec::new(),
             dependents: Vec::new(),
+            migrations: Arc::default(),
         }
     }
 
@@ -144,6 +147,7 @@ impl Store {
             orphans: self.orphans.clone(),
             events: Vec::new(),
             dependents: self.dependents.clone(),
+            migrations: self.migrations.clone(),
         }
     }
 
@@ -552,6 +556,9 @@ impl Store {
                 component,
             });
         }
+        if !self.migrations.is_empty() {
+            Arc::make_mut(&mut self.migrations).remove(&(at.id, component));
+        }
         true
     }
 
@@ -796,6 +803,42 @@ impl Store {
             return Vec::new();
         }
         Arc::make_mut(&mut self.orphans).take_component(component)
+    }
+
+    // ----- Migration input. -----
+
+    /// Keeps the values a row held under an older schema version, for game code to migrate
+    /// from. Dropped when the row goes.
+    pub fn set_migration_input(
+        &mut self,
+        at: InstanceRef,
+        component: ComponentId,
+        record: OrphanRecord,
+    ) {
+        Arc::make_mut(&mut self.migrations).insert((at.id, component), record);
+    }
+
+    /// The migration input of an instance's component, if any.
+    pub fn migration_input(&self, id: InstanceId, component: ComponentId) -> Option<&OrphanRecord> {
+        self.migrations.get(&(id, component))
+    }
+
+    /// Removes and returns the migration input of an instance's component (a migration that
+    /// has run).
+    pub fn take_migration_input(
+        &mut self,
+        id: InstanceId,
+        component: ComponentId,
+    ) -> Option<OrphanRecord> {
+        if !self.migrations.contains_key(&(id, component)) {
+            return None;
+        }
+        Arc::make_mut(&mut self.migrations).remove(&(id, component))
+    }
+
+    /// How many rows have pending migration input.
+    pub fn pending_migrations(&self) -> usize {
+        self.migrations.len()
     }
 
     // ----- Destruction and reclamation hooks. -----

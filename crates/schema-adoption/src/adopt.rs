@@ -1,0 +1,300 @@
+//! Adoption: moving saved (orphan) rows and previously typed rows onto a definition, with a
+//! report of what happened to every field.
+//!
+//! Invariant: one mechanism serves orphans and redefinitions. For every new field, the value
+//! comes from the source field of the same name, else from the first former name present, else
+//! the default; a value that does not convert exactly is reset to the default. Source fields no
+//! new field claims are dropped. A row whose instance's class the definition excludes (or whose
+//! instance is gone) is not adopted and keeps its raw values. Nothing is silently lost: every
+//! outcome is counted in the report.
+
+use std::fmt;
+use std::sync::Arc;
+
+use strata_arena::{ClassId, InstanceId};
+use strata_component_store::{ComponentDef, FieldType, InstanceRef, OrphanRecord, Value};
+
+use crate::convert::convert;
+
+/// How many sample instance ids a report keeps per outcome.
+const SAMPLES: usize = 3;
+
+/// One source field: its name, value, and the type it was stored under when known.
+#[derive(Clone, Debug, PartialEq)]
+pub struct SourceField {
+    /// The field's name in the source.
+    pub name: Arc<str>,
+    /// Its value.
+    pub value: Value,
+    /// The type it had, for typed rows; `None` for raw saved values.
+    pub ty: Option<FieldType>,
+}
+
+/// One row to adopt.
+#[derive(Clone, Debug, PartialEq)]
+pub struct SourceRow {
+    /// The instance.
+    pub at: InstanceRef,
+    /// The schema version the row was saved or typed under.
+    pub version: u32,
+    /// Its fields.
+    pub fields: Vec<SourceField>,
+}
+
+impl SourceRow {
+    /// A row from a raw orphan record.
+    pub fn from_orphan(at: InstanceRef, record: OrphanRecord) -> Self {
+        Self {
+            at,
+            version: record.version,
+            fields: record
+                .fields
+                .into_iter()
+                .map(|(name, value)| SourceField {
+                    name,
+                    value,
+                    ty: None,
+                })
+                .collect(),
+        }
+    }
+
+    /// The row as a raw record (to keep it as an orphan).
+    pub fn to_record(&self, component: &str) -> OrphanRecord {
+        OrphanRecord {
+            component: Arc::from(component),
+            version: self.version,
+            fields: self
+                .fields
+                .iter()
+                .map(|f| (f.name.clone(), f.value.clone()))
+                .collect(),
+        }
+    }
+}
+
+/// A count of rows with sample ids.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct Outcome {
+    /// How many rows.
+    pub count: usize,
+    /// Up to three of their instances, in the order met.
+    pub samples: Vec<InstanceId>,
+}
+
+impl Outcome {
+    fn record(&mut self, id: InstanceId) {
+        self.count += 1;
+        if self.samples.len() < SAMPLES {
+            self.samples.push(id);
+        }
+    }
+}
+
+impl fmt::Display for Outcome {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "{}", self.count)?;
+        if !self.samples.is_empty() {
+            let ids: Vec<String> = self.samples.iter().map(|id| id.to_string()).collect();
+            write!(f, " (e.g. {})", ids.join(", "))?;
+        }
+        Ok(())
+    }
+}
+
+/// What happened to one field of the new definition.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct FieldReport {
+    /// The field.
+    pub field: String,
+    /// Rows whose value carried over under the same name.
+    pub kept: Outcome,
+    /// Rows whose value carried over from a former name, per former name.
+    pub renamed_from: Vec<(String, Outcome)>,
+    /// Rows that had no value for it: the default was used.
+    pub defaulted: Outcome,
+    /// Rows whose value did not convert: reset to the default.
+    pub reset: Outcome,
+}
+
+/// What adoption did for one component.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct ComponentReport {
+    /// The component.
+    pub component: String,
+    /// The definition's version.
+    pub version: u32,
+    /// Rows adopted into typed storage.
+    pub adopted: Outcome,
+    /// Rows left unadopted (their instance's class is excluded, or the instance is gone);
+    /// they stay as orphans.
+    pub unadopted: Outcome,
+    /// Rows saved under an older version, whose old values are kept as migration input.
+    pub migrations: Outcome,
+    /// Per field of the definition.
+    pub fields: Vec<FieldReport>,
+    /// Source fields no field claimed, by source name.
+    pub dropped: Vec<(String, Outcome)>,
+}
+
+impl fmt::Display for ComponentReport {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        writeln!(f, "component {} (version {})", self.component, self.version)?;
+        writeln!(f, "  adopted: {}", self.adopted)?;
+        writeln!(f, "  unadopted: {}", self.unadopted)?;
+        if self.migrations.count > 0 {
+            writeln!(f, "  migration input kept: {}", self.migrations)?;
+        }
+        for field in &self.fields {
+            write!(f, "  field {}:", field.field)?;
+            let mut parts = Vec::new();
+            if field.kept.count > 0 {
+                parts.push(format!("kept {}", field.kept));
+            }
+            for (from, outcome) in &field.renamed_from {
+                parts.push(format!("renamed from {from} {outcome}"));
+            }
+            if field.defaulted.count > 0 {
+                parts.push(format!("defaulted {}", field.defaulted));
+            }
+            if field.reset.count > 0 {
+                parts.push(format!("reset {}", field.reset));
+            }
+            if parts.is_empty() {
+                parts.push("no rows".into());
+            }
+            writeln!(f, " {}", parts.join("; "))?;
+        }
+        for (name, outcome) in &self.dropped {
+            writeln!(f, "  dropped {name}: {outcome}")?;
+        }
+        Ok(())
+    }
+}
+
+/// The result of adopting rows onto one definition.
+#[derive(Clone, Debug, Default)]
+pub struct Adopted {
+    /// Rows to store: instance and values in the definition's field order.
+    pub rows: Vec<(InstanceRef, Vec<Value>)>,
+    /// Rows not adopted, unchanged.
+    pub unadopted: Vec<SourceRow>,
+    /// Migration input for rows saved under an older version: instance and old record.
+    pub migrations: Vec<(InstanceRef, OrphanRecord)>,
+    /// The report.
+    pub report: ComponentReport,
+}
+
+/// Adopts `rows` onto `def`. `class_of` gives a live instance's class (`None` when the instance
+/// is gone); `allowed` is the definition's resolved class restriction.
+pub fn adopt(
+    def: &ComponentDef,
+    allowed: Option<&[ClassId]>,
+    rows: Vec<SourceRow>,
+    class_of: impl Fn(InstanceId) -> Option<ClassId>,
+) -> Adopted {
+    let mut adopted = Adopted {
+        report: ComponentReport {
+            component: def.name.to_string(),
+            version: def.version,
+            fields: def
+                .fields
+                .iter()
+                .map(|f| FieldReport {
+                    field: f.name.to_string(),
+                    ..FieldReport::default()
+                })
+                .collect(),
+            ..ComponentReport::default()
+        },
+        ..Adopted::default()
+    };
+    let report = &mut adopted.report;
+    for row in rows {
+        let id = row.at.id;
+        let class_ok = class_of(id).is_some_and(|c| allowed.is_none_or(|a| a.contains(&c)));
+        if !class_ok {
+            report.unadopted.record(id);
+            adopted.unadopted.push(row);
+            continue;
+        }
+        let mut claimed = vec![false; row.fields.len()];
+        let mut values = Vec::with_capacity(def.fields.len());
+        for (field, field_report) in def.fields.iter().zip(&mut report.fields) {
+            let by_name = row.fields.iter().position(|s| s.name == field.name);
+            let (source, former) = match by_name {
+                Some(i) => (Some(i), None),
+                None => field
+                    .former_names
+                    .iter()
+                    .find_map(|former| {
+                        row.fields
+                            .iter()
+                            .position(|s| s.name == *former)
+                            .map(|i| (Some(i), Some(former.clone())))
+                    })
+                    .unwrap_or((None, None)),
+            };
+            let Some(i) = source else {
+                field_report.defaulted.record(id);
+                values.push(field.default.clone());
+                continue;
+            };
+            claimed[i] = true;
+            let source = &row.fields[i];
+            match convert(&source.value, source.ty.as_ref(), &field.ty) {
+                Some(value) => {
+                    values.push(value);
+                    match former {
+                        None => field_report.kept.record(id),
+                        Some(former) => {
+                            let entry = match field_report
+                                .renamed_from
+                                .iter_mut()
+                                .find(|(name, _)| **name == *former)
+                            {
+                                Some(entry) => entry,
+                                None => {
+                                    field_report
+                                        .renamed_from
+                                        .push((former.to_string(), Outcome::default()));
+                                    field_report
+                                        .renamed_from
+                                        .last_mut()
+                                        .expect("an entry was just pushed")
+                                }
+                            };
+                            entry.1.record(id);
+                        }
+                    }
+                }
+                None => {
+                    field_report.reset.record(id);
+                    values.push(field.default.clone());
+                }
+            }
+        }
+        for (source, claimed) in row.fields.iter().zip(&claimed) {
+            if !claimed {
+                let entry = match report.dropped.iter_mut().find(|(n, _)| **n == *source.name) {
+                    Some(entry) => entry,
+                    None => {
+                        report
+                            .dropped
+                            .push((source.name.to_string(), Outcome::default()));
+                        report.dropped.last_mut().expect("an entry was just pushed")
+                    }
+                };
+                entry.1.record(id);
+            }
+        }
+        if row.version < def.version {
+            report.migrations.record(id);
+            adopted.migrations.push((row.at, row.to_record(&def.name)));
+        }
+        report.adopted.record(id);
+        adopted.rows.push((row.at, values));
+    }
+    report.dropped.sort_by(|a, b| a.0.cmp(&b.0));
+    adopted
+}

@@ -1,0 +1,66 @@
+//! `SchemaError`: why a component definition could not be evaluated or installed.
+//!
+//! Invariant: every failure of evaluation (syntax, runtime, budget, shape) is a value of this
+//! type, never a panic, and is cloneable so failures can be cached like successes.
+
+use strata_component_store::StoreError;
+
+/// Why a schema was refused.
+#[derive(Clone, Debug, PartialEq, thiserror::Error)]
+#[non_exhaustive]
+pub enum SchemaError {
+    /// The source does not parse.
+    #[error("syntax error{}: {message}", line_suffix(*line))]
+    Syntax {
+        /// Luau's message.
+        message: String,
+        /// The line, when Luau gives it.
+        line: Option<u32>,
+    },
+    /// The source raised an error while running (including reaching for something the sandbox
+    /// does not provide, such as `game`, `require` or `os`).
+    #[error("runtime error{}: {message}", line_suffix(*line))]
+    Runtime {
+        /// Luau's message.
+        message: String,
+        /// The line, when Luau gives it.
+        line: Option<u32>,
+    },
+    /// The evaluation ran past its instruction budget (an endless loop, for example).
+    #[error("the schema ran past its instruction budget ({0} interrupts)")]
+    InstructionBudget(u64),
+    /// The evaluation ran past its time budget.
+    #[error("the schema ran past its time budget ({0} ms)")]
+    TimeBudget(u64),
+    /// The evaluation tried to allocate past its memory budget.
+    #[error("the schema ran past its memory budget ({0} bytes)")]
+    MemoryBudget(usize),
+    /// The evaluation recursed too deeply.
+    #[error("the schema overflowed the stack")]
+    StackOverflow,
+    /// The source returned something other than one `component { ... }` table.
+    #[error("a schema must return one component {{ ... }} table, not {found}")]
+    NotAComponent {
+        /// What it returned.
+        found: String,
+    },
+    /// The component table is malformed (an unknown key, a bad default, a field not built with
+    /// a constructor, a name in the schema, ...).
+    #[error("invalid schema{}: {message}", line_suffix(*line))]
+    Invalid {
+        /// What is wrong.
+        message: String,
+        /// The line, when known.
+        line: Option<u32>,
+    },
+    /// The store refused the definition.
+    #[error(transparent)]
+    Store(#[from] StoreError),
+    /// The Luau VM could not be set up.
+    #[error("the Luau VM could not be set up: {0}")]
+    Vm(String),
+}
+
+fn line_suffix(line: Option<u32>) -> String {
+    line.map(|l| format!(" on line {l}")).unwrap_or_default()
+}

@@ -1,0 +1,98 @@
+//! Strata's component schemas: game-defined components written as data in Luau, evaluated in
+//! a sandbox, kept in step with the hierarchy, and adopted onto saved and previously typed rows.
+//!
+//! - [`SchemaVm`] evaluates one `ComponentDefinition` source in a restricted environment (field
+//!   constructors, `component`, and selected pure functions; no world, services, `require`,
+//!   `getfenv`, `setfenv`, `loadstring`, `debug`, `os`, `io`, `setmetatable` or `pcall`) under a
+//!   memory budget (8 MiB by default) and an instruction and time budget. Every failure is a
+//!   [`SchemaError`]; the VM stays usable.
+//! - [`Evaluator`] caches outcomes by a stable fingerprint of the source, failures included, and
+//!   counts evaluations and cache hits.
+//! - [`SchemaSync`] finds the definitions in an arena, does nothing when the topology and
+//!   definition-family revisions are unchanged, and otherwise installs, redefines, renames and
+//!   removes only what changed. The component's name is always its definition's name.
+//! - [`adopt()`] moves rows onto a definition: fields by name, then by former names; missing
+//!   fields take their default, values that do not convert exactly are reset, unknown fields are
+//!   dropped, and instances whose class the definition excludes stay unadopted. A
+//!   [`ComponentReport`] counts every outcome with sample ids. Rows saved under an older version
+//!   keep their old values as migration input (`Store::migration_input`).
+//!
+//! # Field constructors
+//!
+//! `number(default?, opts?)`, `integer(default?, opts?)`, `boolean(default?, opts?)`,
+//! `text(default?, opts?)`, `enum({variants}, default?, opts?)`, `vector(x?, y?, z?, opts?)`,
+//! `transform(opts?)`, `ref(opts?)`, `list(element, opts?)`, `map(key, value, opts?)`,
+//! `struct({member = field, ...}, opts?)`, `optional(inner, opts?)`, `buffer(opts?)`. Options:
+//! `formerNames = { "old", ... }` and, on references and lists of references,
+//! `onDestroy = "clear" | "removeComponent" | "destroyHolder"`. A schema returns
+//! `component { version?, classes?, requires?, observed?, fields = { ... } }`. Fields (and struct
+//! members) are ordered by name, since Luau table order is not stable.
+//!
+//! # Conversions
+//!
+//! When a row moves to a new definition, a value converts only if the conversion is exact; if
+//! not, the field is reset to its default and the report says so.
+//!
+//! | from \ to | number | integer | boolean | text | enum | vector | transform | ref | list | map | struct | optional | buffer |
+//! |---|---|---|---|---|---|---|---|---|---|---|---|---|---|
+//! | number | yes | if whole and within ±2^53 | no | no | no | no | no | no | no | no | no | wraps | no |
+//! | integer | if within ±2^53 | yes | no | no | no | no | no | no | no | no | no | wraps | no |
+//! | boolean | no | no | yes | no | no | no | no | no | no | no | no | wraps | no |
+//! | text | no | no | no | yes | if a variant's name | no | no | no | no | no | no | wraps | as UTF-8 bytes |
+//! | enum | no | no | no | its variant's name (typed rows) | by variant name (typed rows), by index (saved rows) | no | no | no | no | no | no | wraps | no |
+//! | vector | no | no | no | no | no | yes | no | no | no | no | no | wraps | no |
+//! | transform | no | no | no | no | no | no | yes | no | no | no | no | wraps | no |
+//! | ref | no | no | no | no | no | no | no | yes | no | no | no | wraps | no |
+//! | list | no | no | no | no | no | no | no | no | if every element converts | no | no | wraps | no |
+//! | map | no | no | no | no | no | no | no | no | no | if every key and value converts | no | wraps | no |
+//! | struct | no | no | no | no | no | no | no | no | no | no | by member name, if every old member survives (typed rows) | wraps | no |
+//! | optional | its value, if set | its value, if set | its value, if set | its value, if set | its value, if set | its value, if set | its value, if set | its value, if set | its value, if set | its value, if set | its value, if set | inner converts | its value, if set |
+//! | buffer | no | no | no | if valid UTF-8 | no | no | no | no | no | no | no | wraps | yes |
+//!
+//! "wraps" means the value becomes the optional's value (if it converts to the inner type).
+//!
+//! # Example
+//!
+//! ```
+//! use strata_arena::{Arena, ClassId};
+//! use strata_component_store::Store;
+//! use strata_schema_adoption::SchemaSync;
+//!
+//! let mut arena = Arena::standard();
+//! let definition = arena.create(ClassId::COMPONENT_DEFINITION, None)?;
+//! arena.set_name(definition, "Health")?;
+//! arena.set_definition_source(definition, r#"
+//!     return component {
+//!         fields = { current = number(100), max = number(100, { formerNames = { "maximum" } }) },
+//!     }
+//! "#)?;
+//!
+//! let mut store = Store::new();
+//! let mut sync = SchemaSync::new()?;
+//! let report = sync.sync(&arena, &mut store);
+//! assert_eq!(report.added, vec!["Health".to_string()]);
+//! let health = store.component("Health").unwrap();
+//! assert_eq!(store.def(health)?.fields().len(), 2);
+//!
+//! // Nothing changed: the next sync does no work at all.
+//! assert!(sync.sync(&arena, &mut store).skipped);
+//! # Ok::<(), Box<dyn std::error::Error>>(())
+//! ```
+
+mod adopt;
+mod convert;
+mod error;
+mod eval;
+mod sandbox;
+mod schema;
+mod sync;
+
+pub use crate::adopt::{
+    Adopted, ComponentReport, FieldReport, Outcome, SourceField, SourceRow, adopt,
+};
+pub use crate::convert::convert;
+pub use crate::error::SchemaError;
+pub use crate::eval::{Evaluator, fingerprint};
+pub use crate::sandbox::{Budget, SchemaVm};
+pub use crate::schema::Schema;
+pub use crate::sync::{SchemaSync, SyncDiagnostic, SyncReport};

@@ -1,0 +1,758 @@
+//! `SchemaVm`: evaluates component schemas in a restricted Luau environment.
+//!
+//! Each evaluation runs its chunk in a fresh environment table that holds only the field
+//! constructors, `component`, and selected pure functions (`math`, `string`, `table`, `pairs`,
+//! `ipairs`, `next`, `select`, `type`, `typeof`, `tostring`, `tonumber`, `assert`, `error`).
+//! There is no world, no service, no `require`, `getfenv`, `setfenv`, `loadstring`, `debug`,
+//! `os`, `io`, `collectgarbage`, `setmetatable` or `pcall` (which could swallow a budget error).
+//! The shared libraries are read-only (the VM is sandboxed).
+//!
+//! Invariant: every evaluation is bounded: memory to the budget above what the VM used before
+//! it, and an instruction budget counted at Luau's interrupts, with a wall-clock deadline as a
+//! backstop. Whatever happens, the limits are lifted and garbage collected afterwards, so the VM
+//! is usable for the next evaluation. Constructors mark the tables they build with private
+//! keys, so a hand-written table is never mistaken for a field or a component.
+
+use std::cell::Cell;
+use std::rc::Rc;
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use mlua::{Lua, MultiValue, Table, Value as LuaValue, VmState};
+use strata_arena::{Transform, Vec3};
+use strata_component_store::{FieldDef, FieldType, ListValue, RefPolicy, StructField, Value};
+
+use crate::error::SchemaError;
+use crate::schema::Schema;
+
+/// How much one evaluation may use.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Budget {
+    /// Luau interrupts (taken at calls and loop back-edges) before the evaluation is stopped.
+    pub instructions: u64,
+    /// Wall-clock time before the evaluation is stopped.
+    pub time: Duration,
+    /// Bytes the evaluation may allocate beyond what the VM held before it.
+    pub memory: usize,
+}
+
+impl Budget {
+    /// The standard budget: 1,000,000 interrupts, 2 seconds, 8 MiB.
+    pub const STANDARD: Budget = Budget {
+        instructions: 1_000_000,
+        time: Duration::from_secs(2),
+        memory: 8 * 1024 * 1024,
+    };
+}
+
+/// Why the interrupt stopped an evaluation.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Trip {
+    Instructions,
+    Time,
+}
+
+/// The interrupt's counters, shared with the callback.
+#[derive(Default)]
+struct Meter {
+    interrupts: Cell<u64>,
+    limit: Cell<u64>,
+    deadline: Cell<Option<Instant>>,
+    tripped: Cell<Option<Trip>>,
+}
+
+/// A Luau VM set up for evaluating schemas.
+pub struct SchemaVm {
+    lua: Lua,
+    field_mark: Table,
+    component_mark: Table,
+    meter: Rc<Meter>,
+    budget: Budget,
+}
+
+impl std::fmt::Debug for SchemaVm {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("SchemaVm")
+            .field("budget", &self.budget)
+            .finish_non_exhaustive()
+    }
+}
+
+fn vm_error(error: mlua::Error) -> SchemaError {
+    SchemaError::Vm(error.to_string())
+}
+
+impl SchemaVm {
+    /// A VM with the standard budget.
+    pub fn new() -> Result<Self, SchemaError> {
+        Self::with_budget(Budget::STANDARD)
+    }
+
+    /// A VM with a given budget.
+    pub fn with_budget(budget: Budget) -> Result<Self, SchemaError> {
+        let lua = Lua::new();
+        lua.sandbox(true).map_err(vm_error)?;
+        let meter = Rc::new(Meter::default());
+        let callback_meter = Rc::clone(&meter);
+        lua.set_interrupt(move |_| {
+            let meter = &callback_meter;
+            let count = meter.interrupts.get() + 1;
+            meter.interrupts.set(count);
+            if count > meter.limit.get() {
+                meter.tripped.set(Some(Trip::Instructions));
+                return Err(mlua::Error::runtime("instruction budget exhausted"));
+            }
+            if count % 1024 == 0 && meter.deadline.get().is_some_and(|d| Instant::now() > d) {
+                meter.tripped.set(Some(Trip::Time));
+                return Err(mlua::Error::runtime("time budget exhausted"));
+            }
+            Ok(VmState::Continue)
+        });
+        Ok(Self {
+            field_mark: lua.create_table().map_err(vm_error)?,
+            component_mark: lua.create_table().map_err(vm_error)?,
+            lua,
+            meter,
+            budget,
+        })
+    }
+
+    /// The budget each evaluation gets.
+    pub fn budget(&self) -> Budget {
+        self.budget
+    }
+
+    /// Evaluates a schema source. `chunk_name` names the source in error messages (the
+    /// definition's name, or a file name).
+    pub fn evaluate(&self, chunk_name: &str, source: &str) -> Result<Schema, SchemaError> {
+        self.meter.interrupts.set(0);
+        self.meter.limit.set(self.budget.instructions);
+        self.meter.tripped.set(None);
+        self.meter
+            .deadline
+            .set(Some(Instant::now() + self.budget.time));
+        let used = self.lua.used_memory();
+        self.lua
+            .set_memory_limit(used + self.budget.memory)
+            .map_err(vm_error)?;
+
+        let result = self.run(chunk_name, source);
+
+        // Lift the limits and collect whatever the evaluation left, failure or not.
+        self.meter.deadline.set(None);
+        self.meter.limit.set(u64::MAX);
+        let lifted = self.lua.set_memory_limit(0);
+        let collected = self.lua.gc_collect();
+        let result = result.map_err(|e| self.classify(e));
+        lifted.map_err(vm_error)?;
+        collected.map_err(vm_error)?;
+        result?
+    }
+
+    fn run(
+        &self,
+        chunk_name: &str,
+        source: &str,
+    ) -> Result<Result<Schema, SchemaError>, mlua::Error> {
+        let env = self.environment()?;
+        let values: MultiValue = self
+            .lua
+            .load(source)
+            .set_name(format!("={chunk_name}"))
+            .set_environment(env)
+            .call(())?;
+        Ok(self.schema_from(values))
+    }
+
+    /// Maps a Luau error to a schema error, recognising the budgets' own errors.
+    fn classify(&self, error: mlua::Error) -> SchemaError {
+        match self.meter.tripped.get() {
+            Some(Trip::Instructions) => {
+                return SchemaError::InstructionBudget(self.budget.instructions);
+            }
+            Some(Trip::Time) => return SchemaError::TimeBudget(self.budget.time.as_millis() as u64),
+            None => {}
+        }
+        match error {
+            mlua::Error::SyntaxError { message, .. } => SchemaError::Syntax {
+                line: line_of(&message),
+                message: strip_location(&message),
+            },
+            mlua::Error::MemoryError(_) => SchemaError::MemoryBudget(self.budget.memory),
+            mlua::Error::CallbackError { traceback, cause } => match &*cause {
+                mlua::Error::ExternalError(inner) => {
+                    let message = inner.to_string();
+                    SchemaError::Invalid {
+                        line: line_of(&traceback),
+                        message,
+                    }
+                }
+                other => {
+                    let mut classified = self.classify(other.clone());
+                    if let SchemaError::Runtime { line, .. } | SchemaError::Invalid { line, .. } =
+                        &mut classified
+                    {
+                        if line.is_none() {
+                            *line = line_of(&traceback);
+                        }
+                    }
+                    classified
+                }
+            },
+            mlua::Error::RuntimeError(message) => {
+                if message.contains("stack overflow") {
+                    SchemaError::StackOverflow
+                } else {
+                    SchemaError::Runtime {
+                        line: line_of(&message),
+                        message: strip_location(&message),
+                    }
+                }
+            }
+            mlua::Error::StackError => SchemaError::StackOverflow,
+            other => {
+                let message = other.to_string();
+                if message.contains("stack overflow") {
+                    SchemaError::StackOverflow
+                } else {
+                    SchemaError::Runtime {
+                        line: line_of(&message),
+                        message: strip_location(&message),
+                    }
+                }
+            }
+        }
+    }
+
+    /// A fresh environment: constructors and selected pure functions, nothing else.
+    fn environment(&self) -> mlua::Result<Table> {
+        let lua = &self.lua;
+        let env = lua.create_table()?;
+        let globals = lua.globals();
+        for name in [
+            "math", "string", "table", "pairs", "ipairs", "next", "select", "type", "typeof",
+            "tostring", "tonumber", "assert", "error",
+        ] {
+            let value: LuaValue = globals.raw_get(name)?;
+            env.raw_set(name, value)?;
+        }
+        let mark = self.field_mark.clone();
+        let field = move |lua: &Lua, kind: &str, build: &dyn Fn(&Table) -> mlua::Result<()>| {
+            let t = lua.create_table()?;
+            t.raw_set(mark.clone(), true)?;
+            t.raw_set("kind", kind)?;
+            build(&t)?;
+            Ok::<_, mlua::Error>(t)
+        };
+        let field = Arc::new(field);
+
+        macro_rules! constructor {
+            ($name:literal, |$lua:ident, $args:ident, $t:ident| $body:block) => {{
+                let field = Arc::clone(&field);
+                env.raw_set(
+                    $name,
+                    lua.create_function(move |$lua, $args: MultiValue| {
+                        let $args: Vec<LuaValue> = $args.into_iter().collect();
+                        field($lua, $name, &|$t: &Table| $body)
+                    })?,
+                )?;
+            }};
+        }
+
+        constructor!("number", |_lua, args, t| {
+            t.raw_set("default", arg(&args, 0))?;
+            t.raw_set("opts", arg(&args, 1))
+        });
+        constructor!("integer", |_lua, args, t| {
+            t.raw_set("default", arg(&args, 0))?;
+            t.raw_set("opts", arg(&args, 1))
+        });
+        constructor!("boolean", |_lua, args, t| {
+            t.raw_set("default", arg(&args, 0))?;
+            t.raw_set("opts", arg(&args, 1))
+        });
+        constructor!("text", |_lua, args, t| {
+            t.raw_set("default", arg(&args, 0))?;
+            t.raw_set("opts", arg(&args, 1))
+        });
+        constructor!("enum", |_lua, args, t| {
+            t.raw_set("variants", arg(&args, 0))?;
+            t.raw_set("default", arg(&args, 1))?;
+            t.raw_set("opts", arg(&args, 2))
+        });
+        constructor!("vector", |_lua, args, t| {
+            t.raw_set("x", arg(&args, 0))?;
+            t.raw_set("y", arg(&args, 1))?;
+            t.raw_set("z", arg(&args, 2))?;
+            t.raw_set("opts", arg(&args, 3))
+        });
+        constructor!("transform", |_lua, args, t| {
+            t.raw_set("opts", arg(&args, 0))
+        });
+        constructor!("ref", |_lua, args, t| { t.raw_set("opts", arg(&args, 0)) });
+        constructor!("list", |_lua, args, t| {
+            t.raw_set("element", arg(&args, 0))?;
+            t.raw_set("opts", arg(&args, 1))
+        });
+        constructor!("map", |_lua, args, t| {
+            t.raw_set("key", arg(&args, 0))?;
+            t.raw_set("value", arg(&args, 1))?;
+            t.raw_set("opts", arg(&args, 2))
+        });
+        constructor!("struct", |_lua, args, t| {
+            t.raw_set("members", arg(&args, 0))?;
+            t.raw_set("opts", arg(&args, 1))
+        });
+        constructor!("optional", |_lua, args, t| {
+            t.raw_set("inner", arg(&args, 0))?;
+            t.raw_set("opts", arg(&args, 1))
+        });
+        constructor!("buffer", |_lua, args, t| {
+            t.raw_set("opts", arg(&args, 0))
+        });
+
+        let component_mark = self.component_mark.clone();
+        env.raw_set(
+            "component",
+            lua.create_function(move |lua, spec: LuaValue| {
+                let LuaValue::Table(spec) = spec else {
+                    return Err(invalid(
+                        "component expects a table: component { fields = { ... } }",
+                    ));
+                };
+                let t = lua.create_table()?;
+                t.raw_set(component_mark.clone(), true)?;
+                t.raw_set("spec", spec)?;
+                Ok(t)
+            })?,
+        )?;
+        Ok(env)
+    }
+
+    /// The schema a chunk returned, or why its return is not one.
+    fn schema_from(&self, values: MultiValue) -> Result<Schema, SchemaError> {
+        let values: Vec<LuaValue> = values.into_iter().collect();
+        let shape = |found: String| SchemaError::NotAComponent { found };
+        let [value] = values.as_slice() else {
+            return Err(shape(format!("{} values", values.len())));
+        };
+        let LuaValue::Table(t) = value else {
+            return Err(shape(value.type_name().to_owned()));
+        };
+        let marked: bool = t
+            .raw_get::<Option<bool>>(self.component_mark.clone())
+            .ok()
+            .flatten()
+            .unwrap_or(false);
+        if !marked {
+            return Err(shape("a table not built with component { ... }".into()));
+        }
+        let spec: Table = t
+            .raw_get("spec")
+            .map_err(|e| invalid_schema(e.to_string()))?;
+        self.component_spec(&spec)
+    }
+
+    fn component_spec(&self, spec: &Table) -> Result<Schema, SchemaError> {
+        let mut schema = Schema {
+            version: 1,
+            fields: Vec::new(),
+            classes: None,
+            requires: Vec::new(),
+            observed: false,
+        };
+        let mut fields = None;
+        for pair in spec.pairs::<LuaValue, LuaValue>() {
+            let (key, value) = pair.map_err(|e| invalid_schema(e.to_string()))?;
+            let LuaValue::String(key) = key else {
+                return Err(invalid_schema("component keys must be names".into()));
+            };
+            let key = key.to_str().map(|k| k.to_owned()).unwrap_or_default();
+            match key.as_str() {
+                "version" => {
+                    let v = as_integer(&value)
+                        .filter(|v| *v >= 1 && *v <= i64::from(u32::MAX))
+                        .ok_or_else(|| {
+                            invalid_schema("version must be a positive integer".into())
+                        })?;
+                    schema.version = v as u32;
+                }
+                "classes" => schema.classes = Some(names(&value, "classes")?),
+                "requires" => schema.requires = names(&value, "requires")?,
+                "observed" => {
+                    schema.observed = match value {
+                        LuaValue::Boolean(b) => b,
+                        _ => return Err(invalid_schema("observed must be true or false".into())),
+                    }
+                }
+                "fields" => fields = Some(value),
+                "name" => {
+                    return Err(invalid_schema(
+                        "a schema cannot name itself: the component takes its definition's name"
+                            .into(),
+                    ));
+                }
+                other => return Err(invalid_schema(format!("unknown component key `{other}`"))),
+            }
+        }
+        let Some(LuaValue::Table(fields)) = fields else {
+            return Err(invalid_schema("component needs fields = { ... }".into()));
+        };
+        let mut named = Vec::new();
+        for pair in fields.pairs::<LuaValue, LuaValue>() {
+            let (key, value) = pair.map_err(|e| invalid_schema(e.to_string()))?;
+            let LuaValue::String(key) = key else {
+                return Err(invalid_schema("field names must be strings".into()));
+            };
+            let name = key
+                .to_str()
+                .map(|k| k.to_owned())
+                .map_err(|_| invalid_schema("field names must be UTF-8".into()))?;
+            named.push((name, value));
+        }
+        named.sort_by(|a, b| a.0.cmp(&b.0));
+        for (name, value) in named {
+            let field = self.field_def(&name, &value)?;
+            schema.fields.push(field);
+        }
+        Ok(schema)
+    }
+
+    /// A top-level field: its type, default, former names and policy.
+    fn field_def(&self, name: &str, value: &LuaValue) -> Result<FieldDef, SchemaError> {
+        let t = self.field_table(name, value)?;
+        let (ty, default) = self.field_type(name, &t)?;
+        let mut field = FieldDef::new(name, ty, default);
+        if let Some(opts) = options(&t, name)? {
+            for pair in opts.pairs::<LuaValue, LuaValue>() {
+                let (key, value) = pair.map_err(|e| invalid_schema(e.to_string()))?;
+                let key = match key {
+                    LuaValue::String(k) => k.to_str().map(|k| k.to_owned()).unwrap_or_default(),
+                    _ => String::new(),
+                };
+                match key.as_str() {
+                    "formerNames" => {
+                        field.former_names = names(&value, "formerNames")?;
+                    }
+                    "onDestroy" => {
+                        let policy = match string(&value).as_deref() {
+                            Some("clear") => RefPolicy::Clear,
+                            Some("removeComponent") => RefPolicy::RemoveComponent,
+                            Some("destroyHolder") => RefPolicy::DestroyHolder,
+                            _ => {
+                                return Err(invalid_schema(format!(
+                                    "field `{name}`: onDestroy must be \"clear\", \"removeComponent\" or \"destroyHolder\""
+                                )));
+                            }
+                        };
+                        if !field.ty.can_reference() {
+                            return Err(invalid_schema(format!(
+                                "field `{name}`: onDestroy needs a ref field or a list of refs"
+                            )));
+                        }
+                        field.on_destroy = policy;
+                    }
+                    other => {
+                        return Err(invalid_schema(format!(
+                            "field `{name}`: unknown option `{other}`"
+                        )));
+                    }
+                }
+            }
+        }
+        Ok(field)
+    }
+
+    fn field_table(&self, name: &str, value: &LuaValue) -> Result<Table, SchemaError> {
+        let LuaValue::Table(t) = value else {
+            return Err(invalid_schema(format!(
+                "field `{name}` must be built with a constructor such as number(0)"
+            )));
+        };
+        let marked: bool = t
+            .raw_get::<Option<bool>>(self.field_mark.clone())
+            .ok()
+            .flatten()
+            .unwrap_or(false);
+        if !marked {
+            return Err(invalid_schema(format!(
+                "field `{name}` must be built with a constructor such as number(0)"
+            )));
+        }
+        Ok(t.clone())
+    }
+
+    /// A field table's type and default.
+    fn field_type(&self, name: &str, t: &Table) -> Result<(FieldType, Value), SchemaError> {
+        let bad = |what: &str| invalid_schema(format!("field `{name}`: {what}"));
+        let kind: String = t.raw_get("kind").map_err(|e| bad(&e.to_string()))?;
+        let default: LuaValue = t.raw_get("default").unwrap_or(LuaValue::Nil);
+        Ok(match kind.as_str() {
+            "number" => {
+                let v = match default {
+                    LuaValue::Nil => 0.0,
+                    other => {
+                        as_number(&other).ok_or_else(|| bad("number default must be a number"))?
+                    }
+                };
+                (FieldType::Number, Value::Number(v))
+            }
+            "integer" => {
+                let v = match default {
+                    LuaValue::Nil => 0,
+                    other => as_integer(&other)
+                        .ok_or_else(|| bad("integer default must be a whole number"))?,
+                };
+                (FieldType::Integer, Value::Integer(v))
+            }
+            "boolean" => {
+                let v = match default {
+                    LuaValue::Nil => false,
+                    LuaValue::Boolean(b) => b,
+                    _ => return Err(bad("boolean default must be true or false")),
+                };
+                (FieldType::Boolean, Value::Boolean(v))
+            }
+            "text" => {
+                let v = match default {
+                    LuaValue::Nil => String::new(),
+                    other => string(&other).ok_or_else(|| bad("text default must be a string"))?,
+                };
+                (FieldType::Text, Value::Text(v.into()))
+            }
+            "enum" => {
+                let variants = names(
+                    &t.raw_get("variants").unwrap_or(LuaValue::Nil),
+                    "enum variants",
+                )?;
+                if variants.is_empty() {
+                    return Err(bad("an enum needs at least one variant"));
+                }
+                let index = match default {
+                    LuaValue::Nil => 0,
+                    other => {
+                        let d = string(&other)
+                            .ok_or_else(|| bad("enum default must be a variant name"))?;
+                        variants
+                            .iter()
+                            .position(|v| **v == *d)
+                            .ok_or_else(|| bad(&format!("enum default `{d}` is not a variant")))?
+                    }
+                };
+                (FieldType::Enum(variants.into()), Value::Enum(index as u32))
+            }
+            "vector" => {
+                let c = |k: &str| -> Result<f32, SchemaError> {
+                    match t.raw_get::<LuaValue>(k).unwrap_or(LuaValue::Nil) {
+                        LuaValue::Nil => Ok(0.0),
+                        other => as_number(&other)
+                            .map(|v| v as f32)
+                            .ok_or_else(|| bad("vector components must be numbers")),
+                    }
+                };
+                (
+                    FieldType::Vector,
+                    Value::Vector(Vec3::new(c("x")?, c("y")?, c("z")?)),
+                )
+            }
+            "transform" => (
+                FieldType::Transform,
+                Value::Transform(Box::new(Transform::IDENTITY)),
+            ),
+            "ref" => (FieldType::Reference, Value::Reference(None)),
+            "buffer" => (FieldType::Buffer, Value::Buffer(Arc::from(Vec::new()))),
+            "list" => {
+                let element = self
+                    .field_table(name, &t.raw_get("element").unwrap_or(LuaValue::Nil))
+                    .map_err(|_| bad("list needs an element field, such as list(number())"))?;
+                let (element, _) = self.field_type(name, &element)?;
+                (
+                    FieldType::List(Box::new(element)),
+                    Value::List(ListValue::EMPTY),
+                )
+            }
+            "map" => {
+                let key = self
+                    .field_table(name, &t.raw_get("key").unwrap_or(LuaValue::Nil))
+                    .map_err(|_| bad("map needs a key field, such as map(text(), number())"))?;
+                let value = self
+                    .field_table(name, &t.raw_get("value").unwrap_or(LuaValue::Nil))
+                    .map_err(|_| bad("map needs a value field, such as map(text(), number())"))?;
+                let (key, _) = self.field_type(name, &key)?;
+                if !matches!(
+                    key,
+                    FieldType::Text | FieldType::Integer | FieldType::Boolean | FieldType::Enum(_)
+                ) {
+                    return Err(bad("map keys must be text, integer, boolean or enum"));
+                }
+                let (value, _) = self.field_type(name, &value)?;
+                (
+                    FieldType::Map(Box::new(key), Box::new(value)),
+                    Value::Map(Arc::default()),
+                )
+            }
+            "struct" => {
+                let LuaValue::Table(members) =
+                    t.raw_get::<LuaValue>("members").unwrap_or(LuaValue::Nil)
+                else {
+                    return Err(bad("struct needs a table of member fields"));
+                };
+                let mut list = Vec::new();
+                for pair in members.pairs::<LuaValue, LuaValue>() {
+                    let (key, value) = pair.map_err(|e| bad(&e.to_string()))?;
+                    let member =
+                        string(&key).ok_or_else(|| bad("struct member names must be strings"))?;
+                    let table = self.field_table(&format!("{name}.{member}"), &value)?;
+                    let (ty, default) = self.field_type(&format!("{name}.{member}"), &table)?;
+                    list.push(StructField {
+                        name: member.into(),
+                        ty,
+                        default,
+                    });
+                }
+                list.sort_by(|a, b| a.name.cmp(&b.name));
+                let ty = FieldType::Struct(list.into());
+                let default = ty.zero();
+                (ty, default)
+            }
+            "optional" => {
+                let inner = self
+                    .field_table(name, &t.raw_get("inner").unwrap_or(LuaValue::Nil))
+                    .map_err(|_| {
+                        bad("optional needs an inner field, such as optional(number())")
+                    })?;
+                let (inner, _) = self.field_type(name, &inner)?;
+                (FieldType::Optional(Box::new(inner)), Value::Optional(None))
+            }
+            other => return Err(bad(&format!("unknown field kind `{other}`"))),
+        })
+    }
+}
+
+fn arg(args: &[LuaValue], index: usize) -> LuaValue {
+    args.get(index).cloned().unwrap_or(LuaValue::Nil)
+}
+
+fn invalid(message: &str) -> mlua::Error {
+    mlua::Error::external(InvalidShape(message.to_owned()))
+}
+
+/// A shape error raised inside a constructor, kept apart from Luau's own runtime errors.
+#[derive(Debug)]
+struct InvalidShape(String);
+
+impl std::fmt::Display for InvalidShape {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(&self.0)
+    }
+}
+
+impl std::error::Error for InvalidShape {}
+
+fn invalid_schema(message: String) -> SchemaError {
+    SchemaError::Invalid {
+        message,
+        line: None,
+    }
+}
+
+fn options(t: &Table, name: &str) -> Result<Option<Table>, SchemaError> {
+    match t.raw_get::<LuaValue>("opts").unwrap_or(LuaValue::Nil) {
+        LuaValue::Nil => Ok(None),
+        LuaValue::Table(opts) => Ok(Some(opts)),
+        _ => Err(invalid_schema(format!(
+            "field `{name}`: options must be a table such as {{ formerNames = {{ \"old\" }} }}"
+        ))),
+    }
+}
+
+fn as_number(value: &LuaValue) -> Option<f64> {
+    match value {
+        LuaValue::Number(n) => Some(*n),
+        LuaValue::Integer(i) => Some(*i as f64),
+        _ => None,
+    }
+}
+
+fn as_integer(value: &LuaValue) -> Option<i64> {
+    match value {
+        LuaValue::Integer(i) => Some(*i),
+        LuaValue::Number(n) if n.fract() == 0.0 && n.abs() < 9.007_199_254_740_992e15 => {
+            Some(*n as i64)
+        }
+        _ => None,
+    }
+}
+
+fn string(value: &LuaValue) -> Option<String> {
+    match value {
+        LuaValue::String(s) => s.to_str().ok().map(|s| s.to_owned()),
+        _ => None,
+    }
+}
+
+/// An array of names.
+fn names(value: &LuaValue, what: &str) -> Result<Vec<Arc<str>>, SchemaError> {
+    let LuaValue::Table(t) = value else {
+        return Err(invalid_schema(format!("{what} must be a list of names")));
+    };
+    let mut out = Vec::new();
+    for item in t.sequence_values::<LuaValue>() {
+        let item = item.map_err(|e| invalid_schema(e.to_string()))?;
+        let name = string(&item)
+            .ok_or_else(|| invalid_schema(format!("{what} must be a list of names")))?;
+        out.push(Arc::from(name));
+    }
+    Ok(out)
+}
+
+/// The first `name:line:` location in a Luau message or traceback.
+fn line_of(text: &str) -> Option<u32> {
+    let bytes = text.as_bytes();
+    let mut i = 0;
+    while i < bytes.len() {
+        if bytes[i] == b':' {
+            let start = i + 1;
+            let mut end = start;
+            while end < bytes.len() && bytes[end].is_ascii_digit() {
+                end += 1;
+            }
+            if end > start && end < bytes.len() && bytes[end] == b':' {
+                return text[start..end].parse().ok();
+            }
+        }
+        i += 1;
+    }
+    None
+}
+
+/// A Luau message without its leading `name:line:` location.
+fn strip_location(text: &str) -> String {
+    let first_line = text.lines().next().unwrap_or(text);
+    match line_of(first_line) {
+        Some(line) => {
+            let marker = format!(":{line}:");
+            match first_line.find(&marker) {
+                Some(at) => first_line[at + marker.len()..].trim().to_owned(),
+                None => first_line.trim().to_owned(),
+            }
+        }
+        None => first_line.trim().to_owned(),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn locations_are_found_and_stripped() {
+        assert_eq!(line_of("Health:3: attempt to index nil"), Some(3));
+        assert_eq!(
+            strip_location("Health:3: attempt to index nil"),
+            "attempt to index nil"
+        );
+        assert_eq!(line_of("no location here"), None);
+        assert_eq!(line_of("[string \"x\"]:12: boom"), Some(12));
+    }
+}
