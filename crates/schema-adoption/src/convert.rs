@@ -27,11 +27,11 @@ pub fn convert(value: &Value, from: Option<&FieldType>, to: &FieldType) -> Optio
     match (value, to) {
         (Value::Number(n), FieldType::Number) => Some(Value::Number(*n)),
         (Value::Number(n), FieldType::Integer) => {
-            (n.fract() == 0.0 && n.abs() <= EXACT_F64 as f64).then(|| Value::Integer(*n as i64))
+            (n.fract() == 0.0 && n.abs() <= EXACT_F64 as f64).then_some(Value::Integer(*n as i64))
         }
         (Value::Integer(i), FieldType::Integer) => Some(Value::Integer(*i)),
         (Value::Integer(i), FieldType::Number) => {
-            (i.abs() <= EXACT_F64).then(|| Value::Number(*i as f64))
+            (i.unsigned_abs() <= EXACT_F64 as u64).then_some(Value::Number(*i as f64))
         }
         (Value::Boolean(b), FieldType::Boolean) => Some(Value::Boolean(*b)),
         (Value::Text(t), FieldType::Text) => Some(Value::Text(t.clone())),
