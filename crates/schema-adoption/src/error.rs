@@ -32,7 +32,8 @@ pub enum SchemaError {
     /// The evaluation ran past its time budget.
     #[error("the schema ran past its time budget ({0} ms)")]
     TimeBudget(u64),
-    /// The evaluation tried to allocate past its memory budget.
+    /// The evaluation tried to allocate past its memory budget, in Luau or in the schema the
+    /// returned tables describe.
     #[error("the schema ran past its memory budget ({0} bytes)")]
     MemoryBudget(usize),
     /// The evaluation recursed too deeply.

@@ -11,7 +11,11 @@
 //! it, and an instruction budget counted at Luau's interrupts, with a wall-clock deadline as a
 //! backstop. Whatever happens, the limits are lifted and garbage collected afterwards, so the VM
 //! is usable for the next evaluation. Constructors mark the tables they build with private
-//! keys, so a hand-written table is never mistaken for a field or a component.
+//! keys, so a hand-written table is never mistaken for a field or a component; the keys are
+//! read-only, so no evaluation can leave state behind in them. Turning the returned tables into
+//! a [`Schema`] is bounded too: field types nest at most `MAX_NESTING` deep (a script can make
+//! a field table refer to itself), and the host memory the schema takes is charged against the
+//! same memory budget (a script can share one field or one long string many times over).
 
 use std::cell::Cell;
 use std::rc::Rc;
@@ -32,7 +36,8 @@ pub struct Budget {
     pub instructions: u64,
     /// Wall-clock time before the evaluation is stopped.
     pub time: Duration,
-    /// Bytes the evaluation may allocate beyond what the VM held before it.
+    /// Bytes the evaluation may allocate beyond what the VM held before it; the host-side
+    /// schema built from what it returns is held to the same number of bytes.
     pub memory: usize,
 }
 
@@ -43,6 +48,29 @@ impl Budget {
         time: Duration::from_secs(2),
         memory: 8 * 1024 * 1024,
     };
+}
+
+/// How deeply field types may nest. Converting a type recurses on the host's stack.
+const MAX_NESTING: usize = 32;
+
+/// Host bytes charged for each field or nested type converted, besides the text it copies.
+const NODE_COST: usize = 64;
+
+/// Host memory spent converting one schema, held to the evaluation's memory budget.
+struct Tally {
+    spent: usize,
+    limit: usize,
+}
+
+impl Tally {
+    fn charge(&mut self, bytes: usize) -> Result<(), SchemaError> {
+        self.spent = self.spent.saturating_add(bytes);
+        if self.spent > self.limit {
+            Err(SchemaError::MemoryBudget(self.limit))
+        } else {
+            Ok(())
+        }
+    }
 }
 
 /// Why the interrupt stopped an evaluation.
@@ -108,9 +136,14 @@ impl SchemaVm {
             }
             Ok(VmState::Continue)
         });
+        // Every evaluation shares the marks and can reach them with `next` on a built table.
+        let field_mark = lua.create_table().map_err(vm_error)?;
+        field_mark.set_readonly(true);
+        let component_mark = lua.create_table().map_err(vm_error)?;
+        component_mark.set_readonly(true);
         Ok(Self {
-            field_mark: lua.create_table().map_err(vm_error)?,
-            component_mark: lua.create_table().map_err(vm_error)?,
+            field_mark,
+            component_mark,
             lua,
             meter,
             budget,
@@ -191,10 +224,9 @@ impl SchemaVm {
                     let mut classified = self.classify(other.clone());
                     if let SchemaError::Runtime { line, .. } | SchemaError::Invalid { line, .. } =
                         &mut classified
+                        && line.is_none()
                     {
-                        if line.is_none() {
-                            *line = line_of(&traceback);
-                        }
+                        *line = line_of(&traceback);
                     }
                     classified
                 }
@@ -233,7 +265,9 @@ impl SchemaVm {
             "math", "string", "table", "pairs", "ipairs", "next", "select", "type", "typeof",
             "tostring", "tonumber", "assert", "error",
         ] {
-            let value: LuaValue = globals.raw_get(name)?;
+            // Sandboxing gives the main thread a fresh, empty globals table whose metatable
+            // reads through to the read-only libraries, so a raw read would find nothing.
+            let value: LuaValue = globals.get(name)?;
             env.raw_set(name, value)?;
         }
         let mark = self.field_mark.clone();
@@ -244,11 +278,11 @@ impl SchemaVm {
             build(&t)?;
             Ok::<_, mlua::Error>(t)
         };
-        let field = Arc::new(field);
+        let field = Rc::new(field);
 
         macro_rules! constructor {
             ($name:literal, |$lua:ident, $args:ident, $t:ident| $body:block) => {{
-                let field = Arc::clone(&field);
+                let field = Rc::clone(&field);
                 env.raw_set(
                     $name,
                     lua.create_function(move |$lua, $args: MultiValue| {
@@ -337,7 +371,12 @@ impl SchemaVm {
             return Err(shape(format!("{} values", values.len())));
         };
         let LuaValue::Table(t) = value else {
-            return Err(shape(value.type_name().to_owned()));
+            // Luau has one number type; whole numbers merely arrive as integers.
+            let found = match value {
+                LuaValue::Integer(_) | LuaValue::Number(_) => "number",
+                other => other.type_name(),
+            };
+            return Err(shape(found.to_owned()));
         };
         let marked: bool = t
             .raw_get::<Option<bool>>(self.component_mark.clone())
@@ -354,6 +393,10 @@ impl SchemaVm {
     }
 
     fn component_spec(&self, spec: &Table) -> Result<Schema, SchemaError> {
+        let mut tally = Tally {
+            spent: 0,
+            limit: self.budget.memory,
+        };
         let mut schema = Schema {
             version: 1,
             fields: Vec::new(),
@@ -377,8 +420,8 @@ impl SchemaVm {
                         })?;
                     schema.version = v as u32;
                 }
-                "classes" => schema.classes = Some(names(&value, "classes")?),
-                "requires" => schema.requires = names(&value, "requires")?,
+                "classes" => schema.classes = Some(names(&value, "classes", &mut tally)?),
+                "requires" => schema.requires = names(&value, "requires", &mut tally)?,
                 "observed" => {
                     schema.observed = match value {
                         LuaValue::Boolean(b) => b,
@@ -408,20 +451,26 @@ impl SchemaVm {
                 .to_str()
                 .map(|k| k.to_owned())
                 .map_err(|_| invalid_schema("field names must be UTF-8".into()))?;
+            tally.charge(NODE_COST + name.len())?;
             named.push((name, value));
         }
         named.sort_by(|a, b| a.0.cmp(&b.0));
         for (name, value) in named {
-            let field = self.field_def(&name, &value)?;
+            let field = self.field_def(&name, &value, &mut tally)?;
             schema.fields.push(field);
         }
         Ok(schema)
     }
 
     /// A top-level field: its type, default, former names and policy.
-    fn field_def(&self, name: &str, value: &LuaValue) -> Result<FieldDef, SchemaError> {
+    fn field_def(
+        &self,
+        name: &str,
+        value: &LuaValue,
+        tally: &mut Tally,
+    ) -> Result<FieldDef, SchemaError> {
         let t = self.field_table(name, value)?;
-        let (ty, default) = self.field_type(name, &t)?;
+        let (ty, default) = self.field_type(name, &t, 1, tally)?;
         let mut field = FieldDef::new(name, ty, default);
         if let Some(opts) = options(&t, name)? {
             for pair in opts.pairs::<LuaValue, LuaValue>() {
@@ -432,7 +481,8 @@ impl SchemaVm {
                 };
                 match key.as_str() {
                     "formerNames" => {
-                        field.former_names = names(&value, "formerNames")?;
+                        field.former_names =
+                            names(&value, &format!("field `{name}`: formerNames"), tally)?;
                     }
                     "onDestroy" => {
                         let policy = match string(&value).as_deref() {
@@ -482,9 +532,26 @@ impl SchemaVm {
         Ok(t.clone())
     }
 
-    /// A field table's type and default.
-    fn field_type(&self, name: &str, t: &Table) -> Result<(FieldType, Value), SchemaError> {
+    /// A field table's type and default; `depth` counts the enclosing types, this one included.
+    fn field_type(
+        &self,
+        name: &str,
+        t: &Table,
+        depth: usize,
+        tally: &mut Tally,
+    ) -> Result<(FieldType, Value), SchemaError> {
         let bad = |what: &str| invalid_schema(format!("field `{name}`: {what}"));
+        if depth > MAX_NESTING {
+            return Err(bad(&format!(
+                "field types nest more than {MAX_NESTING} deep (does a field table contain itself?)"
+            )));
+        }
+        tally.charge(NODE_COST)?;
+        if depth > 1 && !matches!(t.raw_get::<LuaValue>("opts"), Ok(LuaValue::Nil)) {
+            return Err(bad(
+                "options go on the outer field, as in list(ref(), { onDestroy = \"clear\" })",
+            ));
+        }
         let kind: String = t.raw_get("kind").map_err(|e| bad(&e.to_string()))?;
         let default: LuaValue = t.raw_get("default").unwrap_or(LuaValue::Nil);
         Ok(match kind.as_str() {
@@ -518,12 +585,14 @@ impl SchemaVm {
                     LuaValue::Nil => String::new(),
                     other => string(&other).ok_or_else(|| bad("text default must be a string"))?,
                 };
+                tally.charge(v.len())?;
                 (FieldType::Text, Value::Text(v.into()))
             }
             "enum" => {
                 let variants = names(
                     &t.raw_get("variants").unwrap_or(LuaValue::Nil),
-                    "enum variants",
+                    &format!("field `{name}`: enum variants"),
+                    tally,
                 )?;
                 if variants.is_empty() {
                     return Err(bad("an enum needs at least one variant"));
@@ -565,7 +634,7 @@ impl SchemaVm {
                 let element = self
                     .field_table(name, &t.raw_get("element").unwrap_or(LuaValue::Nil))
                     .map_err(|_| bad("list needs an element field, such as list(number())"))?;
-                let (element, _) = self.field_type(name, &element)?;
+                let (element, _) = self.field_type(name, &element, depth + 1, tally)?;
                 (
                     FieldType::List(Box::new(element)),
                     Value::List(ListValue::EMPTY),
@@ -578,14 +647,14 @@ impl SchemaVm {
                 let value = self
                     .field_table(name, &t.raw_get("value").unwrap_or(LuaValue::Nil))
                     .map_err(|_| bad("map needs a value field, such as map(text(), number())"))?;
-                let (key, _) = self.field_type(name, &key)?;
+                let (key, _) = self.field_type(name, &key, depth + 1, tally)?;
                 if !matches!(
                     key,
                     FieldType::Text | FieldType::Integer | FieldType::Boolean | FieldType::Enum(_)
                 ) {
                     return Err(bad("map keys must be text, integer, boolean or enum"));
                 }
-                let (value, _) = self.field_type(name, &value)?;
+                let (value, _) = self.field_type(name, &value, depth + 1, tally)?;
                 (
                     FieldType::Map(Box::new(key), Box::new(value)),
                     Value::Map(Arc::default()),
@@ -602,8 +671,10 @@ impl SchemaVm {
                     let (key, value) = pair.map_err(|e| bad(&e.to_string()))?;
                     let member =
                         string(&key).ok_or_else(|| bad("struct member names must be strings"))?;
-                    let table = self.field_table(&format!("{name}.{member}"), &value)?;
-                    let (ty, default) = self.field_type(&format!("{name}.{member}"), &table)?;
+                    let path = format!("{name}.{member}");
+                    tally.charge(path.len() + member.len())?;
+                    let table = self.field_table(&path, &value)?;
+                    let (ty, default) = self.field_type(&path, &table, depth + 1, tally)?;
                     list.push(StructField {
                         name: member.into(),
                         ty,
@@ -621,7 +692,7 @@ impl SchemaVm {
                     .map_err(|_| {
                         bad("optional needs an inner field, such as optional(number())")
                     })?;
-                let (inner, _) = self.field_type(name, &inner)?;
+                let (inner, _) = self.field_type(name, &inner, depth + 1, tally)?;
                 (FieldType::Optional(Box::new(inner)), Value::Optional(None))
             }
             other => return Err(bad(&format!("unknown field kind `{other}`"))),
@@ -674,9 +745,11 @@ fn as_number(value: &LuaValue) -> Option<f64> {
     }
 }
 
+/// A whole number below 2^53 in magnitude: beyond that, Luau's doubles are not exact.
+/// Whole-valued Luau numbers arrive as `Integer`, so both forms take the same bound.
 fn as_integer(value: &LuaValue) -> Option<i64> {
     match value {
-        LuaValue::Integer(i) => Some(*i),
+        LuaValue::Integer(i) if i.unsigned_abs() < 1 << 53 => Some(*i),
         LuaValue::Number(n) if n.fract() == 0.0 && n.abs() < 9.007_199_254_740_992e15 => {
             Some(*n as i64)
         }
@@ -692,7 +765,7 @@ fn string(value: &LuaValue) -> Option<String> {
 }
 
 /// An array of names.
-fn names(value: &LuaValue, what: &str) -> Result<Vec<Arc<str>>, SchemaError> {
+fn names(value: &LuaValue, what: &str, tally: &mut Tally) -> Result<Vec<Arc<str>>, SchemaError> {
     let LuaValue::Table(t) = value else {
         return Err(invalid_schema(format!("{what} must be a list of names")));
     };
@@ -701,6 +774,7 @@ fn names(value: &LuaValue, what: &str) -> Result<Vec<Arc<str>>, SchemaError> {
         let item = item.map_err(|e| invalid_schema(e.to_string()))?;
         let name = string(&item)
             .ok_or_else(|| invalid_schema(format!("{what} must be a list of names")))?;
+        tally.charge(NODE_COST + name.len())?;
         out.push(Arc::from(name));
     }
     Ok(out)
