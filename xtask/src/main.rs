@@ -11,6 +11,7 @@
 
 mod bench;
 mod ci;
+mod schema;
 
 use std::ffi::OsString;
 use std::path::{Path, PathBuf};
@@ -27,11 +28,15 @@ tasks:
         LIBRARY/NAME contains a PATTERN; with --peers also bevy_ecs, hecs and
         shipyard), print the results and write target/bench/results.json,
         results.md and results.svg
-  ci    run the steps of .ci/run: formatting, clippy, tests, supply-chain check";
+  ci    run the steps of .ci/run: formatting, clippy, tests, supply-chain check
+  schema check [--json] FILE.luau...
+        build strata-schema (strata-schema-adoption) in release mode and check
+        component schema files: print each definition or error (--json: one
+        JSON document); exits 0 if all are valid, 1 if any is not, 2 on misuse";
 
 fn main() -> ExitCode {
     match run_task() {
-        Ok(()) => ExitCode::SUCCESS,
+        Ok(code) => code,
         Err(err) => {
             // Printed by hand: anyhow's `Termination` output would add a backtrace whenever
             // RUST_BACKTRACE is set, which buries a usage message.
@@ -41,24 +46,50 @@ fn main() -> ExitCode {
     }
 }
 
-/// Runs the task the command line names.
-fn run_task() -> anyhow::Result<()> {
-    let mut args = std::env::args().skip(1);
+/// Runs the task the command line names and returns the exit code it asks for.
+fn run_task() -> anyhow::Result<ExitCode> {
+    let mut args = std::env::args_os().skip(1);
     let root = project_root();
-    match args.next().as_deref() {
-        Some("bench") => bench::run(&root, &bench::Args::parse(args)?),
+    let task = args.next();
+    let task = match task.as_deref().map(|t| t.to_str()) {
+        None => None,
+        Some(Some(task)) => Some(task),
+        Some(None) => bail!("the task name is not valid UTF-8\n\n{USAGE}"),
+    };
+    match task {
+        // Schema file paths go through as they are, UTF-8 or not.
+        Some("schema") => schema::run(&root, args),
+        Some("bench") => {
+            bench::run(&root, &bench::Args::parse(utf8_args(args)?)?)?;
+            Ok(ExitCode::SUCCESS)
+        }
         Some("ci") => {
             if let Some(extra) = args.next() {
-                bail!("`ci` takes no arguments, got `{extra}`\n\n{USAGE}");
+                bail!(
+                    "`ci` takes no arguments, got `{}`\n\n{USAGE}",
+                    extra.to_string_lossy()
+                );
             }
-            ci::run(&root)
+            ci::run(&root)?;
+            Ok(ExitCode::SUCCESS)
         }
         Some("help" | "--help" | "-h") | None => {
             println!("{USAGE}");
-            Ok(())
+            Ok(ExitCode::SUCCESS)
         }
         Some(other) => bail!("unknown task `{other}`\n\n{USAGE}"),
     }
+}
+
+/// The arguments as UTF-8 strings, or the first that is not.
+fn utf8_args(args: impl IntoIterator<Item = OsString>) -> anyhow::Result<Vec<String>> {
+    args.into_iter()
+        .map(|arg| {
+            arg.into_string().map_err(|arg| {
+                anyhow::anyhow!("argument `{}` is not valid UTF-8", arg.to_string_lossy())
+            })
+        })
+        .collect()
 }
 
 /// The workspace root: xtask's manifest folder is one level below it.
