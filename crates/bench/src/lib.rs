@@ -35,6 +35,7 @@ pub mod peers;
 pub mod query;
 pub mod report;
 mod rss;
+pub mod schema;
 pub mod store;
 
 pub use error::BenchError;
@@ -49,6 +50,7 @@ pub fn all_workloads() -> Vec<Workload> {
     let mut workloads = arena::workloads();
     workloads.extend(store::workloads());
     workloads.extend(query::workloads());
+    workloads.extend(schema::workloads());
     #[cfg(feature = "peers")]
     workloads.extend(peers::workloads());
     workloads
