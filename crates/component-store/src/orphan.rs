@@ -1,10 +1,12 @@
 //! Orphans: saved component records whose definition is not installed.
 //!
 //! Invariant: records are kept raw (component name, schema version, field name → value) and are
-//! never interpreted as typed columns. At most one record per (instance, component name). Their
+//! never interpreted as typed columns. At most one record per (instance, component name); an
+//! index by component name reaches one component's records without visiting the others. Their
 //! references stay visible (`references`, `rewrite_references`) so clone and graft can remap
 //! them like typed rows.
 
+use std::collections::BTreeSet;
 use std::sync::Arc;
 
 use hashbrown::HashMap;
@@ -49,11 +51,14 @@ impl OrphanRecord {
     }
 }
 
-/// The orphan records of a store, by instance.
+/// The orphan records of a store, by instance, with an index by component name.
+///
+/// Invariant: `by_component[name]` holds exactly the instances with a record of `name` in
+/// `by_instance`.
 #[derive(Clone, Debug, Default)]
 pub struct Orphans {
     by_instance: HashMap<InstanceId, (InstanceRef, Vec<OrphanRecord>)>,
-    per_component: HashMap<Arc<str>, usize>,
+    by_component: HashMap<Arc<str>, BTreeSet<InstanceId>>,
 }
 
 impl Orphans {
@@ -63,51 +68,56 @@ impl Orphans {
             .entry(at.id)
             .or_insert_with(|| (at, Vec::new()));
         entry.0 = at;
+        self.by_component
+            .entry(record.component.clone())
+            .or_default()
+            .insert(at.id);
         match entry.1.iter_mut().find(|r| r.component == record.component) {
             Some(existing) => *existing = record,
-            None => {
-                *self
-                    .per_component
-                    .entry(record.component.clone())
-                    .or_default() += 1;
-                entry.1.push(record);
-            }
+            None => entry.1.push(record),
         }
     }
 
     pub(crate) fn remove_instance(&mut self, id: InstanceId) {
         if let Some((_, records)) = self.by_instance.remove(&id) {
             for record in records {
-                self.forget(&record.component);
+                self.forget(&record.component, id);
             }
         }
     }
 
-    fn forget(&mut self, component: &str) {
-        if let Some(count) = self.per_component.get_mut(component) {
-            *count -= 1;
-            if *count == 0 {
-                self.per_component.remove(component);
+    fn forget(&mut self, component: &str, id: InstanceId) {
+        if let Some(ids) = self.by_component.get_mut(component) {
+            ids.remove(&id);
+            if ids.is_empty() {
+                self.by_component.remove(component);
             }
         }
     }
 
     pub(crate) fn take_component(&mut self, component: &str) -> Vec<(InstanceRef, OrphanRecord)> {
-        let mut taken = Vec::new();
-        self.by_instance.retain(|_, (at, records)| {
+        let Some(ids) = self.by_component.remove(component) else {
+            return Vec::new();
+        };
+        let mut taken = Vec::with_capacity(ids.len());
+        for id in ids {
+            let Some((at, records)) = self.by_instance.get_mut(&id) else {
+                continue;
+            };
+            let at = *at;
             if let Some(i) = records.iter().position(|r| *r.component == *component) {
-                taken.push((*at, records.swap_remove(i)));
+                taken.push((at, records.swap_remove(i)));
             }
-            !records.is_empty()
-        });
-        self.per_component.remove(component);
-        taken.sort_by_key(|(at, _)| at.id);
+            if records.is_empty() {
+                self.by_instance.remove(&id);
+            }
+        }
         taken
     }
 
     /// Whether any record of a component is kept.
     pub fn has_component(&self, component: &str) -> bool {
-        self.per_component.contains_key(component)
+        self.by_component.contains_key(component)
     }
 
     /// Whether no record is kept.
@@ -117,7 +127,7 @@ impl Orphans {
 
     /// How many records are kept.
     pub fn len(&self) -> usize {
-        self.per_component.values().sum()
+        self.by_component.values().map(BTreeSet::len).sum()
     }
 
     /// The records of one instance.
@@ -125,14 +135,34 @@ impl Orphans {
         self.by_instance.get(&id).map_or(&[], |(_, r)| r.as_slice())
     }
 
-    /// Every record with its instance, in id order.
+    /// The records of one component with their instances, in id order; reaches only that
+    /// component's records.
+    pub fn of_component<'a>(
+        &'a self,
+        component: &'a str,
+    ) -> impl Iterator<Item = (InstanceRef, &'a OrphanRecord)> + 'a {
+        self.by_component
+            .get(component)
+            .into_iter()
+            .flat_map(|ids| ids.iter())
+            .filter_map(move |id| {
+                let (at, records) = self.by_instance.get(id)?;
+                let record = records.iter().find(|r| *r.component == *component)?;
+                Some((*at, record))
+            })
+    }
+
+    /// Every record with its instance, in (instance id, component name) order.
     pub fn iter(&self) -> impl Iterator<Item = (InstanceRef, &OrphanRecord)> + '_ {
         let mut all: Vec<_> = self
             .by_instance
             .values()
             .flat_map(|(at, records)| records.iter().map(move |r| (*at, r)))
             .collect();
-        all.sort_by_key(|(at, r)| (at.id, r.component.clone()));
+        all.sort_unstable_by(|(a, ra), (b, rb)| {
+            a.id.cmp(&b.id)
+                .then_with(|| ra.component.cmp(&rb.component))
+        });
         all.into_iter()
     }
 

@@ -26,8 +26,9 @@ pub struct SourceField {
     pub name: Arc<str>,
     /// Its value.
     pub value: Value,
-    /// The type it had, for typed rows; `None` for raw saved values.
-    pub ty: Option<FieldType>,
+    /// The type it had, for typed rows (shared by all rows of a set); `None` for raw saved
+    /// values.
+    pub ty: Option<Arc<FieldType>>,
 }
 
 /// One row to adopt.
@@ -242,7 +243,7 @@ pub fn adopt(
             };
             claimed[i] = true;
             let source = &row.fields[i];
-            match convert(&source.value, source.ty.as_ref(), &field.ty) {
+            match convert(&source.value, source.ty.as_deref(), &field.ty) {
                 Some(value) => {
                     values.push(value);
                     match former {

@@ -364,8 +364,7 @@ fn redefine(
     rows.extend(
         store
             .orphans()
-            .iter()
-            .filter(|(_, r)| *r.component == *name)
+            .of_component(name)
             .map(|(at, r)| SourceRow::from_orphan(at, r.clone())),
     );
     let Adopted {
@@ -415,6 +414,11 @@ fn typed_rows(store: &Store, component: ComponentId) -> Result<Vec<SourceRow>, S
     let set = store.set(component)?;
     let def = set.def();
     let version = def.def().version;
+    let types: Vec<Arc<strata_component_store::FieldType>> = def
+        .fields()
+        .iter()
+        .map(|f| Arc::new(f.ty.clone()))
+        .collect();
     Ok((0..set.len())
         .map(|row| SourceRow {
             at: InstanceRef::new(set.ids()[row], set.slots()[row]),
@@ -429,7 +433,7 @@ fn typed_rows(store: &Store, component: ComponentId) -> Result<Vec<SourceRow>, S
                     Some(SourceField {
                         name: f.name.clone(),
                         value,
-                        ty: Some(f.ty.clone()),
+                        ty: Some(types[i].clone()),
                     })
                 })
                 .collect(),
