@@ -267,10 +267,12 @@ pub trait Scalar: Clone + PartialEq + Sized + 'static {
     fn slice_mut(column: &mut Column) -> Option<&mut [Self]>;
     /// The value in dynamic form.
     fn into_value(self) -> Value;
+    /// The typed value of a dynamic value of this type.
+    fn from_value(value: Value) -> Option<Self>;
 }
 
 macro_rules! scalar {
-    ($t:ty, $variant:ident, $pattern:pat, |$v:ident| $wrap:expr) => {
+    ($t:ty, $variant:ident, $pattern:pat, |$v:ident| $wrap:expr, |$u:ident| $unwrap:expr) => {
         impl Scalar for $t {
             fn matches(ty: &FieldType) -> bool {
                 matches!(ty, $pattern)
@@ -291,19 +293,45 @@ macro_rules! scalar {
                 let $v = self;
                 $wrap
             }
+            fn from_value(value: Value) -> Option<Self> {
+                match value {
+                    Value::$variant($u) => Some($unwrap),
+                    _ => None,
+                }
+            }
         }
     };
 }
 
-scalar!(f64, Number, FieldType::Number, |v| Value::Number(v));
-scalar!(i64, Integer, FieldType::Integer, |v| Value::Integer(v));
-scalar!(bool, Boolean, FieldType::Boolean, |v| Value::Boolean(v));
-scalar!(Arc<str>, Text, FieldType::Text, |v| Value::Text(v));
-scalar!(u32, Enum, FieldType::Enum(_), |v| Value::Enum(v));
-scalar!(Vec3, Vector, FieldType::Vector, |v| Value::Vector(v));
-scalar!(Transform, Transform, FieldType::Transform, |v| {
-    Value::Transform(Box::new(v))
-});
-scalar!(Option<InstanceId>, Reference, FieldType::Reference, |v| {
-    Value::Reference(v)
-});
+scalar!(f64, Number, FieldType::Number, |v| Value::Number(v), |u| u);
+scalar!(
+    i64,
+    Integer,
+    FieldType::Integer,
+    |v| Value::Integer(v),
+    |u| u
+);
+scalar!(
+    bool,
+    Boolean,
+    FieldType::Boolean,
+    |v| Value::Boolean(v),
+    |u| u
+);
+scalar!(Arc<str>, Text, FieldType::Text, |v| Value::Text(v), |u| u);
+scalar!(u32, Enum, FieldType::Enum(_), |v| Value::Enum(v), |u| u);
+scalar!(Vec3, Vector, FieldType::Vector, |v| Value::Vector(v), |u| u);
+scalar!(
+    Transform,
+    Transform,
+    FieldType::Transform,
+    |v| Value::Transform(Box::new(v)),
+    |u| *u
+);
+scalar!(
+    Option<InstanceId>,
+    Reference,
+    FieldType::Reference,
+    |v| Value::Reference(v),
+    |u| u
+);

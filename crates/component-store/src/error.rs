@@ -65,6 +65,14 @@ pub enum StoreError {
         /// The component.
         component: ComponentId,
     },
+    /// A row index past the set's rows.
+    #[error("component `{component}` has no row {row}")]
+    RowOutOfRange {
+        /// The component's name.
+        component: String,
+        /// The row asked for.
+        row: usize,
+    },
     /// The instance already holds the component.
     #[error("instance {id} already holds component {component:?}")]
     AlreadyPresent {

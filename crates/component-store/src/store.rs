@@ -718,6 +718,30 @@ impl Store {
         self.write_row(component, row, field, value)
     }
 
+    /// Writes a field at a row in dynamic form: the value is checked against the field's type;
+    /// an equal value changes nothing and returns `false`. The caller is responsible for the row
+    /// still holding the instance it means (see `ComponentSet::ids`).
+    pub fn write_value_at(
+        &mut self,
+        component: ComponentId,
+        row: usize,
+        field: FieldId,
+        value: Value,
+    ) -> Result<bool, StoreError> {
+        let set = self.set(component)?;
+        check_value(&set.def, field, &value)?;
+        if row >= set.len() {
+            return Err(StoreError::RowOutOfRange {
+                component: set.def.name().to_owned(),
+                row,
+            });
+        }
+        if set.value(row, field).as_ref() == Some(&value) {
+            return Ok(false);
+        }
+        self.write_row(component, row, field, value)
+    }
+
     /// Writes a checked, different value at a row.
     pub(crate) fn write_row(
         &mut self,

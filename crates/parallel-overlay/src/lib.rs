@@ -1,0 +1,54 @@
+//! Strata's parallel field writes: writers run at the same time without touching the store,
+//! and their writes are committed afterwards in an order that does not depend on timing.
+//!
+//! Each writer gets an [`Overlay`] over a shared, read-only view of the store. It records its
+//! writes keyed by component, row and field (with the instance and a sequence number), reads
+//! its own latest writes, and otherwise reads the state established before the phase, never
+//! another writer's. After all writers finish, [`commit`] applies their [`WriteSet`]s in
+//! (tier, rank, sequence) order: execution groups first, by hierarchy order, then systems, by
+//! scheduled position. A write whose row moved applies through the instance's present row; one
+//! whose instance lost the component is a [`Refusal`]. Fields written by two writers are
+//! [`Conflict`]s, each saying whether an [`OrderOracle`] (the scheduler) declares an order
+//! between them. Structural operations are impossible while overlays borrow the store, and the
+//! overlay's structural methods refuse with [`OverlayError::StructuralRefused`].
+//! [`run_parallel`] runs writers on a rayon pool and commits.
+//!
+//! # Example
+//!
+//! ```
+//! use strata_arena::{Arena, ClassId};
+//! use strata_component_store::{ComponentDef, FieldDef, InstanceRef, Store, Value};
+//! use strata_parallel_overlay::{NoOrder, Writer, WriterRank, run_parallel};
+//!
+//! let mut arena = Arena::standard();
+//! let mut store = Store::new();
+//! let score = store.install(ComponentDef::new("Score").field(FieldDef::integer("n", 0)), arena.classes())?;
+//! let n = store.field(score, "n")?;
+//! let id = arena.create(ClassId::ENTITY, None)?;
+//! let at = InstanceRef::new(id, arena.slot_of(id).unwrap());
+//! store.add(at, ClassId::ENTITY, score, [])?;
+//!
+//! // Two systems write the same field; the later-scheduled one wins, on any thread count.
+//! let writers = [
+//!     Writer { rank: WriterRank::system(2, 20), work: 20i64 },
+//!     Writer { rank: WriterRank::system(1, 10), work: 10i64 },
+//! ];
+//! let pool = rayon::ThreadPoolBuilder::new().num_threads(2).build()?;
+//! let report = run_parallel(&mut store, &pool, &writers, |value, overlay| {
+//!     overlay.set(at, score, n, *value)
+//! }, &NoOrder);
+//! assert_eq!(*store.get::<i64>(at, score, n)?, 20);
+//! assert_eq!(report.commit.conflicts.len(), 1);
+//! assert!(!report.commit.conflicts[0].ordered);
+//! # Ok::<(), Box<dyn std::error::Error>>(())
+//! ```
+
+mod commit;
+mod error;
+mod overlay;
+mod runner;
+
+pub use crate::commit::{CommitReport, Conflict, NoOrder, OrderOracle, Refusal, commit};
+pub use crate::error::OverlayError;
+pub use crate::overlay::{GROUP_TIER, Overlay, SYSTEM_TIER, WriteSet, WriterRank};
+pub use crate::runner::{RunReport, Writer, run_parallel};
