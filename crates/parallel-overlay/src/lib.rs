@@ -42,6 +42,24 @@
 //! assert!(!report.commit.conflicts[0].ordered);
 //! # Ok::<(), Box<dyn std::error::Error>>(())
 //! ```
+//!
+//! Rows cannot move under a running writer: while an overlay exists, the store is borrowed
+//! shared, so a structural change does not compile.
+//!
+//! ```compile_fail
+//! use strata_arena::{Arena, ClassId};
+//! use strata_component_store::{ComponentDef, InstanceRef, Store};
+//! use strata_parallel_overlay::{Overlay, WriterRank};
+//!
+//! let mut arena = Arena::standard();
+//! let mut store = Store::new();
+//! let tag = store.install(ComponentDef::new("Tag"), arena.classes()).unwrap();
+//! let id = arena.create(ClassId::ENTITY, None).unwrap();
+//! let at = InstanceRef::new(id, arena.slot_of(id).unwrap());
+//! let overlay = Overlay::new(WriterRank::system(0, 1), &store);
+//! store.add(at, ClassId::ENTITY, tag, []).unwrap(); // refused: the store is borrowed
+//! drop(overlay);
+//! ```
 
 mod commit;
 mod error;

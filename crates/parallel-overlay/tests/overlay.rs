@@ -1,0 +1,301 @@
+//! Overlays and commits: read-your-writes, commit order, determinism across thread counts,
+//! conflicts, stale rows, refusals, structural refusal, equal writes and ticks.
+
+#![allow(clippy::unwrap_used, reason = "test fixtures fail loudly on purpose")]
+
+use std::hash::{Hash, Hasher};
+
+use proptest::prelude::*;
+use strata_arena::{Arena, ClassId};
+use strata_component_store::{
+    ComponentDef, ComponentId, FieldDef, FieldId, InstanceRef, Store, StoreError, Value,
+};
+use strata_parallel_overlay::{
+    NoOrder, Overlay, OverlayError, Writer, WriterRank, commit, run_parallel,
+};
+
+struct World {
+    arena: Arena,
+    store: Store,
+    score: ComponentId,
+    n: FieldId,
+    members: Vec<InstanceRef>,
+}
+
+fn world(count: usize) -> World {
+    let mut arena = Arena::standard();
+    let mut store = Store::new();
+    let score = store
+        .install(
+            ComponentDef::new("Score").field(FieldDef::integer("n", 0)),
+            arena.classes(),
+        )
+        .unwrap();
+    let n = store.field(score, "n").unwrap();
+    let members: Vec<InstanceRef> = (0..count)
+        .map(|_| {
+            let id = arena.create(ClassId::ENTITY, None).unwrap();
+            InstanceRef::new(id, arena.slot_of(id).unwrap())
+        })
+        .collect();
+    for m in &members {
+        store.add(*m, ClassId::ENTITY, score, []).unwrap();
+    }
+    World {
+        arena,
+        store,
+        score,
+        n,
+        members,
+    }
+}
+
+fn n_of(w: &World, at: InstanceRef) -> i64 {
+    *w.store.get::<i64>(at, w.score, w.n).unwrap()
+}
+
+#[test]
+fn a_writer_reads_its_own_writes_and_never_another_writers() {
+    let w = world(2);
+    let at = w.members[0];
+    let mut first = Overlay::new(WriterRank::system(0, 1), &w.store);
+    let mut second = Overlay::new(WriterRank::system(1, 2), &w.store);
+    // Run one after the other on this one thread: still isolated.
+    first.set(at, w.score, w.n, 5i64).unwrap();
+    assert_eq!(first.get::<i64>(at, w.score, w.n).unwrap(), 5);
+    assert_eq!(
+        second.get::<i64>(at, w.score, w.n).unwrap(),
+        0,
+        "established state, not first's write"
+    );
+    second.set(at, w.score, w.n, 9i64).unwrap();
+    assert_eq!(first.read(at, w.score, w.n).unwrap(), Value::Integer(5));
+    assert_eq!(second.read(at, w.score, w.n).unwrap(), Value::Integer(9));
+    assert_eq!(n_of(&w, at), 0, "nothing reaches the store before commit");
+}
+
+#[test]
+fn commit_applies_by_tier_then_rank_then_sequence() {
+    let mut w = world(3);
+    let (a, b, c) = (w.members[0], w.members[1], w.members[2]);
+    let store = &w.store;
+    let mut late_system = Overlay::new(WriterRank::system(5, 50), store);
+    let mut early_system = Overlay::new(WriterRank::system(1, 10), store);
+    let mut group = Overlay::new(WriterRank::group(99, 7), store);
+    late_system.set(a, w.score, w.n, 3i64).unwrap();
+    early_system.set(a, w.score, w.n, 2i64).unwrap();
+    group.set(a, w.score, w.n, 1i64).unwrap();
+    // Within one writer, the later write wins.
+    group.set(b, w.score, w.n, 1i64).unwrap();
+    group.set(b, w.score, w.n, 2i64).unwrap();
+    early_system.set(c, w.score, w.n, 4i64).unwrap();
+    group.set(c, w.score, w.n, 8i64).unwrap();
+    let sets = vec![early_system.finish(), group.finish(), late_system.finish()];
+    let report = commit(&mut w.store, sets, &NoOrder);
+    assert_eq!(n_of(&w, a), 3, "systems after groups; later rank last");
+    assert_eq!(n_of(&w, b), 2, "a writer's last write");
+    assert_eq!(
+        n_of(&w, c),
+        4,
+        "a system after a group, whatever the ranks' values"
+    );
+    insta::assert_snapshot!(report.to_string(), @r"
+    3 writers: 6 applied, 0 unchanged, 0 relocated, 0 refused
+    conflict on ComponentId(0).FieldId(0) of #1: group 7 (rank 99) then system 10 (rank 1) (NOT ordered by the schedule)
+    conflict on ComponentId(0).FieldId(0) of #3: group 7 (rank 99) then system 10 (rank 1) (NOT ordered by the schedule)
+    conflict on ComponentId(0).FieldId(0) of #1: system 10 (rank 1) then system 50 (rank 5) (NOT ordered by the schedule)
+    ");
+}
+
+#[test]
+fn conflicts_say_whether_the_schedule_orders_the_writers() {
+    let mut w = world(1);
+    let at = w.members[0];
+    let mut x = Overlay::new(WriterRank::system(1, 100), &w.store);
+    let mut y = Overlay::new(WriterRank::system(2, 200), &w.store);
+    x.set(at, w.score, w.n, 1i64).unwrap();
+    y.set(at, w.score, w.n, 2i64).unwrap();
+    let sets = vec![x.finish(), y.finish()];
+    let declared =
+        |a: WriterRank, b: WriterRank| (a.id, b.id) == (100, 200) || (a.id, b.id) == (200, 100);
+    let report = commit(&mut w.store.snapshot(), sets.clone(), &declared);
+    assert_eq!(report.conflicts.len(), 1);
+    assert!(report.conflicts[0].ordered);
+    assert_eq!(
+        (report.conflicts[0].first.id, report.conflicts[0].second.id),
+        (100, 200)
+    );
+    let report = commit(&mut w.store, sets, &NoOrder);
+    assert!(!report.conflicts[0].ordered);
+    assert_eq!(n_of(&w, at), 2);
+}
+
+#[test]
+fn a_stale_row_falls_back_to_the_instance_and_a_removed_component_is_refused() {
+    let mut w = world(3);
+    let (a, b, c) = (w.members[0], w.members[1], w.members[2]);
+    let mut writer = Overlay::new(WriterRank::system(0, 1), &w.store);
+    writer.set(c, w.score, w.n, 30i64).unwrap();
+    writer.set(b, w.score, w.n, 20i64).unwrap();
+    let set = writer.finish();
+    // After the writers joined but before commit: a removal swaps c into a's row, and b loses
+    // the component.
+    w.store.remove(a, w.score).unwrap();
+    w.store.remove(b, w.score).unwrap();
+    let report = commit(&mut w.store, vec![set], &NoOrder);
+    assert_eq!(n_of(&w, c), 30, "applied through c's present row");
+    assert_eq!(report.relocated, 1);
+    assert_eq!(report.refusals.len(), 1);
+    assert_eq!(report.refusals[0].instance, b.id);
+    assert!(matches!(
+        report.refusals[0].error,
+        StoreError::MissingMembership { .. }
+    ));
+}
+
+#[test]
+fn structural_operations_are_refused_while_writers_are_active() {
+    let w = world(1);
+    let at = w.members[0];
+    let mut writer = Overlay::new(WriterRank::system(0, 1), &w.store);
+    assert_eq!(
+        writer.add_component(at, ClassId::ENTITY, w.score),
+        Err(OverlayError::StructuralRefused("adding a component"))
+    );
+    assert_eq!(
+        writer.remove_component(at, w.score),
+        Err(OverlayError::StructuralRefused("removing a component"))
+    );
+    assert!(writer.is_empty());
+    // Writes are checked when recorded.
+    assert!(matches!(
+        writer.write(at, w.score, w.n, Value::Text("x".into())),
+        Err(OverlayError::Store(StoreError::TypeMismatch { .. }))
+    ));
+}
+
+#[test]
+fn equal_writes_at_commit_do_not_tick_and_real_ones_track_like_ordinary_writes() {
+    let mut w = world(2);
+    let (a, b) = (w.members[0], w.members[1]);
+    w.store.take_dirty(w.score).unwrap();
+    let tick = w.store.tick();
+    let mut writer = Overlay::new(WriterRank::system(0, 1), &w.store);
+    writer.set(a, w.score, w.n, 0i64).unwrap();
+    writer.set(b, w.score, w.n, 6i64).unwrap();
+    let sets = vec![writer.finish()];
+    let report = commit(&mut w.store, sets, &NoOrder);
+    assert_eq!((report.applied, report.unchanged), (1, 1));
+    assert_eq!(w.store.tick().0, tick.0 + 1, "one real change, one tick");
+    let set = w.store.set(w.score).unwrap();
+    assert_eq!(
+        set.changed_ticks()[w.store.row(b, w.score).unwrap()],
+        w.store.tick()
+    );
+    assert!(set.changed_ticks()[w.store.row(a, w.score).unwrap()] < w.store.tick());
+    let dirty = w.store.take_dirty(w.score).unwrap();
+    assert_eq!(
+        dirty.iter().map(|(id, _)| *id).collect::<Vec<_>>(),
+        vec![b.id]
+    );
+}
+
+/// A hash of everything a commit can change: values, ticks, the store tick.
+fn fingerprint(store: &Store, score: ComponentId, n: FieldId) -> u64 {
+    let set = store.set(score).unwrap();
+    let mut hasher = std::collections::hash_map::DefaultHasher::new();
+    let mut rows: Vec<_> = (0..set.len())
+        .map(|r| {
+            (
+                set.ids()[r],
+                set.values::<i64>(n).unwrap()[r],
+                set.changed_ticks()[r],
+            )
+        })
+        .collect();
+    rows.sort();
+    rows.hash(&mut hasher);
+    store.tick().hash(&mut hasher);
+    hasher.finish()
+}
+
+fn run_with_threads(threads: usize, writes: &[Vec<(usize, i64)>], instances: usize) -> u64 {
+    let mut w = world(instances);
+    let writers: Vec<Writer<Vec<(usize, i64)>>> = writes
+        .iter()
+        .enumerate()
+        .map(|(i, ws)| Writer {
+            rank: WriterRank::system((i * 7 % 5) as u64, i as u64),
+            work: ws.clone(),
+        })
+        .collect();
+    let pool = rayon::ThreadPoolBuilder::new()
+        .num_threads(threads)
+        .build()
+        .unwrap();
+    let members = w.members.clone();
+    let (score, n) = (w.score, w.n);
+    run_parallel(
+        &mut w.store,
+        &pool,
+        &writers,
+        |work, overlay| {
+            for (i, value) in work {
+                // Read-modify-write sees this writer's own earlier writes only.
+                let current = overlay.get::<i64>(members[*i], score, n)?;
+                overlay.set(members[*i], score, n, current + *value)?;
+            }
+            Ok(())
+        },
+        &NoOrder,
+    );
+    fingerprint(&w.store, w.score, w.n)
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig { cases: 64, failure_persistence: None, ..ProptestConfig::default() })]
+
+    #[test]
+    fn the_committed_store_is_the_same_for_one_two_and_eight_threads(
+        writes in prop::collection::vec(prop::collection::vec((0usize..40, -3i64..4), 0..60), 1..12),
+    ) {
+        let one = run_with_threads(1, &writes, 40);
+        prop_assert_eq!(one, run_with_threads(2, &writes, 40));
+        prop_assert_eq!(one, run_with_threads(8, &writes, 40));
+    }
+}
+
+#[test]
+fn writer_errors_are_reported_and_earlier_writes_kept() {
+    let mut w = world(2);
+    let (a, b) = (w.members[0], w.members[1]);
+    w.store.remove(b, w.score).unwrap();
+    let writers = [Writer {
+        rank: WriterRank::system(0, 1),
+        work: (),
+    }];
+    let pool = rayon::ThreadPoolBuilder::new()
+        .num_threads(2)
+        .build()
+        .unwrap();
+    let (score, n) = (w.score, w.n);
+    let report = run_parallel(
+        &mut w.store,
+        &pool,
+        &writers,
+        |_, overlay| {
+            overlay.set(a, score, n, 4i64)?;
+            overlay.set(b, score, n, 5i64)?;
+            Ok(())
+        },
+        &NoOrder,
+    );
+    assert_eq!(report.errors.len(), 1);
+    assert!(matches!(
+        report.errors[0].1,
+        OverlayError::Store(StoreError::MissingMembership { .. })
+    ));
+    assert_eq!(n_of(&w, a), 4);
+    assert_eq!(report.counts, vec![(WriterRank::system(0, 1), 0, 1)]);
+    let _ = &w.arena;
+}
