@@ -1,0 +1,628 @@
+//! Building a plan: names and sets resolved into edges, cycles found and stopped, each stage
+//! ordered, reachability recorded.
+//!
+//! Invariant: a [`Plan`] is a pure function of the systems it was built from. Every edge joins
+//! two enabled systems of the same stage; every scheduled system comes after all its scheduled
+//! predecessors, and among the systems ready at a step the one first in hierarchy order (then
+//! registration order) goes first. A system is scheduled, stopped (a member of exactly one
+//! reported [`Cycle`]) or disabled, never two of these. Reachability holds exactly the paths of
+//! declared edges between scheduled systems: hierarchy order alone never makes two systems
+//! ordered.
+
+use std::cmp::Reverse;
+use std::collections::{BinaryHeap, VecDeque};
+use std::ops::Range;
+use std::sync::Arc;
+
+use hashbrown::hash_map::Entry as MapEntry;
+use hashbrown::{HashMap, HashSet};
+use petgraph::algo::tarjan_scc;
+use petgraph::graph::{DiGraph, NodeIndex};
+
+use crate::diagnostics::{Cycle, Declaration, Diagnostic, ScheduleDiagnostics};
+use crate::reach::Reach;
+use crate::system::{AsSystemId, HierarchyKey, Relation, Stage, System, SystemId};
+
+/// Where a build put a system.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum SystemState {
+    /// Scheduled at `position` in the frame's global order (see [`Plan::position`]).
+    Scheduled {
+        /// The scheduled position.
+        position: u32,
+    },
+    /// Stopped because it is in the cycle at this index of [`Plan::cycles`].
+    Stopped {
+        /// The cycle's index.
+        cycle: usize,
+    },
+    /// Disabled: not part of the graph.
+    Disabled,
+}
+
+/// One declaration that produced an edge.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct EdgeReason {
+    /// The system that declared it.
+    pub declared_by: SystemId,
+    /// Whether it said `before` or `after`.
+    pub relation: Relation,
+    /// The target as written.
+    pub target: Arc<str>,
+    /// Whether the target was a set (the edge joins the declarer to one member).
+    pub via_set: bool,
+}
+
+/// A declared ordering between two enabled systems of one stage: `from` runs before `to`.
+/// [`Plan::reasons`] lists the declarations behind it.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Edge {
+    /// The system that runs first.
+    pub from: SystemId,
+    /// The system that runs second.
+    pub to: SystemId,
+    /// This edge's slice of the plan's reasons.
+    reasons: Range<u32>,
+}
+
+/// What a plan keeps about one system.
+#[derive(Clone, Debug, PartialEq)]
+pub struct PlannedSystem {
+    pub(crate) name: Arc<str>,
+    pub(crate) stage: Stage,
+    pub(crate) hierarchy: HierarchyKey,
+    pub(crate) interval: Option<f64>,
+    pub(crate) state: SystemState,
+}
+
+impl PlannedSystem {
+    /// The system's name.
+    pub fn name(&self) -> &str {
+        &self.name
+    }
+
+    /// Its stage.
+    pub fn stage(&self) -> Stage {
+        self.stage
+    }
+
+    /// Its hierarchy position.
+    pub fn hierarchy(&self) -> &HierarchyKey {
+        &self.hierarchy
+    }
+
+    /// Its interval in seconds, if any.
+    pub fn interval(&self) -> Option<f64> {
+        self.interval
+    }
+
+    /// Where the build put it.
+    pub fn state(&self) -> SystemState {
+        self.state
+    }
+}
+
+/// The result of a build: each stage's order, the edges, the stopped cycles, reachability and
+/// diagnostics.
+///
+/// The *scheduled position* of a system is its index in [`Plan::order`], the frame's global run
+/// order: stages in [`Stage::ALL`] order (`First`, `PreUpdate`, the fixed block's `FixedFirst` to
+/// `FixedLast`, `Update`, `PostUpdate`, `Last`), each stage in its topological order. Positions
+/// are dense from 0 and change only when the schedule is rebuilt; the parallel overlay uses them
+/// as writer ranks.
+#[derive(Clone, Debug, Default)]
+pub struct Plan {
+    pub(crate) systems: Vec<Option<PlannedSystem>>,
+    pub(crate) order: Vec<SystemId>,
+    /// `stage_starts[s]..stage_starts[s + 1]` is stage `s`'s slice of `order`.
+    pub(crate) stage_starts: [u32; Stage::COUNT + 1],
+    pub(crate) edges: Vec<Edge>,
+    /// The declarations behind the edges, edge by edge.
+    pub(crate) reasons: Vec<EdgeReason>,
+    pub(crate) cycles: Vec<Cycle>,
+    pub(crate) reach: Vec<Reach>,
+    pub(crate) diagnostics: ScheduleDiagnostics,
+}
+
+impl Plan {
+    /// Every scheduled system in run order (the index is the scheduled position).
+    pub fn order(&self) -> &[SystemId] {
+        &self.order
+    }
+
+    /// The scheduled systems of one stage, in run order.
+    pub fn stage_order(&self, stage: Stage) -> &[SystemId] {
+        let s = stage.index();
+        &self.order[self.stage_starts[s] as usize..self.stage_starts[s + 1] as usize]
+    }
+
+    /// The system's scheduled position, or `None` when it is stopped, disabled or unknown.
+    pub fn position(&self, id: impl AsSystemId) -> Option<u32> {
+        match self.system(id)?.state {
+            SystemState::Scheduled { position } => Some(position),
+            SystemState::Stopped { .. } | SystemState::Disabled => None,
+        }
+    }
+
+    /// The system scheduled at `position`.
+    pub fn system_at(&self, position: u32) -> Option<SystemId> {
+        self.order.get(position as usize).copied()
+    }
+
+    /// What the plan knows about a system, or `None` for an id it was not built with.
+    pub fn system(&self, id: impl AsSystemId) -> Option<&PlannedSystem> {
+        let id = id.as_system_id()?;
+        self.systems.get(id.index() as usize)?.as_ref()
+    }
+
+    /// Where the build put a system.
+    pub fn state(&self, id: impl AsSystemId) -> Option<SystemState> {
+        self.system(id).map(|system| system.state)
+    }
+
+    /// Whether the schedule declares an order between `a` and `b`, in either direction: both are
+    /// scheduled, they are different systems, and either they run in different stages (the stage
+    /// order orders them) or a path of declared edges leads from one to the other.
+    ///
+    /// Two systems of one stage that no declaration connects are *not* ordered, even though
+    /// hierarchy order places one first: hierarchy order only breaks ties, it declares nothing.
+    /// Stopped, disabled and unknown systems are ordered with nothing. Answers in O(1).
+    ///
+    /// Takes [`SystemId`]s or their `u64` form, so a closure
+    /// `|a: u64, b: u64| plan.is_ordered(a, b)` (or [`Plan::order_oracle`]) serves as an
+    /// order oracle.
+    pub fn is_ordered(&self, a: impl AsSystemId, b: impl AsSystemId) -> bool {
+        match (self.located(a), self.located(b)) {
+            (Some((stage_a, at_a)), Some((stage_b, at_b))) => {
+                if stage_a != stage_b {
+                    return true;
+                }
+                let (first, second) = if at_a <= at_b {
+                    (at_a, at_b)
+                } else {
+                    (at_b, at_a)
+                };
+                first != second && self.reach[stage_a].reaches(first, second)
+            }
+            _ => false,
+        }
+    }
+
+    /// Whether the schedule declares that `a` runs before `b`: a path of declared edges from `a`
+    /// to `b` in one stage, or `a`'s stage runs before `b`'s. O(1).
+    pub fn precedes(&self, a: impl AsSystemId, b: impl AsSystemId) -> bool {
+        match (self.located(a), self.located(b)) {
+            (Some((stage_a, at_a)), Some((stage_b, at_b))) => {
+                if stage_a != stage_b {
+                    return stage_a < stage_b;
+                }
+                self.reach[stage_a].reaches(at_a, at_b)
+            }
+            _ => false,
+        }
+    }
+
+    /// [`Plan::is_ordered`] as a closure over plain ids, for layers that take an order oracle.
+    pub fn order_oracle(&self) -> impl Fn(u64, u64) -> bool + '_ {
+        move |a, b| self.is_ordered(a, b)
+    }
+
+    /// Every edge, in the order its first declaration was met (declaring system, then `before`
+    /// targets, then `after` targets, as written).
+    pub fn edges(&self) -> &[Edge] {
+        &self.edges
+    }
+
+    /// The declarations behind an edge of this plan, in declaration order (at least one).
+    pub fn reasons(&self, edge: &Edge) -> &[EdgeReason] {
+        self.reasons
+            .get(edge.reasons.start as usize..edge.reasons.end as usize)
+            .unwrap_or(&[])
+    }
+
+    /// The cycles whose systems were stopped, by stage, then by their first member's hierarchy
+    /// order.
+    pub fn cycles(&self) -> &[Cycle] {
+        &self.cycles
+    }
+
+    /// The stopped systems, cycle by cycle.
+    pub fn stopped(&self) -> impl Iterator<Item = SystemId> + '_ {
+        self.cycles
+            .iter()
+            .flat_map(|cycle| cycle.members.iter().copied())
+    }
+
+    /// What the build noticed.
+    pub fn diagnostics(&self) -> &ScheduleDiagnostics {
+        &self.diagnostics
+    }
+
+    /// The stage index and the position within the stage of a scheduled system.
+    fn located(&self, id: impl AsSystemId) -> Option<(usize, usize)> {
+        let system = self.system(id)?;
+        let SystemState::Scheduled { position } = system.state else {
+            return None;
+        };
+        let stage = system.stage.index();
+        Some((stage, (position - self.stage_starts[stage]) as usize))
+    }
+}
+
+/// Builds the plan of `systems`, indexed by id (`None` for removed ids).
+pub(crate) fn build<B>(systems: &[Option<&System<B>>]) -> Plan {
+    let n = systems.len();
+    let mut names: HashMap<&str, usize> = HashMap::with_capacity(n);
+    let mut sets: HashMap<&str, Vec<usize>> = HashMap::new();
+    for (i, system) in systems.iter().enumerate() {
+        let Some(system) = system else { continue };
+        names.insert(&system.name, i);
+        for set in &system.sets {
+            sets.entry(set).or_default().push(i);
+        }
+    }
+    let enabled: Vec<bool> = systems
+        .iter()
+        .map(|system| system.is_some_and(|system| system.enabled))
+        .collect();
+    let stage_of = |i: usize| systems[i].map(System::stage);
+    let name_of = |i: usize| systems[i].map_or_else(String::new, |s| s.name.to_string());
+
+    // Declarations into edges.
+    let mut diagnostics = ScheduleDiagnostics::default();
+    let mut edges = Edges::default();
+    for (i, system) in systems.iter().enumerate() {
+        let Some(system) = system.filter(|system| system.enabled) else {
+            continue;
+        };
+        let stage = system.stage();
+        let declared = [
+            (Relation::Before, &system.before),
+            (Relation::After, &system.after),
+        ];
+        for (relation, targets) in declared {
+            for target in targets {
+                let declaration = || Declaration {
+                    system: id(i),
+                    name: system.name.to_string(),
+                    relation,
+                    target: target.to_string(),
+                };
+                let cross = |other: usize| Diagnostic::CrossStage {
+                    declaration: declaration(),
+                    stage,
+                    other: id(other),
+                    other_name: name_of(other),
+                    other_stage: stage_of(other).unwrap_or(stage),
+                };
+                if let Some(&other) = names.get(&**target) {
+                    if other == i {
+                        diagnostics.push(Diagnostic::SelfTarget {
+                            declaration: declaration(),
+                        });
+                    } else if !enabled[other] {
+                        diagnostics.push(Diagnostic::DisabledTarget {
+                            declaration: declaration(),
+                        });
+                    } else if stage_of(other) != Some(stage) {
+                        diagnostics.push(cross(other));
+                    } else {
+                        edges.add(i, other, relation, target, false);
+                    }
+                } else if let Some(members) = sets.get(&**target) {
+                    let (mut any_enabled, mut any_disabled) = (false, false);
+                    for &other in members.iter().filter(|&&other| other != i) {
+                        if !enabled[other] {
+                            any_disabled = true;
+                            continue;
+                        }
+                        any_enabled = true;
+                        if stage_of(other) != Some(stage) {
+                            diagnostics.push(cross(other));
+                        } else {
+                            edges.add(i, other, relation, target, true);
+                        }
+                    }
+                    if any_disabled && !any_enabled {
+                        diagnostics.push(Diagnostic::DisabledTarget {
+                            declaration: declaration(),
+                        });
+                    }
+                } else {
+                    diagnostics.push(Diagnostic::MissingTarget {
+                        declaration: declaration(),
+                    });
+                }
+            }
+        }
+    }
+    let (edges, reasons) = edges.finish();
+    let successors = Rows::new(
+        n,
+        edges
+            .iter()
+            .map(|edge| (edge.from.index() as usize, edge.to.index() as usize)),
+    );
+
+    // Cycles: strongly connected components of more than one system (self edges are never
+    // added, so a single system is never a cycle).
+    let mut graph: DiGraph<usize, ()> = DiGraph::with_capacity(n, edges.len());
+    let mut node_of: Vec<Option<NodeIndex>> = vec![None; n];
+    for i in (0..n).filter(|&i| enabled[i]) {
+        node_of[i] = Some(graph.add_node(i));
+    }
+    for edge in &edges {
+        let (from, to) = (edge.from.index() as usize, edge.to.index() as usize);
+        if let (Some(a), Some(b)) = (node_of[from], node_of[to]) {
+            graph.add_edge(a, b, ());
+        }
+    }
+    let key = |i: usize| {
+        let system = systems[i].expect("only live systems take part in the graph");
+        (&system.hierarchy, i)
+    };
+    let mut components: Vec<Vec<usize>> = tarjan_scc(&graph)
+        .into_iter()
+        .filter(|component| component.len() > 1)
+        .map(|component| {
+            let mut members: Vec<usize> = component.into_iter().map(|node| graph[node]).collect();
+            members.sort_by_key(|&i| key(i));
+            members
+        })
+        .collect();
+    components.sort_by_key(|members| {
+        let first = members[0];
+        (stage_of(first).map(Stage::index), key(first))
+    });
+    let mut stopped: Vec<Option<usize>> = vec![None; n];
+    let mut cycles = Vec::with_capacity(components.len());
+    for (c, members) in components.iter().enumerate() {
+        for &i in members {
+            stopped[i] = Some(c);
+        }
+        let chain = cycle_chain(members, &successors, &key);
+        cycles.push(Cycle {
+            stage: stage_of(members[0]).unwrap_or(Stage::Frame(crate::Phase::Update)),
+            chain: chain.into_iter().map(id).collect(),
+            members: members.iter().copied().map(id).collect(),
+            names: members.iter().map(|&i| name_of(i)).collect(),
+        });
+    }
+
+    // Each stage in topological order, ties broken by hierarchy order (Kahn's algorithm over a
+    // priority queue). Only edges between scheduled systems count.
+    let scheduled = |i: usize| enabled[i] && stopped[i].is_none();
+    let mut waiting_on = vec![0_usize; n];
+    for edge in &edges {
+        let (from, to) = (edge.from.index() as usize, edge.to.index() as usize);
+        if scheduled(from) && scheduled(to) {
+            waiting_on[to] += 1;
+        }
+    }
+    let mut by_stage: Vec<Vec<usize>> = vec![Vec::new(); Stage::COUNT];
+    for i in (0..n).filter(|&i| scheduled(i)) {
+        if let Some(stage) = stage_of(i) {
+            by_stage[stage.index()].push(i);
+        }
+    }
+    let mut order: Vec<SystemId> = Vec::with_capacity(n);
+    let mut position: Vec<Option<u32>> = vec![None; n];
+    let mut stage_starts = [0_u32; Stage::COUNT + 1];
+    let mut reach = Vec::with_capacity(Stage::COUNT);
+    let mut ready: BinaryHeap<Reverse<(&HierarchyKey, usize)>> = BinaryHeap::new();
+    let (mut offsets, mut targets) = (Vec::new(), Vec::new());
+    for (s, members) in by_stage.iter().enumerate() {
+        let start = order.len();
+        stage_starts[s] = start as u32;
+        ready.extend(
+            members
+                .iter()
+                .filter(|&&i| waiting_on[i] == 0)
+                .map(|&i| Reverse(key(i))),
+        );
+        while let Some(Reverse((_, i))) = ready.pop() {
+            position[i] = Some(order.len() as u32);
+            order.push(id(i));
+            for &next in successors.of(i) {
+                if scheduled(next) {
+                    waiting_on[next] -= 1;
+                    if waiting_on[next] == 0 {
+                        ready.push(Reverse(key(next)));
+                    }
+                }
+            }
+        }
+        debug_assert_eq!(order.len() - start, members.len(), "cycles were removed");
+        // The stage's edges in local positions, for its reachability.
+        offsets.clear();
+        targets.clear();
+        offsets.push(0);
+        for system in &order[start..] {
+            let i = system.index() as usize;
+            targets.extend(
+                successors
+                    .of(i)
+                    .iter()
+                    .filter_map(|&next| position[next].map(|p| p as usize - start)),
+            );
+            offsets.push(targets.len());
+        }
+        reach.push(Reach::from_rows(order.len() - start, &offsets, &targets));
+    }
+    stage_starts[Stage::COUNT] = order.len() as u32;
+
+    for cycle in &cycles {
+        diagnostics.push(Diagnostic::Cycle(cycle.clone()));
+    }
+    let planned = systems
+        .iter()
+        .enumerate()
+        .map(|(i, system)| {
+            system.map(|system| PlannedSystem {
+                name: Arc::clone(&system.name),
+                stage: system.stage(),
+                hierarchy: system.hierarchy.clone(),
+                interval: system.interval,
+                state: match (enabled[i], stopped[i], position[i]) {
+                    (false, _, _) => SystemState::Disabled,
+                    (true, Some(cycle), _) => SystemState::Stopped { cycle },
+                    (true, None, Some(position)) => SystemState::Scheduled { position },
+                    (true, None, None) => unreachable!("every enabled acyclic system is ordered"),
+                },
+            })
+        })
+        .collect();
+    Plan {
+        systems: planned,
+        order,
+        stage_starts,
+        edges,
+        reasons,
+        cycles,
+        reach,
+        diagnostics,
+    }
+}
+
+/// The id of the system at index `i` (indices come from a `Vec` of at most `u32::MAX` systems).
+fn id(i: usize) -> SystemId {
+    SystemId::from_index(i as u32)
+}
+
+/// Edges being collected, one per ordered pair, with all the declarations behind each.
+#[derive(Default)]
+struct Edges {
+    pairs: Vec<(usize, usize)>,
+    at: HashMap<(usize, usize), u32>,
+    /// Each reason with the index of its edge.
+    reasons: Vec<(u32, EdgeReason)>,
+}
+
+impl Edges {
+    fn add(
+        &mut self,
+        declarer: usize,
+        other: usize,
+        relation: Relation,
+        target: &Arc<str>,
+        via_set: bool,
+    ) {
+        let (from, to) = match relation {
+            Relation::Before => (declarer, other),
+            Relation::After => (other, declarer),
+        };
+        let edge = match self.at.entry((from, to)) {
+            MapEntry::Occupied(at) => *at.get(),
+            MapEntry::Vacant(at) => {
+                let edge = self.pairs.len() as u32;
+                at.insert(edge);
+                self.pairs.push((from, to));
+                edge
+            }
+        };
+        self.reasons.push((
+            edge,
+            EdgeReason {
+                declared_by: id(declarer),
+                relation,
+                target: Arc::clone(target),
+                via_set,
+            },
+        ));
+    }
+
+    /// The edges, and their reasons grouped edge by edge in declaration order.
+    fn finish(mut self) -> (Vec<Edge>, Vec<EdgeReason>) {
+        // A stable sort keeps each edge's reasons in declaration order.
+        self.reasons.sort_by_key(|&(edge, _)| edge);
+        let mut edges: Vec<Edge> = self
+            .pairs
+            .iter()
+            .map(|&(from, to)| Edge {
+                from: id(from),
+                to: id(to),
+                reasons: 0..0,
+            })
+            .collect();
+        for (at, (edge, _)) in self.reasons.iter().enumerate() {
+            let range = &mut edges[*edge as usize].reasons;
+            if range.start == range.end {
+                range.start = at as u32;
+            }
+            range.end = at as u32 + 1;
+        }
+        let reasons = self.reasons.into_iter().map(|(_, reason)| reason).collect();
+        (edges, reasons)
+    }
+}
+
+/// Adjacency in compressed rows: the successors of system `i` are
+/// `targets[offsets[i]..offsets[i + 1]]`.
+struct Rows {
+    offsets: Vec<usize>,
+    targets: Vec<usize>,
+}
+
+impl Rows {
+    fn new(n: usize, pairs: impl Iterator<Item = (usize, usize)> + Clone) -> Rows {
+        let mut offsets = vec![0_usize; n + 1];
+        for (from, _) in pairs.clone() {
+            offsets[from + 1] += 1;
+        }
+        for i in 0..n {
+            offsets[i + 1] += offsets[i];
+        }
+        let mut fill = offsets.clone();
+        let mut targets = vec![0_usize; offsets[n]];
+        for (from, to) in pairs {
+            targets[fill[from]] = to;
+            fill[from] += 1;
+        }
+        Rows { offsets, targets }
+    }
+
+    fn of(&self, i: usize) -> &[usize] {
+        &self.targets[self.offsets[i]..self.offsets[i + 1]]
+    }
+}
+
+/// A closed walk through a strongly connected component: from its first member in hierarchy
+/// order, the shortest way back (breadth first, successors in hierarchy order).
+fn cycle_chain<'k>(
+    members: &[usize],
+    successors: &Rows,
+    key: &impl Fn(usize) -> (&'k HierarchyKey, usize),
+) -> Vec<usize> {
+    let inside: HashSet<usize> = members.iter().copied().collect();
+    let start = members[0];
+    let mut came_from: HashMap<usize, usize> = HashMap::new();
+    let mut queue = VecDeque::from([start]);
+    while let Some(at) = queue.pop_front() {
+        let mut next: Vec<usize> = successors
+            .of(at)
+            .iter()
+            .copied()
+            .filter(|next| inside.contains(next))
+            .collect();
+        next.sort_by_key(|&i| key(i));
+        for next in next {
+            if next == start {
+                let mut chain = vec![at];
+                let mut back = at;
+                while back != start {
+                    back = came_from[&back];
+                    chain.push(back);
+                }
+                chain.reverse();
+                return chain;
+            }
+            if let MapEntry::Vacant(seen) = came_from.entry(next) {
+                seen.insert(at);
+                queue.push_back(next);
+            }
+        }
+    }
+    // A strongly connected component always leads back to its start; keep the members if a
+    // future change ever broke that.
+    members.to_vec()
+}

@@ -1,0 +1,463 @@
+//! The schedule: systems with their bodies, the current plan, and running frames.
+//!
+//! Invariant: the plan is rebuilt from the systems whenever one was added, removed, enabled or
+//! disabled since the last build ([`Schedule::build`], and before every frame), so a frame always
+//! runs the plan of the systems as they are. A frame calls each enabled, scheduled system's body
+//! in scheduled order, the fixed block's systems once per fixed step; an interval system's body
+//! is called at most once per pass over its stage. A body's error is counted and returned and
+//! never stops the systems after it.
+
+use std::sync::Arc;
+use std::time::Instant;
+
+use hashbrown::HashMap;
+
+use crate::error::ScheduleError;
+use crate::plan::{Plan, build};
+use crate::stats::SystemStats;
+use crate::system::{AsSystemId, Stage, System, SystemId};
+
+/// Tolerance on comparisons of accumulated time, in seconds, so that sums of decimal steps such
+/// as 0.1 + 0.2 + 0.2 count as reaching 0.5.
+const TIME_EPSILON: f64 = 1e-9;
+
+/// The fixed-step block's cadence: its step length and the most steps one frame may run.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct FixedStep {
+    seconds: f64,
+    max_steps: u32,
+}
+
+impl FixedStep {
+    /// 60 steps per second, at most 4 per frame: what [`Schedule::new`] uses.
+    pub const HZ_60: FixedStep = FixedStep {
+        seconds: 1.0 / 60.0,
+        max_steps: 4,
+    };
+
+    /// Steps of `seconds` each, at most `max_steps` per frame.
+    pub fn new(seconds: f64, max_steps: u32) -> Result<FixedStep, ScheduleError> {
+        if !(seconds.is_finite() && seconds > 0.0) || max_steps == 0 {
+            return Err(ScheduleError::InvalidFixedStep { seconds, max_steps });
+        }
+        Ok(FixedStep { seconds, max_steps })
+    }
+
+    /// The step length in seconds.
+    pub fn seconds(self) -> f64 {
+        self.seconds
+    }
+
+    /// The most steps one frame runs.
+    pub fn max_steps(self) -> u32 {
+        self.max_steps
+    }
+}
+
+/// What a body sees of its run and how it reports the work it did.
+#[derive(Debug)]
+pub struct RunCtx {
+    system: SystemId,
+    stage: Stage,
+    dt: f64,
+    component_reads: u64,
+    field_writes: u64,
+    visited_rows: u64,
+}
+
+impl RunCtx {
+    /// The system being run.
+    pub fn system(&self) -> SystemId {
+        self.system
+    }
+
+    /// The stage it runs in.
+    pub fn stage(&self) -> Stage {
+        self.stage
+    }
+
+    /// The elapsed time this run stands for, in seconds: the frame's time, the fixed step, or
+    /// for an interval system the time accumulated since its previous run.
+    pub fn dt(&self) -> f64 {
+        self.dt
+    }
+
+    /// Reports `n` component reads.
+    pub fn add_component_reads(&mut self, n: u64) {
+        self.component_reads += n;
+    }
+
+    /// Reports `n` field writes.
+    pub fn add_field_writes(&mut self, n: u64) {
+        self.field_writes += n;
+    }
+
+    /// Reports `n` visited rows.
+    pub fn add_visited_rows(&mut self, n: u64) {
+        self.visited_rows += n;
+    }
+}
+
+/// What one frame did.
+#[derive(Debug)]
+pub struct FrameReport<E> {
+    /// Body calls made (an interval system that was not due is not counted).
+    pub runs: u32,
+    /// Fixed steps run.
+    pub fixed_steps: u32,
+    /// Whole fixed steps owed beyond the frame's limit, dropped rather than carried (the
+    /// fraction of a step left over is carried).
+    pub fixed_steps_dropped: u64,
+    /// The errors bodies returned, in run order.
+    pub errors: Vec<(SystemId, E)>,
+}
+
+/// A system as the schedule holds it, with its running state.
+#[derive(Debug)]
+struct Slot<B> {
+    system: System<B>,
+    stats: SystemStats,
+    /// Stage time accumulated towards the next interval run.
+    waited: f64,
+}
+
+/// Systems with bodies of type `B`, their plan, and the frame loop that runs them.
+///
+/// The schedule never calls a body itself: [`Schedule::run_frame`] hands each due body to the
+/// caller's closure with a [`RunCtx`], so bodies can be closures, script handles or plain data,
+/// and this crate needs nothing from the layers that run them.
+#[derive(Debug)]
+pub struct Schedule<B> {
+    slots: Vec<Option<Slot<B>>>,
+    /// Live system names.
+    names: HashMap<Arc<str>, SystemId>,
+    /// Live set names, with how many live systems belong to each.
+    sets: HashMap<Arc<str>, usize>,
+    plan: Plan,
+    stale: bool,
+    fixed: FixedStep,
+    /// Time carried into the next frame's fixed block (less than one step).
+    fixed_carried: f64,
+}
+
+impl<B> Default for Schedule<B> {
+    fn default() -> Self {
+        Schedule::new()
+    }
+}
+
+impl<B> Schedule<B> {
+    /// An empty schedule with a fixed step of [`FixedStep::HZ_60`].
+    pub fn new() -> Schedule<B> {
+        Schedule::with_fixed_step(FixedStep::HZ_60)
+    }
+
+    /// An empty schedule with this fixed step.
+    pub fn with_fixed_step(fixed: FixedStep) -> Schedule<B> {
+        Schedule {
+            slots: Vec::new(),
+            names: HashMap::new(),
+            sets: HashMap::new(),
+            plan: Plan::default(),
+            stale: false,
+            fixed,
+            fixed_carried: 0.0,
+        }
+    }
+
+    /// Adds a system and returns its id.
+    ///
+    /// Refused when the name (or a set name) is empty, another live system has the name, the
+    /// name is a set's or a set is named like a system, or the interval is not a positive,
+    /// finite number of seconds.
+    pub fn add(&mut self, system: System<B>) -> Result<SystemId, ScheduleError> {
+        if system.name.is_empty() || system.sets.iter().any(|set| set.is_empty()) {
+            return Err(ScheduleError::EmptyName);
+        }
+        if let Some(seconds) = system.interval
+            && !(seconds.is_finite() && seconds > 0.0)
+        {
+            return Err(ScheduleError::InvalidInterval {
+                name: system.name.to_string(),
+                seconds,
+            });
+        }
+        if system.sets.contains(&system.name) || self.sets.contains_key(&system.name) {
+            return Err(ScheduleError::NameConflict(system.name.to_string()));
+        }
+        if self.names.contains_key(&system.name) {
+            return Err(ScheduleError::DuplicateName(system.name.to_string()));
+        }
+        if let Some(set) = system.sets.iter().find(|set| self.names.contains_key(*set)) {
+            return Err(ScheduleError::NameConflict(set.to_string()));
+        }
+        let id = u32::try_from(self.slots.len())
+            .map(SystemId::from_index)
+            .map_err(|_| ScheduleError::TooManySystems)?;
+        self.names.insert(Arc::clone(&system.name), id);
+        for set in &system.sets {
+            *self.sets.entry(Arc::clone(set)).or_default() += 1;
+        }
+        self.slots.push(Some(Slot {
+            system,
+            stats: SystemStats::default(),
+            waited: 0.0,
+        }));
+        self.stale = true;
+        Ok(id)
+    }
+
+    /// Removes a system and gives it back; its id is never used again.
+    pub fn remove(&mut self, id: SystemId) -> Result<System<B>, ScheduleError> {
+        let slot = self
+            .slots
+            .get_mut(id.index() as usize)
+            .and_then(Option::take)
+            .ok_or(ScheduleError::UnknownSystem(id))?;
+        self.names.remove(&slot.system.name);
+        for set in &slot.system.sets {
+            if let Some(count) = self.sets.get_mut(set) {
+                *count -= 1;
+                if *count == 0 {
+                    self.sets.remove(set);
+                }
+            }
+        }
+        self.stale = true;
+        Ok(slot.system)
+    }
+
+    /// Enables or disables a system. A disabled system is left out of the plan and keeps its
+    /// interval's accumulated time until enabled again.
+    pub fn set_enabled(&mut self, id: SystemId, enabled: bool) -> Result<(), ScheduleError> {
+        let slot = self.slot_mut(id)?;
+        if slot.system.enabled != enabled {
+            slot.system.enabled = enabled;
+            self.stale = true;
+        }
+        Ok(())
+    }
+
+    /// The id of the live system named `name`.
+    pub fn id(&self, name: &str) -> Option<SystemId> {
+        self.names.get(name).copied()
+    }
+
+    /// A live system.
+    pub fn system(&self, id: SystemId) -> Result<&System<B>, ScheduleError> {
+        self.slot(id).map(|slot| &slot.system)
+    }
+
+    /// A live system's body, mutably.
+    pub fn body_mut(&mut self, id: SystemId) -> Result<&mut B, ScheduleError> {
+        self.slot_mut(id).map(|slot| &mut slot.system.body)
+    }
+
+    /// The ids of the live systems, in registration order.
+    pub fn ids(&self) -> impl Iterator<Item = SystemId> + '_ {
+        self.slots
+            .iter()
+            .enumerate()
+            .filter(|(_, slot)| slot.is_some())
+            .map(|(i, _)| SystemId::from_index(i as u32))
+    }
+
+    /// How many live systems there are.
+    pub fn len(&self) -> usize {
+        self.names.len()
+    }
+
+    /// Whether there are no live systems.
+    pub fn is_empty(&self) -> bool {
+        self.names.is_empty()
+    }
+
+    /// A system's statistics.
+    pub fn stats(&self, id: SystemId) -> Result<&SystemStats, ScheduleError> {
+        self.slot(id).map(|slot| &slot.stats)
+    }
+
+    /// Clears every system's statistics.
+    pub fn reset_stats(&mut self) {
+        for slot in self.slots.iter_mut().flatten() {
+            slot.stats = SystemStats::default();
+        }
+    }
+
+    /// The fixed step.
+    pub fn fixed_step(&self) -> FixedStep {
+        self.fixed
+    }
+
+    /// Changes the fixed step; the time carried towards the next step is kept.
+    pub fn set_fixed_step(&mut self, fixed: FixedStep) {
+        self.fixed = fixed;
+    }
+
+    /// Time carried towards the next fixed step, in seconds (less than one step).
+    pub fn fixed_carried(&self) -> f64 {
+        self.fixed_carried
+    }
+
+    /// Time an interval system has accumulated towards its next run, in seconds.
+    pub fn interval_waited(&self, id: SystemId) -> Result<f64, ScheduleError> {
+        self.slot(id).map(|slot| slot.waited)
+    }
+
+    /// Rebuilds the plan if a system was added, removed, enabled or disabled since the last
+    /// build, and returns it.
+    pub fn build(&mut self) -> &Plan {
+        if self.stale {
+            let systems: Vec<Option<&System<B>>> = self
+                .slots
+                .iter()
+                .map(|slot| slot.as_ref().map(|slot| &slot.system))
+                .collect();
+            self.plan = build(&systems);
+            self.stale = false;
+        }
+        &self.plan
+    }
+
+    /// The plan of the last build; see [`Schedule::is_stale`].
+    pub fn plan(&self) -> &Plan {
+        &self.plan
+    }
+
+    /// Whether systems changed since the last build.
+    pub fn is_stale(&self) -> bool {
+        self.stale
+    }
+
+    /// [`Plan::is_ordered`] on the last build's plan.
+    pub fn is_ordered(&self, a: impl AsSystemId, b: impl AsSystemId) -> bool {
+        self.plan.is_ordered(a, b)
+    }
+
+    /// [`Plan::position`] on the last build's plan: the system's scheduled position.
+    pub fn position(&self, id: impl AsSystemId) -> Option<u32> {
+        self.plan.position(id)
+    }
+
+    /// Runs one frame that lasted `dt` seconds, rebuilding the plan first if it is stale.
+    ///
+    /// Stages run in [`Stage::ALL`] order. Frame stages pass `dt` to their systems. The fixed
+    /// block adds `dt` to the time carried from earlier frames and runs `floor(time / step)`
+    /// steps, at most [`FixedStep::max_steps`], each passing the step length to `FixedFirst`
+    /// through `FixedLast`; the fraction of a step left over is carried to the next frame and
+    /// whole steps beyond the limit are dropped (counted in the report). An interval system adds
+    /// its stage's time to what it has waited and, once that reaches its interval, runs once with
+    /// all of it and starts waiting from zero again; a long frame never makes it run twice.
+    ///
+    /// `run` is called with each due system's id, its body and a [`RunCtx`]; what the context
+    /// records and the call's wall time go into the system's statistics. An `Err` is counted
+    /// in the statistics and returned in the report; the frame goes on.
+    ///
+    /// Refused, changing nothing, when `dt` is negative or not finite.
+    pub fn run_frame<E>(
+        &mut self,
+        dt: f64,
+        mut run: impl FnMut(SystemId, &mut B, &mut RunCtx) -> Result<(), E>,
+    ) -> Result<FrameReport<E>, ScheduleError> {
+        if !(dt.is_finite() && dt >= 0.0) {
+            return Err(ScheduleError::InvalidDelta(dt));
+        }
+        self.build();
+        let mut report = FrameReport {
+            runs: 0,
+            fixed_steps: 0,
+            fixed_steps_dropped: 0,
+            errors: Vec::new(),
+        };
+        let step = self.fixed.seconds;
+        let owed_time = self.fixed_carried + dt;
+        let owed = ((owed_time + TIME_EPSILON) / step).floor();
+        let steps = owed.min(f64::from(self.fixed.max_steps)) as u32;
+        report.fixed_steps = steps;
+        report.fixed_steps_dropped = (owed - f64::from(steps)) as u64;
+        self.fixed_carried = (owed_time - owed * step).max(0.0);
+
+        let mut fixed_done = false;
+        for stage in Stage::ALL {
+            if stage.is_fixed() {
+                if !fixed_done {
+                    fixed_done = true;
+                    for _ in 0..steps {
+                        for fixed_stage in Stage::ALL.into_iter().filter(|s| s.is_fixed()) {
+                            self.run_stage(fixed_stage, step, &mut run, &mut report);
+                        }
+                    }
+                }
+                continue;
+            }
+            self.run_stage(stage, dt, &mut run, &mut report);
+        }
+        Ok(report)
+    }
+
+    /// One pass over one stage's scheduled systems with `dt` seconds of stage time.
+    fn run_stage<E>(
+        &mut self,
+        stage: Stage,
+        dt: f64,
+        run: &mut impl FnMut(SystemId, &mut B, &mut RunCtx) -> Result<(), E>,
+        report: &mut FrameReport<E>,
+    ) {
+        for &id in self.plan.stage_order(stage) {
+            let Some(slot) = self
+                .slots
+                .get_mut(id.index() as usize)
+                .and_then(Option::as_mut)
+            else {
+                continue;
+            };
+            let run_dt = match slot.system.interval {
+                None => dt,
+                Some(interval) => {
+                    slot.waited += dt;
+                    if slot.waited + TIME_EPSILON < interval {
+                        continue;
+                    }
+                    std::mem::take(&mut slot.waited)
+                }
+            };
+            let mut ctx = RunCtx {
+                system: id,
+                stage,
+                dt: run_dt,
+                component_reads: 0,
+                field_writes: 0,
+                visited_rows: 0,
+            };
+            let started = Instant::now();
+            let result = run(id, &mut slot.system.body, &mut ctx);
+            let took = started.elapsed();
+            let stats = &mut slot.stats;
+            stats.runs += 1;
+            stats.last_duration = took;
+            stats.total_duration += took;
+            stats.component_reads += ctx.component_reads;
+            stats.field_writes += ctx.field_writes;
+            stats.visited_rows += ctx.visited_rows;
+            report.runs += 1;
+            if let Err(error) = result {
+                stats.errors += 1;
+                report.errors.push((id, error));
+            }
+        }
+    }
+
+    fn slot(&self, id: SystemId) -> Result<&Slot<B>, ScheduleError> {
+        self.slots
+            .get(id.index() as usize)
+            .and_then(Option::as_ref)
+            .ok_or(ScheduleError::UnknownSystem(id))
+    }
+
+    fn slot_mut(&mut self, id: SystemId) -> Result<&mut Slot<B>, ScheduleError> {
+        self.slots
+            .get_mut(id.index() as usize)
+            .and_then(Option::as_mut)
+            .ok_or(ScheduleError::UnknownSystem(id))
+    }
+}
