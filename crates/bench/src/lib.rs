@@ -35,6 +35,7 @@ pub mod peers;
 pub mod query;
 pub mod report;
 mod rss;
+pub mod scheduler;
 pub mod schema;
 pub mod store;
 
@@ -51,6 +52,7 @@ pub fn all_workloads() -> Vec<Workload> {
     workloads.extend(store::workloads());
     workloads.extend(query::workloads());
     workloads.extend(schema::workloads());
+    workloads.extend(scheduler::workloads());
     #[cfg(feature = "peers")]
     workloads.extend(peers::workloads());
     workloads
