@@ -30,6 +30,7 @@ pub mod arena;
 pub mod cli;
 pub mod error;
 pub mod harness;
+pub mod overlay;
 #[cfg(feature = "peers")]
 pub mod peers;
 pub mod query;
@@ -53,6 +54,7 @@ pub fn all_workloads() -> Vec<Workload> {
     workloads.extend(query::workloads());
     workloads.extend(schema::workloads());
     workloads.extend(scheduler::workloads());
+    workloads.extend(overlay::workloads());
     #[cfg(feature = "peers")]
     workloads.extend(peers::workloads());
     workloads
