@@ -20,6 +20,7 @@ const MILLION: usize = 1_000_000;
 pub fn workloads() -> Vec<Workload> {
     vec![
         commit_only(4),
+        commit_only(1),
         run_and_commit(4),
         run_and_commit(1),
         direct_writes(),
@@ -98,7 +99,7 @@ fn run_and_commit(writers: usize) -> Workload {
     Workload::new(
         format!("overlay_run_commit_1m_{writers}_writers"),
         MILLION as u64,
-        "writers record into their overlays on a 2-thread rayon pool (hash index per write), then commit",
+        "writers record into their overlays on a 2-thread rayon pool (row-indexed log once a column is swept), then commit",
         move |b| {
             let (base, component, field, ats) = base(MILLION);
             let pool = match rayon::ThreadPoolBuilder::new().num_threads(2).build() {

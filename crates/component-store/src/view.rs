@@ -141,6 +141,15 @@ impl Store {
 }
 
 impl<T: Scalar> ColumnWriter<'_, T> {
+    /// The instance at a row, or `None` past the end (for checking a remembered row still
+    /// holds the instance it was taken for).
+    pub fn instance_at(&self, row: usize) -> Option<InstanceId> {
+        match &self.target {
+            Target::Bound { track, .. } => track.ids().get(row).copied(),
+            Target::Set(set) => set.ids.get(row).copied(),
+        }
+    }
+
     /// The current values, by row.
     pub fn values(&self) -> &[T] {
         match &self.target {

@@ -5,16 +5,20 @@
 //! depends only on the write sets, never on which thread ran which writer or which finished
 //! first. A write whose row no longer holds its instance is applied through the instance's
 //! present row, or refused if the instance no longer holds the component. Every write goes
-//! through the store's own write path, so equal values change nothing and ticks, dirty masks,
-//! change logs and events update as for any write.
+//! through the store's own write paths (a typed column writer for each writer's run of writes to
+//! one scalar column, the checked single-field setter otherwise), so equal values change
+//! nothing and ticks, dirty masks, change logs and events update as for any write.
 
 use std::fmt;
 
-use hashbrown::HashMap;
-use strata_arena::InstanceId;
-use strata_component_store::{ComponentId, FieldId, Store, StoreError};
+use std::iter::Peekable;
+use std::sync::Arc;
 
-use crate::overlay::{WriteSet, WriterRank};
+use hashbrown::HashMap;
+use strata_arena::{InstanceId, Transform, Vec3};
+use strata_component_store::{ComponentId, FieldId, FieldType, Scalar, Store, StoreError};
+
+use crate::overlay::{Entry, WriteSet, WriterRank};
 
 /// Whether the schedule orders two writers (so a conflict between them is intended). The
 /// scheduler's `is_ordered` fits through the blanket implementation for closures:
@@ -139,44 +143,175 @@ pub fn commit(
         ..CommitReport::default()
     };
     report.conflicts = conflicts(&sets, oracle);
-    for set in &sets {
-        for entry in set.entries.iter().filter(|e| e.live) {
-            let key = entry.key;
-            let row = key.row as usize;
-            let current = store
-                .set(key.component)
+    for set in sets {
+        let writer = set.rank;
+        let mut live = set.entries.into_iter().filter(|e| e.live).peekable();
+        while let Some(first) = live.peek() {
+            let (component, field) = (first.key.component, first.key.field);
+            let kind = store
+                .def(component)
                 .ok()
-                .and_then(|s| s.ids().get(row).copied());
-            let outcome = if current == Some(entry.instance.id) {
-                store.write_value_at(key.component, row, key.field, entry.value.clone())
-            } else {
-                report.relocated += 1;
-                store.write_value(
-                    entry.instance,
-                    key.component,
-                    key.field,
-                    entry.value.clone(),
-                )
+                .and_then(|def| def.field(field))
+                .map(|f| ColumnKind::of(&f.ty));
+            let mut run = Run {
+                store: &mut *store,
+                report: &mut report,
+                writer,
+                component,
+                field,
             };
-            match outcome {
-                Ok(true) => report.applied += 1,
-                Ok(false) => report.unchanged += 1,
-                Err(error) => {
-                    if current != Some(entry.instance.id) {
-                        report.relocated -= 1;
+            match kind {
+                Some(ColumnKind::Number) => run.typed::<f64>(&mut live),
+                Some(ColumnKind::Integer) => run.typed::<i64>(&mut live),
+                Some(ColumnKind::Boolean) => run.typed::<bool>(&mut live),
+                Some(ColumnKind::Text) => run.typed::<Arc<str>>(&mut live),
+                Some(ColumnKind::Enum) => run.typed::<u32>(&mut live),
+                Some(ColumnKind::Vector) => run.typed::<Vec3>(&mut live),
+                Some(ColumnKind::Transform) => run.typed::<Transform>(&mut live),
+                Some(ColumnKind::Other) | None => {
+                    if let Some(entry) = live.next() {
+                        run.one(entry);
                     }
-                    report.refusals.push(Refusal {
-                        writer: set.rank,
-                        instance: entry.instance.id,
-                        component: key.component,
-                        field: key.field,
-                        error,
-                    });
                 }
             }
         }
     }
     report
+}
+
+/// The column shapes with a typed writer; the rest (references, whose writes keep the reverse
+/// index, and composite values) apply one write at a time.
+enum ColumnKind {
+    Number,
+    Integer,
+    Boolean,
+    Text,
+    Enum,
+    Vector,
+    Transform,
+    Other,
+}
+
+impl ColumnKind {
+    fn of(ty: &FieldType) -> Self {
+        match ty {
+            FieldType::Number => Self::Number,
+            FieldType::Integer => Self::Integer,
+            FieldType::Boolean => Self::Boolean,
+            FieldType::Text => Self::Text,
+            FieldType::Enum(_) => Self::Enum,
+            FieldType::Vector => Self::Vector,
+            FieldType::Transform => Self::Transform,
+            _ => Self::Other,
+        }
+    }
+}
+
+/// One writer's consecutive writes to one column, applied together.
+struct Run<'a> {
+    store: &'a mut Store,
+    report: &'a mut CommitReport,
+    writer: WriterRank,
+    component: ComponentId,
+    field: FieldId,
+}
+
+impl Run<'_> {
+    /// Applies the run's leading writes through one typed column writer (one bound column, one
+    /// tick), stopping at the first stale row, which goes through [`Run::one`].
+    fn typed<T: Scalar>(&mut self, live: &mut Peekable<impl Iterator<Item = Entry>>) {
+        let (component, field) = (self.component, self.field);
+        let in_run = |e: &Entry| e.key.component == component && e.key.field == field;
+        // Named now: the column writer holds the store until the run ends.
+        let name = self
+            .store
+            .def(component)
+            .map(|d| d.name().to_owned())
+            .unwrap_or_default();
+        let stale = {
+            let Ok(mut column) = self.store.column_writer::<T>(component, field) else {
+                if let Some(entry) = live.next() {
+                    self.one(entry);
+                }
+                return;
+            };
+            let mut stale = None;
+            while let Some(entry) = live.next_if(in_run) {
+                let row = entry.key.row as usize;
+                if column.instance_at(row) != Some(entry.instance.id) {
+                    stale = Some(entry);
+                    break;
+                }
+                let found = entry.value.kind_name();
+                match T::from_value(entry.value) {
+                    Some(value) => {
+                        if column.write(row, value) {
+                            self.report.applied += 1;
+                        } else {
+                            self.report.unchanged += 1;
+                        }
+                    }
+                    None => self.report.refusals.push(Refusal {
+                        writer: self.writer,
+                        instance: entry.instance.id,
+                        component,
+                        field,
+                        error: mismatch(name.clone(), field, found),
+                    }),
+                }
+            }
+            stale
+        };
+        if let Some(entry) = stale {
+            self.one(entry);
+        }
+    }
+
+    /// Applies one write through the store's checked path: at its row while the row still holds
+    /// the instance, through the instance otherwise.
+    fn one(&mut self, entry: Entry) {
+        let key = entry.key;
+        let row = key.row as usize;
+        let current = self
+            .store
+            .set(key.component)
+            .ok()
+            .and_then(|s| s.ids().get(row).copied());
+        let relocated = current != Some(entry.instance.id);
+        let outcome = if relocated {
+            self.store
+                .write_value(entry.instance, key.component, key.field, entry.value)
+        } else {
+            self.store
+                .write_value_at(key.component, row, key.field, entry.value)
+        };
+        match outcome {
+            Ok(changed) => {
+                self.report.relocated += usize::from(relocated);
+                if changed {
+                    self.report.applied += 1;
+                } else {
+                    self.report.unchanged += 1;
+                }
+            }
+            Err(error) => self.report.refusals.push(Refusal {
+                writer: self.writer,
+                instance: entry.instance.id,
+                component: key.component,
+                field: key.field,
+                error,
+            }),
+        }
+    }
+}
+
+fn mismatch(component: String, field: FieldId, found: &'static str) -> StoreError {
+    StoreError::TypeMismatch {
+        component,
+        field: format!("{field:?}"),
+        expected: "the field's type".into(),
+        found: found.to_owned(),
+    }
 }
 
 /// Fields written by more than one writer. Columns only one writer touched are skipped

@@ -82,11 +82,74 @@ pub(crate) struct Entry {
     pub(crate) live: bool,
 }
 
+/// Where a writer's latest write to each row of one column sits in its log.
+///
+/// Invariant: `rows` maps a row to the log position of the live entry for (component, row,
+/// field); it starts as a hash map and becomes a row-indexed array once the writer has touched
+/// an eighth of the set's rows, so a writer sweeping a column pays an array store per write
+/// rather than a hash probe, while a writer touching a handful of rows of a large set pays
+/// memory only for those.
+struct ColumnIndex {
+    component: ComponentId,
+    field: FieldId,
+    rows: RowIndex,
+    /// Rows of the set (fixed while the overlay borrows the store).
+    set_len: usize,
+}
+
+enum RowIndex {
+    Sparse(HashMap<u32, usize>),
+    /// `NONE` marks a row without a write.
+    Dense(Vec<usize>),
+}
+
+const NONE: usize = usize::MAX;
+
+impl ColumnIndex {
+    fn get(&self, row: u32) -> Option<usize> {
+        match &self.rows {
+            RowIndex::Sparse(map) => map.get(&row).copied(),
+            RowIndex::Dense(rows) => rows.get(row as usize).copied().filter(|&i| i != NONE),
+        }
+    }
+
+    /// Points `row` at log position `at`; returns the position it pointed at before.
+    fn insert(&mut self, row: u32, at: usize) -> Option<usize> {
+        match &mut self.rows {
+            RowIndex::Sparse(map) => {
+                let previous = map.insert(row, at);
+                if previous.is_none() && map.len() > 64 && map.len() > self.set_len / 8 {
+                    let mut dense = vec![NONE; self.set_len];
+                    for (&r, &i) in map.iter() {
+                        if let Some(slot) = dense.get_mut(r as usize) {
+                            *slot = i;
+                        }
+                    }
+                    self.rows = RowIndex::Dense(dense);
+                }
+                previous
+            }
+            RowIndex::Dense(rows) => {
+                let row = row as usize;
+                if row >= rows.len() {
+                    rows.resize(row + 1, NONE);
+                }
+                let previous = std::mem::replace(&mut rows[row], at);
+                (previous != NONE).then_some(previous)
+            }
+        }
+    }
+}
+
 /// One writer's overlay over a store it only reads.
 pub struct Overlay<'s> {
     rank: WriterRank,
     store: &'s Store,
-    index: HashMap<WriteKey, usize>,
+    /// One index per (component, field) the writer has written, with the last one used first
+    /// in line.
+    columns: Vec<ColumnIndex>,
+    last_column: usize,
+    distinct: usize,
     entries: Vec<Entry>,
     sequence: u64,
     reads: u64,
@@ -98,7 +161,9 @@ impl<'s> Overlay<'s> {
         Self {
             rank,
             store,
-            index: HashMap::new(),
+            columns: Vec::new(),
+            last_column: 0,
+            distinct: 0,
             entries: Vec::new(),
             sequence: 0,
             reads: 0,
@@ -125,11 +190,7 @@ impl<'s> Overlay<'s> {
     ) -> Result<Value, OverlayError> {
         self.reads += 1;
         let row = self.store.row(at, component)?;
-        if let Some(&i) = self.index.get(&WriteKey {
-            component,
-            row: row as u32,
-            field,
-        }) {
+        if let Some(i) = self.latest(component, row, field) {
             return Ok(self.entries[i].value.clone());
         }
         Ok(self.store.get_value(at, component, field)?)
@@ -144,11 +205,7 @@ impl<'s> Overlay<'s> {
     ) -> Result<T, OverlayError> {
         self.reads += 1;
         let row = self.store.row(at, component)?;
-        if let Some(&i) = self.index.get(&WriteKey {
-            component,
-            row: row as u32,
-            field,
-        }) {
+        if let Some(i) = self.latest(component, row, field) {
             let value = self.entries[i].value.clone();
             return T::from_value(value).ok_or_else(|| mismatch(self.store, component, field));
         }
@@ -166,32 +223,7 @@ impl<'s> Overlay<'s> {
         value: Value,
     ) -> Result<(), OverlayError> {
         let row = self.store.row(at, component)?;
-        let def = self.store.def(component)?;
-        let field_def = def
-            .field(field)
-            .ok_or_else(|| StoreError::FieldOutOfRange {
-                component: def.name().to_owned(),
-                field,
-            })?;
-        if !value.conforms(&field_def.ty) {
-            return Err(StoreError::TypeMismatch {
-                component: def.name().to_owned(),
-                field: field_def.name.to_string(),
-                expected: field_def.ty.name(),
-                found: value.kind_name().to_owned(),
-            }
-            .into());
-        }
-        self.record(
-            WriteKey {
-                component,
-                row: row as u32,
-                field,
-            },
-            at,
-            value,
-        );
-        Ok(())
+        self.checked_record(component, row, at, field, value)
     }
 
     /// Records a typed write (see [`Overlay::write`]).
@@ -222,21 +254,87 @@ impl<'s> Overlay<'s> {
             }
             .into());
         };
-        self.write(InstanceRef::new(id, slot), component, field, value)
+        self.checked_record(component, row, InstanceRef::new(id, slot), field, value)
     }
 
-    fn record(&mut self, key: WriteKey, instance: InstanceRef, value: Value) {
+    /// The log position of this writer's latest write to (component, row, field).
+    fn latest(&mut self, component: ComponentId, row: usize, field: FieldId) -> Option<usize> {
+        let row = u32::try_from(row).ok()?;
+        let hit = self.find_column(component, field)?;
+        self.columns[hit].get(row)
+    }
+
+    fn find_column(&mut self, component: ComponentId, field: FieldId) -> Option<usize> {
+        let matches = |c: &ColumnIndex| c.component == component && c.field == field;
+        if self.columns.get(self.last_column).is_some_and(matches) {
+            return Some(self.last_column);
+        }
+        let hit = self.columns.iter().position(matches)?;
+        self.last_column = hit;
+        Some(hit)
+    }
+
+    /// Checks the value against the field's type, then records it.
+    fn checked_record(
+        &mut self,
+        component: ComponentId,
+        row: usize,
+        instance: InstanceRef,
+        field: FieldId,
+        value: Value,
+    ) -> Result<(), OverlayError> {
+        let set = self.store.set(component)?;
+        let def = set.def();
+        let field_def = def
+            .field(field)
+            .ok_or_else(|| StoreError::FieldOutOfRange {
+                component: def.name().to_owned(),
+                field,
+            })?;
+        if !value.conforms(&field_def.ty) {
+            return Err(StoreError::TypeMismatch {
+                component: def.name().to_owned(),
+                field: field_def.name.to_string(),
+                expected: field_def.ty.name(),
+                found: value.kind_name().to_owned(),
+            }
+            .into());
+        }
+        let key_row = u32::try_from(row).map_err(|_| StoreError::RowOutOfRange {
+            component: def.name().to_owned(),
+            row,
+        })?;
+        let set_len = set.len();
+        let column = match self.find_column(component, field) {
+            Some(hit) => hit,
+            None => {
+                self.columns.push(ColumnIndex {
+                    component,
+                    field,
+                    rows: RowIndex::Sparse(HashMap::new()),
+                    set_len,
+                });
+                self.last_column = self.columns.len() - 1;
+                self.last_column
+            }
+        };
         self.sequence += 1;
-        if let Some(previous) = self.index.insert(key, self.entries.len()) {
-            self.entries[previous].live = false;
+        match self.columns[column].insert(key_row, self.entries.len()) {
+            Some(previous) => self.entries[previous].live = false,
+            None => self.distinct += 1,
         }
         self.entries.push(Entry {
-            key,
+            key: WriteKey {
+                component,
+                row: key_row,
+                field,
+            },
             instance,
             value,
             sequence: self.sequence,
             live: true,
         });
+        Ok(())
     }
 
     /// Adding a component is a structural operation: always refused while writers run.
@@ -260,12 +358,12 @@ impl<'s> Overlay<'s> {
 
     /// How many distinct fields this writer has written.
     pub fn len(&self) -> usize {
-        self.index.len()
+        self.distinct
     }
 
     /// Whether this writer has written nothing.
     pub fn is_empty(&self) -> bool {
-        self.index.is_empty()
+        self.distinct == 0
     }
 
     /// How many reads the writer made (for system statistics).

@@ -299,3 +299,157 @@ fn writer_errors_are_reported_and_earlier_writes_kept() {
     assert_eq!(report.counts, vec![(WriterRank::system(0, 1), 0, 1)]);
     let _ = &w.arena;
 }
+
+proptest! {
+    #![proptest_config(ProptestConfig::with_cases(48))]
+
+    /// A writer's log against a map model, across the switch from a sparse to a row-indexed
+    /// index (the sets here are large enough that long runs cross it mid-sequence).
+    #[test]
+    fn one_writer_matches_a_last_write_wins_model(
+        ops in prop::collection::vec((0usize..300, -50i64..50, any::<bool>()), 0..500),
+    ) {
+        let mut w = world(300);
+        let mut model = std::collections::HashMap::new();
+        let mut overlay = Overlay::new(WriterRank::system(0, 0), &w.store);
+        for (row, value, by_row) in ops {
+            let at = w.members[row];
+            if by_row {
+                overlay.write_row(w.score, row, w.n, Value::Integer(value)).unwrap();
+            } else {
+                overlay.set(at, w.score, w.n, value).unwrap();
+            }
+            model.insert(row, value);
+            prop_assert_eq!(overlay.get::<i64>(at, w.score, w.n).unwrap(), value);
+            prop_assert_eq!(overlay.len(), model.len());
+        }
+        for (row, at) in w.members.iter().enumerate() {
+            let expected = model.get(&row).copied().unwrap_or(0);
+            prop_assert_eq!(overlay.get::<i64>(*at, w.score, w.n).unwrap(), expected);
+        }
+        let set = overlay.finish();
+        prop_assert_eq!(set.len(), model.len());
+        let report = commit(&mut w.store, vec![set], &NoOrder);
+        prop_assert!(report.refusals.is_empty());
+        for (row, at) in w.members.clone().into_iter().enumerate() {
+            prop_assert_eq!(n_of(&w, at), model.get(&row).copied().unwrap_or(0));
+        }
+    }
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig::with_cases(64))]
+
+    /// Several writers, then removals that move rows before the commit: the committed store
+    /// equals a model that applies each writer's final writes, in rank order, by instance, and
+    /// every live write is counted once as applied, unchanged or refused.
+    #[test]
+    fn commit_matches_a_model_applied_by_instance_in_rank_order(
+        writers in prop::collection::vec(
+            (0u64..8, prop::collection::vec((0usize..40, -3i64..3), 0..60)),
+            1..5,
+        ),
+        removed in prop::collection::btree_set(0usize..40, 0..10),
+    ) {
+        let mut w = world(40);
+        let sets: Vec<_> = writers
+            .iter()
+            .enumerate()
+            .map(|(id, (rank, writes))| {
+                let mut overlay = Overlay::new(WriterRank::system(*rank, id as u64), &w.store);
+                for &(row, value) in writes {
+                    overlay.write_row(w.score, row, w.n, Value::Integer(value)).unwrap();
+                }
+                overlay.finish()
+            })
+            .collect();
+        // The model: last write per member per writer, writers in (rank, id) order.
+        let mut order: Vec<usize> = (0..writers.len()).collect();
+        order.sort_by_key(|&i| (writers[i].0, i));
+        let mut model = vec![0i64; 40];
+        let mut live_writes = 0;
+        let mut refused = 0;
+        for i in order {
+            let mut last = std::collections::BTreeMap::new();
+            for &(row, value) in &writers[i].1 {
+                last.insert(row, value);
+            }
+            live_writes += last.len();
+            for (row, value) in last {
+                if removed.contains(&row) {
+                    refused += 1;
+                } else {
+                    model[row] = value;
+                }
+            }
+        }
+        for &row in &removed {
+            w.store.remove(w.members[row], w.score).unwrap();
+        }
+        let report = commit(&mut w.store, sets, &NoOrder);
+        prop_assert_eq!(report.refusals.len(), refused);
+        prop_assert_eq!(report.applied + report.unchanged + report.refusals.len(), live_writes);
+        for (row, at) in w.members.clone().into_iter().enumerate() {
+            if removed.contains(&row) {
+                prop_assert!(w.store.row(at, w.score).is_err());
+            } else {
+                prop_assert_eq!(n_of(&w, at), model[row]);
+            }
+        }
+    }
+}
+
+#[test]
+fn commit_emits_events_for_observed_components_and_keeps_the_reverse_index() {
+    let mut w = world(3);
+    let (a, b, c) = (w.members[0], w.members[1], w.members[2]);
+    let link = w
+        .store
+        .install(
+            ComponentDef::new("Link")
+                .field(FieldDef::integer("hp", 0))
+                .field(FieldDef::reference(
+                    "target",
+                    strata_component_store::RefPolicy::Clear,
+                ))
+                .observed(true),
+            w.arena.classes(),
+        )
+        .unwrap();
+    let (hp, target) = (
+        w.store.field(link, "hp").unwrap(),
+        w.store.field(link, "target").unwrap(),
+    );
+    for at in [a, b] {
+        w.store.add(at, ClassId::ENTITY, link, []).unwrap();
+    }
+    w.store.drain_events();
+    let mut writer = Overlay::new(WriterRank::system(0, 1), &w.store);
+    // A typed run on `hp`, a reference write, then `hp` again: three runs.
+    writer.set(a, link, hp, 7i64).unwrap();
+    writer.set(b, link, hp, 0i64).unwrap();
+    writer
+        .write(a, link, target, Value::Reference(Some(c.id)))
+        .unwrap();
+    writer.set(b, link, hp, 9i64).unwrap();
+    let set = writer.finish();
+    let report = commit(&mut w.store, vec![set], &NoOrder);
+    assert_eq!((report.applied, report.unchanged), (3, 0));
+    let changed: Vec<_> = w
+        .store
+        .drain_events()
+        .into_iter()
+        .filter_map(|e| match e {
+            strata_component_store::StoreEvent::Changed { id, field, .. } => Some((id, field)),
+            _ => None,
+        })
+        .collect();
+    assert_eq!(changed, vec![(a.id, hp), (a.id, target), (b.id, hp)]);
+    // The reference went in through the indexed path: destroying its target clears it.
+    let destruction = w.arena.destroy(c.id).unwrap();
+    w.store.on_destroyed(&destruction.doomed);
+    assert_eq!(
+        w.store.get_value(a, link, target).unwrap(),
+        Value::Reference(None)
+    );
+}
