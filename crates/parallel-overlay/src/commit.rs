@@ -137,6 +137,7 @@ pub fn commit(
     mut sets: Vec<WriteSet>,
     oracle: &impl OrderOracle,
 ) -> CommitReport {
+    let _commit = tracing::debug_span!("overlay_commit", writers = sets.len()).entered();
     sets.sort_by_key(|s| s.rank);
     let mut report = CommitReport {
         writers: sets.len(),
@@ -175,6 +176,20 @@ pub fn commit(
                 }
             }
         }
+    }
+    for conflict in report.conflicts.iter().filter(|c| !c.ordered) {
+        tracing::debug!(
+            first = %conflict.first,
+            second = %conflict.second,
+            instance = ?conflict.instance,
+            "two writers the schedule does not order wrote one field"
+        );
+    }
+    if !report.refusals.is_empty() {
+        tracing::debug!(
+            refused = report.refusals.len(),
+            "overlay writes refused at commit"
+        );
     }
     report
 }

@@ -39,6 +39,7 @@ pub fn run_parallel<W: Sync>(
     run: impl Fn(&W, &mut Overlay<'_>) -> Result<(), OverlayError> + Sync,
     oracle: &impl OrderOracle,
 ) -> RunReport {
+    let _run = tracing::debug_span!("overlay_run", writers = writers.len()).entered();
     let shared: &Store = store;
     let outcomes: Vec<_> = pool.install(|| {
         writers

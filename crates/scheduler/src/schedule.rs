@@ -12,6 +12,7 @@ use std::time::Instant;
 
 use hashbrown::HashMap;
 
+use crate::diagnostics::Severity;
 use crate::error::ScheduleError;
 use crate::plan::{Plan, build};
 use crate::stats::SystemStats;
@@ -315,6 +316,13 @@ impl<B> Schedule<B> {
                 .collect();
             self.plan = build(&systems);
             self.stale = false;
+            for diagnostic in self.plan.diagnostics() {
+                match diagnostic.severity() {
+                    Severity::Error => tracing::warn!(%diagnostic, "schedule build"),
+                    Severity::Warning => tracing::info!(%diagnostic, "schedule build"),
+                    Severity::Info => tracing::debug!(%diagnostic, "schedule build"),
+                }
+            }
         }
         &self.plan
     }
@@ -362,6 +370,7 @@ impl<B> Schedule<B> {
         if !(dt.is_finite() && dt >= 0.0) {
             return Err(ScheduleError::InvalidDelta(dt));
         }
+        let _frame = tracing::debug_span!("frame", dt).entered();
         self.build();
         let mut report = FrameReport {
             runs: 0,
@@ -375,6 +384,13 @@ impl<B> Schedule<B> {
         let steps = owed.min(f64::from(self.fixed.max_steps)) as u32;
         report.fixed_steps = steps;
         report.fixed_steps_dropped = (owed - f64::from(steps)) as u64;
+        if report.fixed_steps_dropped > 0 {
+            tracing::debug!(
+                dropped = report.fixed_steps_dropped,
+                max_steps = self.fixed.max_steps,
+                "fixed-step block dropped the steps beyond its limit"
+            );
+        }
         self.fixed_carried = (owed_time - owed * step).max(0.0);
 
         let mut fixed_done = false;
@@ -403,6 +419,7 @@ impl<B> Schedule<B> {
         run: &mut impl FnMut(SystemId, &mut B, &mut RunCtx) -> Result<(), E>,
         report: &mut FrameReport<E>,
     ) {
+        let _stage = tracing::debug_span!("stage", ?stage).entered();
         for &id in self.plan.stage_order(stage) {
             let Some(slot) = self
                 .slots
@@ -429,8 +446,9 @@ impl<B> Schedule<B> {
                 field_writes: 0,
                 visited_rows: 0,
             };
+            let span = tracing::trace_span!("system", name = &*slot.system.name, id = id.index());
             let started = Instant::now();
-            let result = run(id, &mut slot.system.body, &mut ctx);
+            let result = span.in_scope(|| run(id, &mut slot.system.body, &mut ctx));
             let took = started.elapsed();
             let stats = &mut slot.stats;
             stats.runs += 1;
@@ -441,6 +459,7 @@ impl<B> Schedule<B> {
             stats.visited_rows += ctx.visited_rows;
             report.runs += 1;
             if let Err(error) = result {
+                tracing::debug!(system = &*slot.system.name, "system returned an error");
                 stats.errors += 1;
                 report.errors.push((id, error));
             }
