@@ -119,11 +119,13 @@ impl ColumnIndex {
             RowIndex::Sparse(map) => {
                 let previous = map.insert(row, at);
                 if previous.is_none() && map.len() > 64 && map.len() > self.set_len / 8 {
-                    let mut dense = vec![NONE; self.set_len];
+                    let len = map
+                        .keys()
+                        .map(|&r| r as usize + 1)
+                        .fold(self.set_len, usize::max);
+                    let mut dense = vec![NONE; len];
                     for (&r, &i) in map.iter() {
-                        if let Some(slot) = dense.get_mut(r as usize) {
-                            *slot = i;
-                        }
+                        dense[r as usize] = i;
                     }
                     self.rows = RowIndex::Dense(dense);
                 }
@@ -145,10 +147,11 @@ impl ColumnIndex {
 pub struct Overlay<'s> {
     rank: WriterRank,
     store: &'s Store,
-    /// One index per (component, field) the writer has written, with the last one used first
-    /// in line.
+    /// One index per (component, field) the writer has written.
     columns: Vec<ColumnIndex>,
+    /// The column the last write or read used, checked before searching `columns`.
     last_column: usize,
+    /// Distinct (component, row, field) written.
     distinct: usize,
     entries: Vec<Entry>,
     sequence: u64,
