@@ -1,20 +1,38 @@
 //! Workloads of the parallel overlay (`strata-parallel-overlay`): recording and committing a
-//! million field writes from several writers, against writing them directly.
+//! million field writes from several writers, against writing them directly; and Strata's side of
+//! the head-to-head `parallel_write` (the peers' sides are in `peers/`).
 //!
 //! Invariant: each sample starts from a private copy of the same store (the copy is made and
 //! touched in setup), so no timed region pays for a copy-on-write of the set.
 
 use std::hint::black_box;
+use std::ops::Range;
 
 use strata_arena::{Arena, ClassId};
 use strata_component_store::{
     ComponentDef, ComponentId, FieldDef, FieldId, InstanceRef, Store, Value,
 };
-use strata_parallel_overlay::{NoOrder, Overlay, Writer, WriterRank, commit, run_parallel};
+use strata_parallel_overlay::{
+    NoOrder, Overlay, RunReport, Writer, WriterRank, commit, run_parallel,
+};
 
 use crate::harness::Workload;
 
 const MILLION: usize = 1_000_000;
+
+/// The entities of `parallel_write`, for Strata and every peer.
+pub const PARALLEL_WRITE_SIZE: u64 = 1_000_000;
+/// The writers of `parallel_write`, each owning a contiguous range of the rows.
+pub const PARALLEL_WRITERS: u64 = 4;
+/// The threads of the pool `parallel_write` runs on.
+pub const PARALLEL_THREADS: usize = 2;
+
+/// The rows writer `writer` of `writers` owns among `n`: a contiguous share, the shares in
+/// writer order and together covering `0..n` once.
+pub fn writer_rows(writer: u64, writers: u64, n: u64) -> Range<u64> {
+    let share = |w: u64| n * w / writers.max(1);
+    share(writer)..share(writer + 1)
+}
 
 /// The workloads, in run order.
 pub fn workloads() -> Vec<Workload> {
@@ -24,6 +42,7 @@ pub fn workloads() -> Vec<Workload> {
         run_and_commit(4),
         run_and_commit(1),
         direct_writes(),
+        parallel_write(),
     ]
 }
 
@@ -163,4 +182,120 @@ fn direct_writes() -> Workload {
             );
         },
     )
+}
+
+/// A rayon pool of `threads` threads, for the parallel workloads.
+fn pool(threads: usize) -> rayon::ThreadPool {
+    match rayon::ThreadPoolBuilder::new().num_threads(threads).build() {
+        Ok(pool) => pool,
+        Err(error) => panic!("benchmark fixture: {error}"),
+    }
+}
+
+/// The writers of `parallel_write` over `n` rows: writer `w` has rank `system(w, w)` and owns
+/// the rows [`writer_rows`] gives it.
+fn range_writers(n: u64) -> Vec<Writer<Range<usize>>> {
+    (0..PARALLEL_WRITERS)
+        .map(|w| {
+            let rows = writer_rows(w, PARALLEL_WRITERS, n);
+            Writer {
+                rank: WriterRank::system(w, w),
+                work: rows.start as usize..rows.end as usize,
+            }
+        })
+        .collect()
+}
+
+/// One run of `parallel_write`: every writer records `row as f64` for each row it owns into its
+/// overlay, on `pool`, then `run_parallel` commits the write sets in rank order.
+fn write_in_parallel(
+    store: &mut Store,
+    pool: &rayon::ThreadPool,
+    writers: &[Writer<Range<usize>>],
+    component: ComponentId,
+    field: FieldId,
+) -> RunReport {
+    run_parallel(
+        store,
+        pool,
+        writers,
+        |rows, overlay| {
+            for row in rows.clone() {
+                overlay.write_row(component, row, field, Value::Number(row as f64))?;
+            }
+            Ok(())
+        },
+        &NoOrder,
+    )
+}
+
+fn parallel_write() -> Workload {
+    Workload::new(
+        "parallel_write",
+        PARALLEL_WRITE_SIZE,
+        "4 writers, each recording Overlay::write_row for a contiguous quarter of the rows into its own overlay over the shared store, on a 2-thread rayon pool (run_parallel); then the commit in rank order through the store's column writers (change ticks, dirty masks, change log)",
+        move |b| {
+            let n = PARALLEL_WRITE_SIZE as usize;
+            let (base, component, field, ats) = base(n);
+            let pool = pool(PARALLEL_THREADS);
+            let writers = range_writers(PARALLEL_WRITE_SIZE);
+            // The private copy holds -1 at row 0 and 0 elsewhere, so every write of `row` is a
+            // change.
+            b.iter_with_setup(
+                || private_copy(&base, component, field, ats[0]),
+                |store| {
+                    write_in_parallel(store, &pool, &writers, component, field)
+                        .commit
+                        .applied
+                },
+            );
+        },
+    )
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn writer_rows_split_contiguously_and_cover_every_row() {
+        let ranges: Vec<Range<u64>> = (0..4).map(|w| writer_rows(w, 4, 1_000_000)).collect();
+        assert_eq!(
+            ranges,
+            [
+                0..250_000,
+                250_000..500_000,
+                500_000..750_000,
+                750_000..1_000_000
+            ]
+        );
+        let uneven: Vec<Range<u64>> = (0..4).map(|w| writer_rows(w, 4, 10)).collect();
+        assert_eq!(uneven, [0..2, 2..5, 5..7, 7..10]);
+    }
+
+    /// One run of `parallel_write` changes every row to its index, and nothing conflicts.
+    #[test]
+    fn parallel_write_changes_every_row_to_its_index() {
+        let n = 10_000;
+        let (base, component, field, ats) = base(n);
+        let mut store = private_copy(&base, component, field, ats[0]);
+        let report = write_in_parallel(
+            &mut store,
+            &pool(PARALLEL_THREADS),
+            &range_writers(n as u64),
+            component,
+            field,
+        );
+        assert!(report.errors.is_empty(), "{:?}", report.errors);
+        assert_eq!(report.commit.writers, 4);
+        assert_eq!(report.commit.applied, n);
+        assert_eq!(report.commit.unchanged, 0);
+        assert!(report.commit.conflicts.is_empty());
+        assert!(report.commit.refusals.is_empty());
+        for (row, at) in ats.iter().enumerate() {
+            assert_eq!(store.get::<f64>(*at, component, field), Ok(&(row as f64)));
+        }
+        // The base store is untouched.
+        assert_eq!(base.get::<f64>(ats[1], component, field), Ok(&0.0));
+    }
 }

@@ -8,14 +8,17 @@
 use std::cell::RefCell;
 use std::hint::black_box;
 
+use bevy_ecs::batching::BatchingStrategy;
 use bevy_ecs::prelude::{Changed, Component, Entity, Query, QueryState, World};
 use bevy_ecs::system::SystemState;
+use bevy_tasks::{ComputeTaskPool, TaskPoolBuilder};
 
 use super::kinds::*;
 use super::{
     ADD_REMOVE_SIZE, Big, CHANGED_SIZE, DESPAWN_SIZE, Data, ENTITY_SIZES, FRAG_KINDS,
-    FRAG_PER_KIND, JOIN_SIZES, Position, REFERENCE_SIZES, Small, Velocity, body, for_each_kind,
-    is_small, is_written, position, velocity,
+    FRAG_PER_KIND, Heat, JOIN_SIZES, PARALLEL_THREADS, PARALLEL_WRITE_SIZE, PARALLEL_WRITERS,
+    Position, REFERENCE_SIZES, Small, Velocity, body, for_each_kind, is_small, is_written,
+    position, velocity,
 };
 use crate::harness::Workload;
 
@@ -38,6 +41,7 @@ pub fn workloads() -> Vec<Workload> {
     workloads.push(changed_filter(CHANGED_SIZE));
     workloads.push(despawn_respawn(DESPAWN_SIZE));
     workloads.push(reference_cleanup(REFERENCE_SIZES.0, REFERENCE_SIZES.1));
+    workloads.push(parallel_write(PARALLEL_WRITE_SIZE));
     workloads.into_iter().map(|w| w.library(LIBRARY)).collect()
 }
 
@@ -351,6 +355,70 @@ fn reference_cleanup(n_holders: u64, n_targets: u64) -> Workload {
     )
 }
 
+/// bevy's global `ComputeTaskPool`, which parallel queries run on, with [`PARALLEL_THREADS`]
+/// worker threads; the first call in a process sets it up.
+///
+/// Panics if the pool was set up earlier with another thread count, since the workload would
+/// then measure something else.
+fn compute_pool() -> &'static ComputeTaskPool {
+    let pool = ComputeTaskPool::get_or_init(|| {
+        TaskPoolBuilder::new().num_threads(PARALLEL_THREADS).build()
+    });
+    assert_eq!(
+        pool.thread_num(),
+        PARALLEL_THREADS,
+        "bevy's ComputeTaskPool was set up with another thread count"
+    );
+    pool
+}
+
+/// A world of `n` entities with [`Heat`] 0, and its cached query.
+fn heated(n: u64) -> (World, QueryState<&'static mut Heat>) {
+    let mut world = World::new();
+    world.spawn_batch((0..n).map(|_| Heat(0.0))).for_each(drop);
+    let query = world.query::<&mut Heat>();
+    (world, query)
+}
+
+/// The batching of `parallel_write` over `n` rows: [`PARALLEL_WRITERS`] batches, each one
+/// contiguous share of the table.
+fn writer_batches(n: u64) -> BatchingStrategy {
+    BatchingStrategy::fixed(n.div_ceil(PARALLEL_WRITERS).max(1) as usize)
+}
+
+/// The routine of `parallel_write`: `value` written into every [`Heat`] through `Mut` (which
+/// sets its change tick), in parallel on bevy's `ComputeTaskPool`, batched by `batching`.
+fn write_in_parallel(
+    world: &mut World,
+    query: &mut QueryState<&'static mut Heat>,
+    batching: &BatchingStrategy,
+    value: f64,
+) {
+    query
+        .par_iter_mut(world)
+        .batching_strategy(batching.clone())
+        .for_each(|mut heat| heat.0 = value);
+}
+
+fn parallel_write(n: u64) -> Workload {
+    Workload::new(
+        "parallel_write",
+        n,
+        "cached QueryState<&mut Heat>::par_iter_mut (multi_threaded) on bevy's ComputeTaskPool of 2 threads (the calling thread helps), 4 fixed batches of a quarter; each write in place through Mut, which sets its change tick",
+        move |b| {
+            compute_pool();
+            let (mut world, mut query) = heated(n);
+            let batching = writer_batches(n);
+            // Each run writes its own number, so every write changes the stored value.
+            let mut run = 0.0;
+            b.iter(|| {
+                run += 1.0;
+                write_in_parallel(&mut world, &mut query, &batching, run);
+            });
+        },
+    )
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -430,5 +498,19 @@ mod tests {
         assert_eq!(world.query::<&RefersTo>().iter(&world).count(), 0);
         assert!(targets.iter().all(|t| world.get_entity(*t).is_err()));
         assert!(holders.iter().all(|h| world.get_entity(*h).is_ok()));
+    }
+
+    #[test]
+    fn parallel_write_writes_every_heat_and_sets_ticks() {
+        assert_eq!(compute_pool().thread_num(), PARALLEL_THREADS);
+        let (mut world, mut query) = heated(10_000);
+        let mut changed = world.query_filtered::<&Heat, Changed<Heat>>();
+        world.clear_trackers();
+        assert_eq!(changed.iter(&world).count(), 0);
+        write_in_parallel(&mut world, &mut query, &writer_batches(10_000), 1.0);
+        assert_eq!(changed.iter(&world).count(), 10_000);
+        let heats: Vec<f64> = world.query::<&Heat>().iter(&world).map(|h| h.0).collect();
+        assert_eq!(heats.len(), 10_000);
+        assert!(heats.iter().all(|h| *h == 1.0));
     }
 }

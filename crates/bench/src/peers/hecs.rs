@@ -18,12 +18,14 @@ use hecs::{
     Archetype, ChangeTracker, ColumnBatchBuilder, ColumnBatchType, Component, Entity, TypeInfo,
     World,
 };
+use rayon::prelude::*;
 
 use super::kinds::*;
 use super::{
     ADD_REMOVE_SIZE, Big, CHANGED_SIZE, CLONE_SIZE, DESPAWN_SIZE, Data, ENTITY_SIZES, FRAG_KINDS,
-    FRAG_PER_KIND, JOIN_SIZES, Position, REFERENCE_SIZES, Rotation, Small, Velocity, body,
-    for_each_kind, is_small, is_written, position, rotation, velocity,
+    FRAG_PER_KIND, Heat, JOIN_SIZES, PARALLEL_THREADS, PARALLEL_WRITE_SIZE, PARALLEL_WRITERS,
+    Position, REFERENCE_SIZES, Rotation, Small, Velocity, body, for_each_kind, is_small,
+    is_written, position, rotation, velocity,
 };
 use crate::harness::Workload;
 
@@ -47,6 +49,7 @@ pub fn workloads() -> Vec<Workload> {
     workloads.push(despawn_respawn(DESPAWN_SIZE));
     workloads.push(reference_cleanup(REFERENCE_SIZES.0, REFERENCE_SIZES.1));
     workloads.push(world_clone(CLONE_SIZE));
+    workloads.push(parallel_write(PARALLEL_WRITE_SIZE));
     workloads.into_iter().map(|w| w.library(LIBRARY)).collect()
 }
 
@@ -461,6 +464,60 @@ fn world_clone(n: u64) -> Workload {
     )
 }
 
+/// A rayon pool of [`PARALLEL_THREADS`] threads.
+fn rayon_pool() -> rayon::ThreadPool {
+    match rayon::ThreadPoolBuilder::new()
+        .num_threads(PARALLEL_THREADS)
+        .build()
+    {
+        Ok(pool) => pool,
+        Err(error) => panic!("benchmark fixture: {error}"),
+    }
+}
+
+/// A world of `n` entities with [`Heat`] 0.
+fn heated(n: u64) -> World {
+    let mut world = World::new();
+    world
+        .spawn_batch((0..n).map(|_| (Heat(0.0),)))
+        .for_each(drop);
+    world
+}
+
+/// The routine of `parallel_write`: `value` written into every [`Heat`] in place, the query's
+/// rows cut into [`PARALLEL_WRITERS`] batches (contiguous shares of the one archetype) that
+/// `pool` runs in parallel.
+fn write_in_parallel(world: &mut World, pool: &rayon::ThreadPool, value: f64) {
+    let batch = world.len().div_ceil(PARALLEL_WRITERS as u32).max(1);
+    let batches: Vec<_> = world
+        .query_mut::<&mut Heat>()
+        .into_iter_batched(batch)
+        .collect();
+    pool.install(|| {
+        batches
+            .into_par_iter()
+            .for_each(|batch| batch.for_each(|heat| heat.0 = value));
+    });
+}
+
+fn parallel_write(n: u64) -> Workload {
+    Workload::new(
+        "parallel_write",
+        n,
+        "World::query_mut::<&mut Heat>().into_iter_batched(a quarter): 4 batches (Send) of the one archetype's column run on a 2-thread rayon pool; writes in place, no change tracking",
+        move |b| {
+            let pool = rayon_pool();
+            let mut world = heated(n);
+            // Each run writes its own number, so every write changes the stored value.
+            let mut run = 0.0;
+            b.iter(|| {
+                run += 1.0;
+                write_in_parallel(&mut world, &pool, run);
+            });
+        },
+    )
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -562,5 +619,26 @@ mod tests {
         }
         assert!(!cloned.contains(gone));
         assert_eq!(world.spawn((Target,)), cloned.spawn((Target,)));
+    }
+
+    #[test]
+    fn parallel_write_writes_every_heat() {
+        let mut world = heated(10_000);
+        let pool = rayon_pool();
+        write_in_parallel(&mut world, &pool, 1.0);
+        let heats: Vec<f64> = world
+            .query_mut::<&Heat>()
+            .into_iter()
+            .map(|h| h.0)
+            .collect();
+        assert_eq!(heats.len(), 10_000);
+        assert!(heats.iter().all(|h| *h == 1.0));
+        assert_eq!(
+            world
+                .query_mut::<&mut Heat>()
+                .into_iter_batched(10_000_u32.div_ceil(PARALLEL_WRITERS as u32))
+                .count(),
+            PARALLEL_WRITERS as usize
+        );
     }
 }

@@ -18,6 +18,7 @@
 //! | `despawn_respawn` | 100k | 100k | despawn every other of 100k ([`Position`], [`Velocity`]), spawn 50k |
 //! | `reference_cleanup` | 10k | 10k | destroy 100 targets that 10k holders reference, clear the references |
 //! | `world_clone` | 100k | 100k | clone a world of 100k ([`Position`], [`Rotation`], [`Velocity`]) |
+//! | `parallel_write` | 1M | 1M | write every [`Heat`] of 1M entities in parallel on a 2-thread pool, split among 4 writers where the library lets the split be chosen, every write a change |
 //!
 //! Work a library has no way to do is listed by [`unsupported`] instead of being registered.
 //!
@@ -53,9 +54,11 @@ pub const DESPAWN_SIZE: u64 = 100_000;
 pub const REFERENCE_SIZES: (u64, u64) = (10_000, 100);
 /// The entities of `world_clone`.
 pub const CLONE_SIZE: u64 = 100_000;
+/// The entities, writers and pool threads of `parallel_write`, shared with Strata's side.
+pub use crate::overlay::{PARALLEL_THREADS, PARALLEL_WRITE_SIZE, PARALLEL_WRITERS};
 
 /// The workload names in run order; each library's workloads are sorted into it.
-const ORDER: [&str; 10] = [
+const ORDER: [&str; 11] = [
     "spawn",
     "spawn_batch",
     "iter2",
@@ -66,6 +69,7 @@ const ORDER: [&str; 10] = [
     "despawn_respawn",
     "reference_cleanup",
     "world_clone",
+    "parallel_write",
 ];
 
 /// Every peer workload, grouped by workload and size so the libraries of one comparison run
@@ -162,6 +166,8 @@ components! {
     Big(pub f32);
     /// The component of the small set of `small_driver_join`.
     Small(pub f32);
+    /// The one number `parallel_write` writes, as Strata's one-field `Heat`.
+    Heat(pub f64);
 }
 
 /// Expands `$m!(Kind, $args...)` once per fragment kind of `frag_iter`, `A` to `Z`.
@@ -319,6 +325,7 @@ mod tests {
                     "despawn_respawn" => &[DESPAWN_SIZE],
                     "reference_cleanup" => &[REFERENCE_SIZES.0],
                     "world_clone" => &[CLONE_SIZE],
+                    "parallel_write" => &[PARALLEL_WRITE_SIZE],
                     _ => unreachable!(),
                 };
                 let is_unsupported = unsupported

@@ -11,6 +11,7 @@
 use std::cell::RefCell;
 use std::hint::black_box;
 
+use rayon::prelude::*;
 use shipyard::sparse_set::SparseSet;
 use shipyard::{
     AllStoragesViewMut, EntitiesView, EntitiesViewMut, EntityId, IntoIter, View, ViewMut, World,
@@ -20,8 +21,9 @@ use shipyard::{
 use super::kinds::*;
 use super::{
     ADD_REMOVE_SIZE, Big, CHANGED_SIZE, CLONE_SIZE, DESPAWN_SIZE, Data, ENTITY_SIZES, FRAG_KINDS,
-    FRAG_PER_KIND, JOIN_SIZES, Position, REFERENCE_SIZES, Rotation, Small, Transform, Velocity,
-    body, for_each_kind, is_small, is_written, position, rotation, velocity,
+    FRAG_PER_KIND, Heat, JOIN_SIZES, PARALLEL_THREADS, PARALLEL_WRITE_SIZE, Position,
+    REFERENCE_SIZES, Rotation, Small, Transform, Velocity, body, for_each_kind, is_small,
+    is_written, position, rotation, velocity,
 };
 use crate::harness::Workload;
 
@@ -49,6 +51,7 @@ pub fn workloads() -> Vec<Workload> {
     workloads.push(despawn_respawn(DESPAWN_SIZE));
     workloads.push(reference_cleanup(REFERENCE_SIZES.0, REFERENCE_SIZES.1));
     workloads.push(world_clone(CLONE_SIZE));
+    workloads.push(parallel_write(PARALLEL_WRITE_SIZE));
     workloads.into_iter().map(|w| w.library(LIBRARY)).collect()
 }
 
@@ -449,6 +452,54 @@ fn world_clone(n: u64) -> Workload {
     )
 }
 
+/// A rayon pool of [`PARALLEL_THREADS`] threads.
+fn rayon_pool() -> rayon::ThreadPool {
+    match rayon::ThreadPoolBuilder::new()
+        .num_threads(PARALLEL_THREADS)
+        .build()
+    {
+        Ok(pool) => pool,
+        Err(error) => panic!("benchmark fixture: {error}"),
+    }
+}
+
+/// A world of `n` entities with [`Heat`] 0 (an untracked storage).
+fn heated(n: u64) -> World {
+    let mut world = World::new();
+    world
+        .bulk_add_entity((0..n).map(|_| Heat(0.0)))
+        .for_each(drop);
+    world
+}
+
+/// The routine of `parallel_write`: `value` written into every [`Heat`] in place by shipyard's
+/// parallel iterator, which rayon splits over `pool` as it sees fit (shipyard's iterator is
+/// unindexed, so the split cannot be fixed to the writers' shares).
+fn write_in_parallel(world: &World, pool: &rayon::ThreadPool, value: f64) {
+    let mut heats = world.borrow::<ViewMut<'_, Heat>>().expect(FREE_BORROW);
+    pool.install(|| {
+        (&mut heats).par_iter().for_each(|heat| heat.0 = value);
+    });
+}
+
+fn parallel_write(n: u64) -> Workload {
+    Workload::new(
+        "parallel_write",
+        n,
+        "(&mut ViewMut<Heat>).par_iter() inside a 2-thread rayon pool's install: the dense array split by rayon's adaptive splitting (unindexed, not 4 fixed shares); writes in place, untracked storage",
+        move |b| {
+            let pool = rayon_pool();
+            let world = heated(n);
+            // Each run writes its own number, so every write changes the stored value.
+            let mut run = 0.0;
+            b.iter(|| {
+                run += 1.0;
+                write_in_parallel(&world, &pool, run);
+            });
+        },
+    )
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -558,5 +609,14 @@ mod tests {
             assert_eq!(cloned_rotations[id], *r);
             assert_eq!(cloned_velocities[id], *v);
         }
+    }
+
+    #[test]
+    fn parallel_write_writes_every_heat() {
+        let world = heated(10_000);
+        write_in_parallel(&world, &rayon_pool(), 1.0);
+        let heats = world.borrow::<View<'_, Heat>>().expect(FREE_BORROW);
+        assert_eq!(heats.len(), 10_000);
+        assert!(heats.iter().all(|h| h.0 == 1.0));
     }
 }
