@@ -13,7 +13,8 @@ use strata_component_store::{
     ComponentDef, ComponentId, FieldDef, FieldId, InstanceRef, Store, Value,
 };
 use strata_parallel_overlay::{
-    NoOrder, Overlay, RunReport, Writer, WriterRank, commit, run_parallel,
+    NoOrder, Overlay, OverlayError, RunReport, Spare, Writer, WriterRank, commit, run_parallel,
+    run_parallel_with_spare,
 };
 
 use crate::harness::Workload;
@@ -37,10 +38,13 @@ pub fn writer_rows(writer: u64, writers: u64, n: u64) -> Range<u64> {
 /// The workloads, in run order.
 pub fn workloads() -> Vec<Workload> {
     vec![
+        record_only(),
         commit_only(4),
         commit_only(1),
-        run_and_commit(4),
-        run_and_commit(1),
+        run_and_commit(4, Path::Typed, Memory::Spare),
+        run_and_commit(1, Path::Typed, Memory::Spare),
+        run_and_commit(4, Path::Typed, Memory::Fresh),
+        run_and_commit(4, Path::Dynamic, Memory::Spare),
         direct_writes(),
         parallel_write(),
     ]
@@ -85,7 +89,7 @@ fn commit_only(writers: usize) -> Workload {
     Workload::new(
         format!("overlay_commit_1m_{writers}_writers"),
         MILLION as u64,
-        "sort write sets by rank, conflict scan of the shared column (row-owner array), then each live write through the store's checked row write",
+        "sort write sets by rank, conflict scan of the shared column (row-owner array), then each writer's log in stretches through a typed column writer (rows checked against their instances)",
         move |b| {
             let (base, component, field, ats) = base(MILLION);
             b.iter_with_setup(
@@ -95,13 +99,9 @@ fn commit_only(writers: usize) -> Workload {
                         .map(|w| {
                             let mut overlay =
                                 Overlay::new(WriterRank::system(w as u64, w as u64), &store);
-                            for row in (w..MILLION).step_by(writers) {
-                                let _ = overlay.write_row(
-                                    component,
-                                    row,
-                                    field,
-                                    Value::Number(row as f64),
-                                );
+                            let rows = (w..MILLION).step_by(writers);
+                            if let Err(error) = record(&mut overlay, component, field, rows) {
+                                panic!("benchmark fixture: {error}");
                             }
                             overlay.finish()
                         })
@@ -114,49 +114,114 @@ fn commit_only(writers: usize) -> Workload {
     )
 }
 
-fn run_and_commit(writers: usize) -> Workload {
+fn record_only() -> Workload {
     Workload::new(
-        format!("overlay_run_commit_1m_{writers}_writers"),
+        "overlay_record_1m_1_writer",
         MILLION as u64,
-        "writers record into their overlays on a 2-thread rayon pool (row-indexed log once a column is swept), then commit",
+        "one writer records a million rows through a typed column handle into its overlay (row index, log arrays); the write set is dropped outside the timed region",
         move |b| {
-            let (base, component, field, ats) = base(MILLION);
-            let pool = match rayon::ThreadPoolBuilder::new().num_threads(2).build() {
-                Ok(pool) => pool,
-                Err(error) => panic!("benchmark fixture: {error}"),
-            };
-            let work: Vec<Writer<usize>> = (0..writers)
-                .map(|w| Writer {
-                    rank: WriterRank::system(w as u64, w as u64),
-                    work: w,
-                })
-                .collect();
-            b.iter_with_setup(
-                || private_copy(&base, component, field, ats[0]),
-                |store| {
-                    run_parallel(
-                        store,
-                        &pool,
-                        &work,
-                        |w, overlay| {
-                            for row in (*w..MILLION).step_by(writers) {
-                                overlay.write_row(
-                                    component,
-                                    row,
-                                    field,
-                                    Value::Number(row as f64),
-                                )?;
-                            }
-                            Ok(())
-                        },
-                        &NoOrder,
-                    )
-                    .commit
-                    .applied
-                },
-            );
+            let (store, component, field, _) = base(MILLION);
+            b.iter(|| {
+                let mut overlay = Overlay::new(WriterRank::system(0, 0), &store);
+                if let Err(error) = record(&mut overlay, component, field, 0..MILLION) {
+                    panic!("benchmark fixture: {error}");
+                }
+                overlay.finish()
+            });
         },
     )
+}
+
+/// How a workload's writers record.
+#[derive(Clone, Copy)]
+enum Path {
+    /// Through a typed column handle (`Overlay::column`).
+    Typed,
+    /// Through `Overlay::write_row` with dynamic values.
+    Dynamic,
+}
+
+/// Where a workload's overlays get their memory.
+#[derive(Clone, Copy)]
+enum Memory {
+    /// From a `Spare` kept across samples, as an engine keeps one across frames.
+    Spare,
+    /// Freshly allocated every sample.
+    Fresh,
+}
+
+/// Records `row as f64` for each of `rows` through a typed column handle.
+fn record(
+    overlay: &mut Overlay<'_>,
+    component: ComponentId,
+    field: FieldId,
+    rows: impl Iterator<Item = usize>,
+) -> Result<(), OverlayError> {
+    let mut column = overlay.column::<f64>(component, field)?;
+    for row in rows {
+        column.write(row, row as f64)?;
+    }
+    Ok(())
+}
+
+/// Records `row as f64` for each of `rows` through `write_row`.
+fn record_dynamic(
+    overlay: &mut Overlay<'_>,
+    component: ComponentId,
+    field: FieldId,
+    rows: impl Iterator<Item = usize>,
+) -> Result<(), OverlayError> {
+    for row in rows {
+        overlay.write_row(component, row, field, Value::Number(row as f64))?;
+    }
+    Ok(())
+}
+
+fn run_and_commit(writers: usize, path: Path, memory: Memory) -> Workload {
+    let (name, mechanism) = match (path, memory) {
+        (Path::Typed, Memory::Spare) => (
+            format!("overlay_run_commit_1m_{writers}_writers"),
+            "writers (rows strided by writer) record through a typed column handle into overlays on a 2-thread rayon pool, then commit; log memory recycled across samples through a Spare, as across frames",
+        ),
+        (Path::Typed, Memory::Fresh) => (
+            format!("overlay_run_commit_1m_{writers}_writers_cold"),
+            "as overlay_run_commit, but every sample's overlays allocate (and page-fault) fresh memory",
+        ),
+        (Path::Dynamic, _) => (
+            format!("overlay_run_commit_1m_{writers}_writers_dynamic"),
+            "as overlay_run_commit, but each write through Overlay::write_row with a dynamic Value (set, field and type checked per write)",
+        ),
+    };
+    Workload::new(name, MILLION as u64, mechanism, move |b| {
+        let (base, component, field, ats) = base(MILLION);
+        let pool = pool(2);
+        let spare = Spare::new();
+        let work: Vec<Writer<usize>> = (0..writers)
+            .map(|w| Writer {
+                rank: WriterRank::system(w as u64, w as u64),
+                work: w,
+            })
+            .collect();
+        let run = move |w: &usize, overlay: &mut Overlay<'_>| {
+            let rows = (*w..MILLION).step_by(writers);
+            match path {
+                Path::Typed => record(overlay, component, field, rows),
+                Path::Dynamic => record_dynamic(overlay, component, field, rows),
+            }
+        };
+        b.iter_with_setup(
+            || private_copy(&base, component, field, ats[0]),
+            |store| {
+                let report = match memory {
+                    Memory::Spare => {
+                        run_parallel_with_spare(store, &pool, &work, run, &NoOrder, &spare)
+                    }
+                    Memory::Fresh => run_parallel(store, &pool, &work, run, &NoOrder),
+                };
+                report.commit.applied
+            },
+        );
+    })
 }
 
 fn direct_writes() -> Workload {
@@ -214,18 +279,15 @@ fn write_in_parallel(
     writers: &[Writer<Range<usize>>],
     component: ComponentId,
     field: FieldId,
+    spare: &Spare,
 ) -> RunReport {
-    run_parallel(
+    run_parallel_with_spare(
         store,
         pool,
         writers,
-        |rows, overlay| {
-            for row in rows.clone() {
-                overlay.write_row(component, row, field, Value::Number(row as f64))?;
-            }
-            Ok(())
-        },
+        |rows, overlay| record(overlay, component, field, rows.clone()),
         &NoOrder,
+        spare,
     )
 }
 
@@ -233,18 +295,19 @@ fn parallel_write() -> Workload {
     Workload::new(
         "parallel_write",
         PARALLEL_WRITE_SIZE,
-        "4 writers, each recording Overlay::write_row for a contiguous quarter of the rows into its own overlay over the shared store, on a 2-thread rayon pool (run_parallel); then the commit in rank order through the store's column writers (change ticks, dirty masks, change log)",
+        "4 writers, each recording a contiguous quarter of the rows through a typed column handle (Overlay::column) into its own overlay over the shared store, on a 2-thread rayon pool (run_parallel_with_spare: log memory recycled across samples, as across frames); then the commit in rank order through the store's column writers (change ticks, dirty masks, change log)",
         move |b| {
             let n = PARALLEL_WRITE_SIZE as usize;
             let (base, component, field, ats) = base(n);
             let pool = pool(PARALLEL_THREADS);
             let writers = range_writers(PARALLEL_WRITE_SIZE);
+            let spare = Spare::new();
             // The private copy holds -1 at row 0 and 0 elsewhere, so every write of `row` is a
             // change.
             b.iter_with_setup(
                 || private_copy(&base, component, field, ats[0]),
                 |store| {
-                    write_in_parallel(store, &pool, &writers, component, field)
+                    write_in_parallel(store, &pool, &writers, component, field, &spare)
                         .commit
                         .applied
                 },
@@ -278,14 +341,33 @@ mod tests {
     fn parallel_write_changes_every_row_to_its_index() {
         let n = 10_000;
         let (base, component, field, ats) = base(n);
-        let mut store = private_copy(&base, component, field, ats[0]);
-        let report = write_in_parallel(
-            &mut store,
-            &pool(PARALLEL_THREADS),
-            &range_writers(n as u64),
-            component,
-            field,
-        );
+        let spare = Spare::new();
+        // The second run records into the memory the first handed back.
+        for _ in 0..2 {
+            let mut store = private_copy(&base, component, field, ats[0]);
+            let report = write_in_parallel(
+                &mut store,
+                &pool(PARALLEL_THREADS),
+                &range_writers(n as u64),
+                component,
+                field,
+                &spare,
+            );
+            check_parallel_write(&store, &report, component, field, &ats);
+            assert!(!spare.is_empty());
+        }
+        // The base store is untouched.
+        assert_eq!(base.get::<f64>(ats[1], component, field), Ok(&0.0));
+    }
+
+    fn check_parallel_write(
+        store: &Store,
+        report: &RunReport,
+        component: ComponentId,
+        field: FieldId,
+        ats: &[InstanceRef],
+    ) {
+        let n = ats.len();
         assert!(report.errors.is_empty(), "{:?}", report.errors);
         assert_eq!(report.commit.writers, 4);
         assert_eq!(report.commit.applied, n);
@@ -295,7 +377,5 @@ mod tests {
         for (row, at) in ats.iter().enumerate() {
             assert_eq!(store.get::<f64>(*at, component, field), Ok(&(row as f64)));
         }
-        // The base store is untouched.
-        assert_eq!(base.get::<f64>(ats[1], component, field), Ok(&0.0));
     }
 }

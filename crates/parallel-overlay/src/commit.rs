@@ -1,24 +1,25 @@
 //! Committing writers' overlays: one deterministic order, stale-row fallback, refusals and
 //! conflicts.
 //!
-//! Invariant: writes apply in (tier, rank, writer id, sequence) order, so the store that results
-//! depends only on the write sets, never on which thread ran which writer or which finished
-//! first. A write whose row no longer holds its instance is applied through the instance's
+//! Invariant: write sets apply in (tier, rank, writer id) order, and within a set each column's
+//! entries in sequence order, so the store that results depends only on the write sets, never
+//! on which thread ran which writer or which finished first. A writer holds one entry per
+//! (component, row, field), so its writes to different fields are independent and apply column
+//! by column. A write whose row no longer holds its instance is applied through the instance's
 //! present row, or refused if the instance no longer holds the component. Every write goes
-//! through the store's own write paths (a typed column writer for each writer's run of writes to
-//! one scalar column, the checked single-field setter otherwise), so equal values change
+//! through the store's own write paths (a typed column writer over each stretch of a scalar
+//! column's entries, the checked single-field setter otherwise), so equal values change
 //! nothing and ticks, dirty masks, change logs and events update as for any write.
 
 use std::fmt;
 
-use std::iter::Peekable;
-use std::sync::Arc;
-
 use hashbrown::HashMap;
-use strata_arena::{InstanceId, Transform, Vec3};
-use strata_component_store::{ComponentId, FieldId, FieldType, Scalar, Store, StoreError};
+use strata_arena::InstanceId;
+use strata_component_store::{ComponentId, FieldId, InstanceRef, Scalar, Store, StoreError, Value};
 
-use crate::overlay::{Entry, WriteSet, WriterRank};
+use crate::log::{ColumnLog, Log};
+use crate::overlay::{WriteSet, WriterRank};
+use crate::spare::Spare;
 
 /// Whether the schedule orders two writers (so a conflict between them is intended). The
 /// scheduler's `is_ordered` fits through the blanket implementation for closures:
@@ -132,10 +133,25 @@ impl fmt::Display for CommitReport {
 }
 
 /// Applies the write sets to the store in commit order and reports what happened.
-pub fn commit(
+pub fn commit(store: &mut Store, sets: Vec<WriteSet>, oracle: &impl OrderOracle) -> CommitReport {
+    commit_inner(store, sets, oracle, None)
+}
+
+/// [`commit`], handing each applied log's memory to `spare` for the next overlays.
+pub fn commit_with_spare(
+    store: &mut Store,
+    sets: Vec<WriteSet>,
+    oracle: &impl OrderOracle,
+    spare: &Spare,
+) -> CommitReport {
+    commit_inner(store, sets, oracle, Some(spare))
+}
+
+fn commit_inner(
     store: &mut Store,
     mut sets: Vec<WriteSet>,
     oracle: &impl OrderOracle,
+    spare: Option<&Spare>,
 ) -> CommitReport {
     let _commit = tracing::debug_span!("overlay_commit", writers = sets.len()).entered();
     sets.sort_by_key(|s| s.rank);
@@ -146,34 +162,27 @@ pub fn commit(
     report.conflicts = conflicts(&sets, oracle);
     for set in sets {
         let writer = set.rank;
-        let mut live = set.entries.into_iter().filter(|e| e.live).peekable();
-        while let Some(first) = live.peek() {
-            let (component, field) = (first.key.component, first.key.field);
-            let kind = store
-                .def(component)
-                .ok()
-                .and_then(|def| def.field(field))
-                .map(|f| ColumnKind::of(&f.ty));
-            let mut run = Run {
+        for column in set.columns {
+            let mut apply = Apply {
                 store: &mut *store,
                 report: &mut report,
                 writer,
-                component,
-                field,
+                component: column.component,
+                field: column.field,
             };
-            match kind {
-                Some(ColumnKind::Number) => run.typed::<f64>(&mut live),
-                Some(ColumnKind::Integer) => run.typed::<i64>(&mut live),
-                Some(ColumnKind::Boolean) => run.typed::<bool>(&mut live),
-                Some(ColumnKind::Text) => run.typed::<Arc<str>>(&mut live),
-                Some(ColumnKind::Enum) => run.typed::<u32>(&mut live),
-                Some(ColumnKind::Vector) => run.typed::<Vec3>(&mut live),
-                Some(ColumnKind::Transform) => run.typed::<Transform>(&mut live),
-                Some(ColumnKind::Other) | None => {
-                    if let Some(entry) = live.next() {
-                        run.one(entry);
-                    }
-                }
+            let mut log = column.log;
+            match &mut log {
+                ColumnLog::Number(log) => apply.typed(log),
+                ColumnLog::Integer(log) => apply.typed(log),
+                ColumnLog::Boolean(log) => apply.typed(log),
+                ColumnLog::Text(log) => apply.typed(log),
+                ColumnLog::Enum(log) => apply.typed(log),
+                ColumnLog::Vector(log) => apply.typed(log),
+                ColumnLog::Transform(log) => apply.typed(log),
+                ColumnLog::Value(log) => apply.values(log),
+            }
+            if let Some(spare) = spare {
+                spare.give_log(log);
             }
         }
     }
@@ -194,36 +203,8 @@ pub fn commit(
     report
 }
 
-/// The column shapes with a typed writer; the rest (references, whose writes keep the reverse
-/// index, and composite values) apply one write at a time.
-enum ColumnKind {
-    Number,
-    Integer,
-    Boolean,
-    Text,
-    Enum,
-    Vector,
-    Transform,
-    Other,
-}
-
-impl ColumnKind {
-    fn of(ty: &FieldType) -> Self {
-        match ty {
-            FieldType::Number => Self::Number,
-            FieldType::Integer => Self::Integer,
-            FieldType::Boolean => Self::Boolean,
-            FieldType::Text => Self::Text,
-            FieldType::Enum(_) => Self::Enum,
-            FieldType::Vector => Self::Vector,
-            FieldType::Transform => Self::Transform,
-            _ => Self::Other,
-        }
-    }
-}
-
-/// One writer's consecutive writes to one column, applied together.
-struct Run<'a> {
+/// One writer's log of one column, being applied.
+struct Apply<'a> {
     store: &'a mut Store,
     report: &'a mut CommitReport,
     writer: WriterRank,
@@ -231,74 +212,89 @@ struct Run<'a> {
     field: FieldId,
 }
 
-impl Run<'_> {
-    /// Applies the run's leading writes through one typed column writer (one bound column, one
-    /// tick), stopping at the first stale row, which goes through [`Run::one`].
-    fn typed<T: Scalar>(&mut self, live: &mut Peekable<impl Iterator<Item = Entry>>) {
-        let (component, field) = (self.component, self.field);
-        let in_run = |e: &Entry| e.key.component == component && e.key.field == field;
-        // Named now: the column writer holds the store until the run ends.
-        let name = self
-            .store
-            .def(component)
-            .map(|d| d.name().to_owned())
-            .unwrap_or_default();
-        let stale = {
-            let Ok(mut column) = self.store.column_writer::<T>(component, field) else {
-                if let Some(entry) = live.next() {
-                    self.one(entry);
-                }
-                return;
+impl Apply<'_> {
+    /// Applies a scalar column's entries in sequence order: each stretch of entries whose rows
+    /// still hold their instances in one pass of a typed column writer, each stale entry
+    /// through [`Apply::one`] between stretches.
+    fn typed<T: Scalar>(&mut self, log: &Log<T>) {
+        let order = log.order();
+        let mut next = 0;
+        while next < order.len() {
+            let Ok(mut column) = self.store.column_writer::<T>(self.component, self.field) else {
+                // The column is gone or changed type since the writer ran: every remaining
+                // entry goes through the checked setter, which says why.
+                break;
             };
-            let mut stale = None;
-            while let Some(entry) = live.next_if(in_run) {
-                let row = entry.key.row as usize;
-                if column.instance_at(row) != Some(entry.instance.id) {
-                    stale = Some(entry);
+            let start = next;
+            while next < order.len() {
+                let p = order.at(next);
+                if column.instance_at(log.rows[p] as usize) != Some(log.instances[p].id) {
                     break;
                 }
-                let found = entry.value.kind_name();
-                match T::from_value(entry.value) {
-                    Some(value) => {
-                        if column.write(row, value) {
-                            self.report.applied += 1;
-                        } else {
-                            self.report.unchanged += 1;
-                        }
-                    }
-                    None => self.report.refusals.push(Refusal {
-                        writer: self.writer,
-                        instance: entry.instance.id,
-                        component,
-                        field,
-                        error: mismatch(name.clone(), field, found),
-                    }),
-                }
+                next += 1;
             }
-            stale
-        };
-        if let Some(entry) = stale {
-            self.one(entry);
+            let changed = column.update_indexed(
+                next - start,
+                |k| (log.rows[order.at(start + k)] as usize, k),
+                |_, k| log.values[order.at(start + k)].clone(),
+            );
+            self.report.applied += changed;
+            self.report.unchanged += next - start - changed;
+            if next < order.len() {
+                let p = order.at(next);
+                self.one(
+                    log.rows[p],
+                    log.instances[p],
+                    log.values[p].clone().into_value(),
+                );
+                next += 1;
+            }
+        }
+        for k in next..order.len() {
+            let p = order.at(k);
+            self.one(
+                log.rows[p],
+                log.instances[p],
+                log.values[p].clone().into_value(),
+            );
+        }
+    }
+
+    /// Applies a dynamic column's entries (references, composites) one by one, in sequence
+    /// order.
+    fn values(&mut self, log: &mut Log<Value>) {
+        let values = std::mem::take(&mut log.values);
+        if log.in_order() {
+            for ((&row, &instance), value) in log.rows.iter().zip(&log.instances).zip(values) {
+                self.one(row, instance, value);
+            }
+            return;
+        }
+        let order = log.order();
+        let mut values: Vec<Option<Value>> = values.into_iter().map(Some).collect();
+        for k in 0..order.len() {
+            let p = order.at(k);
+            if let Some(value) = values[p].take() {
+                self.one(log.rows[p], log.instances[p], value);
+            }
         }
     }
 
     /// Applies one write through the store's checked path: at its row while the row still holds
     /// the instance, through the instance otherwise.
-    fn one(&mut self, entry: Entry) {
-        let key = entry.key;
-        let row = key.row as usize;
+    fn one(&mut self, row: u32, instance: InstanceRef, value: Value) {
+        let (component, field) = (self.component, self.field);
+        let row = row as usize;
         let current = self
             .store
-            .set(key.component)
+            .set(component)
             .ok()
             .and_then(|s| s.ids().get(row).copied());
-        let relocated = current != Some(entry.instance.id);
+        let relocated = current != Some(instance.id);
         let outcome = if relocated {
-            self.store
-                .write_value(entry.instance, key.component, key.field, entry.value)
+            self.store.write_value(instance, component, field, value)
         } else {
-            self.store
-                .write_value_at(key.component, row, key.field, entry.value)
+            self.store.write_value_at(component, row, field, value)
         };
         match outcome {
             Ok(changed) => {
@@ -311,74 +307,69 @@ impl Run<'_> {
             }
             Err(error) => self.report.refusals.push(Refusal {
                 writer: self.writer,
-                instance: entry.instance.id,
-                component: key.component,
-                field: key.field,
+                instance: instance.id,
+                component,
+                field,
                 error,
             }),
         }
     }
 }
 
-fn mismatch(component: String, field: FieldId, found: &'static str) -> StoreError {
-    StoreError::TypeMismatch {
-        component,
-        field: format!("{field:?}"),
-        expected: "the field's type".into(),
-        found: found.to_owned(),
-    }
-}
-
 /// Fields written by more than one writer. Columns only one writer touched are skipped
 /// without looking at their rows.
 fn conflicts(sets: &[WriteSet], oracle: &impl OrderOracle) -> Vec<Conflict> {
-    let mut writers_per_column: HashMap<(ComponentId, FieldId), Vec<usize>> = HashMap::new();
+    let mut writers_per_column: HashMap<(ComponentId, FieldId), Vec<(usize, usize)>> =
+        HashMap::new();
     for (w, set) in sets.iter().enumerate() {
-        for entry in set.entries.iter().filter(|e| e.live) {
-            let column = writers_per_column
-                .entry((entry.key.component, entry.key.field))
-                .or_default();
-            if column.last() != Some(&w) {
-                column.push(w);
+        for (c, column) in set.columns.iter().enumerate() {
+            if column.log.len() > 0 {
+                writers_per_column
+                    .entry((column.component, column.field))
+                    .or_default()
+                    .push((w, c));
             }
         }
     }
-    let mut found = Vec::new();
     let mut contested: Vec<_> = writers_per_column
         .into_iter()
         .filter(|(_, writers)| writers.len() > 1)
         .collect();
     contested.sort_by_key(|((c, f), _)| (*c, *f));
+    let mut found = Vec::new();
     for ((component, field), writers) in contested {
-        // Rows do not move while writers run, so the last writer per row is a plain array.
-        let rows = writers
+        // Writers over disjoint row spans (say, each its own range of a query) cannot conflict.
+        let mut spans: Vec<(u32, u32)> = writers
             .iter()
-            .flat_map(|w| sets[*w].entries.iter())
-            .filter(|e| e.live && e.key.component == component && e.key.field == field)
-            .map(|e| e.key.row as usize + 1)
+            .filter_map(|&(w, c)| sets[w].columns[c].log.row_span())
+            .collect();
+        spans.sort_unstable();
+        if spans.windows(2).all(|pair| pair[0].1 < pair[1].0) {
+            continue;
+        }
+        // Rows do not move while writers run, so the last writer per row is a plain array.
+        let rows = spans
+            .iter()
+            .map(|&(_, max)| max as usize + 1)
             .max()
             .unwrap_or(0);
         let mut owner = vec![usize::MAX; rows];
-        for w in writers {
-            for entry in sets[w]
-                .entries
-                .iter()
-                .filter(|e| e.live && e.key.component == component && e.key.field == field)
-            {
-                let slot = &mut owner[entry.key.row as usize];
+        for &(w, c) in &writers {
+            sets[w].columns[c].log.for_each_in_order(|row, instance| {
+                let slot = &mut owner[row as usize];
                 if *slot != usize::MAX {
                     let (first, second) = (sets[*slot].rank, sets[w].rank);
                     found.push(Conflict {
                         component,
                         field,
-                        instance: entry.instance.id,
+                        instance: instance.id,
                         first,
                         second,
                         ordered: oracle.ordered(first, second),
                     });
                 }
                 *slot = w;
-            }
+            });
         }
     }
     found

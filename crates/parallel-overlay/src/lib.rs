@@ -63,10 +63,16 @@
 
 mod commit;
 mod error;
+mod log;
 mod overlay;
 mod runner;
+mod spare;
 
-pub use crate::commit::{CommitReport, Conflict, NoOrder, OrderOracle, Refusal, commit};
+pub use crate::commit::{
+    CommitReport, Conflict, NoOrder, OrderOracle, Refusal, commit, commit_with_spare,
+};
 pub use crate::error::OverlayError;
-pub use crate::overlay::{GROUP_TIER, Overlay, SYSTEM_TIER, WriteSet, WriterRank};
-pub use crate::runner::{RunReport, Writer, run_parallel};
+pub use crate::log::Logged;
+pub use crate::overlay::{GROUP_TIER, Overlay, OverlayColumn, SYSTEM_TIER, WriteSet, WriterRank};
+pub use crate::runner::{RunReport, Writer, run_parallel, run_parallel_with_spare};
+pub use crate::spare::Spare;

@@ -1,19 +1,20 @@
 //! `Overlay`: one writer's recorded field writes over a shared, read-only view of the store.
 //!
-//! Invariant: a writer's entries form an append-only log in write order; a repeated write to a
-//! (component, row, field) supersedes the earlier entry (marked dead) with a new sequence, so
-//! the live entries, in log order, are exactly the writer's final writes in sequence order. A
-//! writer reads its own latest write; every other read goes to the store, which no writer
-//! changes until commit, so no writer ever sees another's uncommitted writes, whatever lane or
-//! order they ran in.
+//! Invariant: a writer keeps one log per (component, field) it writes, holding at most one
+//! entry per row (the latest value, the instance the row held, and the sequence number of that
+//! write); a repeated write replaces the entry's value and sequence. A writer reads its own
+//! latest write; every other read goes to the store, which no writer changes until commit, so
+//! no writer ever sees another's uncommitted writes, whatever lane or order they ran in.
 
 use std::fmt;
 
 use hashbrown::HashMap;
-use strata_arena::ClassId;
+use strata_arena::{ClassId, InstanceId, Slot};
 use strata_component_store::{ComponentId, FieldId, InstanceRef, Scalar, Store, StoreError, Value};
 
 use crate::error::OverlayError;
+use crate::log::{ColumnLog, Log, Logged, RowIndex};
+use crate::spare::Spare;
 
 /// The tier of writers that run first at commit: execution groups, ranked by hierarchy order.
 pub const GROUP_TIER: u32 = 0;
@@ -64,96 +65,28 @@ impl fmt::Display for WriterRank {
     }
 }
 
-/// The key of a recorded write.
-#[derive(Clone, Copy, PartialEq, Eq, Hash, Debug)]
-pub(crate) struct WriteKey {
-    pub(crate) component: ComponentId,
-    pub(crate) row: u32,
-    pub(crate) field: FieldId,
-}
-
-/// One recorded write.
-#[derive(Clone, Debug, PartialEq)]
-pub(crate) struct Entry {
-    pub(crate) key: WriteKey,
-    pub(crate) instance: InstanceRef,
-    pub(crate) value: Value,
-    pub(crate) sequence: u64,
-    pub(crate) live: bool,
-}
-
-/// Where a writer's latest write to each row of one column sits in its log.
-///
-/// Invariant: `rows` maps a row to the log position of the live entry for (component, row,
-/// field); it starts as a hash map and becomes a row-indexed array once the writer has touched
-/// an eighth of the set's rows, so a writer sweeping a column pays an array store per write
-/// rather than a hash probe, while a writer touching a handful of rows of a large set pays
-/// memory only for those.
-struct ColumnIndex {
+/// One column a writer has written: its log and, while the writer runs, the row index.
+struct ColumnState {
     component: ComponentId,
     field: FieldId,
-    rows: RowIndex,
     /// Rows of the set (fixed while the overlay borrows the store).
     set_len: usize,
-}
-
-enum RowIndex {
-    Sparse(HashMap<u32, usize>),
-    /// `NONE` marks a row without a write.
-    Dense(Vec<usize>),
-}
-
-const NONE: usize = usize::MAX;
-
-impl ColumnIndex {
-    fn get(&self, row: u32) -> Option<usize> {
-        match &self.rows {
-            RowIndex::Sparse(map) => map.get(&row).copied(),
-            RowIndex::Dense(rows) => rows.get(row as usize).copied().filter(|&i| i != NONE),
-        }
-    }
-
-    /// Points `row` at log position `at`; returns the position it pointed at before.
-    fn insert(&mut self, row: u32, at: usize) -> Option<usize> {
-        match &mut self.rows {
-            RowIndex::Sparse(map) => {
-                let previous = map.insert(row, at);
-                if previous.is_none() && map.len() > 64 && map.len() > self.set_len / 8 {
-                    let len = map
-                        .keys()
-                        .map(|&r| r as usize + 1)
-                        .fold(self.set_len, usize::max);
-                    let mut dense = vec![NONE; len];
-                    for (&r, &i) in map.iter() {
-                        dense[r as usize] = i;
-                    }
-                    self.rows = RowIndex::Dense(dense);
-                }
-                previous
-            }
-            RowIndex::Dense(rows) => {
-                let row = row as usize;
-                if row >= rows.len() {
-                    rows.resize(row + 1, NONE);
-                }
-                let previous = std::mem::replace(&mut rows[row], at);
-                (previous != NONE).then_some(previous)
-            }
-        }
-    }
+    index: RowIndex,
+    log: ColumnLog,
 }
 
 /// One writer's overlay over a store it only reads.
 pub struct Overlay<'s> {
     rank: WriterRank,
     store: &'s Store,
-    /// One index per (component, field) the writer has written.
-    columns: Vec<ColumnIndex>,
-    /// The column the last write or read used, checked before searching `columns`.
+    spare: Option<&'s Spare>,
+    /// One per (component, field) the writer has written, in the order first written.
+    columns: Vec<ColumnState>,
+    /// The column the last access used, checked before searching `columns`.
     last_column: usize,
     /// Distinct (component, row, field) written.
     distinct: usize,
-    entries: Vec<Entry>,
+    /// Writes made, repeats included; also the last sequence number handed out.
     sequence: u64,
     reads: u64,
 }
@@ -164,12 +97,22 @@ impl<'s> Overlay<'s> {
         Self {
             rank,
             store,
+            spare: None,
             columns: Vec::new(),
             last_column: 0,
             distinct: 0,
-            entries: Vec::new(),
             sequence: 0,
             reads: 0,
+        }
+    }
+
+    /// An empty overlay that takes its logs and row arrays from `spare` and hands its row
+    /// arrays back when it finishes (the logs go back at commit, through
+    /// [`commit_with_spare`](crate::commit_with_spare)).
+    pub fn with_spare(rank: WriterRank, store: &'s Store, spare: &'s Spare) -> Self {
+        Self {
+            spare: Some(spare),
+            ..Self::new(rank, store)
         }
     }
 
@@ -193,8 +136,8 @@ impl<'s> Overlay<'s> {
     ) -> Result<Value, OverlayError> {
         self.reads += 1;
         let row = self.store.row(at, component)?;
-        if let Some(i) = self.latest(component, row, field) {
-            return Ok(self.entries[i].value.clone());
+        if let Some(value) = self.latest(component, row, field) {
+            return Ok(value);
         }
         Ok(self.store.get_value(at, component, field)?)
     }
@@ -208,9 +151,23 @@ impl<'s> Overlay<'s> {
     ) -> Result<T, OverlayError> {
         self.reads += 1;
         let row = self.store.row(at, component)?;
-        if let Some(i) = self.latest(component, row, field) {
-            let value = self.entries[i].value.clone();
-            return T::from_value(value).ok_or_else(|| mismatch(self.store, component, field));
+        if let Some(value) = self.latest(component, row, field) {
+            let found = value.kind_name();
+            return T::from_value(value).ok_or_else(|| {
+                let expected = self
+                    .store
+                    .def(component)
+                    .ok()
+                    .and_then(|d| d.field(field))
+                    .map_or_else(|| "the field's type".to_owned(), |f| f.ty.name());
+                StoreError::TypeMismatch {
+                    component: self.component_name(component),
+                    field: format!("{field:?}"),
+                    expected,
+                    found: found.to_owned(),
+                }
+                .into()
+            });
         }
         Ok(self.store.get::<T>(at, component, field)?.clone())
     }
@@ -240,8 +197,9 @@ impl<'s> Overlay<'s> {
         self.write(at, component, field, value.into_value())
     }
 
-    /// Records a write addressed by row (a query's row), for tight loops: the row's instance is
-    /// read from the store now and checked again at commit.
+    /// Records a write addressed by row (a query's row): the row's instance is read from the
+    /// store now and checked again at commit. For loops over many rows of one field,
+    /// [`Overlay::column`] skips the per-write lookups.
     pub fn write_row(
         &mut self,
         component: ComponentId,
@@ -260,21 +218,107 @@ impl<'s> Overlay<'s> {
         self.checked_record(component, row, InstanceRef::new(id, slot), field, value)
     }
 
-    /// The log position of this writer's latest write to (component, row, field).
-    fn latest(&mut self, component: ComponentId, row: usize, field: FieldId) -> Option<usize> {
+    /// A typed handle on one field of a component, for writing many rows: the set, the field
+    /// and this writer's log are looked up once, and each write is a bounds check and an
+    /// append (or an in-place replacement of the row's earlier write).
+    pub fn column<T: Logged>(
+        &mut self,
+        component: ComponentId,
+        field: FieldId,
+    ) -> Result<OverlayColumn<'_, 's, T>, OverlayError> {
+        let store = self.store;
+        let set = store.set(component)?;
+        let def = set.def();
+        let field_def = def
+            .field(field)
+            .ok_or_else(|| StoreError::FieldOutOfRange {
+                component: def.name().to_owned(),
+                field,
+            })?;
+        let mismatch = || StoreError::TypeMismatch {
+            component: def.name().to_owned(),
+            field: field_def.name.to_string(),
+            expected: field_def.ty.name(),
+            found: std::any::type_name::<T>().to_owned(),
+        };
+        let established = set.values::<T>(field).ok_or_else(mismatch)?;
+        let hit = self.column_state(component, field);
+        let Overlay {
+            columns,
+            sequence,
+            distinct,
+            reads,
+            spare,
+            ..
+        } = self;
+        let ColumnState {
+            set_len,
+            index,
+            log,
+            ..
+        } = &mut columns[hit];
+        let log = T::log_mut(log).ok_or_else(mismatch)?;
+        Ok(OverlayColumn {
+            log,
+            index,
+            set_len: *set_len,
+            ids: set.ids(),
+            slots: set.slots(),
+            established,
+            spare: *spare,
+            sequence,
+            distinct,
+            reads,
+            component: def.name(),
+        })
+    }
+
+    /// This writer's latest write to (component, row, field).
+    fn latest(&mut self, component: ComponentId, row: usize, field: FieldId) -> Option<Value> {
         let row = u32::try_from(row).ok()?;
         let hit = self.find_column(component, field)?;
-        self.columns[hit].get(row)
+        let column = &self.columns[hit];
+        column.log.value_at(&column.index, row)
     }
 
     fn find_column(&mut self, component: ComponentId, field: FieldId) -> Option<usize> {
-        let matches = |c: &ColumnIndex| c.component == component && c.field == field;
+        let matches = |c: &ColumnState| c.component == component && c.field == field;
         if self.columns.get(self.last_column).is_some_and(matches) {
             return Some(self.last_column);
         }
         let hit = self.columns.iter().position(matches)?;
         self.last_column = hit;
         Some(hit)
+    }
+
+    /// The position of the column's state, created (empty, typed by the field) if this writer
+    /// has not written it yet. The caller has checked the component and field exist.
+    fn column_state(&mut self, component: ComponentId, field: FieldId) -> usize {
+        if let Some(hit) = self.find_column(component, field) {
+            return hit;
+        }
+        let set = self.store.set(component).ok();
+        let log = match (set.and_then(|s| s.def().field(field)), self.spare) {
+            (Some(f), Some(spare)) => spare.take_log(&f.ty),
+            (Some(f), None) => ColumnLog::for_type(&f.ty),
+            (None, _) => ColumnLog::Value(Log::default()),
+        };
+        self.columns.push(ColumnState {
+            component,
+            field,
+            set_len: set.map_or(0, |s| s.len()),
+            index: RowIndex::Sparse(HashMap::new()),
+            log,
+        });
+        self.last_column = self.columns.len() - 1;
+        self.last_column
+    }
+
+    fn component_name(&self, component: ComponentId) -> String {
+        self.store
+            .def(component)
+            .map(|d| d.name().to_owned())
+            .unwrap_or_default()
     }
 
     /// Checks the value against the field's type, then records it.
@@ -294,50 +338,38 @@ impl<'s> Overlay<'s> {
                 component: def.name().to_owned(),
                 field,
             })?;
+        let mismatch = |found: &str| StoreError::TypeMismatch {
+            component: def.name().to_owned(),
+            field: field_def.name.to_string(),
+            expected: field_def.ty.name(),
+            found: found.to_owned(),
+        };
         if !value.conforms(&field_def.ty) {
-            return Err(StoreError::TypeMismatch {
-                component: def.name().to_owned(),
-                field: field_def.name.to_string(),
-                expected: field_def.ty.name(),
-                found: value.kind_name().to_owned(),
-            }
-            .into());
+            return Err(mismatch(value.kind_name()).into());
         }
-        let key_row = u32::try_from(row).map_err(|_| StoreError::RowOutOfRange {
+        let row = u32::try_from(row).map_err(|_| StoreError::RowOutOfRange {
             component: def.name().to_owned(),
             row,
         })?;
-        let set_len = set.len();
-        let column = match self.find_column(component, field) {
-            Some(hit) => hit,
-            None => {
-                self.columns.push(ColumnIndex {
-                    component,
-                    field,
-                    rows: RowIndex::Sparse(HashMap::new()),
-                    set_len,
-                });
-                self.last_column = self.columns.len() - 1;
-                self.last_column
-            }
-        };
-        self.sequence += 1;
-        match self.columns[column].insert(key_row, self.entries.len()) {
-            Some(previous) => self.entries[previous].live = false,
-            None => self.distinct += 1,
-        }
-        self.entries.push(Entry {
-            key: WriteKey {
-                component,
-                row: key_row,
-                field,
-            },
+        let hit = self.column_state(component, field);
+        let column = &mut self.columns[hit];
+        let sequence = self.sequence + 1;
+        match column.log.record_value(
+            &mut column.index,
+            column.set_len,
+            self.spare,
+            row,
             instance,
             value,
-            sequence: self.sequence,
-            live: true,
-        });
-        Ok(())
+            sequence,
+        ) {
+            Ok(new) => {
+                self.sequence = sequence;
+                self.distinct += usize::from(new);
+                Ok(())
+            }
+            Err(value) => Err(mismatch(value.kind_name()).into()),
+        }
     }
 
     /// Adding a component is a structural operation: always refused while writers run.
@@ -374,22 +406,123 @@ impl<'s> Overlay<'s> {
         self.reads
     }
 
-    /// Ends the writer's run: its writes, detached from the store borrow, ready to commit.
+    /// Ends the writer's run: its writes, detached from the store borrow, ready to commit. The
+    /// row indexes are dropped here; the commit needs only the logs.
     pub fn finish(self) -> WriteSet {
+        let spare = self.spare;
         WriteSet {
             rank: self.rank,
-            entries: self.entries,
+            columns: self
+                .columns
+                .into_iter()
+                .map(|c| {
+                    if let (Some(spare), RowIndex::Dense(rows)) = (spare, c.index) {
+                        spare.give_index(rows);
+                    }
+                    WrittenColumn {
+                        component: c.component,
+                        field: c.field,
+                        log: c.log,
+                    }
+                })
+                .collect(),
+            distinct: self.distinct,
             writes: self.sequence,
             reads: self.reads,
         }
     }
 }
 
-/// A finished writer's writes, in sequence order (superseded ones marked dead).
+/// A typed handle on one field of a component inside a writer's overlay (see
+/// [`Overlay::column`]). Rows are the set's rows, as a query or [`Store::set`] gives them.
+pub struct OverlayColumn<'o, 's, T: Logged> {
+    log: &'o mut Log<T>,
+    index: &'o mut RowIndex,
+    set_len: usize,
+    ids: &'s [InstanceId],
+    slots: &'s [Slot],
+    established: &'s [T],
+    spare: Option<&'s Spare>,
+    sequence: &'o mut u64,
+    distinct: &'o mut usize,
+    reads: &'o mut u64,
+    component: &'s str,
+}
+
+impl<T: Logged> OverlayColumn<'_, '_, T> {
+    /// Rows of the set.
+    pub fn len(&self) -> usize {
+        self.ids.len()
+    }
+
+    /// Whether the set has no rows.
+    pub fn is_empty(&self) -> bool {
+        self.ids.is_empty()
+    }
+
+    /// The instance at a row.
+    pub fn instance(&self, row: usize) -> Option<InstanceRef> {
+        Some(InstanceRef::new(*self.ids.get(row)?, *self.slots.get(row)?))
+    }
+
+    /// Records a write of `value` at `row`; a repeated write replaces this writer's earlier
+    /// value and takes a new sequence number.
+    #[inline]
+    pub fn write(&mut self, row: usize, value: T) -> Result<(), OverlayError> {
+        let (Some(&id), Some(&slot), Ok(key)) =
+            (self.ids.get(row), self.slots.get(row), u32::try_from(row))
+        else {
+            return Err(StoreError::RowOutOfRange {
+                component: self.component.to_owned(),
+                row,
+            }
+            .into());
+        };
+        *self.sequence += 1;
+        let new = self.log.record(
+            self.index,
+            self.set_len,
+            self.spare,
+            key,
+            InstanceRef::new(id, slot),
+            value,
+            *self.sequence,
+        );
+        *self.distinct += usize::from(new);
+        Ok(())
+    }
+
+    /// The value at `row` as this writer sees it: its own latest write, or the established
+    /// value.
+    pub fn get(&mut self, row: usize) -> Option<&T> {
+        *self.reads += 1;
+        let key = u32::try_from(row).ok()?;
+        match self.log.get(self.index, key) {
+            Some(value) => Some(value),
+            None => self.established.get(row),
+        }
+    }
+
+    /// This writer's latest write at `row`, if it made one.
+    pub fn written(&self, row: usize) -> Option<&T> {
+        self.log.get(self.index, u32::try_from(row).ok()?)
+    }
+}
+
+/// One column of a finished writer's writes.
+#[derive(Clone, Debug, PartialEq)]
+pub(crate) struct WrittenColumn {
+    pub(crate) component: ComponentId,
+    pub(crate) field: FieldId,
+    pub(crate) log: ColumnLog,
+}
+
+/// A finished writer's writes: per column, the latest value of each row written.
 #[derive(Clone, Debug, PartialEq)]
 pub struct WriteSet {
     pub(crate) rank: WriterRank,
-    pub(crate) entries: Vec<Entry>,
+    pub(crate) columns: Vec<WrittenColumn>,
+    distinct: usize,
     writes: u64,
     reads: u64,
 }
@@ -412,24 +545,11 @@ impl WriteSet {
 
     /// How many distinct fields the set will write.
     pub fn len(&self) -> usize {
-        self.entries.iter().filter(|e| e.live).count()
+        self.distinct
     }
 
     /// Whether the set writes nothing.
     pub fn is_empty(&self) -> bool {
-        self.len() == 0
+        self.distinct == 0
     }
-}
-
-fn mismatch(store: &Store, component: ComponentId, field: FieldId) -> OverlayError {
-    let name = store
-        .def(component)
-        .map(|d| d.name().to_owned())
-        .unwrap_or_default();
-    OverlayError::Store(StoreError::TypeMismatch {
-        component: name,
-        field: format!("{field:?}"),
-        expected: "the field's type".into(),
-        found: "another type".into(),
-    })
 }

@@ -7,9 +7,10 @@
 use rayon::prelude::*;
 use strata_component_store::Store;
 
-use crate::commit::{CommitReport, OrderOracle, commit};
+use crate::commit::{CommitReport, OrderOracle, commit, commit_with_spare};
 use crate::error::OverlayError;
 use crate::overlay::{Overlay, WriterRank};
+use crate::spare::Spare;
 
 /// One writer to run: its rank and its work.
 pub struct Writer<W> {
@@ -39,13 +40,40 @@ pub fn run_parallel<W: Sync>(
     run: impl Fn(&W, &mut Overlay<'_>) -> Result<(), OverlayError> + Sync,
     oracle: &impl OrderOracle,
 ) -> RunReport {
+    run_inner(store, pool, writers, run, oracle, None)
+}
+
+/// [`run_parallel`] with overlays that record into memory from `spare` and a commit that hands
+/// it back, for writers that run every frame.
+pub fn run_parallel_with_spare<W: Sync>(
+    store: &mut Store,
+    pool: &rayon::ThreadPool,
+    writers: &[Writer<W>],
+    run: impl Fn(&W, &mut Overlay<'_>) -> Result<(), OverlayError> + Sync,
+    oracle: &impl OrderOracle,
+    spare: &Spare,
+) -> RunReport {
+    run_inner(store, pool, writers, run, oracle, Some(spare))
+}
+
+fn run_inner<W: Sync>(
+    store: &mut Store,
+    pool: &rayon::ThreadPool,
+    writers: &[Writer<W>],
+    run: impl Fn(&W, &mut Overlay<'_>) -> Result<(), OverlayError> + Sync,
+    oracle: &impl OrderOracle,
+    spare: Option<&Spare>,
+) -> RunReport {
     let _run = tracing::debug_span!("overlay_run", writers = writers.len()).entered();
     let shared: &Store = store;
     let outcomes: Vec<_> = pool.install(|| {
         writers
             .par_iter()
             .map(|writer| {
-                let mut overlay = Overlay::new(writer.rank, shared);
+                let mut overlay = match spare {
+                    Some(spare) => Overlay::with_spare(writer.rank, shared, spare),
+                    None => Overlay::new(writer.rank, shared),
+                };
                 let outcome = run(&writer.work, &mut overlay);
                 (overlay.finish(), outcome)
             })
@@ -60,6 +88,9 @@ pub fn run_parallel<W: Sync>(
         }
         sets.push(set);
     }
-    report.commit = commit(store, sets, oracle);
+    report.commit = match spare {
+        Some(spare) => commit_with_spare(store, sets, oracle, spare),
+        None => commit(store, sets, oracle),
+    };
     report
 }

@@ -50,6 +50,10 @@ fn world(count: usize) -> World {
     }
 }
 
+fn n_of_link(w: &World, at: InstanceRef, link: ComponentId, hp: FieldId) -> i64 {
+    *w.store.get::<i64>(at, link, hp).unwrap()
+}
+
 fn n_of(w: &World, at: InstanceRef) -> i64 {
     *w.store.get::<i64>(at, w.score, w.n).unwrap()
 }
@@ -307,17 +311,21 @@ proptest! {
     /// index (the sets here are large enough that long runs cross it mid-sequence).
     #[test]
     fn one_writer_matches_a_last_write_wins_model(
-        ops in prop::collection::vec((0usize..300, -50i64..50, any::<bool>()), 0..500),
+        ops in prop::collection::vec((0usize..300, -50i64..50, 0u8..3), 0..500),
     ) {
         let mut w = world(300);
         let mut model = std::collections::HashMap::new();
         let mut overlay = Overlay::new(WriterRank::system(0, 0), &w.store);
-        for (row, value, by_row) in ops {
+        for (row, value, how) in ops {
             let at = w.members[row];
-            if by_row {
-                overlay.write_row(w.score, row, w.n, Value::Integer(value)).unwrap();
-            } else {
-                overlay.set(at, w.score, w.n, value).unwrap();
+            match how {
+                0 => overlay.write_row(w.score, row, w.n, Value::Integer(value)).unwrap(),
+                1 => overlay.set(at, w.score, w.n, value).unwrap(),
+                _ => {
+                    let mut column = overlay.column::<i64>(w.score, w.n).unwrap();
+                    column.write(row, value).unwrap();
+                    prop_assert_eq!(column.get(row), Some(&value));
+                }
             }
             model.insert(row, value);
             prop_assert_eq!(overlay.get::<i64>(at, w.score, w.n).unwrap(), value);
@@ -425,9 +433,10 @@ fn commit_emits_events_for_observed_components_and_keeps_the_reverse_index() {
     }
     w.store.drain_events();
     let mut writer = Overlay::new(WriterRank::system(0, 1), &w.store);
-    // A typed run on `hp`, a reference write, then `hp` again: three runs.
+    // `hp` of b, `hp` of a, a reference, then `hp` of b again (replacing its first write with
+    // a later sequence number).
+    writer.set(b, link, hp, 5i64).unwrap();
     writer.set(a, link, hp, 7i64).unwrap();
-    writer.set(b, link, hp, 0i64).unwrap();
     writer
         .write(a, link, target, Value::Reference(Some(c.id)))
         .unwrap();
@@ -444,7 +453,10 @@ fn commit_emits_events_for_observed_components_and_keeps_the_reverse_index() {
             _ => None,
         })
         .collect();
-    assert_eq!(changed, vec![(a.id, hp), (a.id, target), (b.id, hp)]);
+    // Column by column in first-written order, each column in sequence order: b's `hp` now
+    // comes after a's.
+    assert_eq!(changed, vec![(a.id, hp), (b.id, hp), (a.id, target)]);
+    assert_eq!(n_of_link(&w, b, link, hp), 9);
     // The reference went in through the indexed path: destroying its target clears it.
     let destruction = w.arena.destroy(c.id).unwrap();
     w.store.on_destroyed(&destruction.doomed);
@@ -452,4 +464,226 @@ fn commit_emits_events_for_observed_components_and_keeps_the_reverse_index() {
         w.store.get_value(a, link, target).unwrap(),
         Value::Reference(None)
     );
+}
+
+#[test]
+fn every_field_type_records_reads_back_and_commits() {
+    use std::sync::Arc;
+    use strata_arena::{Transform, Vec3};
+    use strata_component_store::{FieldType, ListValue};
+
+    let mut w = world(2);
+    let (a, b) = (w.members[0], w.members[1]);
+    let all = w
+        .store
+        .install(
+            ComponentDef::new("All")
+                .field(FieldDef::number("num", 0.0))
+                .field(FieldDef::integer("int", 0))
+                .field(FieldDef::boolean("flag", false))
+                .field(FieldDef::text("name", ""))
+                .field(FieldDef::enumeration("mood", &["calm", "angry"], "calm"))
+                .field(FieldDef::vector("at", Vec3::new(0.0, 0.0, 0.0)))
+                .field(FieldDef::transform("pose", Transform::IDENTITY))
+                .field(FieldDef::list("tags", FieldType::Integer)),
+            w.arena.classes(),
+        )
+        .unwrap();
+    for at in [a, b] {
+        w.store.add(at, ClassId::ENTITY, all, []).unwrap();
+    }
+    let fields: Vec<(String, FieldId)> =
+        ["num", "int", "flag", "name", "mood", "at", "pose", "tags"]
+            .iter()
+            .map(|name| (name.to_string(), w.store.field(all, name).unwrap()))
+            .collect();
+    let field = |name: &str| fields.iter().find(|(n, _)| n == name).unwrap().1;
+    let pose = Transform::from_position(Vec3::new(1.0, 2.0, 3.0));
+    let writes = [
+        ("num", Value::Number(1.5)),
+        ("int", Value::Integer(-4)),
+        ("flag", Value::Boolean(true)),
+        ("name", Value::Text(Arc::from("ada"))),
+        ("mood", Value::Enum(1)),
+        ("at", Value::Vector(Vec3::new(4.0, 5.0, 6.0))),
+        ("pose", Value::Transform(Box::new(pose))),
+        (
+            "tags",
+            Value::List(ListValue::from_vec(vec![
+                Value::Integer(1),
+                Value::Integer(2),
+            ])),
+        ),
+    ];
+    let mut writer = Overlay::new(WriterRank::system(0, 1), &w.store);
+    for (name, value) in &writes {
+        writer.write(a, all, field(name), value.clone()).unwrap();
+        assert_eq!(&writer.read(a, all, field(name)).unwrap(), value, "{name}");
+    }
+    // The same fields of b through the typed handles.
+    writer
+        .column::<f64>(all, field("num"))
+        .unwrap()
+        .write(1, 1.5)
+        .unwrap();
+    writer
+        .column::<Arc<str>>(all, field("name"))
+        .unwrap()
+        .write(1, Arc::from("ada"))
+        .unwrap();
+    writer
+        .column::<Transform>(all, field("pose"))
+        .unwrap()
+        .write(1, pose)
+        .unwrap();
+    assert_eq!(writer.get::<f64>(b, all, field("num")).unwrap(), 1.5);
+    // A wrong value type is refused at record time and records nothing.
+    let before = writer.len();
+    assert!(matches!(
+        writer.write(a, all, field("int"), Value::Number(1.0)),
+        Err(OverlayError::Store(StoreError::TypeMismatch { .. }))
+    ));
+    assert_eq!(writer.len(), before);
+    let set = writer.finish();
+    assert_eq!(set.len(), writes.len() + 3);
+    let report = commit(&mut w.store, vec![set], &NoOrder);
+    assert_eq!(report.applied, writes.len() + 3);
+    assert!(report.refusals.is_empty());
+    for (name, value) in &writes {
+        assert_eq!(
+            &w.store.get_value(a, all, field(name)).unwrap(),
+            value,
+            "{name}"
+        );
+    }
+    assert_eq!(w.store.get::<f64>(b, all, field("num")).unwrap(), &1.5);
+    assert_eq!(
+        w.store.get::<Transform>(b, all, field("pose")).unwrap(),
+        &pose
+    );
+}
+
+#[test]
+fn a_typed_column_handle_checks_its_type_and_rows() {
+    let w = world(3);
+    let mut writer = Overlay::new(WriterRank::system(0, 1), &w.store);
+    assert!(matches!(
+        writer.column::<f64>(w.score, w.n),
+        Err(OverlayError::Store(StoreError::TypeMismatch { .. }))
+    ));
+    assert!(matches!(
+        writer.column::<i64>(w.score, FieldId::from_index(7)),
+        Err(OverlayError::Store(StoreError::FieldOutOfRange { .. }))
+    ));
+    let mut column = writer.column::<i64>(w.score, w.n).unwrap();
+    assert_eq!(column.len(), 3);
+    assert_eq!(column.instance(2), Some(w.members[2]));
+    assert!(matches!(
+        column.write(3, 1),
+        Err(OverlayError::Store(StoreError::RowOutOfRange {
+            row: 3,
+            ..
+        }))
+    ));
+    assert_eq!(column.get(1), Some(&0), "the established value");
+    column.write(1, 8).unwrap();
+    column.write(1, 9).unwrap();
+    assert_eq!(column.get(1), Some(&9));
+    assert_eq!(column.written(0), None);
+    assert_eq!(writer.len(), 1);
+    assert_eq!(writer.get::<i64>(w.members[1], w.score, w.n).unwrap(), 9);
+    let set = writer.finish();
+    assert_eq!((set.len(), set.writes()), (1, 2));
+}
+
+/// Runs the same writers for `frames` frames on 2 threads, with or without a spare pool;
+/// returns the fingerprint and the spare's size after each frame.
+fn run_frames(
+    writes: &[Vec<(usize, i64)>],
+    instances: usize,
+    frames: usize,
+    spare: Option<&strata_parallel_overlay::Spare>,
+) -> (u64, Vec<usize>) {
+    let mut w = world(instances);
+    let writers: Vec<Writer<Vec<(usize, i64)>>> = writes
+        .iter()
+        .enumerate()
+        .map(|(i, ws)| Writer {
+            rank: WriterRank::system((i * 7 % 5) as u64, i as u64),
+            work: ws.clone(),
+        })
+        .collect();
+    let pool = rayon::ThreadPoolBuilder::new()
+        .num_threads(2)
+        .build()
+        .unwrap();
+    let members = w.members.clone();
+    let (score, n) = (w.score, w.n);
+    let run = |work: &Vec<(usize, i64)>, overlay: &mut Overlay<'_>| {
+        for (i, value) in work {
+            if *value % 2 == 0 {
+                let current = overlay.get::<i64>(members[*i], score, n)?;
+                overlay.set(members[*i], score, n, current + *value)?;
+            } else {
+                let mut column = overlay.column::<i64>(score, n)?;
+                let row = column.len() - 1 - *i;
+                let current = *column.get(row).unwrap();
+                column.write(row, current + *value)?;
+            }
+        }
+        Ok(())
+    };
+    let mut sizes = Vec::new();
+    for _ in 0..frames {
+        match spare {
+            Some(spare) => {
+                strata_parallel_overlay::run_parallel_with_spare(
+                    &mut w.store,
+                    &pool,
+                    &writers,
+                    run,
+                    &NoOrder,
+                    spare,
+                );
+                sizes.push(spare.len());
+            }
+            None => {
+                run_parallel(&mut w.store, &pool, &writers, run, &NoOrder);
+            }
+        }
+    }
+    (fingerprint(&w.store, w.score, w.n), sizes)
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig { cases: 48, failure_persistence: None, ..ProptestConfig::default() })]
+
+    /// Frames that record into a spare pool's memory commit exactly what fresh overlays do,
+    /// and the pool never holds more than one frame's overlays used (here, one log and at most
+    /// one row array per writer; how many exactly depends on which writers overlapped).
+    #[test]
+    fn recycled_memory_commits_the_same_as_fresh(
+        writes in prop::collection::vec(prop::collection::vec((0usize..200, -3i64..4), 0..150), 1..6),
+    ) {
+        let spare = strata_parallel_overlay::Spare::new();
+        let (fresh, _) = run_frames(&writes, 200, 3, None);
+        let (recycled, sizes) = run_frames(&writes, 200, 3, Some(&spare));
+        prop_assert_eq!(fresh, recycled);
+        for size in sizes {
+            prop_assert!(size <= 2 * writes.len(), "{} held for {} writers", size, writes.len());
+        }
+    }
+}
+
+#[test]
+fn a_spare_pool_reuses_logs_and_row_arrays_and_can_be_cleared() {
+    let spare = strata_parallel_overlay::Spare::new();
+    let writes = vec![(0..150).map(|i| (i, 1)).collect::<Vec<_>>()];
+    let (_, sizes) = run_frames(&writes, 200, 2, Some(&spare));
+    // One log (the integer column) and one row array (150 rows turned the index dense).
+    assert_eq!(sizes, [2, 2]);
+    assert!(spare.bytes() >= 150 * (4 + 16 + 8 + 8) + 200 * 4);
+    spare.clear();
+    assert!(spare.is_empty());
+    assert_eq!(spare.bytes(), 0);
 }
