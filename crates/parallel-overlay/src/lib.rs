@@ -2,23 +2,25 @@
 //! and their writes are committed afterwards in an order that does not depend on timing.
 //!
 //! Each writer gets an [`Overlay`] over a shared, read-only view of the store. It records its
-//! writes keyed by component, row and field (with the instance and a sequence number), reads
-//! its own latest writes, and otherwise reads the state established before the phase, never
-//! another writer's. After all writers finish, [`commit`] applies their [`WriteSet`]s in
+//! writes keyed by component, row and field (with the instance the row held and a sequence
+//! number), reads its own latest writes, and otherwise reads the state established before the
+//! phase, never another writer's. [`Overlay::column`] gives a typed handle on one field for
+//! loops over many rows. After all writers finish, [`commit`] applies their [`WriteSet`]s in
 //! (tier, rank, sequence) order: execution groups first, by hierarchy order, then systems, by
 //! scheduled position. A write whose row moved applies through the instance's present row; one
 //! whose instance lost the component is a [`Refusal`]. Fields written by two writers are
 //! [`Conflict`]s, each saying whether an [`OrderOracle`] (the scheduler) declares an order
 //! between them. Structural operations are impossible while overlays borrow the store, and the
 //! overlay's structural methods refuse with [`OverlayError::StructuralRefused`].
-//! [`run_parallel`] runs writers on a rayon pool and commits.
+//! [`run_parallel`] runs writers on a rayon pool and commits; with a [`Spare`]
+//! ([`run_parallel_with_spare`]) the memory of one frame's overlays is reused by the next.
 //!
 //! # Example
 //!
 //! ```
 //! use strata_arena::{Arena, ClassId};
 //! use strata_component_store::{ComponentDef, FieldDef, InstanceRef, Store, Value};
-//! use strata_parallel_overlay::{NoOrder, Writer, WriterRank, run_parallel};
+//! use strata_parallel_overlay::{NoOrder, Overlay, Writer, WriterRank, commit, run_parallel};
 //!
 //! let mut arena = Arena::standard();
 //! let mut store = Store::new();
@@ -40,6 +42,18 @@
 //! assert_eq!(*store.get::<i64>(at, score, n)?, 20);
 //! assert_eq!(report.commit.conflicts.len(), 1);
 //! assert!(!report.commit.conflicts[0].ordered);
+//!
+//! // A writer sweeping a column through a typed handle reads its own writes back.
+//! let mut overlay = Overlay::new(WriterRank::system(0, 1), &store);
+//! let mut column = overlay.column::<i64>(score, n)?;
+//! for row in 0..column.len() {
+//!     let doubled = column.get(row).copied().unwrap_or(0) * 2;
+//!     column.write(row, doubled)?;
+//! }
+//! assert_eq!(column.get(0), Some(&40));
+//! let set = overlay.finish();
+//! commit(&mut store, vec![set], &NoOrder);
+//! assert_eq!(*store.get::<i64>(at, score, n)?, 40);
 //! # Ok::<(), Box<dyn std::error::Error>>(())
 //! ```
 //!
