@@ -109,8 +109,9 @@ pub(crate) enum WriteScope {
 pub struct Arena {
     pub(crate) state: Snapshot,
     pub(crate) own_range: IdRange,
-    pub(crate) next_server: u64,
-    pub(crate) next_local: u64,
+    /// The next id of `own_range` to allocate. Ids of the other range only arrive through
+    /// `insert_with_id`, which never moves this counter for them.
+    pub(crate) next_id: u64,
     pub(crate) seed: u64,
     pub(crate) guid_counter: u64,
     pub(crate) persistent_counter: u64,
@@ -164,8 +165,7 @@ impl Arena {
         Self {
             state: Snapshot::new(classes),
             own_range,
-            next_server: IdRange::Server.start(),
-            next_local: IdRange::ClientLocal.start(),
+            next_id: own_range.start(),
             seed: 0,
             guid_counter: 0,
             persistent_counter: 0,
@@ -228,10 +228,7 @@ impl Arena {
 
     /// The next id this arena would allocate.
     pub fn next_id(&self) -> u64 {
-        match self.own_range {
-            IdRange::Server => self.next_server,
-            IdRange::ClientLocal => self.next_local,
-        }
+        self.next_id
     }
 
     // ----- Creation. -----
@@ -342,7 +339,7 @@ impl Arena {
             }
             placed.push((id, slot));
         }
-        self.set_counter(end);
+        self.next_id = end;
         self.state.live += count;
         let last_id = placed.last().map(|(id, _)| *id);
         if let Some((parent_id, parent_slot)) = parent {
@@ -429,7 +426,7 @@ impl Arena {
         let parent = self.check_new_child(class, parent)?;
         let slot = self.take_slot()?;
         if id.range() == self.own_range {
-            self.set_counter(id.get() + 1);
+            self.next_id = id.get() + 1;
         }
         self.insert_node(id, slot, class, parent);
         Ok(())
@@ -472,14 +469,7 @@ impl Arena {
     }
 
     pub(crate) fn commit_id(&mut self, id: InstanceId) {
-        self.set_counter(id.get() + 1);
-    }
-
-    pub(crate) fn set_counter(&mut self, next: u64) {
-        match self.own_range {
-            IdRange::Server => self.next_server = next,
-            IdRange::ClientLocal => self.next_local = next,
-        }
+        self.next_id = id.get() + 1;
     }
 
     pub(crate) fn take_slot(&mut self) -> Result<Slot, ArenaError> {

@@ -34,8 +34,7 @@ pub struct Checkpoint {
 /// What a checkpoint recorded.
 #[derive(Clone, Debug)]
 pub(crate) struct BatchMark {
-    next_server: u64,
-    next_local: u64,
+    next_id: u64,
     guid_counter: u64,
     persistent_counter: u64,
     alloc_len: usize,
@@ -54,11 +53,7 @@ impl BatchMark {
     /// Whether `id` was allocated after this mark (batches allocate from the arena's own range
     /// only, since explicit ids are refused inside them).
     pub(crate) fn created_in_batch(&self, id: InstanceId, own_range: IdRange) -> bool {
-        let counter = match own_range {
-            IdRange::Server => self.next_server,
-            IdRange::ClientLocal => self.next_local,
-        };
-        id.range() == own_range && id.get() >= counter
+        id.range() == own_range && id.get() >= self.next_id
     }
 }
 
@@ -68,8 +63,7 @@ impl Arena {
     /// their checkpoints become stale.
     pub fn checkpoint(&mut self) -> Checkpoint {
         self.batches.push(BatchMark {
-            next_server: self.next_server,
-            next_local: self.next_local,
+            next_id: self.next_id,
             guid_counter: self.guid_counter,
             persistent_counter: self.persistent_counter,
             alloc_len: self.alloc_log.len(),
@@ -120,8 +114,7 @@ impl Arena {
             }
         }
         self.state.truncate_slots(mark.slot_len);
-        self.next_server = mark.next_server;
-        self.next_local = mark.next_local;
+        self.next_id = mark.next_id;
         self.guid_counter = mark.guid_counter;
         self.persistent_counter = mark.persistent_counter;
         self.events.truncate(mark.events_len);
