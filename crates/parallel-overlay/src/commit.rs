@@ -18,12 +18,12 @@ use strata_arena::InstanceId;
 use strata_component_store::{ComponentId, FieldId, InstanceRef, Scalar, Store, StoreError, Value};
 
 use crate::log::{ColumnLog, Log};
-use crate::overlay::{WriteSet, WriterRank};
+use crate::overlay::{SYSTEM_TIER, WriteSet, WriterRank};
 use crate::spare::Spare;
 
-/// Whether the schedule orders two writers (so a conflict between them is intended). The
-/// scheduler's `is_ordered` fits through the blanket implementation for closures:
-/// `&|a: WriterRank, b: WriterRank| schedule.is_ordered(a.id, b.id)`.
+/// Whether the schedule orders two writers (so a conflict between them is intended). A
+/// scheduler's reachability test on system ids fits through [`SystemOrder`]; any closure over
+/// two `WriterRank`s is an oracle too.
 pub trait OrderOracle {
     /// Whether `a` and `b` have a declared ordering (in either direction).
     fn ordered(&self, a: WriterRank, b: WriterRank) -> bool;
@@ -32,6 +32,19 @@ pub trait OrderOracle {
 impl<F: Fn(WriterRank, WriterRank) -> bool> OrderOracle for F {
     fn ordered(&self, a: WriterRank, b: WriterRank) -> bool {
         self(a, b)
+    }
+}
+
+/// An oracle over system ids, such as `strata_scheduler::Plan::order_oracle()`: it is asked
+/// only when both writers are systems (`SYSTEM_TIER`), since a group writer's id is an
+/// instance id that a schedule does not know (and might mistake for a system's); a conflict
+/// involving a group is never declared by the schedule.
+#[derive(Clone, Copy, Debug)]
+pub struct SystemOrder<F>(pub F);
+
+impl<F: Fn(u64, u64) -> bool> OrderOracle for SystemOrder<F> {
+    fn ordered(&self, a: WriterRank, b: WriterRank) -> bool {
+        a.tier == SYSTEM_TIER && b.tier == SYSTEM_TIER && (self.0)(a.id, b.id)
     }
 }
 
@@ -220,26 +233,25 @@ impl Apply<'_> {
         let order = log.order();
         let mut next = 0;
         while next < order.len() {
-            let Ok(mut column) = self.store.column_writer::<T>(self.component, self.field) else {
-                // The column is gone or changed type since the writer ran: every remaining
-                // entry goes through the checked setter, which says why.
-                break;
-            };
-            let start = next;
-            while next < order.len() {
-                let p = order.at(next);
-                if column.instance_at(log.rows[p] as usize) != Some(log.instances[p].id) {
-                    break;
+            // Without a column writer (the column is gone or changed type since the writer
+            // ran), every entry goes to the checked setter below, which says why.
+            if let Ok(mut column) = self.store.column_writer::<T>(self.component, self.field) {
+                let start = next;
+                while next < order.len() {
+                    let p = order.at(next);
+                    if column.instance_at(log.rows[p] as usize) != Some(log.instances[p].id) {
+                        break;
+                    }
+                    next += 1;
                 }
-                next += 1;
+                let changed = column.update_indexed(
+                    next - start,
+                    |k| (log.rows[order.at(start + k)] as usize, k),
+                    |_, k| log.values[order.at(start + k)].clone(),
+                );
+                self.report.applied += changed;
+                self.report.unchanged += next - start - changed;
             }
-            let changed = column.update_indexed(
-                next - start,
-                |k| (log.rows[order.at(start + k)] as usize, k),
-                |_, k| log.values[order.at(start + k)].clone(),
-            );
-            self.report.applied += changed;
-            self.report.unchanged += next - start - changed;
             if next < order.len() {
                 let p = order.at(next);
                 self.one(
@@ -250,28 +262,16 @@ impl Apply<'_> {
                 next += 1;
             }
         }
-        for k in next..order.len() {
-            let p = order.at(k);
-            self.one(
-                log.rows[p],
-                log.instances[p],
-                log.values[p].clone().into_value(),
-            );
-        }
     }
 
     /// Applies a dynamic column's entries (references, composites) one by one, in sequence
     /// order.
     fn values(&mut self, log: &mut Log<Value>) {
-        let values = std::mem::take(&mut log.values);
-        if log.in_order() {
-            for ((&row, &instance), value) in log.rows.iter().zip(&log.instances).zip(values) {
-                self.one(row, instance, value);
-            }
-            return;
-        }
         let order = log.order();
-        let mut values: Vec<Option<Value>> = values.into_iter().map(Some).collect();
+        let mut values: Vec<Option<Value>> = std::mem::take(&mut log.values)
+            .into_iter()
+            .map(Some)
+            .collect();
         for k in 0..order.len() {
             let p = order.at(k);
             if let Some(value) = values[p].take() {

@@ -83,7 +83,7 @@ mod runner;
 mod spare;
 
 pub use crate::commit::{
-    CommitReport, Conflict, NoOrder, OrderOracle, Refusal, commit, commit_with_spare,
+    CommitReport, Conflict, NoOrder, OrderOracle, Refusal, SystemOrder, commit, commit_with_spare,
 };
 pub use crate::error::OverlayError;
 pub use crate::log::Logged;

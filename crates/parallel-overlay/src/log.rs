@@ -12,7 +12,7 @@ use std::sync::Arc;
 
 use hashbrown::HashMap;
 use strata_arena::{Transform, Vec3};
-use strata_component_store::{FieldType, InstanceRef, Value};
+use strata_component_store::{FieldType, InstanceRef, Scalar, Value};
 
 use crate::spare::Spare;
 
@@ -23,7 +23,14 @@ const DENSE_EVERY: usize = 1024;
 
 /// Row → entry position, for one writer's log of one column.
 #[derive(Clone, Debug)]
-pub enum RowIndex {
+pub struct RowIndex {
+    rows: Rows,
+    /// Rows of the set (fixed while the overlay borrows the store).
+    set_len: usize,
+}
+
+#[derive(Clone, Debug)]
+enum Rows {
     Sparse(HashMap<u32, u32>),
     /// Position + 1 per row, 0 for none: the array starts zeroed, so the allocator can hand
     /// out untouched pages and a writer pays only for the part of the set it writes.
@@ -31,23 +38,31 @@ pub enum RowIndex {
 }
 
 impl RowIndex {
+    /// An empty index over a set of `set_len` rows.
+    pub(crate) fn new(set_len: usize) -> Self {
+        Self {
+            rows: Rows::Sparse(HashMap::new()),
+            set_len,
+        }
+    }
+
     fn get(&self, row: u32) -> Option<u32> {
-        match self {
-            RowIndex::Sparse(map) => map.get(&row).copied(),
-            RowIndex::Dense(rows) => rows.get(row as usize).and_then(|&p| p.checked_sub(1)),
+        match &self.rows {
+            Rows::Sparse(map) => map.get(&row).copied(),
+            Rows::Dense(rows) => rows.get(row as usize).and_then(|&p| p.checked_sub(1)),
         }
     }
 
     /// Points `row` at `position` (a row without an entry yet).
-    fn insert(&mut self, row: u32, position: u32, set_len: usize, spare: Option<&Spare>) {
-        match self {
-            RowIndex::Sparse(map) => {
+    fn insert(&mut self, row: u32, position: u32, spare: Option<&Spare>) {
+        match &mut self.rows {
+            Rows::Sparse(map) => {
                 map.insert(row, position);
-                if map.len() > 64 && map.len() > set_len / DENSE_EVERY {
+                if map.len() > 64 && map.len() > self.set_len / DENSE_EVERY {
                     let len = map
                         .keys()
                         .map(|&r| r as usize + 1)
-                        .fold(set_len, usize::max);
+                        .fold(self.set_len, usize::max);
                     let mut dense = match spare {
                         Some(spare) => spare.take_index(len),
                         None => vec![0; len],
@@ -55,16 +70,23 @@ impl RowIndex {
                     for (&r, &p) in map.iter() {
                         dense[r as usize] = p + 1;
                     }
-                    *self = RowIndex::Dense(dense);
+                    self.rows = Rows::Dense(dense);
                 }
             }
-            RowIndex::Dense(rows) => {
+            Rows::Dense(rows) => {
                 let row = row as usize;
                 if row >= rows.len() {
                     rows.resize(row + 1, 0);
                 }
                 rows[row] = position + 1;
             }
+        }
+    }
+
+    /// Hands a dense row array to `spare`; a sparse map is simply dropped.
+    pub(crate) fn give_to(self, spare: &Spare) {
+        if let Rows::Dense(rows) = self.rows {
+            spare.give_index(rows);
         }
     }
 }
@@ -92,37 +114,31 @@ impl<T> Default for Log<T> {
 }
 
 impl<T> Log<T> {
-    /// Records `value` for `row`; returns whether the row is new to this log.
+    /// Records `value` for `row`, replacing this log's earlier entry for the row if it has one.
     #[inline]
-    #[expect(
-        clippy::too_many_arguments,
-        reason = "the hot path of recording; the arguments are the entry and where it goes"
-    )]
     pub(crate) fn record(
         &mut self,
         index: &mut RowIndex,
-        set_len: usize,
         spare: Option<&Spare>,
         row: u32,
         instance: InstanceRef,
         value: T,
         sequence: u64,
-    ) -> bool {
+    ) {
         if let Some(position) = index.get(row) {
             let position = position as usize;
             self.values[position] = value;
             self.sequences[position] = sequence;
             self.in_order &= position + 1 == self.values.len();
-            return false;
+            return;
         }
         // A log has at most one entry per row and rows are `u32` below `u32::MAX`, so positions
         // (and positions + 1) fit.
-        index.insert(row, self.rows.len() as u32, set_len, spare);
+        index.insert(row, self.rows.len() as u32, spare);
         self.rows.push(row);
         self.instances.push(instance);
         self.values.push(value);
         self.sequences.push(sequence);
-        true
     }
 
     /// The latest value recorded for `row`.
@@ -162,11 +178,6 @@ impl<T> Log<T> {
             + self.instances.capacity() * size_of::<InstanceRef>()
             + self.values.capacity() * size_of::<T>()
             + self.sequences.capacity() * size_of::<u64>()
-    }
-
-    /// Whether positions are already in sequence order.
-    pub(crate) fn in_order(&self) -> bool {
-        self.in_order
     }
 }
 
@@ -210,18 +221,22 @@ pub enum ColumnLog {
     Value(Log<Value>),
 }
 
-/// Runs `$body` with `$log` bound to the typed log, whatever its type.
+/// Runs `$body` with `$log` bound to the typed log, whatever its type; with a second body,
+/// the first serves the scalar logs (whose type is a `Scalar`) and the second the `Value` log.
 macro_rules! each_log {
     ($column:expr, $log:ident => $body:expr) => {
+        each_log!($column, $log => $body, $log => $body)
+    };
+    ($column:expr, $log:ident => $scalar:expr, $value_log:ident => $value:expr) => {
         match $column {
-            ColumnLog::Number($log) => $body,
-            ColumnLog::Integer($log) => $body,
-            ColumnLog::Boolean($log) => $body,
-            ColumnLog::Text($log) => $body,
-            ColumnLog::Enum($log) => $body,
-            ColumnLog::Vector($log) => $body,
-            ColumnLog::Transform($log) => $body,
-            ColumnLog::Value($log) => $body,
+            ColumnLog::Number($log) => $scalar,
+            ColumnLog::Integer($log) => $scalar,
+            ColumnLog::Boolean($log) => $scalar,
+            ColumnLog::Text($log) => $scalar,
+            ColumnLog::Enum($log) => $scalar,
+            ColumnLog::Vector($log) => $scalar,
+            ColumnLog::Transform($log) => $scalar,
+            ColumnLog::Value($value_log) => $value,
         }
     };
 }
@@ -241,65 +256,35 @@ impl ColumnLog {
         }
     }
 
-    /// Records a value already checked against the field's type. Returns whether the row is new
-    /// to the log, or the value back if it is not of the log's type.
-    #[expect(
-        clippy::too_many_arguments,
-        reason = "the entry and where it goes, as for `Log::record`"
-    )]
+    /// Records a value already checked against the field's type. A value not of the log's type
+    /// is handed back untouched (its kind named) and nothing is recorded.
     pub(crate) fn record_value(
         &mut self,
         index: &mut RowIndex,
-        set_len: usize,
         spare: Option<&Spare>,
         row: u32,
         instance: InstanceRef,
         value: Value,
         sequence: u64,
-    ) -> Result<bool, Value> {
-        macro_rules! typed {
-            ($log:ident, $variant:ident) => {
-                match value {
-                    Value::$variant(v) => {
-                        Ok($log.record(index, set_len, spare, row, instance, v, sequence))
-                    }
-                    other => Err(other),
-                }
-            };
-        }
-        match self {
-            ColumnLog::Number(log) => typed!(log, Number),
-            ColumnLog::Integer(log) => typed!(log, Integer),
-            ColumnLog::Boolean(log) => typed!(log, Boolean),
-            ColumnLog::Text(log) => typed!(log, Text),
-            ColumnLog::Enum(log) => typed!(log, Enum),
-            ColumnLog::Vector(log) => typed!(log, Vector),
-            ColumnLog::Transform(log) => match value {
-                Value::Transform(v) => {
-                    Ok(log.record(index, set_len, spare, row, instance, *v, sequence))
-                }
-                other => Err(other),
-            },
-            ColumnLog::Value(log) => {
-                Ok(log.record(index, set_len, spare, row, instance, value, sequence))
-            }
-        }
+    ) -> Result<(), &'static str> {
+        let kind = value.kind_name();
+        each_log!(self,
+        log => {
+            let value = Scalar::from_value(value).ok_or(kind)?;
+            log.record(index, spare, row, instance, value, sequence);
+            Ok(())
+        },
+        log => {
+            log.record(index, spare, row, instance, value, sequence);
+            Ok(())
+        })
     }
 
     /// The latest value recorded for `row`, in dynamic form.
     pub(crate) fn value_at(&self, index: &RowIndex, row: u32) -> Option<Value> {
-        match self {
-            ColumnLog::Number(log) => log.get(index, row).map(|v| Value::Number(*v)),
-            ColumnLog::Integer(log) => log.get(index, row).map(|v| Value::Integer(*v)),
-            ColumnLog::Boolean(log) => log.get(index, row).map(|v| Value::Boolean(*v)),
-            ColumnLog::Text(log) => log.get(index, row).map(|v| Value::Text(v.clone())),
-            ColumnLog::Enum(log) => log.get(index, row).map(|v| Value::Enum(*v)),
-            ColumnLog::Vector(log) => log.get(index, row).map(|v| Value::Vector(*v)),
-            ColumnLog::Transform(log) => {
-                log.get(index, row).map(|v| Value::Transform(Box::new(*v)))
-            }
-            ColumnLog::Value(log) => log.get(index, row).cloned(),
-        }
+        each_log!(self,
+            log => log.get(index, row).cloned().map(Scalar::into_value),
+            log => log.get(index, row).cloned())
     }
 
     /// Entries.
@@ -330,18 +315,17 @@ impl ColumnLog {
 
     /// The lowest and highest row written, if any.
     pub(crate) fn row_span(&self) -> Option<(u32, u32)> {
-        each_log!(self, log => {
-            let min = log.rows.iter().copied().min()?;
-            let max = log.rows.iter().copied().max()?;
-            Some((min, max))
-        })
+        each_log!(self, log => log.rows.iter().fold(None, |span, &row| match span {
+            None => Some((row, row)),
+            Some((min, max)) => Some((row.min(min), row.max(max))),
+        }))
     }
 }
 
 /// The field types an [`OverlayColumn`](crate::OverlayColumn) writes: the scalar types the
 /// store keeps in typed columns (`f64`, `i64`, `bool`, `Arc<str>`, `u32` for enums, `Vec3`,
 /// `Transform`). Implemented for exactly those; it cannot be implemented elsewhere.
-pub trait Logged: strata_component_store::Scalar + Send {
+pub trait Logged: Scalar + Send {
     /// The typed log, when the column log holds this type.
     #[doc(hidden)]
     fn log_mut(column: &mut ColumnLog) -> Option<&mut Log<Self>>;

@@ -8,9 +8,10 @@
 
 use std::fmt;
 
-use hashbrown::HashMap;
 use strata_arena::{ClassId, InstanceId, Slot};
-use strata_component_store::{ComponentId, FieldId, InstanceRef, Scalar, Store, StoreError, Value};
+use strata_component_store::{
+    ComponentId, FieldId, FieldType, InstanceRef, Scalar, Store, StoreError, Value,
+};
 
 use crate::error::OverlayError;
 use crate::log::{ColumnLog, Log, Logged, RowIndex};
@@ -69,8 +70,6 @@ impl fmt::Display for WriterRank {
 struct ColumnState {
     component: ComponentId,
     field: FieldId,
-    /// Rows of the set (fixed while the overlay borrows the store).
-    set_len: usize,
     index: RowIndex,
     log: ColumnLog,
 }
@@ -84,8 +83,6 @@ pub struct Overlay<'s> {
     columns: Vec<ColumnState>,
     /// The column the last access used, checked before searching `columns`.
     last_column: usize,
-    /// Distinct (component, row, field) written.
-    distinct: usize,
     /// Writes made, repeats included; also the last sequence number handed out.
     sequence: u64,
     reads: u64,
@@ -100,7 +97,6 @@ impl<'s> Overlay<'s> {
             spare: None,
             columns: Vec::new(),
             last_column: 0,
-            distinct: 0,
             sequence: 0,
             reads: 0,
         }
@@ -242,32 +238,24 @@ impl<'s> Overlay<'s> {
             found: std::any::type_name::<T>().to_owned(),
         };
         let established = set.values::<T>(field).ok_or_else(mismatch)?;
-        let hit = self.column_state(component, field);
+        let hit = self.column_state(component, field, &field_def.ty, set.len());
         let Overlay {
             columns,
             sequence,
-            distinct,
             reads,
             spare,
             ..
         } = self;
-        let ColumnState {
-            set_len,
-            index,
-            log,
-            ..
-        } = &mut columns[hit];
+        let ColumnState { index, log, .. } = &mut columns[hit];
         let log = T::log_mut(log).ok_or_else(mismatch)?;
         Ok(OverlayColumn {
             log,
             index,
-            set_len: *set_len,
             ids: set.ids(),
             slots: set.slots(),
             established,
             spare: *spare,
             sequence,
-            distinct,
             reads,
             component: def.name(),
         })
@@ -291,23 +279,26 @@ impl<'s> Overlay<'s> {
         Some(hit)
     }
 
-    /// The position of the column's state, created (empty, typed by the field) if this writer
-    /// has not written it yet. The caller has checked the component and field exist.
-    fn column_state(&mut self, component: ComponentId, field: FieldId) -> usize {
+    /// The position of the column's state, created (empty, typed by the field's type `ty`, over
+    /// a set of `set_len` rows) if this writer has not written it yet.
+    fn column_state(
+        &mut self,
+        component: ComponentId,
+        field: FieldId,
+        ty: &FieldType,
+        set_len: usize,
+    ) -> usize {
         if let Some(hit) = self.find_column(component, field) {
             return hit;
         }
-        let set = self.store.set(component).ok();
-        let log = match (set.and_then(|s| s.def().field(field)), self.spare) {
-            (Some(f), Some(spare)) => spare.take_log(&f.ty),
-            (Some(f), None) => ColumnLog::for_type(&f.ty),
-            (None, _) => ColumnLog::Value(Log::default()),
+        let log = match self.spare {
+            Some(spare) => spare.take_log(ty),
+            None => ColumnLog::for_type(ty),
         };
         self.columns.push(ColumnState {
             component,
             field,
-            set_len: set.map_or(0, |s| s.len()),
-            index: RowIndex::Sparse(HashMap::new()),
+            index: RowIndex::new(set_len),
             log,
         });
         self.last_column = self.columns.len() - 1;
@@ -351,25 +342,22 @@ impl<'s> Overlay<'s> {
             component: def.name().to_owned(),
             row,
         })?;
-        let hit = self.column_state(component, field);
+        let hit = self.column_state(component, field, &field_def.ty, set.len());
         let column = &mut self.columns[hit];
         let sequence = self.sequence + 1;
-        match column.log.record_value(
-            &mut column.index,
-            column.set_len,
-            self.spare,
-            row,
-            instance,
-            value,
-            sequence,
-        ) {
-            Ok(new) => {
-                self.sequence = sequence;
-                self.distinct += usize::from(new);
-                Ok(())
-            }
-            Err(value) => Err(mismatch(value.kind_name()).into()),
-        }
+        column
+            .log
+            .record_value(
+                &mut column.index,
+                self.spare,
+                row,
+                instance,
+                value,
+                sequence,
+            )
+            .map_err(mismatch)?;
+        self.sequence = sequence;
+        Ok(())
     }
 
     /// Adding a component is a structural operation: always refused while writers run.
@@ -393,12 +381,12 @@ impl<'s> Overlay<'s> {
 
     /// How many distinct fields this writer has written.
     pub fn len(&self) -> usize {
-        self.distinct
+        self.columns.iter().map(|c| c.log.len()).sum()
     }
 
     /// Whether this writer has written nothing.
     pub fn is_empty(&self) -> bool {
-        self.distinct == 0
+        self.len() == 0
     }
 
     /// How many reads the writer made (for system statistics).
@@ -416,8 +404,8 @@ impl<'s> Overlay<'s> {
                 .columns
                 .into_iter()
                 .map(|c| {
-                    if let (Some(spare), RowIndex::Dense(rows)) = (spare, c.index) {
-                        spare.give_index(rows);
+                    if let Some(spare) = spare {
+                        c.index.give_to(spare);
                     }
                     WrittenColumn {
                         component: c.component,
@@ -426,7 +414,6 @@ impl<'s> Overlay<'s> {
                     }
                 })
                 .collect(),
-            distinct: self.distinct,
             writes: self.sequence,
             reads: self.reads,
         }
@@ -438,13 +425,11 @@ impl<'s> Overlay<'s> {
 pub struct OverlayColumn<'o, 's, T: Logged> {
     log: &'o mut Log<T>,
     index: &'o mut RowIndex,
-    set_len: usize,
     ids: &'s [InstanceId],
     slots: &'s [Slot],
     established: &'s [T],
     spare: Option<&'s Spare>,
     sequence: &'o mut u64,
-    distinct: &'o mut usize,
     reads: &'o mut u64,
     component: &'s str,
 }
@@ -479,16 +464,14 @@ impl<T: Logged> OverlayColumn<'_, '_, T> {
             .into());
         };
         *self.sequence += 1;
-        let new = self.log.record(
+        self.log.record(
             self.index,
-            self.set_len,
             self.spare,
             key,
             InstanceRef::new(id, slot),
             value,
             *self.sequence,
         );
-        *self.distinct += usize::from(new);
         Ok(())
     }
 
@@ -522,7 +505,6 @@ pub(crate) struct WrittenColumn {
 pub struct WriteSet {
     pub(crate) rank: WriterRank,
     pub(crate) columns: Vec<WrittenColumn>,
-    distinct: usize,
     writes: u64,
     reads: u64,
 }
@@ -545,11 +527,11 @@ impl WriteSet {
 
     /// How many distinct fields the set will write.
     pub fn len(&self) -> usize {
-        self.distinct
+        self.columns.iter().map(|c| c.log.len()).sum()
     }
 
     /// Whether the set writes nothing.
     pub fn is_empty(&self) -> bool {
-        self.distinct == 0
+        self.len() == 0
     }
 }

@@ -687,3 +687,79 @@ fn a_spare_pool_reuses_logs_and_row_arrays_and_can_be_cleared() {
     assert!(spare.is_empty());
     assert_eq!(spare.bytes(), 0);
 }
+
+/// The scheduler's reachability is the oracle: writers ranked by their scheduled positions,
+/// conflicts marked ordered exactly when the plan declares an order between two systems, and
+/// never for a group writer, whose id is not a system's.
+#[test]
+fn a_real_schedule_orders_conflicts_between_systems_only() {
+    use strata_parallel_overlay::SystemOrder;
+    use strata_scheduler::{Schedule, System};
+
+    let mut schedule: Schedule<()> = Schedule::new();
+    let first = schedule
+        .add(System::new("first", ()).before("second"))
+        .unwrap();
+    let second = schedule.add(System::new("second", ())).unwrap();
+    let loose = schedule.add(System::new("loose", ())).unwrap();
+    let plan = schedule.build();
+    let rank = |id: strata_scheduler::SystemId| {
+        WriterRank::system(u64::from(plan.position(id).unwrap()), id.to_u64())
+    };
+    let mut w = world(3);
+    let (a, b) = (w.members[0], w.members[1]);
+    let mut sets = Vec::new();
+    for (writer, value) in [(rank(first), 1i64), (rank(second), 2), (rank(loose), 3)] {
+        let mut overlay = Overlay::new(writer, &w.store);
+        overlay.set(a, w.score, w.n, value).unwrap();
+        sets.push(overlay.finish());
+    }
+    // A group whose instance id equals `second`'s system id writes b, as does `first`.
+    let mut group = Overlay::new(WriterRank::group(0, second.to_u64()), &w.store);
+    group.set(b, w.score, w.n, 5i64).unwrap();
+    sets.push(group.finish());
+    let mut overlay = Overlay::new(rank(first), &w.store);
+    overlay.set(b, w.score, w.n, 6i64).unwrap();
+    sets.push(overlay.finish());
+
+    let report = commit(&mut w.store, sets, &SystemOrder(plan.order_oracle()));
+    let verdicts: Vec<_> = report
+        .conflicts
+        .iter()
+        .map(|c| (c.instance, c.first.id, c.second.id, c.ordered))
+        .collect();
+    let mut expected = vec![
+        (b.id, second.to_u64(), first.to_u64(), false),
+        (a.id, first.to_u64(), second.to_u64(), true),
+        (a.id, second.to_u64(), loose.to_u64(), false),
+    ];
+    let mut got = verdicts.clone();
+    expected.sort();
+    got.sort();
+    assert_eq!(got, expected, "{verdicts:?}");
+    // The last scheduled system wins a; the system commits after the group on b.
+    assert_eq!(n_of(&w, a), 3);
+    assert_eq!(n_of(&w, b), 6);
+}
+
+/// A row that was emptied by a destruction and refilled by another instance before the commit
+/// no longer identifies the written instance: the write is refused, the newcomer untouched.
+#[test]
+fn a_write_to_an_instance_destroyed_before_commit_is_refused() {
+    let mut w = world(2);
+    let (a, b) = (w.members[0], w.members[1]);
+    let mut writer = Overlay::new(WriterRank::system(0, 1), &w.store);
+    writer.set(a, w.score, w.n, 7i64).unwrap();
+    let set = writer.finish();
+    let destruction = w.arena.destroy(a.id).unwrap();
+    w.store.on_destroyed(&destruction.doomed);
+    let id = w.arena.create(ClassId::ENTITY, None).unwrap();
+    let newcomer = InstanceRef::new(id, w.arena.slot_of(id).unwrap());
+    w.store.add(newcomer, ClassId::ENTITY, w.score, []).unwrap();
+    let report = commit(&mut w.store, vec![set], &NoOrder);
+    assert_eq!(report.applied, 0);
+    assert_eq!(report.refusals.len(), 1);
+    assert_eq!(report.refusals[0].instance, a.id);
+    assert_eq!(n_of(&w, newcomer), 0);
+    assert_eq!(n_of(&w, b), 0);
+}

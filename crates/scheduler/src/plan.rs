@@ -202,7 +202,8 @@ impl Plan {
         }
     }
 
-    /// [`Plan::is_ordered`] as a closure over plain ids, for layers that take an order oracle.
+    /// [`Plan::is_ordered`] as a closure over plain ids, for layers that take an order oracle
+    /// (the parallel overlay wraps it in its `SystemOrder`, which asks only about systems).
     pub fn order_oracle(&self) -> impl Fn(u64, u64) -> bool + '_ {
         move |a, b| self.is_ordered(a, b)
     }
