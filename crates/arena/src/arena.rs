@@ -19,7 +19,7 @@ use crate::math::{Transform, Vec3};
 use crate::node::{Node, NodeFlag};
 use crate::revision::Revision;
 use crate::snapshot::Snapshot;
-use crate::state::{AttrValue, BuiltinState, NodeData};
+use crate::state::{AttrValue, BuiltinState, LightState, NodeData, PartState, StateVariant};
 
 /// How many entries the part-write log retains before dropping its older half.
 pub const PART_LOG_CAPACITY: usize = 65_536;
@@ -195,20 +195,14 @@ impl Arena {
         descriptor: crate::ClassDescriptor,
     ) -> Result<ClassId, ArenaError> {
         let class = Arc::make_mut(&mut self.state.classes).register(descriptor)?;
-        let families = self.state.classes.family_count();
-        self.state
-            .family_cache
-            .resize_with(families, std::sync::OnceLock::new);
+        self.state.sync_family_cache();
         Ok(class)
     }
 
     /// Registers another family on this arena's registry.
     pub fn register_family(&mut self, name: &str) -> Result<crate::FamilyId, ArenaError> {
         let family = Arc::make_mut(&mut self.state.classes).register_family(name)?;
-        let families = self.state.classes.family_count();
-        self.state
-            .family_cache
-            .resize_with(families, std::sync::OnceLock::new);
+        self.state.sync_family_cache();
         Ok(family)
     }
 
@@ -269,31 +263,24 @@ impl Arena {
         if u64::from(self.state.slot_len) + fresh_needed as u64 > u64::from(u32::MAX) {
             return Err(ArenaError::SlotsExhausted);
         }
-        let Some(first_id) = InstanceId::new(first) else {
-            return Err(ArenaError::IdSpaceExhausted(self.own_range));
-        };
         if count == 0 {
             return Ok(Vec::new());
         }
+        let (Some(first_id), Some(last_id)) = (InstanceId::new(first), InstanceId::new(end - 1))
+        else {
+            return Err(ArenaError::IdSpaceExhausted(self.own_range));
+        };
         let at = self.state.revisions.tick();
         self.state.revisions.topology = at;
         let descriptor = self.state.class_of(class);
         let traits = ClassTraits::of(descriptor);
         let service = descriptor.is_service();
-        let name = descriptor.shared_name().clone();
-        let state = BuiltinState::default_for(descriptor.state_kind());
+        let template = NodeData::default_for(descriptor);
         let (in_world, previous_last) = match parent {
-            Some((_, parent_slot)) => {
-                let parent_node = self
-                    .state
-                    .node_at(parent_slot)
-                    .expect("validated parents are occupied");
-                (
-                    parent_node.is_in_world()
-                        || self.state.class_of(parent_node.class).is_world_container(),
-                    parent_node.last_child,
-                )
-            }
+            Some((_, parent_slot)) => (
+                self.inherits_world(parent_slot),
+                self.append_children(parent_slot, first_id, last_id, count32),
+            ),
             None => (false, None),
         };
         let mut placed = Vec::with_capacity(count);
@@ -301,17 +288,7 @@ impl Arena {
             let id = InstanceId::new(raw).expect("ids in the range are non-zero");
             let slot = self.take_slot().expect("slot room was checked above");
             let guid = self.next_guid();
-            let mut node = Node::new(
-                id,
-                class,
-                guid,
-                NodeData {
-                    name: name.clone(),
-                    attributes: Default::default(),
-                    state: state.clone(),
-                },
-                at,
-            );
+            let mut node = Node::new(id, class, guid, template.clone(), at);
             node.set_flag(NodeFlag::ParentLocked, service);
             node.set_flag(NodeFlag::InWorld, in_world);
             if let Some((parent_id, _)) = parent {
@@ -341,40 +318,14 @@ impl Arena {
         }
         self.next_id = end;
         self.state.live += count;
-        let last_id = placed.last().map(|(id, _)| *id);
-        if let Some((parent_id, parent_slot)) = parent {
-            if let Some(previous) = previous_last.and_then(|l| self.state.slot_of(l)) {
-                self.state.write_at(previous).next_sibling = Some(first_id);
-            }
-            let parent_node = self.state.write_at(parent_slot);
-            if parent_node.first_child.is_none() {
-                parent_node.first_child = Some(first_id);
-            }
-            parent_node.last_child = last_id;
-            parent_node.child_count += count32;
-            if traits.gui.is_some() {
-                let layer = if traits.gui == Some(true) {
-                    None
-                } else {
-                    std::iter::once(parent_id)
-                        .chain(self.state.ancestors(parent_id))
-                        .find(|a| {
-                            self.state.find(*a).is_some_and(|(_, n)| {
-                                self.state.class_of(n.class).state_kind() == StateKind::GuiLayer
-                            })
-                        })
-                };
-                let moved = MovedIds::from_vec(placed.iter().map(|(id, _)| *id).collect());
-                self.invalidate_gui(&moved, SubtreeInfo::single(traits), layer, at);
-            }
+        if parent.is_some() && traits.gui.is_some() {
+            let created = MovedIds::from_vec(placed.iter().map(|(id, _)| *id).collect());
+            self.invalidate_created_gui(traits, &created, at);
         }
         if in_world && traits.collision {
             self.state.revisions.collision = at;
         }
-        for family in traits.families.iter() {
-            self.state.invalidate_family(family);
-            self.state.revisions.bump_family(family, at);
-        }
+        self.membership_changed(traits.families, at);
         let parent = parent.map(|(p, _)| p);
         self.events.push(Event::CreatedRange {
             first: first_id,
@@ -499,12 +450,7 @@ impl Arena {
         class: ClassId,
         parent: Option<(InstanceId, Slot)>,
     ) {
-        let descriptor = self.state.class_of(class);
-        let data = NodeData {
-            name: descriptor.shared_name().clone(),
-            attributes: Default::default(),
-            state: BuiltinState::default_for(descriptor.state_kind()),
-        };
+        let data = NodeData::default_for(self.state.class_of(class));
         self.insert_node_with(id, slot, class, data, parent);
     }
 
@@ -528,32 +474,14 @@ impl Arena {
         node.set_flag(NodeFlag::ParentLocked, descriptor.is_service());
         let mut in_world = false;
         if let Some((parent_id, parent_slot)) = parent {
-            let parent_node = self
-                .state
-                .node_at(parent_slot)
-                .expect("validated parents are occupied");
-            let last = parent_node.last_child;
-            in_world = parent_node.is_in_world()
-                || self.state.class_of(parent_node.class).is_world_container();
+            in_world = self.inherits_world(parent_slot);
             node.parent = Some(parent_id);
-            node.prev_sibling = last;
+            node.prev_sibling = self.append_children(parent_slot, id, id, 1);
             node.set_flag(NodeFlag::InWorld, in_world);
-            if let Some(last_slot) = last.and_then(|l| self.state.slot_of(l)) {
-                self.state.write_at(last_slot).next_sibling = Some(id);
-            }
-            let parent_node = self.state.write_at(parent_slot);
-            if parent_node.first_child.is_none() {
-                parent_node.first_child = Some(id);
-            }
-            parent_node.last_child = Some(id);
-            parent_node.child_count += 1;
         }
         self.state.place(slot, node);
         self.state.live += 1;
-        for family in traits.families.iter() {
-            self.state.invalidate_family(family);
-            self.state.revisions.bump_family(family, at);
-        }
+        self.membership_changed(traits.families, at);
         if in_world {
             if traits.part_log {
                 self.part_log.push(PartWrite {
@@ -565,10 +493,8 @@ impl Arena {
                 self.state.revisions.collision = at;
             }
         }
-        if traits.gui.is_some() && parent.is_some() {
-            let info = SubtreeInfo::single(traits);
-            let layer = self.nearest_layer(id);
-            self.invalidate_gui(&MovedIds::One(id), info, layer, at);
+        if parent.is_some() && traits.gui.is_some() {
+            self.invalidate_created_gui(traits, &MovedIds::One(id), at);
         }
         if !self.batches.is_empty() {
             self.alloc_log.push(Doomed { id, slot });
@@ -647,34 +573,15 @@ impl Arena {
     ) -> Result<bool, ArenaError> {
         self.set_state_field(
             id,
-            StateKind::Part,
             transform,
-            |s| match s {
-                BuiltinState::Part(p) => Some(&p.transform),
-                _ => None,
-            },
-            |s| match s {
-                BuiltinState::Part(p) => Some(&mut p.transform),
-                _ => None,
-            },
+            |p: &PartState| &p.transform,
+            |p| &mut p.transform,
         )
     }
 
     /// Resizes a part. Returns `false`, changing nothing, when the size is already equal.
     pub fn set_part_size(&mut self, id: InstanceId, size: Vec3) -> Result<bool, ArenaError> {
-        self.set_state_field(
-            id,
-            StateKind::Part,
-            size,
-            |s| match s {
-                BuiltinState::Part(p) => Some(&p.size),
-                _ => None,
-            },
-            |s| match s {
-                BuiltinState::Part(p) => Some(&mut p.size),
-                _ => None,
-            },
-        )
+        self.set_state_field(id, size, |p: &PartState| &p.size, |p| &mut p.size)
     }
 
     /// Sets a light's brightness. Returns `false`, changing nothing, when already equal.
@@ -685,16 +592,9 @@ impl Arena {
     ) -> Result<bool, ArenaError> {
         self.set_state_field(
             id,
-            StateKind::Light,
             brightness,
-            |s| match s {
-                BuiltinState::Light(l) => Some(&l.brightness),
-                _ => None,
-            },
-            |s| match s {
-                BuiltinState::Light(l) => Some(&mut l.brightness),
-                _ => None,
-            },
+            |l: &LightState| &l.brightness,
+            |l| &mut l.brightness,
         )
     }
 
@@ -739,23 +639,24 @@ impl Arena {
         Ok(node.state())
     }
 
-    fn set_state_field<T: PartialEq>(
+    /// Writes one field of a node's state struct `S` unless it already holds `value`.
+    fn set_state_field<S: StateVariant, T: PartialEq>(
         &mut self,
         id: InstanceId,
-        kind: StateKind,
         value: T,
-        read: impl Fn(&BuiltinState) -> Option<&T>,
-        write: impl Fn(&mut BuiltinState) -> Option<&mut T>,
+        field: impl Fn(&S) -> &T,
+        field_mut: impl Fn(&mut S) -> &mut T,
     ) -> Result<bool, ArenaError> {
         let slot = self.state.live_slot(id)?;
         self.guard_batch_write(id)?;
-        let current = self.current_state(slot, id, kind)?;
-        if read(current) == Some(&value) {
+        let current = self.current_state(slot, id, S::KIND)?;
+        if S::of(current).map(field) == Some(&value) {
             return Ok(false);
         }
         self.mark_written(slot, WriteScope::State);
-        if let Some(field) = write(&mut self.state.write_at(slot).data.state) {
-            *field = value;
+        // The kind was checked above and a node's state always matches its class's kind.
+        if let Some(state) = S::of_mut(&mut self.state.write_at(slot).data.state) {
+            *field_mut(state) = value;
         }
         Ok(true)
     }
@@ -1100,10 +1001,7 @@ impl Arena {
         if info.has_layer {
             self.state.revisions.layout = at;
             for &id in moved.as_slice() {
-                let is_layer = self.state.find(id).is_some_and(|(_, n)| {
-                    self.state.class_of(n.class).state_kind() == StateKind::GuiLayer
-                });
-                if is_layer {
+                if self.is_layer(id) {
                     self.state.layouts.insert(id, at);
                 }
             }
@@ -1115,29 +1013,63 @@ impl Arena {
 
     /// The nearest proper ancestor that is a GUI layer.
     pub(crate) fn nearest_layer(&self, id: InstanceId) -> Option<InstanceId> {
-        self.state.ancestors(id).find(|a| {
-            self.state.find(*a).is_some_and(|(_, n)| {
-                self.state.class_of(n.class).state_kind() == StateKind::GuiLayer
-            })
-        })
+        self.state.ancestors(id).find(|a| self.is_layer(*a))
+    }
+
+    fn is_layer(&self, id: InstanceId) -> bool {
+        self.state
+            .find(id)
+            .is_some_and(|(_, n)| self.state.class_of(n.class).state_kind() == StateKind::GuiLayer)
+    }
+
+    /// Invalidates the layouts that newly created GUI instances of one class, just linked under
+    /// a parent, affect: the same rule as for a move into that place.
+    fn invalidate_created_gui(&mut self, traits: ClassTraits, created: &MovedIds, at: Revision) {
+        let info = SubtreeInfo::single(traits);
+        let layer = info.gui_layer_context(self, created.root());
+        self.invalidate_gui(created, info, layer, at);
+    }
+
+    /// The membership of these families changed: their cached member lists are dropped and
+    /// their revisions advance.
+    pub(crate) fn membership_changed(&mut self, families: FamilySet, at: Revision) {
+        for family in families.iter() {
+            self.state.invalidate_family(family);
+            self.state.revisions.bump_family(family, at);
+        }
     }
 
     /// Appends `child` (detached) to `parent`'s children.
     pub(crate) fn link_last(&mut self, child: (InstanceId, Slot), parent: (InstanceId, Slot)) {
-        let last = self.state.node_at(parent.1).and_then(|p| p.last_child);
-        if let Some(last_slot) = last.and_then(|l| self.state.slot_of(l)) {
-            self.state.write_at(last_slot).next_sibling = Some(child.0);
-        }
-        let parent_node = self.state.write_at(parent.1);
-        if parent_node.first_child.is_none() {
-            parent_node.first_child = Some(child.0);
-        }
-        parent_node.last_child = Some(child.0);
-        parent_node.child_count += 1;
+        let previous = self.append_children(parent.1, child.0, child.0, 1);
         let child_node = self.state.write_at(child.1);
         child_node.parent = Some(parent.0);
-        child_node.prev_sibling = last;
+        child_node.prev_sibling = previous;
         child_node.next_sibling = None;
+    }
+
+    /// Appends the run of siblings `first..=last` (`count` instances) to the children of the
+    /// node at `parent_slot`, writing the parent's side only: the old last child now points to
+    /// `first`, and the parent's first child, last child and count are updated. Returns the old
+    /// last child, which is `first`'s previous sibling; the run's own links are the caller's.
+    fn append_children(
+        &mut self,
+        parent_slot: Slot,
+        first: InstanceId,
+        last: InstanceId,
+        count: u32,
+    ) -> Option<InstanceId> {
+        let previous = self.state.node_at(parent_slot).and_then(|p| p.last_child);
+        if let Some(previous_slot) = previous.and_then(|p| self.state.slot_of(p)) {
+            self.state.write_at(previous_slot).next_sibling = Some(first);
+        }
+        let parent_node = self.state.write_at(parent_slot);
+        if parent_node.first_child.is_none() {
+            parent_node.first_child = Some(first);
+        }
+        parent_node.last_child = Some(last);
+        parent_node.child_count += count;
+        previous
     }
 
     /// Detaches `child` from its parent's children.

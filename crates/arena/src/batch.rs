@@ -124,9 +124,8 @@ impl Arena {
         self.state.persistent_index = mark.persistent_index;
         self.state.layouts = mark.layouts;
         // Classes and families registered inside the batch stay: registries only grow.
-        let families = self.state.classes.family_count();
         self.state.family_cache = mark.family_cache;
-        self.state.family_cache.resize_with(families, OnceLock::new);
+        self.state.sync_family_cache();
         self.state.revisions = mark.revisions;
         if self.batches.is_empty() {
             self.alloc_log.clear();

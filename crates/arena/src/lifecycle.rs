@@ -70,10 +70,7 @@ impl Arena {
             moved, info, at, ..
         } = self.detach(id, slot);
         self.set_world_membership(&moved, info, false, at);
-        for family in info.families.iter() {
-            self.state.invalidate_family(family);
-            self.state.revisions.bump_family(family, at);
-        }
+        self.membership_changed(info.families, at);
 
         let mut doomed = Vec::with_capacity(moved.len());
         let mut untagged = false;

@@ -223,6 +223,12 @@ impl Snapshot {
             .expect("nodes only carry classes of their arena's registry")
     }
 
+    /// Gives every registered family a cache cell (after the registry grew).
+    pub(crate) fn sync_family_cache(&mut self) {
+        let families = self.classes.family_count();
+        self.family_cache.resize_with(families, OnceLock::new);
+    }
+
     pub(crate) fn invalidate_family(&mut self, family: FamilyId) {
         if let Some(cell) = self.family_cache.get_mut(family.index()) {
             cell.take();

@@ -7,7 +7,7 @@
 
 use std::sync::Arc;
 
-use crate::class::StateKind;
+use crate::class::{ClassDescriptor, StateKind};
 use crate::id::InstanceId;
 use crate::math::{Color3, Transform, UDim2, Vec3};
 
@@ -346,6 +346,49 @@ impl BuiltinState {
     }
 }
 
+/// A state struct that specialised setters address: the one `BuiltinState` variant holding it,
+/// and the `StateKind` that variant stands for, named together once.
+pub(crate) trait StateVariant {
+    /// The kind whose variant holds this struct.
+    const KIND: StateKind;
+    /// The struct, when `state` is its variant.
+    fn of(state: &BuiltinState) -> Option<&Self>;
+    /// The struct for writing, when `state` is its variant.
+    fn of_mut(state: &mut BuiltinState) -> Option<&mut Self>;
+}
+
+impl StateVariant for PartState {
+    const KIND: StateKind = StateKind::Part;
+    fn of(state: &BuiltinState) -> Option<&Self> {
+        match state {
+            BuiltinState::Part(part) => Some(part),
+            _ => None,
+        }
+    }
+    fn of_mut(state: &mut BuiltinState) -> Option<&mut Self> {
+        match state {
+            BuiltinState::Part(part) => Some(part),
+            _ => None,
+        }
+    }
+}
+
+impl StateVariant for LightState {
+    const KIND: StateKind = StateKind::Light;
+    fn of(state: &BuiltinState) -> Option<&Self> {
+        match state {
+            BuiltinState::Light(light) => Some(light),
+            _ => None,
+        }
+    }
+    fn of_mut(state: &mut BuiltinState) -> Option<&mut Self> {
+        match state {
+            BuiltinState::Light(light) => Some(light),
+            _ => None,
+        }
+    }
+}
+
 /// The writable part of a node: everything generic mutable access may change.
 #[derive(Clone, Debug, PartialEq)]
 pub struct NodeData {
@@ -358,6 +401,15 @@ pub struct NodeData {
 }
 
 impl NodeData {
+    /// The data of a new instance of a class: the class name, no attributes, default state.
+    pub(crate) fn default_for(class: &ClassDescriptor) -> Self {
+        Self {
+            name: class.shared_name().clone(),
+            attributes: Attributes::default(),
+            state: BuiltinState::default_for(class.state_kind()),
+        }
+    }
+
     /// Visits every instance reference in built-in state and attributes.
     pub fn for_each_reference_mut(&mut self, mut f: impl FnMut(&mut Option<InstanceId>)) {
         self.state.for_each_reference_mut(&mut f);

@@ -416,3 +416,39 @@ fn create_many_rolls_back_with_its_batch() {
     assert_eq!(common::observe(&p.arena), before);
     assert!(children(&p.arena, p.workspace).is_empty());
 }
+
+#[test]
+fn create_many_invalidates_the_layouts_create_does() {
+    for many in [false, true] {
+        let mut p = place();
+        let hud = p.arena.create(ClassId::SCREEN_GUI, Some(p.game)).unwrap();
+        let frame = p.arena.create(ClassId::FRAME, Some(hud)).unwrap();
+        for class in [ClassId::FRAME, ClassId::SCREEN_GUI] {
+            let ctx = format!("{class:?}, create_many: {many}");
+            let (layer_rev, memo) = (p.arena.layout_revision(hud), p.arena.revisions().layout());
+            let made: Vec<_> = if many {
+                let made = p.arena.create_many(class, Some(frame), 2).unwrap();
+                made.into_iter().map(|(id, _)| id).collect()
+            } else {
+                vec![p.arena.create(class, Some(frame)).unwrap()]
+            };
+            assert!(
+                p.arena.layout_revision(hud) > layer_rev,
+                "{ctx}: the enclosing layer is invalidated"
+            );
+            let is_layer = class == ClassId::SCREEN_GUI;
+            assert_eq!(
+                p.arena.revisions().layout() > memo,
+                is_layer,
+                "{ctx}: only new layers touch the broad memo"
+            );
+            for id in made {
+                assert_eq!(
+                    p.arena.layout_revision(id) > memo,
+                    is_layer,
+                    "{ctx}: a new layer's own layout"
+                );
+            }
+        }
+    }
+}

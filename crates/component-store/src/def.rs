@@ -12,6 +12,7 @@ use std::sync::Arc;
 use hashbrown::HashMap;
 use strata_arena::{ClassId, ClassRegistry, Transform, Vec3};
 
+use crate::column::Scalar;
 use crate::error::StoreError;
 use crate::value::{ListValue, Value};
 
@@ -499,6 +500,50 @@ impl InstalledDef {
     /// A field's id by current name.
     pub fn field_id(&self, name: &str) -> Option<FieldId> {
         self.field_index.get(name).copied()
+    }
+
+    /// A field by id, or [`StoreError::FieldOutOfRange`] when the definition has no field there.
+    pub fn checked_field(&self, field: FieldId) -> Result<&FieldDef, StoreError> {
+        self.field(field)
+            .ok_or_else(|| StoreError::FieldOutOfRange {
+                component: self.name().to_owned(),
+                field,
+            })
+    }
+
+    /// Checks that `value` can be stored in `field`, and returns the field: the store runs this
+    /// check on every dynamic value before storing it. Refused with
+    /// [`StoreError::FieldOutOfRange`], or [`StoreError::TypeMismatch`] naming the value's kind.
+    pub fn check_value(&self, field: FieldId, value: &Value) -> Result<&FieldDef, StoreError> {
+        let field_def = self.checked_field(field)?;
+        if value.conforms(&field_def.ty) {
+            Ok(field_def)
+        } else {
+            Err(self.type_mismatch(field_def, value.kind_name()))
+        }
+    }
+
+    /// Checks that `field`'s column holds the Rust type `T`, and returns the field: the check
+    /// behind every typed access. Refused with [`StoreError::FieldOutOfRange`], or
+    /// [`StoreError::TypeMismatch`] naming `T`.
+    pub fn check_scalar<T: Scalar>(&self, field: FieldId) -> Result<&FieldDef, StoreError> {
+        let field_def = self.checked_field(field)?;
+        if T::matches(&field_def.ty) {
+            Ok(field_def)
+        } else {
+            Err(self.type_mismatch(field_def, std::any::type_name::<T>()))
+        }
+    }
+
+    /// The [`StoreError::TypeMismatch`] for `found` given where a value of `field` (one of this
+    /// definition's fields) was expected.
+    pub fn type_mismatch(&self, field: &FieldDef, found: &str) -> StoreError {
+        StoreError::TypeMismatch {
+            component: self.name().to_owned(),
+            field: field.name.to_string(),
+            expected: field.ty.name(),
+            found: found.to_owned(),
+        }
     }
 
     /// The definition allocation: a fresh number for every install, so a redefinition under the

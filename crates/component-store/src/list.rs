@@ -5,6 +5,7 @@
 //! shares it, so the snapshot keeps what it saw), drops the buffer when the list became empty,
 //! and indexes the references again. Only an edit that changes the list takes a tick.
 
+use crate::column::Column;
 use crate::def::{ComponentId, FieldId, FieldType};
 use crate::error::StoreError;
 use crate::set::{ComponentSet, InstanceRef, Tick};
@@ -26,7 +27,7 @@ impl ComponentSet {
             self.unindex_row_field(row, field);
         }
         let changed = match &mut self.columns[field.index()] {
-            crate::column::Column::List(lists) => {
+            Column::List(lists) => {
                 let list = &mut lists[row];
                 let changed = edit(list);
                 list.normalise();
@@ -54,11 +55,8 @@ impl Store {
     ) -> Result<&[Value], StoreError> {
         let set = self.set(component)?;
         let row = self.row(at, component)?;
-        list_element_type(set, field)?;
-        match set.column(field) {
-            Some(crate::column::Column::List(lists)) => Ok(lists[row].as_slice()),
-            _ => Err(not_a_list(set, field)),
-        }
+        let (_, lists) = list_field(set, field)?;
+        Ok(lists[row].as_slice())
     }
 
     /// An accessor for editing a list field of an instance's component.
@@ -70,7 +68,7 @@ impl Store {
     ) -> Result<ListAccessor<'_>, StoreError> {
         let set = self.set(component)?;
         self.row(at, component)?;
-        let element = list_element_type(set, field)?.clone();
+        let element = list_field(set, field)?.0.clone();
         Ok(ListAccessor {
             store: self,
             at,
@@ -187,27 +185,15 @@ impl ListAccessor<'_> {
     }
 }
 
-fn list_element_type(set: &ComponentSet, field: FieldId) -> Result<&FieldType, StoreError> {
+/// A list field's element type and column, or why the field is not a list.
+fn list_field(
+    set: &ComponentSet,
+    field: FieldId,
+) -> Result<(&FieldType, &[ListValue]), StoreError> {
     let def = set.def();
-    let field_def = def
-        .field(field)
-        .ok_or_else(|| StoreError::FieldOutOfRange {
-            component: def.name().to_owned(),
-            field,
-        })?;
-    match &field_def.ty {
-        FieldType::List(element) => Ok(element),
-        _ => Err(not_a_list(set, field)),
-    }
-}
-
-fn not_a_list(set: &ComponentSet, field: FieldId) -> StoreError {
-    let def = set.def();
-    let field_def = def.field(field);
-    StoreError::TypeMismatch {
-        component: def.name().to_owned(),
-        field: field_def.map(|f| f.name.to_string()).unwrap_or_default(),
-        expected: field_def.map(|f| f.ty.name()).unwrap_or_default(),
-        found: "list".to_owned(),
+    let field_def = def.checked_field(field)?;
+    match (&field_def.ty, set.column(field)) {
+        (FieldType::List(element), Some(Column::List(lists))) => Ok((element, lists)),
+        _ => Err(def.type_mismatch(field_def, "list")),
     }
 }

@@ -15,6 +15,7 @@ use strata_arena::{BoundedJournal, InstanceId, Slot};
 
 use crate::column::{Column, Scalar};
 use crate::def::{ComponentId, FieldId, InstalledDef};
+use crate::error::StoreError;
 use crate::value::Value;
 
 /// The sparse marker for "no row".
@@ -233,6 +234,17 @@ impl ComponentSet {
     /// A field's values as a typed slice, indexed by row.
     pub fn values<T: Scalar>(&self, field: FieldId) -> Option<&[T]> {
         T::slice(self.column(field)?)
+    }
+
+    /// A field's values as a typed slice, or why not: [`StoreError::FieldOutOfRange`], or
+    /// [`StoreError::TypeMismatch`] when the field's column does not hold `T`
+    /// (see [`InstalledDef::check_scalar`]).
+    pub fn checked_values<T: Scalar>(&self, field: FieldId) -> Result<&[T], StoreError> {
+        let field_def = self.def.check_scalar::<T>(field)?;
+        self.values::<T>(field).ok_or_else(|| {
+            self.def
+                .type_mismatch(field_def, std::any::type_name::<T>())
+        })
     }
 
     /// The value of one field at one row.

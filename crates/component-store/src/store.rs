@@ -368,15 +368,11 @@ impl Store {
         let def = &set.def;
         let mut row_values: Vec<Value> = def.fields().iter().map(|f| f.default.clone()).collect();
         for (field, value) in values {
-            let slot =
-                row_values
-                    .get_mut(field.index())
-                    .ok_or_else(|| StoreError::FieldOutOfRange {
-                        component: def.name().to_owned(),
-                        field,
-                    })?;
-            check_value(def, field, &value)?;
-            *slot = value;
+            def.check_value(field, &value)?;
+            // In range: `check_value` found the field, and there is one value per field.
+            if let Some(slot) = row_values.get_mut(field.index()) {
+                *slot = value;
+            }
         }
         self.add_row(at, class, component, Some(row_values))
             .map(|(_, row)| row)
@@ -637,7 +633,7 @@ impl Store {
             id: at.id,
             component,
         })?;
-        let values = typed_column::<T>(set, field)?;
+        let values = set.checked_values::<T>(field)?;
         Ok(&values[row])
     }
 
@@ -653,10 +649,12 @@ impl Store {
             id: at.id,
             component,
         })?;
+        set.def.checked_field(field)?;
+        // The field exists and the row is present, so the column holds a value there.
         set.value(row, field)
-            .ok_or_else(|| StoreError::FieldOutOfRange {
+            .ok_or_else(|| StoreError::RowOutOfRange {
                 component: set.def.name().to_owned(),
-                field,
+                row,
             })
     }
 
@@ -675,7 +673,7 @@ impl Store {
             id: at.id,
             component,
         })?;
-        if typed_column::<T>(set, field)?[row] == value {
+        if set.checked_values::<T>(field)?[row] == value {
             return Ok(false);
         }
         if set.def.reference_fields.contains(&field) {
@@ -711,7 +709,7 @@ impl Store {
             id: at.id,
             component,
         })?;
-        check_value(&set.def, field, &value)?;
+        set.def.check_value(field, &value)?;
         if set.value(row, field).as_ref() == Some(&value) {
             return Ok(false);
         }
@@ -729,7 +727,7 @@ impl Store {
         value: Value,
     ) -> Result<bool, StoreError> {
         let set = self.set(component)?;
-        check_value(&set.def, field, &value)?;
+        set.def.check_value(field, &value)?;
         if row >= set.len() {
             return Err(StoreError::RowOutOfRange {
                 component: set.def.name().to_owned(),
@@ -1046,7 +1044,7 @@ impl RowInit<'_> {
             return self.set_value(field, value.into_value());
         }
         let row = self.row;
-        typed_column::<T>(self.set, field)?;
+        self.set.checked_values::<T>(field)?;
         if let Some(values) = self.set.typed_mut::<T>(field) {
             values[row] = value;
         }
@@ -1055,7 +1053,7 @@ impl RowInit<'_> {
 
     /// Sets a field in dynamic form.
     pub fn set_value(&mut self, field: FieldId, value: Value) -> Result<&mut Self, StoreError> {
-        check_value(&self.set.def, field, &value)?;
+        self.set.def.check_value(field, &value)?;
         self.set.init_field(self.row, field, value);
         Ok(self)
     }
@@ -1081,7 +1079,7 @@ impl BulkInit<'_> {
         field: FieldId,
         values: impl IntoIterator<Item = T>,
     ) -> Result<&mut Self, StoreError> {
-        typed_column::<T>(self.set, field)?;
+        self.set.checked_values::<T>(field)?;
         if self.set.def.reference_fields.contains(&field) {
             for (row, value) in self.rows.clone().zip(values) {
                 self.set.init_field(row, field, value.into_value());
@@ -1092,52 +1090,6 @@ impl BulkInit<'_> {
             }
         }
         Ok(self)
-    }
-}
-
-/// The typed column of a field, or why not.
-pub(crate) fn typed_column<T: Scalar>(
-    set: &ComponentSet,
-    field: FieldId,
-) -> Result<&[T], StoreError> {
-    let def = &set.def;
-    let field_def = def
-        .field(field)
-        .ok_or_else(|| StoreError::FieldOutOfRange {
-            component: def.name().to_owned(),
-            field,
-        })?;
-    set.values::<T>(field)
-        .filter(|_| T::matches(&field_def.ty))
-        .ok_or_else(|| StoreError::TypeMismatch {
-            component: def.name().to_owned(),
-            field: field_def.name.to_string(),
-            expected: field_def.ty.name(),
-            found: std::any::type_name::<T>().to_owned(),
-        })
-}
-
-/// Checks a value against a field's type.
-pub(crate) fn check_value(
-    def: &InstalledDef,
-    field: FieldId,
-    value: &Value,
-) -> Result<(), StoreError> {
-    let field_def = def
-        .field(field)
-        .ok_or_else(|| StoreError::FieldOutOfRange {
-            component: def.name().to_owned(),
-            field,
-        })?;
-    if value.conforms(&field_def.ty) {
-        Ok(())
-    } else {
-        Err(StoreError::TypeMismatch {
-            component: def.name().to_owned(),
-            field: field_def.name.to_string(),
-            expected: field_def.ty.name(),
-            found: value.kind_name().to_owned(),
-        })
     }
 }
 
@@ -1154,7 +1106,7 @@ pub(crate) fn check_row(def: &InstalledDef, values: &[Value]) -> Result<(), Stor
         });
     }
     for (i, value) in values.iter().enumerate() {
-        check_value(def, FieldId(i as u16), value)?;
+        def.check_value(FieldId(i as u16), value)?;
     }
     Ok(())
 }

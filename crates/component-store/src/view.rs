@@ -11,7 +11,7 @@ use crate::column::{Column, Scalar};
 use crate::def::{ComponentId, FieldId};
 use crate::error::StoreError;
 use crate::set::{ComponentSet, Tick, Track};
-use crate::store::{Store, StoreEvent, typed_column};
+use crate::store::{Store, StoreEvent};
 
 /// A set's columns addressed by field name.
 #[derive(Clone, Copy)]
@@ -43,7 +43,7 @@ impl<'a> View<'a> {
     /// A field's values by name, typed.
     pub fn values<T: Scalar>(&self, field: &str) -> Option<&'a [T]> {
         let id = self.set.def().field_id(field)?;
-        typed_column::<T>(self.set, id).ok()
+        self.set.checked_values::<T>(id).ok()
     }
 }
 
@@ -97,10 +97,10 @@ impl Store {
         read: Option<(ComponentId, FieldId)>,
     ) -> Result<(ColumnWriter<'_, W>, &[R]), StoreError> {
         let write_set = self.set(component)?;
-        typed_column::<W>(write_set, field)?;
+        write_set.checked_values::<W>(field)?;
         let references = write_set.def.reference_fields.contains(&field);
         if let Some((rc, rf)) = read {
-            typed_column::<R>(self.set(rc)?, rf)?;
+            self.set(rc)?.checked_values::<R>(rf)?;
             if rc == component && (rf == field || references) {
                 return Err(StoreError::AliasedColumns { component, field });
             }

@@ -178,6 +178,71 @@ fn adds_validate_before_storing() {
     ));
 }
 
+/// The field and type checks other layers share with the store: the same errors the store's
+/// own typed and dynamic accessors return.
+#[test]
+fn definitions_check_fields_values_and_scalar_types() {
+    let mut w = World::new();
+    let score = w.install(scores());
+    let points = w.field(score, "points");
+    let missing = strata_component_store::FieldId::from_index(9);
+    let def = w.store.def(score).unwrap();
+
+    assert_eq!(def.checked_field(points).unwrap().name.as_ref(), "points");
+    let out_of_range = StoreError::FieldOutOfRange {
+        component: "Score".into(),
+        field: missing,
+    };
+    assert_eq!(def.checked_field(missing).unwrap_err(), out_of_range);
+    assert_eq!(
+        def.check_value(missing, &Value::Integer(1)).unwrap_err(),
+        out_of_range
+    );
+    assert_eq!(def.check_scalar::<i64>(missing).unwrap_err(), out_of_range);
+
+    assert!(def.check_value(points, &Value::Integer(3)).is_ok());
+    let text_in_points = def.check_value(points, &Value::Text("x".into()));
+    assert_eq!(
+        text_in_points.unwrap_err(),
+        StoreError::TypeMismatch {
+            component: "Score".into(),
+            field: "points".into(),
+            expected: "integer".into(),
+            found: "text".into(),
+        }
+    );
+
+    assert!(def.check_scalar::<i64>(points).is_ok());
+    assert_eq!(
+        def.check_scalar::<f64>(points).unwrap_err(),
+        StoreError::TypeMismatch {
+            component: "Score".into(),
+            field: "points".into(),
+            expected: "integer".into(),
+            found: "f64".into(),
+        }
+    );
+
+    // The set's typed slice and the store's typed accessors refuse with the same errors.
+    let e = w.spawn(ClassId::ENTITY);
+    w.store.add(e, ClassId::ENTITY, score, []).unwrap();
+    let set = w.store.set(score).unwrap();
+    assert_eq!(set.checked_values::<i64>(points).unwrap(), &[0]);
+    let def = w.store.def(score).unwrap();
+    assert_eq!(
+        set.checked_values::<f64>(points).unwrap_err(),
+        def.check_scalar::<f64>(points).unwrap_err()
+    );
+    assert_eq!(
+        w.store.get::<f64>(e, score, points).unwrap_err(),
+        def.check_scalar::<f64>(points).unwrap_err()
+    );
+    assert_eq!(
+        w.store.get_value(e, score, missing).unwrap_err(),
+        out_of_range
+    );
+}
+
 #[test]
 fn every_field_type_has_a_column_and_a_default() {
     let mut w = World::new();

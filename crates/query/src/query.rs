@@ -11,7 +11,8 @@ use std::sync::Arc;
 
 use strata_arena::{ClassId, InstanceId, Revision, Slot, Snapshot};
 use strata_component_store::{
-    ComponentHandle, ComponentId, ComponentSet, FieldId, InstanceRef, Scalar, Store, StoreId, Tick,
+    ComponentHandle, ComponentId, ComponentSet, FieldId, InstanceRef, Scalar, Store, StoreError,
+    StoreId, Tick,
 };
 
 use crate::error::QueryError;
@@ -30,9 +31,26 @@ pub enum Driver {
 #[derive(Clone, Debug, PartialEq)]
 struct Stamp {
     store: StoreId,
+    /// The structural revision of each of the spec's `structural_components`, in that order.
     structural: Vec<u64>,
     tags: Option<Revision>,
     topology: Option<Revision>,
+}
+
+impl Stamp {
+    /// Whether `store` is the store the cache was built against and no component the spec
+    /// names changed structure since.
+    fn structure_holds(&self, spec: &QuerySpec, store: &Store) -> Result<bool, StoreError> {
+        if self.store != store.id() {
+            return Ok(false);
+        }
+        for (c, revision) in spec.structural_components().zip(&self.structural) {
+            if store.set(c)?.structural_revision() != *revision {
+                return Ok(false);
+            }
+        }
+        Ok(true)
+    }
 }
 
 /// The cached matches, sorted by instance id.
@@ -167,31 +185,15 @@ impl Query {
     }
 
     fn stamp_holds(&self, arena: &Snapshot, store: &Store) -> Result<bool, QueryError> {
+        // Without a stamp the rebuild that follows reports a missing component.
         let Some(stamp) = &self.stamp else {
-            // Still check the components exist, so the error is the same as a rebuild's.
-            for c in self.spec.structural_components() {
-                store.set(c)?;
-            }
             return Ok(false);
         };
-        if stamp.store != store.id() {
-            return Ok(false);
-        }
-        for (c, revision) in self.spec.structural_components().zip(&stamp.structural) {
-            if store.set(c)?.structural_revision() != *revision {
-                return Ok(false);
-            }
-        }
-        if stamp.tags.is_some_and(|r| r != arena.revisions().tags()) {
-            return Ok(false);
-        }
-        if stamp
-            .topology
-            .is_some_and(|r| r != arena.revisions().topology())
-        {
-            return Ok(false);
-        }
-        Ok(true)
+        Ok(stamp.structure_holds(&self.spec, store)?
+            && stamp.tags.is_none_or(|r| r == arena.revisions().tags())
+            && stamp
+                .topology
+                .is_none_or(|r| r == arena.revisions().topology()))
     }
 
     fn rebuild(&mut self, arena: &Snapshot, store: &Store) -> Result<(), QueryError> {
@@ -255,7 +257,8 @@ impl Query {
         cache.match_of_row = vec![Vec::new(); spec.with.len()];
         for c in spec.added.iter().chain(&spec.changed) {
             let Some(t) = spec.term(*c) else { continue };
-            if !cache.match_of_row[t].is_empty() {
+            // A dense term's rows are its match indexes: `select_changed` needs no map for it.
+            if cache.dense[t] || !cache.match_of_row[t].is_empty() {
                 continue;
             }
             let mut map = vec![NO_MATCH; required[t].len()];
@@ -268,11 +271,13 @@ impl Query {
         self.driver = Some(driver);
         self.stamp = Some(Stamp {
             store: store.id(),
-            structural: self
-                .spec
-                .structural_components()
-                .map(|c| store.set(c).map(ComponentSet::structural_revision))
-                .collect::<Result<_, _>>()?,
+            // The same order as `QuerySpec::structural_components`.
+            structural: required
+                .iter()
+                .chain(&excluded)
+                .chain(ancestor.as_ref())
+                .map(|set| set.structural_revision())
+                .collect(),
             tags: self.spec.uses_tags().then(|| arena.revisions().tags()),
             topology: self
                 .spec
@@ -287,7 +292,9 @@ impl Query {
     /// in id order.
     fn select_changed(&mut self, store: &Store, baseline: Tick) -> Result<(), QueryError> {
         self.selection.clear();
-        let terms: Vec<(usize, bool, &ComponentSet)> = self
+        // Per change term: its term index, its set, and the ticks it compares (added or
+        // changed), bound once for the pass.
+        let terms: Vec<(usize, &ComponentSet, &[Tick])> = self
             .spec
             .added
             .iter()
@@ -298,36 +305,34 @@ impl Query {
                     .spec
                     .term(c)
                     .ok_or(QueryError::ChangeTermNotRequired(c))?;
-                Ok((t, added, store.set(c)?))
-            })
-            .collect::<Result<_, QueryError>>()?;
-        let cache = &self.cache;
-        let holds = |index: usize| {
-            terms.iter().all(|(t, added, set)| {
-                let row = cache.rows[*t][index] as usize;
-                let ticks = if *added {
+                let set = store.set(c)?;
+                let ticks = if added {
                     set.added_ticks()
                 } else {
                     set.changed_ticks()
                 };
+                Ok((t, set, ticks))
+            })
+            .collect::<Result<_, QueryError>>()?;
+        let cache = &self.cache;
+        let holds = |index: usize| {
+            terms.iter().all(|(t, _, ticks)| {
+                let row = cache.rows[*t][index] as usize;
                 ticks.get(row).is_some_and(|tick| *tick > baseline)
             })
         };
         let logged = terms
             .iter()
-            .filter_map(|(t, _, set)| set.changes_since(baseline).map(|list| (*t, *set, list)))
-            .min_by_key(|(_, _, list)| list.len());
+            .filter_map(|(t, set, ticks)| {
+                set.changes_since(baseline)
+                    .map(|list| (*t, *set, *ticks, list))
+            })
+            .min_by_key(|(_, _, _, list)| list.len());
         match logged {
-            Some((t, set, list)) => {
+            // The logged term's own ticks first: they filter out rows logged before the
+            // baseline without touching anything else.
+            Some((t, set, own_ticks, list)) => {
                 let map = &cache.match_of_row[t];
-                // The logged term's own tick first: it filters out rows logged before the
-                // baseline without touching anything else.
-                let added = terms.iter().any(|(term, added, _)| *term == t && *added);
-                let own_ticks = if added {
-                    set.added_ticks()
-                } else {
-                    set.changed_ticks()
-                };
                 let others = terms.len() > 1;
                 let dense = cache.dense[t];
                 for record in list {
@@ -377,25 +382,23 @@ impl Filter<'_> {
     /// Appends the candidate to the cache if it satisfies every term. `known` is the driver
     /// term's row, when the driver is a component.
     fn admit(&self, cache: &mut Cache, at: InstanceRef, known: Option<(usize, usize)>) {
+        // Rows are pushed term by term as they are found; a rejection drops this candidate's.
         let first = cache.ids.len();
+        let reject = |cache: &mut Cache| {
+            for rows in &mut cache.rows {
+                rows.truncate(first);
+            }
+        };
         for (t, set) in self.required.iter().enumerate() {
             let row = match known {
                 Some((kt, row)) if kt == t => Some(row),
                 _ => set.row_of(at),
             };
             let Some(row) = row else {
-                for rows in &mut cache.rows[..t] {
-                    rows.truncate(first);
-                }
-                return;
+                return reject(cache);
             };
             cache.rows[t].push(row as u32);
         }
-        let reject = |cache: &mut Cache| {
-            for rows in &mut cache.rows {
-                rows.truncate(first);
-            }
-        };
         if self.excluded.iter().any(|s| s.contains(at)) {
             return reject(cache);
         }
@@ -579,24 +582,23 @@ impl<'q> Pass<'q> {
             .with
             .get(term)
             .ok_or(QueryError::NoSuchTerm(term))?;
-        let values = store
-            .set(component)?
+        // The same checks, and the same errors, as the store's own typed accessors.
+        let set = store.set(component)?;
+        let def = set.def();
+        let field_def = def
+            .field(field)
+            .ok_or_else(|| StoreError::FieldOutOfRange {
+                component: def.name().to_owned(),
+                field,
+            })?;
+        let values = set
             .values::<T>(field)
-            .filter(|_| {
-                store
-                    .def(component)
-                    .is_ok_and(|d| d.field(field).is_some_and(|f| T::matches(&f.ty)))
-            })
-            .ok_or_else(|| {
-                QueryError::Store(strata_component_store::StoreError::TypeMismatch {
-                    component: store
-                        .def(component)
-                        .map(|d| d.name().to_owned())
-                        .unwrap_or_default(),
-                    field: format!("{field:?}"),
-                    expected: "the field's type".into(),
-                    found: std::any::type_name::<T>().into(),
-                })
+            .filter(|_| T::matches(&field_def.ty))
+            .ok_or_else(|| StoreError::TypeMismatch {
+                component: def.name().to_owned(),
+                field: field_def.name.to_string(),
+                expected: field_def.ty.name(),
+                found: std::any::type_name::<T>().to_owned(),
             })?;
         Ok(TermColumn {
             values,
@@ -674,13 +676,11 @@ impl<'q> Pass<'q> {
 
     /// Refuses a store the matches were not built against, or whose structure moved since.
     fn check(&self, store: &Store) -> Result<(), QueryError> {
-        let fresh = self.stamp.store == store.id()
-            && self
-                .spec
-                .structural_components()
-                .zip(&self.stamp.structural)
-                .all(|(c, r)| store.set(c).is_ok_and(|s| s.structural_revision() == *r));
-        if fresh {
+        if self
+            .stamp
+            .structure_holds(self.spec, store)
+            .unwrap_or(false)
+        {
             Ok(())
         } else {
             Err(QueryError::StaleMatches)

@@ -35,46 +35,35 @@ impl QuerySpec {
     /// they were added (term 0, term 1, ...).
     #[must_use]
     pub fn with(mut self, component: ComponentId) -> Self {
-        if !self.with.contains(&component) {
-            self.with.push(component);
-        }
+        push_new(&mut self.with, component);
         self
     }
 
     /// Excludes instances holding a component.
     #[must_use]
     pub fn without(mut self, component: ComponentId) -> Self {
-        if !self.without.contains(&component) {
-            self.without.push(component);
-        }
+        push_new(&mut self.without, component);
         self
     }
 
     /// Requires a tag.
     #[must_use]
     pub fn tagged(mut self, tag: &str) -> Self {
-        if !self.tags.iter().any(|t| **t == *tag) {
-            self.tags.push(Arc::from(tag));
-        }
+        push_new(&mut self.tags, Arc::from(tag));
         self
     }
 
     /// Excludes instances carrying a tag.
     #[must_use]
     pub fn not_tagged(mut self, tag: &str) -> Self {
-        if !self.not_tags.iter().any(|t| **t == *tag) {
-            self.not_tags.push(Arc::from(tag));
-        }
+        push_new(&mut self.not_tags, Arc::from(tag));
         self
     }
 
     /// Restricts matches to instances of a class (several calls allow several classes).
     #[must_use]
     pub fn class(mut self, class: ClassId) -> Self {
-        let classes = self.classes.get_or_insert_with(Vec::new);
-        if !classes.contains(&class) {
-            classes.push(class);
-        }
+        push_new(self.classes.get_or_insert_with(Vec::new), class);
         self
     }
 
@@ -90,9 +79,7 @@ impl QuerySpec {
     /// previous pass.
     #[must_use]
     pub fn added(mut self, component: ComponentId) -> Self {
-        if !self.added.contains(&component) {
-            self.added.push(component);
-        }
+        push_new(&mut self.added, component);
         self
     }
 
@@ -100,9 +87,7 @@ impl QuerySpec {
     /// previous pass. Several change filters must all hold.
     #[must_use]
     pub fn changed(mut self, component: ComponentId) -> Self {
-        if !self.changed.contains(&component) {
-            self.changed.push(component);
-        }
+        push_new(&mut self.changed, component);
         self
     }
 
@@ -156,5 +141,12 @@ impl QuerySpec {
             return Err(QueryError::Contradiction(format!("tag `{t}`")));
         }
         Ok(())
+    }
+}
+
+/// Appends `item` unless the list already holds it: a spec never repeats a term.
+fn push_new<T: PartialEq>(list: &mut Vec<T>, item: T) {
+    if !list.contains(&item) {
+        list.push(item);
     }
 }

@@ -4,7 +4,9 @@
 #![allow(clippy::unwrap_used, reason = "test fixtures fail loudly on purpose")]
 
 use strata_arena::{Arena, ClassId, InstanceId, Vec3};
-use strata_component_store::{ComponentDef, ComponentId, FieldDef, FieldId, InstanceRef, Store};
+use strata_component_store::{
+    ComponentDef, ComponentId, FieldDef, FieldId, InstanceRef, Store, StoreError,
+};
 use strata_query::{Driver, Query, QueryError, QuerySpec, Removals, RemovedReader};
 
 struct World {
@@ -454,4 +456,72 @@ fn removed_readers_read_the_removal_log() {
     let mut reader = RemovedReader::new(&w.store, a).unwrap();
     w.store.remove(e, a).unwrap();
     assert_eq!(reader.read(&w.store).unwrap(), Removals::Ids(vec![e.id]));
+}
+
+#[test]
+fn removed_readers_return_sorted_distinct_ids_on_cursors_of_their_own() {
+    let mut w = World::new();
+    let (a, n) = w.component("A");
+    let members: Vec<InstanceRef> = (0..3).map(|_| w.spawn(ClassId::ENTITY, None)).collect();
+    for m in &members {
+        w.give(*m, a);
+    }
+    let mut early = RemovedReader::new(&w.store, a).unwrap();
+    let mut changed = Query::new(QuerySpec::new().with(a).changed(a)).unwrap();
+    changed.run(&w.arena, &w.store).unwrap();
+
+    // Removed in reverse id order, and the last one twice: one id each, in id order.
+    w.store.remove(members[2], a).unwrap();
+    w.store.remove(members[0], a).unwrap();
+    w.give(members[0], a);
+    w.store.remove(members[0], a).unwrap();
+    let mut late = RemovedReader::new(&w.store, a).unwrap();
+    // A changed pass neither reads nor clears the removal log.
+    w.store.write(members[1], a, n, 1.0).unwrap();
+    assert_eq!(changed.run(&w.arena, &w.store).unwrap().len(), 1);
+    assert_eq!(
+        early.read(&w.store).unwrap(),
+        Removals::Ids(vec![members[0].id, members[2].id])
+    );
+    assert_eq!(early.read(&w.store).unwrap(), Removals::Ids(Vec::new()));
+
+    // A reader created later starts at the log's head; the first reader's reads moved only its
+    // own cursor.
+    w.store.remove(members[1], a).unwrap();
+    assert_eq!(
+        late.read(&w.store).unwrap(),
+        Removals::Ids(vec![members[1].id])
+    );
+    assert_eq!(
+        early.read(&w.store).unwrap(),
+        Removals::Ids(vec![members[1].id])
+    );
+}
+
+#[test]
+fn a_column_of_the_wrong_type_or_field_is_the_stores_error() {
+    let mut w = World::new();
+    let (a, n) = w.component("A");
+    let e = w.spawn(ClassId::ENTITY, None);
+    w.give(e, a);
+    let mut q = Query::new(QuerySpec::new().with(a)).unwrap();
+    let pass = q.run(&w.arena, &w.store).unwrap();
+    assert_eq!(
+        pass.column::<Vec3>(&w.store, 0, n).err(),
+        Some(QueryError::Store(StoreError::TypeMismatch {
+            component: "A".into(),
+            field: "n".into(),
+            expected: "number".into(),
+            found: std::any::type_name::<Vec3>().into(),
+        }))
+    );
+    assert_eq!(
+        pass.column::<f64>(&w.store, 0, FieldId::from_index(3))
+            .err(),
+        Some(QueryError::Store(StoreError::FieldOutOfRange {
+            component: "A".into(),
+            field: FieldId::from_index(3),
+        }))
+    );
+    assert_eq!(*pass.column::<f64>(&w.store, 0, n).unwrap().get(0), 0.0);
 }

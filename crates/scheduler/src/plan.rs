@@ -172,20 +172,10 @@ impl Plan {
     /// `|a: u64, b: u64| plan.is_ordered(a, b)` (or [`Plan::order_oracle`]) serves as an
     /// order oracle.
     pub fn is_ordered(&self, a: impl AsSystemId, b: impl AsSystemId) -> bool {
-        match (self.located(a), self.located(b)) {
-            (Some((stage_a, at_a)), Some((stage_b, at_b))) => {
-                if stage_a != stage_b {
-                    return true;
-                }
-                let (first, second) = if at_a <= at_b {
-                    (at_a, at_b)
-                } else {
-                    (at_b, at_a)
-                };
-                first != second && self.reach[stage_a].reaches(first, second)
-            }
-            _ => false,
-        }
+        let (Some(a), Some(b)) = (a.as_system_id(), b.as_system_id()) else {
+            return false;
+        };
+        a != b && (self.precedes(a, b) || self.precedes(b, a))
     }
 
     /// Whether the schedule declares that `a` runs before `b`: a path of declared edges from `a`

@@ -16,7 +16,7 @@ use crate::diagnostics::Severity;
 use crate::error::ScheduleError;
 use crate::plan::{Plan, build};
 use crate::stats::SystemStats;
-use crate::system::{AsSystemId, Stage, System, SystemId};
+use crate::system::{AsSystemId, Phase, Stage, System, SystemId};
 
 /// Tolerance on comparisons of accumulated time, in seconds, so that sums of decimal steps such
 /// as 0.1 + 0.2 + 0.2 count as reaching 0.5.
@@ -393,20 +393,19 @@ impl<B> Schedule<B> {
         }
         self.fixed_carried = (owed_time - owed * step).max(0.0);
 
-        let mut fixed_done = false;
         for stage in Stage::ALL {
-            if stage.is_fixed() {
-                if !fixed_done {
-                    fixed_done = true;
+            match stage {
+                Stage::Frame(_) => self.run_stage(stage, dt, &mut run, &mut report),
+                // The fixed block runs whole, step after step, where its first stage stands.
+                Stage::Fixed(Phase::First) => {
                     for _ in 0..steps {
-                        for fixed_stage in Stage::ALL.into_iter().filter(|s| s.is_fixed()) {
-                            self.run_stage(fixed_stage, step, &mut run, &mut report);
+                        for phase in Phase::ALL {
+                            self.run_stage(Stage::Fixed(phase), step, &mut run, &mut report);
                         }
                     }
                 }
-                continue;
+                Stage::Fixed(_) => {}
             }
-            self.run_stage(stage, dt, &mut run, &mut report);
         }
         Ok(report)
     }

@@ -5,7 +5,6 @@
 //! world outside the timed routine, and writes components through `Mut` so bevy's change ticks
 //! stay what a real game would see.
 
-use std::cell::RefCell;
 use std::hint::black_box;
 
 use bevy_ecs::batching::BatchingStrategy;
@@ -15,10 +14,10 @@ use bevy_tasks::{ComputeTaskPool, TaskPoolBuilder};
 
 use super::kinds::*;
 use super::{
-    ADD_REMOVE_SIZE, Big, CHANGED_SIZE, DESPAWN_SIZE, Data, ENTITY_SIZES, FRAG_KINDS,
+    ADD_REMOVE_SIZE, Big, CHANGED_SIZE, ChangedWork, DESPAWN_SIZE, Data, ENTITY_SIZES, FRAG_KINDS,
     FRAG_PER_KIND, Heat, JOIN_SIZES, PARALLEL_THREADS, PARALLEL_WRITE_SIZE, PARALLEL_WRITERS,
-    Position, REFERENCE_SIZES, Small, Velocity, body, for_each_kind, is_small, is_written,
-    position, velocity,
+    Position, REFERENCE_SIZES, Small, Velocity, body, for_each_kind, is_small, position, tally,
+    time_parallel_writes, velocity, written_ids,
 };
 use crate::harness::Workload;
 
@@ -210,10 +209,7 @@ impl ChangedFixture {
     fn new(n: u64) -> ChangedFixture {
         let mut world = World::new();
         let ids: Vec<Entity> = world.spawn_batch((0..n).map(position)).collect();
-        let written = (0..n)
-            .filter(|&i| is_written(i))
-            .map(|i| ids[i as usize])
-            .collect();
+        let written = written_ids(&ids);
         let writer = SystemState::new(&mut world);
         let mut reader = SystemState::new(&mut world);
         // A new system sees every row as changed once; that first visit is not a sample.
@@ -225,8 +221,10 @@ impl ChangedFixture {
             reader,
         }
     }
+}
 
-    /// The untimed part of a sample: the writer system writes 1% of the rows through `Mut`.
+impl ChangedWork for ChangedFixture {
+    /// The writer system writes 1% of the rows through `Mut`.
     fn write(&mut self) {
         let mut positions = self
             .writer
@@ -239,7 +237,7 @@ impl ChangedFixture {
         }
     }
 
-    /// The timed part: the reader system visits the rows changed since its last run.
+    /// The reader system visits the rows changed since its last run.
     fn visit(&mut self) -> (u64, f32) {
         visit_changed(&self.world, &mut self.reader)
     }
@@ -250,27 +248,19 @@ fn visit_changed(
     world: &World,
     reader: &mut SystemState<Query<'static, 'static, &'static Position, Changed<Position>>>,
 ) -> (u64, f32) {
-    reader
-        .get(world)
-        .expect("a Query parameter is always valid")
-        .iter()
-        .fold((0, 0.0), |(count, sum), position| {
-            (count + 1, sum + position.x)
-        })
+    tally(
+        reader
+            .get(world)
+            .expect("a Query parameter is always valid")
+            .iter(),
+    )
 }
 
 fn changed_filter(n: u64) -> Workload {
-    Workload::new(
-        "changed_filter",
+    super::changed_filter(
         n,
         "SystemState<Query<&Position, Changed<Position>>> (its last run is the window): tick compare per row of the table; writes through Mut in another system",
-        move |b| {
-            let fixture = RefCell::new(ChangedFixture::new(n));
-            b.iter_with_setup(
-                || fixture.borrow_mut().write(),
-                |_| fixture.borrow_mut().visit(),
-            );
-        },
+        ChangedFixture::new,
     )
 }
 
@@ -409,11 +399,8 @@ fn parallel_write(n: u64) -> Workload {
             compute_pool();
             let (mut world, mut query) = heated(n);
             let batching = writer_batches(n);
-            // Each run writes its own number, so every write changes the stored value.
-            let mut run = 0.0;
-            b.iter(|| {
-                run += 1.0;
-                write_in_parallel(&mut world, &mut query, &batching, run);
+            time_parallel_writes(b, |value| {
+                write_in_parallel(&mut world, &mut query, &batching, value);
             });
         },
     )

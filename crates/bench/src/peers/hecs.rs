@@ -11,7 +11,6 @@
 //! outside the timed routine.
 
 use std::any::TypeId;
-use std::cell::RefCell;
 use std::hint::black_box;
 
 use hecs::{
@@ -22,10 +21,10 @@ use rayon::prelude::*;
 
 use super::kinds::*;
 use super::{
-    ADD_REMOVE_SIZE, Big, CHANGED_SIZE, CLONE_SIZE, DESPAWN_SIZE, Data, ENTITY_SIZES, FRAG_KINDS,
-    FRAG_PER_KIND, Heat, JOIN_SIZES, PARALLEL_THREADS, PARALLEL_WRITE_SIZE, PARALLEL_WRITERS,
-    Position, REFERENCE_SIZES, Rotation, Small, Velocity, body, for_each_kind, is_small,
-    is_written, position, rotation, velocity,
+    ADD_REMOVE_SIZE, Big, CHANGED_SIZE, CLONE_SIZE, ChangedWork, DESPAWN_SIZE, Data, ENTITY_SIZES,
+    FRAG_KINDS, FRAG_PER_KIND, Heat, JOIN_SIZES, PARALLEL_WRITE_SIZE, PARALLEL_WRITERS, Position,
+    REFERENCE_SIZES, Rotation, Small, Velocity, body, for_each_kind, is_small, position,
+    rayon_pool, rotation, tally, time_parallel_writes, velocity, written_ids,
 };
 use crate::harness::Workload;
 
@@ -217,10 +216,7 @@ impl ChangedFixture {
     fn new(n: u64) -> ChangedFixture {
         let mut world = World::new();
         let ids: Vec<Entity> = world.spawn_batch((0..n).map(|i| (position(i),))).collect();
-        let written = (0..n)
-            .filter(|&i| is_written(i))
-            .map(|i| ids[i as usize])
-            .collect();
+        let written = written_ids(&ids);
         let mut tracker = ChangeTracker::new();
         // The first track sees every row as added and gives each its shadow copy; that is
         // setup, not a sample.
@@ -231,9 +227,10 @@ impl ChangedFixture {
             written,
         }
     }
+}
 
-    /// The untimed part of a sample: 1% of the rows written (to a different value, which is
-    /// what the tracker compares).
+impl ChangedWork for ChangedFixture {
+    /// Writes 1% of the rows (to a different value, which is what the tracker compares).
     fn write(&mut self) {
         for &id in &self.written {
             if let Ok(position) = self.world.query_one_mut::<&mut Position>(id) {
@@ -242,29 +239,18 @@ impl ChangedFixture {
         }
     }
 
-    /// The timed part: one track, visiting the rows that differ from their shadow copies.
+    /// One track, visiting the rows that differ from their shadow copies.
     fn visit(&mut self) -> (u64, f32) {
         let mut changes = self.tracker.track(&mut self.world);
-        changes
-            .changed()
-            .fold((0, 0.0), |(count, sum), (_id, _old, new)| {
-                (count + 1, sum + new.x)
-            })
+        tally(changes.changed().map(|(_id, _old, new)| new))
     }
 }
 
 fn changed_filter(n: u64) -> Workload {
-    Workload::new(
-        "changed_filter",
+    super::changed_filter(
         n,
         "no change ticks in hecs: ChangeTracker<Position> compares every row with a shadow copy (PartialEq) and refreshes the changed ones",
-        move |b| {
-            let fixture = RefCell::new(ChangedFixture::new(n));
-            b.iter_with_setup(
-                || fixture.borrow_mut().write(),
-                |_| fixture.borrow_mut().visit(),
-            );
-        },
+        ChangedFixture::new,
     )
 }
 
@@ -464,17 +450,6 @@ fn world_clone(n: u64) -> Workload {
     )
 }
 
-/// A rayon pool of [`PARALLEL_THREADS`] threads.
-fn rayon_pool() -> rayon::ThreadPool {
-    match rayon::ThreadPoolBuilder::new()
-        .num_threads(PARALLEL_THREADS)
-        .build()
-    {
-        Ok(pool) => pool,
-        Err(error) => panic!("benchmark fixture: {error}"),
-    }
-}
-
 /// A world of `n` entities with [`Heat`] 0.
 fn heated(n: u64) -> World {
     let mut world = World::new();
@@ -508,12 +483,7 @@ fn parallel_write(n: u64) -> Workload {
         move |b| {
             let pool = rayon_pool();
             let mut world = heated(n);
-            // Each run writes its own number, so every write changes the stored value.
-            let mut run = 0.0;
-            b.iter(|| {
-                run += 1.0;
-                write_in_parallel(&mut world, &pool, run);
-            });
+            time_parallel_writes(b, |value| write_in_parallel(&mut world, &pool, value));
         },
     )
 }

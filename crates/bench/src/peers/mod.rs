@@ -31,7 +31,9 @@ pub mod bevy;
 pub mod hecs;
 pub mod shipyard;
 
-use crate::harness::Workload;
+use std::cell::RefCell;
+
+use crate::harness::{Bencher, Workload};
 use crate::report::Unsupported;
 
 /// The sizes of `spawn`, `spawn_batch` and `iter2`.
@@ -98,43 +100,28 @@ pub fn unsupported() -> Vec<Unsupported> {
 }
 
 /// Declares the plain components every peer library stores, deriving `bevy_ecs` and `shipyard`
-/// components (hecs takes any `Send + Sync + 'static` type). Takes tuple structs ending in `;`
-/// and structs with named fields.
+/// components (hecs takes any `Send + Sync + 'static` type). Takes struct items.
 macro_rules! components {
-    () => {};
-    ($(#[$meta:meta])* $name:ident ($($fields:tt)*); $($rest:tt)*) => {
-        $(#[$meta])*
-        #[derive(
-            Debug,
-            Clone,
-            Copy,
-            PartialEq,
-            bevy_ecs::component::Component,
-            ::shipyard::Component,
-        )]
-        pub struct $name($($fields)*);
-        components!($($rest)*);
-    };
-    ($(#[$meta:meta])* $name:ident {$($fields:tt)*} $($rest:tt)*) => {
-        $(#[$meta])*
-        #[derive(
-            Debug,
-            Clone,
-            Copy,
-            PartialEq,
-            bevy_ecs::component::Component,
-            ::shipyard::Component,
-        )]
-        pub struct $name {$($fields)*}
-        components!($($rest)*);
+    ($($item:item)*) => {
+        $(
+            #[derive(
+                Debug,
+                Clone,
+                Copy,
+                PartialEq,
+                bevy_ecs::component::Component,
+                ::shipyard::Component,
+            )]
+            $item
+        )*
     };
 }
 
 components! {
     /// A row-major 4×4 affine matrix, as Strata's `Transform`.
-    Transform(pub [f32; 16]);
+    pub struct Transform(pub [f32; 16]);
     /// A position.
-    Position {
+    pub struct Position {
         /// The x component.
         pub x: f32,
         /// The y component.
@@ -143,7 +130,7 @@ components! {
         pub z: f32,
     }
     /// A rotation (Euler angles).
-    Rotation {
+    pub struct Rotation {
         /// The x component.
         pub x: f32,
         /// The y component.
@@ -152,7 +139,7 @@ components! {
         pub z: f32,
     }
     /// A velocity.
-    Velocity {
+    pub struct Velocity {
         /// The x component.
         pub x: f32,
         /// The y component.
@@ -161,13 +148,13 @@ components! {
         pub z: f32,
     }
     /// The value `frag_iter` doubles.
-    Data(pub f32);
+    pub struct Data(pub f32);
     /// The component of the large set of `small_driver_join`, whose field is summed.
-    Big(pub f32);
+    pub struct Big(pub f32);
     /// The component of the small set of `small_driver_join`.
-    Small(pub f32);
+    pub struct Small(pub f32);
     /// The one number `parallel_write` writes, as Strata's one-field `Heat`.
-    Heat(pub f64);
+    pub struct Heat(pub f64);
 }
 
 /// Expands `$m!(Kind, $args...)` once per fragment kind of `frag_iter`, `A` to `Z`.
@@ -212,7 +199,7 @@ pub mod kinds {
             components! {
                 /// A fragment kind of `frag_iter`: in an archetype store, each kind makes a
                 /// table of its own.
-                $kind(pub f32);
+                pub struct $kind(pub f32);
             }
         };
     }
@@ -297,6 +284,73 @@ pub fn is_small(i: u64, n_big: u64, n_small: u64) -> bool {
 /// Whether `changed_filter` writes row `i` between visits.
 pub fn is_written(i: u64) -> bool {
     i.is_multiple_of(CHANGED_STRIDE)
+}
+
+/// The ids of the rows `changed_filter` writes between visits, picked by [`is_written`] from
+/// the ids of all its rows in spawn order.
+pub(crate) fn written_ids<Id: Copy>(ids: &[Id]) -> Vec<Id> {
+    (0..ids.len())
+        .filter(|&i| is_written(i as u64))
+        .map(|i| ids[i])
+        .collect()
+}
+
+/// What a `changed_filter` visit returns: the number of positions visited and the sum of their
+/// `x`, so that no library's visit can be optimised away.
+pub(crate) fn tally<'a>(positions: impl Iterator<Item = &'a Position>) -> (u64, f32) {
+    positions.fold((0, 0.0), |(count, sum), position| {
+        (count + 1, sum + position.x)
+    })
+}
+
+/// The state one library's `changed_filter` keeps across samples: its world with change
+/// detection switched on, and the rows [`written_ids`] picks.
+pub(crate) trait ChangedWork {
+    /// The untimed part of a sample: every picked row written to a new value through the
+    /// library's tracked path.
+    fn write(&mut self);
+    /// The timed part: the rows changed since the last sample, through the library's change
+    /// detection, [`tally`]ed.
+    fn visit(&mut self) -> (u64, f32);
+}
+
+/// The `changed_filter` workload of one library: the fixture `new(n)` is built once, then each
+/// sample writes through it in setup and times one visit.
+pub(crate) fn changed_filter<F: ChangedWork + 'static>(
+    n: u64,
+    mechanism: &str,
+    new: fn(u64) -> F,
+) -> Workload {
+    Workload::new("changed_filter", n, mechanism, move |b| {
+        let fixture = RefCell::new(new(n));
+        b.iter_with_setup(
+            || fixture.borrow_mut().write(),
+            |_| fixture.borrow_mut().visit(),
+        );
+    })
+}
+
+/// A rayon pool of [`PARALLEL_THREADS`] threads, for the `parallel_write` of the libraries
+/// that run on rayon.
+pub(crate) fn rayon_pool() -> rayon::ThreadPool {
+    match rayon::ThreadPoolBuilder::new()
+        .num_threads(PARALLEL_THREADS)
+        .build()
+    {
+        Ok(pool) => pool,
+        Err(error) => panic!("benchmark fixture: {error}"),
+    }
+}
+
+/// Times `write_all` for `parallel_write`, handing it the run's number (1, 2, 3, ...) as the
+/// value to write: every write then changes the stored value without the world being reset
+/// between runs.
+pub(crate) fn time_parallel_writes(b: &mut Bencher, mut write_all: impl FnMut(f64)) {
+    let mut run = 0.0;
+    b.iter(|| {
+        run += 1.0;
+        write_all(run);
+    });
 }
 
 #[cfg(test)]

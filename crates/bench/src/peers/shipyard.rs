@@ -8,7 +8,6 @@
 //! Invariant: every workload here uses shipyard's public API, builds its world outside the timed
 //! routine, and writes tracked components through views so the tracking sees them.
 
-use std::cell::RefCell;
 use std::hint::black_box;
 
 use rayon::prelude::*;
@@ -20,10 +19,10 @@ use shipyard::{
 
 use super::kinds::*;
 use super::{
-    ADD_REMOVE_SIZE, Big, CHANGED_SIZE, CLONE_SIZE, DESPAWN_SIZE, Data, ENTITY_SIZES, FRAG_KINDS,
-    FRAG_PER_KIND, Heat, JOIN_SIZES, PARALLEL_THREADS, PARALLEL_WRITE_SIZE, Position,
-    REFERENCE_SIZES, Rotation, Small, Transform, Velocity, body, for_each_kind, is_small,
-    is_written, position, rotation, velocity,
+    ADD_REMOVE_SIZE, Big, CHANGED_SIZE, CLONE_SIZE, ChangedWork, DESPAWN_SIZE, Data, ENTITY_SIZES,
+    FRAG_KINDS, FRAG_PER_KIND, Heat, JOIN_SIZES, PARALLEL_WRITE_SIZE, Position, REFERENCE_SIZES,
+    Rotation, Small, Transform, Velocity, body, for_each_kind, is_small, position, rayon_pool,
+    rotation, tally, time_parallel_writes, velocity, written_ids,
 };
 use crate::harness::Workload;
 
@@ -247,15 +246,14 @@ impl ChangedFixture {
         let mut world = World::new();
         world.track_modification::<Position>();
         let ids: Vec<EntityId> = world.bulk_add_entity((0..n).map(position)).collect();
-        let written = (0..n)
-            .filter(|&i| is_written(i))
-            .map(|i| ids[i as usize])
-            .collect();
+        let written = written_ids(&ids);
         ChangedFixture { world, written }
     }
+}
 
-    /// The untimed part of a sample: the modification window restarted (outside a workload
-    /// it runs from the last `clear_all_modified`), then 1% of the rows written.
+impl ChangedWork for ChangedFixture {
+    /// Restarts the modification window (outside a workload it runs from the last
+    /// `clear_all_modified`), then writes 1% of the rows.
     fn write(&mut self) {
         let positions = self
             .world
@@ -271,33 +269,21 @@ impl ChangedFixture {
         }
     }
 
-    /// The timed part: the rows modified inside the window.
-    fn visit(&self) -> (u64, f32) {
+    /// The rows modified inside the window.
+    fn visit(&mut self) -> (u64, f32) {
         let positions = self
             .world
             .borrow::<View<'_, Position, track::Modification>>()
             .expect(FREE_BORROW);
-        positions
-            .modified()
-            .iter()
-            .fold((0, 0.0), |(count, sum), position| {
-                (count + 1, sum + position.x)
-            })
+        tally(positions.modified().iter())
     }
 }
 
 fn changed_filter(n: u64) -> Workload {
-    Workload::new(
-        "changed_filter",
+    super::changed_filter(
         n,
         "track_modification::<Position>, View::modified(): timestamp compare per row of the dense set; window reset with clear_all_modified",
-        move |b| {
-            let fixture = RefCell::new(ChangedFixture::new(n));
-            b.iter_with_setup(
-                || fixture.borrow_mut().write(),
-                |_| fixture.borrow().visit(),
-            );
-        },
+        ChangedFixture::new,
     )
 }
 
@@ -452,17 +438,6 @@ fn world_clone(n: u64) -> Workload {
     )
 }
 
-/// A rayon pool of [`PARALLEL_THREADS`] threads.
-fn rayon_pool() -> rayon::ThreadPool {
-    match rayon::ThreadPoolBuilder::new()
-        .num_threads(PARALLEL_THREADS)
-        .build()
-    {
-        Ok(pool) => pool,
-        Err(error) => panic!("benchmark fixture: {error}"),
-    }
-}
-
 /// A world of `n` entities with [`Heat`] 0 (an untracked storage).
 fn heated(n: u64) -> World {
     let mut world = World::new();
@@ -490,12 +465,7 @@ fn parallel_write(n: u64) -> Workload {
         move |b| {
             let pool = rayon_pool();
             let world = heated(n);
-            // Each run writes its own number, so every write changes the stored value.
-            let mut run = 0.0;
-            b.iter(|| {
-                run += 1.0;
-                write_in_parallel(&world, &pool, run);
-            });
+            time_parallel_writes(b, |value| write_in_parallel(&world, &pool, value));
         },
     )
 }
