@@ -354,9 +354,10 @@ impl Arena {
         self.create(class, parent)
     }
 
-    /// Inserts an instance under an id chosen elsewhere (replication). The id must not be held
-    /// by a live instance or tombstone, and an id of this arena's own range must not have been
-    /// issued by it already; inserting one moves the arena's counter past it.
+    /// Inserts an instance under an id chosen elsewhere (replication). The id must lie inside an
+    /// id range (`u64::MAX` does not), must not be held by a live instance or tombstone, and an
+    /// id of this arena's own range must not have been issued by it already; inserting one moves
+    /// the arena's counter past it.
     pub fn insert_with_id(
         &mut self,
         id: InstanceId,
@@ -367,6 +368,9 @@ impl Arena {
             return Err(ArenaError::BatchInProgress(
                 "explicit ids cannot be inserted inside a construction batch",
             ));
+        }
+        if id.get() >= id.range().end() {
+            return Err(ArenaError::IdOutOfRange(id));
         }
         if self.state.find(id).is_some() {
             return Err(ArenaError::IdInUse(id));

@@ -57,6 +57,9 @@ pub enum ArenaError {
     /// ids are never reused.
     #[error("instance id {0} was already issued by this arena and cannot be reused")]
     IdRetired(InstanceId),
+    /// The id lies outside every id range: `u64::MAX`, one past the end of the client range.
+    #[error("instance id {0} lies outside every id range")]
+    IdOutOfRange(InstanceId),
     /// The id range has no ids left.
     #[error("the {0:?} id range is exhausted")]
     IdSpaceExhausted(IdRange),

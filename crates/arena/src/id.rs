@@ -72,7 +72,8 @@ impl IdRange {
         }
     }
 
-    /// One past the last id of the range.
+    /// One past the last id of the range. The client range ends at `u64::MAX`, which therefore
+    /// belongs to no range: it can be neither allocated nor inserted.
     pub const fn end(self) -> u64 {
         match self {
             IdRange::Server => InstanceId::CLIENT_RANGE_START,

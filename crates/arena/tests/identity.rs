@@ -172,3 +172,24 @@ fn names_are_neither_unique_nor_identity() {
         p.arena.get(b).unwrap().guid()
     );
 }
+
+#[test]
+fn the_largest_id_is_refused_with_a_typed_error() {
+    // No range holds u64::MAX: the client range ends one before it, so accepting it would
+    // leave the counter nowhere to go.
+    let classes = Arena::standard().classes_shared().clone();
+    for mut arena in [Arena::client(classes.clone()), Arena::new(classes)] {
+        let largest = id(u64::MAX);
+        let error = assert_refused_unchanged(&mut arena, |a| {
+            a.insert_with_id(largest, ClassId::FOLDER, None)
+        });
+        assert_eq!(error, ArenaError::IdOutOfRange(largest));
+    }
+    // The last id of the client range is accepted and exhausts it.
+    let mut client = Arena::client(Arena::standard().classes_shared().clone());
+    client
+        .insert_with_id(id(u64::MAX - 1), ClassId::FOLDER, None)
+        .unwrap();
+    let error = assert_refused_unchanged(&mut client, |a| a.create(ClassId::FOLDER, None));
+    assert_eq!(error, ArenaError::IdSpaceExhausted(IdRange::ClientLocal));
+}
