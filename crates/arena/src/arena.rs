@@ -13,7 +13,9 @@ use std::sync::Arc;
 use crate::class::{ClassId, ClassRegistry, FamilySet, StateKind};
 use crate::error::ArenaError;
 use crate::event::{Doomed, Event, Lineage, MovedIds, PartWrite, PartWriteKind, TopologyChange};
-use crate::id::{Guid, IdRange, InstanceId, PersistentId, Slot, mix64};
+use crate::id::{
+    Guid, IdRange, InstanceId, PersistentId, Slot, fresh_seed, guid_for, mix64, next_arena_serial,
+};
 use crate::journal::{BoundedJournal, HistoryUnavailable, JournalRead};
 use crate::math::{Transform, Vec3};
 use crate::node::{Node, NodeFlag};
@@ -112,6 +114,10 @@ pub struct Arena {
     /// The next id of `own_range` to allocate. Ids of the other range only arrive through
     /// `insert_with_id`, which never moves this counter for them.
     pub(crate) next_id: u64,
+    /// This arena's serial: unique in the process, stamped on the tokens it issues.
+    pub(crate) serial: u64,
+    /// The seed GUIDs and persistent ids derive from: drawn fresh for every arena, or given by
+    /// `with_seed` for reproducible runs.
     pub(crate) seed: u64,
     pub(crate) guid_counter: u64,
     pub(crate) persistent_counter: u64,
@@ -162,11 +168,13 @@ impl Arena {
     }
 
     fn with_range(classes: Arc<ClassRegistry>, own_range: IdRange) -> Self {
+        let serial = next_arena_serial();
         Self {
             state: Snapshot::new(classes),
             own_range,
             next_id: own_range.start(),
-            seed: 0,
+            serial,
+            seed: fresh_seed(serial),
             guid_counter: 0,
             persistent_counter: 0,
             free_slots: Vec::new(),
@@ -181,8 +189,12 @@ impl Arena {
         }
     }
 
-    /// Sets the seed GUIDs and persistent ids are derived from. Two arenas with the same seed
-    /// and the same operations produce the same GUIDs.
+    /// Sets the seed GUIDs and persistent ids are derived from, for tests and replays. Two
+    /// arenas with the same seed and the same operations produce the same GUIDs and persistent
+    /// ids. Without it every arena draws its own seed (from operating-system entropy, the clock
+    /// and the process id, plus a serial unique in the process), so identities of independently
+    /// made arenas never meet: GUIDs of two arenas of one process never coincide, and across
+    /// processes only with negligible probability, as for persistent ids.
     #[must_use]
     pub fn with_seed(mut self, seed: u64) -> Self {
         self.seed = seed;
@@ -439,11 +451,7 @@ impl Arena {
 
     fn next_guid(&mut self) -> Guid {
         self.guid_counter += 1;
-        let hi = mix64(self.seed ^ self.guid_counter);
-        let lo = mix64(
-            self.guid_counter.wrapping_add(0x9e37_79b9_7f4a_7c15) ^ self.seed.rotate_left(32),
-        );
-        Guid((u128::from(hi) << 64) | u128::from(lo))
+        guid_for(self.seed, self.guid_counter)
     }
 
     /// Places a new node with default data and links it under `parent`. All validation is done.

@@ -1,4 +1,5 @@
-//! Identities: runtime instance ids, physical slots, GUIDs and persistent ids.
+//! Identities: runtime instance ids, physical slots, GUIDs and persistent ids, and the seeds
+//! and serials that keep identities of different arenas apart.
 //!
 //! Invariant: an `InstanceId` is never zero and is never handed out twice by one arena; a `Slot`
 //! is only a position and may hold a different instance after reclamation. The two ranges of
@@ -6,7 +7,11 @@
 //! authoritative side, ids at or above it are allocated locally by a client.
 
 use std::fmt;
+use std::hash::{BuildHasher, RandomState};
 use std::num::NonZeroU64;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Mutex, PoisonError};
+use std::time::{SystemTime, UNIX_EPOCH};
 
 /// The runtime identity of one instance.
 ///
@@ -143,6 +148,60 @@ impl PersistentId {
     }
 }
 
+/// Which arena of this process an arena is: a serial no other arena of the process shares,
+/// stamped on the tokens it issues so they are refused by every other arena.
+static ARENA_SERIAL: AtomicU64 = AtomicU64::new(0);
+
+/// The process's entropy base and the process id it was drawn in (a forked child draws anew).
+static ENTROPY: Mutex<Option<(u32, u64)>> = Mutex::new(None);
+
+/// A serial for a new arena: unique in this process.
+pub(crate) fn next_arena_serial() -> u64 {
+    ARENA_SERIAL.fetch_add(1, Ordering::Relaxed) + 1
+}
+
+/// The default GUID and persistent-id seed of the arena with `serial`. Seeds of two arenas of
+/// one process always differ (`serial` enters through a bijection for a fixed base), and the
+/// base is drawn from operating-system entropy, the clock and the process id, so seeds of two
+/// processes differ except with negligible probability.
+pub(crate) fn fresh_seed(serial: u64) -> u64 {
+    mix64(process_entropy().wrapping_add(serial.wrapping_mul(0x9e37_79b9_7f4a_7c15)))
+}
+
+fn process_entropy() -> u64 {
+    let pid = std::process::id();
+    // The guarded value is a plain pair, valid even if a holder panicked.
+    let mut entropy = ENTROPY.lock().unwrap_or_else(PoisonError::into_inner);
+    match *entropy {
+        Some((drawn_in, base)) if drawn_in == pid => base,
+        _ => {
+            // `RandomState` keys its hasher from operating-system randomness.
+            let nanos = SystemTime::now()
+                .duration_since(UNIX_EPOCH)
+                .map_or(0, |elapsed| elapsed.as_nanos());
+            let base = RandomState::new().hash_one((nanos, pid, &raw const entropy as usize));
+            *entropy = Some((pid, base));
+            base
+        }
+    }
+}
+
+/// The GUID the `counter`-th creation of an arena with `seed` receives: a bijection of the
+/// pair, so two arenas with different seeds, or two creations of one arena, never share one.
+pub(crate) fn guid_for(seed: u64, counter: u64) -> Guid {
+    Guid(mix128((u128::from(seed) << 64) | u128::from(counter)))
+}
+
+/// A bijective 128-bit mixer (xor-shifts and multiplications by odd constants), so GUIDs look
+/// random while staying distinct for distinct inputs.
+const fn mix128(mut z: u128) -> u128 {
+    z ^= z >> 67;
+    z = z.wrapping_mul(0x9e37_79b9_7f4a_7c15_f39c_c060_5ced_c835);
+    z ^= z >> 61;
+    z = z.wrapping_mul(0xbf58_476d_1ce4_e5b9_94d0_49bb_1331_11eb);
+    z ^ (z >> 64)
+}
+
 /// SplitMix64's output function: a bijective mixer used to derive GUIDs and persistent ids
 /// from counters, so they look random but are reproducible for a given arena seed.
 pub(crate) const fn mix64(mut z: u64) -> u64 {
@@ -173,6 +232,24 @@ mod tests {
     fn guid_renders_as_hyphenated_hex() {
         let guid = Guid(0x0123_4567_89ab_cdef_0011_2233_4455_6677);
         assert_eq!(guid.to_string(), "01234567-89ab-cdef-0011-223344556677");
+    }
+
+    #[test]
+    fn guids_differ_across_seeds_and_counters() {
+        let mut seen: Vec<Guid> = (0..4)
+            .flat_map(|seed| (1..500).map(move |counter| guid_for(seed, counter)))
+            .collect();
+        seen.sort_unstable();
+        seen.dedup();
+        assert_eq!(seen.len(), 4 * 499);
+    }
+
+    #[test]
+    fn fresh_seeds_differ_within_a_process() {
+        let mut seeds: Vec<u64> = (1..1_000).map(fresh_seed).collect();
+        seeds.sort_unstable();
+        seeds.dedup();
+        assert_eq!(seeds.len(), 999);
     }
 
     #[test]

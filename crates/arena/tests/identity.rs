@@ -5,7 +5,10 @@
 mod common;
 
 use common::{assert_refused_unchanged, place};
-use strata_arena::{Arena, ArenaError, ClassId, IdRange, InstanceId, PersistentId, Slot};
+use proptest::prelude::*;
+use strata_arena::{
+    Arena, ArenaError, AttrValue, ClassId, ExternalRefs, IdRange, InstanceId, PersistentId, Slot,
+};
 
 fn id(raw: u64) -> InstanceId {
     InstanceId::new(raw).unwrap()
@@ -192,4 +195,90 @@ fn the_largest_id_is_refused_with_a_typed_error() {
         .unwrap();
     let error = assert_refused_unchanged(&mut client, |a| a.create(ClassId::FOLDER, None));
     assert_eq!(error, ArenaError::IdSpaceExhausted(IdRange::ClientLocal));
+}
+
+/// The GUIDs and persistent ids an arena hands out for `n` new instances.
+fn identities(arena: &mut Arena, n: usize) -> (Vec<u128>, Vec<u64>) {
+    let mut guids = Vec::with_capacity(n);
+    let mut pids = Vec::with_capacity(n);
+    for _ in 0..n {
+        let id = arena.create(ClassId::ENTITY, None).unwrap();
+        guids.push(arena.get(id).unwrap().guid().0);
+        pids.push(arena.ensure_persistent_id(id).unwrap().get());
+    }
+    (guids, pids)
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig { cases: 64, failure_persistence: None, ..ProptestConfig::default() })]
+
+    #[test]
+    fn two_independently_made_arenas_never_share_a_guid_or_persistent_id(
+        n_a in 1..40usize,
+        n_b in 1..40usize,
+        client_a in any::<bool>(),
+        client_b in any::<bool>(),
+    ) {
+        let classes = Arena::standard().classes_shared().clone();
+        let make = |client: bool| {
+            if client { Arena::client(classes.clone()) } else { Arena::new(classes.clone()) }
+        };
+        let (mut a, mut b) = (make(client_a), make(client_b));
+        let (guids_a, pids_a) = identities(&mut a, n_a);
+        let (guids_b, pids_b) = identities(&mut b, n_b);
+        for guid in &guids_a {
+            prop_assert!(!guids_b.contains(guid), "GUID {guid:x} issued by both arenas");
+        }
+        for pid in &pids_a {
+            prop_assert!(!pids_b.contains(pid), "persistent id {pid} issued by both arenas");
+        }
+    }
+}
+
+#[test]
+fn graft_never_binds_an_external_reference_to_an_unrelated_instance() {
+    // Two places built independently, each giving its first instance a persistent id.
+    let mut source = place();
+    let road = source
+        .arena
+        .create(ClassId::PART, Some(source.workspace))
+        .unwrap();
+    source.arena.ensure_persistent_id(road).unwrap();
+    let camera = source.arena.create(ClassId::CAMERA, None).unwrap();
+    source
+        .arena
+        .set_attribute(camera, "follows", Some(AttrValue::Reference(Some(road))))
+        .unwrap();
+
+    let mut dest = place();
+    let unrelated = dest
+        .arena
+        .create(ClassId::PART, Some(dest.workspace))
+        .unwrap();
+    dest.arena.ensure_persistent_id(unrelated).unwrap();
+
+    let graft = dest
+        .arena
+        .graft(
+            &source.arena.snapshot(),
+            camera,
+            None,
+            ExternalRefs::ResolveByPersistentId,
+        )
+        .unwrap();
+    let copy = graft.map.root().unwrap();
+    assert_eq!(
+        dest.arena.get(copy).unwrap().attributes().get("follows"),
+        Some(&AttrValue::Reference(None)),
+        "the source's road has no counterpart here"
+    );
+    assert_eq!((graft.resolved, graft.cleared), (0, 1));
+}
+
+#[test]
+fn a_seed_reproduces_identities_for_replays() {
+    let classes = Arena::standard().classes_shared().clone();
+    let mut a = Arena::new(classes.clone()).with_seed(7);
+    let mut b = Arena::new(classes).with_seed(7);
+    assert_eq!(identities(&mut a, 20), identities(&mut b, 20));
 }
