@@ -96,6 +96,15 @@ pub(crate) struct Detached {
     pub(crate) at: Revision,
 }
 
+/// How a structural change sets the world membership of the subtree it affected.
+#[derive(Clone, Copy)]
+pub(crate) enum Membership {
+    /// A move: the root's membership is given, every other node follows from its ancestry.
+    Derived { root_in_world: bool },
+    /// A destruction: every node leaves the world.
+    Cleared,
+}
+
 /// What a write may have changed, which decides the revision domains it touches.
 #[derive(Clone, Copy, PartialEq, Eq)]
 pub(crate) enum WriteScope {
@@ -926,7 +935,13 @@ impl Arena {
             }
             None => false,
         };
-        self.set_world_membership(&moved, info, in_world, at);
+        self.update_world_membership(
+            &moved,
+            Membership::Derived {
+                root_in_world: in_world,
+            },
+            at,
+        );
         let new_layer = info.gui_layer_context(self, child);
         self.invalidate_gui(&moved, info, new_layer, at);
         for family in info.families.iter() {
@@ -959,40 +974,59 @@ impl Arena {
             .is_some_and(|p| p.is_in_world() || self.state.class_of(p.class).is_world_container())
     }
 
-    /// Sets the world flag on every node of a subtree whose flag differs, logging the parts
-    /// that enter or leave.
-    pub(crate) fn set_world_membership(
+    /// Brings the world flag of every node of a moved or destroyed subtree up to date, logging
+    /// the parts that enter or leave and advancing the collision revision when a collision
+    /// class changed membership. Each node's membership follows from its own ancestry (some
+    /// ancestor is a world container), so a node under a world container inside the subtree
+    /// keeps its membership whatever happens to the root.
+    pub(crate) fn update_world_membership(
         &mut self,
         moved: &MovedIds,
-        info: SubtreeInfo,
-        in_world: bool,
+        membership: Membership,
         at: Revision,
     ) {
-        let root_in_world = self
-            .state
-            .find(moved.root())
-            .is_some_and(|(_, n)| n.is_in_world());
-        if root_in_world == in_world {
-            return;
+        if let Membership::Derived { root_in_world } = membership {
+            let root_was = self
+                .state
+                .find(moved.root())
+                .is_some_and(|(_, n)| n.is_in_world());
+            if root_was == root_in_world {
+                // The rest of the subtree derives from the root and the subtree's own classes.
+                return;
+            }
         }
-        let kind = if in_world {
-            PartWriteKind::EnteredWorld
-        } else {
-            PartWriteKind::LeftWorld
-        };
-        for &id in moved.as_slice() {
+        let mut collision = false;
+        for (index, &id) in moved.as_slice().iter().enumerate() {
             let Some((slot, node)) = self.state.find(id) else {
                 continue;
             };
-            let logs = self.state.class_of(node.class).logs_part_writes();
-            self.state
-                .write_at(slot)
-                .set_flag(NodeFlag::InWorld, in_world);
+            let was = node.is_in_world();
+            let now = match membership {
+                Membership::Cleared => false,
+                Membership::Derived { root_in_world } if index == 0 => root_in_world,
+                // Pre-order: the parent's flag is already up to date.
+                Membership::Derived { .. } => node
+                    .parent
+                    .and_then(|p| self.state.slot_of(p))
+                    .is_some_and(|parent| self.inherits_world(parent)),
+            };
+            if was == now {
+                continue;
+            }
+            let descriptor = self.state.class_of(node.class);
+            let (logs, collides) = (descriptor.logs_part_writes(), descriptor.affects_collision());
+            self.state.write_at(slot).set_flag(NodeFlag::InWorld, now);
             if logs {
+                let kind = if now {
+                    PartWriteKind::EnteredWorld
+                } else {
+                    PartWriteKind::LeftWorld
+                };
                 self.part_log.push(PartWrite { id, kind });
             }
+            collision |= collides;
         }
-        if info.collision {
+        if collision {
             self.state.revisions.collision = at;
         }
     }

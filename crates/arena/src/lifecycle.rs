@@ -9,7 +9,7 @@
 //! tombstone or one of its destroyed ancestors; it is never live and never writable. A slot
 //! joins the free pool only in the drain after the one that reported its destruction.
 
-use crate::arena::{Arena, Detached};
+use crate::arena::{Arena, Detached, Membership};
 use crate::error::ArenaError;
 use crate::event::{Doomed, Event, TopologyChange};
 use crate::id::InstanceId;
@@ -69,7 +69,7 @@ impl Arena {
         let Detached {
             moved, info, at, ..
         } = self.detach(id, slot);
-        self.set_world_membership(&moved, info, false, at);
+        self.update_world_membership(&moved, Membership::Cleared, at);
         self.membership_changed(info.families, at);
 
         let mut doomed = Vec::with_capacity(moved.len());

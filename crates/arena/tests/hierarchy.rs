@@ -452,3 +452,81 @@ fn create_many_invalidates_the_layouts_create_does() {
         }
     }
 }
+
+/// The part-write log entries since `cursor`.
+fn part_writes(arena: &strata_arena::Arena, cursor: u64) -> Vec<PartWrite> {
+    arena
+        .part_writes_since(cursor)
+        .unwrap()
+        .map(|(_, w)| *w)
+        .collect()
+}
+
+#[test]
+fn membership_of_every_moved_node_follows_its_own_ancestry() {
+    let mut p = place();
+    // A world container that is not a service, so it can be moved around.
+    let stage_class = p
+        .arena
+        .register_class(ClassDescriptor::new("Stage", StateKind::Plain).world_container())
+        .unwrap();
+    let storage = p.arena.create(ClassId::FOLDER, Some(p.game)).unwrap();
+    let bundle = p.arena.create(ClassId::FOLDER, Some(storage)).unwrap();
+    let stage = p.arena.create(stage_class, Some(bundle)).unwrap();
+    let staged = p.arena.create(ClassId::PART, Some(stage)).unwrap();
+    let model = p.arena.create(ClassId::MODEL, Some(bundle)).unwrap();
+    let loose = p.arena.create(ClassId::PART, Some(model)).unwrap();
+    let in_world = |p: &common::Place, id| p.arena.get(id).unwrap().is_in_world();
+    assert!(in_world(&p, staged), "under a world container");
+    assert!(!in_world(&p, stage) && !in_world(&p, loose));
+
+    // Into the world: only what was outside it enters.
+    let cursor = p.arena.part_log().head();
+    p.arena.set_parent(bundle, Some(p.workspace)).unwrap();
+    assert!(in_world(&p, staged) && in_world(&p, stage) && in_world(&p, loose));
+    let entered = |id| PartWrite {
+        id,
+        kind: PartWriteKind::EnteredWorld,
+    };
+    assert_eq!(
+        part_writes(&p.arena, cursor),
+        vec![entered(model), entered(loose)]
+    );
+
+    // Back out: the staged part stays in the world and logs nothing.
+    let cursor = p.arena.part_log().head();
+    p.arena.set_parent(bundle, Some(storage)).unwrap();
+    assert!(in_world(&p, staged), "still under its world container");
+    assert!(!in_world(&p, stage) && !in_world(&p, loose));
+    let left = |id| PartWrite {
+        id,
+        kind: PartWriteKind::LeftWorld,
+    };
+    assert_eq!(
+        part_writes(&p.arena, cursor),
+        vec![left(model), left(loose)]
+    );
+
+    // Moving the staged part out of its container takes it out of the world.
+    let cursor = p.arena.part_log().head();
+    p.arena.set_parent(staged, Some(storage)).unwrap();
+    assert!(!in_world(&p, staged));
+    assert_eq!(part_writes(&p.arena, cursor), vec![left(staged)]);
+    p.arena.set_parent(staged, Some(stage)).unwrap();
+    assert!(in_world(&p, staged));
+
+    // Destruction takes every in-world node out, wherever the root was.
+    let cursor = p.arena.part_log().head();
+    let collision = p.arena.revisions().collision();
+    let destruction = p.arena.destroy(bundle).unwrap();
+    assert_eq!(part_writes(&p.arena, cursor), vec![left(staged)]);
+    assert!(p.arena.revisions().collision() > collision);
+    p.arena.drain().unwrap();
+    for doomed in destruction.doomed {
+        let flag = p
+            .arena
+            .with_lifecycle_scope(bundle, |view| view.get(doomed.id).unwrap().is_in_world())
+            .unwrap();
+        assert!(!flag, "tombstone {} in world", doomed.id);
+    }
+}
