@@ -34,6 +34,7 @@ pub(crate) struct ClassTraits {
     pub(crate) families: FamilySet,
     pub(crate) part_log: bool,
     pub(crate) collision: bool,
+    pub(crate) animation: bool,
     /// `Some(true)` for a GUI layer, `Some(false)` for a GUI element.
     pub(crate) gui: Option<bool>,
 }
@@ -44,6 +45,7 @@ impl ClassTraits {
             families: descriptor.families(),
             part_log: descriptor.logs_part_writes(),
             collision: descriptor.affects_collision(),
+            animation: descriptor.affects_animation(),
             gui: match descriptor.state_kind() {
                 StateKind::GuiLayer => Some(true),
                 StateKind::GuiElement => Some(false),
@@ -58,7 +60,7 @@ impl ClassTraits {
 #[derive(Clone, Copy, Default)]
 pub(crate) struct SubtreeInfo {
     pub(crate) families: FamilySet,
-    pub(crate) collision: bool,
+    pub(crate) animation: bool,
     pub(crate) has_gui: bool,
     pub(crate) has_layer: bool,
 }
@@ -72,7 +74,7 @@ impl SubtreeInfo {
 
     fn add(&mut self, traits: ClassTraits) {
         self.families = self.families.union(traits.families);
-        self.collision |= traits.collision;
+        self.animation |= traits.animation;
         self.has_gui |= traits.gui.is_some();
         self.has_layer |= traits.gui == Some(true);
     }
@@ -346,6 +348,9 @@ impl Arena {
         if in_world && traits.collision {
             self.state.revisions.collision = at;
         }
+        if traits.animation {
+            self.state.revisions.animation = at;
+        }
         self.membership_changed(traits.families, at);
         let parent = parent.map(|(p, _)| p);
         self.events.push(Event::CreatedRange {
@@ -503,6 +508,9 @@ impl Arena {
         self.state.place(slot, node);
         self.state.live += 1;
         self.membership_changed(traits.families, at);
+        if traits.animation {
+            self.state.revisions.animation = at;
+        }
         if in_world {
             if traits.part_log {
                 self.part_log.push(PartWrite {
@@ -946,6 +954,9 @@ impl Arena {
         self.invalidate_gui(&moved, info, new_layer, at);
         for family in info.families.iter() {
             self.state.revisions.bump_family(family, at);
+        }
+        if info.animation {
+            self.state.revisions.animation = at;
         }
         self.topology_log.push(TopologyChange::Reparented {
             id: child,

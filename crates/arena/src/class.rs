@@ -242,7 +242,8 @@ impl ClassDescriptor {
         self
     }
 
-    /// Writes to instances of this class advance the animation revision.
+    /// Writes to instances of this class, and their creation, destruction and reparenting,
+    /// advance the animation revision.
     #[must_use]
     pub fn animation(mut self) -> Self {
         self.animation = true;
@@ -296,7 +297,7 @@ impl ClassDescriptor {
         self.collision
     }
 
-    /// Whether writes advance the animation revision.
+    /// Whether writes, creation, destruction and reparenting advance the animation revision.
     pub fn affects_animation(&self) -> bool {
         self.animation
     }

@@ -71,6 +71,9 @@ impl Arena {
         } = self.detach(id, slot);
         self.update_world_membership(&moved, Membership::Cleared, at);
         self.membership_changed(info.families, at);
+        if info.animation {
+            self.state.revisions.animation = at;
+        }
 
         let mut doomed = Vec::with_capacity(moved.len());
         let mut untagged = false;

@@ -42,7 +42,8 @@ pub struct Revisions {
     /// State relevant to collision scenes: writes to collision classes in the world, and parts
     /// entering or leaving it.
     pub(crate) collision: Revision,
-    /// Authored animation data.
+    /// Authored animation data: writes to animation classes, and their creation, destruction
+    /// and reparenting.
     pub(crate) animation: Revision,
     /// The broad GUI layout memo: bumped when a whole layer moves or changes.
     pub(crate) layout: Revision,
@@ -71,7 +72,7 @@ impl Revisions {
     pub fn collision(&self) -> Revision {
         self.collision
     }
-    /// Animation data.
+    /// Animation data: writes to animation instances, and their creation, destruction and moves.
     pub fn animation(&self) -> Revision {
         self.animation
     }

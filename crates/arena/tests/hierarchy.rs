@@ -530,3 +530,46 @@ fn membership_of_every_moved_node_follows_its_own_ancestry() {
         assert!(!flag, "tombstone {} in world", doomed.id);
     }
 }
+
+#[test]
+fn creating_moving_and_destroying_animations_advances_the_animation_revision() {
+    let mut p = place();
+    let rig = p.arena.create(ClassId::MODEL, Some(p.workspace)).unwrap();
+    let other = p.arena.create(ClassId::FOLDER, Some(p.game)).unwrap();
+    let animation = |p: &common::Place| p.arena.revisions().animation();
+
+    let before = animation(&p);
+    let walk = p.arena.create(ClassId::ANIMATION, Some(rig)).unwrap();
+    assert!(animation(&p) > before, "creation");
+
+    let before = animation(&p);
+    p.arena.set_parent(walk, Some(other)).unwrap();
+    assert!(animation(&p) > before, "reparenting the animation");
+
+    let before = animation(&p);
+    p.arena.set_parent(other, Some(p.workspace)).unwrap();
+    assert_eq!(
+        animation(&p),
+        p.arena.revisions().clock(),
+        "moving a subtree holding an animation"
+    );
+    assert!(animation(&p) > before);
+
+    let before = animation(&p);
+    p.arena
+        .create_many(ClassId::ANIMATION, Some(rig), 3)
+        .unwrap();
+    assert!(animation(&p) > before, "bulk creation");
+
+    let before = animation(&p);
+    p.arena.destroy(other).unwrap();
+    assert!(animation(&p) > before, "destroying a subtree holding one");
+
+    // Structure without animations leaves the domain alone.
+    let before = animation(&p);
+    let folder = p.arena.create(ClassId::FOLDER, Some(p.workspace)).unwrap();
+    let part = p.arena.create(ClassId::PART, Some(folder)).unwrap();
+    p.arena.set_parent(folder, Some(p.game)).unwrap();
+    p.arena.destroy(part).unwrap();
+    assert_eq!(animation(&p), before);
+}

@@ -20,7 +20,7 @@ use strata_arena::{
 const TAGS: [&str; 3] = ["red", "green", "blue"];
 const NAMES: [&str; 5] = ["A", "B", "Folder", "Part", "Lamp"];
 /// Classes a random create draws from (repeats weight the draw).
-const CLASSES: [ClassId; 10] = [
+const CLASSES: [ClassId; 11] = [
     ClassId::FOLDER,
     ClassId::PART,
     ClassId::PART,
@@ -29,6 +29,7 @@ const CLASSES: [ClassId; 10] = [
     ClassId::POINT_LIGHT,
     ClassId::POINT_LIGHT,
     ClassId::FOLDER,
+    ClassId::ANIMATION,
     ClassId::WORKSPACE,
     ClassId::DATA_MODEL,
 ];
@@ -127,6 +128,7 @@ fn class_name(class: ClassId) -> &'static str {
         ClassId::PART => "Part",
         ClassId::POINT_LIGHT => "PointLight",
         ClassId::ENTITY => "Entity",
+        ClassId::ANIMATION => "Animation",
         other => panic!("class {other:?} is not used by this test"),
     }
 }
@@ -158,6 +160,11 @@ type MemberOf = fn(ClassId) -> bool;
 
 fn is_light(class: ClassId) -> bool {
     class == ClassId::POINT_LIGHT
+}
+
+/// Classes whose creation, destruction, moves and state writes advance the animation revision.
+fn is_animation(class: ClassId) -> bool {
+    class == ClassId::ANIMATION
 }
 
 /// Classes recorded in the part-write log while in the world.
@@ -437,6 +444,11 @@ fn check_view(view: &Snapshot, m: &Model, later: &[InstanceId], exact_revisions:
         m.live_sorted_where(|n| n.class == ClassId::POINT_LIGHT),
         "{ctx}: lights family"
     );
+    assert_eq!(
+        view.family_members(FamilyId::ANIMATIONS).to_vec(),
+        m.live_sorted_where(|n| is_animation(n.class)),
+        "{ctx}: animations family"
+    );
 }
 
 fn expect_refusal<T: Debug>(result: Result<T, ArenaError>, allowed: &[ArenaError], ctx: &str) {
@@ -703,21 +715,24 @@ impl Harness {
         assert_eq!(actual, expected, "{ctx}: part-write log entries");
     }
 
-    /// Family and collision revisions after a change. A family must advance when `strict` and
-    /// one of `touched` belongs to it, and must stay put when none does. `collision`: whether
-    /// the collision revision must advance (`Some(true)`), stay (`Some(false)`), or is free.
+    /// Family, collision and animation revisions after a change. A family must advance when
+    /// `strict` and one of `touched` belongs to it, and must stay put when none does.
+    /// `collision`: whether the collision revision must advance (`Some(true)`), stay
+    /// (`Some(false)`), or is free. `animation`: whether the animation revision must advance.
     fn assert_side_domains(
         &self,
         b: &Before,
         touched: &[InstanceId],
         strict: bool,
         collision: Option<bool>,
+        animation: bool,
         ctx: &str,
     ) {
         let (old, new) = (&b.revisions, self.arena.revisions());
         let families = [
             (FamilyId::PARTS, logs_parts as MemberOf),
             (FamilyId::LIGHTS, is_light),
+            (FamilyId::ANIMATIONS, is_animation),
         ];
         for (family, member) in families {
             let hit = touched.iter().any(|id| member(self.model.node(*id).class));
@@ -740,7 +755,11 @@ impl Harness {
             Some(false) => assert_eq!(new.collision(), old.collision(), "{ctx}: collision moved"),
             None => {}
         }
-        assert_eq!(new.animation(), old.animation(), "{ctx}: animation moved");
+        if animation {
+            assert_eq!(new.animation(), new.clock(), "{ctx}: animation revision");
+        } else {
+            assert_eq!(new.animation(), old.animation(), "{ctx}: animation moved");
+        }
         assert_eq!(new.layout(), old.layout(), "{ctx}: layout moved");
     }
 
@@ -823,7 +842,7 @@ impl Harness {
         }
         self.assert_part_writes(&b, writes, ctx);
         let collides = class == ClassId::PART && self.model.in_world(id);
-        self.assert_side_domains(&b, &[id], true, Some(collides), ctx);
+        self.assert_side_domains(&b, &[id], true, Some(collides), is_animation(class), ctx);
         let diff = self.diff_since(&b);
         assert_eq!(diff.added, vec![id], "{ctx}: diff added");
         assert!(diff.removed.is_empty(), "{ctx}: diff removed");
@@ -899,7 +918,8 @@ impl Harness {
             .iter()
             .any(|d| self.model.node(*d).class == ClassId::PART);
         let collides = was_in_world != now_in_world && has_part;
-        self.assert_side_domains(&b, &moved, false, Some(collides), ctx);
+        let animated = moved.iter().any(|d| is_animation(self.model.node(*d).class));
+        self.assert_side_domains(&b, &moved, false, Some(collides), animated, ctx);
         let mut writes = Vec::new();
         if was_in_world != now_in_world {
             let kind = if now_in_world {
@@ -968,7 +988,9 @@ impl Harness {
         let has_part = moved
             .iter()
             .any(|d| self.model.node(*d).class == ClassId::PART);
-        self.assert_side_domains(&b, &moved, true, Some(was_in_world && has_part), ctx);
+        let animated = moved.iter().any(|d| is_animation(self.model.node(*d).class));
+        let collides = was_in_world && has_part;
+        self.assert_side_domains(&b, &moved, true, Some(collides), animated, ctx);
         let mut writes = Vec::new();
         if was_in_world {
             for d in &moved {
@@ -1025,7 +1047,7 @@ impl Harness {
         assert!(self.arena.pending_events().is_empty(), "{ctx}: events left");
         self.assert_monotonic(&b, ctx);
         self.assert_not_structural(&b, ctx);
-        self.assert_side_domains(&b, &[], true, Some(false), ctx);
+        self.assert_side_domains(&b, &[], true, Some(false), false, ctx);
         assert_eq!(
             self.arena.next_id(),
             b.next_id,
@@ -1069,7 +1091,7 @@ impl Harness {
         assert_eq!(result, Ok(true), "{ctx}: rename");
         self.model.node_mut(id).name = name.to_owned();
         self.assert_written(&b, id, Vec::new(), ctx);
-        self.assert_side_domains(&b, &[id], false, None, ctx);
+        self.assert_side_domains(&b, &[id], false, None, false, ctx);
     }
 
     fn node_mut(&mut self, id: InstanceId, name: Option<&str>, ctx: &str) {
@@ -1096,7 +1118,8 @@ impl Harness {
         }
         self.assert_written(&b, id, writes, ctx);
         let collides = self.model.node(id).class == ClassId::PART && self.model.in_world(id);
-        self.assert_side_domains(&b, &[id], true, Some(collides), ctx);
+        let animated = is_animation(self.model.node(id).class);
+        self.assert_side_domains(&b, &[id], true, Some(collides), animated, ctx);
     }
 
     /// After a write to one node's state through `set_name` or `node_mut`.
@@ -1168,7 +1191,7 @@ impl Harness {
         );
         assert_eq!(self.arena.pending_events().len(), b.events, "{ctx}");
         self.assert_part_writes(&b, Vec::new(), ctx);
-        self.assert_side_domains(&b, &[], true, Some(false), ctx);
+        self.assert_side_domains(&b, &[], true, Some(false), false, ctx);
         let diff = self.diff_since(&b);
         assert!(diff.added.is_empty() && diff.removed.is_empty(), "{ctx}");
         assert!(
