@@ -63,6 +63,8 @@ pub(crate) struct SubtreeInfo {
     pub(crate) animation: bool,
     pub(crate) has_gui: bool,
     pub(crate) has_layer: bool,
+    /// The first node below the root (pre-order) whose parent is locked.
+    pub(crate) locked_below: Option<InstanceId>,
 }
 
 impl SubtreeInfo {
@@ -861,8 +863,9 @@ impl Arena {
     /// `false` for a no-op move, which produces no event, journal entry or revision.
     ///
     /// Refused, leaving everything unchanged: unknown or destroyed child or destination, a
-    /// locked child parent, a destination inside the child's own subtree, and a destination
-    /// class the child's class may not be placed in.
+    /// locked child parent, a destination inside the child's own subtree, a destination class
+    /// the child's class may not be placed in, and a subtree holding a locked instance below
+    /// the child ([`ArenaError::LockedDescendant`]: it would move with it).
     pub fn set_parent(
         &mut self,
         child: InstanceId,
@@ -889,16 +892,27 @@ impl Arena {
                 parent: parent_id,
             });
         }
-        self.move_subtree(child, child_slot, parent);
+        let subtree = self.collect_subtree(child);
+        if let Some(locked) = subtree.1.locked_below {
+            return Err(ArenaError::LockedDescendant {
+                root: child,
+                locked,
+            });
+        }
+        self.move_subtree(child, child_slot, parent, subtree);
         Ok(true)
     }
 
-    /// Detaches a live subtree root from its parent: collects the subtree, advances topology,
-    /// unlinks, invalidates the old GUI layout and queues the removal events. Moves and
-    /// destruction both start here.
-    pub(crate) fn detach(&mut self, root: InstanceId, root_slot: Slot) -> Detached {
+    /// Detaches a live subtree root from its parent, given its collected subtree: advances
+    /// topology, unlinks, invalidates the old GUI layout and queues the removal events. Moves
+    /// and destruction both start here.
+    pub(crate) fn detach(
+        &mut self,
+        root: InstanceId,
+        root_slot: Slot,
+        (moved, info): (MovedIds, SubtreeInfo),
+    ) -> Detached {
         let old_parent = self.state.node_at(root_slot).and_then(|n| n.parent);
-        let (moved, info) = self.collect_subtree(root);
         let old_lineage = old_parent.map(|p| self.lineage(p));
         let old_layer = info.gui_layer_context(self, root);
         let at = self.state.revisions.tick();
@@ -923,19 +937,20 @@ impl Arena {
         }
     }
 
-    /// Performs a validated move and queues its events.
+    /// Performs a validated move of the collected subtree of `child` and queues its events.
     pub(crate) fn move_subtree(
         &mut self,
         child: InstanceId,
         child_slot: Slot,
         parent: Option<(InstanceId, Slot)>,
+        subtree: (MovedIds, SubtreeInfo),
     ) {
         let Detached {
             moved,
             info,
             old_parent,
             at,
-        } = self.detach(child, child_slot);
+        } = self.detach(child, child_slot, subtree);
         let in_world = match parent {
             Some(parent) => {
                 self.link_last((child, child_slot), parent);
@@ -1153,7 +1168,8 @@ impl Arena {
         child_node.next_sibling = None;
     }
 
-    /// The subtree of `root` in pre-order, root first, with what its classes have in common.
+    /// The subtree of `root` in pre-order, root first, with what its classes have in common and
+    /// the first locked node below the root.
     pub(crate) fn collect_subtree(&self, root: InstanceId) -> (MovedIds, SubtreeInfo) {
         let Some((_, node)) = self.state.find(root) else {
             return (MovedIds::One(root), SubtreeInfo::default());
@@ -1168,6 +1184,9 @@ impl Arena {
             ids.push(id);
             if let Some((_, node)) = self.state.find(id) {
                 info.add(ClassTraits::of(self.state.class_of(node.class)));
+                if node.is_parent_locked() && info.locked_below.is_none() {
+                    info.locked_below = Some(id);
+                }
             }
             next = crate::snapshot::successor(&self.state, root, id);
         }

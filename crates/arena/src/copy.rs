@@ -295,7 +295,8 @@ impl Arena {
             root_slot.get_or_insert(slot);
         }
         if let (Some(parent), Some(root), Some(root_slot)) = (parent, map.root(), root_slot) {
-            self.move_subtree(root, root_slot, Some(parent));
+            let subtree = self.collect_subtree(root);
+            self.move_subtree(root, root_slot, Some(parent), subtree);
         }
         Ok((map, counts))
     }

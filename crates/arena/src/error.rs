@@ -42,6 +42,15 @@ pub enum ArenaError {
     /// The instance's parent is locked (services, for example).
     #[error("the parent of {0} is locked")]
     ParentLocked(InstanceId),
+    /// The subtree to move or destroy holds an instance whose parent is locked (a service, or
+    /// one locked by hand) below its root: the locked instance would move or die with it.
+    #[error("cannot move or destroy {root}: its descendant {locked} has its parent locked")]
+    LockedDescendant {
+        /// The root of the subtree the operation was asked for.
+        root: InstanceId,
+        /// The first locked instance below it, in pre-order.
+        locked: InstanceId,
+    },
     /// The class does not allow that parent class.
     #[error("a {child_class} cannot be placed under a {parent_class}")]
     Containment {

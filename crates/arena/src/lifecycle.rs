@@ -51,7 +51,8 @@ impl Arena {
     /// the detach events and a `Destroyed` event. The nodes stay as tombstones.
     ///
     /// Refused for unknown or already destroyed instances, for instances whose parent is
-    /// locked, and inside a construction batch.
+    /// locked or whose subtree holds a locked instance ([`ArenaError::LockedDescendant`]), and
+    /// inside a construction batch.
     pub fn destroy(&mut self, id: InstanceId) -> Result<Destruction, ArenaError> {
         if !self.batches.is_empty() {
             return Err(ArenaError::BatchInProgress(
@@ -66,9 +67,13 @@ impl Arena {
         if node.is_parent_locked() {
             return Err(ArenaError::ParentLocked(id));
         }
+        let subtree = self.collect_subtree(id);
+        if let Some(locked) = subtree.1.locked_below {
+            return Err(ArenaError::LockedDescendant { root: id, locked });
+        }
         let Detached {
             moved, info, at, ..
-        } = self.detach(id, slot);
+        } = self.detach(id, slot, subtree);
         self.update_world_membership(&moved, Membership::Cleared, at);
         self.membership_changed(info.families, at);
         if info.animation {

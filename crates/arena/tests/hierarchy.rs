@@ -573,3 +573,51 @@ fn creating_moving_and_destroying_animations_advances_the_animation_revision() {
     p.arena.destroy(part).unwrap();
     assert_eq!(animation(&p), before);
 }
+
+#[test]
+fn a_subtree_holding_a_locked_instance_is_neither_moved_nor_destroyed() {
+    let mut p = place();
+    // A service that may sit anywhere: created with its parent locked.
+    let lighting = p
+        .arena
+        .register_class(ClassDescriptor::new("Lighting", StateKind::Plain).service())
+        .unwrap();
+    let folder = p.arena.create(ClassId::FOLDER, Some(p.workspace)).unwrap();
+    let holder = p.arena.create(ClassId::MODEL, Some(folder)).unwrap();
+    let service = p.arena.create(lighting, Some(holder)).unwrap();
+    let elsewhere = p.arena.create(ClassId::FOLDER, Some(p.game)).unwrap();
+    p.arena.drain().unwrap();
+
+    let locked = ArenaError::LockedDescendant {
+        root: folder,
+        locked: service,
+    };
+    let error =
+        assert_refused_unchanged(&mut p.arena, |a| a.set_parent(folder, Some(elsewhere)));
+    assert_eq!(error, locked);
+    let error = assert_refused_unchanged(&mut p.arena, |a| a.set_parent(folder, None));
+    assert_eq!(error, locked);
+    let error = assert_refused_unchanged(&mut p.arena, |a| a.destroy(folder));
+    assert_eq!(error, locked);
+    assert_eq!(p.arena.parent(service), Some(holder));
+
+    // An instance locked by hand counts the same.
+    let crate_ = p.arena.create(ClassId::PART, Some(elsewhere)).unwrap();
+    let lid = p.arena.create(ClassId::FOLDER, Some(crate_)).unwrap();
+    p.arena.set_parent_locked(lid, true).unwrap();
+    let error = assert_refused_unchanged(&mut p.arena, |a| a.destroy(elsewhere));
+    assert_eq!(
+        error,
+        ArenaError::LockedDescendant {
+            root: elsewhere,
+            locked: lid
+        }
+    );
+    // Unlocked, the subtree moves and is destroyed as before.
+    p.arena.set_parent_locked(lid, false).unwrap();
+    assert!(p.arena.set_parent(crate_, Some(p.workspace)).unwrap());
+    p.arena.destroy(elsewhere).unwrap();
+    // The locked instance itself can still be left where it is while its siblings move.
+    let sibling = p.arena.create(ClassId::PART, Some(holder)).unwrap();
+    assert!(p.arena.set_parent(sibling, Some(p.workspace)).unwrap());
+}
