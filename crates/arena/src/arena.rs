@@ -21,7 +21,9 @@ use crate::math::{Transform, Vec3};
 use crate::node::{Node, NodeFlag};
 use crate::revision::Revision;
 use crate::snapshot::Snapshot;
-use crate::state::{AttrValue, BuiltinState, LightState, NodeData, PartState, StateVariant};
+use crate::state::{
+    AttrValue, BuiltinState, LightState, NodeData, NodeMut, PartState, StateVariant,
+};
 
 /// How many entries the part-write log retains before dropping its older half.
 pub const PART_LOG_CAPACITY: usize = 65_536;
@@ -538,14 +540,15 @@ impl Arena {
 
     // ----- Generic and specialised writes. -----
 
-    /// Generic mutable access to a live node's name, attributes and state. The node is marked
-    /// written (revision, families, collision, animation, part-write log, GUI layout) before it
-    /// is returned, whether or not the caller then changes anything.
-    pub fn node_mut(&mut self, id: InstanceId) -> Result<&mut NodeData, ArenaError> {
+    /// Generic mutable access to a live node's name, attributes and the fields of its built-in
+    /// state (never the state's variant, which its class fixes). The node is marked written
+    /// (revision, families, collision, animation, part-write log, GUI layout) before it is
+    /// returned, whether or not the caller then changes anything.
+    pub fn node_mut(&mut self, id: InstanceId) -> Result<NodeMut<'_>, ArenaError> {
         let slot = self.state.live_slot(id)?;
         self.guard_batch_write(id)?;
         self.mark_written(slot, WriteScope::State);
-        Ok(&mut self.state.write_at(slot).data)
+        Ok(NodeMut::new(&mut self.state.write_at(slot).data))
     }
 
     /// Renames an instance. Returns `false`, changing nothing, when the name is already equal.

@@ -82,5 +82,5 @@ pub use crate::revision::{Revision, Revisions};
 pub use crate::snapshot::{Ancestors, Children, Descendants, Snapshot, SnapshotDiff};
 pub use crate::state::{
     AnimationState, AttrValue, Attributes, BuiltinState, CameraState, GuiElementState,
-    GuiLayerState, LightState, ModelState, NodeData, PartState, SoundState,
+    GuiLayerState, LightState, ModelState, NodeData, NodeMut, PartState, SoundState, StateMut,
 };

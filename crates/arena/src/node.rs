@@ -3,7 +3,8 @@
 //! Invariant: the hierarchy is stored twice and kept symmetric by the arena: `parent` on the
 //! child, and an ordered, doubly linked sibling list hanging off the parent (`first_child`,
 //! `last_child`, `prev_sibling`, `next_sibling`, `child_count`). Only the arena changes links and
-//! flags; generic mutable access reaches `NodeData` alone.
+//! flags; generic mutable access (`NodeMut`) reaches the name, the attributes and the fields of
+//! the built-in state struct alone.
 
 use std::sync::Arc;
 

@@ -1,9 +1,11 @@
 //! Typed per-instance data: attribute values and the built-in state each class kind carries.
 //!
-//! Invariant: a node's `BuiltinState` variant always matches its class's `StateKind`; the only
-//! ways to change it (`Arena::set_state` and the specialised setters) check the kind. Every
-//! instance reference inside state or attributes is reachable through
-//! [`NodeData::for_each_reference_mut`], which is what clone and graft rely on to remap them.
+//! Invariant: a node's `BuiltinState` variant always matches its class's `StateKind`. The ways
+//! to replace a whole state (`Arena::set_state`, the specialised setters, graft) check the kind;
+//! generic mutable access ([`NodeMut`]) reaches only the fields of the struct the variant holds
+//! ([`StateMut`]), never the variant itself. Every instance reference inside state or attributes
+//! is reachable through [`NodeData::for_each_reference_mut`], which is what clone and graft rely
+//! on to remap them.
 
 use std::sync::Arc;
 
@@ -389,7 +391,9 @@ impl StateVariant for LightState {
     }
 }
 
-/// The writable part of a node: everything generic mutable access may change.
+/// The data of a node: its name, attributes and built-in state. Nodes hand it out by shared
+/// reference ([`crate::Node::data`]); writes go through [`NodeMut`], which keeps the state's
+/// variant.
 #[derive(Clone, Debug, PartialEq)]
 pub struct NodeData {
     /// Display name. Neither unique nor an identity.
@@ -417,6 +421,107 @@ impl NodeData {
             if let AttrValue::Reference(target) = value {
                 f(target);
             }
+        }
+    }
+}
+
+/// Generic mutable access to one live node, as [`crate::Arena::node_mut`] hands it out: the
+/// name, the attributes, and the fields of the state struct the node's class carries.
+///
+/// The built-in state cannot be replaced as a whole through it, so the node keeps the state
+/// kind of its class and the specialised setters always find the struct they write:
+///
+/// ```compile_fail
+/// use strata_arena::{Arena, BuiltinState, ClassId};
+///
+/// let mut arena = Arena::standard();
+/// let part = arena.create(ClassId::PART, None).unwrap();
+/// let mut node = arena.node_mut(part).unwrap();
+/// // There is no `&mut BuiltinState` to be had: this does not compile.
+/// let state: &mut BuiltinState = node.state_mut();
+/// *state = BuiltinState::Plain;
+/// ```
+#[derive(Debug)]
+pub struct NodeMut<'a> {
+    data: &'a mut NodeData,
+}
+
+impl<'a> NodeMut<'a> {
+    pub(crate) fn new(data: &'a mut NodeData) -> Self {
+        Self { data }
+    }
+
+    /// The display name.
+    pub fn name(&self) -> &str {
+        &self.data.name
+    }
+
+    /// The display name, for writing.
+    pub fn name_mut(&mut self) -> &mut Arc<str> {
+        &mut self.data.name
+    }
+
+    /// The attributes.
+    pub fn attributes(&self) -> &Attributes {
+        &self.data.attributes
+    }
+
+    /// The attributes, for writing.
+    pub fn attributes_mut(&mut self) -> &mut Attributes {
+        &mut self.data.attributes
+    }
+
+    /// The built-in state.
+    pub fn state(&self) -> &BuiltinState {
+        &self.data.state
+    }
+
+    /// The fields of the built-in state struct, for writing; the variant stays as it is.
+    pub fn state_mut(&mut self) -> StateMut<'_> {
+        self.data.state.fields_mut()
+    }
+}
+
+/// Mutable access to the struct inside one node's built-in state, by kind. Assigning to a
+/// `StateMut` changes nothing in the node; writing through the reference it holds does.
+#[derive(Debug)]
+pub enum StateMut<'a> {
+    /// No built-in state.
+    Plain,
+    /// A part.
+    Part(&'a mut PartState),
+    /// A model.
+    Model(&'a mut ModelState),
+    /// A light.
+    Light(&'a mut LightState),
+    /// A sound.
+    Sound(&'a mut SoundState),
+    /// A camera.
+    Camera(&'a mut CameraState),
+    /// A GUI layer.
+    GuiLayer(&'a mut GuiLayerState),
+    /// A GUI element.
+    GuiElement(&'a mut GuiElementState),
+    /// A component definition's Luau source.
+    ComponentDefinition(&'a mut Arc<str>),
+    /// Animation data.
+    Animation(&'a mut AnimationState),
+}
+
+impl BuiltinState {
+    /// The struct this state holds, for writing its fields without changing the variant.
+    fn fields_mut(&mut self) -> StateMut<'_> {
+        match self {
+            Self::Plain => StateMut::Plain,
+            Self::Part(part) => StateMut::Part(part),
+            Self::Model(model) => StateMut::Model(model),
+            Self::Light(light) => StateMut::Light(light),
+            Self::Sound(sound) => StateMut::Sound(sound),
+            Self::Camera(camera) => StateMut::Camera(camera),
+            Self::GuiLayer(layer) => StateMut::GuiLayer(layer),
+            Self::GuiElement(element) => StateMut::GuiElement(element),
+            Self::ComponentDefinition { source } => StateMut::ComponentDefinition(source),
+            Self::Animation(animation) => StateMut::Animation(animation),
         }
     }
 }

@@ -1102,9 +1102,9 @@ impl Harness {
             return;
         }
         match self.arena.node_mut(id) {
-            Ok(data) => {
+            Ok(mut data) => {
                 if let Some(name) = name {
-                    data.name = Arc::from(name);
+                    *data.name_mut() = Arc::from(name);
                 }
             }
             Err(e) => panic!("{ctx}: node_mut refused: {e:?}"),

@@ -8,7 +8,7 @@ use std::sync::Arc;
 
 use common::place;
 use strata_arena::{
-    AttrValue, BuiltinState, ClassId, FamilyId, LightState, Revision, Transform, Vec3,
+    AttrValue, BuiltinState, ClassId, FamilyId, LightState, Revision, StateMut, Transform, Vec3,
 };
 
 #[test]
@@ -278,4 +278,30 @@ fn tags_have_their_own_index_and_revision() {
         "snapshots keep their tag sets"
     );
     assert_eq!(p.arena.get(b).unwrap().tags().len(), 1);
+}
+
+#[test]
+fn generic_access_keeps_the_state_kind_of_the_class() {
+    let mut p = place();
+    let part = p.arena.create(ClassId::PART, Some(p.workspace)).unwrap();
+    let folder = p.arena.create(ClassId::FOLDER, None).unwrap();
+    // Generic access writes the fields of the struct the class carries, never the variant.
+    match p.arena.node_mut(part).unwrap().state_mut() {
+        StateMut::Part(state) => state.anchored = true,
+        other => panic!("a part offers {other:?}"),
+    }
+    let mut generic = p.arena.node_mut(folder).unwrap();
+    assert!(matches!(generic.state_mut(), StateMut::Plain));
+    *generic.name_mut() = Arc::from("Renamed");
+    for (id, class) in [(part, ClassId::PART), (folder, ClassId::FOLDER)] {
+        let kind = p.arena.classes().get(class).unwrap().state_kind();
+        assert_eq!(p.arena.get(id).unwrap().state().kind(), kind);
+    }
+    // A specialised setter that reports a change has made it.
+    let moved = Transform::from_position(Vec3::new(0.0, 9.0, 0.0));
+    assert!(p.arena.set_part_transform(part, moved).unwrap());
+    match p.arena.get(part).unwrap().state() {
+        BuiltinState::Part(state) => assert_eq!(state.transform, moved),
+        other => panic!("a part carries {other:?}"),
+    }
 }
