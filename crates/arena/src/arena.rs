@@ -261,18 +261,18 @@ impl Arena {
         parent: Option<InstanceId>,
     ) -> Result<InstanceId, ArenaError> {
         let parent = self.check_new_child(class, parent)?;
-        let id = self.peek_id()?;
-        let slot = self.take_slot()?;
-        self.commit_id(id);
-        self.insert_node(id, slot, class, parent);
+        let id = self.reserve_ids(1)?;
+        let data = NodeData::default_for(self.state.class_of(class));
+        self.place_run(id, 1, class, data, parent, |_, _| {});
+        self.announce_created(id, parent);
         Ok(id)
     }
 
     /// Creates `count` instances of `class` under `parent` in one step: consecutive ids, one
-    /// clock tick, one `CreatedRange` event and journal entry, siblings linked before they are
-    /// placed. Returns each new instance's id and slot, in id (and child) order. Refused,
-    /// changing nothing, for a bad class or parent, or when the id range cannot hold `count`
-    /// more ids.
+    /// clock tick, one `CreatedRange` event and journal entry. Otherwise it does exactly what
+    /// `count` calls of [`Arena::create`] do (the same steps run for both), and returns each new
+    /// instance's id and slot, in id (and child) order. Refused, changing nothing, for a bad
+    /// class or parent, or when the id range or the slots cannot hold `count` more instances.
     pub fn create_many(
         &mut self,
         class: ClassId,
@@ -280,93 +280,17 @@ impl Arena {
         count: usize,
     ) -> Result<Vec<(InstanceId, Slot)>, ArenaError> {
         let parent = self.check_new_child(class, parent)?;
-        let first = self.next_id();
         let count32 = u32::try_from(count).map_err(|_| ArenaError::SlotsExhausted)?;
-        let end = first
-            .checked_add(count as u64)
-            .filter(|end| *end <= self.own_range.end())
-            .ok_or(ArenaError::IdSpaceExhausted(self.own_range))?;
-        let fresh_needed = count.saturating_sub(self.free_slots.len());
-        if u64::from(self.state.slot_len) + fresh_needed as u64 > u64::from(u32::MAX) {
-            return Err(ArenaError::SlotsExhausted);
-        }
         if count == 0 {
             return Ok(Vec::new());
         }
-        let (Some(first_id), Some(last_id)) = (InstanceId::new(first), InstanceId::new(end - 1))
-        else {
-            return Err(ArenaError::IdSpaceExhausted(self.own_range));
-        };
-        let at = self.state.revisions.tick();
-        self.state.revisions.topology = at;
-        let descriptor = self.state.class_of(class);
-        let traits = ClassTraits::of(descriptor);
-        let service = descriptor.is_service();
-        let template = NodeData::default_for(descriptor);
-        let (in_world, previous_last) = match parent {
-            Some((_, parent_slot)) => (
-                self.inherits_world(parent_slot),
-                self.append_children(parent_slot, first_id, last_id, count32),
-            ),
-            None => (false, None),
-        };
+        let first = self.reserve_ids(count32)?;
+        let data = NodeData::default_for(self.state.class_of(class));
         let mut placed = Vec::with_capacity(count);
-        for raw in first..end {
-            let id = InstanceId::new(raw).expect("ids in the range are non-zero");
-            let slot = self.take_slot().expect("slot room was checked above");
-            let guid = self.next_guid();
-            let mut node = Node::new(id, class, guid, template.clone(), at);
-            node.set_flag(NodeFlag::ParentLocked, service);
-            node.set_flag(NodeFlag::InWorld, in_world);
-            if let Some((parent_id, _)) = parent {
-                node.parent = Some(parent_id);
-                node.prev_sibling = if raw == first {
-                    previous_last
-                } else {
-                    InstanceId::new(raw - 1)
-                };
-                node.next_sibling = if raw + 1 < end {
-                    InstanceId::new(raw + 1)
-                } else {
-                    None
-                };
-            }
-            self.state.place(slot, node);
-            if !self.batches.is_empty() {
-                self.alloc_log.push(Doomed { id, slot });
-            }
-            if in_world && traits.part_log {
-                self.part_log.push(PartWrite {
-                    id,
-                    kind: PartWriteKind::EnteredWorld,
-                });
-            }
+        self.place_run(first, count32, class, data, parent, |id, slot| {
             placed.push((id, slot));
-        }
-        self.next_id = end;
-        self.state.live += count;
-        if parent.is_some() && traits.gui.is_some() {
-            let created = MovedIds::from_vec(placed.iter().map(|(id, _)| *id).collect());
-            self.invalidate_created_gui(traits, &created, at);
-        }
-        if in_world && traits.collision {
-            self.state.revisions.collision = at;
-        }
-        if traits.animation {
-            self.state.revisions.animation = at;
-        }
-        self.membership_changed(traits.families, at);
-        let parent = parent.map(|(p, _)| p);
-        self.events.push(Event::CreatedRange {
-            first: first_id,
-            count: count32,
-            parent,
         });
-        self.topology_log.push(TopologyChange::CreatedRange {
-            first: first_id,
-            count: count32,
-            parent,
-        });
+        self.announce_created_range(first, count32, parent);
         Ok(placed)
     }
 
@@ -409,11 +333,13 @@ impl Arena {
             return Err(ArenaError::IdRetired(id));
         }
         let parent = self.check_new_child(class, parent)?;
-        let slot = self.take_slot()?;
+        self.check_slot_room(1)?;
         if id.range() == self.own_range {
             self.next_id = id.get() + 1;
         }
-        self.insert_node(id, slot, class, parent);
+        let data = NodeData::default_for(self.state.class_of(class));
+        self.place_run(id, 1, class, data, parent, |_, _| {});
+        self.announce_created(id, parent);
         Ok(())
     }
 
@@ -444,27 +370,42 @@ impl Arena {
         Ok(Some((parent, parent_slot)))
     }
 
-    /// The id the next allocation will use, or exhaustion.
-    pub(crate) fn peek_id(&self) -> Result<InstanceId, ArenaError> {
-        let next = self.next_id();
-        if next >= self.own_range.end() {
-            return Err(ArenaError::IdSpaceExhausted(self.own_range));
-        }
-        InstanceId::new(next).ok_or(ArenaError::IdSpaceExhausted(self.own_range))
+    /// Takes the next `count` (at least one) ids of the arena's own range, after checking that
+    /// the range and the slots can hold that many more instances, and returns the first.
+    /// Refused, changing nothing, when they cannot.
+    pub(crate) fn reserve_ids(&mut self, count: u32) -> Result<InstanceId, ArenaError> {
+        let exhausted = || ArenaError::IdSpaceExhausted(self.own_range);
+        let first = self.next_id;
+        let end = first
+            .checked_add(u64::from(count.max(1)))
+            .filter(|end| *end <= self.own_range.end())
+            .ok_or_else(exhausted)?;
+        self.check_slot_room(count)?;
+        // Ranges start at 1, so the counter is never zero.
+        let first_id = InstanceId::new(first).ok_or_else(exhausted)?;
+        self.next_id = end;
+        Ok(first_id)
     }
 
-    pub(crate) fn commit_id(&mut self, id: InstanceId) {
-        self.next_id = id.get() + 1;
-    }
-
-    pub(crate) fn take_slot(&mut self) -> Result<Slot, ArenaError> {
-        if let Some(slot) = self.free_slots.pop() {
-            return Ok(slot);
-        }
-        if self.state.slot_len == u32::MAX {
+    /// Refuses when `count` more instances would not fit in the slots (free ones first).
+    pub(crate) fn check_slot_room(&self, count: u32) -> Result<(), ArenaError> {
+        let fresh_needed = u64::from(count).saturating_sub(self.free_slots.len() as u64);
+        if u64::from(self.state.slot_len) + fresh_needed > u64::from(u32::MAX) {
             return Err(ArenaError::SlotsExhausted);
         }
-        Ok(Slot(self.state.slot_len))
+        Ok(())
+    }
+
+    /// A free slot, or a fresh one past the high-water mark. Callers check room first
+    /// ([`Arena::check_slot_room`]).
+    fn take_slot(&mut self) -> Slot {
+        match self.free_slots.pop() {
+            Some(slot) => slot,
+            None => {
+                debug_assert!(self.state.slot_len < u32::MAX, "slot room is checked first");
+                Slot(self.state.slot_len)
+            }
+        }
     }
 
     fn next_guid(&mut self) -> Guid {
@@ -472,70 +413,122 @@ impl Arena {
         guid_for(self.seed, self.guid_counter)
     }
 
-    /// Places a new node with default data and links it under `parent`. All validation is done.
-    pub(crate) fn insert_node(
+    /// The steps every creation shares (single, bulk, explicit id, copy), for `count >= 1`
+    /// instances of `class` with consecutive ids from `first`, each starting from `data`.
+    /// Everything is validated: the ids are free, slot room was checked, `parent` is live and
+    /// allows the class. One clock tick; each node is placed with a GUID, flags and sibling
+    /// links and appended, in id order, to `parent`'s children (linked before it is placed, so
+    /// only the parent and its previous last child are written besides the new nodes); the live
+    /// count and the construction log follow; then families, animation, world membership
+    /// (part-write log, collision) and GUI layouts as the class declares. Events and the
+    /// topology journal are the caller's ([`Arena::announce_created`]), since single and bulk
+    /// creation announce differently. `placed` sees each new id and slot, in order.
+    pub(crate) fn place_run(
         &mut self,
-        id: InstanceId,
-        slot: Slot,
-        class: ClassId,
-        parent: Option<(InstanceId, Slot)>,
-    ) {
-        let data = NodeData::default_for(self.state.class_of(class));
-        self.insert_node_with(id, slot, class, data, parent);
-    }
-
-    /// Places a new node with the given data, linked as the last child of `parent`, and
-    /// queues its single `Created` event. The node is linked before it is placed, so only the
-    /// parent and the previous last child are written besides it.
-    pub(crate) fn insert_node_with(
-        &mut self,
-        id: InstanceId,
-        slot: Slot,
+        first: InstanceId,
+        count: u32,
         class: ClassId,
         data: NodeData,
         parent: Option<(InstanceId, Slot)>,
-    ) {
-        let guid = self.next_guid();
+        mut placed: impl FnMut(InstanceId, Slot),
+    ) -> Revision {
         let at = self.state.revisions.tick();
         self.state.revisions.topology = at;
         let descriptor = self.state.class_of(class);
         let traits = ClassTraits::of(descriptor);
-        let mut node = Node::new(id, class, guid, data, at);
-        node.set_flag(NodeFlag::ParentLocked, descriptor.is_service());
-        let mut in_world = false;
-        if let Some((parent_id, parent_slot)) = parent {
-            in_world = self.inherits_world(parent_slot);
-            node.parent = Some(parent_id);
-            node.prev_sibling = self.append_children(parent_slot, id, id, 1);
+        let service = descriptor.is_service();
+        let nth = |offset: u64| {
+            InstanceId::new(first.get() + offset).expect("ids of a validated run are non-zero")
+        };
+        let last = nth(u64::from(count.max(1)) - 1);
+        let (in_world, previous_last) = match parent {
+            Some((_, parent_slot)) => (
+                self.inherits_world(parent_slot),
+                self.append_children(parent_slot, first, last, count),
+            ),
+            None => (false, None),
+        };
+        let mut template = Some(data);
+        for offset in 0..u64::from(count) {
+            let id = nth(offset);
+            let is_last = id == last;
+            let data = if is_last {
+                template.take()
+            } else {
+                template.clone()
+            }
+            .expect("the template is moved out only for the last instance");
+            let slot = self.take_slot();
+            let guid = self.next_guid();
+            let mut node = Node::new(id, class, guid, data, at);
+            node.set_flag(NodeFlag::ParentLocked, service);
             node.set_flag(NodeFlag::InWorld, in_world);
-        }
-        self.state.place(slot, node);
-        self.state.live += 1;
-        self.membership_changed(traits.families, at);
-        if traits.animation {
-            self.state.revisions.animation = at;
-        }
-        if in_world {
-            if traits.part_log {
+            if let Some((parent_id, _)) = parent {
+                node.parent = Some(parent_id);
+                node.prev_sibling = if offset == 0 {
+                    previous_last
+                } else {
+                    Some(nth(offset - 1))
+                };
+                node.next_sibling = (!is_last).then(|| nth(offset + 1));
+            }
+            self.state.place(slot, node);
+            if !self.batches.is_empty() {
+                self.alloc_log.push(Doomed { id, slot });
+            }
+            if in_world && traits.part_log {
                 self.part_log.push(PartWrite {
                     id,
                     kind: PartWriteKind::EnteredWorld,
                 });
             }
-            if traits.collision {
-                self.state.revisions.collision = at;
-            }
+            placed(id, slot);
+        }
+        self.state.live += count as usize;
+        self.membership_changed(traits.families, at);
+        if traits.animation {
+            self.state.revisions.animation = at;
+        }
+        if in_world && traits.collision {
+            self.state.revisions.collision = at;
         }
         if parent.is_some() && traits.gui.is_some() {
-            self.invalidate_created_gui(traits, &MovedIds::One(id), at);
+            let created = if count == 1 {
+                MovedIds::One(first)
+            } else {
+                MovedIds::from_vec((0..u64::from(count)).map(nth).collect())
+            };
+            self.invalidate_created_gui(traits, &created, at);
         }
-        if !self.batches.is_empty() {
-            self.alloc_log.push(Doomed { id, slot });
-        }
+        at
+    }
+
+    /// Queues the `Created` event and journal entry of a single creation.
+    pub(crate) fn announce_created(&mut self, id: InstanceId, parent: Option<(InstanceId, Slot)>) {
         let parent = parent.map(|(p, _)| p);
         self.events.push(Event::Created { id, parent });
         self.topology_log
             .push(TopologyChange::Created { id, parent });
+    }
+
+    /// Queues the one `CreatedRange` event and journal entry of a bulk creation.
+    fn announce_created_range(
+        &mut self,
+        first: InstanceId,
+        count: u32,
+        parent: Option<(InstanceId, Slot)>,
+    ) {
+        let parent = parent.map(|(p, _)| p);
+        self.events.push(Event::CreatedRange {
+            first,
+            count,
+            parent,
+        });
+        self.topology_log.push(TopologyChange::CreatedRange {
+            first,
+            count,
+            parent,
+        });
     }
 
     // ----- Generic and specialised writes. -----

@@ -250,9 +250,10 @@ impl Arena {
     ) -> Result<(CloneMap, CopyCounts), ArenaError> {
         // First the whole id mapping, so references to later nodes can be rewritten.
         let mut map = CloneMap::with_capacity(nodes.len());
-        for node in nodes {
-            let id = self.peek_id()?;
-            self.commit_id(id);
+        let count = u32::try_from(nodes.len()).map_err(|_| ArenaError::SlotsExhausted)?;
+        let first = self.reserve_ids(count)?;
+        for (offset, node) in (0..).zip(nodes) {
+            let id = InstanceId::new(first.get() + offset).expect("reserved ids are non-zero");
             map.insert(node.id, id);
         }
         let mut counts = CopyCounts::default();
@@ -275,12 +276,14 @@ impl Arena {
                     }
                 };
             });
-            let slot = self.take_slot()?;
             let link = node
                 .parent
                 .and_then(|p| map.get(p))
                 .and_then(|p| self.state.slot_of(p).map(|slot| (p, slot)));
-            self.insert_node_with(copy, slot, class, data, link);
+            let mut slot = None;
+            self.place_run(copy, 1, class, data, link, |_, placed| slot = Some(placed));
+            self.announce_created(copy, link);
+            let slot = slot.expect("a run of one places one node");
             for tag in &node.tags {
                 self.add_tag(copy, tag)?;
             }
