@@ -761,6 +761,13 @@ impl Arena {
         if self.state.has_tag(id, tag) {
             return Ok(false);
         }
+        self.insert_tag(id, slot, tag);
+        Ok(true)
+    }
+
+    /// Adds a tag the live instance at `slot` does not carry yet, and advances the tags
+    /// revision.
+    pub(crate) fn insert_tag(&mut self, id: InstanceId, slot: Slot, tag: &str) {
         let key: Arc<str> = self
             .state
             .tag_index
@@ -771,7 +778,6 @@ impl Arena {
         self.state.tag_index.entry(key).or_default().insert(id);
         let at = self.state.revisions.tick();
         self.state.revisions.tags = at;
-        Ok(true)
     }
 
     /// Removes a tag from a live instance. Returns `false` when it did not have it.
@@ -843,6 +849,19 @@ impl Arena {
         {
             return Err(ArenaError::PersistentIdInUse { pid, holder });
         }
+        self.replace_persistent_id(id, slot, current, pid);
+        Ok(true)
+    }
+
+    /// Replaces the persistent id `current` of the live instance at `slot` with `pid`, which no
+    /// other instance holds, keeping the index in step.
+    pub(crate) fn replace_persistent_id(
+        &mut self,
+        id: InstanceId,
+        slot: Slot,
+        current: Option<PersistentId>,
+        pid: Option<PersistentId>,
+    ) {
         if let Some(old) = current {
             self.state.persistent_index.remove(&old);
         }
@@ -850,7 +869,6 @@ impl Arena {
             self.state.persistent_index.insert(pid, id);
         }
         self.state.write_at(slot).persistent_id = pid;
-        Ok(true)
     }
 
     // ----- Reparenting. -----

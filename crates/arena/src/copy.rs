@@ -1,9 +1,10 @@
 //! Clone within an arena and graft from another arena.
 //!
-//! Both run as a construction batch: they first allocate an id for every source instance (the
-//! source → copy map), then build the copies with every reference rewritten through that map,
-//! then, if a parent was given, move the finished subtree under it as one announced move. Any
-//! failure rolls the batch back, leaving no allocation behind.
+//! Both first check every source instance against this arena's registry (class, state kind,
+//! services, containment under its copied parent) and the room for the copy, so a refused copy
+//! writes nothing. Then they reserve an id for every source instance (the source → copy map),
+//! build the copies with every reference rewritten through that map, and, if a parent was
+//! given, move the finished subtree under it as one announced move.
 //!
 //! Invariant: a reference between two instances of the copied subtree points, in the copy, to
 //! the corresponding copies. A reference leaving the subtree keeps its target on clone; on
@@ -15,7 +16,7 @@ use std::sync::Arc;
 use hashbrown::HashMap;
 
 use crate::arena::Arena;
-use crate::class::ClassId;
+use crate::class::{ClassId, ClassRegistry};
 use crate::error::ArenaError;
 use crate::id::{InstanceId, PersistentId, Slot};
 use crate::snapshot::Snapshot;
@@ -92,9 +93,10 @@ pub struct Graft {
     pub persistent_ids_dropped: usize,
 }
 
-/// One source instance, read out before construction starts.
+/// One source instance, read out and checked before construction starts.
 struct SourceNode {
     id: InstanceId,
+    /// The class of the copy, in this arena's registry.
     class: ClassId,
     parent: Option<InstanceId>,
     data: NodeData,
@@ -102,6 +104,7 @@ struct SourceNode {
     persistent_id: Option<PersistentId>,
 }
 
+/// The subtree of `root` in pre-order, each node with its class in the source registry.
 fn collect_source(source: &Snapshot, root: InstanceId) -> Result<Vec<SourceNode>, ArenaError> {
     source.live_node(root)?;
     std::iter::once(root)
@@ -120,15 +123,14 @@ fn collect_source(source: &Snapshot, root: InstanceId) -> Result<Vec<SourceNode>
         .collect()
 }
 
-/// Refuses subtrees containing services: they are singletons of their place.
-fn refuse_services(nodes: &[SourceNode], classes: &crate::ClassRegistry) -> Result<(), ArenaError> {
-    match nodes
-        .iter()
-        .find(|n| classes.get(n.class).is_some_and(|c| c.is_service()))
-    {
-        Some(service) => Err(ArenaError::NotCloneable(service.id)),
-        None => Ok(()),
-    }
+/// Whether a copy carries the source's persistent ids over.
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum PersistentIds {
+    /// A clone: the copies are new objects and get none.
+    Drop,
+    /// A graft: the copies are the source's objects arriving here, and keep theirs where this
+    /// arena does not use them already.
+    Carry,
 }
 
 /// Counters a copy reports.
@@ -146,22 +148,20 @@ impl Arena {
     /// remapped to the copies; references leaving it keep their targets. Tags are copied.
     ///
     /// Refused, changing nothing, for unknown or destroyed sources and destinations, containment
-    /// violations, and subtrees containing services. If allocation fails part-way the batch is
-    /// rolled back.
+    /// violations, subtrees containing services, and an id range or slot table that cannot hold
+    /// the copy. Everything is checked before the first write, so a copy never stops half-way.
     pub fn clone_subtree(
         &mut self,
         source: InstanceId,
         parent: Option<InstanceId>,
     ) -> Result<CloneMap, ArenaError> {
-        let nodes = collect_source(&self.state, source)?;
-        refuse_services(&nodes, &self.state.classes)?;
-        let parent = self.check_new_child(nodes[0].class, parent)?;
-        let (map, _) = self.build_copy(
+        let mut nodes = collect_source(&self.state, source)?;
+        let parent = self.check_copy(&self.state.classes, &mut nodes, parent, |_, class| Ok(class))?;
+        let (map, _) = self.copy_nodes(
             &nodes,
             parent,
-            |_, node| Ok(node.class),
             |_, target| Some(target),
-            false,
+            PersistentIds::Drop,
         )?;
         Ok(map)
     }
@@ -171,8 +171,12 @@ impl Arena {
     /// source persistent ids are kept where this arena does not already use them; tags are
     /// kept.
     ///
-    /// An unknown class name or an exhausted id range fails the graft, rolling back every
-    /// instance it had built.
+    /// Every copied node is checked against this arena's registry before the first write: its
+    /// class name must be registered here ([`ArenaError::UnknownClass`]) with the same state
+    /// kind ([`ArenaError::StateKindMismatch`]), be a service in neither registry
+    /// ([`ArenaError::NotCloneable`]), and be allowed under its copied parent
+    /// ([`ArenaError::Containment`]); the id range and slots must hold the copy. A refused graft
+    /// changes nothing.
     pub fn graft(
         &mut self,
         source: &Snapshot,
@@ -180,14 +184,13 @@ impl Arena {
         parent: Option<InstanceId>,
         policy: ExternalRefs,
     ) -> Result<Graft, ArenaError> {
-        let nodes = collect_source(source, root)?;
-        refuse_services(&nodes, source.classes())?;
-        let root_class = self.graft_class(source, nodes[0].class)?;
-        let parent = self.check_new_child(root_class, parent)?;
-        let (map, counts) = self.build_copy(
+        let mut nodes = collect_source(source, root)?;
+        let parent = self.check_copy(source.classes(), &mut nodes, parent, |arena, class| {
+            arena.graft_class(source, class)
+        })?;
+        let (map, counts) = self.copy_nodes(
             &nodes,
             parent,
-            |arena, node| arena.graft_class(source, node.class),
             |arena, target| match policy {
                 ExternalRefs::Clear => None,
                 ExternalRefs::ResolveByPersistentId => source
@@ -195,7 +198,7 @@ impl Arena {
                     .and_then(|n| n.persistent_id)
                     .and_then(|pid| arena.state.by_persistent_id(pid)),
             },
-            true,
+            PersistentIds::Carry,
         )?;
         Ok(Graft {
             map,
@@ -218,37 +221,63 @@ impl Arena {
             .ok_or_else(|| ArenaError::UnknownClass(name.to_owned()))
     }
 
-    /// Runs a copy as a construction batch: commits on success, rolls back on failure.
-    fn build_copy(
-        &mut self,
-        nodes: &[SourceNode],
-        parent: Option<(InstanceId, Slot)>,
-        class_of: impl FnMut(&Arena, &SourceNode) -> Result<ClassId, ArenaError>,
-        external: impl FnMut(&Arena, InstanceId) -> Option<InstanceId>,
-        carry_persistent_ids: bool,
-    ) -> Result<(CloneMap, CopyCounts), ArenaError> {
-        let checkpoint = self.checkpoint();
-        match self.copy_nodes(nodes, parent, class_of, external, carry_persistent_ids) {
-            Ok(outcome) => {
-                self.commit(checkpoint)?;
-                Ok(outcome)
+    /// Checks every node of a copy before anything is written, and rewrites each node's class
+    /// from the source registry (`source_classes`) to this arena's (through `resolve`): no
+    /// service in either registry, the same state kind in both, the root allowed under
+    /// `parent` and every other node under its copied parent. Returns the validated parent.
+    fn check_copy(
+        &self,
+        source_classes: &ClassRegistry,
+        nodes: &mut [SourceNode],
+        parent: Option<InstanceId>,
+        resolve: impl Fn(&Arena, ClassId) -> Result<ClassId, ArenaError>,
+    ) -> Result<Option<(InstanceId, Slot)>, ArenaError> {
+        let mut copied: HashMap<InstanceId, ClassId> = HashMap::with_capacity(nodes.len());
+        let mut checked_parent = None;
+        for (index, node) in nodes.iter_mut().enumerate() {
+            let source_descriptor = source_classes
+                .get(node.class)
+                .ok_or(ArenaError::UnknownClassId(node.class.0))?;
+            let class = resolve(self, node.class)?;
+            let descriptor = self.state.class_of(class);
+            if source_descriptor.is_service() || descriptor.is_service() {
+                return Err(ArenaError::NotCloneable(node.id));
             }
-            Err(error) => {
-                self.rollback(checkpoint)?;
-                Err(error)
+            if source_descriptor.state_kind() != descriptor.state_kind() {
+                return Err(ArenaError::StateKindMismatch {
+                    class: descriptor.name().to_owned(),
+                    source_kind: source_descriptor.state_kind(),
+                    destination_kind: descriptor.state_kind(),
+                });
             }
+            if index == 0 {
+                checked_parent = self.check_new_child(class, parent)?;
+            } else if let Some(parent_class) = node.parent.and_then(|p| copied.get(&p).copied())
+                && !descriptor.allows_parent(parent_class)
+            {
+                return Err(ArenaError::Containment {
+                    child_class: descriptor.name().to_owned(),
+                    parent_class: self.state.class_of(parent_class).name().to_owned(),
+                });
+            }
+            node.class = class;
+            copied.insert(node.id, class);
         }
+        Ok(checked_parent)
     }
 
+    /// Builds a checked copy: reserves an id for every node (the source → copy map, so
+    /// references to later nodes can be rewritten), creates the copies with their references
+    /// remapped and their tags (and, when carried, persistent ids), then moves the finished
+    /// subtree under `parent` as one announced move. Only the id reservation can refuse, and it
+    /// does so before writing anything.
     fn copy_nodes(
         &mut self,
         nodes: &[SourceNode],
         parent: Option<(InstanceId, Slot)>,
-        mut class_of: impl FnMut(&Arena, &SourceNode) -> Result<ClassId, ArenaError>,
         mut external: impl FnMut(&Arena, InstanceId) -> Option<InstanceId>,
-        carry_persistent_ids: bool,
+        persistent_ids: PersistentIds,
     ) -> Result<(CloneMap, CopyCounts), ArenaError> {
-        // First the whole id mapping, so references to later nodes can be rewritten.
         let mut map = CloneMap::with_capacity(nodes.len());
         let count = u32::try_from(nodes.len()).map_err(|_| ArenaError::SlotsExhausted)?;
         let first = self.reserve_ids(count)?;
@@ -259,7 +288,6 @@ impl Arena {
         let mut counts = CopyCounts::default();
         let mut root_slot = None;
         for (node, &(_, copy)) in nodes.iter().zip(&map.pairs) {
-            let class = class_of(self, node)?;
             let mut data = node.data.clone();
             data.for_each_reference_mut(|reference| {
                 let Some(target) = *reference else { return };
@@ -280,16 +308,16 @@ impl Arena {
                 .parent
                 .and_then(|p| map.get(p))
                 .and_then(|p| self.state.slot_of(p).map(|slot| (p, slot)));
-            let mut slot = None;
-            self.place_run(copy, 1, class, data, link, |_, placed| slot = Some(placed));
+            let mut placed = None;
+            self.place_run(copy, 1, node.class, data, link, |_, slot| placed = Some(slot));
             self.announce_created(copy, link);
-            let slot = slot.expect("a run of one places one node");
+            let slot = placed.expect("a run of one places one node");
             for tag in &node.tags {
-                self.add_tag(copy, tag)?;
+                self.insert_tag(copy, slot, tag);
             }
-            if let (true, Some(pid)) = (carry_persistent_ids, node.persistent_id) {
+            if let (PersistentIds::Carry, Some(pid)) = (persistent_ids, node.persistent_id) {
                 if self.state.by_persistent_id(pid).is_none() {
-                    self.set_persistent_id(copy, Some(pid))?;
+                    self.replace_persistent_id(copy, slot, None, Some(pid));
                     counts.persistent_kept += 1;
                 } else {
                     counts.persistent_dropped += 1;

@@ -78,6 +78,19 @@ pub enum ArenaError {
     /// Services cannot be cloned or grafted: they are singletons of their place.
     #[error("instance {0} is a service and cannot be copied")]
     NotCloneable(InstanceId),
+    /// A graft met a class whose state kind differs between the source and this arena's
+    /// registries, so the source's state has no place here.
+    #[error(
+        "class `{class}` carries {source_kind:?} state in the source but {destination_kind:?} here"
+    )]
+    StateKindMismatch {
+        /// The class name both registries know.
+        class: String,
+        /// Its state kind in the source registry.
+        source_kind: StateKind,
+        /// Its state kind in this arena's registry.
+        destination_kind: StateKind,
+    },
     /// The instance's class carries a different kind of built-in state.
     #[error("instance {id} carries {actual:?} state, not {expected:?}")]
     WrongState {

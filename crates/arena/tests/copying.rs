@@ -191,7 +191,7 @@ fn clone_refusals_change_nothing() {
 }
 
 #[test]
-fn rollback_after_a_failed_clone_leaves_no_allocation() {
+fn a_clone_the_id_range_cannot_hold_changes_nothing() {
     let mut f = fixture();
     // Leave room for only two more ids: the four-node clone runs out part-way.
     f.p.arena
@@ -213,9 +213,9 @@ fn rollback_after_a_failed_clone_leaves_no_allocation() {
 }
 
 #[test]
-fn rollback_after_a_failed_graft_removes_what_it_built() {
-    // The source arena knows a class the destination does not; the graft fails on it after
-    // building the nodes before it in pre-order.
+fn a_graft_with_an_unknown_class_changes_nothing() {
+    // The source arena knows a class the destination does not; the graft is refused before it
+    // builds the nodes that come before it in pre-order.
     let mut source = Arena::standard();
     let turret = source
         .register_class(ClassDescriptor::new("Turret", StateKind::Part))
@@ -226,7 +226,7 @@ fn rollback_after_a_failed_graft_removes_what_it_built() {
     source.create(turret, Some(root)).unwrap();
 
     let mut p = place();
-    // Give the destination free slots to reuse, so rollback must restore the free list too.
+    // Give the destination free slots to reuse, so a half-built graft would show in the free list.
     let spare: Vec<_> = (0..3)
         .map(|_| p.arena.create(ClassId::ENTITY, None).unwrap())
         .collect();
@@ -245,7 +245,7 @@ fn rollback_after_a_failed_graft_removes_what_it_built() {
     assert!(!p.arena.in_batch());
     assert_eq!(children(&p.arena, workspace), vec![]);
 
-    // Slot reuse after the rollback follows the same order as without the failed graft.
+    // Slot reuse after the refusal follows the same order as without the failed graft.
     let mut fresh = place();
     for id in 0..3 {
         let _ = id;
@@ -422,4 +422,113 @@ fn committing_an_outer_batch_commits_the_nested_ones() {
     );
     assert!(p.arena.is_live(a) && p.arena.is_live(b));
     p.arena.destroy(a).unwrap();
+}
+
+/// A source arena whose registry says `Turret` goes anywhere and `Gadget` carries part state,
+/// with a folder holding one of each under a model.
+fn lenient_source() -> (Arena, InstanceId, InstanceId, InstanceId) {
+    let mut source = Arena::standard();
+    let turret = source
+        .register_class(ClassDescriptor::new("Turret", StateKind::Plain))
+        .unwrap();
+    let gadget = source
+        .register_class(ClassDescriptor::new("Gadget", StateKind::Part))
+        .unwrap();
+    let root = source.create(ClassId::MODEL, None).unwrap();
+    let folder = source.create(ClassId::FOLDER, Some(root)).unwrap();
+    let placed = source.create(turret, Some(folder)).unwrap();
+    let tool = source.create(gadget, Some(folder)).unwrap();
+    (source, root, placed, tool)
+}
+
+#[test]
+fn graft_checks_every_copied_node_against_the_destination_classes() {
+    let (source, root, _, _) = lenient_source();
+    let snapshot = source.snapshot();
+
+    // Here a turret may only sit under a model; the grafted one sits under a folder.
+    let mut strict = place();
+    strict
+        .arena
+        .register_class(ClassDescriptor::new("Turret", StateKind::Plain).parents(&["Model"]))
+        .unwrap();
+    strict
+        .arena
+        .register_class(ClassDescriptor::new("Gadget", StateKind::Part))
+        .unwrap();
+    let workspace = strict.workspace;
+    let error = assert_refused_unchanged(&mut strict.arena, |a| {
+        a.graft(&snapshot, root, Some(workspace), ExternalRefs::Clear)
+    });
+    assert_eq!(
+        error,
+        ArenaError::Containment {
+            child_class: "Turret".into(),
+            parent_class: "Folder".into()
+        }
+    );
+
+    // Here a gadget carries no state: the source's part state has nowhere to go.
+    let mut plain = place();
+    plain
+        .arena
+        .register_class(ClassDescriptor::new("Turret", StateKind::Plain))
+        .unwrap();
+    plain
+        .arena
+        .register_class(ClassDescriptor::new("Gadget", StateKind::Plain))
+        .unwrap();
+    let workspace = plain.workspace;
+    let error = assert_refused_unchanged(&mut plain.arena, |a| {
+        a.graft(&snapshot, root, Some(workspace), ExternalRefs::Clear)
+    });
+    assert_eq!(
+        error,
+        ArenaError::StateKindMismatch {
+            class: "Gadget".into(),
+            source_kind: StateKind::Part,
+            destination_kind: StateKind::Plain,
+        }
+    );
+
+    // Here a gadget is a service, which no copy may make.
+    let mut services = place();
+    services
+        .arena
+        .register_class(ClassDescriptor::new("Turret", StateKind::Plain))
+        .unwrap();
+    services
+        .arena
+        .register_class(ClassDescriptor::new("Gadget", StateKind::Part).service())
+        .unwrap();
+    let workspace = services.workspace;
+    let error = assert_refused_unchanged(&mut services.arena, |a| {
+        a.graft(&snapshot, root, Some(workspace), ExternalRefs::Clear)
+    });
+    assert!(matches!(error, ArenaError::NotCloneable(_)), "{error:?}");
+
+    // Where the registries agree, the graft goes through and keeps every state kind.
+    let mut agreeing = place();
+    agreeing
+        .arena
+        .register_class(ClassDescriptor::new("Turret", StateKind::Plain).parents(&["Folder"]))
+        .unwrap();
+    agreeing
+        .arena
+        .register_class(ClassDescriptor::new("Gadget", StateKind::Part))
+        .unwrap();
+    let workspace = agreeing.workspace;
+    let graft = agreeing
+        .arena
+        .graft(&snapshot, root, Some(workspace), ExternalRefs::Clear)
+        .unwrap();
+    for (_, copy) in graft.map.iter() {
+        let node = agreeing.arena.get(copy).unwrap();
+        let kind = agreeing
+            .arena
+            .descriptor(node.class())
+            .unwrap()
+            .state_kind();
+        assert_eq!(node.state().kind(), kind);
+    }
 }
