@@ -143,6 +143,10 @@ pub struct Arena {
     pub(crate) part_log: BoundedJournal<PartWrite>,
     pub(crate) topology_log: BoundedJournal<TopologyChange>,
     pub(crate) batches: Vec<crate::batch::BatchMark>,
+    /// The token serials of the open lifecycle scopes, parallel to `state.scope`.
+    pub(crate) scope_serials: Vec<u64>,
+    /// The last serial handed to a checkpoint or lifecycle-scope token.
+    token_serial: u64,
     pub(crate) alloc_log: Vec<Doomed>,
     scratch: Vec<InstanceId>,
 }
@@ -199,6 +203,8 @@ impl Arena {
             part_log: BoundedJournal::new(PART_LOG_CAPACITY),
             topology_log: BoundedJournal::new(TOPOLOGY_LOG_CAPACITY),
             batches: Vec::new(),
+            scope_serials: Vec::new(),
+            token_serial: 0,
             alloc_log: Vec::new(),
             scratch: Vec::new(),
         }
@@ -240,6 +246,12 @@ impl Arena {
         let mut snapshot = self.state.clone();
         snapshot.scope.clear();
         snapshot
+    }
+
+    /// A serial for a new checkpoint or lifecycle-scope token, never handed out before.
+    pub(crate) fn next_token(&mut self) -> u64 {
+        self.token_serial += 1;
+        self.token_serial
     }
 
     /// The range this arena allocates its own ids from.

@@ -23,17 +23,22 @@ use crate::snapshot::{PMap, PSet};
 
 /// An open construction batch. Pass it to [`Arena::commit`] or [`Arena::rollback`].
 ///
-/// A checkpoint identifies its batch by nesting depth, so it must be used with the arena that
-/// issued it.
-#[derive(Debug, PartialEq, Eq)]
+/// A checkpoint names its arena and carries a serial no other token of that arena has, so a
+/// checkpoint whose batch is already closed, or one from another arena, is refused
+/// ([`ArenaError::StaleCheckpoint`], [`ArenaError::ForeignToken`]) and closes nothing. Copies
+/// are therefore harmless: the first use closes the batch, later ones are stale.
+#[derive(Clone, Debug, PartialEq, Eq)]
 #[must_use = "an open batch restricts the arena until committed or rolled back"]
 pub struct Checkpoint {
-    depth: usize,
+    arena: u64,
+    serial: u64,
 }
 
 /// What a checkpoint recorded.
 #[derive(Clone, Debug)]
 pub(crate) struct BatchMark {
+    /// The serial of the checkpoint that opened the batch.
+    serial: u64,
     next_id: u64,
     guid_counter: u64,
     persistent_counter: u64,
@@ -62,7 +67,9 @@ impl Arena {
     /// closes every batch opened after it (a rollback then removes their allocations too), and
     /// their checkpoints become stale.
     pub fn checkpoint(&mut self) -> Checkpoint {
+        let serial = self.next_token();
         self.batches.push(BatchMark {
+            serial,
             next_id: self.next_id,
             guid_counter: self.guid_counter,
             persistent_counter: self.persistent_counter,
@@ -78,7 +85,8 @@ impl Arena {
             family_cache: self.state.family_cache.clone(),
         });
         Checkpoint {
-            depth: self.batches.len() - 1,
+            arena: self.serial,
+            serial,
         }
     }
 
@@ -145,13 +153,19 @@ impl Arena {
         }
     }
 
+    /// Closes the batch `checkpoint` opened, and every batch opened inside it. Refused,
+    /// closing nothing, for another arena's checkpoint or one whose batch is already closed.
     fn close_batch(&mut self, checkpoint: &Checkpoint) -> Result<BatchMark, ArenaError> {
-        let mark = self
+        if checkpoint.arena != self.serial {
+            return Err(ArenaError::ForeignToken);
+        }
+        let depth = self
             .batches
-            .get(checkpoint.depth)
-            .cloned()
+            .iter()
+            .position(|mark| mark.serial == checkpoint.serial)
             .ok_or(ArenaError::StaleCheckpoint)?;
-        self.batches.truncate(checkpoint.depth);
+        let mark = self.batches[depth].clone();
+        self.batches.truncate(depth);
         Ok(mark)
     }
 }

@@ -115,6 +115,9 @@ pub enum ArenaError {
     /// The checkpoint's batch was already closed (directly, or by closing an outer batch).
     #[error("the checkpoint's batch is already closed")]
     StaleCheckpoint,
+    /// The checkpoint or lifecycle-scope token was issued by another arena.
+    #[error("the token was issued by another arena")]
+    ForeignToken,
     /// A lifecycle scope needs a destroyed instance that has not been reclaimed.
     #[error("instance {0} is not a tombstone awaiting reclamation")]
     NotATombstone(InstanceId),

@@ -7,7 +7,9 @@
 //!
 //! Invariant: a tombstone is readable only through an open lifecycle scope whose subject is the
 //! tombstone or one of its destroyed ancestors; it is never live and never writable. A slot
-//! joins the free pool only in the drain after the one that reported its destruction.
+//! joins the free pool only in the drain after the one that reported its destruction. The open
+//! scopes' subjects (`Snapshot::scope`) and their token serials (`Arena::scope_serials`) are
+//! pushed and truncated together here, so they always have the same length.
 
 use crate::arena::{Arena, Detached, Membership};
 use crate::error::ArenaError;
@@ -39,10 +41,14 @@ pub struct Drained {
 }
 
 /// A token for an open lifecycle scope; pass it back to [`Arena::exit_lifecycle_scope`].
-#[derive(Debug, PartialEq, Eq)]
+///
+/// It names its arena and carries a serial no other token of that arena has, so a token whose
+/// scope is already closed, or one from another arena, is refused and closes nothing.
+#[derive(Clone, Debug, PartialEq, Eq)]
 #[must_use = "a lifecycle scope stays open until exited"]
 pub struct LifecycleScope {
-    depth: usize,
+    arena: u64,
+    serial: u64,
 }
 
 impl Arena {
@@ -162,21 +168,32 @@ impl Arena {
     ) -> Result<LifecycleScope, ArenaError> {
         match self.state.find(subject) {
             Some((_, node)) if node.is_destroyed() => {
+                let serial = self.next_token();
                 self.state.scope.push(subject);
+                self.scope_serials.push(serial);
                 Ok(LifecycleScope {
-                    depth: self.state.scope.len() - 1,
+                    arena: self.serial,
+                    serial,
                 })
             }
             _ => Err(ArenaError::NotATombstone(subject)),
         }
     }
 
-    /// Closes a lifecycle scope (and any opened inside it).
+    /// Closes a lifecycle scope (and any opened inside it). Refused, closing nothing, for a
+    /// scope already closed ([`ArenaError::ScopeNotOpen`]) or another arena's token
+    /// ([`ArenaError::ForeignToken`]).
     pub fn exit_lifecycle_scope(&mut self, scope: LifecycleScope) -> Result<(), ArenaError> {
-        if scope.depth >= self.state.scope.len() {
-            return Err(ArenaError::ScopeNotOpen);
+        if scope.arena != self.serial {
+            return Err(ArenaError::ForeignToken);
         }
-        self.state.scope.truncate(scope.depth);
+        let depth = self
+            .scope_serials
+            .iter()
+            .position(|serial| *serial == scope.serial)
+            .ok_or(ArenaError::ScopeNotOpen)?;
+        self.state.scope.truncate(depth);
+        self.scope_serials.truncate(depth);
         Ok(())
     }
 

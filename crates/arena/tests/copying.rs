@@ -532,3 +532,39 @@ fn graft_checks_every_copied_node_against_the_destination_classes() {
         assert_eq!(node.state().kind(), kind);
     }
 }
+
+#[test]
+fn a_stale_checkpoint_cannot_close_a_newer_batch() {
+    let mut p = place();
+    let outer = p.arena.checkpoint();
+    let inner = p.arena.checkpoint();
+    // Closing the outer batch closes the inner one: its checkpoint is stale from now on.
+    p.arena.rollback(outer).unwrap();
+    // Two fresh batches: the second sits where the stale one did.
+    let fresh = p.arena.checkpoint();
+    let nested = p.arena.checkpoint();
+    let built = p.arena.create(ClassId::FOLDER, None).unwrap();
+    let error = assert_refused_unchanged(&mut p.arena, |a| a.rollback(inner));
+    assert_eq!(error, ArenaError::StaleCheckpoint);
+    assert!(p.arena.is_live(built), "the nested batch keeps what it built");
+    p.arena.commit(nested).unwrap();
+    assert!(p.arena.in_batch(), "the fresh batch stays open");
+    p.arena.commit(fresh).unwrap();
+    assert!(!p.arena.in_batch());
+}
+
+#[test]
+fn a_checkpoint_from_another_arena_is_refused() {
+    let mut here = place();
+    let mut there = place();
+    let theirs = there.arena.checkpoint();
+    let ours = here.arena.checkpoint();
+    let built = here.arena.create(ClassId::FOLDER, None).unwrap();
+    let error = assert_refused_unchanged(&mut here.arena, |a| a.rollback(theirs.clone()));
+    assert_eq!(error, ArenaError::ForeignToken);
+    assert!(here.arena.in_batch() && here.arena.is_live(built));
+    here.arena.commit(ours).unwrap();
+    assert!(there.arena.in_batch(), "the other arena's batch is untouched");
+    there.arena.commit(theirs).unwrap();
+    assert!(!there.arena.in_batch());
+}

@@ -254,3 +254,49 @@ fn destroying_parts_in_the_world_logs_them_leaving() {
         .collect();
     assert_eq!(entries, vec![strata_arena::PartWriteKind::LeftWorld]);
 }
+
+#[test]
+fn a_stale_scope_token_cannot_close_a_newer_scope() {
+    let mut p = place();
+    let a = p.arena.create(ClassId::FOLDER, Some(p.workspace)).unwrap();
+    let b = p.arena.create(ClassId::FOLDER, Some(p.workspace)).unwrap();
+    p.arena.destroy(a).unwrap();
+    p.arena.destroy(b).unwrap();
+    let outer = p.arena.enter_lifecycle_scope(a).unwrap();
+    let inner = p.arena.enter_lifecycle_scope(b).unwrap();
+    // Closing the outer scope closes the inner one: its token is stale from now on.
+    p.arena.exit_lifecycle_scope(outer).unwrap();
+    // Two fresh scopes: the second sits where the stale one did.
+    let fresh = p.arena.enter_lifecycle_scope(a).unwrap();
+    let nested = p.arena.enter_lifecycle_scope(b).unwrap();
+    let error = assert_refused_unchanged(&mut p.arena, |arena| {
+        arena.exit_lifecycle_scope(inner)
+    });
+    assert_eq!(error, ArenaError::ScopeNotOpen);
+    assert!(p.arena.get(b).is_some(), "the nested scope stays open");
+    p.arena.exit_lifecycle_scope(nested).unwrap();
+    assert!(p.arena.get(b).is_none() && p.arena.get(a).is_some());
+    p.arena.exit_lifecycle_scope(fresh).unwrap();
+    assert!(p.arena.get(a).is_none());
+}
+
+#[test]
+fn a_scope_token_from_another_arena_is_refused() {
+    let mut here = place();
+    let mut there = place();
+    let mine = here.arena.create(ClassId::FOLDER, None).unwrap();
+    let theirs = there.arena.create(ClassId::FOLDER, None).unwrap();
+    here.arena.destroy(mine).unwrap();
+    there.arena.destroy(theirs).unwrap();
+    let foreign = there.arena.enter_lifecycle_scope(theirs).unwrap();
+    let own = here.arena.enter_lifecycle_scope(mine).unwrap();
+    let error = assert_refused_unchanged(&mut here.arena, |arena| {
+        arena.exit_lifecycle_scope(foreign.clone())
+    });
+    assert_eq!(error, ArenaError::ForeignToken);
+    assert!(here.arena.get(mine).is_some(), "our scope stays open");
+    here.arena.exit_lifecycle_scope(own).unwrap();
+    assert!(there.arena.get(theirs).is_some(), "theirs is untouched");
+    there.arena.exit_lifecycle_scope(foreign).unwrap();
+    assert!(there.arena.get(theirs).is_none());
+}
