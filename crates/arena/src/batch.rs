@@ -1,5 +1,4 @@
-//! Construction batches: a checkpoint and a rollback that removes what a failed clone or graft
-//! allocated.
+//! Construction batches: a checkpoint and a rollback that removes what the batch built.
 //!
 //! This is not a transaction: a batch may only construct. While one is open the arena refuses
 //! everything else (destruction, draining, inserting explicit ids, moving or writing instances
@@ -7,18 +6,23 @@
 //! undone.
 //!
 //! Invariant: every allocation made while a batch is open is in `alloc_log`, in allocation
-//! order. Because nothing else changed, rollback is exact: it unlinks and removes the batch's
-//! instances newest first (which restores the free-slot list), and puts back what the checkpoint
-//! recorded: id, GUID and persistent-id counters, revisions (the clock included: no value issued
-//! inside the batch survives it), the tag, persistent-id and layout indexes and family caches
-//! (persistent structures, so recording them is O(1)), pending events and both journal heads.
+//! order. Because nothing else changed, rollback restores the hierarchy exactly: it unlinks and
+//! removes the batch's instances newest first (which restores the free-slot list and the links
+//! of pre-existing parents), and puts back the tag and persistent-id indexes and family caches
+//! (persistent structures, so recording them at the checkpoint is O(1)) and the pending events,
+//! which no one can have drained inside the batch. What a reader may have observed inside the
+//! batch only moves forward: ids, GUIDs and persistent ids handed out in it are never handed out
+//! again; the clock ticks once more and every revision domain and layer layout the batch
+//! touched takes that tick, so any cache that looked before or inside the batch sees a change;
+//! journal entries of the batch are retracted without reissuing their sequence numbers, so a
+//! cursor taken inside the batch is refused rather than served a different history.
 
 use std::sync::{Arc, OnceLock};
 
 use crate::arena::Arena;
 use crate::error::ArenaError;
 use crate::id::{IdRange, InstanceId, PersistentId};
-use crate::revision::{Revision, Revisions};
+use crate::revision::Revision;
 use crate::snapshot::{PMap, PSet};
 
 /// An open construction batch. Pass it to [`Arena::commit`] or [`Arena::rollback`].
@@ -39,15 +43,15 @@ pub struct Checkpoint {
 pub(crate) struct BatchMark {
     /// The serial of the checkpoint that opened the batch.
     serial: u64,
+    /// The id counter: ids of the own range from here on were allocated inside the batch.
     next_id: u64,
-    guid_counter: u64,
-    persistent_counter: u64,
+    /// The clock: revisions above it were issued inside the batch.
+    clock: Revision,
     alloc_len: usize,
     events_len: usize,
     topology_head: u64,
     part_head: u64,
     slot_len: u32,
-    revisions: Revisions,
     tag_index: PMap<Arc<str>, PSet<InstanceId>>,
     persistent_index: PMap<PersistentId, InstanceId>,
     layouts: PMap<InstanceId, Revision>,
@@ -71,14 +75,12 @@ impl Arena {
         self.batches.push(BatchMark {
             serial,
             next_id: self.next_id,
-            guid_counter: self.guid_counter,
-            persistent_counter: self.persistent_counter,
+            clock: self.state.revisions.clock(),
             alloc_len: self.alloc_log.len(),
             events_len: self.events.len(),
             topology_head: self.topology_log.head(),
             part_head: self.part_log.head(),
             slot_len: self.state.slot_len,
-            revisions: self.state.revisions.clone(),
             tag_index: self.state.tag_index.clone(),
             persistent_index: self.state.persistent_index.clone(),
             layouts: self.state.layouts.clone(),
@@ -104,9 +106,18 @@ impl Arena {
         Ok(())
     }
 
-    /// Removes every instance allocated since the checkpoint, as if the batch never ran: ids,
-    /// slots, links from pre-existing parents, indexes, revisions, events and journals are all
-    /// as they were at the checkpoint.
+    /// Removes every instance allocated since the checkpoint (and closes the batches opened
+    /// inside it): the hierarchy, the links of pre-existing parents, slots and the free list, the
+    /// tag and persistent-id indexes, family member lists and pending events are as they were
+    /// at the checkpoint.
+    ///
+    /// Counters only move forward, so nothing observed inside the batch is ever reissued for
+    /// something else: ids, GUIDs and persistent ids it handed out stay retired; when the batch
+    /// changed anything, the clock ticks once more and every revision domain, family revision
+    /// and layer layout revision the batch touched takes that tick (a cache that looked before
+    /// or inside the batch sees a change); journal entries written inside the batch are
+    /// retracted, the journal heads move forward, and a cursor taken inside the batch reads
+    /// `HistoryUnavailable`.
     pub fn rollback(&mut self, checkpoint: Checkpoint) -> Result<(), ArenaError> {
         let mark = self.close_batch(&checkpoint)?;
         let rolled_back = self.alloc_log.split_off(mark.alloc_len);
@@ -122,19 +133,27 @@ impl Arena {
             }
         }
         self.state.truncate_slots(mark.slot_len);
-        self.next_id = mark.next_id;
-        self.guid_counter = mark.guid_counter;
-        self.persistent_counter = mark.persistent_counter;
         self.events.truncate(mark.events_len);
-        self.topology_log.truncate_to(mark.topology_head);
-        self.part_log.truncate_to(mark.part_head);
+        self.topology_log.retract_from(mark.topology_head);
+        self.part_log.retract_from(mark.part_head);
         self.state.tag_index = mark.tag_index;
         self.state.persistent_index = mark.persistent_index;
-        self.state.layouts = mark.layouts;
         // Classes and families registered inside the batch stay: registries only grow.
         self.state.family_cache = mark.family_cache;
         self.state.sync_family_cache();
-        self.state.revisions = mark.revisions;
+        let touched = self.state.revisions.clock() > mark.clock;
+        let mut layouts = mark.layouts;
+        if touched {
+            let at = self.state.revisions.tick();
+            self.state.revisions.restamp_since(mark.clock, at);
+            // Layers the batch invalidated keep an invalidation, newer than the batch's.
+            for (layer, revision) in self.state.layouts.iter() {
+                if *revision > mark.clock && self.state.find(*layer).is_some() {
+                    layouts.insert(*layer, at);
+                }
+            }
+        }
+        self.state.layouts = layouts;
         if self.batches.is_empty() {
             self.alloc_log.clear();
         }

@@ -1,10 +1,12 @@
 //! `BoundedJournal<T>`: a bounded history with absolute sequence numbers.
 //!
-//! Invariant: the entry at position `i` of `entries` has sequence number `floor + i`; sequence
-//! numbers only grow. When the journal is full, the older half is dropped in one step and the
-//! floor advances past it. A reader keeps a cursor (the `head` it last saw); a cursor below the
-//! floor, or above the head, cannot be served and gets [`HistoryUnavailable`] rather than a
-//! silently incomplete suffix.
+//! Invariant: entries are kept oldest first with strictly increasing sequence numbers, all at
+//! or above `floor` and below `head`; sequence numbers and `head` only grow, so a number is
+//! never given to two entries. When the journal is full, the older half is dropped in one step
+//! and the floor advances past it. A reader keeps a cursor (the `head` it last saw); a cursor
+//! that cannot be served gets [`HistoryUnavailable`] rather than a silently incomplete or wrong
+//! suffix: below the floor (dropped), above the head (never issued), or inside a retracted
+//! stretch (the reader saw entries a construction rollback has since removed).
 
 use std::collections::VecDeque;
 use std::collections::vec_deque;
@@ -13,14 +15,22 @@ use std::collections::vec_deque;
 /// the component store's removal logs.
 #[derive(Clone, Debug)]
 pub struct BoundedJournal<T> {
-    entries: VecDeque<T>,
+    /// (sequence number, entry), oldest first.
+    entries: VecDeque<(u64, T)>,
     capacity: usize,
     floor: u64,
+    head: u64,
+    /// Retracted stretches `(start, end)`: cursors `c` with `start < c <= end` saw entries that
+    /// were removed afterwards. Only stretches reaching the floor or above are kept.
+    retracted: Vec<(u64, u64)>,
 }
 
-/// A reader asked for entries the journal no longer (or never) held.
+/// A reader asked for entries the journal no longer (or never) held, or for a history a
+/// construction rollback has rewritten since the reader's cursor.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, thiserror::Error)]
-#[error("history unavailable: cursor {requested} is outside the retained range {floor}..={head}")]
+#[error(
+    "history unavailable: cursor {requested} cannot be served (retained range {floor}..={head})"
+)]
 pub struct HistoryUnavailable {
     /// The cursor the reader supplied.
     pub requested: u64,
@@ -37,6 +47,8 @@ impl<T> BoundedJournal<T> {
             entries: VecDeque::new(),
             capacity: capacity.max(2),
             floor: 0,
+            head: 0,
+            retracted: Vec::new(),
         }
     }
 
@@ -44,19 +56,25 @@ impl<T> BoundedJournal<T> {
     pub fn push(&mut self, entry: T) -> u64 {
         if self.entries.len() == self.capacity {
             let dropped = self.capacity / 2;
-            self.entries.drain(..dropped);
-            self.floor += dropped as u64;
+            let last_dropped = self.entries.drain(..dropped).last().map(|(seq, _)| seq);
+            if let Some(last) = last_dropped {
+                self.floor = last + 1;
+            }
+            let floor = self.floor;
+            self.retracted.retain(|&(_, end)| end >= floor);
         }
-        self.entries.push_back(entry);
-        self.head() - 1
+        let seq = self.head;
+        self.entries.push_back((seq, entry));
+        self.head += 1;
+        seq
     }
 
     /// The sequence number the next entry will get: the cursor a reader stores after reading.
     pub fn head(&self) -> u64 {
-        self.floor + self.entries.len() as u64
+        self.head
     }
 
-    /// The sequence number of the oldest retained entry.
+    /// The oldest cursor that can still be served: one past the last dropped entry.
     pub fn floor(&self) -> u64 {
         self.floor
     }
@@ -77,28 +95,47 @@ impl<T> BoundedJournal<T> {
     }
 
     /// The entries from `cursor` (inclusive) to the head, or `HistoryUnavailable` when some of
-    /// them were dropped or the cursor is not one this journal issued.
+    /// them were dropped, the cursor is not one this journal issued, or entries the cursor's
+    /// reader saw were retracted since.
     pub fn read_since(&self, cursor: u64) -> Result<JournalRead<'_, T>, HistoryUnavailable> {
-        if cursor < self.floor || cursor > self.head() {
+        let retracted = self
+            .retracted
+            .iter()
+            .any(|&(start, end)| start < cursor && cursor <= end);
+        if cursor < self.floor || cursor > self.head || retracted {
             return Err(HistoryUnavailable {
                 requested: cursor,
                 floor: self.floor,
-                head: self.head(),
+                head: self.head,
             });
         }
-        let start = (cursor - self.floor) as usize;
+        let start = self.entries.partition_point(|(seq, _)| *seq < cursor);
         Ok(JournalRead {
             inner: self.entries.range(start..),
-            next_seq: cursor,
-            head: self.head(),
+            head: self.head,
         })
     }
 
-    /// Drops entries at or after `head`, restoring an earlier head (construction rollback).
-    /// Does nothing when `head` is not inside the retained range.
-    pub(crate) fn truncate_to(&mut self, head: u64) {
-        if head >= self.floor && head <= self.head() {
-            self.entries.truncate((head - self.floor) as usize);
+    /// Removes every entry at or after `mark` (a head this journal returned earlier) for a
+    /// construction rollback, without reissuing their sequence numbers: the head moves one past
+    /// the old head, and cursors that saw any removed entry (`mark < cursor <= old head`) are
+    /// refused from now on. A reader at `mark` or earlier reads on as if the entries had never
+    /// been written. Nothing happens when no entry was written since `mark`.
+    pub(crate) fn retract_from(&mut self, mark: u64) {
+        if mark >= self.head {
+            return;
+        }
+        let keep = self.entries.partition_point(|(seq, _)| *seq < mark);
+        self.entries.truncate(keep);
+        let end = self.head;
+        self.head += 1;
+        if mark < self.floor {
+            // Everything the batch left retained is gone, and so is everything before it.
+            self.floor = self.head;
+            self.retracted.clear();
+        } else {
+            self.retracted.retain(|&(start, _)| start < mark);
+            self.retracted.push((mark, end));
         }
     }
 }
@@ -106,8 +143,7 @@ impl<T> BoundedJournal<T> {
 /// The entries a reader has not seen yet, oldest first, with their sequence numbers.
 #[derive(Clone, Debug)]
 pub struct JournalRead<'a, T> {
-    inner: vec_deque::Iter<'a, T>,
-    next_seq: u64,
+    inner: vec_deque::Iter<'a, (u64, T)>,
     head: u64,
 }
 
@@ -122,10 +158,7 @@ impl<'a, T> Iterator for JournalRead<'a, T> {
     type Item = (u64, &'a T);
 
     fn next(&mut self) -> Option<Self::Item> {
-        let entry = self.inner.next()?;
-        let seq = self.next_seq;
-        self.next_seq += 1;
-        Some((seq, entry))
+        self.inner.next().map(|(seq, entry)| (*seq, entry))
     }
 
     fn size_hint(&self) -> (usize, Option<usize>) {
@@ -197,14 +230,65 @@ mod tests {
     }
 
     #[test]
-    fn truncate_restores_an_earlier_head() {
+    fn retraction_removes_entries_without_reissuing_their_numbers() {
         let mut j = BoundedJournal::new(16);
         j.push(1u32);
-        let head = j.head();
+        let mark = j.head();
         j.push(2);
+        let inside = j.head();
         j.push(3);
-        j.truncate_to(head);
-        assert_eq!(j.head(), head);
+        let end = j.head();
+        j.retract_from(mark);
+        assert_eq!(j.head(), end + 1, "the head moves forward");
         assert_eq!(values(j.read_since(0).unwrap()), vec![1]);
+        assert_eq!(values(j.read_since(mark).unwrap()), Vec::<u32>::new());
+        assert!(j.read_since(inside).is_err());
+        assert!(j.read_since(end).is_err());
+        let seq = j.push(4);
+        assert_eq!(seq, end + 1);
+        let read: Vec<(u64, u32)> = j.read_since(0).unwrap().map(|(s, v)| (s, *v)).collect();
+        assert_eq!(read, vec![(0, 1), (seq, 4)]);
+        assert_eq!(values(j.read_since(mark).unwrap()), vec![4]);
+        assert!(j.read_since(end).is_err(), "a retracted cursor stays refused");
+        // Nothing written since the mark: nothing to retract.
+        let head = j.head();
+        j.retract_from(head);
+        assert_eq!(j.head(), head);
+    }
+
+    #[test]
+    fn retraction_past_the_floor_empties_the_journal() {
+        let mut j = BoundedJournal::new(4);
+        j.push(0u32);
+        let mark = j.head();
+        for v in 1..10 {
+            j.push(v);
+        }
+        assert!(j.floor() > mark);
+        j.retract_from(mark);
+        assert!(j.is_empty());
+        assert_eq!(j.floor(), j.head());
+        assert!(j.read_since(mark).is_err(), "what preceded the mark was dropped");
+        let fresh = j.head();
+        j.push(42);
+        assert_eq!(values(j.read_since(fresh).unwrap()), vec![42]);
+    }
+
+    #[test]
+    fn dropping_the_older_half_forgets_retractions_below_the_floor() {
+        let mut j = BoundedJournal::new(4);
+        j.push(0u32);
+        let mark = j.head();
+        j.push(1);
+        j.retract_from(mark);
+        assert!(j.read_since(mark + 1).is_err());
+        for v in 2..12 {
+            j.push(v);
+        }
+        assert!(j.floor() > mark + 2);
+        assert!(j.read_since(mark + 1).is_err(), "now below the floor");
+        assert_eq!(j.len(), 3);
+        let floor = j.floor();
+        assert_eq!(j.read_since(floor).unwrap().count(), 3);
     }
 }

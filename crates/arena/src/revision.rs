@@ -94,6 +94,27 @@ impl Revisions {
         self.clock
     }
 
+    /// Records a construction rollback at `at`: every domain (and family) that changed after
+    /// `mark`, the clock value at the checkpoint, now holds `at`, which is newer than anything
+    /// issued inside the batch; domains the batch did not touch keep their value.
+    pub(crate) fn restamp_since(&mut self, mark: Revision, at: Revision) {
+        for domain in [
+            &mut self.topology,
+            &mut self.mutation,
+            &mut self.tags,
+            &mut self.collision,
+            &mut self.animation,
+            &mut self.layout,
+        ]
+        .into_iter()
+        .chain(self.families.iter_mut())
+        {
+            if *domain > mark {
+                *domain = at;
+            }
+        }
+    }
+
     pub(crate) fn bump_family(&mut self, family: crate::FamilyId, at: Revision) {
         let index = family.index();
         if self.families.len() <= index {

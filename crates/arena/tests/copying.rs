@@ -7,7 +7,7 @@ mod common;
 use common::{assert_refused_unchanged, children, observe, place};
 use strata_arena::{
     Arena, ArenaError, AttrValue, BuiltinState, CameraState, ClassDescriptor, ClassId, Event,
-    ExternalRefs, InstanceId, ModelState, StateKind, Transform,
+    ExternalRefs, FamilyId, InstanceId, ModelState, StateKind, Transform,
 };
 
 /// A model with two parts, a camera, internal references (primary part, an attribute) and
@@ -381,17 +381,19 @@ fn manual_batches_roll_back_construction() {
     }
     assert_eq!(children(&p.arena, folder), vec![]);
     assert_eq!(p.arena.tag_count("Temp"), 0);
-    // Counters, revisions, journals and events are exactly as at the checkpoint.
-    assert_eq!(observe(&p.arena), before);
+    // The hierarchy and the events are as at the checkpoint; counters, revisions and journal
+    // heads moved forward.
+    common::assert_rolled_back(&p.arena, &before);
+    let after = p.arena.revisions();
+    assert_eq!(after.tags(), after.clock(), "the batch tagged: tags take the rollback's tick");
+    assert_eq!(after.mutation(), before.revisions.mutation(), "nothing was written");
     // Only the pre-existing parent's links were written, and they are back as they were.
     let diff = p.arena.snapshot().diff(&snapshot);
     assert!(diff.added.is_empty() && diff.removed.is_empty());
     assert_eq!(diff.changed, vec![folder]);
-    assert_eq!(
-        p.arena.create(ClassId::FOLDER, None).unwrap(),
-        a,
-        "ids never observed are reissued"
-    );
+    assert_eq!(children(&p.arena, folder), vec![]);
+    let next = p.arena.create(ClassId::FOLDER, None).unwrap();
+    assert!(next.get() > c.get(), "ids handed out in a rolled-back batch stay retired");
 }
 
 #[test]
@@ -567,4 +569,75 @@ fn a_checkpoint_from_another_arena_is_refused() {
     assert!(there.arena.in_batch(), "the other arena's batch is untouched");
     there.arena.commit(theirs).unwrap();
     assert!(!there.arena.in_batch());
+}
+
+#[test]
+fn rollback_moves_counters_forward_and_never_reissues_identities() {
+    let mut p = place();
+    let folder = p.arena.create(ClassId::FOLDER, Some(p.workspace)).unwrap();
+    p.arena.drain().unwrap();
+    let before = p.arena.revisions().clone();
+    let checkpoint = p.arena.checkpoint();
+    let x = p.arena.create(ClassId::PART, Some(folder)).unwrap();
+    let x_guid = p.arena.get(x).unwrap().guid();
+    let x_pid = p.arena.ensure_persistent_id(x).unwrap();
+    let inside = p.arena.revisions().clone();
+    p.arena.rollback(checkpoint).unwrap();
+
+    // What the batch built is gone, and its id stays retired.
+    assert_eq!(p.arena.node(x).unwrap_err(), ArenaError::UnknownInstance(x));
+    assert_eq!(
+        p.arena
+            .insert_with_id(x, ClassId::FOLDER, None)
+            .unwrap_err(),
+        ArenaError::IdRetired(x)
+    );
+    assert_eq!(children(&p.arena, folder), vec![]);
+    // Every revision the batch touched is newer than anything issued inside it, so a cache
+    // that looked before or during the batch sees a change; untouched domains stay.
+    let after = p.arena.revisions().clone();
+    assert_eq!(after.clock().get(), inside.clock().get() + 1);
+    for (domain, old, inner, new) in [
+        ("topology", before.topology(), inside.topology(), after.topology()),
+        ("collision", before.collision(), inside.collision(), after.collision()),
+        (
+            "parts family",
+            before.family(FamilyId::PARTS),
+            inside.family(FamilyId::PARTS),
+            after.family(FamilyId::PARTS),
+        ),
+    ] {
+        assert!(inner > old, "{domain} moved inside the batch");
+        assert!(new > inner, "{domain} after the rollback");
+    }
+    assert_eq!(after.tags(), before.tags(), "tags were not touched");
+    assert_eq!(after.mutation(), before.mutation(), "nothing was written");
+
+    // Later creations get new ids, GUIDs and persistent ids.
+    let y = p.arena.create(ClassId::PART, Some(folder)).unwrap();
+    assert!(y.get() > x.get());
+    assert_ne!(p.arena.get(y).unwrap().guid(), x_guid);
+    assert_ne!(p.arena.ensure_persistent_id(y).unwrap(), x_pid);
+    assert!(p.arena.get(y).unwrap().revision() > inside.clock());
+}
+
+#[test]
+fn rollback_keeps_the_layout_invalidations_the_batch_made_newer() {
+    let mut p = place();
+    let hud = p.arena.create(ClassId::SCREEN_GUI, Some(p.game)).unwrap();
+    let untouched = p.arena.create(ClassId::SCREEN_GUI, Some(p.game)).unwrap();
+    let kept = p.arena.layout_revision(untouched);
+    let checkpoint = p.arena.checkpoint();
+    p.arena.create(ClassId::FRAME, Some(hud)).unwrap();
+    let menu = p.arena.create(ClassId::SCREEN_GUI, Some(p.game)).unwrap();
+    let inside = p.arena.layout_revision(hud);
+    let memo_inside = p.arena.revisions().layout();
+    p.arena.rollback(checkpoint).unwrap();
+    assert!(
+        p.arena.layout_revision(hud) > inside,
+        "a layout cache that looked inside the batch must rebuild"
+    );
+    assert!(p.arena.revisions().layout() > memo_inside);
+    assert_eq!(p.arena.layout_revision(untouched), kept);
+    assert_eq!(p.arena.layout_revision(menu), strata_arena::Revision::ZERO);
 }

@@ -413,8 +413,10 @@ fn create_many_rolls_back_with_its_batch() {
         .create_many(ClassId::PART, Some(p.workspace), 50)
         .unwrap();
     p.arena.rollback(checkpoint).unwrap();
-    assert_eq!(common::observe(&p.arena), before);
+    common::assert_rolled_back(&p.arena, &before);
+    assert!(p.arena.next_id() >= before.next_id + 50, "the 50 ids stay retired");
     assert!(children(&p.arena, p.workspace).is_empty());
+    assert_eq!(p.arena.family_members(strata_arena::FamilyId::PARTS).len(), 0);
 }
 
 #[test]

@@ -6,7 +6,8 @@ mod common;
 
 use common::place;
 use strata_arena::{
-    ClassId, PART_LOG_CAPACITY, PartWrite, PartWriteKind, TOPOLOGY_LOG_CAPACITY, Transform, Vec3,
+    ClassId, PART_LOG_CAPACITY, PartWrite, PartWriteKind, TOPOLOGY_LOG_CAPACITY, TopologyChange,
+    Transform, Vec3,
 };
 
 #[test]
@@ -92,4 +93,74 @@ fn parts_outside_the_world_are_not_logged() {
     let cursor = p.arena.part_log().head();
     p.arena.set_part_size(part, Vec3::ONE).unwrap();
     assert_eq!(p.arena.part_writes_since(cursor).unwrap().count(), 0);
+}
+
+#[test]
+fn rollback_leaves_no_journal_entry_for_what_it_removed_even_after_an_overflow() {
+    let mut p = place();
+    let checkpoint = p.arena.checkpoint();
+    // More parts in the world than either journal holds: both drop their older half inside
+    // the batch, past the checkpoint.
+    let made: Vec<_> = (0..(PART_LOG_CAPACITY.max(TOPOLOGY_LOG_CAPACITY) + 10))
+        .map(|_| p.arena.create(ClassId::PART, Some(p.workspace)).unwrap())
+        .collect();
+    p.arena.rollback(checkpoint).unwrap();
+    let removed: std::collections::HashSet<_> = made.into_iter().collect();
+
+    let topology = p.arena.topology_journal();
+    let named: Vec<_> = topology
+        .read_since(topology.floor())
+        .unwrap()
+        .filter(|(_, change)| match change {
+            TopologyChange::Created { id, .. } => removed.contains(id),
+            _ => true,
+        })
+        .collect();
+    assert!(named.is_empty(), "{} topology entries survive", named.len());
+    let parts = p.arena.part_log();
+    let named = parts
+        .read_since(parts.floor())
+        .unwrap()
+        .filter(|(_, write)| removed.contains(&write.id))
+        .count();
+    assert_eq!(named, 0, "part-log entries survive");
+}
+
+#[test]
+fn journal_cursors_from_inside_a_rolled_back_batch_are_refused() {
+    let mut p = place();
+    let topology_before = p.arena.topology_journal().head();
+    let parts_before = p.arena.part_log().head();
+    let checkpoint = p.arena.checkpoint();
+    p.arena.create(ClassId::PART, Some(p.workspace)).unwrap();
+    let topology_inside = p.arena.topology_journal().head();
+    let parts_inside = p.arena.part_log().head();
+    p.arena.rollback(checkpoint).unwrap();
+
+    // A reader that saw the batch's entries must rebuild; one from before it reads on.
+    assert!(p.arena.topology_since(topology_inside).is_err());
+    assert!(p.arena.part_writes_since(parts_inside).is_err());
+    assert_eq!(p.arena.topology_since(topology_before).unwrap().count(), 0);
+    assert_eq!(p.arena.part_writes_since(parts_before).unwrap().count(), 0);
+    // Heads never go back: a sequence number is never reissued for a different entry.
+    assert!(p.arena.topology_journal().head() > topology_inside);
+    assert!(p.arena.part_log().head() > parts_inside);
+
+    let part = p.arena.create(ClassId::PART, Some(p.workspace)).unwrap();
+    let after: Vec<_> = p
+        .arena
+        .part_writes_since(parts_before)
+        .unwrap()
+        .map(|(_, w)| *w)
+        .collect();
+    assert_eq!(
+        after,
+        vec![PartWrite {
+            id: part,
+            kind: PartWriteKind::EnteredWorld
+        }]
+    );
+    assert!(p.arena.part_writes_since(parts_inside).is_err());
+    let fresh = p.arena.part_log().head();
+    assert_eq!(p.arena.part_writes_since(fresh).unwrap().count(), 0);
 }

@@ -71,3 +71,41 @@ pub fn assert_refused_unchanged<T: std::fmt::Debug, E: std::fmt::Debug>(
 pub fn children(arena: &Arena, id: InstanceId) -> Vec<InstanceId> {
     arena.children(id).collect()
 }
+
+/// Asserts what a rollback promises against `before`, observed at the checkpoint of a batch
+/// that changed something: the same live instances, tombstones and pending events; counters,
+/// revisions and journal heads only moved forward; every revision domain either kept its value
+/// or took the rollback's clock tick; and readers from the checkpoint find nothing new in the
+/// journals.
+#[track_caller]
+pub fn assert_rolled_back(arena: &Arena, before: &Observable) {
+    let now = observe(arena);
+    assert_eq!(
+        (now.live, now.tombstones, now.events),
+        (before.live, before.tombstones, before.events)
+    );
+    assert!(now.next_id >= before.next_id, "the id counter went back");
+    let (old, new) = (&before.revisions, &now.revisions);
+    assert!(new.clock() > old.clock(), "the rollback takes a tick of its own");
+    let domains = [
+        (old.topology(), new.topology()),
+        (old.mutation(), new.mutation()),
+        (old.tags(), new.tags()),
+        (old.collision(), new.collision()),
+        (old.animation(), new.animation()),
+        (old.layout(), new.layout()),
+    ];
+    for (index, (old, newer)) in domains.into_iter().enumerate() {
+        assert!(
+            newer == old || newer == new.clock(),
+            "domain {index}: {old:?} became {newer:?}, neither kept nor the rollback's tick"
+        );
+    }
+    assert!(now.topology_head > before.topology_head);
+    assert_eq!(
+        arena.topology_since(before.topology_head).unwrap().count(),
+        0
+    );
+    assert!(now.part_head >= before.part_head);
+    assert_eq!(arena.part_writes_since(before.part_head).unwrap().count(), 0);
+}
