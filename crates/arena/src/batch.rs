@@ -2,8 +2,8 @@
 //!
 //! This is not a transaction: a batch may only construct. While one is open the arena refuses
 //! everything else (destruction, draining, inserting explicit ids, moving or writing instances
-//! that predate the batch); linking new instances under pre-existing parents is allowed and is
-//! undone.
+//! that predate the innermost open batch, including those an outer batch built); linking new
+//! instances under pre-existing parents is allowed and is undone.
 //!
 //! Invariant: every allocation made while a batch is open is in `alloc_log`, in allocation
 //! order. Because nothing else changed, rollback restores the hierarchy exactly: it unlinks and
@@ -160,9 +160,10 @@ impl Arena {
         Ok(())
     }
 
-    /// Refuses writes to instances that predate the open batch, which rollback could not undo.
+    /// Refuses writes to instances that predate the innermost open batch, which its rollback
+    /// could not undo (an inner batch may not change what an outer one built either).
     pub(crate) fn guard_batch_write(&self, id: InstanceId) -> Result<(), ArenaError> {
-        match self.batches.first() {
+        match self.batches.last() {
             Some(mark) if !mark.created_in_batch(id, self.own_range) => {
                 Err(ArenaError::BatchInProgress(
                     "instances that predate the batch cannot be changed inside it",

@@ -641,3 +641,31 @@ fn rollback_keeps_the_layout_invalidations_the_batch_made_newer() {
     assert_eq!(p.arena.layout_revision(untouched), kept);
     assert_eq!(p.arena.layout_revision(menu), strata_arena::Revision::ZERO);
 }
+
+#[test]
+fn an_inner_batch_cannot_change_what_an_outer_batch_built() {
+    let mut p = place();
+    let outer = p.arena.checkpoint();
+    let a = p.arena.create(ClassId::FOLDER, None).unwrap();
+    let b = p.arena.create(ClassId::FOLDER, None).unwrap();
+    let inner = p.arena.checkpoint();
+    // The inner batch's rollback could not undo these, so they are refused inside it.
+    assert!(matches!(
+        p.arena.set_parent(b, Some(a)),
+        Err(ArenaError::BatchInProgress(_))
+    ));
+    assert!(matches!(
+        p.arena.set_name(a, "Renamed"),
+        Err(ArenaError::BatchInProgress(_))
+    ));
+    // Building under them is construction, and the inner rollback undoes it.
+    let c = p.arena.create(ClassId::FOLDER, Some(a)).unwrap();
+    p.arena.rollback(inner).unwrap();
+    assert_eq!(p.arena.parent(b), None);
+    assert_eq!(children(&p.arena, a), vec![]);
+    assert!(!p.arena.is_live(c));
+    // Back in the outer batch, its own instances are writable again.
+    assert!(p.arena.set_parent(b, Some(a)).unwrap());
+    p.arena.rollback(outer).unwrap();
+    assert!(!p.arena.is_live(a) && !p.arena.is_live(b));
+}

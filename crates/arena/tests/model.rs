@@ -6,6 +6,13 @@
 //! tracks the two reclamation queues, the free slots, the slot high-water mark and the expected
 //! pending event stream. Every stored snapshot keeps the model copy taken with it and is
 //! re-checked after every later operation.
+//!
+//! Construction batches are part of the run: while one is open the model expects destruction,
+//! draining and writes to instances that predate it to be refused; a rollback restores the
+//! model kept at its checkpoint, except that ids issued inside the batch stay retired (they
+//! never resolve again), and the arena must have moved its clock, the revision domains the
+//! batch touched and its journal heads forward. Checkpoints closed by closing an outer batch
+//! are kept and tried again later: they must be refused as stale.
 
 use std::collections::{BTreeSet, HashMap};
 use std::fmt::Debug;
@@ -13,8 +20,8 @@ use std::sync::Arc;
 
 use proptest::prelude::*;
 use strata_arena::{
-    Arena, ArenaError, ClassId, Event, FamilyId, InstanceId, PartWriteKind, Revision, Revisions,
-    Slot, Snapshot, SnapshotDiff, TopologyChange,
+    Arena, ArenaError, Checkpoint, ClassId, Event, FamilyId, InstanceId, PartWriteKind, Revision,
+    Revisions, Slot, Snapshot, SnapshotDiff, TopologyChange,
 };
 
 const TAGS: [&str; 3] = ["red", "green", "blue"];
@@ -451,6 +458,14 @@ fn check_view(view: &Snapshot, m: &Model, later: &[InstanceId], exact_revisions:
     );
 }
 
+/// Expects the refusal an open construction batch gives (its message is not compared).
+fn expect_batch_refusal<T: Debug>(result: Result<T, ArenaError>, ctx: &str) {
+    match result {
+        Err(ArenaError::BatchInProgress(_)) => {}
+        other => panic!("{ctx}: expected BatchInProgress, got {other:?}"),
+    }
+}
+
 fn expect_refusal<T: Debug>(result: Result<T, ArenaError>, allowed: &[ArenaError], ctx: &str) {
     match result {
         Ok(value) => panic!("{ctx}: expected one of {allowed:?}, got Ok({value:?})"),
@@ -488,6 +503,10 @@ enum Op {
     AddTag(Pick, usize),
     RemoveTag(Pick, usize),
     Scope(Pick),
+    /// Opens a construction batch.
+    Checkpoint,
+    /// Commits or rolls back the n-th open batch, or tries the n-th stale checkpoint.
+    Close { pick: usize, rollback: bool },
 }
 
 /// The observable arena state before an operation.
@@ -507,6 +526,13 @@ struct Stored {
     revisions: Revisions,
 }
 
+/// An open construction batch: its checkpoint, and the model and arena state at it.
+struct OpenBatch {
+    checkpoint: Checkpoint,
+    model: Model,
+    at: Before,
+}
+
 struct Harness {
     arena: Arena,
     model: Model,
@@ -517,6 +543,14 @@ struct Harness {
     reclaimed: usize,
     /// Run the full comparison after every n-th operation (1: after each).
     check_every: usize,
+    /// Open construction batches, outermost first.
+    batches: Vec<OpenBatch>,
+    /// Checkpoints whose batch an outer close already closed.
+    stale: Vec<Checkpoint>,
+    /// Rollbacks of batches that had changed something.
+    rollbacks: usize,
+    /// Stale checkpoints refused.
+    stale_refused: usize,
 }
 
 impl Harness {
@@ -528,12 +562,27 @@ impl Harness {
             reused_slots: 0,
             reclaimed: 0,
             check_every: 1,
+            batches: Vec::new(),
+            stale: Vec::new(),
+            rollbacks: 0,
+            stale_refused: 0,
         };
         let game = harness.create(ClassId::DATA_MODEL, None, "setup");
         let workspace = harness.create(ClassId::WORKSPACE, game, "setup");
         assert!(game.is_some() && workspace.is_some());
         harness.check_all("setup");
         harness
+    }
+
+    fn in_batch(&self) -> bool {
+        !self.batches.is_empty()
+    }
+
+    /// Whether an open batch refuses writes to `id`: it predates the innermost batch.
+    fn predates_batch(&self, id: InstanceId) -> bool {
+        self.batches
+            .last()
+            .is_some_and(|batch| id.get() < batch.at.next_id)
     }
 
     fn unknown_id(&self) -> InstanceId {
@@ -853,6 +902,11 @@ impl Harness {
     fn reparent(&mut self, child: InstanceId, parent: Option<InstanceId>, ctx: &str) {
         let b = self.capture();
         let result = self.arena.set_parent(child, parent);
+        if self.model.is_live(child) && self.predates_batch(child) {
+            expect_batch_refusal(result, ctx);
+            self.assert_unchanged(&b, ctx);
+            return;
+        }
         if self.model.is_live(child) && self.model.node(child).parent == parent {
             assert_eq!(result, Ok(false), "{ctx}: no-op move");
             self.assert_unchanged(&b, ctx);
@@ -943,6 +997,11 @@ impl Harness {
     fn destroy(&mut self, id: InstanceId, ctx: &str) {
         let b = self.capture();
         let result = self.arena.destroy(id);
+        if self.in_batch() {
+            expect_batch_refusal(result, ctx);
+            self.assert_unchanged(&b, ctx);
+            return;
+        }
         let mut refusals = Vec::new();
         refusals.extend(self.model.stale_error(id));
         if self.model.is_live(id) && locked(self.model.node(id).class) {
@@ -1010,6 +1069,11 @@ impl Harness {
 
     fn drain(&mut self, ctx: &str) {
         let b = self.capture();
+        if self.in_batch() {
+            expect_batch_refusal(self.arena.drain(), ctx);
+            self.assert_unchanged(&b, ctx);
+            return;
+        }
         let drained = self
             .arena
             .drain()
@@ -1083,6 +1147,11 @@ impl Harness {
             self.assert_unchanged(&b, ctx);
             return;
         }
+        if self.predates_batch(id) {
+            expect_batch_refusal(result, ctx);
+            self.assert_unchanged(&b, ctx);
+            return;
+        }
         if self.model.node(id).name == name {
             assert_eq!(result, Ok(false), "{ctx}: equal name");
             self.assert_unchanged(&b, ctx);
@@ -1098,6 +1167,11 @@ impl Harness {
         let b = self.capture();
         if let Some(error) = self.model.stale_error(id) {
             expect_refusal(self.arena.node_mut(id), &[error], ctx);
+            self.assert_unchanged(&b, ctx);
+            return;
+        }
+        if self.predates_batch(id) {
+            expect_batch_refusal(self.arena.node_mut(id), ctx);
             self.assert_unchanged(&b, ctx);
             return;
         }
@@ -1165,6 +1239,11 @@ impl Harness {
         };
         if let Some(error) = self.model.stale_error(id) {
             expect_refusal(result, &[error], ctx);
+            self.assert_unchanged(&b, ctx);
+            return;
+        }
+        if self.predates_batch(id) {
+            expect_batch_refusal(result, ctx);
             self.assert_unchanged(&b, ctx);
             return;
         }
@@ -1271,7 +1350,11 @@ impl Harness {
             &[ArenaError::DestroyedInstance(subject)],
             ctx,
         );
-        expect_refusal(self.arena.drain(), &[ArenaError::ScopeOpen], ctx);
+        if self.in_batch() {
+            expect_batch_refusal(self.arena.drain(), ctx);
+        } else {
+            expect_refusal(self.arena.drain(), &[ArenaError::ScopeOpen], ctx);
+        }
 
         let others = self.model.with_status(Status::Destroyed);
         let other = others[subject.get() as usize % others.len()];
@@ -1302,6 +1385,166 @@ impl Harness {
         }
         self.assert_scoped_view(&[], ctx);
         self.assert_unchanged(&b, ctx);
+    }
+
+    // ----- Construction batches. -----
+
+    fn checkpoint(&mut self, ctx: &str) {
+        let at = self.capture();
+        let checkpoint = self.arena.checkpoint();
+        self.assert_unchanged(&at, ctx);
+        assert!(self.arena.in_batch(), "{ctx}: batch not open");
+        self.batches.push(OpenBatch {
+            checkpoint,
+            model: self.model.clone(),
+            at,
+        });
+    }
+
+    /// Closes the `pick`-th open batch (and those opened inside it), or tries a stale
+    /// checkpoint, which must be refused and change nothing.
+    fn close(&mut self, pick: usize, rollback: bool, ctx: &str) {
+        let (open, total) = (self.batches.len(), self.batches.len() + self.stale.len());
+        if total == 0 {
+            return;
+        }
+        let b = self.capture();
+        let index = pick % total;
+        let close = |arena: &mut Arena, checkpoint| {
+            if rollback {
+                arena.rollback(checkpoint)
+            } else {
+                arena.commit(checkpoint)
+            }
+        };
+        if index >= open {
+            let checkpoint = self.stale.remove(index - open);
+            expect_refusal(
+                close(&mut self.arena, checkpoint),
+                &[ArenaError::StaleCheckpoint],
+                ctx,
+            );
+            self.assert_unchanged(&b, ctx);
+            self.stale_refused += 1;
+            return;
+        }
+        let mut closed = self.batches.split_off(index);
+        let batch = closed.remove(0);
+        self.stale.extend(closed.into_iter().map(|inner| inner.checkpoint));
+        close(&mut self.arena, batch.checkpoint)
+            .unwrap_or_else(|e| panic!("{ctx}: closing an open batch refused: {e:?}"));
+        if !rollback {
+            self.assert_unchanged(&b, ctx);
+            return;
+        }
+        self.rolled_back(batch.model, &batch.at, &b, ctx);
+    }
+
+    /// After a rollback to the checkpoint taken at `at` (with `mark` the model then), from the
+    /// state `b` just before it.
+    fn rolled_back(&mut self, mark: Model, at: &Before, b: &Before, ctx: &str) {
+        // The model as at the checkpoint, with the batch's ids retired for good.
+        let mut restored = mark;
+        for &id in &self.model.order {
+            if restored.nodes.contains_key(&id) {
+                continue;
+            }
+            let mut node = self.model.node(id).clone();
+            node.status = Status::Reclaimed;
+            node.parent = None;
+            node.children.clear();
+            node.tags.clear();
+            restored.nodes.insert(id, node);
+            restored.order.push(id);
+        }
+        self.model = restored;
+
+        assert_eq!(self.arena.next_id(), b.next_id, "{ctx}: ids must never go back");
+        let diff = self.arena.snapshot().diff(&at.snapshot);
+        assert!(
+            diff.added.is_empty() && diff.removed.is_empty(),
+            "{ctx}: the hierarchy is not as at the checkpoint: {diff:?}"
+        );
+        self.assert_changed_live(&diff, ctx);
+        let touched = b.revisions.clock() > at.revisions.clock();
+        if !touched {
+            // An empty batch: nothing to undo, nothing to announce.
+            self.assert_unchanged(b, ctx);
+            return;
+        }
+        self.rollbacks += 1;
+        let (inside, now) = (&b.revisions, self.arena.revisions());
+        let clock = self.assert_ticked(b, ctx);
+        let mark = at.revisions.clock();
+        let domains = [
+            ("topology", at.revisions.topology(), inside.topology(), now.topology()),
+            ("mutation", at.revisions.mutation(), inside.mutation(), now.mutation()),
+            ("tags", at.revisions.tags(), inside.tags(), now.tags()),
+            ("collision", at.revisions.collision(), inside.collision(), now.collision()),
+            ("animation", at.revisions.animation(), inside.animation(), now.animation()),
+            ("layout", at.revisions.layout(), inside.layout(), now.layout()),
+            (
+                "parts family",
+                at.revisions.family(FamilyId::PARTS),
+                inside.family(FamilyId::PARTS),
+                now.family(FamilyId::PARTS),
+            ),
+            (
+                "lights family",
+                at.revisions.family(FamilyId::LIGHTS),
+                inside.family(FamilyId::LIGHTS),
+                now.family(FamilyId::LIGHTS),
+            ),
+        ];
+        for (domain, before_batch, in_batch, after) in domains {
+            if in_batch > mark {
+                assert_eq!(after, clock, "{ctx}: {domain} touched by the batch");
+            } else {
+                assert_eq!(after, before_batch, "{ctx}: {domain} not touched by the batch");
+            }
+        }
+        // Journals: nothing new for a reader from the checkpoint; a reader from inside the
+        // batch must rebuild; heads never go back.
+        let journals = [
+            (
+                "topology journal",
+                at.topology_head,
+                b.topology_head,
+                self.arena.topology_journal().head(),
+                self.arena.topology_since(at.topology_head).map(|r| r.count()),
+                self.arena.topology_since(b.topology_head).map(|r| r.count()),
+            ),
+            (
+                "part log",
+                at.part_head,
+                b.part_head,
+                self.arena.part_log().head(),
+                self.arena.part_writes_since(at.part_head).map(|r| r.count()),
+                self.arena.part_writes_since(b.part_head).map(|r| r.count()),
+            ),
+        ];
+        for (journal, at_head, inside_head, head, from_mark, from_inside) in journals {
+            assert_eq!(from_mark, Ok(0), "{ctx}: {journal} from the checkpoint");
+            if inside_head > at_head {
+                assert_eq!(head, inside_head + 1, "{ctx}: {journal} head");
+                assert!(from_inside.is_err(), "{ctx}: {journal} cursor from the batch");
+            } else {
+                assert_eq!(head, inside_head, "{ctx}: {journal} head moved");
+            }
+        }
+    }
+
+    /// Closes every open batch by rolling back the outermost one.
+    fn close_all(&mut self, step: usize) {
+        if self.in_batch() {
+            self.apply(
+                &Op::Close {
+                    pick: 0,
+                    rollback: true,
+                },
+                step,
+            );
+        }
     }
 
     // ----- Driver. -----
@@ -1352,6 +1595,8 @@ impl Harness {
                 let id = self.resolve(pick);
                 self.scope(id, &format!("{ctx} -> scope({id})"));
             }
+            Op::Checkpoint => self.checkpoint(&ctx),
+            Op::Close { pick, rollback } => self.close(pick, rollback, &ctx),
         }
         self.assert_monotonic(&b, &ctx);
         if step.is_multiple_of(self.check_every) {
@@ -1374,6 +1619,7 @@ impl Harness {
 
     fn check_all(&mut self, ctx: &str) {
         check_view(&self.arena, &self.model, &[], false, ctx);
+        assert_eq!(self.arena.in_batch(), self.in_batch(), "{ctx}: batch open");
         let events: Vec<Ev> = self.arena.pending_events().iter().map(norm_event).collect();
         assert_eq!(events, self.model.events, "{ctx}: pending events");
         assert_eq!(
@@ -1435,6 +1681,9 @@ fn op() -> impl Strategy<Value = Op> {
         2 => (pick(), tag.clone()).prop_map(|(p, t)| Op::AddTag(p, t)),
         1 => (pick(), tag).prop_map(|(p, t)| Op::RemoveTag(p, t)),
         1 => tomb_pick().prop_map(Op::Scope),
+        1 => Just(Op::Checkpoint),
+        3 => (any::<u16>(), any::<bool>())
+            .prop_map(|(pick, rollback)| Op::Close { pick: usize::from(pick), rollback }),
     ]
 }
 
@@ -1451,6 +1700,7 @@ proptest! {
         for (step, op) in ops.iter().enumerate() {
             harness.apply(op, step);
         }
+        harness.close_all(ops.len());
         // Release everything still queued and check the final state once more.
         harness.apply(&Op::Drain, ops.len());
         harness.apply(&Op::Drain, ops.len() + 1);
@@ -1486,7 +1736,7 @@ impl Lcg {
     }
 
     fn op(&mut self) -> Op {
-        match self.below(28) {
+        match self.below(32) {
             0..=9 => Op::Create {
                 class: self.below(CLASSES.len()),
                 parent: (self.below(7) != 0).then(|| self.pick()),
@@ -1505,7 +1755,12 @@ impl Lcg {
             ),
             24 | 25 => Op::AddTag(self.pick(), self.below(TAGS.len())),
             26 => Op::RemoveTag(self.pick(), self.below(TAGS.len())),
-            _ => Op::Scope(Pick::Tomb(self.below(1 << 16))),
+            27 => Op::Scope(Pick::Tomb(self.below(1 << 16))),
+            28 => Op::Checkpoint,
+            _ => Op::Close {
+                pick: self.below(1 << 16),
+                rollback: self.below(2) == 0,
+            },
         }
     }
 }
@@ -1556,6 +1811,8 @@ fn snapshot_is_unaffected_by_a_thousand_later_operations() {
     );
     assert!(harness.reclaimed > 0, "the run should reclaim slots");
     assert!(harness.reused_slots > 0, "the run should reuse slots");
+    assert!(harness.rollbacks > 0, "the run should roll back batches");
+    assert!(harness.stale_refused > 0, "the run should try stale checkpoints");
 }
 
 #[test]
@@ -1582,6 +1839,8 @@ fn several_pages_of_slots_with_reuse() {
     harness.apply(&Op::Snapshot, 0);
     // Destroy subtrees spread over every page, release them, and refill the freed slots.
     for round in 0..3 {
+        // Destruction and draining need every batch the random operations opened closed.
+        harness.close_all(step);
         for _ in 0..25 {
             harness.apply(&Op::Destroy(Pick::Live(rng.below(1 << 16))), step);
             step += 1;
