@@ -1066,7 +1066,10 @@ impl Arena {
                 continue;
             }
             let descriptor = self.state.class_of(node.class);
-            let (logs, collides) = (descriptor.logs_part_writes(), descriptor.affects_collision());
+            let (logs, collides) = (
+                descriptor.logs_part_writes(),
+                descriptor.affects_collision(),
+            );
             self.state.write_at(slot).set_flag(NodeFlag::InWorld, now);
             if logs {
                 let kind = if now {

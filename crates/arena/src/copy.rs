@@ -156,7 +156,9 @@ impl Arena {
         parent: Option<InstanceId>,
     ) -> Result<CloneMap, ArenaError> {
         let mut nodes = collect_source(&self.state, source)?;
-        let parent = self.check_copy(&self.state.classes, &mut nodes, parent, |_, class| Ok(class))?;
+        let parent = self.check_copy(&self.state.classes, &mut nodes, parent, |_, class| {
+            Ok(class)
+        })?;
         let (map, _) = self.copy_nodes(
             &nodes,
             parent,
@@ -309,7 +311,9 @@ impl Arena {
                 .and_then(|p| map.get(p))
                 .and_then(|p| self.state.slot_of(p).map(|slot| (p, slot)));
             let mut placed = None;
-            self.place_run(copy, 1, node.class, data, link, |_, slot| placed = Some(slot));
+            self.place_run(copy, 1, node.class, data, link, |_, slot| {
+                placed = Some(slot)
+            });
             self.announce_created(copy, link);
             let slot = placed.expect("a run of one places one node");
             for tag in &node.tags {

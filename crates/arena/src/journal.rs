@@ -249,7 +249,10 @@ mod tests {
         let read: Vec<(u64, u32)> = j.read_since(0).unwrap().map(|(s, v)| (s, *v)).collect();
         assert_eq!(read, vec![(0, 1), (seq, 4)]);
         assert_eq!(values(j.read_since(mark).unwrap()), vec![4]);
-        assert!(j.read_since(end).is_err(), "a retracted cursor stays refused");
+        assert!(
+            j.read_since(end).is_err(),
+            "a retracted cursor stays refused"
+        );
         // Nothing written since the mark: nothing to retract.
         let head = j.head();
         j.retract_from(head);
@@ -268,7 +271,10 @@ mod tests {
         j.retract_from(mark);
         assert!(j.is_empty());
         assert_eq!(j.floor(), j.head());
-        assert!(j.read_since(mark).is_err(), "what preceded the mark was dropped");
+        assert!(
+            j.read_since(mark).is_err(),
+            "what preceded the mark was dropped"
+        );
         let fresh = j.head();
         j.push(42);
         assert_eq!(values(j.read_since(fresh).unwrap()), vec![42]);

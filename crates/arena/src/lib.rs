@@ -7,11 +7,22 @@
 //!
 //! Invariants a downstream crate can rely on:
 //! - An id resolves to the same instance for as long as it resolves at all; after reclamation
-//!   it never resolves again, even when its slot holds a new instance.
+//!   (or the rollback of the batch that made it) it never resolves again, even when its slot
+//!   holds a new instance, and no arena hands it out again.
+//! - GUIDs and persistent ids of independently made arenas never meet (each arena draws its own
+//!   seed; [`Arena::with_seed`] reproduces a run).
 //! - Parent and child links are symmetric, and the hierarchy has no cycles.
+//! - World membership of every node follows from its own ancestry.
+//! - A node's built-in state always has the kind its class declares; [`Arena::node_mut`] hands
+//!   out the fields of that state, never the variant.
 //! - A snapshot never changes after later writes to the arena it came from.
-//! - Revisions only move forward; a specialised setter given an equal value changes nothing.
-//! - A refused operation changes nothing.
+//! - Revisions, ids and journal sequence numbers only move forward, rollback included: a value
+//!   observed once never comes to mean something else. A specialised setter given an equal value
+//!   changes nothing.
+//! - A refused operation changes nothing, multi-step ones (clone, graft, moves and destruction of
+//!   subtrees holding a locked instance) included: they validate everything first.
+//! - Checkpoints and lifecycle-scope tokens close only what they opened: a stale token, or one
+//!   from another arena, is refused.
 //! - Slots are released only by the drain after the one that reported their destruction, so
 //!   slot-keyed storage beside the arena (the component store) can clean up on `reclaimed`.
 //!

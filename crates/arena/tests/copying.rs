@@ -385,15 +385,26 @@ fn manual_batches_roll_back_construction() {
     // heads moved forward.
     common::assert_rolled_back(&p.arena, &before);
     let after = p.arena.revisions();
-    assert_eq!(after.tags(), after.clock(), "the batch tagged: tags take the rollback's tick");
-    assert_eq!(after.mutation(), before.revisions.mutation(), "nothing was written");
+    assert_eq!(
+        after.tags(),
+        after.clock(),
+        "the batch tagged: tags take the rollback's tick"
+    );
+    assert_eq!(
+        after.mutation(),
+        before.revisions.mutation(),
+        "nothing was written"
+    );
     // Only the pre-existing parent's links were written, and they are back as they were.
     let diff = p.arena.snapshot().diff(&snapshot);
     assert!(diff.added.is_empty() && diff.removed.is_empty());
     assert_eq!(diff.changed, vec![folder]);
     assert_eq!(children(&p.arena, folder), vec![]);
     let next = p.arena.create(ClassId::FOLDER, None).unwrap();
-    assert!(next.get() > c.get(), "ids handed out in a rolled-back batch stay retired");
+    assert!(
+        next.get() > c.get(),
+        "ids handed out in a rolled-back batch stay retired"
+    );
 }
 
 #[test]
@@ -548,7 +559,10 @@ fn a_stale_checkpoint_cannot_close_a_newer_batch() {
     let built = p.arena.create(ClassId::FOLDER, None).unwrap();
     let error = assert_refused_unchanged(&mut p.arena, |a| a.rollback(inner));
     assert_eq!(error, ArenaError::StaleCheckpoint);
-    assert!(p.arena.is_live(built), "the nested batch keeps what it built");
+    assert!(
+        p.arena.is_live(built),
+        "the nested batch keeps what it built"
+    );
     p.arena.commit(nested).unwrap();
     assert!(p.arena.in_batch(), "the fresh batch stays open");
     p.arena.commit(fresh).unwrap();
@@ -566,7 +580,10 @@ fn a_checkpoint_from_another_arena_is_refused() {
     assert_eq!(error, ArenaError::ForeignToken);
     assert!(here.arena.in_batch() && here.arena.is_live(built));
     here.arena.commit(ours).unwrap();
-    assert!(there.arena.in_batch(), "the other arena's batch is untouched");
+    assert!(
+        there.arena.in_batch(),
+        "the other arena's batch is untouched"
+    );
     there.arena.commit(theirs).unwrap();
     assert!(!there.arena.in_batch());
 }
@@ -598,8 +615,18 @@ fn rollback_moves_counters_forward_and_never_reissues_identities() {
     let after = p.arena.revisions().clone();
     assert_eq!(after.clock().get(), inside.clock().get() + 1);
     for (domain, old, inner, new) in [
-        ("topology", before.topology(), inside.topology(), after.topology()),
-        ("collision", before.collision(), inside.collision(), after.collision()),
+        (
+            "topology",
+            before.topology(),
+            inside.topology(),
+            after.topology(),
+        ),
+        (
+            "collision",
+            before.collision(),
+            inside.collision(),
+            after.collision(),
+        ),
         (
             "parts family",
             before.family(FamilyId::PARTS),

@@ -143,12 +143,10 @@ fn expanded_topology(arena: &Arena, cursor: u64) -> Vec<TopologyChange> {
                 first,
                 count,
                 parent,
-            } => out.extend(
-                (0..u64::from(*count)).map(|i| TopologyChange::Created {
-                    id: InstanceId::new(first.get() + i).unwrap(),
-                    parent: *parent,
-                }),
-            ),
+            } => out.extend((0..u64::from(*count)).map(|i| TopologyChange::Created {
+                id: InstanceId::new(first.get() + i).unwrap(),
+                parent: *parent,
+            })),
             other => out.push(other.clone()),
         }
     }

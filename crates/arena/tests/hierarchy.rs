@@ -414,9 +414,15 @@ fn create_many_rolls_back_with_its_batch() {
         .unwrap();
     p.arena.rollback(checkpoint).unwrap();
     common::assert_rolled_back(&p.arena, &before);
-    assert!(p.arena.next_id() >= before.next_id + 50, "the 50 ids stay retired");
+    assert!(
+        p.arena.next_id() >= before.next_id + 50,
+        "the 50 ids stay retired"
+    );
     assert!(children(&p.arena, p.workspace).is_empty());
-    assert_eq!(p.arena.family_members(strata_arena::FamilyId::PARTS).len(), 0);
+    assert_eq!(
+        p.arena.family_members(strata_arena::FamilyId::PARTS).len(),
+        0
+    );
 }
 
 #[test]
@@ -594,8 +600,7 @@ fn a_subtree_holding_a_locked_instance_is_neither_moved_nor_destroyed() {
         root: folder,
         locked: service,
     };
-    let error =
-        assert_refused_unchanged(&mut p.arena, |a| a.set_parent(folder, Some(elsewhere)));
+    let error = assert_refused_unchanged(&mut p.arena, |a| a.set_parent(folder, Some(elsewhere)));
     assert_eq!(error, locked);
     let error = assert_refused_unchanged(&mut p.arena, |a| a.set_parent(folder, None));
     assert_eq!(error, locked);

@@ -269,9 +269,7 @@ fn a_stale_scope_token_cannot_close_a_newer_scope() {
     // Two fresh scopes: the second sits where the stale one did.
     let fresh = p.arena.enter_lifecycle_scope(a).unwrap();
     let nested = p.arena.enter_lifecycle_scope(b).unwrap();
-    let error = assert_refused_unchanged(&mut p.arena, |arena| {
-        arena.exit_lifecycle_scope(inner)
-    });
+    let error = assert_refused_unchanged(&mut p.arena, |arena| arena.exit_lifecycle_scope(inner));
     assert_eq!(error, ArenaError::ScopeNotOpen);
     assert!(p.arena.get(b).is_some(), "the nested scope stays open");
     p.arena.exit_lifecycle_scope(nested).unwrap();

@@ -493,8 +493,14 @@ enum Pick {
 
 #[derive(Clone, Debug)]
 enum Op {
-    Create { class: usize, parent: Option<Pick> },
-    Reparent { child: Pick, parent: Option<Pick> },
+    Create {
+        class: usize,
+        parent: Option<Pick>,
+    },
+    Reparent {
+        child: Pick,
+        parent: Option<Pick>,
+    },
     Destroy(Pick),
     Drain,
     Snapshot,
@@ -506,7 +512,10 @@ enum Op {
     /// Opens a construction batch.
     Checkpoint,
     /// Commits or rolls back the n-th open batch, or tries the n-th stale checkpoint.
-    Close { pick: usize, rollback: bool },
+    Close {
+        pick: usize,
+        rollback: bool,
+    },
 }
 
 /// The observable arena state before an operation.
@@ -972,7 +981,9 @@ impl Harness {
             .iter()
             .any(|d| self.model.node(*d).class == ClassId::PART);
         let collides = was_in_world != now_in_world && has_part;
-        let animated = moved.iter().any(|d| is_animation(self.model.node(*d).class));
+        let animated = moved
+            .iter()
+            .any(|d| is_animation(self.model.node(*d).class));
         self.assert_side_domains(&b, &moved, false, Some(collides), animated, ctx);
         let mut writes = Vec::new();
         if was_in_world != now_in_world {
@@ -1047,7 +1058,9 @@ impl Harness {
         let has_part = moved
             .iter()
             .any(|d| self.model.node(*d).class == ClassId::PART);
-        let animated = moved.iter().any(|d| is_animation(self.model.node(*d).class));
+        let animated = moved
+            .iter()
+            .any(|d| is_animation(self.model.node(*d).class));
         let collides = was_in_world && has_part;
         self.assert_side_domains(&b, &moved, true, Some(collides), animated, ctx);
         let mut writes = Vec::new();
@@ -1430,7 +1443,8 @@ impl Harness {
         }
         let mut closed = self.batches.split_off(index);
         let batch = closed.remove(0);
-        self.stale.extend(closed.into_iter().map(|inner| inner.checkpoint));
+        self.stale
+            .extend(closed.into_iter().map(|inner| inner.checkpoint));
         close(&mut self.arena, batch.checkpoint)
             .unwrap_or_else(|e| panic!("{ctx}: closing an open batch refused: {e:?}"));
         if !rollback {
@@ -1459,7 +1473,11 @@ impl Harness {
         }
         self.model = restored;
 
-        assert_eq!(self.arena.next_id(), b.next_id, "{ctx}: ids must never go back");
+        assert_eq!(
+            self.arena.next_id(),
+            b.next_id,
+            "{ctx}: ids must never go back"
+        );
         let diff = self.arena.snapshot().diff(&at.snapshot);
         assert!(
             diff.added.is_empty() && diff.removed.is_empty(),
@@ -1477,12 +1495,37 @@ impl Harness {
         let clock = self.assert_ticked(b, ctx);
         let mark = at.revisions.clock();
         let domains = [
-            ("topology", at.revisions.topology(), inside.topology(), now.topology()),
-            ("mutation", at.revisions.mutation(), inside.mutation(), now.mutation()),
+            (
+                "topology",
+                at.revisions.topology(),
+                inside.topology(),
+                now.topology(),
+            ),
+            (
+                "mutation",
+                at.revisions.mutation(),
+                inside.mutation(),
+                now.mutation(),
+            ),
             ("tags", at.revisions.tags(), inside.tags(), now.tags()),
-            ("collision", at.revisions.collision(), inside.collision(), now.collision()),
-            ("animation", at.revisions.animation(), inside.animation(), now.animation()),
-            ("layout", at.revisions.layout(), inside.layout(), now.layout()),
+            (
+                "collision",
+                at.revisions.collision(),
+                inside.collision(),
+                now.collision(),
+            ),
+            (
+                "animation",
+                at.revisions.animation(),
+                inside.animation(),
+                now.animation(),
+            ),
+            (
+                "layout",
+                at.revisions.layout(),
+                inside.layout(),
+                now.layout(),
+            ),
             (
                 "parts family",
                 at.revisions.family(FamilyId::PARTS),
@@ -1500,7 +1543,10 @@ impl Harness {
             if in_batch > mark {
                 assert_eq!(after, clock, "{ctx}: {domain} touched by the batch");
             } else {
-                assert_eq!(after, before_batch, "{ctx}: {domain} not touched by the batch");
+                assert_eq!(
+                    after, before_batch,
+                    "{ctx}: {domain} not touched by the batch"
+                );
             }
         }
         // Journals: nothing new for a reader from the checkpoint; a reader from inside the
@@ -1511,15 +1557,21 @@ impl Harness {
                 at.topology_head,
                 b.topology_head,
                 self.arena.topology_journal().head(),
-                self.arena.topology_since(at.topology_head).map(|r| r.count()),
-                self.arena.topology_since(b.topology_head).map(|r| r.count()),
+                self.arena
+                    .topology_since(at.topology_head)
+                    .map(|r| r.count()),
+                self.arena
+                    .topology_since(b.topology_head)
+                    .map(|r| r.count()),
             ),
             (
                 "part log",
                 at.part_head,
                 b.part_head,
                 self.arena.part_log().head(),
-                self.arena.part_writes_since(at.part_head).map(|r| r.count()),
+                self.arena
+                    .part_writes_since(at.part_head)
+                    .map(|r| r.count()),
                 self.arena.part_writes_since(b.part_head).map(|r| r.count()),
             ),
         ];
@@ -1527,7 +1579,10 @@ impl Harness {
             assert_eq!(from_mark, Ok(0), "{ctx}: {journal} from the checkpoint");
             if inside_head > at_head {
                 assert_eq!(head, inside_head + 1, "{ctx}: {journal} head");
-                assert!(from_inside.is_err(), "{ctx}: {journal} cursor from the batch");
+                assert!(
+                    from_inside.is_err(),
+                    "{ctx}: {journal} cursor from the batch"
+                );
             } else {
                 assert_eq!(head, inside_head, "{ctx}: {journal} head moved");
             }
@@ -1812,7 +1867,10 @@ fn snapshot_is_unaffected_by_a_thousand_later_operations() {
     assert!(harness.reclaimed > 0, "the run should reclaim slots");
     assert!(harness.reused_slots > 0, "the run should reuse slots");
     assert!(harness.rollbacks > 0, "the run should roll back batches");
-    assert!(harness.stale_refused > 0, "the run should try stale checkpoints");
+    assert!(
+        harness.stale_refused > 0,
+        "the run should try stale checkpoints"
+    );
 }
 
 #[test]

@@ -86,7 +86,10 @@ pub fn assert_rolled_back(arena: &Arena, before: &Observable) {
     );
     assert!(now.next_id >= before.next_id, "the id counter went back");
     let (old, new) = (&before.revisions, &now.revisions);
-    assert!(new.clock() > old.clock(), "the rollback takes a tick of its own");
+    assert!(
+        new.clock() > old.clock(),
+        "the rollback takes a tick of its own"
+    );
     let domains = [
         (old.topology(), new.topology()),
         (old.mutation(), new.mutation()),
@@ -107,5 +110,8 @@ pub fn assert_rolled_back(arena: &Arena, before: &Observable) {
         0
     );
     assert!(now.part_head >= before.part_head);
-    assert_eq!(arena.part_writes_since(before.part_head).unwrap().count(), 0);
+    assert_eq!(
+        arena.part_writes_since(before.part_head).unwrap().count(),
+        0
+    );
 }
