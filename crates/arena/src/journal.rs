@@ -34,7 +34,7 @@ pub struct BoundedJournal<T> {
 pub struct HistoryUnavailable {
     /// The cursor the reader supplied.
     pub requested: u64,
-    /// The sequence number of the oldest retained entry.
+    /// The oldest cursor the journal can still serve (one past the last dropped entry).
     pub floor: u64,
     /// The sequence number the next entry will get.
     pub head: u64,
