@@ -10,8 +10,11 @@
 //! class terms) do.
 //!
 //! Each query keeps its own change baseline: the store tick captured when its previous pass
-//! began. A pass selects the rows added or changed after it, through the store's per-set change
-//! log when that covers the baseline, so its cost follows the number of changed rows.
+//! began, and the store it was captured from. A pass selects the rows added or changed after it,
+//! through the store's per-set change log when that covers the baseline, so its cost follows the
+//! number of changed rows. Ticks of different stores are never compared: when a pass runs
+//! against another store than the previous one (a snapshot, a rollback, a replacement), its
+//! [`ChangeWindow`] is `Unavailable` and it yields every match once.
 //!
 //! # Example
 //!
@@ -52,6 +55,8 @@ mod query;
 mod spec;
 
 pub use crate::error::QueryError;
-pub use crate::query::{Driver, MatchRef, Matches, Pass, PassIter, Query, TermColumn};
+pub use crate::query::{
+    ChangeWindow, Driver, MatchRef, Matches, Pass, PassIter, Query, TermColumn,
+};
 pub use crate::spec::QuerySpec;
 pub use strata_component_store::{RemovalReader as RemovedReader, Removals};
