@@ -1,12 +1,15 @@
-//! Identities: runtime instance ids, physical slots, GUIDs and persistent ids.
+//! Identities: runtime instance ids, physical slots, GUIDs, persistent ids, and the identity of
+//! an arena.
 //!
 //! Invariant: an `InstanceId` is never zero and is never handed out twice by one arena; a `Slot`
 //! is only a position and may hold a different instance after reclamation. The two ranges of
 //! runtime ids are disjoint: ids below [`InstanceId::CLIENT_RANGE_START`] are issued by the
-//! authoritative side, ids at or above it are allocated locally by a client.
+//! authoritative side, ids at or above it are allocated locally by a client. No two arenas
+//! created in one process share an `ArenaId`.
 
 use std::fmt;
 use std::num::NonZeroU64;
+use std::sync::atomic::{AtomicU64, Ordering};
 
 /// The runtime identity of one instance.
 ///
@@ -78,6 +81,31 @@ impl IdRange {
             IdRange::Server => InstanceId::CLIENT_RANGE_START,
             IdRange::ClientLocal => u64::MAX,
         }
+    }
+}
+
+/// The next `ArenaId` to hand out.
+static NEXT_ARENA_ID: AtomicU64 = AtomicU64::new(1);
+
+/// The identity of one arena, shared by every snapshot taken from it.
+///
+/// Each arena gets a fresh one at creation, from a process-wide counter. An arena and its
+/// snapshots form one lineage: between them, equal revisions mean equal state in that domain,
+/// so a cache keyed by (`ArenaId`, revisions) is reused only where that holds. Revisions of
+/// different arenas are never comparable, whatever their values.
+#[derive(Clone, Copy, PartialEq, Eq, Hash, Debug)]
+pub struct ArenaId(NonZeroU64);
+
+impl ArenaId {
+    /// A new identity, never handed out before in this process.
+    pub(crate) fn fresh() -> Self {
+        let raw = NEXT_ARENA_ID.fetch_add(1, Ordering::Relaxed);
+        Self(NonZeroU64::new(raw).expect("the counter starts at 1 and a u64 does not wrap"))
+    }
+
+    /// The raw value.
+    pub const fn get(self) -> u64 {
+        self.0.get()
     }
 }
 
