@@ -2,9 +2,12 @@
 //!
 //! Invariant: the cache holds exactly the instances that satisfied the spec when it was built,
 //! sorted by id, with each required term's dense row per match; it is reused only while its
-//! stamp (store identity, structural revision of every component the spec names, tag revision
-//! when tags are involved, topology revision when ancestry or classes are) still matches, and
-//! the generation advances exactly when it is rebuilt. A query's change baseline is the store
+//! stamp (store identity, structural revision of every component the spec names, and, when the
+//! spec consults the arena, the arena's identity with its tag revision when tags are involved
+//! and its topology revision when ancestry or classes are) still matches, and the generation
+//! advances exactly when it is rebuilt. Revisions are compared only within one arena lineage
+//! (an arena and its snapshots share an `ArenaId`); equal revisions of different arenas say
+//! nothing. A query's change baseline is the store
 //! tick captured when its previous pass began, together with the identity of the store it was
 //! captured from; it belongs to this query alone. A tick is compared only with ticks of the
 //! store it came from: a pass against any other store (a snapshot, a rollback, a replacement)
@@ -12,7 +15,7 @@
 
 use std::sync::Arc;
 
-use strata_arena::{ClassId, InstanceId, Revision, Slot, Snapshot};
+use strata_arena::{ArenaId, ClassId, InstanceId, Revision, Slot, Snapshot};
 use strata_component_store::{
     ComponentHandle, ComponentId, ComponentSet, FieldId, InstanceRef, Scalar, Store, StoreError,
     StoreId, Tick,
@@ -36,6 +39,8 @@ struct Stamp {
     store: StoreId,
     /// The structural revision of each of the spec's `structural_components`, in that order.
     structural: Vec<u64>,
+    /// The arena the tag and topology revisions belong to, when the spec consults the arena.
+    arena: Option<ArenaId>,
     tags: Option<Revision>,
     topology: Option<Revision>,
 }
@@ -234,6 +239,7 @@ impl Query {
             return Ok(false);
         };
         Ok(stamp.structure_holds(&self.spec, store)?
+            && stamp.arena.is_none_or(|a| a == arena.arena_id())
             && stamp.tags.is_none_or(|r| r == arena.revisions().tags())
             && stamp
                 .topology
@@ -322,6 +328,7 @@ impl Query {
                 .chain(ancestor.as_ref())
                 .map(|set| set.structural_revision())
                 .collect(),
+            arena: (self.spec.uses_tags() || self.spec.uses_topology()).then(|| arena.arena_id()),
             tags: self.spec.uses_tags().then(|| arena.revisions().tags()),
             topology: self
                 .spec

@@ -4,7 +4,7 @@
 
 #![allow(clippy::unwrap_used, reason = "test fixtures fail loudly on purpose")]
 
-use strata_arena::{Arena, ClassId, InstanceId};
+use strata_arena::{Arena, ClassId, InstanceId, Snapshot};
 use strata_component_store::{ComponentDef, ComponentId, FieldDef, FieldId, InstanceRef, Store};
 use strata_query::{Query, QuerySpec};
 
@@ -25,7 +25,7 @@ fn spawn(arena: &mut Arena, store: &mut Store, c: ComponentId) -> InstanceRef {
     at
 }
 
-fn selected(q: &mut Query, arena: &Arena, store: &Store) -> Vec<InstanceId> {
+fn selected(q: &mut Query, arena: &Snapshot, store: &Store) -> Vec<InstanceId> {
     q.run(arena, store)
         .unwrap()
         .iter()
@@ -73,4 +73,50 @@ fn a_change_window_taken_against_another_store_selects_every_match_once() {
     assert!(pass.is_empty());
     store.write::<f64>(members[2], c, n, 8.0).unwrap();
     assert_eq!(selected(&mut changed, &arena, &store), vec![ids[2]]);
+}
+
+/// Two arenas that went through the same number of changes have equal revisions, yet different
+/// tags and hierarchies. A cache built against one is not reused for the other; an arena and a
+/// snapshot of it are one lineage, where equal revisions do mean equal state.
+#[test]
+fn a_cache_built_against_one_arena_is_not_reused_for_another() {
+    let mut store = Store::new();
+    let mut red = Arena::standard();
+    let mut blue = Arena::standard();
+    let (c, _) = health(&red, &mut store);
+    // The same ids and slots in both arenas, tagged and parented differently.
+    let (a, b) = (
+        spawn(&mut red, &mut store, c),
+        spawn(&mut red, &mut store, c),
+    );
+    for _ in 0..2 {
+        blue.create(ClassId::ENTITY, None).unwrap();
+    }
+    red.add_tag(a.id, "hot").unwrap();
+    blue.add_tag(b.id, "hot").unwrap();
+    let (red_folder, blue_folder) = (
+        red.create(ClassId::FOLDER, None).unwrap(),
+        blue.create(ClassId::FOLDER, None).unwrap(),
+    );
+    red.set_parent(a.id, Some(red_folder)).unwrap();
+    blue.set_parent(b.id, Some(blue_folder)).unwrap();
+    let folder = store
+        .install(ComponentDef::new("Zone"), red.classes())
+        .unwrap();
+    let at = InstanceRef::new(red_folder, red.slot_of(red_folder).unwrap());
+    store.add(at, ClassId::FOLDER, folder, []).unwrap();
+    assert_eq!(red.revisions(), blue.revisions());
+
+    let mut hot = Query::new(QuerySpec::new().with(c).tagged("hot")).unwrap();
+    assert_eq!(selected(&mut hot, &red, &store), vec![a.id]);
+    assert_eq!(selected(&mut hot, &blue, &store), vec![b.id]);
+    let mut zoned = Query::new(QuerySpec::new().with(c).ancestor(folder)).unwrap();
+    assert_eq!(selected(&mut zoned, &red, &store), vec![a.id]);
+    assert_eq!(selected(&mut zoned, &blue, &store), vec![b.id]);
+
+    // One lineage: a snapshot of the arena reuses the cache built against the arena.
+    let generation = hot.generation();
+    let snapshot = blue.snapshot();
+    assert_eq!(selected(&mut hot, &snapshot, &store), vec![b.id]);
+    assert_eq!(hot.generation(), generation);
 }
