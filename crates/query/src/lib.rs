@@ -7,7 +7,9 @@
 //! the other terms, and caches the matches sorted by id with each term's dense row. The cache is
 //! reused while its stamp holds: field writes never invalidate it; adding or removing rows,
 //! replacing the store, tag changes (for tag terms) and topology changes (for ancestry and
-//! class terms) do.
+//! class terms) do, and so does running a tag, ancestry or class query against another arena
+//! (an arena and its snapshots are one arena here: they share an
+//! [`ArenaId`](strata_arena::ArenaId)).
 //!
 //! Each query keeps its own change baseline: the store tick captured when its previous pass
 //! began, and the store it was captured from. A pass selects the rows added or changed after it,
