@@ -8,7 +8,9 @@
 //! loops over many rows. After all writers finish, [`commit`] applies their [`WriteSet`]s in
 //! (tier, rank, sequence) order: execution groups first, by hierarchy order, then systems, by
 //! scheduled position. A write whose row moved applies through the instance's present row; one
-//! whose instance lost the component is a [`Refusal`]. Fields written by two writers are
+//! whose instance lost the component is a [`Refusal`], and so is one recorded against a
+//! definition of its component that was replaced before the commit (each column remembers its
+//! definition's allocation), which then writes nothing. Fields written by two writers are
 //! [`Conflict`]s, each saying whether an [`OrderOracle`] (the scheduler) declares an order
 //! between them. Structural operations are impossible while overlays borrow the store, and the
 //! overlay's structural methods refuse with [`OverlayError::StructuralRefused`].
