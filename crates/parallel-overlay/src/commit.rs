@@ -148,6 +148,10 @@ impl fmt::Display for CommitReport {
 }
 
 /// Applies the write sets to the store in commit order and reports what happened.
+///
+/// The commit sorts the sets by [`WriterRank`] (tier, rank, id) itself, so the order they arrive
+/// in (the order writers finished, or any other) does not change the result. A rank names one
+/// writer: two sets under one rank have no order between them and apply in arrival order.
 pub fn commit(store: &mut Store, sets: Vec<WriteSet>, oracle: &impl OrderOracle) -> CommitReport {
     commit_inner(store, sets, oracle, None)
 }
