@@ -1,5 +1,6 @@
-//! Overlays and commits: read-your-writes, commit order, determinism across thread counts,
-//! conflicts, stale rows, refusals, structural refusal, equal writes and ticks.
+//! Overlays and commits: read-your-writes, commit order, determinism whatever the arrival order,
+//! lane count and finishing order, conflicts, stale rows, refusals, structural refusal through
+//! the runner, equal writes and ticks.
 
 #![allow(clippy::unwrap_used, reason = "test fixtures fail loudly on purpose")]
 
