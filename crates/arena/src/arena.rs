@@ -14,7 +14,7 @@ use crate::class::{ClassId, ClassRegistry, FamilySet, StateKind};
 use crate::error::ArenaError;
 use crate::event::{Doomed, Event, Lineage, MovedIds, PartWrite, PartWriteKind, TopologyChange};
 use crate::id::{
-    Guid, IdRange, InstanceId, PersistentId, Slot, fresh_seed, guid_for, mix64, next_arena_serial,
+    Guid, IdRange, InstanceId, PersistentId, Slot, fresh_seed, guid_for, mix64,
 };
 use crate::journal::{BoundedJournal, HistoryUnavailable, JournalRead};
 use crate::math::{Transform, Vec3};
@@ -129,8 +129,6 @@ pub struct Arena {
     /// The next id of `own_range` to allocate. Ids of the other range only arrive through
     /// `insert_with_id`, which never moves this counter for them.
     pub(crate) next_id: u64,
-    /// This arena's serial: unique in the process, stamped on the tokens it issues.
-    pub(crate) serial: u64,
     /// The seed GUIDs and persistent ids derive from: drawn fresh for every arena, or given by
     /// `with_seed` for reproducible runs.
     pub(crate) seed: u64,
@@ -187,13 +185,13 @@ impl Arena {
     }
 
     fn with_range(classes: Arc<ClassRegistry>, own_range: IdRange) -> Self {
-        let serial = next_arena_serial();
+        let state = Snapshot::new(classes);
+        let seed = fresh_seed(state.arena_id());
         Self {
-            state: Snapshot::new(classes),
+            state,
             own_range,
             next_id: own_range.start(),
-            serial,
-            seed: fresh_seed(serial),
+            seed,
             guid_counter: 0,
             persistent_counter: 0,
             free_slots: Vec::new(),
@@ -213,7 +211,7 @@ impl Arena {
     /// Sets the seed GUIDs and persistent ids are derived from, for tests and replays. Two
     /// arenas with the same seed and the same operations produce the same GUIDs and persistent
     /// ids. Without it every arena draws its own seed (from operating-system entropy, the clock
-    /// and the process id, plus a serial unique in the process), so identities of independently
+    /// and the process id, plus the arena's [`ArenaId`](crate::ArenaId), unique in the process), so identities of independently
     /// made arenas never meet: GUIDs of two arenas of one process never coincide, and across
     /// processes only with negligible probability, as for persistent ids.
     #[must_use]

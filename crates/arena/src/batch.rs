@@ -21,7 +21,7 @@ use std::sync::{Arc, OnceLock};
 
 use crate::arena::Arena;
 use crate::error::ArenaError;
-use crate::id::{IdRange, InstanceId, PersistentId};
+use crate::id::{ArenaId, IdRange, InstanceId, PersistentId};
 use crate::revision::Revision;
 use crate::snapshot::{PMap, PSet};
 
@@ -34,7 +34,7 @@ use crate::snapshot::{PMap, PSet};
 #[derive(Clone, Debug, PartialEq, Eq)]
 #[must_use = "an open batch restricts the arena until committed or rolled back"]
 pub struct Checkpoint {
-    arena: u64,
+    arena: ArenaId,
     serial: u64,
 }
 
@@ -87,7 +87,7 @@ impl Arena {
             family_cache: self.state.family_cache.clone(),
         });
         Checkpoint {
-            arena: self.serial,
+            arena: self.arena_id(),
             serial,
         }
     }
@@ -176,7 +176,7 @@ impl Arena {
     /// Closes the batch `checkpoint` opened, and every batch opened inside it. Refused,
     /// closing nothing, for another arena's checkpoint or one whose batch is already closed.
     fn close_batch(&mut self, checkpoint: &Checkpoint) -> Result<BatchMark, ArenaError> {
-        if checkpoint.arena != self.serial {
+        if checkpoint.arena != self.arena_id() {
             return Err(ArenaError::ForeignToken);
         }
         let depth = self

@@ -1,10 +1,11 @@
-//! Identities: runtime instance ids, physical slots, GUIDs and persistent ids, and the seeds
-//! and serials that keep identities of different arenas apart.
+//! Identities: runtime instance ids, physical slots, GUIDs, persistent ids, the identity of an
+//! arena, and the seeds that keep GUIDs and persistent ids of different arenas apart.
 //!
 //! Invariant: an `InstanceId` is never zero and is never handed out twice by one arena; a `Slot`
 //! is only a position and may hold a different instance after reclamation. The two ranges of
 //! runtime ids are disjoint: ids below [`InstanceId::CLIENT_RANGE_START`] are issued by the
-//! authoritative side, ids at or above it are allocated locally by a client.
+//! authoritative side, ids at or above it are allocated locally by a client. No two arenas
+//! created in one process share an `ArenaId`.
 
 use std::fmt;
 use std::hash::{BuildHasher, RandomState};
@@ -87,6 +88,31 @@ impl IdRange {
     }
 }
 
+/// The next `ArenaId` to hand out.
+static NEXT_ARENA_ID: AtomicU64 = AtomicU64::new(1);
+
+/// The identity of one arena, shared by every snapshot taken from it.
+///
+/// Each arena gets a fresh one at creation, from a process-wide counter. An arena and its
+/// snapshots form one lineage: between them, equal revisions mean equal state in that domain,
+/// so a cache keyed by (`ArenaId`, revisions) is reused only where that holds. Revisions of
+/// different arenas are never comparable, whatever their values.
+#[derive(Clone, Copy, PartialEq, Eq, Hash, Debug)]
+pub struct ArenaId(NonZeroU64);
+
+impl ArenaId {
+    /// A new identity, never handed out before in this process.
+    pub(crate) fn fresh() -> Self {
+        let raw = NEXT_ARENA_ID.fetch_add(1, Ordering::Relaxed);
+        Self(NonZeroU64::new(raw).expect("the counter starts at 1 and a u64 does not wrap"))
+    }
+
+    /// The raw value.
+    pub const fn get(self) -> u64 {
+        self.0.get()
+    }
+}
+
 /// A physical position in the arena's node table. Reused after reclamation.
 #[derive(Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Debug)]
 pub struct Slot(pub(crate) u32);
@@ -148,24 +174,15 @@ impl PersistentId {
     }
 }
 
-/// Which arena of this process an arena is: a serial no other arena of the process shares,
-/// stamped on the tokens it issues so they are refused by every other arena.
-static ARENA_SERIAL: AtomicU64 = AtomicU64::new(0);
-
 /// The process's entropy base and the process id it was drawn in (a forked child draws anew).
 static ENTROPY: Mutex<Option<(u32, u64)>> = Mutex::new(None);
 
-/// A serial for a new arena: unique in this process.
-pub(crate) fn next_arena_serial() -> u64 {
-    ARENA_SERIAL.fetch_add(1, Ordering::Relaxed) + 1
-}
-
-/// The default GUID and persistent-id seed of the arena with `serial`. Seeds of two arenas of
-/// one process always differ (`serial` enters through a bijection for a fixed base), and the
+/// The default GUID and persistent-id seed of the arena `arena`. Seeds of two arenas of one
+/// process always differ (the arena id enters through a bijection for a fixed base), and the
 /// base is drawn from operating-system entropy, the clock and the process id, so seeds of two
 /// processes differ except with negligible probability.
-pub(crate) fn fresh_seed(serial: u64) -> u64 {
-    mix64(process_entropy().wrapping_add(serial.wrapping_mul(0x9e37_79b9_7f4a_7c15)))
+pub(crate) fn fresh_seed(arena: ArenaId) -> u64 {
+    mix64(process_entropy().wrapping_add(arena.get().wrapping_mul(0x9e37_79b9_7f4a_7c15)))
 }
 
 fn process_entropy() -> u64 {
@@ -246,7 +263,7 @@ mod tests {
 
     #[test]
     fn fresh_seeds_differ_within_a_process() {
-        let mut seeds: Vec<u64> = (1..1_000).map(fresh_seed).collect();
+        let mut seeds: Vec<u64> = (0..999).map(|_| fresh_seed(ArenaId::fresh())).collect();
         seeds.sort_unstable();
         seeds.dedup();
         assert_eq!(seeds.len(), 999);

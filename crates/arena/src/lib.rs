@@ -84,7 +84,7 @@ pub use crate::error::ArenaError;
 pub use crate::event::{
     Doomed, Event, Lineage, MovedIds, PartWrite, PartWriteKind, TopologyChange,
 };
-pub use crate::id::{Guid, IdRange, InstanceId, PersistentId, Slot};
+pub use crate::id::{ArenaId, Guid, IdRange, InstanceId, PersistentId, Slot};
 pub use crate::journal::{BoundedJournal, HistoryUnavailable, JournalRead};
 pub use crate::lifecycle::{Destruction, Drained, LifecycleScope};
 pub use crate::math::{Color3, Transform, UDim2, Vec3};

@@ -14,7 +14,7 @@
 use crate::arena::{Arena, Detached, Membership};
 use crate::error::ArenaError;
 use crate::event::{Doomed, Event, TopologyChange};
-use crate::id::InstanceId;
+use crate::id::{ArenaId, InstanceId};
 use crate::node::NodeFlag;
 use crate::snapshot::Snapshot;
 
@@ -47,7 +47,7 @@ pub struct Drained {
 #[derive(Clone, Debug, PartialEq, Eq)]
 #[must_use = "a lifecycle scope stays open until exited"]
 pub struct LifecycleScope {
-    arena: u64,
+    arena: ArenaId,
     serial: u64,
 }
 
@@ -172,7 +172,7 @@ impl Arena {
                 self.state.scope.push(subject);
                 self.scope_serials.push(serial);
                 Ok(LifecycleScope {
-                    arena: self.serial,
+                    arena: self.arena_id(),
                     serial,
                 })
             }
@@ -184,7 +184,7 @@ impl Arena {
     /// scope already closed ([`ArenaError::ScopeNotOpen`]) or another arena's token
     /// ([`ArenaError::ForeignToken`]).
     pub fn exit_lifecycle_scope(&mut self, scope: LifecycleScope) -> Result<(), ArenaError> {
-        if scope.arena != self.serial {
+        if scope.arena != self.arena_id() {
             return Err(ArenaError::ForeignToken);
         }
         let depth = self

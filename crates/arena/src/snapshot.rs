@@ -8,14 +8,14 @@
 //! Invariant: a live id resolves either at slot `id - 1` (when the node stored there carries that
 //! id) or through `id_map`; `id_map` holds exactly the ids (live or tombstone) whose slot is not
 //! `id - 1`. `live + tombstones` equals the number of occupied slots. The tag and persistent-id
-//! indexes list live instances only.
+//! indexes list live instances only. A snapshot carries the `ArenaId` of the arena it came from.
 
 use std::iter::FusedIterator;
 use std::sync::{Arc, OnceLock};
 
 use crate::class::{ClassDescriptor, ClassId, ClassRegistry, FamilyId};
 use crate::error::ArenaError;
-use crate::id::{InstanceId, PersistentId, Slot};
+use crate::id::{ArenaId, InstanceId, PersistentId, Slot};
 use crate::node::Node;
 use crate::revision::{Revision, Revisions};
 
@@ -103,6 +103,8 @@ fn split(slot: Slot) -> (usize, usize) {
 /// it came from, and carries no pending events or journals.
 #[derive(Clone)]
 pub struct Snapshot {
+    /// The identity of the arena this state belongs to; snapshots keep it.
+    arena_id: ArenaId,
     pub(crate) pages: Vec<Arc<Page>>,
     pub(crate) slot_len: u32,
     pub(crate) id_map: IdIndex,
@@ -118,9 +120,11 @@ pub struct Snapshot {
 }
 
 impl Snapshot {
+    /// The empty state of a new arena, under a fresh [`ArenaId`].
     pub(crate) fn new(classes: Arc<ClassRegistry>) -> Self {
         let families = classes.family_count();
         Self {
+            arena_id: ArenaId::fresh(),
             pages: Vec::new(),
             slot_len: 0,
             id_map: IdIndex::new(),
@@ -359,6 +363,12 @@ impl Snapshot {
     /// The revision domains.
     pub fn revisions(&self) -> &Revisions {
         &self.revisions
+    }
+
+    /// The identity of the arena this state belongs to: the arena's own, shared by every
+    /// snapshot taken from it. Revisions are comparable only between states with one id.
+    pub fn arena_id(&self) -> ArenaId {
+        self.arena_id
     }
 
     /// Whether a live instance carries a tag.

@@ -5,8 +5,10 @@
 //! entries in sequence order, so the store that results depends only on the write sets, never
 //! on which thread ran which writer or which finished first. A writer holds one entry per
 //! (component, row, field), so its writes to different fields are independent and apply column
-//! by column. A write whose row no longer holds its instance is applied through the instance's
-//! present row, or refused if the instance no longer holds the component. Every write goes
+//! by column. A column recorded against a definition the store has since replaced (another
+//! allocation) is refused entry by entry and writes nothing, since its field id may now name
+//! another field. A write whose row no longer holds its instance is applied through the
+//! instance's present row, or refused if the instance no longer holds the component. Every write goes
 //! through the store's own write paths (a typed column writer over each stretch of a scalar
 //! column's entries, the checked single-field setter otherwise), so equal values change
 //! nothing and ticks, dirty masks, change logs and events update as for any write.
@@ -146,6 +148,10 @@ impl fmt::Display for CommitReport {
 }
 
 /// Applies the write sets to the store in commit order and reports what happened.
+///
+/// The commit sorts the sets by [`WriterRank`] (tier, rank, id) itself, so the order they arrive
+/// in (the order writers finished, or any other) does not change the result. A rank names one
+/// writer: two sets under one rank have no order between them and apply in arrival order.
 pub fn commit(store: &mut Store, sets: Vec<WriteSet>, oracle: &impl OrderOracle) -> CommitReport {
     commit_inner(store, sets, oracle, None)
 }
@@ -176,6 +182,21 @@ fn commit_inner(
     for set in sets {
         let writer = set.rank;
         for column in set.columns {
+            if let Err(error) = current_definition(store, column.component, column.allocation) {
+                column.log.for_each_in_order(|_, instance| {
+                    report.refusals.push(Refusal {
+                        writer,
+                        instance: instance.id,
+                        component: column.component,
+                        field: column.field,
+                        error: error.clone(),
+                    });
+                });
+                if let Some(spare) = spare {
+                    spare.give_log(column.log);
+                }
+                continue;
+            }
             let mut apply = Apply {
                 store: &mut *store,
                 report: &mut report,
@@ -214,6 +235,20 @@ fn commit_inner(
         );
     }
     report
+}
+
+/// Whether the store's definition of `component` is still the one of `allocation`: the
+/// store's own error when it has none, `StaleDefinition` when it was replaced.
+fn current_definition(
+    store: &Store,
+    component: ComponentId,
+    allocation: u64,
+) -> Result<(), StoreError> {
+    if store.def(component)?.allocation() == allocation {
+        Ok(())
+    } else {
+        Err(StoreError::StaleDefinition(component))
+    }
 }
 
 /// One writer's log of one column, being applied.

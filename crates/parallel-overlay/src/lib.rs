@@ -8,7 +8,9 @@
 //! loops over many rows. After all writers finish, [`commit`] applies their [`WriteSet`]s in
 //! (tier, rank, sequence) order: execution groups first, by hierarchy order, then systems, by
 //! scheduled position. A write whose row moved applies through the instance's present row; one
-//! whose instance lost the component is a [`Refusal`]. Fields written by two writers are
+//! whose instance lost the component is a [`Refusal`], and so is one recorded against a
+//! definition of its component that was replaced before the commit (each column remembers its
+//! definition's allocation), which then writes nothing. Fields written by two writers are
 //! [`Conflict`]s, each saying whether an [`OrderOracle`] (the scheduler) declares an order
 //! between them. Structural operations are impossible while overlays borrow the store, and the
 //! overlay's structural methods refuse with [`OverlayError::StructuralRefused`].
@@ -57,22 +59,102 @@
 //! # Ok::<(), Box<dyn std::error::Error>>(())
 //! ```
 //!
-//! Rows cannot move under a running writer: while an overlay exists, the store is borrowed
-//! shared, so a structural change does not compile.
+//! Rows cannot move under a running writer. While an overlay exists the store is borrowed
+//! shared, and while [`run_parallel`] runs it is borrowed mutably, so no structural change of the
+//! store (`add`, `insert`, `remove`, `redefine`, `uninstall`, `on_destroyed`) compiles in either
+//! place; a running writer's only structural route is its overlay's, which refuses
+//! ([`Overlay::add_component`], [`Overlay::remove_component`]). Once the writer has finished, the
+//! same change compiles, and the commit applies each write through its instance's present row:
+//!
+//! ```
+//! use strata_arena::{Arena, ClassId};
+//! use strata_component_store::{ComponentDef, FieldDef, InstanceRef, Store};
+//! use strata_parallel_overlay::{NoOrder, Overlay, WriterRank, commit};
+//!
+//! let mut arena = Arena::standard();
+//! let mut store = Store::new();
+//! let score = store.install(ComponentDef::new("Score").field(FieldDef::integer("n", 0)), arena.classes()).unwrap();
+//! let n = store.field(score, "n").unwrap();
+//! let spawn = |arena: &mut Arena| {
+//!     let id = arena.create(ClassId::ENTITY, None).unwrap();
+//!     InstanceRef::new(id, arena.slot_of(id).unwrap())
+//! };
+//! let (a, b) = (spawn(&mut arena), spawn(&mut arena));
+//! store.add(a, ClassId::ENTITY, score, []).unwrap();
+//! store.add(b, ClassId::ENTITY, score, []).unwrap();
+//! let mut overlay = Overlay::new(WriterRank::system(0, 1), &store);
+//! overlay.set(b, score, n, 5i64).unwrap();
+//! let set = overlay.finish();
+//! store.remove(a, score).unwrap(); // moves b's row
+//! let report = commit(&mut store, vec![set], &NoOrder);
+//! assert_eq!((report.relocated, *store.get::<i64>(b, score, n).unwrap()), (1, 5));
+//! ```
+//!
+//! The same removal while the overlay is alive does not compile:
+//!
+//! ```compile_fail
+//! use strata_arena::{Arena, ClassId};
+//! use strata_component_store::{ComponentDef, FieldDef, InstanceRef, Store};
+//! use strata_parallel_overlay::{NoOrder, Overlay, WriterRank, commit};
+//!
+//! let mut arena = Arena::standard();
+//! let mut store = Store::new();
+//! let score = store.install(ComponentDef::new("Score").field(FieldDef::integer("n", 0)), arena.classes()).unwrap();
+//! let n = store.field(score, "n").unwrap();
+//! let spawn = |arena: &mut Arena| {
+//!     let id = arena.create(ClassId::ENTITY, None).unwrap();
+//!     InstanceRef::new(id, arena.slot_of(id).unwrap())
+//! };
+//! let (a, b) = (spawn(&mut arena), spawn(&mut arena));
+//! store.add(a, ClassId::ENTITY, score, []).unwrap();
+//! store.add(b, ClassId::ENTITY, score, []).unwrap();
+//! let mut overlay = Overlay::new(WriterRank::system(0, 1), &store);
+//! overlay.set(b, score, n, 5i64).unwrap();
+//! store.remove(a, score).unwrap(); // refused: the overlay borrows the store
+//! let set = overlay.finish();
+//! let report = commit(&mut store, vec![set], &NoOrder);
+//! ```
+//!
+//! Nor does a writer of [`run_parallel`] that reaches for the store instead of its overlay:
 //!
 //! ```compile_fail
 //! use strata_arena::{Arena, ClassId};
 //! use strata_component_store::{ComponentDef, InstanceRef, Store};
-//! use strata_parallel_overlay::{Overlay, WriterRank};
+//! use strata_parallel_overlay::{NoOrder, Writer, WriterRank, run_parallel};
 //!
 //! let mut arena = Arena::standard();
 //! let mut store = Store::new();
 //! let tag = store.install(ComponentDef::new("Tag"), arena.classes()).unwrap();
 //! let id = arena.create(ClassId::ENTITY, None).unwrap();
 //! let at = InstanceRef::new(id, arena.slot_of(id).unwrap());
-//! let overlay = Overlay::new(WriterRank::system(0, 1), &store);
-//! store.add(at, ClassId::ENTITY, tag, []).unwrap(); // refused: the store is borrowed
-//! drop(overlay);
+//! let pool = rayon::ThreadPoolBuilder::new().num_threads(2).build().unwrap();
+//! let writers = [Writer { rank: WriterRank::system(0, 1), work: () }];
+//! run_parallel(&mut store, &pool, &writers, |_, _overlay| {
+//!     store.add(at, ClassId::ENTITY, tag, [])?; // refused: run_parallel holds the store
+//!     Ok(())
+//! }, &NoOrder);
+//! ```
+//!
+//! while the same writer through its overlay compiles, and is refused when it runs:
+//!
+//! ```
+//! use strata_arena::{Arena, ClassId};
+//! use strata_component_store::{ComponentDef, InstanceRef, Store};
+//! use strata_parallel_overlay::{NoOrder, OverlayError, Writer, WriterRank, run_parallel};
+//!
+//! let mut arena = Arena::standard();
+//! let mut store = Store::new();
+//! let tag = store.install(ComponentDef::new("Tag"), arena.classes()).unwrap();
+//! let id = arena.create(ClassId::ENTITY, None).unwrap();
+//! let at = InstanceRef::new(id, arena.slot_of(id).unwrap());
+//! let pool = rayon::ThreadPoolBuilder::new().num_threads(2).build().unwrap();
+//! let writers = [Writer { rank: WriterRank::system(0, 1), work: () }];
+//! let report = run_parallel(&mut store, &pool, &writers, |_, overlay| {
+//!     overlay.add_component(at, ClassId::ENTITY, tag)?;
+//!     Ok(())
+//! }, &NoOrder);
+//! assert!(matches!(report.errors[0].1, OverlayError::StructuralRefused(_)));
+//! assert!(!store.has(at, tag));
 //! ```
 
 mod commit;

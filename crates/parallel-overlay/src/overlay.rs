@@ -2,7 +2,9 @@
 //!
 //! Invariant: a writer keeps one log per (component, field) it writes, holding at most one
 //! entry per row (the latest value, the instance the row held, and the sequence number of that
-//! write); a repeated write replaces the entry's value and sequence. A writer reads its own
+//! write); a repeated write replaces the entry's value and sequence. Each log records the
+//! allocation of the component's definition its field id was resolved against (fixed while the
+//! overlay borrows the store). A writer reads its own
 //! latest write; every other read goes to the store, which no writer changes until commit, so
 //! no writer ever sees another's uncommitted writes, whatever lane or order they ran in.
 
@@ -10,7 +12,7 @@ use std::fmt;
 
 use strata_arena::{ClassId, InstanceId, Slot};
 use strata_component_store::{
-    ComponentId, FieldId, FieldType, InstanceRef, Scalar, Store, StoreError, Value,
+    ComponentId, ComponentSet, FieldId, FieldType, InstanceRef, Scalar, Store, StoreError, Value,
 };
 
 use crate::error::OverlayError;
@@ -70,6 +72,8 @@ impl fmt::Display for WriterRank {
 struct ColumnState {
     component: ComponentId,
     field: FieldId,
+    /// The allocation of the definition `field` belongs to.
+    allocation: u64,
     index: RowIndex,
     log: ColumnLog,
 }
@@ -238,7 +242,7 @@ impl<'s> Overlay<'s> {
             found: std::any::type_name::<T>().to_owned(),
         };
         let established = set.values::<T>(field).ok_or_else(mismatch)?;
-        let hit = self.column_state(component, field, &field_def.ty, set.len());
+        let hit = self.column_state(component, field, &field_def.ty, set);
         let Overlay {
             columns,
             sequence,
@@ -280,13 +284,14 @@ impl<'s> Overlay<'s> {
     }
 
     /// The position of the column's state, created (empty, typed by the field's type `ty`, over
-    /// a set of `set_len` rows) if this writer has not written it yet.
+    /// the rows of `set` and under its definition's allocation) if this writer has not written
+    /// it yet.
     fn column_state(
         &mut self,
         component: ComponentId,
         field: FieldId,
         ty: &FieldType,
-        set_len: usize,
+        set: &ComponentSet,
     ) -> usize {
         if let Some(hit) = self.find_column(component, field) {
             return hit;
@@ -298,7 +303,8 @@ impl<'s> Overlay<'s> {
         self.columns.push(ColumnState {
             component,
             field,
-            index: RowIndex::new(set_len),
+            allocation: set.def().allocation(),
+            index: RowIndex::new(set.len()),
             log,
         });
         self.last_column = self.columns.len() - 1;
@@ -342,7 +348,7 @@ impl<'s> Overlay<'s> {
             component: def.name().to_owned(),
             row,
         })?;
-        let hit = self.column_state(component, field, &field_def.ty, set.len());
+        let hit = self.column_state(component, field, &field_def.ty, set);
         let column = &mut self.columns[hit];
         let sequence = self.sequence + 1;
         column
@@ -410,6 +416,7 @@ impl<'s> Overlay<'s> {
                     WrittenColumn {
                         component: c.component,
                         field: c.field,
+                        allocation: c.allocation,
                         log: c.log,
                     }
                 })
@@ -497,6 +504,9 @@ impl<T: Logged> OverlayColumn<'_, '_, T> {
 pub(crate) struct WrittenColumn {
     pub(crate) component: ComponentId,
     pub(crate) field: FieldId,
+    /// The allocation of the definition `field` was resolved against: the commit refuses the
+    /// column's writes when the store's definition is another one.
+    pub(crate) allocation: u64,
     pub(crate) log: ColumnLog,
 }
 

@@ -7,11 +7,16 @@
 //! the other terms, and caches the matches sorted by id with each term's dense row. The cache is
 //! reused while its stamp holds: field writes never invalidate it; adding or removing rows,
 //! replacing the store, tag changes (for tag terms) and topology changes (for ancestry and
-//! class terms) do.
+//! class terms) do, and so does running a tag, ancestry or class query against another arena
+//! (an arena and its snapshots are one arena here: they share an
+//! [`ArenaId`](strata_arena::ArenaId)).
 //!
 //! Each query keeps its own change baseline: the store tick captured when its previous pass
-//! began. A pass selects the rows added or changed after it, through the store's per-set change
-//! log when that covers the baseline, so its cost follows the number of changed rows.
+//! began, and the store it was captured from. A pass selects the rows added or changed after it,
+//! through the store's per-set change log when that covers the baseline, so its cost follows the
+//! number of changed rows. Ticks of different stores are never compared: when a pass runs
+//! against another store than the previous one (a snapshot, a rollback, a replacement), its
+//! [`ChangeWindow`] is `Unavailable` and it yields every match once.
 //!
 //! # Example
 //!
@@ -52,6 +57,8 @@ mod query;
 mod spec;
 
 pub use crate::error::QueryError;
-pub use crate::query::{Driver, MatchRef, Matches, Pass, PassIter, Query, TermColumn};
+pub use crate::query::{
+    ChangeWindow, Driver, MatchRef, Matches, Pass, PassIter, Query, TermColumn,
+};
 pub use crate::spec::QuerySpec;
 pub use strata_component_store::{RemovalReader as RemovedReader, Removals};

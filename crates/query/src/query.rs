@@ -2,14 +2,20 @@
 //!
 //! Invariant: the cache holds exactly the instances that satisfied the spec when it was built,
 //! sorted by id, with each required term's dense row per match; it is reused only while its
-//! stamp (store identity, structural revision of every component the spec names, tag revision
-//! when tags are involved, topology revision when ancestry or classes are) still matches, and
-//! the generation advances exactly when it is rebuilt. A query's change baseline is the store
-//! tick captured when its previous pass began; it belongs to this query alone.
+//! stamp (store identity, structural revision of every component the spec names, and, when the
+//! spec consults the arena, the arena's identity with its tag revision when tags are involved
+//! and its topology revision when ancestry or classes are) still matches, and the generation
+//! advances exactly when it is rebuilt. Revisions are compared only within one arena lineage
+//! (an arena and its snapshots share an `ArenaId`); equal revisions of different arenas say
+//! nothing. A query's change baseline is the store
+//! tick captured when its previous pass began, together with the identity of the store it was
+//! captured from; it belongs to this query alone. A tick is compared only with ticks of the
+//! store it came from: a pass against any other store (a snapshot, a rollback, a replacement)
+//! has no change window and yields every match once.
 
 use std::sync::Arc;
 
-use strata_arena::{ClassId, InstanceId, Revision, Slot, Snapshot};
+use strata_arena::{ArenaId, ClassId, InstanceId, Revision, Slot, Snapshot};
 use strata_component_store::{
     ComponentHandle, ComponentId, ComponentSet, FieldId, InstanceRef, Scalar, Store, StoreError,
     StoreId, Tick,
@@ -33,6 +39,8 @@ struct Stamp {
     store: StoreId,
     /// The structural revision of each of the spec's `structural_components`, in that order.
     structural: Vec<u64>,
+    /// The arena the tag and topology revisions belong to, when the spec consults the arena.
+    arena: Option<ArenaId>,
     tags: Option<Revision>,
     topology: Option<Revision>,
 }
@@ -72,6 +80,29 @@ pub(crate) struct Cache {
 /// `match_of_row` entry of a row whose instance does not match.
 const NO_MATCH: u32 = u32::MAX;
 
+/// Where a query's change window starts: the store tick its previous pass began at, and the
+/// store that tick belongs to.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+struct Baseline {
+    store: StoreId,
+    tick: Tick,
+}
+
+/// Which rows a pass's change filters selected from.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum ChangeWindow {
+    /// The spec has no added or changed filter: the pass yields every match.
+    Unfiltered,
+    /// The matches whose filtered rows were added or changed after this store tick (the tick
+    /// the previous pass began at, or `Tick(0)` on the first pass).
+    Since(Tick),
+    /// The previous pass ran against another store (a snapshot, a rollback to an older one, a
+    /// replacement), whose ticks say nothing about this one: the pass yields every match, once,
+    /// and the next pass compares with this one.
+    Unavailable,
+}
+
 /// A query: a validated spec with its cache and change baseline.
 #[derive(Clone, Debug)]
 pub struct Query {
@@ -80,7 +111,7 @@ pub struct Query {
     stamp: Option<Stamp>,
     generation: u64,
     driver: Option<Driver>,
-    baseline: Option<Tick>,
+    baseline: Option<Baseline>,
     selection: Vec<u32>,
 }
 
@@ -120,9 +151,11 @@ impl Query {
     }
 
     /// The store tick the next pass compares change ticks with (`None` before the first pass:
-    /// then every row counts as added and changed).
+    /// then every row counts as added and changed). It is compared only when the next pass runs
+    /// against the store it was taken from; otherwise that pass's window is
+    /// [`ChangeWindow::Unavailable`].
     pub fn baseline(&self) -> Option<Tick> {
-        self.baseline
+        self.baseline.map(|b| b.tick)
     }
 
     /// Rebuilds the cache if its stamp no longer matches; returns whether it did.
@@ -147,21 +180,37 @@ impl Query {
     /// matches whose rows were added or changed since the previous pass began, then moves the
     /// baseline to the store tick now (writes made during this pass stay eligible for the next
     /// one). The selection costs in proportion to the rows that changed when the store's change
-    /// log covers the baseline, and a scan of the matches otherwise.
+    /// log covers the baseline, and a scan of the matches otherwise. When the previous pass ran
+    /// against another store, there is no window to compare with: the pass yields every match
+    /// and [`Pass::window_unavailable`] says so.
     pub fn run(&mut self, arena: &Snapshot, store: &Store) -> Result<Pass<'_>, QueryError> {
         self.refresh(arena, store)?;
-        let filtered = self.spec.has_change_filters();
-        if filtered {
-            let baseline = self.baseline.unwrap_or(Tick(0));
-            self.select_changed(store, baseline)?;
-            self.baseline = Some(store.tick());
+        let window = if !self.spec.has_change_filters() {
+            ChangeWindow::Unfiltered
+        } else {
+            match self.baseline {
+                Some(b) if b.store != store.id() => ChangeWindow::Unavailable,
+                Some(b) => ChangeWindow::Since(b.tick),
+                None => ChangeWindow::Since(Tick(0)),
+            }
+        };
+        if let ChangeWindow::Since(since) = window {
+            self.select_changed(store, since)?;
+        }
+        if window != ChangeWindow::Unfiltered {
+            self.baseline = Some(Baseline {
+                store: store.id(),
+                tick: store.tick(),
+            });
         }
         let stamp = self.stamp.as_ref().ok_or(QueryError::NoDriver)?;
         Ok(Pass {
             cache: &self.cache,
             spec: &self.spec,
             stamp,
-            selection: filtered.then_some(self.selection.as_slice()),
+            window,
+            selection: matches!(window, ChangeWindow::Since(_))
+                .then_some(self.selection.as_slice()),
         })
     }
 
@@ -190,6 +239,7 @@ impl Query {
             return Ok(false);
         };
         Ok(stamp.structure_holds(&self.spec, store)?
+            && stamp.arena.is_none_or(|a| a == arena.arena_id())
             && stamp.tags.is_none_or(|r| r == arena.revisions().tags())
             && stamp
                 .topology
@@ -278,6 +328,7 @@ impl Query {
                 .chain(ancestor.as_ref())
                 .map(|set| set.structural_revision())
                 .collect(),
+            arena: (self.spec.uses_tags() || self.spec.uses_topology()).then(|| arena.arena_id()),
             tags: self.spec.uses_tags().then(|| arena.revisions().tags()),
             topology: self
                 .spec
@@ -531,6 +582,8 @@ pub struct Pass<'q> {
     cache: &'q Cache,
     spec: &'q QuerySpec,
     stamp: &'q Stamp,
+    window: ChangeWindow,
+    /// `Some` exactly when `window` is `Since`.
     selection: Option<&'q [u32]>,
 }
 
@@ -553,9 +606,22 @@ impl<'q> Pass<'q> {
         }
     }
 
-    /// The selected match indexes, or `None` when the pass yields every match.
+    /// The selected match indexes, or `None` when the pass yields every match (no change
+    /// filters, or no change window).
     pub fn selection(&self) -> Option<&'q [u32]> {
         self.selection
+    }
+
+    /// Which rows the change filters selected from.
+    pub fn window(&self) -> ChangeWindow {
+        self.window
+    }
+
+    /// Whether the query's change window was unavailable for this pass (its baseline came from
+    /// another store), so a filtered pass yields every match: a consumer that keeps state per
+    /// changed row must treat this pass as a fresh start.
+    pub fn window_unavailable(&self) -> bool {
+        self.window == ChangeWindow::Unavailable
     }
 
     /// The selected matches, in id order.

@@ -32,7 +32,7 @@ use strata_component_store::{
     ComponentDef, ComponentId, FieldDef, FieldId, InstanceRef, SetSlot, Store, StoreError, StoreId,
     Tick, Value,
 };
-use strata_query::{Driver, MatchRef, Pass, Query, QueryError, QuerySpec};
+use strata_query::{ChangeWindow, Driver, MatchRef, Pass, Query, QueryError, QuerySpec};
 
 // ----- Schema. -----
 
@@ -453,6 +453,9 @@ struct Tracked {
     seen: Option<Inputs>,
     /// The store tick of the previous pass (None before the first).
     baseline: Option<u64>,
+    /// The store that tick belongs to: a pass against any other store has no window and
+    /// yields every match.
+    baseline_store: Option<StoreId>,
     /// A row of a component the spec names was added or removed, or the store replaced, since
     /// the last read.
     must_rebuild: bool,
@@ -1057,6 +1060,7 @@ impl Harness {
                     query: original.query.clone(),
                     seen: original.seen.clone(),
                     baseline: original.baseline,
+                    baseline_store: original.baseline_store,
                     must_rebuild: original.must_rebuild,
                     touched: original.touched,
                 };
@@ -1149,6 +1153,7 @@ impl Harness {
             query,
             seen: None,
             baseline: None,
+            baseline_store: None,
             must_rebuild: true,
             touched: true,
         });
@@ -1166,7 +1171,7 @@ impl Harness {
                 t.baseline.is_none_or(|b| tick > b)
             })
         };
-        let selected = if t.spec.filtered() {
+        let selected = if t.spec.filtered() && !self.window_unavailable(qi) {
             full.iter()
                 .filter(|h| counts(&t.spec.added, true, h) && counts(&t.spec.changed, false, h))
                 .cloned()
@@ -1177,6 +1182,12 @@ impl Harness {
         let now = inputs(&self.arena, &self.store, &self.comps, &t.spec);
         let rebuild = t.seen.as_ref() != Some(&now);
         (full, selected, now, rebuild)
+    }
+
+    /// Whether query `qi`'s baseline was taken against another store than the present one.
+    fn window_unavailable(&self, qi: usize) -> bool {
+        let t = &self.queries[qi];
+        t.spec.filtered() && t.baseline_store.is_some_and(|s| s != self.store.id())
     }
 
     /// Bookkeeping after a read: generation, driver, the owed and forbidden rebuilds.
@@ -1260,6 +1271,7 @@ impl Harness {
         self.stats.add("filtered_runs", 1);
         match t.baseline {
             None => self.stats.add("first_runs", 1),
+            Some(_) if self.window_unavailable(qi) => self.stats.add("unavailable_windows", 1),
             Some(b) => {
                 let logged = t.spec.added.iter().chain(&t.spec.changed).any(|&c| {
                     self.store
@@ -1307,6 +1319,7 @@ impl Harness {
         };
         self.count_hits(has_ancestor, has_class, &full);
         let run_tick = self.tick();
+        let unavailable = self.window_unavailable(qi);
         {
             let Self {
                 arena,
@@ -1336,7 +1349,17 @@ impl Harness {
                 }
                 Read::Run => {
                     let pass = t.query.run(view, store).unwrap();
-                    check_pass(&pass, &full, &selected, store, comps, &t.spec, &label, step);
+                    check_pass(
+                        &pass,
+                        &full,
+                        &selected,
+                        unavailable,
+                        store,
+                        comps,
+                        &t.spec,
+                        &label,
+                        step,
+                    );
                 }
                 Read::ForEach => {
                     let mut got = Vec::new();
@@ -1354,6 +1377,7 @@ impl Harness {
             }
             if running && t.spec.filtered() {
                 t.baseline = Some(run_tick);
+                t.baseline_store = Some(store.id());
             }
             let expected_baseline = t.baseline.map(Tick);
             assert_eq!(
@@ -1416,6 +1440,7 @@ impl Harness {
         // With the high bit, a row of the written component is removed and added back between
         // the run and the write: the pass is stale and must refuse to read or write.
         let stale = (terms_pick & 0x80 != 0).then(|| full.first()).flatten();
+        let unavailable = self.window_unavailable(qi);
         let (changed, readded) = {
             let Self {
                 arena,
@@ -1427,7 +1452,17 @@ impl Harness {
             let t = &mut queries[qi];
             let label = t.label.clone();
             let pass = t.query.run(arena, store).unwrap();
-            check_pass(&pass, &full, &selected, store, comps, &t.spec, &label, step);
+            check_pass(
+                &pass,
+                &full,
+                &selected,
+                unavailable,
+                store,
+                comps,
+                &t.spec,
+                &label,
+                step,
+            );
             let other = store.snapshot();
             assert!(
                 matches!(
@@ -1478,6 +1513,7 @@ impl Harness {
             };
             if t.spec.filtered() {
                 t.baseline = Some(run_tick);
+                t.baseline_store = Some(store.id());
             }
             assert_eq!(
                 t.query.baseline(),
@@ -1640,6 +1676,7 @@ fn check_pass(
     pass: &Pass<'_>,
     full: &[Hit],
     selected: &[Hit],
+    unavailable: bool,
     store: &Store,
     comps: &[ComponentId],
     spec: &Spec,
@@ -1662,8 +1699,23 @@ fn check_pass(
     assert_eq!(pass.len(), selected.len());
     assert_eq!(pass.is_empty(), selected.is_empty());
     assert_eq!(pass.iter().len(), selected.len());
+    assert_eq!(
+        pass.window_unavailable(),
+        unavailable,
+        "{label}: the window is unavailable exactly when the baseline came from another store \
+         (step {step})"
+    );
+    match pass.window() {
+        ChangeWindow::Unfiltered => assert!(!spec.filtered(), "{label}: window of a filter"),
+        ChangeWindow::Since(_) => assert!(spec.filtered() && !unavailable, "{label}: window"),
+        ChangeWindow::Unavailable => assert!(spec.filtered() && unavailable, "{label}: window"),
+        _ => panic!("{label}: an unknown window"),
+    }
     match pass.selection() {
-        None => assert!(!spec.filtered(), "{label}: a filtered pass must select"),
+        None => assert!(
+            !spec.filtered() || unavailable,
+            "{label}: a filtered pass with a window must select"
+        ),
         Some(selection) => {
             assert!(
                 spec.filtered(),
@@ -1864,6 +1916,7 @@ fn fixed_cases_reach_every_path() {
         "dense_terms",
         "sparse_terms",
         "first_runs",
+        "unavailable_windows",
         "logged_runs",
         "scanned_runs",
         "scanned_selections",

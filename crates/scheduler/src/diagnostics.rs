@@ -1,9 +1,10 @@
 //! What a build found wrong with the ordering declarations, and the cycles it stopped.
 //!
 //! Invariant: a diagnostic never stops a build; the plan it comes with schedules every enabled
-//! system that is not in a cycle. Diagnostics are listed in a stable order (by declaring system,
-//! then `before` targets before `after` targets in the order written, then cycles in stage and
-//! hierarchy order), so their text can be compared across runs.
+//! system that is not in a cycle, including one whose declarations join it to a stopped system
+//! (each such declaration is reported). Diagnostics are listed in a stable order (by declaring
+//! system, then `before` targets before `after` targets in the order written, then cycles in
+//! stage and hierarchy order), so their text can be compared across runs.
 
 use std::fmt;
 
@@ -125,6 +126,29 @@ pub enum Diagnostic {
         /// The declaration.
         declaration: Declaration,
     },
+    /// The target is a set whose only member is the declaring system: there is no other system
+    /// to order against, so no edge was added.
+    SelfOnlySet {
+        /// The declaration.
+        declaration: Declaration,
+    },
+    /// The declaration joins a system that runs to one stopped in a cycle (either may be the
+    /// declarer). The running system keeps its place as if the declaration were absent, so the
+    /// order it states does not hold. With a set target there is one per stopped member.
+    StoppedNeighbour {
+        /// The declaration.
+        declaration: Declaration,
+        /// The system stopped in a cycle.
+        stopped: SystemId,
+        /// Its name.
+        stopped_name: String,
+        /// Its cycle's index in [`Plan::cycles`](crate::Plan::cycles).
+        cycle: usize,
+        /// The system that runs without the order.
+        running: SystemId,
+        /// Its name.
+        running_name: String,
+    },
     /// A cycle whose members were stopped.
     Cycle(Cycle),
 }
@@ -136,7 +160,9 @@ impl Diagnostic {
             Diagnostic::CrossStage { .. } => Severity::Info,
             Diagnostic::MissingTarget { .. }
             | Diagnostic::DisabledTarget { .. }
-            | Diagnostic::SelfTarget { .. } => Severity::Warning,
+            | Diagnostic::SelfTarget { .. }
+            | Diagnostic::SelfOnlySet { .. }
+            | Diagnostic::StoppedNeighbour { .. } => Severity::Warning,
             Diagnostic::Cycle(_) => Severity::Error,
         }
     }
@@ -168,6 +194,20 @@ impl fmt::Display for Diagnostic {
                     "{declaration}: a system cannot be ordered against itself"
                 )
             }
+            Diagnostic::SelfOnlySet { declaration } => write!(
+                f,
+                "{declaration}: the set's only member is {} itself; no edge is added",
+                declaration.name
+            ),
+            Diagnostic::StoppedNeighbour {
+                declaration,
+                stopped_name,
+                running_name,
+                ..
+            } => write!(
+                f,
+                "{declaration}: {stopped_name} is stopped in a cycle; {running_name} runs without this order"
+            ),
             Diagnostic::Cycle(cycle) => write!(
                 f,
                 "cycle in {}: {}; stopped: {}",

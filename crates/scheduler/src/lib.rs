@@ -9,8 +9,11 @@
 //! Building a [`Plan`] resolves each declaration's target, a system or every member of a set,
 //! into edges of a graph of the enabled systems. Targets in another stage are already ordered
 //! by the stage order and only noted; missing and disabled targets are diagnostics, never
-//! invented nodes. Systems in a strongly connected component of more than one are stopped and
-//! the cycle is reported; every other system is scheduled. Each stage is ordered by Kahn's
+//! invented nodes, and so is a set target whose only member is the declarer. Systems in a
+//! strongly connected component of more than one are stopped and the cycle is reported; every
+//! other system is scheduled, including one ordered against a stopped system: it keeps its place
+//! as if that declaration were absent, and the declaration is reported with the stopped system's
+//! name ([`Diagnostic::StoppedNeighbour`]). Each stage is ordered by Kahn's
 //! algorithm, taking among the ready systems the first in hierarchy order ([`HierarchyKey`]),
 //! and reachability is recorded so that [`Plan::is_ordered`] answers in constant time whether
 //! declarations order two systems. A system's scheduled position ([`Plan::position`]) is its

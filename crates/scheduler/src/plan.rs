@@ -5,7 +5,9 @@
 //! two enabled systems of the same stage; every scheduled system comes after all its scheduled
 //! predecessors, and among the systems ready at a step the one first in hierarchy order (then
 //! registration order) goes first. A system is scheduled, stopped (a member of exactly one
-//! reported [`Cycle`]) or disabled, never two of these. Reachability holds exactly the paths of
+//! reported [`Cycle`]) or disabled, never two of these; a system whose declared edge joins it to
+//! a stopped one stays scheduled, placed as if that edge were absent, and every such declaration
+//! is reported. Reachability holds exactly the paths of
 //! declared edges between scheduled systems: hierarchy order alone never makes two systems
 //! ordered.
 
@@ -259,9 +261,13 @@ pub(crate) fn build<B>(systems: &[Option<&System<B>>]) -> Plan {
     let stage_of = |i: usize| systems[i].map(System::stage);
     let name_of = |i: usize| systems[i].map_or_else(String::new, |s| s.name.to_string());
 
-    // Declarations into edges.
-    let mut diagnostics = ScheduleDiagnostics::default();
+    // Declarations into edges. Each declaration gets an ordinal in the documented diagnostic
+    // order; what it produced is kept with it, so diagnostics found after the cycles (edges to a
+    // stopped system) take their place among the others.
+    let mut noted: Vec<(usize, Diagnostic)> = Vec::new();
+    let mut links: Vec<Link<'_>> = Vec::new();
     let mut edges = Edges::default();
+    let mut ordinal = 0_usize;
     for (i, system) in systems.iter().enumerate() {
         let Some(system) = system.filter(|system| system.enabled) else {
             continue;
@@ -273,6 +279,18 @@ pub(crate) fn build<B>(systems: &[Option<&System<B>>]) -> Plan {
         ];
         for (relation, targets) in declared {
             for target in targets {
+                let k = ordinal;
+                ordinal += 1;
+                let mut link = |other: usize| {
+                    links.push(Link {
+                        ordinal: k,
+                        declarer: i,
+                        other,
+                        relation,
+                        target,
+                    });
+                };
+                let mut note = |diagnostic: Diagnostic| noted.push((k, diagnostic));
                 let declaration = || Declaration {
                     system: id(i),
                     name: system.name.to_string(),
@@ -288,17 +306,18 @@ pub(crate) fn build<B>(systems: &[Option<&System<B>>]) -> Plan {
                 };
                 if let Some(&other) = names.get(&**target) {
                     if other == i {
-                        diagnostics.push(Diagnostic::SelfTarget {
+                        note(Diagnostic::SelfTarget {
                             declaration: declaration(),
                         });
                     } else if !enabled[other] {
-                        diagnostics.push(Diagnostic::DisabledTarget {
+                        note(Diagnostic::DisabledTarget {
                             declaration: declaration(),
                         });
                     } else if stage_of(other) != Some(stage) {
-                        diagnostics.push(cross(other));
+                        note(cross(other));
                     } else {
                         edges.add(i, other, relation, target, false);
+                        link(other);
                     }
                 } else if let Some(members) = sets.get(&**target) {
                     let (mut any_enabled, mut any_disabled) = (false, false);
@@ -309,18 +328,24 @@ pub(crate) fn build<B>(systems: &[Option<&System<B>>]) -> Plan {
                         }
                         any_enabled = true;
                         if stage_of(other) != Some(stage) {
-                            diagnostics.push(cross(other));
+                            note(cross(other));
                         } else {
                             edges.add(i, other, relation, target, true);
+                            link(other);
                         }
                     }
                     if any_disabled && !any_enabled {
-                        diagnostics.push(Diagnostic::DisabledTarget {
+                        note(Diagnostic::DisabledTarget {
+                            declaration: declaration(),
+                        });
+                    } else if !any_disabled && !any_enabled {
+                        // Sets exist only through their members, so the declarer is the only one.
+                        note(Diagnostic::SelfOnlySet {
                             declaration: declaration(),
                         });
                     }
                 } else {
-                    diagnostics.push(Diagnostic::MissingTarget {
+                    note(Diagnostic::MissingTarget {
                         declaration: declaration(),
                     });
                 }
@@ -442,6 +467,39 @@ pub(crate) fn build<B>(systems: &[Option<&System<B>>]) -> Plan {
     }
     stage_starts[Stage::COUNT] = order.len() as u32;
 
+    // A declaration joining a running system to a stopped one: the running one was ordered as
+    // if it were absent, so say which order does not hold. Edges inside one cycle, or between
+    // two stopped systems, concern no running system (the cycles are reported below).
+    for link in &links {
+        let (declarer_stopped, other_stopped) = (stopped[link.declarer], stopped[link.other]);
+        let (stopped_at, cycle, running) = match (declarer_stopped, other_stopped) {
+            (Some(cycle), None) => (link.declarer, cycle, link.other),
+            (None, Some(cycle)) => (link.other, cycle, link.declarer),
+            _ => continue,
+        };
+        noted.push((
+            link.ordinal,
+            Diagnostic::StoppedNeighbour {
+                declaration: Declaration {
+                    system: id(link.declarer),
+                    name: name_of(link.declarer),
+                    relation: link.relation,
+                    target: link.target.to_string(),
+                },
+                stopped: id(stopped_at),
+                stopped_name: name_of(stopped_at),
+                cycle,
+                running: id(running),
+                running_name: name_of(running),
+            },
+        ));
+    }
+    // A stable sort: within one declaration, the order the diagnostics were found.
+    noted.sort_by_key(|(ordinal, _)| *ordinal);
+    let mut diagnostics = ScheduleDiagnostics::default();
+    for (_, diagnostic) in noted {
+        diagnostics.push(diagnostic);
+    }
     for cycle in &cycles {
         diagnostics.push(Diagnostic::Cycle(cycle.clone()));
     }
@@ -473,6 +531,16 @@ pub(crate) fn build<B>(systems: &[Option<&System<B>>]) -> Plan {
         reach,
         diagnostics,
     }
+}
+
+/// A declaration that produced an edge, kept to report it if one end is stopped.
+struct Link<'a> {
+    /// The declaration's place in the diagnostic order.
+    ordinal: usize,
+    declarer: usize,
+    other: usize,
+    relation: Relation,
+    target: &'a Arc<str>,
 }
 
 /// The id of the system at index `i` (indices come from a `Vec` of at most `u32::MAX` systems).

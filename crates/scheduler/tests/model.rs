@@ -6,8 +6,9 @@
 //! cycle and which pairs of scheduled systems are ordered. The plan must agree: the same edges;
 //! stopped exactly the systems on a cycle, each in a reported cycle whose chain follows edges;
 //! every edge between scheduled systems respected by the order; ties taken greedily in hierarchy
-//! order; `is_ordered` equal to the model's answer for every pair; and a frame calling the
-//! bodies in exactly the plan's order.
+//! order; `is_ordered` equal to the model's answer for every pair; a frame calling the bodies in
+//! exactly the plan's order; one warning per declaration and edge joining a scheduled system to a
+//! stopped one; and one per set target whose only member is the declarer.
 
 #![allow(
     clippy::unwrap_used,
@@ -228,6 +229,75 @@ fn check(specs: &[Spec]) -> Result<(), TestCaseError> {
         .count();
     prop_assert_eq!(cycle_errors, plan.cycles().len());
 
+    // Declarations whose edge joins a scheduled system to a stopped one, and set targets whose
+    // only member is the declarer, each reported once per declaration (and stopped member).
+    let (mut want_stopped, mut want_self_only) = (Vec::new(), Vec::new());
+    for (s, spec) in specs.iter().enumerate().filter(|(_, spec)| spec.enabled) {
+        for (relation, targets) in [
+            (Relation::Before, &spec.before),
+            (Relation::After, &spec.after),
+        ] {
+            for target in targets {
+                let text = target_name(target, n);
+                let others: Vec<usize> = match target {
+                    Target::System(i) => vec![i % n],
+                    Target::Set(set) => {
+                        let members: Vec<usize> =
+                            (0..n).filter(|&t| specs[t].sets.contains(set)).collect();
+                        if members == [s] {
+                            want_self_only.push((s, relation, text.clone()));
+                        }
+                        members
+                    }
+                    Target::Missing => Vec::new(),
+                };
+                for t in others {
+                    if t == s || !specs[t].enabled || specs[t].stage != spec.stage {
+                        continue;
+                    }
+                    match (on_cycle(s), on_cycle(t)) {
+                        (true, false) => want_stopped.push((s, relation, text.clone(), s, t)),
+                        (false, true) => want_stopped.push((s, relation, text.clone(), t, s)),
+                        _ => {}
+                    }
+                }
+            }
+        }
+    }
+    let (mut got_stopped, mut got_self_only) = (Vec::new(), Vec::new());
+    for diagnostic in plan.diagnostics() {
+        match diagnostic {
+            Diagnostic::StoppedNeighbour {
+                declaration,
+                stopped,
+                cycle,
+                running,
+                ..
+            } => {
+                prop_assert_eq!(
+                    plan.state(*stopped),
+                    Some(SystemState::Stopped { cycle: *cycle })
+                );
+                got_stopped.push((
+                    declaration.system.index() as usize,
+                    declaration.relation,
+                    declaration.target.clone(),
+                    stopped.index() as usize,
+                    running.index() as usize,
+                ));
+            }
+            Diagnostic::SelfOnlySet { declaration } => got_self_only.push((
+                declaration.system.index() as usize,
+                declaration.relation,
+                declaration.target.clone(),
+            )),
+            _ => {}
+        }
+    }
+    // Both lists come in declaration order, by declaring system.
+    prop_assert_eq!(got_stopped, want_stopped);
+    prop_assert_eq!(got_self_only, want_self_only);
+
     // Every edge between scheduled systems is respected, and stages run in order.
     let position = |i: usize| plan.position(id(i));
     for &(from, to) in &want {
@@ -304,6 +374,7 @@ fn the_generator_produces_cycles_ties_and_every_diagnostic() {
 
     let mut runner = TestRunner::deterministic();
     let (mut cycles, mut edges, mut cross, mut missing, mut disabled) = (0, 0, 0, 0, 0);
+    let (mut stopped, mut self_only) = (0, 0);
     for _ in 0..256 {
         let specs = prop::collection::vec(spec(), 1..24)
             .new_tree(&mut runner)
@@ -318,6 +389,8 @@ fn the_generator_produces_cycles_ties_and_every_diagnostic() {
                 Diagnostic::CrossStage { .. } => cross += 1,
                 Diagnostic::MissingTarget { .. } => missing += 1,
                 Diagnostic::DisabledTarget { .. } => disabled += 1,
+                Diagnostic::StoppedNeighbour { .. } => stopped += 1,
+                Diagnostic::SelfOnlySet { .. } => self_only += 1,
                 _ => {}
             }
         }
@@ -328,6 +401,8 @@ fn the_generator_produces_cycles_ties_and_every_diagnostic() {
         ("cross-stage notes", cross),
         ("missing targets", missing),
         ("disabled targets", disabled),
+        ("declarations against stopped systems", stopped),
+        ("sets of the declarer alone", self_only),
     ] {
         assert!(count >= 20, "only {count} {what} in 256 cases");
     }

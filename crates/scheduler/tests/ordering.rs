@@ -213,6 +213,9 @@ fn a_cycle_inside_a_set_stops_only_its_members() {
       -  a  @1  stopped: cycle a -> b -> a
       -  b  @2  stopped: cycle a -> b -> a
     diagnostics
+      warning: b before s: b is stopped in a cycle; d runs without this order
+      warning: c after s: a is stopped in a cycle; c runs without this order
+      warning: c after s: b is stopped in a cycle; c runs without this order
       error: cycle in Update: a -> b -> a; stopped: a, b
     ");
 }
