@@ -2,9 +2,10 @@
 //! report of what happened to every field.
 //!
 //! Invariant: one mechanism serves orphans and redefinitions. For every new field, the value
-//! comes from the source field of the same name, else from the first former name present, else
-//! the default; a value that does not convert exactly is reset to the default. Source fields no
-//! new field claims are dropped. A row whose instance's class the definition excludes (or whose
+//! comes from the source field of the same name, else from the first of its former names whose
+//! source field no other field claimed, else the default; a value that does not convert exactly
+//! is reset to the default. A source field goes to one field at most: current names claim
+//! first, then the fields in definition order. Source fields no new field claims are dropped. A row whose instance's class the definition excludes (or whose
 //! instance is gone) is not adopted and keeps its raw values. Nothing is silently lost: every
 //! outcome is counted in the report.
 
@@ -211,6 +212,8 @@ pub fn adopt(
         ..Adopted::default()
     };
     let report = &mut adopted.report;
+    let mut claimed: Vec<bool> = Vec::new();
+    let mut by_name: Vec<Option<usize>> = Vec::new();
     for row in rows {
         let id = row.at.id;
         let class_ok = class_of(id).is_some_and(|c| allowed.is_none_or(|a| a.contains(&c)));
@@ -219,10 +222,21 @@ pub fn adopt(
             adopted.unadopted.push(row);
             continue;
         }
-        let mut claimed = vec![false; row.fields.len()];
+        // Current names claim their source fields first; then, in definition order, a field
+        // without one takes the first former name whose source field nobody claimed. A source
+        // field goes to one field at most.
+        claimed.clear();
+        claimed.resize(row.fields.len(), false);
+        by_name.clear();
+        by_name.extend(def.fields.iter().map(|field| {
+            let i = row.fields.iter().position(|s| s.name == field.name)?;
+            claimed[i] = true;
+            Some(i)
+        }));
         let mut values = Vec::with_capacity(def.fields.len());
-        for (field, field_report) in def.fields.iter().zip(&mut report.fields) {
-            let by_name = row.fields.iter().position(|s| s.name == field.name);
+        for ((field, field_report), &by_name) in
+            def.fields.iter().zip(&mut report.fields).zip(&by_name)
+        {
             let (source, former) = match by_name {
                 Some(i) => (Some(i), None),
                 None => field
@@ -231,7 +245,8 @@ pub fn adopt(
                     .find_map(|former| {
                         row.fields
                             .iter()
-                            .position(|s| s.name == *former)
+                            .enumerate()
+                            .position(|(i, s)| !claimed[i] && s.name == *former)
                             .map(|i| (Some(i), Some(former.clone())))
                     })
                     .unwrap_or((None, None)),
