@@ -6,8 +6,10 @@
 //!   `getfenv`, `setfenv`, `loadstring`, `debug`, `os`, `io`, `setmetatable` or `pcall`) under a
 //!   memory budget (8 MiB by default) and an instruction and time budget. Every failure is a
 //!   [`SchemaError`]; the VM stays usable.
-//! - [`Evaluator`] caches outcomes by a stable fingerprint of the source, failures included, and
-//!   counts evaluations and cache hits.
+//! - [`Evaluator`] caches outcomes by source text (compared in full, never by a hash alone),
+//!   failures included, within a [`CacheLimit`] of entries and bytes (1,024 outcomes and 32 MiB
+//!   by default; the least recently used source is forgotten first), and counts evaluations,
+//!   cache hits and evictions.
 //! - [`SchemaSync`] finds the definitions in an arena, does nothing when the topology and
 //!   definition-family revisions are unchanged, and otherwise installs, redefines, renames and
 //!   removes only what changed. The component's name is always its definition's name.
@@ -92,7 +94,7 @@ pub use crate::adopt::{
 };
 pub use crate::convert::convert;
 pub use crate::error::SchemaError;
-pub use crate::eval::{Evaluator, fingerprint};
+pub use crate::eval::{CacheLimit, Evaluator};
 pub use crate::sandbox::{Budget, SchemaVm};
 pub use crate::schema::Schema;
 pub use crate::sync::{SchemaSync, SyncDiagnostic, SyncReport};

@@ -2,7 +2,7 @@
 //! instances of an arena.
 //!
 //! Invariant: a sync does nothing at all when the arena's topology and definition-family
-//! revisions are the ones it last saw. Otherwise it compares names and source fingerprints and
+//! revisions are the ones it last saw. Otherwise it compares names and source texts and
 //! touches only definitions that were added, changed, renamed or removed. Rows are never lost:
 //! a removed definition's typed rows become orphans, rows a definition cannot adopt stay
 //! orphans, and a definition that fails to evaluate leaves the previous one installed.
@@ -16,13 +16,13 @@ use strata_component_store::{ComponentId, InstanceRef, Store, Value};
 
 use crate::adopt::{Adopted, ComponentReport, SourceField, SourceRow, adopt};
 use crate::error::SchemaError;
-use crate::eval::{Evaluator, fingerprint};
+use crate::eval::Evaluator;
 
 /// What the sync knows about one installed definition.
 #[derive(Clone, Debug, PartialEq, Eq)]
 struct Installed {
     definition: InstanceId,
-    fingerprint: u64,
+    source: Arc<str>,
     component: ComponentId,
 }
 
@@ -241,17 +241,16 @@ impl SchemaSync {
         }
         for (old, new) in &renames {
             if let Some(installed) = self.installed.remove(old) {
-                // Keep the fingerprint: the source decides below whether it also changed.
+                // Keep the source: it decides below whether the definition also changed.
                 self.installed.insert(new.clone(), installed);
                 report.renamed.push((old.to_string(), new.to_string()));
             }
         }
 
         for (name, found) in &wanted {
-            let print = fingerprint(&found.source);
             let renamed = renames.iter().any(|(_, new)| new == name);
             match self.installed.get(name) {
-                Some(installed) if installed.fingerprint == print && !renamed => {
+                Some(installed) if same_source(&installed.source, &found.source) && !renamed => {
                     report.unchanged += 1;
                     continue;
                 }
@@ -285,7 +284,7 @@ impl SchemaSync {
                         name.clone(),
                         Installed {
                             definition: found.definition,
-                            fingerprint: print,
+                            source: found.source.clone(),
                             component,
                         },
                     );
@@ -337,6 +336,11 @@ impl SchemaSync {
         }
         reports
     }
+}
+
+/// Whether two sources are the same text (the arena usually hands out the same `Arc`).
+fn same_source(a: &Arc<str>, b: &Arc<str>) -> bool {
+    Arc::ptr_eq(a, b) || **a == **b
 }
 
 /// Installs a new component and adopts its orphans.

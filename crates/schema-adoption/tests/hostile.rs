@@ -631,7 +631,7 @@ fn failures_are_cached_like_successes() {
     assert_eq!(second, first);
     assert_eq!((evaluator.evaluations(), evaluator.cache_hits()), (1, 1));
 
-    // The fingerprint is of the source: another name for the same text is still a hit.
+    // The cache is keyed by the source: another name for the same text is still a hit.
     let syntax = "return component {";
     let a = evaluator.evaluate("A", syntax).unwrap_err();
     let b = evaluator.evaluate("B", syntax).unwrap_err();
