@@ -2,10 +2,11 @@
 //! a sandbox, kept in step with the hierarchy, and adopted onto saved and previously typed rows.
 //!
 //! - [`SchemaVm`] evaluates one `ComponentDefinition` source in a restricted environment (field
-//!   constructors, `component`, and selected pure functions; no world, services, `require`,
-//!   `getfenv`, `setfenv`, `loadstring`, `debug`, `os`, `io`, `setmetatable` or `pcall`) under a
-//!   memory budget (8 MiB by default) and an instruction and time budget. Every failure is a
-//!   [`SchemaError`]; the VM stays usable.
+//!   constructors, `component`, and the value operations listed below; no world, services,
+//!   `require`, `getfenv`, `setfenv`, `loadstring`, `debug`, `os`, `io`, `setmetatable`, `next`
+//!   or `pcall`) under a [`Budget`]: sources up to 1 MiB, 8 MiB of memory, 1,000,000 interrupts
+//!   and 2 seconds by default. Every failure is a [`SchemaError`]; the VM stays usable.
+//!   Evaluation is pure: the same source gives the same definition (or error) every time.
 //! - [`Evaluator`] caches outcomes by source text (compared in full, never by a hash alone),
 //!   failures included, within a [`CacheLimit`] of entries and bytes (1,024 outcomes and 32 MiB
 //!   by default; the least recently used source is forgotten first), and counts evaluations,
@@ -29,6 +30,35 @@
 //! `onDestroy = "clear" | "removeComponent" | "destroyHolder"`. A schema returns
 //! `component { version?, classes?, requires?, observed?, fields = { ... } }`. Fields (and struct
 //! members) are ordered by name, since Luau table order is not stable.
+//!
+//! Former names must be unambiguous: a field cannot name itself or another current field as a
+//! former name, and two fields cannot share one.
+//!
+//! # The schema environment
+//!
+//! Besides the constructors, a schema sees exactly these names:
+//!
+//! | name | what it offers |
+//! |---|---|
+//! | `math` | `abs`, `ceil`, `clamp`, `floor`, `fmod`, `max`, `min`, `round`, `sign`, `sqrt`, `huge`, `pi` (no `random`, `randomseed` or `noise`) |
+//! | `string` | `format`, `len`, `lower`, `rep`, `sub`, `upper`; method calls on strings (`s:upper()`) reach these and nothing else |
+//! | `table` | `concat`, `insert` |
+//! | `pairs` | walks a snapshot of a table in a fixed order: booleans (false first), numbers ascending, strings by their bytes; a table keyed by anything else (whose order would depend on addresses) is an error |
+//! | `ipairs`, `select`, `type`, `typeof` | as in Luau |
+//! | `tostring` | as in Luau for nil, booleans, numbers and strings; any other value gives its type name (`"table"`, `"function"`), never an address |
+//! | `tonumber` | as in Luau |
+//! | `error`, `assert` | raise a runtime error; a message that is not a string or number reads `(error object is a table value)` |
+//!
+//! Every string these operations take or make is at most [`TEXT_CAP`] (1 MiB) bytes;
+//! `string.rep`, `string.format` and `table.concat` refuse a result that would be longer (the
+//! bound is computed before the call). `table.insert` with a position refuses lists longer than
+//! [`ITEM_CAP`] (65,536) elements, `table.concat` joins at most that many, and `pairs` walks at
+//! most that many entries. `string.format` formats only nil, booleans, numbers and strings. An
+//! operation past a cap fails with [`SchemaError::SizeCap`]. With the caps, one library call
+//! does a bounded amount of work, so the deadline (read at every interrupt) is never overrun by
+//! more than one call. One thing stays outside `pairs`' order: iterating a table directly
+//! (`for k, v in t do`) follows Luau's internal order, which for tables keyed by tables or
+//! functions depends on addresses.
 //!
 //! # Conversions
 //!
@@ -85,6 +115,7 @@ mod adopt;
 mod convert;
 mod error;
 mod eval;
+mod library;
 mod sandbox;
 mod schema;
 mod sync;
@@ -95,6 +126,7 @@ pub use crate::adopt::{
 pub use crate::convert::convert;
 pub use crate::error::SchemaError;
 pub use crate::eval::{CacheLimit, Evaluator};
+pub use crate::library::{ITEM_CAP, TEXT_CAP};
 pub use crate::sandbox::{Budget, SchemaVm};
 pub use crate::schema::Schema;
 pub use crate::sync::{SchemaSync, SyncDiagnostic, SyncReport};

@@ -25,12 +25,20 @@ fn fnv1a(source: &str) -> u64 {
 
 #[test]
 fn sources_with_one_64_bit_hash_are_told_apart() {
-    assert_eq!(fnv1a(COLLIDING[0]), fnv1a(COLLIDING[1]), "the pair collides");
+    assert_eq!(
+        fnv1a(COLLIDING[0]),
+        fnv1a(COLLIDING[1]),
+        "the pair collides"
+    );
     let mut evaluator = Evaluator::new().unwrap();
     for source in COLLIDING {
         let default = &source[source.find('"').unwrap() + 1..source.rfind('"').unwrap()];
         let schema = evaluator.evaluate("Probe", source).unwrap();
-        assert_eq!(schema.fields, vec![FieldDef::text("f", default)], "{source}");
+        assert_eq!(
+            schema.fields,
+            vec![FieldDef::text("f", default)],
+            "{source}"
+        );
     }
     assert_eq!(evaluator.evaluations(), 2);
     assert_eq!(evaluator.cache_hits(), 0);
@@ -84,13 +92,13 @@ fn the_cache_stays_within_its_entry_and_byte_limits() {
     evaluator.evaluate("Probe", &distinct(7)).unwrap();
     assert_eq!(evaluator.evaluations(), before + 1, "7 was forgotten");
 
-    // Large sources count by their bytes: three of 300 KiB fit in 1 MiB, a fourth does not.
-    let padded = |i: usize| format!("{}\n--{}", distinct(i), "x".repeat(300 * 1024));
+    // Large sources count by their bytes: three of 150 KiB fit in 512 KiB, a fourth does not.
+    let padded = |i: usize| format!("{}\n--{}", distinct(i), "x".repeat(150 * 1024));
     let mut evaluator = Evaluator::with_limits(
         Budget::STANDARD,
         CacheLimit {
             entries: 100,
-            bytes: 1 << 20,
+            bytes: 512 * 1024,
         },
     )
     .unwrap();
@@ -98,12 +106,12 @@ fn the_cache_stays_within_its_entry_and_byte_limits() {
         evaluator.evaluate("Probe", &padded(i)).unwrap();
     }
     assert_eq!((evaluator.cached(), evaluator.evictions()), (3, 0));
-    assert!(evaluator.cached_bytes() <= 1 << 20);
+    assert!(evaluator.cached_bytes() <= 512 * 1024);
     evaluator.evaluate("Probe", &padded(3)).unwrap();
     assert_eq!((evaluator.cached(), evaluator.evictions()), (3, 1));
-    assert!(evaluator.cached_bytes() <= 1 << 20);
+    assert!(evaluator.cached_bytes() <= 512 * 1024);
     // A source larger than the whole limit is evaluated but not kept.
-    let huge = format!("{}\n--{}", distinct(99), "x".repeat(1 << 20));
+    let huge = format!("{}\n--{}", distinct(99), "x".repeat(600 * 1024));
     evaluator.evaluate("Probe", &huge).unwrap();
     evaluator.evaluate("Probe", &huge).unwrap();
     assert_eq!(evaluator.cache_hits(), 0);
