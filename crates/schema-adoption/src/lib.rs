@@ -11,9 +11,17 @@
 //!   failures included, within a [`CacheLimit`] of entries and bytes (1,024 outcomes and 32 MiB
 //!   by default; the least recently used source is forgotten first), and counts evaluations,
 //!   cache hits and evictions.
-//! - [`SchemaSync`] finds the definitions in an arena, does nothing when the topology and
-//!   definition-family revisions are unchanged, and otherwise installs, redefines, renames and
-//!   removes only what changed. The component's name is always its definition's name.
+//! - [`SchemaSync`] finds the definitions in an arena, does nothing when the store is the one
+//!   it last synced and neither the arena's topology and definition-family revisions nor the
+//!   store's name revision moved, and otherwise installs, redefines, renames and removes only
+//!   what changed. The component's name is always its definition's name, and a new name is
+//!   recorded only once the store accepted it; a failure is reported by every later sync, and
+//!   retried whenever something could have changed. The sync works on whichever store it is
+//!   given: it checks what it knows against that store by name, so a loaded store or a
+//!   snapshot is brought in step too (the renames and removals the sync has seen reach its
+//!   components of those names; a component of a wanted name that the sync did not install
+//!   is compared with the definition and kept or redefined). [`SchemaSync::adopt_orphans`]
+//!   looks components up by name in the store it is given.
 //! - [`adopt()`] moves rows onto a definition: fields by name, then by former names; missing
 //!   fields take their default, values that do not convert exactly are reset, unknown fields are
 //!   dropped, and instances whose class the definition excludes stay unadopted. A
