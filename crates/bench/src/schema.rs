@@ -233,6 +233,7 @@ fn adopt_orphans(n: usize) -> Workload {
                                     (names[1].clone(), Value::Number(100.0)),
                                     (names[2].clone(), Value::Text(alive.clone())),
                                 ],
+                                types: None,
                             },
                         );
                     }
@@ -295,6 +296,7 @@ fn adopt_orphans_spread(n: usize, components: usize) -> Workload {
                                     (fields[0].clone(), Value::Number((i % 100) as f64)),
                                     (fields[1].clone(), Value::Number(100.0)),
                                 ],
+                                types: None,
                             },
                         );
                     }

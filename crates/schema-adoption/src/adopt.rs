@@ -13,23 +13,22 @@ use std::fmt;
 use std::sync::Arc;
 
 use strata_arena::{ClassId, InstanceId};
-use strata_component_store::{ComponentDef, FieldType, InstanceRef, OrphanRecord, Value};
+use strata_component_store::{
+    ComponentDef, FieldType, FieldTypes, InstanceRef, OrphanRecord, Value,
+};
 
 use crate::convert::convert;
 
 /// How many sample instance ids a report keeps per outcome.
 const SAMPLES: usize = 3;
 
-/// One source field: its name, value, and the type it was stored under when known.
+/// One source field: its name and value.
 #[derive(Clone, Debug, PartialEq)]
 pub struct SourceField {
     /// The field's name in the source.
     pub name: Arc<str>,
     /// Its value.
     pub value: Value,
-    /// The type it had, for typed rows (shared by all rows of a set); `None` for raw saved
-    /// values.
-    pub ty: Option<Arc<FieldType>>,
 }
 
 /// One row to adopt.
@@ -41,27 +40,58 @@ pub struct SourceRow {
     pub version: u32,
     /// Its fields.
     pub fields: Vec<SourceField>,
+    /// The types its fields were stored under, by name (shared by the rows of one set or one
+    /// removed definition); `None` for values saved without their types. With them, structs
+    /// convert by member name and enums by variant name; without them, neither can.
+    pub types: Option<FieldTypes>,
 }
 
 impl SourceRow {
-    /// A row from a raw orphan record.
+    /// A row from a raw orphan record. A recorded type that its value does not fit (a record
+    /// put together by hand) is ignored, and that value converts as an untyped one.
     pub fn from_orphan(at: InstanceRef, record: OrphanRecord) -> Self {
+        let types = record.types.as_ref().map(|types| {
+            let fits = |name: &Arc<str>, ty: &FieldType| {
+                record
+                    .fields
+                    .iter()
+                    .find(|(n, _)| n == name)
+                    .is_none_or(|(_, value)| value.conforms(ty))
+            };
+            if types.iter().all(|(name, ty)| fits(name, ty)) {
+                types.clone()
+            } else {
+                types
+                    .iter()
+                    .filter(|(name, ty)| fits(name, ty))
+                    .cloned()
+                    .collect()
+            }
+        });
         Self {
             at,
             version: record.version,
             fields: record
                 .fields
                 .into_iter()
-                .map(|(name, value)| SourceField {
-                    name,
-                    value,
-                    ty: None,
-                })
+                .map(|(name, value)| SourceField { name, value })
                 .collect(),
+            types,
         }
     }
 
-    /// The row as a raw record (to keep it as an orphan).
+    /// The type the field at `index` was stored under, when known.
+    pub fn type_of(&self, index: usize) -> Option<&FieldType> {
+        let name = &self.fields.get(index)?.name;
+        let types = self.types.as_deref()?;
+        match types.get(index) {
+            Some((n, ty)) if n == name => Some(ty),
+            _ => types.iter().find(|(n, _)| n == name).map(|(_, ty)| ty),
+        }
+    }
+
+    /// The row as a raw record (to keep it as an orphan, or as migration input), with the
+    /// types of its fields.
     pub fn to_record(&self, component: &str) -> OrphanRecord {
         OrphanRecord {
             component: Arc::from(component),
@@ -71,6 +101,7 @@ impl SourceRow {
                 .iter()
                 .map(|f| (f.name.clone(), f.value.clone()))
                 .collect(),
+            types: self.types.clone(),
         }
     }
 }
@@ -258,7 +289,7 @@ pub fn adopt(
             };
             claimed[i] = true;
             let source = &row.fields[i];
-            match convert(&source.value, source.ty.as_deref(), &field.ty) {
+            match convert(&source.value, row.type_of(i), &field.ty) {
                 Some(value) => {
                     values.push(value);
                     match former {

@@ -79,17 +79,21 @@
 //! | integer | if within ±2^53 | yes | no | no | no | no | no | no | no | no | no | wraps | no |
 //! | boolean | no | no | yes | no | no | no | no | no | no | no | no | wraps | no |
 //! | text | no | no | no | yes | if a variant's name | no | no | no | no | no | no | wraps | as UTF-8 bytes |
-//! | enum | no | no | no | its variant's name (typed rows) | by variant name (typed rows), by index (saved rows) | no | no | no | no | no | no | wraps | no |
+//! | enum | no | no | no | its variant's name (typed) | by variant name (typed), by index (untyped) | no | no | no | no | no | no | wraps | no |
 //! | vector | no | no | no | no | no | yes | no | no | no | no | no | wraps | no |
 //! | transform | no | no | no | no | no | no | yes | no | no | no | no | wraps | no |
 //! | ref | no | no | no | no | no | no | no | yes | no | no | no | wraps | no |
 //! | list | no | no | no | no | no | no | no | no | if every element converts | no | no | wraps | no |
 //! | map | no | no | no | no | no | no | no | no | no | if every key and value converts | no | wraps | no |
-//! | struct | no | no | no | no | no | no | no | no | no | no | by member name, if every old member survives (typed rows) | wraps | no |
+//! | struct | no | no | no | no | no | no | no | no | no | no | by member name, if every old member survives (typed) | wraps | no |
 //! | optional | its value, if set | its value, if set | its value, if set | its value, if set | its value, if set | its value, if set | its value, if set | its value, if set | its value, if set | its value, if set | its value, if set | inner converts | its value, if set |
 //! | buffer | no | no | no | if valid UTF-8 | no | no | no | no | no | no | no | wraps | yes |
 //!
 //! "wraps" means the value becomes the optional's value (if it converts to the inner type).
+//! "Typed" means the type the value was stored under is known: always for typed rows, and for
+//! orphan records of typed rows, which keep their fields' types (`OrphanRecord::types`) so that
+//! a definition removed and added back, or a row its class kept out for a while, loses nothing.
+//! Values saved without their types ("untyped") keep enum indices and cannot convert structs.
 //!
 //! # Example
 //!

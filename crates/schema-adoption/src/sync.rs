@@ -17,7 +17,7 @@ use std::fmt;
 use std::sync::Arc;
 
 use strata_arena::{BuiltinState, FamilyId, InstanceId, Revision, Snapshot};
-use strata_component_store::{ComponentId, InstanceRef, Store, StoreId, Value};
+use strata_component_store::{ComponentId, FieldTypes, InstanceRef, Store, StoreId, Value};
 
 use crate::adopt::{Adopted, ComponentReport, SourceField, SourceRow, adopt};
 use crate::error::SchemaError;
@@ -614,10 +614,10 @@ fn typed_rows(store: &Store, component: ComponentId) -> Result<Vec<SourceRow>, S
     let set = store.set(component)?;
     let def = set.def();
     let version = def.def().version;
-    let types: Vec<Arc<strata_component_store::FieldType>> = def
+    let types: FieldTypes = def
         .fields()
         .iter()
-        .map(|f| Arc::new(f.ty.clone()))
+        .map(|f| (f.name.clone(), f.ty.clone()))
         .collect();
     Ok((0..set.len())
         .map(|row| SourceRow {
@@ -633,10 +633,10 @@ fn typed_rows(store: &Store, component: ComponentId) -> Result<Vec<SourceRow>, S
                     Some(SourceField {
                         name: f.name.clone(),
                         value,
-                        ty: Some(types[i].clone()),
                     })
                 })
                 .collect(),
+            types: Some(types.clone()),
         })
         .collect())
 }

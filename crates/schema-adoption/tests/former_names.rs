@@ -132,9 +132,9 @@ fn adoption_gives_a_source_field_to_one_field_at_most() {
             .map(|(name, value)| SourceField {
                 name: Arc::from(*name),
                 value: Value::Number(*value),
-                ty: None,
             })
             .collect(),
+        types: None,
     };
     let adopted = adopt(
         &def,

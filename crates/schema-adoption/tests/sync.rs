@@ -64,6 +64,7 @@ fn orphan(component: &str, version: u32, fields: &[(&str, Value)]) -> OrphanReco
             .iter()
             .map(|(n, v)| (std::sync::Arc::from(*n), v.clone()))
             .collect(),
+        types: None,
     }
 }
 
