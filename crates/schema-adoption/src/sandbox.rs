@@ -155,7 +155,7 @@ impl SchemaVm {
             }
             Ok(VmState::Continue)
         });
-        // Every evaluation shares the marks and can reach them with `next` on a built table.
+        // Every evaluation shares the marks and can reach them by iterating a built table.
         let field_mark = lua.create_table().map_err(vm_error)?;
         field_mark.set_readonly(true);
         let component_mark = lua.create_table().map_err(vm_error)?;
