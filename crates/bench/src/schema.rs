@@ -113,8 +113,8 @@ fn eval_cached() -> Workload {
     Workload::new(
         "schema_eval_20_fields_cached",
         20,
-        "Evaluator::evaluate cache hit: FNV-1a fingerprint of the source's bytes, hashbrown \
-         lookup, clone of the cached Result<Arc<Schema>>",
+        "Evaluator::evaluate cache hit: hashbrown lookup by the source text (hashed, then \
+         compared in full), use-order update, clone of the cached Result<Arc<Schema>>",
         |b| {
             let mut evaluator = must(Evaluator::new());
             must(evaluator.evaluate("Bench", SCHEMA_20_FIELDS));
@@ -233,6 +233,7 @@ fn adopt_orphans(n: usize) -> Workload {
                                     (names[1].clone(), Value::Number(100.0)),
                                     (names[2].clone(), Value::Text(alive.clone())),
                                 ],
+                                types: None,
                             },
                         );
                     }
@@ -295,6 +296,7 @@ fn adopt_orphans_spread(n: usize, components: usize) -> Workload {
                                     (fields[0].clone(), Value::Number((i % 100) as f64)),
                                     (fields[1].clone(), Value::Number(100.0)),
                                 ],
+                                types: None,
                             },
                         );
                     }

@@ -75,7 +75,7 @@ pub use crate::def::{
 pub use crate::error::StoreError;
 pub use crate::handle::{Binding, ComponentHandle, RemovalReader, Removals};
 pub use crate::list::ListAccessor;
-pub use crate::orphan::{OrphanRecord, Orphans};
+pub use crate::orphan::{FieldTypes, OrphanRecord, Orphans};
 pub use crate::set::{
     ChangeRecord, ComponentSet, FieldMask, InstanceRef, REMOVAL_LOG_CAPACITY, RefEntry, Removal,
     Tick,

@@ -1,7 +1,8 @@
 //! Orphans: saved component records whose definition is not installed.
 //!
-//! Invariant: records are kept raw (component name, schema version, field name → value) and are
-//! never interpreted as typed columns. At most one record per (instance, component name); an
+//! Invariant: records are kept raw (component name, schema version, field name → value, and,
+//! for records of typed rows, the type each field was stored under) and are never interpreted
+//! as typed columns. At most one record per (instance, component name); an
 //! index by component name reaches one component's records without visiting the others. Their
 //! references stay visible (`references`, `rewrite_references`) so clone and graft can remap
 //! them like typed rows.
@@ -12,8 +13,13 @@ use std::sync::Arc;
 use hashbrown::HashMap;
 use strata_arena::InstanceId;
 
+use crate::def::FieldType;
 use crate::set::{ComponentSet, InstanceRef};
 use crate::value::Value;
+
+/// The types a record's fields were stored under, by field name; shared by the records of one
+/// component's rows.
+pub type FieldTypes = Arc<[(Arc<str>, FieldType)]>;
 
 /// One saved component record, kept raw.
 #[derive(Clone, Debug, PartialEq)]
@@ -24,11 +30,27 @@ pub struct OrphanRecord {
     pub version: u32,
     /// Field name → saved value.
     pub fields: Vec<(Arc<str>, Value)>,
+    /// The type each field was stored under, when the record comes from typed rows (a removed
+    /// definition's rows, rows a definition left unadopted, migration input); `None` for values
+    /// saved without their types. A struct value holds its members by position, and an enum
+    /// its variant by index: the types name them, so a later definition can read structs by
+    /// member name and enums by variant name, nested ones included.
+    pub types: Option<FieldTypes>,
 }
 
 impl OrphanRecord {
-    /// A record of a typed row (used when a definition goes away).
-    pub(crate) fn from_row(set: &ComponentSet, row: usize) -> Self {
+    /// The field types of a component's rows, for their records.
+    pub(crate) fn types_of(set: &ComponentSet) -> FieldTypes {
+        set.def()
+            .fields()
+            .iter()
+            .map(|f| (f.name.clone(), f.ty.clone()))
+            .collect()
+    }
+
+    /// A record of a typed row (used when a definition goes away); `types` is
+    /// `OrphanRecord::types_of(set)`.
+    pub(crate) fn from_row(set: &ComponentSet, row: usize, types: &FieldTypes) -> Self {
         let def = set.def();
         Self {
             component: def.def().name.clone(),
@@ -39,6 +61,7 @@ impl OrphanRecord {
                 .zip(&set.columns)
                 .filter_map(|(f, c)| Some((f.name.clone(), c.get(row)?)))
                 .collect(),
+            types: Some(types.clone()),
         }
     }
 
@@ -48,6 +71,15 @@ impl OrphanRecord {
             .iter()
             .find(|(n, _)| **n == *name)
             .map(|(_, v)| v)
+    }
+
+    /// The type a saved field was stored under, when the record keeps it.
+    pub fn field_type(&self, name: &str) -> Option<&FieldType> {
+        self.types
+            .as_deref()?
+            .iter()
+            .find(|(n, _)| **n == *name)
+            .map(|(_, ty)| ty)
     }
 }
 

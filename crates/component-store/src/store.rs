@@ -249,17 +249,18 @@ impl Store {
         Ok(())
     }
 
-    /// Removes a component's definition and returns its rows with named field values (for the
-    /// caller to keep as orphans). The id is never reused.
+    /// Removes a component's definition and returns its rows with named field values and the
+    /// types they were stored under (for the caller to keep as orphans). The id is never reused.
     pub fn uninstall(
         &mut self,
         component: ComponentId,
     ) -> Result<Vec<(InstanceRef, OrphanRecord)>, StoreError> {
         let set = self.set(component)?.clone();
+        let types = OrphanRecord::types_of(&set);
         let records = (0..set.len())
             .map(|row| {
                 let at = InstanceRef::new(set.ids[row], set.slots[row]);
-                (at, OrphanRecord::from_row(&set, row))
+                (at, OrphanRecord::from_row(&set, row, &types))
             })
             .collect();
         self.names.remove(&*set.def.def.name);

@@ -213,6 +213,7 @@ fn orphans_are_kept_raw_with_visible_references_and_copied_with_rows() {
             ("hp".into(), Value::Number(5.0)),
             ("foe".into(), Value::Reference(Some(target.id))),
         ],
+        types: None,
     };
     w.store.add_orphan(holder, record.clone());
     assert_eq!(

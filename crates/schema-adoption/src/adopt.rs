@@ -2,9 +2,10 @@
 //! report of what happened to every field.
 //!
 //! Invariant: one mechanism serves orphans and redefinitions. For every new field, the value
-//! comes from the source field of the same name, else from the first former name present, else
-//! the default; a value that does not convert exactly is reset to the default. Source fields no
-//! new field claims are dropped. A row whose instance's class the definition excludes (or whose
+//! comes from the source field of the same name, else from the first of its former names whose
+//! source field no other field claimed, else the default; a value that does not convert exactly
+//! is reset to the default. A source field goes to one field at most: current names claim
+//! first, then the fields in definition order. Source fields no new field claims are dropped. A row whose instance's class the definition excludes (or whose
 //! instance is gone) is not adopted and keeps its raw values. Nothing is silently lost: every
 //! outcome is counted in the report.
 
@@ -12,23 +13,22 @@ use std::fmt;
 use std::sync::Arc;
 
 use strata_arena::{ClassId, InstanceId};
-use strata_component_store::{ComponentDef, FieldType, InstanceRef, OrphanRecord, Value};
+use strata_component_store::{
+    ComponentDef, FieldType, FieldTypes, InstanceRef, OrphanRecord, Value,
+};
 
 use crate::convert::convert;
 
 /// How many sample instance ids a report keeps per outcome.
 const SAMPLES: usize = 3;
 
-/// One source field: its name, value, and the type it was stored under when known.
+/// One source field: its name and value.
 #[derive(Clone, Debug, PartialEq)]
 pub struct SourceField {
     /// The field's name in the source.
     pub name: Arc<str>,
     /// Its value.
     pub value: Value,
-    /// The type it had, for typed rows (shared by all rows of a set); `None` for raw saved
-    /// values.
-    pub ty: Option<Arc<FieldType>>,
 }
 
 /// One row to adopt.
@@ -40,27 +40,58 @@ pub struct SourceRow {
     pub version: u32,
     /// Its fields.
     pub fields: Vec<SourceField>,
+    /// The types its fields were stored under, by name (shared by the rows of one set or one
+    /// removed definition); `None` for values saved without their types. With them, structs
+    /// convert by member name and enums by variant name; without them, neither can.
+    pub types: Option<FieldTypes>,
 }
 
 impl SourceRow {
-    /// A row from a raw orphan record.
+    /// A row from a raw orphan record. A recorded type that its value does not fit (a record
+    /// put together by hand) is ignored, and that value converts as an untyped one.
     pub fn from_orphan(at: InstanceRef, record: OrphanRecord) -> Self {
+        let types = record.types.as_ref().map(|types| {
+            let fits = |name: &Arc<str>, ty: &FieldType| {
+                record
+                    .fields
+                    .iter()
+                    .find(|(n, _)| n == name)
+                    .is_none_or(|(_, value)| value.conforms(ty))
+            };
+            if types.iter().all(|(name, ty)| fits(name, ty)) {
+                types.clone()
+            } else {
+                types
+                    .iter()
+                    .filter(|(name, ty)| fits(name, ty))
+                    .cloned()
+                    .collect()
+            }
+        });
         Self {
             at,
             version: record.version,
             fields: record
                 .fields
                 .into_iter()
-                .map(|(name, value)| SourceField {
-                    name,
-                    value,
-                    ty: None,
-                })
+                .map(|(name, value)| SourceField { name, value })
                 .collect(),
+            types,
         }
     }
 
-    /// The row as a raw record (to keep it as an orphan).
+    /// The type the field at `index` was stored under, when known.
+    pub fn type_of(&self, index: usize) -> Option<&FieldType> {
+        let name = &self.fields.get(index)?.name;
+        let types = self.types.as_deref()?;
+        match types.get(index) {
+            Some((n, ty)) if n == name => Some(ty),
+            _ => types.iter().find(|(n, _)| n == name).map(|(_, ty)| ty),
+        }
+    }
+
+    /// The row as a raw record (to keep it as an orphan, or as migration input), with the
+    /// types of its fields.
     pub fn to_record(&self, component: &str) -> OrphanRecord {
         OrphanRecord {
             component: Arc::from(component),
@@ -70,6 +101,7 @@ impl SourceRow {
                 .iter()
                 .map(|f| (f.name.clone(), f.value.clone()))
                 .collect(),
+            types: self.types.clone(),
         }
     }
 }
@@ -211,6 +243,8 @@ pub fn adopt(
         ..Adopted::default()
     };
     let report = &mut adopted.report;
+    let mut claimed: Vec<bool> = Vec::new();
+    let mut by_name: Vec<Option<usize>> = Vec::new();
     for row in rows {
         let id = row.at.id;
         let class_ok = class_of(id).is_some_and(|c| allowed.is_none_or(|a| a.contains(&c)));
@@ -219,10 +253,21 @@ pub fn adopt(
             adopted.unadopted.push(row);
             continue;
         }
-        let mut claimed = vec![false; row.fields.len()];
+        // Current names claim their source fields first; then, in definition order, a field
+        // without one takes the first former name whose source field nobody claimed. A source
+        // field goes to one field at most.
+        claimed.clear();
+        claimed.resize(row.fields.len(), false);
+        by_name.clear();
+        by_name.extend(def.fields.iter().map(|field| {
+            let i = row.fields.iter().position(|s| s.name == field.name)?;
+            claimed[i] = true;
+            Some(i)
+        }));
         let mut values = Vec::with_capacity(def.fields.len());
-        for (field, field_report) in def.fields.iter().zip(&mut report.fields) {
-            let by_name = row.fields.iter().position(|s| s.name == field.name);
+        for ((field, field_report), &by_name) in
+            def.fields.iter().zip(&mut report.fields).zip(&by_name)
+        {
             let (source, former) = match by_name {
                 Some(i) => (Some(i), None),
                 None => field
@@ -231,7 +276,8 @@ pub fn adopt(
                     .find_map(|former| {
                         row.fields
                             .iter()
-                            .position(|s| s.name == *former)
+                            .enumerate()
+                            .position(|(i, s)| !claimed[i] && s.name == *former)
                             .map(|i| (Some(i), Some(former.clone())))
                     })
                     .unwrap_or((None, None)),
@@ -243,7 +289,7 @@ pub fn adopt(
             };
             claimed[i] = true;
             let source = &row.fields[i];
-            match convert(&source.value, source.ty.as_deref(), &field.ty) {
+            match convert(&source.value, row.type_of(i), &field.ty) {
                 Some(value) => {
                     values.push(value);
                     match former {

@@ -21,8 +21,9 @@ fn unwrap_optional(from: Option<&FieldType>) -> Option<&FieldType> {
 const EXACT_F64: i64 = 1 << 53;
 
 /// Converts `value` to `to`. `from` is the type the value was stored under when known (typed
-/// rows): enums then convert by variant name and structs by member name. Raw saved values carry
-/// no type: enums keep their index when it is in range, and structs do not convert.
+/// rows, and orphan records that keep their types): enums then convert by variant name and
+/// structs by member name. Without it, enums keep their index when it is in range, and structs
+/// do not convert.
 pub fn convert(value: &Value, from: Option<&FieldType>, to: &FieldType) -> Option<Value> {
     match (value, to) {
         (Value::Number(n), FieldType::Number) => Some(Value::Number(*n)),

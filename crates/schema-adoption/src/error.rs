@@ -36,6 +36,23 @@ pub enum SchemaError {
     /// returned tables describe.
     #[error("the schema ran past its memory budget ({0} bytes)")]
     MemoryBudget(usize),
+    /// A value operation was asked for more than its cap allows (a string over
+    /// `TEXT_CAP` bytes, a list or table over `ITEM_CAP` entries).
+    #[error("a value operation ran past its cap{}: {message}", line_suffix(*line))]
+    SizeCap {
+        /// Which operation, and by how much.
+        message: String,
+        /// The line, when known.
+        line: Option<u32>,
+    },
+    /// The source is longer than the budget allows; it was not compiled.
+    #[error("the source is {length} bytes, over the limit of {limit}")]
+    SourceTooLong {
+        /// The source's length in bytes.
+        length: usize,
+        /// The budget's limit in bytes.
+        limit: usize,
+    },
     /// The evaluation recursed too deeply.
     #[error("the schema overflowed the stack")]
     StackOverflow,

@@ -1,23 +1,30 @@
 //! `SchemaVm`: evaluates component schemas in a restricted Luau environment.
 //!
 //! Each evaluation runs its chunk in a fresh environment table that holds only the field
-//! constructors, `component`, and selected pure functions (`math`, `string`, `table`, `pairs`,
-//! `ipairs`, `next`, `select`, `type`, `typeof`, `tostring`, `tonumber`, `assert`, `error`).
-//! There is no world, no service, no `require`, `getfenv`, `setfenv`, `loadstring`, `debug`,
-//! `os`, `io`, `collectgarbage`, `setmetatable` or `pcall` (which could swallow a budget error).
-//! The shared libraries are read-only (the VM is sandboxed).
+//! constructors, `component`, and the value operations of `library.rs` (a named set of pure
+//! functions with size caps). There is no world, no service, no `require`, `getfenv`,
+//! `setfenv`, `loadstring`, `debug`, `os`, `io`, `collectgarbage`, `setmetatable`, `next`,
+//! randomness, clock, or `pcall` (which could swallow a budget error). Method calls on strings
+//! reach the same operations, and every shared table is read-only.
 //!
-//! Invariant: every evaluation is bounded: memory to the budget above what the VM used before
-//! it, and an instruction budget counted at Luau's interrupts, with a wall-clock deadline as a
-//! backstop. Whatever happens, the limits are lifted and garbage collected afterwards, so the VM
-//! is usable for the next evaluation. Constructors mark the tables they build with private
-//! keys, so a hand-written table is never mistaken for a field or a component; the keys are
-//! read-only, so no evaluation can leave state behind in them. Turning the returned tables into
-//! a [`Schema`] is bounded too: field types nest at most `MAX_NESTING` deep (a script can make
-//! a field table refer to itself), and the host memory the schema takes is charged against the
-//! same memory budget (a script can share one field or one long string many times over).
+//! Invariant: every evaluation is bounded: a source longer than the budget allows is refused
+//! before it is compiled (compiling runs outside the other limits); memory to the budget above
+//! what the VM used before it; an instruction budget counted at Luau's interrupts; and a
+//! wall-clock deadline read at every interrupt, which the operations' caps make sufficient
+//! (between two interrupts only one capped library call can run). Whatever happens, the limits
+//! are lifted and garbage collected afterwards, so the VM is usable for the next evaluation.
+//! Evaluation is pure: the environment offers nothing that differs between runs or carries
+//! state from one evaluation into the next. Constructors mark the tables they build with
+//! private keys, so a hand-written table is never mistaken for a field or a component; the keys
+//! are read-only, so no evaluation can leave state behind in them. Turning the returned tables
+//! into a [`Schema`] is bounded too: field types nest at most `MAX_NESTING` deep (a script can
+//! make a field table refer to itself), and the host memory the schema takes is charged against
+//! the same memory budget (a script can share one field or one long string many times over).
+//! A schema's former names are unambiguous: none is a current field name, and no two fields
+//! share one.
 
 use std::cell::Cell;
+use std::collections::{BTreeMap, BTreeSet};
 use std::rc::Rc;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
@@ -27,6 +34,7 @@ use strata_arena::{Transform, Vec3};
 use strata_component_store::{FieldDef, FieldType, ListValue, RefPolicy, StructField, Value};
 
 use crate::error::SchemaError;
+use crate::library::{CapExceeded, Library};
 use crate::schema::Schema;
 
 /// How much one evaluation may use.
@@ -39,14 +47,18 @@ pub struct Budget {
     /// Bytes the evaluation may allocate beyond what the VM held before it; the host-side
     /// schema built from what it returns is held to the same number of bytes.
     pub memory: usize,
+    /// The longest source compiled, in bytes. Compiling runs before the interrupt and the
+    /// memory limit can act, so a longer source is refused unread.
+    pub source: usize,
 }
 
 impl Budget {
-    /// The standard budget: 1,000,000 interrupts, 2 seconds, 8 MiB.
+    /// The standard budget: 1,000,000 interrupts, 2 seconds, 8 MiB, sources up to 1 MiB.
     pub const STANDARD: Budget = Budget {
         instructions: 1_000_000,
         time: Duration::from_secs(2),
         memory: 8 * 1024 * 1024,
+        source: 1024 * 1024,
     };
 }
 
@@ -94,6 +106,7 @@ pub struct SchemaVm {
     lua: Lua,
     field_mark: Table,
     component_mark: Table,
+    library: Library,
     meter: Rc<Meter>,
     budget: Budget,
 }
@@ -119,6 +132,9 @@ impl SchemaVm {
     /// A VM with a given budget.
     pub fn with_budget(budget: Budget) -> Result<Self, SchemaError> {
         let lua = Lua::new();
+        // The operations wrap the VM's own libraries, so they are built before sandboxing
+        // replaces the globals.
+        let library = Library::new(&lua).map_err(vm_error)?;
         lua.sandbox(true).map_err(vm_error)?;
         let meter = Rc::new(Meter::default());
         let callback_meter = Rc::clone(&meter);
@@ -130,13 +146,16 @@ impl SchemaVm {
                 meter.tripped.set(Some(Trip::Instructions));
                 return Err(mlua::Error::runtime("instruction budget exhausted"));
             }
-            if count % 1024 == 0 && meter.deadline.get().is_some_and(|d| Instant::now() > d) {
+            // The clock is read at every interrupt: between two interrupts a library call can
+            // run for up to its caps' worth of work, so reading it less often would let a loop
+            // of such calls overrun the deadline many times over.
+            if meter.deadline.get().is_some_and(|d| Instant::now() > d) {
                 meter.tripped.set(Some(Trip::Time));
                 return Err(mlua::Error::runtime("time budget exhausted"));
             }
             Ok(VmState::Continue)
         });
-        // Every evaluation shares the marks and can reach them with `next` on a built table.
+        // Every evaluation shares the marks and can reach them by iterating a built table.
         let field_mark = lua.create_table().map_err(vm_error)?;
         field_mark.set_readonly(true);
         let component_mark = lua.create_table().map_err(vm_error)?;
@@ -144,6 +163,7 @@ impl SchemaVm {
         Ok(Self {
             field_mark,
             component_mark,
+            library,
             lua,
             meter,
             budget,
@@ -158,6 +178,12 @@ impl SchemaVm {
     /// Evaluates a schema source. `chunk_name` names the source in error messages (the
     /// definition's name, or a file name).
     pub fn evaluate(&self, chunk_name: &str, source: &str) -> Result<Schema, SchemaError> {
+        if source.len() > self.budget.source {
+            return Err(SchemaError::SourceTooLong {
+                length: source.len(),
+                limit: self.budget.source,
+            });
+        }
         self.meter.interrupts.set(0);
         self.meter.limit.set(self.budget.instructions);
         self.meter.tripped.set(None);
@@ -215,9 +241,11 @@ impl SchemaVm {
             mlua::Error::CallbackError { traceback, cause } => match &*cause {
                 mlua::Error::ExternalError(inner) => {
                     let message = inner.to_string();
-                    SchemaError::Invalid {
-                        line: line_of(&traceback),
-                        message,
+                    let line = line_of(&traceback);
+                    if inner.downcast_ref::<CapExceeded>().is_some() {
+                        SchemaError::SizeCap { line, message }
+                    } else {
+                        SchemaError::Invalid { line, message }
                     }
                 }
                 other => {
@@ -256,19 +284,12 @@ impl SchemaVm {
         }
     }
 
-    /// A fresh environment: constructors and selected pure functions, nothing else.
+    /// A fresh environment: constructors and the value operations, nothing else.
     fn environment(&self) -> mlua::Result<Table> {
         let lua = &self.lua;
         let env = lua.create_table()?;
-        let globals = lua.globals();
-        for name in [
-            "math", "string", "table", "pairs", "ipairs", "next", "select", "type", "typeof",
-            "tostring", "tonumber", "assert", "error",
-        ] {
-            // Sandboxing gives the main thread a fresh, empty globals table whose metatable
-            // reads through to the read-only libraries, so a raw read would find nothing.
-            let value: LuaValue = globals.get(name)?;
-            env.raw_set(name, value)?;
+        for (name, value) in &self.library.globals {
+            env.raw_set(*name, value.clone())?;
         }
         let mark = self.field_mark.clone();
         let field = move |lua: &Lua, kind: &str, build: &dyn Fn(&Table) -> mlua::Result<()>| {
@@ -459,6 +480,7 @@ impl SchemaVm {
             let field = self.field_def(&name, &value, &mut tally)?;
             schema.fields.push(field);
         }
+        check_former_names(&schema.fields)?;
         Ok(schema)
     }
 
@@ -698,6 +720,41 @@ impl SchemaVm {
             other => return Err(bad(&format!("unknown field kind `{other}`"))),
         })
     }
+}
+
+/// Former names must say unambiguously where a saved value goes: no field names itself or
+/// another field's current name, and no two fields name the same former name.
+fn check_former_names(fields: &[FieldDef]) -> Result<(), SchemaError> {
+    let current: BTreeSet<&str> = fields.iter().map(|f| &*f.name).collect();
+    let mut claimed: BTreeMap<&str, &str> = BTreeMap::new();
+    for field in fields {
+        for former in &field.former_names {
+            if **former == *field.name {
+                return Err(invalid_schema(format!(
+                    "field `{}` names itself as a former name",
+                    field.name
+                )));
+            }
+            if current.contains(&**former) {
+                return Err(invalid_schema(format!(
+                    "field `{}` names `{former}` as a former name, but `{former}` is a current field; its saved value belongs to `{former}`",
+                    field.name
+                )));
+            }
+            match claimed.get(&**former) {
+                Some(other) if *other != &*field.name => {
+                    return Err(invalid_schema(format!(
+                        "fields `{other}` and `{}` both name `{former}` as a former name; a saved value can go to one field only",
+                        field.name
+                    )));
+                }
+                _ => {
+                    claimed.insert(former, &field.name);
+                }
+            }
+        }
+    }
+    Ok(())
 }
 
 fn arg(args: &[LuaValue], index: usize) -> LuaValue {

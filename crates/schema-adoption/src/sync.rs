@@ -1,29 +1,57 @@
 //! `SchemaSync`: keeps a store's installed components in step with the `ComponentDefinition`
 //! instances of an arena.
 //!
-//! Invariant: a sync does nothing at all when the arena's topology and definition-family
-//! revisions are the ones it last saw. Otherwise it compares names and source fingerprints and
-//! touches only definitions that were added, changed, renamed or removed. Rows are never lost:
-//! a removed definition's typed rows become orphans, rows a definition cannot adopt stay
-//! orphans, and a definition that fails to evaluate leaves the previous one installed.
+//! Invariant: what the sync records agrees with the store it last synced: a name is recorded
+//! for a component only after the store accepted the definition under that name, and the
+//! definition instance recorded for a name is the one the arena chose for it in that sync. A
+//! sync does nothing at all when the store is the one last synced and the arena's topology and
+//! definition-family revisions and the store's name revision are the ones that sync left;
+//! otherwise it checks what it knows against the store it is given, name by name, compares
+//! source texts, and touches only definitions that were added, changed, renamed or removed.
+//! Rows are never lost: a removed definition's typed rows become orphans, rows a definition
+//! cannot adopt stay orphans, and a definition that fails (to evaluate, or in the store) leaves
+//! the previous one installed under its previous name.
 
 use std::collections::BTreeMap;
 use std::fmt;
 use std::sync::Arc;
 
 use strata_arena::{BuiltinState, FamilyId, InstanceId, Revision, Snapshot};
-use strata_component_store::{ComponentId, InstanceRef, Store, Value};
+use strata_component_store::{ComponentId, FieldTypes, InstanceRef, Store, StoreId, Value};
 
 use crate::adopt::{Adopted, ComponentReport, SourceField, SourceRow, adopt};
 use crate::error::SchemaError;
-use crate::eval::{Evaluator, fingerprint};
+use crate::eval::Evaluator;
 
-/// What the sync knows about one installed definition.
+/// What the sync knows about one component it keeps in step, in the store it last synced.
 #[derive(Clone, Debug, PartialEq, Eq)]
 struct Installed {
+    /// The definition instance the component follows.
     definition: InstanceId,
-    fingerprint: u64,
+    /// The component in the store.
     component: ComponentId,
+    /// The source its installed definition came from, and that definition's allocation
+    /// number; `None` when unknown (a store met for the first time, or a definition replaced
+    /// by other code), and the installed definition is then compared instead.
+    source: Option<(Arc<str>, u64)>,
+}
+
+/// The state of the last sync: which store, what it saw, and what it left.
+#[derive(Clone, Debug)]
+struct Bound {
+    /// The store synced.
+    store: StoreId,
+    /// The arena's topology and definition-family revisions, and the store's name revision
+    /// after the sync: what could make another sync's outcome different.
+    seen: (Revision, Revision, u64),
+    /// The components kept in step, by name.
+    installed: BTreeMap<Arc<str>, Installed>,
+    /// Every name the sync has kept a component in step under, with the definition instance it
+    /// followed last: applied to a store met for the first time, whose components of those
+    /// names the sync treats as its own (so renames and removals seen since reach them).
+    history: BTreeMap<Arc<str>, InstanceId>,
+    /// The diagnostics of that sync, which still hold while nothing changes.
+    diagnostics: Vec<SyncDiagnostic>,
 }
 
 /// Something a sync could not do, or chose between.
@@ -38,7 +66,8 @@ pub enum SyncDiagnostic {
         /// The definitions ignored.
         ignored: Vec<InstanceId>,
     },
-    /// A definition's source failed; a previous definition of the name (if any) stays.
+    /// A definition failed (its source, or the store refused it); a previous definition (if
+    /// any) stays installed under its previous name, and the next sync tries again.
     Failed {
         /// The component name.
         name: String,
@@ -76,7 +105,8 @@ impl fmt::Display for SyncDiagnostic {
 /// What a sync did.
 #[derive(Clone, Debug, Default, PartialEq)]
 pub struct SyncReport {
-    /// Whether the revisions were unchanged, so nothing was looked at.
+    /// Whether nothing could have changed since the last sync of this store, so nothing was
+    /// looked at; `diagnostics` then repeats that sync's, which still hold.
     pub skipped: bool,
     /// Components installed for new definitions.
     pub added: Vec<String>,
@@ -89,7 +119,7 @@ pub struct SyncReport {
     pub removed: Vec<String>,
     /// Definitions looked at and found unchanged.
     pub unchanged: usize,
-    /// Problems and choices.
+    /// Problems and choices. A failure is reported by every later sync until it is resolved.
     pub diagnostics: Vec<SyncDiagnostic>,
     /// Adoption reports of the components (re)defined.
     pub adoption: Vec<ComponentReport>,
@@ -98,7 +128,11 @@ pub struct SyncReport {
 impl fmt::Display for SyncReport {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         if self.skipped {
-            return writeln!(f, "skipped: definitions unchanged");
+            writeln!(f, "skipped: definitions unchanged")?;
+            for d in &self.diagnostics {
+                writeln!(f, "diagnostic: {d}")?;
+            }
+            return Ok(());
         }
         let list = |v: &[String]| {
             if v.is_empty() {
@@ -131,8 +165,7 @@ impl fmt::Display for SyncReport {
 #[derive(Debug)]
 pub struct SchemaSync {
     evaluator: Evaluator,
-    seen: Option<(Revision, Revision)>,
-    installed: BTreeMap<Arc<str>, Installed>,
+    bound: Option<Bound>,
     runs: u64,
     skips: u64,
 }
@@ -153,8 +186,7 @@ impl SchemaSync {
     pub fn with_evaluator(evaluator: Evaluator) -> Self {
         Self {
             evaluator,
-            seen: None,
-            installed: BTreeMap::new(),
+            bound: None,
             runs: 0,
             skips: 0,
         }
@@ -175,120 +207,140 @@ impl SchemaSync {
         self.skips
     }
 
-    /// The component installed for a definition name.
+    /// The component the last sync keeps in step for a definition name, in the store it synced.
     pub fn component(&self, name: &str) -> Option<ComponentId> {
-        self.installed.get(name).map(|i| i.component)
+        self.bound
+            .as_ref()
+            .and_then(|b| b.installed.get(name))
+            .map(|i| i.component)
     }
 
     /// Brings the store in step with the arena's definitions.
+    ///
+    /// The sync is skipped when the store is the one last synced and neither the arena's
+    /// topology and definition-family revisions nor the store's name revision moved since; a
+    /// skipped sync reports the diagnostics that still hold. Otherwise what the sync knows is
+    /// checked against the store it is given, name by name, so another store (a loaded one, a
+    /// snapshot) is brought in step too: the renames and removals the sync has seen apply to its
+    /// components of those names, and a component of a wanted name that the sync did not
+    /// install is compared with the definition and kept or redefined.
     pub fn sync(&mut self, arena: &Snapshot, store: &mut Store) -> SyncReport {
         let revisions = (
             arena.revisions().topology(),
             arena.revisions().family(FamilyId::DEFINITIONS),
         );
-        if self.seen == Some(revisions) {
+        if let Some(bound) = &self.bound
+            && bound.store == store.id()
+            && bound.seen == (revisions.0, revisions.1, store.name_revision())
+        {
             self.skips += 1;
             return SyncReport {
                 skipped: true,
+                diagnostics: bound.diagnostics.clone(),
                 ..SyncReport::default()
             };
         }
         self.runs += 1;
         let mut report = SyncReport::default();
+        let wanted = wanted(arena, Some(&mut report.diagnostics));
+        let first_meeting = self.bound.as_ref().is_none_or(|b| b.store != store.id());
+        let mut installed = self.rederive(store);
 
-        // The definitions present, one per name: duplicates resolve to the lowest id.
-        let mut by_name: BTreeMap<Arc<str>, Vec<Found>> = BTreeMap::new();
-        for id in arena.family_members(FamilyId::DEFINITIONS).iter() {
-            let Some(node) = arena.get(*id) else { continue };
-            let BuiltinState::ComponentDefinition { source } = node.state() else {
-                continue;
-            };
-            by_name
-                .entry(Arc::from(node.name()))
-                .or_default()
-                .push(Found {
-                    definition: *id,
-                    source: source.clone(),
-                });
-        }
-        let mut wanted: BTreeMap<Arc<str>, Found> = BTreeMap::new();
-        for (name, mut found) in by_name {
-            found.sort_by_key(|f| f.definition);
-            let mut found = found.into_iter();
-            let Some(chosen) = found.next() else { continue };
-            let ignored: Vec<InstanceId> = found.map(|f| f.definition).collect();
-            if !ignored.is_empty() {
-                report.diagnostics.push(SyncDiagnostic::DuplicateName {
-                    name: name.to_string(),
-                    chosen: chosen.definition,
-                    ignored,
-                });
-            }
-            wanted.insert(name, chosen);
-        }
-
-        // Renames: an installed definition instance now wanted under another, free name.
-        let mut renames: Vec<(Arc<str>, Arc<str>)> = Vec::new();
-        for (old, installed) in &self.installed {
+        // Renames: a component whose definition is now wanted under another name that is free
+        // in the store. The new name is recorded only once the store took it; until then the
+        // component keeps its old name (and is not removed below), and the sync is retried.
+        let chosen: BTreeMap<InstanceId, Arc<str>> = wanted
+            .iter()
+            .map(|(name, found)| (found.definition, name.clone()))
+            .collect();
+        let mut renames: Vec<(Arc<str>, Arc<str>, ComponentId)> = Vec::new();
+        for (old, i) in &installed {
             if wanted.contains_key(old) {
                 continue;
             }
-            if let Some((new, _)) = wanted.iter().find(|(new, f)| {
-                f.definition == installed.definition && !self.installed.contains_key(*new)
-            }) {
-                renames.push((old.clone(), new.clone()));
+            let Some(new) = chosen.get(&i.definition) else {
+                continue;
+            };
+            // In a store met for the first time, a component already under the new name is
+            // taken over below instead; in the store last synced, one installed by other code
+            // makes the store refuse the rename, and the sync says so. One rename per new name.
+            let taken = installed.contains_key(new)
+                || (first_meeting && store.component(new).is_some())
+                || renames.iter().any(|(_, n, _)| n == new);
+            if !taken {
+                renames.push((old.clone(), new.clone(), i.component));
             }
         }
-        for (old, new) in &renames {
-            if let Some(installed) = self.installed.remove(old) {
-                // Keep the fingerprint: the source decides below whether it also changed.
-                self.installed.insert(new.clone(), installed);
-                report.renamed.push((old.to_string(), new.to_string()));
-            }
-        }
-
-        for (name, found) in &wanted {
-            let print = fingerprint(&found.source);
-            let renamed = renames.iter().any(|(_, new)| new == name);
-            match self.installed.get(name) {
-                Some(installed) if installed.fingerprint == print && !renamed => {
-                    report.unchanged += 1;
-                    continue;
+        let mut pending: Vec<Arc<str>> = Vec::new();
+        for (old, new, component) in &renames {
+            let Some(found) = wanted.get(new) else {
+                continue;
+            };
+            match self.define(arena, store, new, found, Some(*component)) {
+                Ok((component, component_report)) => {
+                    installed.remove(old);
+                    installed.insert(new.clone(), installed_now(store, component, found));
+                    report.renamed.push((old.to_string(), new.to_string()));
+                    report.adoption.push(component_report);
                 }
-                _ => {}
-            }
-            let schema = match self.evaluator.evaluate(name, &found.source) {
-                Ok(schema) => schema,
                 Err(error) => {
+                    pending.push(old.clone());
                     report.diagnostics.push(SyncDiagnostic::Failed {
-                        name: name.to_string(),
+                        name: new.to_string(),
                         definition: found.definition,
                         error,
                     });
+                }
+            }
+        }
+
+        // Added and changed definitions; the instance behind every name is refreshed, so a
+        // duplicate that took over is the one followed from now on.
+        for (name, found) in &wanted {
+            if renames.iter().any(|(_, new, _)| new == name) {
+                continue;
+            }
+            if let Some(i) = installed.get_mut(name) {
+                i.definition = found.definition;
+                if i.source
+                    .as_ref()
+                    .is_some_and(|(source, _)| same_source(source, &found.source))
+                {
+                    report.unchanged += 1;
                     continue;
                 }
-            };
-            let def = schema.to_component_def(name);
-            let outcome = match self.installed.get(name).map(|i| i.component) {
-                Some(component) => redefine(arena, store, component, def, name),
-                None => install(arena, store, def, name),
+            }
+            // In a store met for the first time, a component of a wanted name is taken to be
+            // this definition's; in the store last synced, one the sync did not install is
+            // left alone (installing refuses the name, and the sync says so).
+            let existing = installed
+                .get(name)
+                .map(|i| i.component)
+                .or_else(|| store.component(name).filter(|_| first_meeting));
+            let known = installed.get(name).is_some_and(|i| i.source.is_some());
+            let outcome = match existing {
+                // A component of this name whose source is unknown: keep it if it already
+                // has this definition.
+                Some(component) if !known => match self.unchanged(store, name, found, component) {
+                    Ok(true) => {
+                        installed.insert(name.clone(), installed_now(store, component, found));
+                        report.unchanged += 1;
+                        continue;
+                    }
+                    Ok(false) => self.define(arena, store, name, found, Some(component)),
+                    Err(error) => Err(error),
+                },
+                existing => self.define(arena, store, name, found, existing),
             };
             match outcome {
                 Ok((component, component_report)) => {
-                    if self.installed.contains_key(name) && !renamed {
+                    if existing.is_some() {
                         report.changed.push(name.to_string());
-                    } else if !renamed {
+                    } else {
                         report.added.push(name.to_string());
                     }
                     report.adoption.push(component_report);
-                    self.installed.insert(
-                        name.clone(),
-                        Installed {
-                            definition: found.definition,
-                            fingerprint: print,
-                            component,
-                        },
-                    );
+                    installed.insert(name.clone(), installed_now(store, component, found));
                 }
                 Err(error) => report.diagnostics.push(SyncDiagnostic::Failed {
                     name: name.to_string(),
@@ -298,45 +350,193 @@ impl SchemaSync {
             }
         }
 
-        // Definitions that left: their rows go back to orphans.
-        let gone: Vec<Arc<str>> = self
-            .installed
+        // Definitions that left (or whose instance now defines a name held by another
+        // component): their rows go back to orphans.
+        let gone: Vec<Arc<str>> = installed
             .keys()
-            .filter(|name| !wanted.contains_key(*name))
+            .filter(|name| !wanted.contains_key(*name) && !pending.contains(name))
             .cloned()
             .collect();
         for name in gone {
-            let Some(installed) = self.installed.remove(&name) else {
+            let Some(i) = installed.remove(&name) else {
                 continue;
             };
-            if let Ok(rows) = store.uninstall(installed.component) {
+            if let Ok(rows) = store.uninstall(i.component) {
                 for (at, record) in rows {
                     store.add_orphan(at, record);
                 }
             }
             report.removed.push(name.to_string());
         }
-        self.seen = Some(revisions);
+        let mut history = self.bound.take().map(|b| b.history).unwrap_or_default();
+        for (name, i) in &installed {
+            history.insert(name.clone(), i.definition);
+        }
+        self.bound = Some(Bound {
+            store: store.id(),
+            seen: (revisions.0, revisions.1, store.name_revision()),
+            installed,
+            history,
+            diagnostics: report.diagnostics.clone(),
+        });
         report
     }
 
-    /// Adopts orphans of installed components (for example after loading saved rows), without
-    /// waiting for a definition change.
+    /// What the sync knows, checked against `store`. For the store last synced: the
+    /// components it kept in step that still hold their names, with their sources where the
+    /// component's definition was not replaced since. For another store: its components named
+    /// in the history, with their sources unknown.
+    fn rederive(&self, store: &Store) -> BTreeMap<Arc<str>, Installed> {
+        let Some(bound) = &self.bound else {
+            return BTreeMap::new();
+        };
+        if bound.store != store.id() {
+            return bound
+                .history
+                .iter()
+                .filter_map(|(name, definition)| {
+                    Some((
+                        name.clone(),
+                        Installed {
+                            definition: *definition,
+                            component: store.component(name)?,
+                            source: None,
+                        },
+                    ))
+                })
+                .collect();
+        }
+        bound
+            .installed
+            .iter()
+            .filter_map(|(name, i)| {
+                let component = store.component(name)?;
+                let allocation = store.def(component).ok()?.allocation();
+                let source = i
+                    .source
+                    .clone()
+                    .filter(|(_, a)| component == i.component && *a == allocation);
+                Some((
+                    name.clone(),
+                    Installed {
+                        definition: i.definition,
+                        component,
+                        source,
+                    },
+                ))
+            })
+            .collect()
+    }
+
+    /// Whether the component installed under `name` already has the definition `found`
+    /// evaluates to.
+    fn unchanged(
+        &mut self,
+        store: &Store,
+        name: &str,
+        found: &Found,
+        component: ComponentId,
+    ) -> Result<bool, SchemaError> {
+        let schema = self.evaluator.evaluate(name, &found.source)?;
+        Ok(*store.def(component)?.def() == schema.to_component_def(name))
+    }
+
+    /// Evaluates `found` and installs it under `name`: as a new component, or by redefining
+    /// `existing` (which renames it when its name differs).
+    fn define(
+        &mut self,
+        arena: &Snapshot,
+        store: &mut Store,
+        name: &str,
+        found: &Found,
+        existing: Option<ComponentId>,
+    ) -> Result<(ComponentId, ComponentReport), SchemaError> {
+        let schema = self.evaluator.evaluate(name, &found.source)?;
+        let def = schema.to_component_def(name);
+        match existing {
+            Some(component) => redefine(arena, store, component, def, name),
+            None => install(arena, store, def, name),
+        }
+    }
+
+    /// Adopts the orphans of the arena's definitions whose components `store` holds (for
+    /// example after loading saved rows), onto the definitions installed there, without
+    /// waiting for a definition change. Components are looked up by name in `store`.
     pub fn adopt_orphans(&mut self, arena: &Snapshot, store: &mut Store) -> Vec<ComponentReport> {
         let mut reports = Vec::new();
-        for (name, installed) in &self.installed {
+        for name in wanted(arena, None).keys() {
+            let Some(component) = store.component(name) else {
+                continue;
+            };
             if !store.orphans().has_component(name) {
                 continue;
             }
-            let Ok(def) = store.def(installed.component).map(|d| d.def().clone()) else {
+            let Ok(def) = store.def(component).map(|d| d.def().clone()) else {
                 continue;
             };
-            if let Ok((_, report)) = redefine(arena, store, installed.component, def, name) {
+            if let Ok((_, report)) = redefine(arena, store, component, def, name) {
                 reports.push(report);
             }
         }
         reports
     }
+}
+
+/// The definitions present, one per name: duplicates resolve to the lowest id (and are
+/// reported when `diagnostics` is given).
+fn wanted(
+    arena: &Snapshot,
+    mut diagnostics: Option<&mut Vec<SyncDiagnostic>>,
+) -> BTreeMap<Arc<str>, Found> {
+    let mut by_name: BTreeMap<Arc<str>, Vec<Found>> = BTreeMap::new();
+    for id in arena.family_members(FamilyId::DEFINITIONS).iter() {
+        let Some(node) = arena.get(*id) else { continue };
+        let BuiltinState::ComponentDefinition { source } = node.state() else {
+            continue;
+        };
+        by_name
+            .entry(Arc::from(node.name()))
+            .or_default()
+            .push(Found {
+                definition: *id,
+                source: source.clone(),
+            });
+    }
+    let mut wanted = BTreeMap::new();
+    for (name, mut found) in by_name {
+        found.sort_by_key(|f| f.definition);
+        let mut found = found.into_iter();
+        let Some(chosen) = found.next() else { continue };
+        let ignored: Vec<InstanceId> = found.map(|f| f.definition).collect();
+        if !ignored.is_empty()
+            && let Some(diagnostics) = diagnostics.as_deref_mut()
+        {
+            diagnostics.push(SyncDiagnostic::DuplicateName {
+                name: name.to_string(),
+                chosen: chosen.definition,
+                ignored,
+            });
+        }
+        wanted.insert(name, chosen);
+    }
+    wanted
+}
+
+/// What the sync records for a component it just installed or found in step with `found`.
+fn installed_now(store: &Store, component: ComponentId, found: &Found) -> Installed {
+    Installed {
+        definition: found.definition,
+        component,
+        source: store
+            .def(component)
+            .ok()
+            .map(|d| (found.source.clone(), d.allocation())),
+    }
+}
+
+/// Whether two sources are the same text (the arena usually hands out the same `Arc`).
+fn same_source(a: &Arc<str>, b: &Arc<str>) -> bool {
+    Arc::ptr_eq(a, b) || **a == **b
 }
 
 /// Installs a new component and adopts its orphans.
@@ -414,10 +614,10 @@ fn typed_rows(store: &Store, component: ComponentId) -> Result<Vec<SourceRow>, S
     let set = store.set(component)?;
     let def = set.def();
     let version = def.def().version;
-    let types: Vec<Arc<strata_component_store::FieldType>> = def
+    let types: FieldTypes = def
         .fields()
         .iter()
-        .map(|f| Arc::new(f.ty.clone()))
+        .map(|f| (f.name.clone(), f.ty.clone()))
         .collect();
     Ok((0..set.len())
         .map(|row| SourceRow {
@@ -433,10 +633,10 @@ fn typed_rows(store: &Store, component: ComponentId) -> Result<Vec<SourceRow>, S
                     Some(SourceField {
                         name: f.name.clone(),
                         value,
-                        ty: Some(types[i].clone()),
                     })
                 })
                 .collect(),
+            types: Some(types.clone()),
         })
         .collect())
 }

@@ -252,3 +252,59 @@ fn usage_errors_exit_two_with_nothing_on_stdout() {
     assert_eq!(help.status.code(), Some(0));
     assert!(stdout(&help).starts_with("usage: strata-schema check"));
 }
+
+#[test]
+fn the_checker_evaluates_in_the_schema_environment_with_its_limits() {
+    let methods = r#"
+        local label = ("hp"):upper() .. string.format("-%d", 2)
+        return component { fields = { label = text(label) } }
+    "#;
+    let capped = r#"
+        local s = string.rep("x", 2^21)
+        return component { fields = {} }
+    "#;
+    let random = "return component { fields = { f = number(math.random()) } }";
+    let long = format!(
+        "return component {{ fields = {{}} }}\n--{}",
+        "x".repeat(1 << 20)
+    );
+    let dir = folder(
+        "environment",
+        &[
+            ("Methods.luau", methods),
+            ("Capped.luau", capped),
+            ("Random.luau", random),
+            ("Long.luau", &long),
+        ],
+    );
+    let output = run(
+        &dir,
+        &[
+            "check",
+            "--json",
+            "Methods.luau",
+            "Capped.luau",
+            "Random.luau",
+            "Long.luau",
+        ],
+    );
+    assert_eq!(output.status.code(), Some(1));
+    let document: Json = serde_json::from_str(&stdout(&output)).expect("one JSON document");
+    let files = document.as_array().expect("an array");
+    assert_eq!(files[0]["ok"], true);
+    assert_eq!(
+        files[0]["definition"]["fields"][0]["default"],
+        serde_json::json!("HP-2")
+    );
+    assert_eq!(files[1]["error"]["kind"], "sizeCap");
+    assert_eq!(files[1]["error"]["line"], 2);
+    assert_eq!(files[2]["error"]["kind"], "runtime");
+    assert_eq!(files[3]["error"]["kind"], "sourceTooLong");
+    assert_eq!(
+        files[3]["error"]["message"],
+        format!(
+            "the source is {} bytes, over the limit of 1048576",
+            long.len()
+        )
+    );
+}

@@ -1,6 +1,8 @@
 //! Definition sync and adoption: orphans adopted when their definition appears, renames via
 //! former names, resets and drops, class exclusion, redefinition, removal and re-adding,
-//! renamed definitions, duplicates, failures, caching and skipped syncs, migration input.
+//! renamed definitions (also when the store refuses the rename or the new source fails),
+//! duplicates taking over, failures reported until resolved, caching and skipped syncs,
+//! migration input, and syncing or adopting into other stores (a fresh one, a loaded snapshot).
 
 #![allow(clippy::unwrap_used, reason = "test fixtures fail loudly on purpose")]
 
@@ -62,6 +64,7 @@ fn orphan(component: &str, version: u32, fields: &[(&str, Value)]) -> OrphanReco
             .iter()
             .map(|(n, v)| (std::sync::Arc::from(*n), v.clone()))
             .collect(),
+        types: None,
     }
 }
 
@@ -414,4 +417,256 @@ fn the_schema_cannot_name_itself() {
         [SyncDiagnostic::Failed { error: SchemaError::Invalid { message, .. }, .. }] if message.contains("cannot name itself")
     ));
     assert!(w.store.component("Other").is_none());
+}
+
+const HP: &str = "return component { fields = { value = number(1) } }";
+
+/// The store's name for a component id, if any.
+fn store_name(store: &Store, name: &str) -> bool {
+    store.component(name).is_some()
+}
+
+#[test]
+fn a_rename_whose_redefinition_fails_keeps_the_old_name_until_it_succeeds() {
+    let mut w = World::new();
+    let def = w.define("Hp", HP);
+    w.sync();
+    let hp = w.store.component("Hp").unwrap();
+    let e = w.spawn(ClassId::ENTITY);
+    let value = w.store.field(hp, "value").unwrap();
+    w.store
+        .add(e, ClassId::ENTITY, hp, [(value, Value::Number(7.0))])
+        .unwrap();
+
+    // Renamed and broken in one step: the store refuses nothing, the source fails.
+    w.arena.set_name(def, "Health").unwrap();
+    w.arena
+        .set_definition_source(def, "return component { fields = { value = }")
+        .unwrap();
+    let report = w.sync.sync(&w.arena, &mut w.store);
+    assert!(report.renamed.is_empty(), "{report}");
+    assert!(report.removed.is_empty(), "{report}");
+    assert!(matches!(
+        &report.diagnostics[..],
+        [SyncDiagnostic::Failed { name, error: SchemaError::Syntax { .. }, .. }] if name == "Health"
+    ));
+    assert!(store_name(&w.store, "Hp") && !store_name(&w.store, "Health"));
+    assert_eq!(
+        w.sync.component("Hp"),
+        Some(hp),
+        "the sync agrees with the store"
+    );
+    assert_eq!(w.sync.component("Health"), None);
+    assert_eq!(w.get(e, "Hp", "value"), Value::Number(7.0));
+
+    // The failure is reported again by every later sync, skipped or not.
+    for _ in 0..2 {
+        let report = w.sync.sync(&w.arena, &mut w.store);
+        assert_eq!(report.diagnostics.len(), 1, "{report}");
+    }
+
+    // The old source comes back under the new name: the rename happens now.
+    w.arena.set_definition_source(def, HP).unwrap();
+    let report = w.sync.sync(&w.arena, &mut w.store);
+    assert_eq!(
+        report.renamed,
+        vec![("Hp".to_string(), "Health".to_string())],
+        "{report}"
+    );
+    assert!(report.diagnostics.is_empty(), "{report}");
+    assert_eq!(w.store.component("Health"), Some(hp));
+    assert!(!store_name(&w.store, "Hp"));
+    assert_eq!(w.sync.component("Health"), Some(hp));
+    assert_eq!(w.get(e, "Health", "value"), Value::Number(7.0));
+    assert!(w.store.orphans().is_empty());
+}
+
+#[test]
+fn a_rename_the_store_refuses_is_retried_once_the_name_is_free() {
+    let mut w = World::new();
+    let def = w.define("Hp", HP);
+    w.sync();
+    let hp = w.store.component("Hp").unwrap();
+    // Another part of the game installs a component named Health directly.
+    let squatter = w
+        .store
+        .install(
+            strata_component_store::ComponentDef::new("Health"),
+            &strata_arena::ClassRegistry::standard(),
+        )
+        .unwrap();
+    w.arena.set_name(def, "Health").unwrap();
+    let report = w.sync.sync(&w.arena, &mut w.store);
+    assert!(
+        report.renamed.is_empty() && report.removed.is_empty(),
+        "{report}"
+    );
+    assert_eq!(report.diagnostics.len(), 1, "{report}");
+    assert_eq!(w.sync.component("Hp"), Some(hp));
+    assert_eq!(w.store.component("Hp"), Some(hp));
+
+    // The name is freed: the next sync renames, although the arena did not change.
+    w.store.uninstall(squatter).unwrap();
+    let report = w.sync.sync(&w.arena, &mut w.store);
+    assert_eq!(
+        report.renamed,
+        vec![("Hp".to_string(), "Health".to_string())],
+        "{report}"
+    );
+    assert_eq!(w.store.component("Health"), Some(hp));
+}
+
+#[test]
+fn the_definition_behind_a_name_is_followed_when_a_duplicate_takes_over() {
+    let mut w = World::new();
+    let first = w.define("X", HP);
+    let second = w.define("X", HP);
+    w.sync();
+    let x = w.store.component("X").unwrap();
+    let e = w.spawn(ClassId::ENTITY);
+    let value = w.store.field(x, "value").unwrap();
+    w.store
+        .add(e, ClassId::ENTITY, x, [(value, Value::Number(7.0))])
+        .unwrap();
+
+    // The chosen definition goes; its duplicate, with the same source, takes over unchanged.
+    w.arena.destroy(first).unwrap();
+    let report = w.sync.sync(&w.arena, &mut w.store);
+    assert_eq!(report.unchanged, 1, "{report}");
+    assert!(
+        report.removed.is_empty() && report.added.is_empty(),
+        "{report}"
+    );
+
+    // Renaming the definition now backing X renames the component and keeps its rows.
+    w.arena.set_name(second, "Y").unwrap();
+    let report = w.sync.sync(&w.arena, &mut w.store);
+    assert_eq!(
+        report.renamed,
+        vec![("X".to_string(), "Y".to_string())],
+        "{report}"
+    );
+    assert!(
+        report.removed.is_empty() && report.added.is_empty(),
+        "{report}"
+    );
+    assert_eq!(w.store.component("Y"), Some(x));
+    assert_eq!(w.get(e, "Y", "value"), Value::Number(7.0));
+    assert!(w.store.orphans().is_empty());
+}
+
+#[test]
+fn a_sync_of_another_store_brings_that_store_in_step() {
+    let mut w = World::new();
+    w.define("Hp", HP);
+    w.sync();
+    // A store the sync never saw, with the arena unchanged.
+    let mut other = Store::new();
+    let report = w.sync.sync(&w.arena, &mut other);
+    assert!(!report.skipped, "{report}");
+    assert_eq!(report.added, vec!["Hp".to_string()]);
+    assert!(other.component("Hp").is_some());
+    // And the first store again: in step already, so nothing changes.
+    let report = w.sync.sync(&w.arena, &mut w.store);
+    assert!(!report.skipped);
+    assert!(
+        report.added.is_empty() && report.changed.is_empty(),
+        "{report}"
+    );
+    assert_eq!(report.unchanged, 1);
+}
+
+#[test]
+fn a_loaded_snapshot_follows_the_definitions_changed_since() {
+    let mut w = World::new();
+    let def = w.define("Hp", HP);
+    let gone = w.define("Gone", HP);
+    w.sync();
+    let hp = w.store.component("Hp").unwrap();
+    let e = w.spawn(ClassId::ENTITY);
+    let value = w.store.field(hp, "value").unwrap();
+    w.store
+        .add(e, ClassId::ENTITY, hp, [(value, Value::Number(7.0))])
+        .unwrap();
+    let saved = w.store.snapshot();
+
+    // The world moves on: a rename, a new field, a removed definition.
+    w.arena.set_name(def, "Health").unwrap();
+    w.arena
+        .set_definition_source(
+            def,
+            "return component { fields = { value = number(1), extra = integer(3) } }",
+        )
+        .unwrap();
+    w.arena.destroy(gone).unwrap();
+    w.sync();
+
+    // The snapshot is loaded back: it gets the same changes, and keeps its rows.
+    let mut loaded = saved;
+    let report = w.sync.sync(&w.arena, &mut loaded);
+    assert_eq!(
+        report.renamed,
+        vec![("Hp".to_string(), "Health".to_string())],
+        "{report}"
+    );
+    assert_eq!(report.removed, vec!["Gone".to_string()], "{report}");
+    let health = loaded.component("Health").unwrap();
+    let get = |field: &str| {
+        loaded
+            .get_value(e, health, loaded.field(health, field).unwrap())
+            .unwrap()
+    };
+    assert_eq!(get("value"), Value::Number(7.0));
+    assert_eq!(get("extra"), Value::Integer(3));
+    assert!(loaded.component("Gone").is_none());
+}
+
+#[test]
+fn adopt_orphans_uses_the_components_of_the_store_it_is_given() {
+    let mut w = World::new();
+    w.define("Hp", HP);
+    w.sync();
+    // Another store where Hp has another id: something else was installed first.
+    let classes = strata_arena::ClassRegistry::standard();
+    let mut other = Store::new();
+    let first = other
+        .install(
+            strata_component_store::ComponentDef::new("Other")
+                .field(strata_component_store::FieldDef::number("value", 0.0)),
+            &classes,
+        )
+        .unwrap();
+    w.sync.sync(&w.arena, &mut other);
+    let hp = other.component("Hp").unwrap();
+    assert_ne!(Some(hp), w.store.component("Hp"), "the ids differ");
+
+    let e = w.spawn(ClassId::ENTITY);
+    other.add_orphan(e, orphan("Hp", 1, &[("value", Value::Number(5.0))]));
+    let reports = w.sync.adopt_orphans(&w.arena, &mut other);
+    assert_eq!(reports.len(), 1);
+    assert_eq!(reports[0].component, "Hp");
+    assert_eq!(
+        other.get_value(e, hp, other.field(hp, "value").unwrap()),
+        Ok(Value::Number(5.0))
+    );
+    assert!(!other.has(e, first), "the other component is untouched");
+    assert!(other.orphans().is_empty());
+
+    // Without a sync of this store first, adopt_orphans still looks names up in it.
+    let mut third = Store::new();
+    third
+        .install(
+            strata_component_store::ComponentDef::new("Hp")
+                .field(strata_component_store::FieldDef::number("value", 0.0)),
+            &classes,
+        )
+        .unwrap();
+    third.add_orphan(e, orphan("Hp", 1, &[("value", Value::Number(6.0))]));
+    let reports = w.sync.adopt_orphans(&w.arena, &mut third);
+    assert_eq!(reports.len(), 1);
+    let hp = third.component("Hp").unwrap();
+    assert_eq!(
+        third.get_value(e, hp, third.field(hp, "value").unwrap()),
+        Ok(Value::Number(6.0))
+    );
 }

@@ -151,6 +151,8 @@ impl Failure {
             SchemaError::MemoryBudget(_) => ("memoryBudget", text.clone(), None),
             SchemaError::StackOverflow => ("stackOverflow", text.clone(), None),
             SchemaError::NotAComponent { .. } => ("notAComponent", text.clone(), None),
+            SchemaError::SizeCap { message, line } => ("sizeCap", message.clone(), *line),
+            SchemaError::SourceTooLong { .. } => ("sourceTooLong", text.clone(), None),
             SchemaError::Store(_) => ("store", text.clone(), None),
             SchemaError::Vm(_) => ("vm", text.clone(), None),
             _ => ("other", text.clone(), None),
@@ -173,14 +175,25 @@ fn component_name(file: &Path) -> String {
 
 fn check_file(vm: &SchemaVm, file: &Path) -> FileReport {
     let component = component_name(file);
-    let outcome = match std::fs::read_to_string(file) {
+    let limit = vm.budget().source;
+    // A file past the source limit is refused without reading it whole.
+    let too_long = std::fs::metadata(file)
+        .ok()
+        .map(|meta| usize::try_from(meta.len()).unwrap_or(usize::MAX))
+        .filter(|length| *length > limit);
+    let read = match too_long {
+        Some(length) => Ok(Err(SchemaError::SourceTooLong { length, limit })),
+        None => std::fs::read_to_string(file).map(Ok),
+    };
+    let outcome = match read {
         Err(error) => Err(Failure {
             kind: "io",
             message: format!("cannot read the file: {error}"),
             line: None,
             text: format!("cannot read the file: {error}"),
         }),
-        Ok(source) => vm
+        Ok(Err(error)) => Err(Failure::from_schema_error(&error)),
+        Ok(Ok(source)) => vm
             .evaluate(&component, &source)
             .and_then(|schema| validate(&component, schema))
             .map_err(|error| Failure::from_schema_error(&error)),
@@ -931,13 +944,10 @@ Bad\"Name.luau: error
         let schema = vm
             .evaluate(
                 "Dup",
-                r#"return component { fields = {
-                    a = number(0, { formerNames = { "b" } }),
-                    b = number(0),
-                } }"#,
+                r#"return component { fields = { a = enum({ "A", "B", "A" }) } }"#,
             )
             .expect("it evaluates");
-        let error = validate("Dup", schema).expect_err("a former name is also a field");
+        let error = validate("Dup", schema).expect_err("a variant is named twice");
         assert_eq!(Failure::from_schema_error(&error).kind, "store");
         // Classes are a game's business: an unknown class is not refused here.
         let schema = vm
