@@ -807,13 +807,13 @@ pub struct TermColumn<'s, 'q, T> {
 }
 
 impl<T> TermColumn<'_, '_, T> {
-    /// The value for the match at `index`.
+    /// The value for the match at `index`, or `None` past the matches.
     #[inline]
-    pub fn get(&self, index: usize) -> &T {
+    pub fn get(&self, index: usize) -> Option<&T> {
         if self.dense {
-            &self.values[index]
+            self.values.get(index)
         } else {
-            &self.values[self.rows[index] as usize]
+            self.values.get(*self.rows.get(index)? as usize)
         }
     }
 

@@ -1688,10 +1688,13 @@ fn check_pass(
             let at = InstanceRef::new(h.id, h.slot);
             assert_eq!(
                 numbers.get(i),
-                store.get::<f64>(at, c, N).unwrap(),
+                Some(store.get::<f64>(at, c, N).unwrap()),
                 "{label}: term column {t} at match {i} (step {step})"
             );
-            assert_eq!(vectors.get(i), store.get::<Vec3>(at, c, V).unwrap());
+            assert_eq!(
+                vectors.get(i),
+                Some(store.get::<Vec3>(at, c, V).unwrap())
+            );
         }
     }
     assert!(matches!(
