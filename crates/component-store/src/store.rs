@@ -447,7 +447,8 @@ impl Store {
     /// writer for filling the new rows' fields without further ticks. Refused, changing
     /// nothing, when the class is not allowed, an instance already holds the component, or one
     /// slot appears twice. Rows left by instances whose destruction was never reported are
-    /// evicted first, as for [`Store::add`].
+    /// evicted first, as for [`Store::add`]. An empty `ats` changes nothing: no tick, no
+    /// structural revision, and a set shared with a snapshot stays shared.
     pub fn insert_many(
         &mut self,
         ats: &[InstanceRef],
@@ -459,6 +460,18 @@ impl Store {
             return Err(StoreError::ClassNotAllowed {
                 component: set.def.name().to_owned(),
                 class,
+            });
+        }
+        if ats.is_empty() {
+            // Nothing to add: no tick, no revision, and the set stays shared with snapshots.
+            let set = self
+                .sets
+                .get_mut(component.index())
+                .and_then(Option::as_mut)
+                .ok_or(StoreError::UnknownComponent(component))?;
+            return Ok(BulkInit {
+                set,
+                rows: 0..0,
             });
         }
         let max_slot = ats.iter().map(|at| at.slot.index()).max().unwrap_or(0);
@@ -491,8 +504,7 @@ impl Store {
             .ok_or(StoreError::UnknownComponent(component))?;
         tick.0 += 1;
         let observed = set.def.def.observed;
-        let set = set.make_mut();
-        let rows = set.push_default_rows(ats, *tick);
+        let rows = set.make_mut().push_default_rows(ats, *tick);
         if observed {
             events.extend(ats.iter().map(|at| StoreEvent::Added {
                 id: at.id,
@@ -1060,9 +1072,10 @@ impl RowInit<'_> {
 }
 
 /// A writer for the fields of rows just added by [`Store::insert_many`]; its writes are part
-/// of the add and take no ticks of their own.
+/// of the add and take no ticks of their own. With no new rows it checks field types and
+/// changes nothing (the set is not even made private).
 pub struct BulkInit<'a> {
-    set: &'a mut ComponentSet,
+    set: &'a mut SharedSet,
     rows: std::ops::Range<usize>,
 }
 
@@ -1080,11 +1093,15 @@ impl BulkInit<'_> {
         values: impl IntoIterator<Item = T>,
     ) -> Result<&mut Self, StoreError> {
         self.set.checked_values::<T>(field)?;
-        if self.set.def.reference_fields.contains(&field) {
+        if self.rows.is_empty() {
+            return Ok(self);
+        }
+        let set = self.set.make_mut();
+        if set.def.reference_fields.contains(&field) {
             for (row, value) in self.rows.clone().zip(values) {
-                self.set.init_field(row, field, value.into_value());
+                set.init_field(row, field, value.into_value());
             }
-        } else if let Some(column) = self.set.typed_mut::<T>(field) {
+        } else if let Some(column) = set.typed_mut::<T>(field) {
             for (slot, value) in column[self.rows.clone()].iter_mut().zip(values) {
                 *slot = value;
             }
