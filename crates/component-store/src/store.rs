@@ -391,7 +391,8 @@ impl Store {
         Ok(RowInit { set, row })
     }
 
-    fn add_row(
+    /// Adds a row of checked values (or defaults) after [`check_add`].
+    pub(crate) fn add_row(
         &mut self,
         at: InstanceRef,
         class: ClassId,
@@ -399,18 +400,7 @@ impl Store {
         values: Option<Vec<Value>>,
     ) -> Result<(&mut ComponentSet, usize), StoreError> {
         let set = self.set(component)?;
-        if set.contains(at) {
-            return Err(StoreError::AlreadyPresent {
-                id: at.id,
-                component,
-            });
-        }
-        if !set.def.allows_class(class) {
-            return Err(StoreError::ClassNotAllowed {
-                component: set.def.name().to_owned(),
-                class,
-            });
-        }
+        check_add(set, at, class)?;
         // A row left at this slot by an instance the store was never told had been destroyed
         // cannot be live: the slot now belongs to `at`. Evict it as a removal, dependents and
         // events included.
@@ -1108,6 +1098,28 @@ impl BulkInit<'_> {
         }
         Ok(self)
     }
+}
+
+/// Whether an instance of `class` may take a row in `set`: the checks every add runs before
+/// it stores anything.
+pub(crate) fn check_add(
+    set: &ComponentSet,
+    at: InstanceRef,
+    class: ClassId,
+) -> Result<(), StoreError> {
+    if set.contains(at) {
+        return Err(StoreError::AlreadyPresent {
+            id: at.id,
+            component: set.id(),
+        });
+    }
+    if !set.def.allows_class(class) {
+        return Err(StoreError::ClassNotAllowed {
+            component: set.def.name().to_owned(),
+            class,
+        });
+    }
+    Ok(())
 }
 
 /// Checks a whole row of values against a definition.

@@ -50,3 +50,36 @@ fn an_empty_insert_many_changes_nothing() {
     assert!(w.store.drain_events().is_empty());
     assert_eq!(w.store.set(score).unwrap().len(), 1);
 }
+
+#[test]
+fn a_copy_naming_one_target_twice_is_refused_before_any_row_is_stored() {
+    let mut w = World::new();
+    let score = w.install(score());
+    let points = w.field(score, "points");
+    let a = w.spawn(ClassId::ENTITY);
+    let b = w.spawn(ClassId::ENTITY);
+    let copy = w.spawn(ClassId::ENTITY);
+    for (at, n) in [(a, 1), (b, 2)] {
+        w.store
+            .add(
+                at,
+                ClassId::ENTITY,
+                score,
+                [(points, strata_component_store::Value::Integer(n))],
+            )
+            .unwrap();
+    }
+    w.store.drain_events();
+    let tick = w.store.tick();
+    let pair = |source| strata_component_store::CopyPair {
+        source,
+        copy,
+        class: ClassId::ENTITY,
+    };
+    let got = w.store.copy_rows(&[pair(a), pair(b)], Some);
+    assert_eq!(got, Err(StoreError::DuplicateSlot(copy.slot)));
+    assert!(!w.store.has(copy, score), "no row was stored for the copy");
+    assert_eq!(w.store.tick(), tick);
+    assert!(w.store.drain_events().is_empty());
+    assert_eq!(w.store.set(score).unwrap().len(), 2);
+}
