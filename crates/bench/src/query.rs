@@ -365,7 +365,7 @@ fn changed_filter(n: u64) -> Workload {
                     {
                         let mut writer = must(store.column_writer::<Vec3>(position, v));
                         for row in (0..n as usize).step_by(100) {
-                            writer.write(row, Vec3::new(1.0, 2.0, 3.0));
+                            must(writer.write(row, Vec3::new(1.0, 2.0, 3.0)));
                         }
                     }
                     (arena, store, query, v)

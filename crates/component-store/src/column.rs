@@ -259,8 +259,26 @@ fn copy_prefix<T: Clone>(dest: &mut Vec<T>, source: &[T], len: usize) {
 
 /// A primitive field type with its own column, for typed access without boxing.
 pub trait Scalar: Clone + PartialEq + Sized + 'static {
+    /// Whether a value of this type can fall outside a field whose column holds the type (only
+    /// enum indexes can: they must name a variant), so writes must check [`Scalar::fits`].
+    const RANGED: bool = false;
+
     /// The field types whose column holds this Rust type.
     fn matches(ty: &FieldType) -> bool;
+
+    /// Whether this value can be stored in a field of type `ty`, given that
+    /// [`Scalar::matches`] holds for `ty`.
+    fn fits(&self, ty: &FieldType) -> bool {
+        let _ = ty;
+        true
+    }
+
+    /// Whether two values are the same bit for bit: the store's notion of an equal write.
+    /// Floating values differ from IEEE `==` here: `-0.0` is not `0.0`, and a NaN is the same
+    /// as a NaN with the same bits.
+    fn identical(&self, other: &Self) -> bool {
+        self == other
+    }
     /// The column's values, when the column holds this type.
     fn slice(column: &Column) -> Option<&[Self]>;
     /// The column's values for writing, when the column holds this type.
@@ -272,8 +290,13 @@ pub trait Scalar: Clone + PartialEq + Sized + 'static {
 }
 
 macro_rules! scalar {
-    ($t:ty, $variant:ident, $pattern:pat, |$v:ident| $wrap:expr, |$u:ident| $unwrap:expr) => {
+    (
+        $t:ty, $variant:ident, $pattern:pat, |$v:ident| $wrap:expr, |$u:ident| $unwrap:expr
+        $(, { $($extra:item)* })?
+    ) => {
         impl Scalar for $t {
+            $($($extra)*)?
+
             fn matches(ty: &FieldType) -> bool {
                 matches!(ty, $pattern)
             }
@@ -303,7 +326,18 @@ macro_rules! scalar {
     };
 }
 
-scalar!(f64, Number, FieldType::Number, |v| Value::Number(v), |u| u);
+scalar!(
+    f64,
+    Number,
+    FieldType::Number,
+    |v| Value::Number(v),
+    |u| u,
+    {
+        fn identical(&self, other: &Self) -> bool {
+            self.to_bits() == other.to_bits()
+        }
+    }
+);
 scalar!(
     i64,
     Integer,
@@ -319,15 +353,53 @@ scalar!(
     |u| u
 );
 scalar!(Arc<str>, Text, FieldType::Text, |v| Value::Text(v), |u| u);
-scalar!(u32, Enum, FieldType::Enum(_), |v| Value::Enum(v), |u| u);
-scalar!(Vec3, Vector, FieldType::Vector, |v| Value::Vector(v), |u| u);
+scalar!(u32, Enum, FieldType::Enum(_), |v| Value::Enum(v), |u| u, {
+    const RANGED: bool = true;
+
+    fn fits(&self, ty: &FieldType) -> bool {
+        matches!(ty, FieldType::Enum(variants) if (*self as usize) < variants.len())
+    }
+});
+scalar!(
+    Vec3,
+    Vector,
+    FieldType::Vector,
+    |v| Value::Vector(v),
+    |u| u,
+    {
+        fn identical(&self, other: &Self) -> bool {
+            same_vector(self, other)
+        }
+    }
+);
 scalar!(
     Transform,
     Transform,
     FieldType::Transform,
     |v| Value::Transform(Box::new(v)),
-    |u| *u
+    |u| *u,
+    {
+        fn identical(&self, other: &Self) -> bool {
+            same_transform(self, other)
+        }
+    }
 );
+
+/// Whether two vectors are the same bit for bit.
+pub(crate) fn same_vector(a: &Vec3, b: &Vec3) -> bool {
+    a.x.to_bits() == b.x.to_bits()
+        && a.y.to_bits() == b.y.to_bits()
+        && a.z.to_bits() == b.z.to_bits()
+}
+
+/// Whether two transforms are the same bit for bit.
+pub(crate) fn same_transform(a: &Transform, b: &Transform) -> bool {
+    a.rows
+        .iter()
+        .flatten()
+        .zip(b.rows.iter().flatten())
+        .all(|(x, y)| x.to_bits() == y.to_bits())
+}
 scalar!(
     Option<InstanceId>,
     Reference,

@@ -513,13 +513,14 @@ impl InstalledDef {
 
     /// Checks that `value` can be stored in `field`, and returns the field: the store runs this
     /// check on every dynamic value before storing it. Refused with
-    /// [`StoreError::FieldOutOfRange`], or [`StoreError::TypeMismatch`] naming the value's kind.
+    /// [`StoreError::FieldOutOfRange`], or [`StoreError::TypeMismatch`] naming the value's kind
+    /// (or, for an enum index past the variants, the index).
     pub fn check_value(&self, field: FieldId, value: &Value) -> Result<&FieldDef, StoreError> {
         let field_def = self.checked_field(field)?;
         if value.conforms(&field_def.ty) {
             Ok(field_def)
         } else {
-            Err(self.type_mismatch(field_def, value.kind_name()))
+            Err(self.type_mismatch(field_def, &found_name(value)))
         }
     }
 
@@ -532,6 +533,37 @@ impl InstalledDef {
             Ok(field_def)
         } else {
             Err(self.type_mismatch(field_def, std::any::type_name::<T>()))
+        }
+    }
+
+    /// Checks that the typed `value` can be stored in `field`, and returns the field: the check
+    /// behind every typed write ([`InstalledDef::check_scalar`], then the value itself, which
+    /// matters for enum indexes, refused past the variants as the dynamic check refuses them).
+    pub fn check_scalar_value<T: Scalar>(
+        &self,
+        field: FieldId,
+        value: &T,
+    ) -> Result<&FieldDef, StoreError> {
+        let field_def = self.check_scalar::<T>(field)?;
+        if !T::RANGED || value.fits(&field_def.ty) {
+            Ok(field_def)
+        } else {
+            Err(self.type_mismatch(field_def, &found_name(&value.clone().into_value())))
+        }
+    }
+
+    /// Checks that `element` can be appended to the list field `field`, and returns the
+    /// element type. Refused with [`StoreError::FieldOutOfRange`], or
+    /// [`StoreError::TypeMismatch`] when the field is not a list or the element does not fit.
+    pub fn check_element(&self, field: FieldId, element: &Value) -> Result<&FieldType, StoreError> {
+        let field_def = self.checked_field(field)?;
+        match &field_def.ty {
+            FieldType::List(ty) if element.conforms(ty) => Ok(ty),
+            FieldType::List(_) => Err(self.type_mismatch(
+                field_def,
+                &format!("a list element of {}", found_name(element)),
+            )),
+            _ => Err(self.type_mismatch(field_def, "list")),
         }
     }
 
@@ -560,6 +592,15 @@ impl InstalledDef {
     /// The fields that can hold references.
     pub fn reference_fields(&self) -> &[FieldId] {
         &self.reference_fields
+    }
+}
+
+/// What a refused value was, for [`StoreError::TypeMismatch`]: its kind, or for an enum index
+/// the index itself (the kind is right, the variant does not exist).
+fn found_name(value: &Value) -> String {
+    match value {
+        Value::Enum(index) => format!("enum variant {index}"),
+        other => other.kind_name().to_owned(),
     }
 }
 

@@ -459,10 +459,7 @@ impl Store {
                 .get_mut(component.index())
                 .and_then(Option::as_mut)
                 .ok_or(StoreError::UnknownComponent(component))?;
-            return Ok(BulkInit {
-                set,
-                rows: 0..0,
-            });
+            return Ok(BulkInit { set, rows: 0..0 });
         }
         let max_slot = ats.iter().map(|at| at.slot.index()).max().unwrap_or(0);
         let mut seen = vec![0u64; max_slot / 64 + 1];
@@ -675,6 +672,7 @@ impl Store {
             id: at.id,
             component,
         })?;
+        set.def.check_scalar_value(field, &value)?;
         if set.checked_values::<T>(field)?[row] == value {
             return Ok(false);
         }
@@ -1046,7 +1044,7 @@ impl RowInit<'_> {
             return self.set_value(field, value.into_value());
         }
         let row = self.row;
-        self.set.checked_values::<T>(field)?;
+        self.set.def.check_scalar_value(field, &value)?;
         if let Some(values) = self.set.typed_mut::<T>(field) {
             values[row] = value;
         }
@@ -1076,16 +1074,32 @@ impl BulkInit<'_> {
     }
 
     /// Sets a field of every new row from `values` (in row order; missing values leave the
-    /// default, extra ones are ignored).
+    /// default, extra ones are ignored). Every value is checked before the first is stored.
     pub fn fill<T: Scalar>(
         &mut self,
         field: FieldId,
         values: impl IntoIterator<Item = T>,
     ) -> Result<&mut Self, StoreError> {
-        self.set.checked_values::<T>(field)?;
+        self.set.def.check_scalar::<T>(field)?;
         if self.rows.is_empty() {
             return Ok(self);
         }
+        if T::RANGED {
+            let values: Vec<T> = values.into_iter().take(self.rows.len()).collect();
+            for value in &values {
+                self.set.def.check_scalar_value(field, value)?;
+            }
+            return Ok(self.fill_checked(field, values));
+        }
+        Ok(self.fill_checked(field, values))
+    }
+
+    /// [`BulkInit::fill`] with values already checked.
+    fn fill_checked<T: Scalar>(
+        &mut self,
+        field: FieldId,
+        values: impl IntoIterator<Item = T>,
+    ) -> &mut Self {
         let set = self.set.make_mut();
         if set.def.reference_fields.contains(&field) {
             for (row, value) in self.rows.clone().zip(values) {
@@ -1096,7 +1110,7 @@ impl BulkInit<'_> {
                 *slot = value;
             }
         }
-        Ok(self)
+        self
     }
 }
 

@@ -1523,7 +1523,7 @@ impl Harness {
                 let Value::Reference(target) = value else {
                     unreachable!()
                 };
-                got.push(writer.write(*row, *target));
+                got.push(writer.write(*row, *target).unwrap());
             }
         } else {
             let mut writer = self.store.column_writer::<f64>(cid, fid(f)).unwrap();
@@ -1531,7 +1531,7 @@ impl Harness {
                 let Value::Number(x) = value else {
                     unreachable!()
                 };
-                got.push(writer.write(*row, *x));
+                got.push(writer.write(*row, *x).unwrap());
             }
         }
         let mut expected = Vec::new();

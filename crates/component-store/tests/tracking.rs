@@ -40,7 +40,7 @@ fn equal_writes_change_nothing_at_all() {
     let handle = ComponentHandle::new(&w.store, e, body).unwrap();
     assert!(!handle.write(&mut w.store, mass, 1.0).unwrap());
     let mut writer = w.store.column_writer::<f64>(body, mass).unwrap();
-    assert!(!writer.write(0, 1.0));
+    assert_eq!(writer.write(0, 1.0), Ok(false));
 
     assert_eq!(w.store.tick(), tick);
     assert_eq!(

@@ -782,7 +782,7 @@ impl Harness {
                     }
                     let old = w.values()[row];
                     let new = target(row, old);
-                    assert_eq!(w.write(row, new), new != old);
+                    assert_eq!(w.write(row, new), Ok(new != old));
                     if new != old {
                         changed_ids.push(id);
                     }
@@ -1691,10 +1691,7 @@ fn check_pass(
                 Some(store.get::<f64>(at, c, N).unwrap()),
                 "{label}: term column {t} at match {i} (step {step})"
             );
-            assert_eq!(
-                vectors.get(i),
-                Some(store.get::<Vec3>(at, c, V).unwrap())
-            );
+            assert_eq!(vectors.get(i), Some(store.get::<Vec3>(at, c, V).unwrap()));
         }
     }
     assert!(matches!(
