@@ -126,10 +126,11 @@ impl Column {
         })
     }
 
-    /// Replaces the value at a row with a conforming value; returns whether it differed.
+    /// Replaces the value at a row with a conforming value; returns whether it differed bit
+    /// for bit (see [`Value::identical`]).
     pub(crate) fn replace(&mut self, row: usize, value: Value) -> bool {
-        fn put<T: PartialEq>(slot: &mut T, v: T) -> bool {
-            if *slot == v {
+        fn put<T>(slot: &mut T, v: T, same: impl Fn(&T, &T) -> bool) -> bool {
+            if same(slot, &v) {
                 false
             } else {
                 *slot = v;
@@ -137,16 +138,16 @@ impl Column {
             }
         }
         match (self, value) {
-            (Column::Number(c), Value::Number(v)) => put(&mut c[row], v),
-            (Column::Integer(c), Value::Integer(v)) => put(&mut c[row], v),
-            (Column::Boolean(c), Value::Boolean(v)) => put(&mut c[row], v),
-            (Column::Text(c), Value::Text(v)) => put(&mut c[row], v),
-            (Column::Enum(c), Value::Enum(v)) => put(&mut c[row], v),
-            (Column::Vector(c), Value::Vector(v)) => put(&mut c[row], v),
-            (Column::Transform(c), Value::Transform(v)) => put(&mut c[row], *v),
-            (Column::Reference(c), Value::Reference(v)) => put(&mut c[row], v),
-            (Column::List(c), Value::List(v)) => put(&mut c[row], v),
-            (Column::Value(c), v) => put(&mut c[row], v),
+            (Column::Number(c), Value::Number(v)) => put(&mut c[row], v, Scalar::identical),
+            (Column::Integer(c), Value::Integer(v)) => put(&mut c[row], v, Scalar::identical),
+            (Column::Boolean(c), Value::Boolean(v)) => put(&mut c[row], v, Scalar::identical),
+            (Column::Text(c), Value::Text(v)) => put(&mut c[row], v, Scalar::identical),
+            (Column::Enum(c), Value::Enum(v)) => put(&mut c[row], v, Scalar::identical),
+            (Column::Vector(c), Value::Vector(v)) => put(&mut c[row], v, Scalar::identical),
+            (Column::Transform(c), Value::Transform(v)) => put(&mut c[row], *v, Scalar::identical),
+            (Column::Reference(c), Value::Reference(v)) => put(&mut c[row], v, Scalar::identical),
+            (Column::List(c), Value::List(v)) => put(&mut c[row], v, ListValue::identical),
+            (Column::Value(c), v) => put(&mut c[row], v, Value::identical),
             (column, value) => unreachable!(
                 "column {:?} was given a non-conforming {} value",
                 column.kind(),

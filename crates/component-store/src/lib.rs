@@ -10,7 +10,9 @@
 //! Guarantees a downstream crate can rely on:
 //! - A lookup by [`InstanceRef`] checks the row's instance id, so a removed component or a
 //!   reused slot yields [`StoreError::MissingMembership`], never another instance's data.
-//! - The tick advances only for actual changes; an equal write changes nothing at all.
+//! - The tick advances only for actual changes; an equal write changes nothing at all. "Equal"
+//!   means bit-identical ([`Value::identical`], [`Scalar::identical`]) on every write route:
+//!   writing `-0.0` over `0.0` is a change, writing a NaN over the same NaN is not.
 //! - Each set's removal log holds at most [`REMOVAL_LOG_CAPACITY`] records; a
 //!   [`RemovalReader`] whose cursor fell behind gets [`Removals::Missed`], not a partial list.
 //! - The reverse reference index is exact after every add, write, remove and destruction, and

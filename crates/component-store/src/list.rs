@@ -144,7 +144,10 @@ impl ListAccessor<'_> {
             self.check(element)?;
         }
         // Decide before touching the set, so an equal replace leaves it shared with snapshots.
-        if self.as_slice()? == elements.as_slice() {
+        let current = self.as_slice()?;
+        if current.len() == elements.len()
+            && current.iter().zip(&elements).all(|(a, b)| a.identical(b))
+        {
             return Ok(false);
         }
         self.store

@@ -3,7 +3,7 @@
 //!
 //! Invariant: sets are shared with snapshots behind `Arc` and copied on their first write after
 //! a snapshot, so a snapshot never changes. The tick advances once per actual change (an add, a
-//! removal, a write that stores a different value) and never for an equal write. A store and each
+//! removal, a write that stores a value differing bit for bit) and never for an equal write. A store and each
 //! of its snapshots have distinct `StoreId`s, so a cache keyed by store identity never mistakes
 //! one for the other. The store never calls into the arena: the arena's owner reports
 //! destruction (`on_destroyed`) and reclamation (`on_reclaimed`).
@@ -673,7 +673,7 @@ impl Store {
             component,
         })?;
         set.def.check_scalar_value(field, &value)?;
-        if set.checked_values::<T>(field)?[row] == value {
+        if set.checked_values::<T>(field)?[row].identical(&value) {
             return Ok(false);
         }
         if set.def.reference_fields.contains(&field) {
@@ -710,7 +710,7 @@ impl Store {
             component,
         })?;
         set.def.check_value(field, &value)?;
-        if set.value(row, field).as_ref() == Some(&value) {
+        if set.value(row, field).is_some_and(|v| v.identical(&value)) {
             return Ok(false);
         }
         self.write_row(component, row, field, value)
@@ -734,7 +734,7 @@ impl Store {
                 row,
             });
         }
-        if set.value(row, field).as_ref() == Some(&value) {
+        if set.value(row, field).is_some_and(|v| v.identical(&value)) {
             return Ok(false);
         }
         self.write_row(component, row, field, value)

@@ -205,7 +205,7 @@ impl<T: Scalar> ColumnWriter<'_, T> {
                     .zip(track.changed[..n].iter_mut().zip(&mut track.dirty[..n]));
                 for (row, ((value, read), (changed_tick, mask))) in rows.enumerate() {
                     let next = f(value, read);
-                    if *value == next {
+                    if value.identical(&next) {
                         continue;
                     }
                     *value = next;
@@ -286,7 +286,7 @@ impl<T: Scalar> ColumnWriter<'_, T> {
                         continue;
                     };
                     let next = f(current, read);
-                    if *current != next {
+                    if !current.identical(&next) {
                         *current = next;
                         track.mark(row, self.field, tick);
                         changed += 1;
@@ -346,7 +346,7 @@ impl<T: Scalar> ColumnWriter<'_, T> {
                 let Some(slot) = values.get_mut(row) else {
                     return Err(out_of_range());
                 };
-                if *slot == value {
+                if slot.identical(&value) {
                     return Ok(false);
                 }
                 *slot = value;
@@ -356,7 +356,7 @@ impl<T: Scalar> ColumnWriter<'_, T> {
             Target::Set(set) => {
                 match set.values::<T>(self.field).and_then(|v| v.get(row)) {
                     None => return Err(out_of_range()),
-                    Some(current) if *current == value => return Ok(false),
+                    Some(current) if current.identical(&value) => return Ok(false),
                     Some(_) => {}
                 }
                 if !set.write(row, self.field, value.into_value(), tick) {

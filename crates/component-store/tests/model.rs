@@ -165,10 +165,17 @@ const CLASSES: [ClassId; 5] = [
     ClassId::FOLDER,
 ];
 
-const NUMBERS: [f64; 6] = [0.0, -0.0, 1.0, 2.5, -3.0, 1.0e9];
+/// Numbers, with both zeros and a NaN: equal writes are bit-identical ones.
+const NUMBERS: [f64; 7] = [0.0, -0.0, 1.0, 2.5, -3.0, 1.0e9, f64::NAN];
 const INTEGERS: [i64; 5] = [0, 1, -1, 7, i64::MAX];
 const TEXTS: [&str; 4] = ["", "a", "body", "zz"];
-const VECTORS: [Vec3; 3] = [Vec3::ZERO, Vec3::ONE, Vec3::new(1.0, -2.0, 0.5)];
+const VECTORS: [Vec3; 5] = [
+    Vec3::ZERO,
+    Vec3::ONE,
+    Vec3::new(1.0, -2.0, 0.5),
+    Vec3::new(0.0, -0.0, 0.0),
+    Vec3::new(f32::NAN, 0.0, 1.0),
+];
 /// An id the arena never issues in these tests: a reference to an instance that never existed.
 const STRANGER: u64 = 1 << 40;
 
@@ -261,6 +268,16 @@ struct Model {
     tick: u64,
     sets: Vec<MSet>,
     events: Vec<Ev>,
+    floats: FloatWrites,
+}
+
+/// Number writes whose equality differs between IEEE `==` and bit identity.
+#[derive(Clone, Copy, Debug, Default)]
+struct FloatWrites {
+    /// A NaN written over a NaN: no change.
+    nan_over_nan: usize,
+    /// One zero written over the other: a change.
+    zero_sign_changes: usize,
 }
 
 /// What a destruction report should do.
@@ -282,6 +299,7 @@ impl Model {
             tick: 0,
             sets: vec![MSet::default(); SPECS.len()],
             events: Vec::new(),
+            floats: FloatWrites::default(),
         }
     }
 
@@ -361,7 +379,12 @@ impl Model {
     /// Stores a value at a given tick; `false`, changing nothing, when it is equal.
     fn set_value(&mut self, c: usize, id: InstanceId, f: usize, value: Value, tick: u64) -> bool {
         let row = self.sets[c].rows.get_mut(&id).unwrap();
-        if row.values[f] == value {
+        if let (Value::Number(old), Value::Number(new)) = (&row.values[f], &value) {
+            self.floats.nan_over_nan += usize::from(old.is_nan() && new.is_nan());
+            self.floats.zero_sign_changes +=
+                usize::from(*old == 0.0 && *new == 0.0 && old.to_bits() != new.to_bits());
+        }
+        if same(&row.values[f], &value) {
             return false;
         }
         row.values[f] = value;
@@ -570,6 +593,34 @@ fn list_elements(value: &Value) -> Vec<Value> {
     }
 }
 
+/// Whether two values are the same bit for bit (floating values by their bits, so `-0.0` and
+/// `0.0` differ and a NaN matches itself): the model's notion of an equal write.
+fn same(a: &Value, b: &Value) -> bool {
+    match (a, b) {
+        (Value::Number(x), Value::Number(y)) => x.to_bits() == y.to_bits(),
+        (Value::Vector(x), Value::Vector(y)) => {
+            [x.x, x.y, x.z].map(f32::to_bits) == [y.x, y.y, y.z].map(f32::to_bits)
+        }
+        (Value::List(x), Value::List(y)) => {
+            x.len() == y.len()
+                && x.as_slice()
+                    .iter()
+                    .zip(y.as_slice())
+                    .all(|(p, q)| same(p, q))
+        }
+        _ => a == b,
+    }
+}
+
+/// Asserts a read gave the model's value, bit for bit.
+#[track_caller]
+fn assert_same(got: Result<Value, StoreError>, want: &Value, what: &str) {
+    match got {
+        Ok(got) => assert!(same(&got, want), "{what}: {got:?}, not {want:?}"),
+        Err(error) => panic!("{what}: {error:?}, not {want:?}"),
+    }
+}
+
 // ----- Comparison of a store with a model. -----
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -590,11 +641,19 @@ struct Inst {
 fn check_typed(store: &Store, at: InstanceRef, cid: ComponentId, f: usize, kind: Kind, v: &Value) {
     let field = fid(f);
     match (kind, v) {
-        (Kind::Number, Value::Number(x)) => assert_eq!(store.get::<f64>(at, cid, field), Ok(x)),
+        (Kind::Number, Value::Number(x)) => {
+            assert_eq!(
+                store.get::<f64>(at, cid, field).map(|y| y.to_bits()),
+                Ok(x.to_bits())
+            );
+        }
         (Kind::Integer, Value::Integer(x)) => assert_eq!(store.get::<i64>(at, cid, field), Ok(x)),
         (Kind::Boolean, Value::Boolean(x)) => assert_eq!(store.get::<bool>(at, cid, field), Ok(x)),
         (Kind::Text, Value::Text(x)) => assert_eq!(store.get::<Arc<str>>(at, cid, field), Ok(x)),
-        (Kind::Vector, Value::Vector(x)) => assert_eq!(store.get::<Vec3>(at, cid, field), Ok(x)),
+        (Kind::Vector, Value::Vector(x)) => {
+            let got = store.get::<Vec3>(at, cid, field).unwrap();
+            assert!(same(&Value::Vector(*got), v), "{got:?}, not {x:?}");
+        }
         (Kind::Ref, Value::Reference(x)) => {
             assert_eq!(store.get::<Option<InstanceId>>(at, cid, field), Ok(x));
         }
@@ -676,18 +735,13 @@ fn check_store(store: &Store, model: &mut Model, ids: &[ComponentId], world: &[I
             }
             for (f, spec) in SPECS[c].fields.iter().enumerate() {
                 let expected = &m.values[f];
-                assert_eq!(
-                    set.value(row, fid(f)).as_ref(),
-                    Some(expected),
-                    "{ctx}: {name}.{} of {id:?}",
-                    spec.name
+                let what = format!("{ctx}: {name}.{} of {id:?}", spec.name);
+                assert_same(
+                    set.value(row, fid(f)).ok_or(missing(at, cid)),
+                    expected,
+                    &what,
                 );
-                assert_eq!(
-                    store.get_value(at, cid, fid(f)).as_ref(),
-                    Ok(expected),
-                    "{ctx}: {name}.{} of {id:?} via get_value",
-                    spec.name
-                );
+                assert_same(store.get_value(at, cid, fid(f)), expected, &what);
                 check_typed(store, at, cid, f, spec.kind, expected);
             }
             let dirty: BTreeSet<usize> = set.dirty_mask(row).fields().map(FieldId::index).collect();
@@ -832,6 +886,12 @@ enum Op {
         member: bool,
         comp: u8,
         field: u8,
+        typed: bool,
+    },
+    /// Writes to a member's number field whose equality is not IEEE `==`: a NaN twice, then
+    /// each zero twice.
+    FloatBits {
+        inst: u16,
         typed: bool,
     },
     List {
@@ -1169,6 +1229,14 @@ impl Harness {
                     );
                 } else {
                     assert_eq!(got, Err(missing(at, cid)), "{ctx}");
+                }
+            }
+            Op::FloatBits { inst, typed } => {
+                let Some(i) = self.pick_member(BODY, *inst) else {
+                    return;
+                };
+                for x in [f64::NAN, f64::NAN, 0.0, 0.0, -0.0, -0.0] {
+                    self.write(i, BODY, 0, Value::Number(x), *typed, &ctx);
                 }
             }
             Op::List {
@@ -1701,10 +1769,10 @@ impl Harness {
         if present {
             assert_eq!(handle.row(&self.store), self.store.row(at, cid), "{ctx}");
             for f in 0..SPECS[c].fields.len() {
-                assert_eq!(
-                    handle.get_value(&self.store, fid(f)).as_ref(),
-                    Ok(self.model.value(c, at.id, f)),
-                    "{ctx}: handle read"
+                assert_same(
+                    handle.get_value(&self.store, fid(f)),
+                    self.model.value(c, at.id, f),
+                    &format!("{ctx}: handle read"),
                 );
             }
         } else {
@@ -1726,16 +1794,16 @@ impl Harness {
         }
         // The handle reads the snapshots too, each as of its own time.
         for (snapshot, model) in &self.snapshots {
-            let expected = if model.member(c, at) {
-                Ok(model.value(c, at.id, 0).clone())
+            let got = handle.get_value(snapshot, fid(0));
+            if model.member(c, at) {
+                assert_same(
+                    got,
+                    model.value(c, at.id, 0),
+                    &format!("{ctx}: snapshot read"),
+                );
             } else {
-                Err(missing(at, cid))
-            };
-            assert_eq!(
-                handle.get_value(snapshot, fid(0)),
-                expected,
-                "{ctx}: snapshot read"
-            );
+                assert_eq!(got, Err(missing(at, cid)), "{ctx}: snapshot read");
+            }
         }
         if let Some((field, val)) = write {
             let f = usize::from(*field) % SPECS[c].fields.len();
@@ -1851,6 +1919,7 @@ fn op() -> impl Strategy<Value = Op> {
                 typed,
             }
         ),
+        1 => (any::<u16>(), any::<bool>()).prop_map(|(inst, typed)| Op::FloatBits { inst, typed }),
         7 => (any::<u16>(), prop::bool::weighted(0.85), any::<u8>(), list_edit())
             .prop_map(|(inst, member, which, edit)| Op::List { inst, member, which, edit }),
         2 => (any::<u16>(), any::<u8>(), any::<u16>())
@@ -1918,8 +1987,9 @@ fn a_long_run_reaches_every_path() {
         harness.apply(&op);
     }
     let s = &harness.stats;
+    let floats = harness.model.floats;
     assert_all_positive(
-        s,
+        &(s, floats),
         &[
             ("slot reuse", s.slot_reuses),
             ("add", s.adds),
@@ -1928,6 +1998,8 @@ fn a_long_run_reaches_every_path() {
             ("requires cascade", s.cascaded),
             ("equal write", s.equal_writes),
             ("changing write", s.changing_writes),
+            ("NaN written over the same NaN", floats.nan_over_nan),
+            ("zero written over the other zero", floats.zero_sign_changes),
             ("list edit", s.list_edits),
             ("crowded target", s.crowded_targets),
             ("column writer", s.column_writes),
