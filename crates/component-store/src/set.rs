@@ -7,7 +7,9 @@
 //! entry, writing the moved position before marking the removed slot absent, so removing the last
 //! row (which moves onto itself) leaves its slot absent. A `Row` is a position valid until the
 //! next removal, never an identity. `refs` lists, for every target, one entry per reference to it
-//! held in this set's rows.
+//! held in this set's rows. `dirty_rows` lists every row whose dirty mask is not empty (plus
+//! entries of rows removed since, which readers skip) and never holds more than
+//! `dirty_bound(len)` entries: it is compacted when a push or a removal would break that.
 
 use std::sync::Arc;
 
@@ -263,6 +265,14 @@ impl ComponentSet {
         )
     }
 
+    /// How many entries the list of rows for the next [`Store::take_dirty`] holds: each row
+    /// dirtied since the last take, plus entries of rows removed since (skipped by the take).
+    ///
+    /// [`Store::take_dirty`]: crate::Store::take_dirty
+    pub fn pending_dirty(&self) -> usize {
+        self.dirty_rows.len()
+    }
+
     /// The removal log.
     pub fn removal_log(&self) -> &BoundedJournal<Removal> {
         &self.removals
@@ -394,6 +404,15 @@ impl ComponentSet {
         self.sparse[slot.index()] = ABSENT;
         self.removals.push(Removal { id, tick });
         self.structural += 1;
+        if self.dirty_rows.len() > dirty_bound(self.ids.len()) {
+            compact_dirty_rows(
+                &mut self.dirty_rows,
+                &self.dirty,
+                self.dirty_words,
+                &self.ids,
+                &self.slots,
+            );
+        }
         id
     }
 
@@ -634,21 +653,48 @@ impl Track<'_> {
         }
         let (word, bit) = (field.index() / 64, 1u64 << (field.index() % 64));
         if self.dirty_words == 1 {
-            let mask = &mut self.dirty[row];
-            if *mask == 0 {
-                self.dirty_rows
-                    .push(InstanceRef::new(self.ids[row], self.slots[row]));
+            if self.dirty[row] == 0 {
+                self.note_dirty(row);
             }
-            *mask |= bit;
+            self.dirty[row] |= bit;
             return;
         }
         let w = self.dirty_words;
-        let words = &mut self.dirty[row * w..(row + 1) * w];
-        if words.iter().all(|x| *x == 0) {
-            self.dirty_rows
-                .push(InstanceRef::new(self.ids[row], self.slots[row]));
+        if self.dirty[row * w..(row + 1) * w].iter().all(|x| *x == 0) {
+            self.note_dirty(row);
         }
-        words[word] |= bit;
+        self.dirty[row * w + word] |= bit;
+    }
+
+    /// Lists a row whose dirty mask is about to go from empty to non-empty, compacting the
+    /// list first when it is full.
+    #[inline(always)]
+    fn note_dirty(&mut self, row: usize) {
+        if self.dirty_rows.len() >= dirty_bound(self.ids.len()) {
+            compact_dirty_rows(
+                self.dirty_rows,
+                self.dirty,
+                self.dirty_words,
+                self.ids,
+                self.slots,
+            );
+        }
+        self.dirty_rows
+            .push(InstanceRef::new(self.ids[row], self.slots[row]));
+    }
+
+    /// Makes room in the dirty list for up to `rows` more rows (one entry each), so a loop can
+    /// push them without checking: compacts the list when they might not fit under its bound.
+    pub(crate) fn reserve_dirty(&mut self, rows: usize) {
+        if self.dirty_rows.len() + rows > dirty_bound(self.ids.len()) {
+            compact_dirty_rows(
+                self.dirty_rows,
+                self.dirty,
+                self.dirty_words,
+                self.ids,
+                self.slots,
+            );
+        }
     }
 
     /// Logs a row whose changed tick just rose above the log base. When the log would outgrow a
@@ -686,6 +732,35 @@ impl Track<'_> {
             *base = tick;
         } else {
             log.push(record);
+        }
+    }
+}
+
+/// The most entries a set's dirty list holds (see [`compact_dirty_rows`]).
+#[inline(always)]
+pub(crate) const fn dirty_bound(rows: usize) -> usize {
+    2 * rows + 64
+}
+
+/// Rebuilds a dirty list from the rows whose dirty mask is not empty, in row order. Entries of
+/// rows removed since they were listed pile up otherwise (removal does not search the list), so
+/// the list is compacted whenever it reaches [`dirty_bound`]; afterwards it holds at most one
+/// entry per row.
+#[cold]
+pub(crate) fn compact_dirty_rows(
+    list: &mut Vec<InstanceRef>,
+    dirty: &[u64],
+    dirty_words: usize,
+    ids: &[InstanceId],
+    slots: &[Slot],
+) {
+    list.clear();
+    if dirty_words == 0 {
+        return;
+    }
+    for (row, mask) in dirty.chunks_exact(dirty_words).enumerate() {
+        if mask.iter().any(|w| *w != 0) {
+            list.push(InstanceRef::new(ids[row], slots[row]));
         }
     }
 }

@@ -195,6 +195,7 @@ impl<T: Scalar> ColumnWriter<'_, T> {
                 if track.dirty_words == 1 && !self.observed && !T::RANGED =>
             {
                 track.prepare_bulk(values.len().min(reads.len()), tick);
+                track.reserve_dirty(values.len().min(reads.len()));
                 let bit = 1u64 << (field.index() % 64);
                 let mut base = *track.log_base;
                 let mut changed = 0;

@@ -675,6 +675,11 @@ fn check_store(store: &Store, model: &mut Model, ids: &[ComponentId], world: &[I
         let ms = &mut model.sets[c];
         let len = set.len();
         assert_eq!(len, ms.rows.len(), "{ctx}: {name}: row count");
+        assert!(
+            set.pending_dirty() <= 2 * len + 64,
+            "{ctx}: {name}: {} dirty-list entries for {len} rows",
+            set.pending_dirty()
+        );
         assert_eq!(set.slots().len(), len, "{ctx}: {name}: slots");
         assert_eq!(set.added_ticks().len(), len, "{ctx}: {name}: added ticks");
         // The change log covers every baseline it answers for: each row changed after the
