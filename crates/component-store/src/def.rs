@@ -5,9 +5,11 @@
 //! (former names included), every default conforms to its field's type, enum defaults name a
 //! variant, map keys are text, integer, boolean or enum, and destruction policies sit only on
 //! fields that can hold references. A definition is immutable once installed; redefinition
-//! installs a new one with a new allocation number.
+//! installs a new one with a new allocation number. Allocation numbers come from one counter
+//! for the whole process, so no two installs in any two stores share one.
 
 use std::sync::Arc;
+use std::sync::atomic::{AtomicU64, Ordering};
 
 use hashbrown::HashMap;
 use strata_arena::{ClassId, ClassRegistry, Transform, Vec3};
@@ -376,6 +378,10 @@ impl ComponentDef {
     }
 }
 
+/// The next definition allocation number; shared by every store in the process, so no two
+/// installs anywhere get the same number.
+static NEXT_ALLOCATION: AtomicU64 = AtomicU64::new(1);
+
 /// A validated definition as the store holds it.
 #[derive(Debug)]
 pub struct InstalledDef {
@@ -390,10 +396,11 @@ pub struct InstalledDef {
 }
 
 impl InstalledDef {
+    /// Validates a definition for component `id`; on success it takes a fresh allocation
+    /// number.
     pub(crate) fn validate(
         def: ComponentDef,
         id: ComponentId,
-        allocation: u64,
         classes: &ClassRegistry,
     ) -> Result<Self, StoreError> {
         let invalid = |reason: String| StoreError::InvalidDefinition {
@@ -464,7 +471,7 @@ impl InstalledDef {
         Ok(Self {
             id,
             def,
-            allocation,
+            allocation: NEXT_ALLOCATION.fetch_add(1, Ordering::Relaxed),
             allowed,
             field_index,
             reference_fields,
@@ -578,8 +585,10 @@ impl InstalledDef {
         }
     }
 
-    /// The definition allocation: a fresh number for every install, so a redefinition under the
-    /// same id is distinguishable.
+    /// The definition allocation: a fresh number for every install and redefinition, unique
+    /// across every store in the process, so a redefinition under the same id, or a definition
+    /// of another store under the same id, is distinguishable. Snapshots share their store's
+    /// definitions, and so their allocations.
     pub fn allocation(&self) -> u64 {
         self.allocation
     }

@@ -104,12 +104,24 @@ pub enum StoreError {
         /// The field written.
         field: FieldId,
     },
-    /// A snapshot slot saved from another component cannot be loaded into this one.
-    #[error("the snapshot slot holds component {found:?}, not {expected:?}")]
+    /// A snapshot slot saved from another component (or from this one under a definition
+    /// since replaced, when `found` is `expected`; or never saved, when `found` is `None`)
+    /// cannot be loaded into this one.
+    #[error("the snapshot slot holds component {found:?}, not {expected:?} as defined now")]
     SlotMismatch {
         /// The set being loaded.
         expected: ComponentId,
         /// The set the slot was saved from.
         found: Option<ComponentId>,
+    },
+    /// A snapshot slot saved from a store of another lineage (not this store, nor a snapshot of
+    /// it, nor the store it was snapshotted from) cannot be loaded: component ids and
+    /// definitions are the other store's.
+    #[error(
+        "the snapshot slot was saved from another store, not this store's component {component:?}"
+    )]
+    SlotFromOtherStore {
+        /// The set being loaded.
+        component: ComponentId,
     },
 }

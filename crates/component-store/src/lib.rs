@@ -83,6 +83,6 @@ pub use crate::set::{
     Tick,
 };
 pub use crate::slots::SetSlot;
-pub use crate::store::{BulkInit, DestroyOutcome, RowInit, Store, StoreEvent, StoreId};
+pub use crate::store::{BulkInit, DestroyOutcome, Lineage, RowInit, Store, StoreEvent, StoreId};
 pub use crate::value::{ListValue, MapKey, Value};
 pub use crate::view::{ColumnWriter, View};

@@ -2,7 +2,9 @@
 //! saves every frame).
 //!
 //! Invariant: saving copies exactly the live rows, reusing the slot's allocations, so its cost
-//! is bounded by the live count, never by the set's capacity or history. Loading first deals with
+//! is bounded by the live count, never by the set's capacity or history. A slot loads only into
+//! a store of the lineage it was saved from, into the component it was saved from, under the
+//! same definition (allocation number), so its columns always have the set's kinds. Loading first deals with
 //! the sparse entries of the rows live now, while the dense slots still say which they are
 //! (marking them, then clearing them), then overwrites the dense arrays, then rebuilds sparse
 //! and the reverse index from the restored dense arrays: overwriting dense first would lose
@@ -17,11 +19,13 @@ use crate::set::{ABSENT, InstanceRef, Removal, Tick};
 
 /// The high bit of a sparse entry marks "held before this load, at the row in the low bits".
 const MARKED: u32 = 1 << 31;
-use crate::store::Store;
+use crate::store::{Lineage, Store};
 
-/// A reusable copy of one set's rows.
+/// A reusable copy of one set's rows, bound to the store lineage, the component and the
+/// definition it was saved from.
 #[derive(Clone, Debug, Default)]
 pub struct SetSlot {
+    lineage: Option<Lineage>,
     component: Option<ComponentId>,
     allocation: u64,
     ids: Vec<InstanceId>,
@@ -52,6 +56,11 @@ impl SetSlot {
         self.component
     }
 
+    /// The lineage of the store the slot was saved from.
+    pub fn lineage(&self) -> Option<Lineage> {
+        self.lineage
+    }
+
     /// The capacity the slot's buffers have grown to (rows).
     pub fn capacity(&self) -> usize {
         self.ids.capacity()
@@ -64,6 +73,7 @@ impl Store {
     pub fn save_into(&self, component: ComponentId, slot: &mut SetSlot) -> Result<(), StoreError> {
         let set = self.set(component)?;
         let len = set.len();
+        slot.lineage = Some(self.lineage());
         slot.component = Some(component);
         slot.allocation = set.def().allocation();
         slot.ids.clear();
@@ -94,8 +104,15 @@ impl Store {
     /// Puts a set back to what `slot` saved. Instances that held the component and do not in
     /// the slot are logged as removals; every restored row counts as changed now, and rows of
     /// instances that did not hold the component before count as added now.
+    ///
+    /// Refused, changing nothing: [`StoreError::SlotFromOtherStore`] for a slot saved from a
+    /// store of another [`Lineage`], and [`StoreError::SlotMismatch`] for a slot never saved,
+    /// saved from another component, or saved under a definition replaced since.
     pub fn load_from(&mut self, component: ComponentId, slot: &SetSlot) -> Result<(), StoreError> {
         let set = self.set(component)?;
+        if slot.component.is_some() && slot.lineage != Some(self.lineage()) {
+            return Err(StoreError::SlotFromOtherStore { component });
+        }
         if slot.component != Some(component) || slot.allocation != set.def().allocation() {
             return Err(StoreError::SlotMismatch {
                 expected: component,

@@ -23,6 +23,7 @@ use crate::shared::SharedSet;
 use crate::value::Value;
 
 static NEXT_STORE_ID: AtomicU64 = AtomicU64::new(1);
+static NEXT_LINEAGE: AtomicU64 = AtomicU64::new(1);
 
 /// The identity of one store value. Snapshots get their own.
 #[derive(Clone, Copy, PartialEq, Eq, Hash, Debug)]
@@ -31,6 +32,19 @@ pub struct StoreId(u64);
 impl StoreId {
     fn fresh() -> Self {
         Self(NEXT_STORE_ID.fetch_add(1, Ordering::Relaxed))
+    }
+}
+
+/// The family of one store: the store made by [`Store::new`] and every snapshot taken from it
+/// (or from those) share it; another `Store::new` starts another. Component ids and definitions
+/// mean the same within a lineage and nothing across lineages, so what was saved from one store
+/// ([`SetSlot`](crate::SetSlot)) is only taken back by a store of its lineage.
+#[derive(Clone, Copy, PartialEq, Eq, Hash, Debug)]
+pub struct Lineage(u64);
+
+impl Lineage {
+    fn fresh() -> Self {
+        Self(NEXT_LINEAGE.fetch_add(1, Ordering::Relaxed))
     }
 }
 
@@ -79,10 +93,10 @@ pub struct DestroyOutcome {
 #[derive(Debug)]
 pub struct Store {
     id: StoreId,
+    lineage: Lineage,
     sets: Vec<Option<SharedSet>>,
     names: HashMap<Arc<str>, ComponentId>,
     name_revision: u64,
-    allocations: u64,
     tick: Tick,
     orphans: Arc<Orphans>,
     events: Vec<StoreEvent>,
@@ -103,10 +117,10 @@ impl Store {
     pub fn new() -> Self {
         Self {
             id: StoreId::fresh(),
+            lineage: Lineage::fresh(),
             sets: Vec::new(),
             names: HashMap::new(),
             name_revision: 0,
-            allocations: 0,
             tick: Tick(0),
             orphans: Arc::default(),
             events: Vec::new(),
@@ -120,6 +134,12 @@ impl Store {
         self.id
     }
 
+    /// This store's lineage: shared with the store it was snapshotted from and with its own
+    /// snapshots.
+    pub fn lineage(&self) -> Lineage {
+        self.lineage
+    }
+
     /// The mutation tick: the tick of the latest change.
     pub fn tick(&self) -> Tick {
         self.tick
@@ -131,10 +151,11 @@ impl Store {
     }
 
     /// A copy sharing every set; the first write to a set afterwards copies that set only.
-    /// The copy has a new identity and no pending events.
+    /// The copy has a new identity, the same lineage, and no pending events.
     pub fn snapshot(&self) -> Store {
         Store {
             id: StoreId::fresh(),
+            lineage: self.lineage,
             sets: self
                 .sets
                 .iter()
@@ -142,7 +163,6 @@ impl Store {
                 .collect(),
             names: self.names.clone(),
             name_revision: self.name_revision,
-            allocations: self.allocations,
             tick: self.tick,
             orphans: self.orphans.clone(),
             events: Vec::new(),
@@ -177,8 +197,7 @@ impl Store {
                 reason: "too many components".into(),
             }
         })?);
-        let installed = InstalledDef::validate(def, id, self.allocations + 1, classes)?;
-        self.allocations += 1;
+        let installed = InstalledDef::validate(def, id, classes)?;
         self.names.insert(installed.def.name.clone(), id);
         self.name_revision += 1;
         self.sets
@@ -206,7 +225,7 @@ impl Store {
         if renamed && self.names.contains_key(&*def.name) {
             return Err(StoreError::DuplicateComponent(def.name.to_string()));
         }
-        let installed = InstalledDef::validate(def, component, self.allocations + 1, classes)?;
+        let installed = InstalledDef::validate(def, component, classes)?;
         for (_, values) in &rows {
             check_row(&installed, values)?;
         }
@@ -228,7 +247,6 @@ impl Store {
             .filter(|id| !kept.contains(*id))
             .copied()
             .collect();
-        self.allocations += 1;
         self.tick.0 += 1;
         let tick = self.tick;
         for id in lost {
