@@ -14,7 +14,9 @@
 //!   means bit-identical ([`Value::identical`], [`Scalar::identical`]) on every write route:
 //!   writing `-0.0` over `0.0` is a change, writing a NaN over the same NaN is not.
 //! - Each set's removal log holds at most [`REMOVAL_LOG_CAPACITY`] records; a
-//!   [`RemovalReader`] whose cursor fell behind gets [`Removals::Missed`], not a partial list.
+//!   [`RemovalReader`] whose cursor fell behind gets [`Removals::Missed`], not a partial list,
+//!   and so does one reading another store, or a snapshot whose log went another way than the
+//!   one the reader followed (a rollback).
 //! - The reverse reference index is exact after every add, write, remove and destruction, and
 //!   destruction policies check their holder is still present before acting.
 //! - A snapshot never changes after later writes; list buffers are shared with it and copied on

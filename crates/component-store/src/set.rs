@@ -9,9 +9,13 @@
 //! next removal, never an identity. `refs` lists, for every target, one entry per reference to it
 //! held in this set's rows. `dirty_rows` lists every row whose dirty mask is not empty (plus
 //! entries of rows removed since, which readers skip) and never holds more than
-//! `dirty_bound(len)` entries: it is compacted when a push or a removal would break that.
+//! `dirty_bound(len)` entries: it is compacted when a push or a removal would break that. The
+//! removal log's `timeline` is unique to this copy of the set once it diverges from another copy
+//! (see `SharedSet::make_mut`), so a reader's cursor is never read against a log that does not
+//! continue the records the reader saw.
 
 use std::sync::Arc;
+use std::sync::atomic::{AtomicU64, Ordering};
 
 use strata_arena::{BoundedJournal, InstanceId, Slot};
 
@@ -66,6 +70,59 @@ impl ChangeRecord {
         } else {
             set.row_of(self.at)
         }
+    }
+}
+
+/// How many forks back a removal log remembers its history: a reader whose timeline is further
+/// back is told it missed removals (it may not have; it must rebuild all the same).
+const TIMELINE_MEMORY: usize = 64;
+
+static NEXT_TIMELINE: AtomicU64 = AtomicU64::new(1);
+
+/// Which history a set's removal log records. Every copy of a set (the first write after a
+/// snapshot, a redefinition) forks a new timeline that remembers where it left its parent: the
+/// records up to that head are the parent's, the ones after are its own. A reader's cursor is
+/// valid on its own timeline, and on any timeline forked from it at or after the cursor.
+#[derive(Clone, Debug)]
+pub(crate) struct Timeline {
+    id: u64,
+    /// Ancestors, nearest first, each with the head of the log when this history left it.
+    forks: Arc<[(u64, u64)]>,
+}
+
+impl Timeline {
+    fn fresh() -> Self {
+        Self {
+            id: NEXT_TIMELINE.fetch_add(1, Ordering::Relaxed),
+            forks: Arc::from(Vec::new()),
+        }
+    }
+
+    /// This timeline's id.
+    pub(crate) fn id(&self) -> u64 {
+        self.id
+    }
+
+    /// A new timeline leaving this one at `head`.
+    pub(crate) fn fork(&self, head: u64) -> Self {
+        let forks: Vec<(u64, u64)> = std::iter::once((self.id, head))
+            .chain(self.forks.iter().copied())
+            .take(TIMELINE_MEMORY)
+            .collect();
+        Self {
+            id: NEXT_TIMELINE.fetch_add(1, Ordering::Relaxed),
+            forks: Arc::from(forks),
+        }
+    }
+
+    /// Whether a cursor taken on timeline `timeline` is valid on this one: the same timeline,
+    /// or an ancestor this one left at or after the cursor.
+    pub(crate) fn continues(&self, timeline: u64, cursor: u64) -> bool {
+        timeline == self.id
+            || self
+                .forks
+                .iter()
+                .any(|&(ancestor, head)| ancestor == timeline && cursor <= head)
     }
 }
 
@@ -132,6 +189,7 @@ pub struct ComponentSet {
     pub(crate) dirty_rows: Vec<InstanceRef>,
     pub(crate) structural: u64,
     pub(crate) removals: BoundedJournal<Removal>,
+    pub(crate) timeline: Timeline,
     pub(crate) refs: crate::refs::RefIndex,
     /// Rows whose changed tick rose above `log_base`, each logged once (stale entries allowed:
     /// readers resolve and re-check them).
@@ -161,6 +219,7 @@ impl ComponentSet {
             dirty_rows: Vec::new(),
             structural: 0,
             removals: BoundedJournal::new(REMOVAL_LOG_CAPACITY),
+            timeline: Timeline::fresh(),
             refs: crate::refs::RefIndex::default(),
             change_log: Vec::new(),
             log_base: Tick(0),
@@ -276,6 +335,12 @@ impl ComponentSet {
     /// The removal log.
     pub fn removal_log(&self) -> &BoundedJournal<Removal> {
         &self.removals
+    }
+
+    /// Takes this set onto a timeline of its own, leaving the current one at the log's head:
+    /// done to every copy that stops sharing its history with the set it was copied from.
+    pub(crate) fn fork_timeline(&mut self) {
+        self.timeline = self.timeline.fork(self.removals.head());
     }
 
     /// The references this set holds to `target`, one entry per reference, sorted by holder

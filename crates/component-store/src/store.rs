@@ -239,6 +239,8 @@ impl Store {
         let old_name = old.def.def.name.clone();
         let mut set = ComponentSet::new(Arc::new(installed));
         set.removals = old.removals.clone();
+        // A snapshot may still hold the old set, with its timeline: this one leaves it.
+        set.timeline = old.timeline.fork(old.removals.head());
         set.structural = old.structural + 1;
         let kept: HashSet<InstanceId> = rows.iter().map(|(at, _)| at.id).collect();
         let lost: Vec<InstanceId> = old

@@ -10,7 +10,9 @@ use std::sync::Arc;
 
 use common::World;
 use strata_arena::{ClassId, Vec3};
-use strata_component_store::{ComponentDef, ComponentHandle, FieldDef, SetSlot, StoreError, Value};
+use strata_component_store::{
+    ComponentDef, ComponentHandle, FieldDef, RemovalReader, Removals, SetSlot, StoreError, Value,
+};
 
 #[test]
 fn a_slot_saved_from_another_store_is_refused_and_changes_nothing() {
@@ -104,4 +106,98 @@ fn a_slot_loads_into_the_store_it_came_from_and_into_its_snapshots() {
             found: Some(position)
         })
     );
+}
+
+fn pulse() -> ComponentDef {
+    ComponentDef::new("Pulse").field(FieldDef::integer("n", 0))
+}
+
+#[test]
+fn a_reader_moved_to_an_older_snapshot_reports_missed_removals() {
+    let mut w = World::new();
+    let pulse = w.install(pulse());
+    let members: Vec<_> = (0..6).map(|_| w.spawn(ClassId::ENTITY)).collect();
+    for m in &members {
+        w.store.add(*m, ClassId::ENTITY, pulse, []).unwrap();
+    }
+    let mut reader = RemovalReader::new(&w.store, pulse).unwrap();
+    let mut older = w.store.snapshot();
+
+    // The live timeline removes two; the reader follows it.
+    w.store.remove(members[0], pulse).unwrap();
+    w.store.remove(members[1], pulse).unwrap();
+    assert_eq!(
+        reader.read(&w.store),
+        Ok(Removals::Ids(vec![members[0].id, members[1].id]))
+    );
+
+    // Rolled back to the older snapshot, which goes on differently: its log has as many
+    // records and more, but they are not the reader's history.
+    for m in &members[2..5] {
+        older.remove(*m, pulse).unwrap();
+    }
+    assert!(matches!(
+        reader.read(&older),
+        Ok(Removals::Missed { cursor: 2, .. })
+    ));
+    // From there on it follows the snapshot's timeline.
+    older.remove(members[5], pulse).unwrap();
+    assert_eq!(reader.read(&older), Ok(Removals::Ids(vec![members[5].id])));
+}
+
+#[test]
+fn a_reader_on_another_store_reports_missed_removals() {
+    let mut a = World::new();
+    let mut b = World::new();
+    let pa = a.install(pulse());
+    let pb = b.install(pulse());
+    assert_eq!(pa, pb);
+    let mut reader = RemovalReader::new(&a.store, pa).unwrap();
+    let ea = a.spawn(ClassId::ENTITY);
+    a.store.add(ea, ClassId::ENTITY, pa, []).unwrap();
+    a.store.remove(ea, pa).unwrap();
+    assert_eq!(reader.read(&a.store), Ok(Removals::Ids(vec![ea.id])));
+    for _ in 0..3 {
+        let eb = b.spawn(ClassId::ENTITY);
+        b.store.add(eb, ClassId::ENTITY, pb, []).unwrap();
+        b.store.remove(eb, pb).unwrap();
+    }
+    assert!(matches!(
+        reader.read(&b.store),
+        Ok(Removals::Missed { cursor: 1, .. })
+    ));
+}
+
+#[test]
+fn a_reader_continues_on_a_snapshot_that_continues_its_history() {
+    let mut w = World::new();
+    let pulse = w.install(pulse());
+    let members: Vec<_> = (0..3).map(|_| w.spawn(ClassId::ENTITY)).collect();
+    for m in &members {
+        w.store.add(*m, ClassId::ENTITY, pulse, []).unwrap();
+    }
+    let mut reader = RemovalReader::new(&w.store, pulse).unwrap();
+    w.store.remove(members[0], pulse).unwrap();
+    let mut later = w.store.snapshot();
+    // A snapshot taken after the reader's cursor, written after it: the reader's history is a
+    // prefix of the snapshot's, so it reads on without loss.
+    later.remove(members[1], pulse).unwrap();
+    assert_eq!(
+        reader.read(&later),
+        Ok(Removals::Ids(vec![members[0].id, members[1].id]))
+    );
+    // Back on the live store, which never saw that removal: the reader has read past it.
+    w.store.remove(members[2], pulse).unwrap();
+    assert!(matches!(
+        reader.read(&w.store),
+        Ok(Removals::Missed { cursor: 2, .. })
+    ));
+    // A reader that read nothing of the divergent part goes on reading either side.
+    let mut fresh = RemovalReader::new(&w.store, pulse).unwrap();
+    let mut fork = w.store.snapshot();
+    fork.add(members[2], ClassId::ENTITY, pulse, []).unwrap();
+    fork.remove(members[2], pulse).unwrap();
+    let mut twin = fresh.clone();
+    assert_eq!(fresh.read(&fork), Ok(Removals::Ids(vec![members[2].id])));
+    assert_eq!(twin.read(&w.store), Ok(Removals::Ids(Vec::new())));
 }
