@@ -10,6 +10,12 @@
 //! Guarantees a downstream crate can rely on:
 //! - A lookup by [`InstanceRef`] checks the row's instance id, so a removed component or a
 //!   reused slot yields [`StoreError::MissingMembership`], never another instance's data.
+//! - Make references with [`InstanceRef::of`], which asks the arena for the slot. An add never
+//!   evicts another instance's row: a slot held by another instance is
+//!   [`StoreError::SlotOccupied`], and [`Store::evict_stale`] is the explicit call for rows
+//!   left by a destruction that was never reported. No slot makes the store allocate past the
+//!   arena's slot count (or [`UNCHECKED_SLOT_LIMIT`] for references made by
+//!   [`InstanceRef::new`]): [`StoreError::SlotOutOfRange`].
 //! - The tick advances only for actual changes; an equal write changes nothing at all. "Equal"
 //!   means bit-identical ([`Value::identical`], [`Scalar::identical`]) on every write route:
 //!   writing `-0.0` over `0.0` is a change, writing a NaN over the same NaN is not.
@@ -41,8 +47,8 @@
 //!
 //! let hero = arena.create(ClassId::ENTITY, None)?;
 //! let enemy = arena.create(ClassId::ENTITY, None)?;
-//! let at = |id| InstanceRef::new(id, arena.slot_of(id).unwrap());
-//! let hero_ref = at(hero);
+//! // The arena pairs each id with its slot; the store checks every row it resolves by both.
+//! let hero_ref = InstanceRef::of(&arena, hero)?;
 //! store.insert(hero_ref, ClassId::ENTITY, health)?.set(attacker, Some(enemy))?;
 //!
 //! assert!(store.write(hero_ref, health, current, 75.0)?);
@@ -82,7 +88,7 @@ pub use crate::list::ListAccessor;
 pub use crate::orphan::{OrphanRecord, Orphans};
 pub use crate::set::{
     ChangeRecord, ComponentSet, FieldMask, InstanceRef, REMOVAL_LOG_CAPACITY, RefEntry, Removal,
-    Tick,
+    Tick, UNCHECKED_SLOT_LIMIT,
 };
 pub use crate::slots::SetSlot;
 pub use crate::store::{BulkInit, DestroyOutcome, Lineage, RowInit, Store, StoreEvent, StoreId};

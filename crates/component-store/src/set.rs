@@ -17,7 +17,7 @@
 use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
 
-use strata_arena::{BoundedJournal, InstanceId, Slot};
+use strata_arena::{BoundedJournal, InstanceId, Slot, Snapshot};
 
 use crate::column::{Column, Scalar};
 use crate::def::{ComponentId, FieldId, InstalledDef};
@@ -34,19 +34,87 @@ pub const REMOVAL_LOG_CAPACITY: usize = 16_384;
 #[derive(Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Debug, Default)]
 pub struct Tick(pub u64);
 
+/// Slots an unchecked [`InstanceRef`] may make a set grow its sparse array to: `2^20` (4 MiB of
+/// sparse entries per set). Beyond, a slot is taken only from a reference checked against the
+/// arena ([`InstanceRef::of`]), or where the set's sparse array already reaches.
+pub const UNCHECKED_SLOT_LIMIT: usize = 1 << 20;
+
 /// An instance as the store addresses it: its id and the arena slot it occupies.
-#[derive(Clone, Copy, PartialEq, Eq, Hash, Debug)]
+///
+/// Make one with [`InstanceRef::of`], which asks the arena for the instance's slot. A
+/// reference also remembers how many slots the arena had then, and the store takes no slot
+/// beyond that, so a forged slot never makes it allocate. [`InstanceRef::new`] pairs an id and
+/// a slot without checking: it is for pairs the caller got from the arena or the store itself
+/// (`Arena::create_many`, `ComponentSet::ids` and `slots`, destruction reports), and the store
+/// takes its slot only below [`UNCHECKED_SLOT_LIMIT`] or where its arrays already reach.
+///
+/// Equality and hashing look at the id and the slot only.
+#[derive(Clone, Copy)]
 pub struct InstanceRef {
     /// The instance id.
     pub id: InstanceId,
     /// The slot the arena keeps it in.
     pub slot: Slot,
+    /// The arena's slot count when the pair was checked; zero when unchecked.
+    bound: u32,
 }
 
 impl InstanceRef {
-    /// Pairs an id with its slot.
+    /// Pairs an id with its slot, unchecked: for pairs the caller got from the arena or the
+    /// store itself (see the type's documentation).
     pub const fn new(id: InstanceId, slot: Slot) -> Self {
-        Self { id, slot }
+        Self { id, slot, bound: 0 }
+    }
+
+    /// The instance `id` of `arena` (a snapshot, or a live `Arena` through its `Deref`), at the
+    /// slot the arena keeps it in (live or destroyed and not yet reclaimed).
+    /// [`StoreError::UnknownInstance`] when the arena has no slot for it.
+    pub fn of(arena: &Snapshot, id: InstanceId) -> Result<Self, StoreError> {
+        let slot = arena.slot_of(id).ok_or(StoreError::UnknownInstance(id))?;
+        let bound = u32::try_from(arena.slot_capacity().max(slot.index() + 1)).unwrap_or(u32::MAX);
+        Ok(Self { id, slot, bound })
+    }
+
+    /// Whether a set whose sparse array has `sparse_len` entries may take this reference's
+    /// slot: inside the array, below the slot count the arena vouched for, or below
+    /// [`UNCHECKED_SLOT_LIMIT`].
+    pub(crate) fn check_slot(&self, sparse_len: usize) -> Result<(), StoreError> {
+        let slot = self.slot.index();
+        let limit = sparse_len
+            .max(self.bound as usize)
+            .max(UNCHECKED_SLOT_LIMIT);
+        if slot < limit {
+            Ok(())
+        } else {
+            Err(StoreError::SlotOutOfRange {
+                slot: self.slot,
+                limit,
+            })
+        }
+    }
+}
+
+impl PartialEq for InstanceRef {
+    fn eq(&self, other: &Self) -> bool {
+        self.id == other.id && self.slot == other.slot
+    }
+}
+
+impl Eq for InstanceRef {}
+
+impl std::hash::Hash for InstanceRef {
+    fn hash<H: std::hash::Hasher>(&self, state: &mut H) {
+        self.id.hash(state);
+        self.slot.hash(state);
+    }
+}
+
+impl std::fmt::Debug for InstanceRef {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("InstanceRef")
+            .field("id", &self.id)
+            .field("slot", &self.slot)
+            .finish()
     }
 }
 
@@ -260,6 +328,13 @@ impl ComponentSet {
     /// Whether an instance holds the component.
     pub fn contains(&self, at: InstanceRef) -> bool {
         self.row_of(at).is_some()
+    }
+
+    /// The instance holding a row at `slot`, if any (whatever instance a caller pairs with the
+    /// slot).
+    pub fn holder_at(&self, slot: Slot) -> Option<InstanceId> {
+        let row = *self.sparse.get(slot.index())?;
+        self.ids.get(row as usize).copied()
     }
 
     /// The instances holding the component, by row.

@@ -226,7 +226,8 @@ impl Store {
             return Err(StoreError::DuplicateComponent(def.name.to_string()));
         }
         let installed = InstalledDef::validate(def, component, classes)?;
-        for (_, values) in &rows {
+        for (at, values) in &rows {
+            at.check_slot(old.sparse.len())?;
             check_row(&installed, values)?;
         }
         let mut seen = HashSet::with_capacity(rows.len());
@@ -376,7 +377,12 @@ impl Store {
     }
 
     /// Adds a component to an instance of `class`: fields take the given values, the rest their
-    /// defaults. Every value is checked before anything is stored.
+    /// defaults. Every value is checked before anything is stored. Refused, changing nothing,
+    /// when the instance already holds the component ([`StoreError::AlreadyPresent`]), the
+    /// class is not allowed ([`StoreError::ClassNotAllowed`]), another instance holds a row at
+    /// the slot ([`StoreError::SlotOccupied`]: a mismatched pair, or a destruction never
+    /// reported, see [`Store::evict_stale`]), or the slot is past what the reference may
+    /// address ([`StoreError::SlotOutOfRange`], see [`InstanceRef`]).
     pub fn add(
         &mut self,
         at: InstanceRef,
@@ -421,18 +427,6 @@ impl Store {
     ) -> Result<(&mut ComponentSet, usize), StoreError> {
         let set = self.set(component)?;
         check_add(set, at, class)?;
-        // A row left at this slot by an instance the store was never told had been destroyed
-        // cannot be live: the slot now belongs to `at`. Evict it as a removal, dependents and
-        // events included.
-        let stale = set
-            .sparse
-            .get(at.slot.index())
-            .and_then(|&row| set.ids.get(row as usize))
-            .map(|&id| InstanceRef::new(id, at.slot));
-        if let Some(stale) = stale {
-            let mut removed = Vec::new();
-            self.remove_with_dependents(stale, component, &mut removed);
-        }
         let (set, tick, events) = self
             .parts(component)
             .ok_or(StoreError::UnknownComponent(component))?;
@@ -455,10 +449,9 @@ impl Store {
     /// Adds a component with default values to many instances of one class in one step: one
     /// tick, each column extended once, defaults copied without building values. Returns a
     /// writer for filling the new rows' fields without further ticks. Refused, changing
-    /// nothing, when the class is not allowed, an instance already holds the component, or one
-    /// slot appears twice. Rows left by instances whose destruction was never reported are
-    /// evicted first, as for [`Store::add`]. An empty `ats` changes nothing: no tick, no
-    /// structural revision, and a set shared with a snapshot stays shared.
+    /// nothing, when one slot appears twice or any instance could not take the row alone (see
+    /// [`Store::add`]). An empty `ats` changes nothing: no tick, no structural revision, and a
+    /// set shared with a snapshot stays shared.
     pub fn insert_many(
         &mut self,
         ats: &[InstanceRef],
@@ -481,30 +474,18 @@ impl Store {
                 .ok_or(StoreError::UnknownComponent(component))?;
             return Ok(BulkInit { set, rows: 0..0 });
         }
+        // Every slot is checked against its bound before the bitmap below is sized by them.
+        for at in ats {
+            check_add(set, *at, class)?;
+        }
         let max_slot = ats.iter().map(|at| at.slot.index()).max().unwrap_or(0);
         let mut seen = vec![0u64; max_slot / 64 + 1];
-        let mut stale = Vec::new();
         for at in ats {
             let (word, bit) = (at.slot.index() / 64, 1u64 << (at.slot.index() % 64));
             if seen[word] & bit != 0 {
                 return Err(StoreError::DuplicateSlot(at.slot));
             }
             seen[word] |= bit;
-            if set.contains(*at) {
-                return Err(StoreError::AlreadyPresent {
-                    id: at.id,
-                    component,
-                });
-            }
-            if let Some(&row) = set.sparse.get(at.slot.index())
-                && let Some(&id) = set.ids.get(row as usize)
-            {
-                stale.push(InstanceRef::new(id, at.slot));
-            }
-        }
-        for at in stale {
-            let mut removed = Vec::new();
-            self.remove_with_dependents(at, component, &mut removed);
         }
         let (set, tick, events) = self
             .parts(component)
@@ -519,6 +500,30 @@ impl Store {
             }));
         }
         Ok(BulkInit { set, rows })
+    }
+
+    /// Removes, in every component, a row held at `at`'s slot by another instance: one destroyed
+    /// without the store being told, whose slot the arena has given to `at` since. Each
+    /// eviction is a removal like any other (dependents, removal records and events included),
+    /// and the evicted instances' orphan records go too. Returns the rows removed. This is the
+    /// only way a row of one instance is removed on behalf of another: adds refuse an occupied
+    /// slot ([`StoreError::SlotOccupied`]) rather than evict.
+    pub fn evict_stale(&mut self, at: InstanceRef) -> Vec<(InstanceId, ComponentId)> {
+        let mut removed = Vec::new();
+        for index in 0..self.sets.len() {
+            let holder = self.sets[index].as_ref().and_then(|s| s.holder_at(at.slot));
+            if let Some(holder) = holder.filter(|h| *h != at.id) {
+                let stale = InstanceRef::new(holder, at.slot);
+                self.remove_with_dependents(stale, ComponentId(index as u32), &mut removed);
+            }
+        }
+        if !self.orphans.is_empty() {
+            let orphans = Arc::make_mut(&mut self.orphans);
+            for (id, _) in &removed {
+                orphans.remove_instance(*id);
+            }
+        }
+        removed
     }
 
     /// Removes a component from an instance, together with every component of the instance
@@ -1141,12 +1146,23 @@ pub(crate) fn check_add(
     at: InstanceRef,
     class: ClassId,
 ) -> Result<(), StoreError> {
-    if set.contains(at) {
-        return Err(StoreError::AlreadyPresent {
-            id: at.id,
-            component: set.id(),
-        });
+    match set.holder_at(at.slot) {
+        Some(holder) if holder == at.id => {
+            return Err(StoreError::AlreadyPresent {
+                id: at.id,
+                component: set.id(),
+            });
+        }
+        Some(holder) => {
+            return Err(StoreError::SlotOccupied {
+                slot: at.slot,
+                holder,
+                component: set.id(),
+            });
+        }
+        None => {}
     }
+    at.check_slot(set.sparse.len())?;
     if !set.def.allows_class(class) {
         return Err(StoreError::ClassNotAllowed {
             component: set.def.name().to_owned(),

@@ -314,20 +314,18 @@ impl Model {
         &self.sets[c].rows[&id].values[f]
     }
 
-    /// Adds a row; a row left at the same slot by an instance whose destruction was never
-    /// reported is evicted first, as a removal of its own (dependents, ticks and events
-    /// included). Returns how many rows were evicted.
-    fn add(&mut self, c: usize, at: InstanceRef, values: Vec<Value>) -> usize {
-        let stale: Vec<InstanceId> = self.sets[c]
+    /// The instance other than `at` holding a row of `c` at `at`'s slot (one whose destruction
+    /// was never reported).
+    fn occupant(&self, c: usize, at: InstanceRef) -> Option<InstanceId> {
+        self.sets[c]
             .rows
             .iter()
-            .filter(|(id, row)| row.slot == at.slot && **id != at.id)
+            .find(|(id, row)| row.slot == at.slot && **id != at.id)
             .map(|(id, _)| *id)
-            .collect();
-        for id in &stale {
-            let mut removed = Vec::new();
-            self.remove_cascade(InstanceRef::new(*id, at.slot), c, &mut removed);
-        }
+    }
+
+    /// Adds a row to an instance whose slot holds none.
+    fn add(&mut self, c: usize, at: InstanceRef, values: Vec<Value>) {
         self.tick += 1;
         let set = &mut self.sets[c];
         set.rows.insert(
@@ -344,7 +342,18 @@ impl Model {
         if SPECS[c].observed {
             self.events.push((0, at.id, c, 0));
         }
-        stale.len()
+    }
+
+    /// Removes, in every component, the row another instance holds at `at`'s slot, as a removal
+    /// with its cascade.
+    fn evict_stale(&mut self, at: InstanceRef) -> Vec<(InstanceId, usize)> {
+        let mut removed = Vec::new();
+        for c in 0..SPECS.len() {
+            if let Some(stale) = self.occupant(c, at) {
+                self.remove_cascade(InstanceRef::new(stale, at.slot), c, &mut removed);
+            }
+        }
+        removed
     }
 
     /// Removes a component and, transitively, every component of the instance requiring it.
@@ -931,6 +940,22 @@ enum Op {
         slot: u8,
         comp: u8,
     },
+    /// An add to a live instance whose slot holds another instance's stale row, when there is
+    /// one: refused, then the arena's owner evicts the stale rows and adds again.
+    AddOverStale {
+        inst: u16,
+        comp: u8,
+    },
+    /// The arena's owner evicts rows another instance left at a live instance's slot.
+    EvictStale {
+        inst: u16,
+    },
+    /// An add at a slot far past anything the arena gave out.
+    FarSlot {
+        inst: u16,
+        comp: u8,
+        slot: u32,
+    },
     MakeHandle {
         inst: u16,
         member: bool,
@@ -967,6 +992,8 @@ struct Stats {
     destroy_requests: usize,
     evicted_on_reclaim: usize,
     stale_evicted: usize,
+    slot_occupied: usize,
+    far_slots: usize,
     optional_clears_offered: usize,
     optional_clears_made: usize,
     loads: usize,
@@ -1340,6 +1367,78 @@ impl Harness {
                 }
             }
             Op::UseHandle { handle, write } => self.use_handle(*handle, write.as_ref(), &ctx),
+            Op::AddOverStale { inst, comp } => {
+                let c = usize::from(*comp) % SPECS.len();
+                let over: Vec<usize> = (0..self.world.len())
+                    .filter(|&i| self.world[i].status == Status::Live)
+                    .filter(|&i| self.model.occupant(c, self.at(i)).is_some())
+                    .collect();
+                if over.is_empty() {
+                    return;
+                }
+                let i = over[usize::from(*inst) % over.len()];
+                let (at, class) = (self.at(i), self.world[i].class);
+                let cid = self.ids[c];
+                let holder = self.model.occupant(c, at).unwrap();
+                assert_eq!(
+                    self.store.add(at, class, cid, []),
+                    Err(StoreError::SlotOccupied {
+                        slot: at.slot,
+                        holder,
+                        component: cid
+                    }),
+                    "{ctx}"
+                );
+                self.stats.slot_occupied += 1;
+                self.evict_stale(i, &ctx);
+                let expected = if allows(c, class) {
+                    self.model.add(c, at, self.defaults[c].clone());
+                    Ok(self.model.sets[c].rows.len() - 1)
+                } else {
+                    Err(StoreError::ClassNotAllowed {
+                        component: SPECS[c].name.to_owned(),
+                        class,
+                    })
+                };
+                assert_eq!(self.store.add(at, class, cid, []), expected, "{ctx}");
+            }
+            Op::EvictStale { inst } => {
+                let Some(i) = self.pick_live(*inst) else {
+                    return;
+                };
+                self.evict_stale(i, &ctx);
+            }
+            Op::FarSlot { inst, comp, slot } => {
+                let c = usize::from(*comp) % SPECS.len();
+                let Some(i) = self.pick_live(*inst) else {
+                    return;
+                };
+                let slot = Slot::from_index(u32::MAX - slot % 1024);
+                let at = InstanceRef::new(self.world[i].id, slot);
+                let refused = Err(StoreError::SlotOutOfRange {
+                    slot,
+                    limit: strata_component_store::UNCHECKED_SLOT_LIMIT,
+                });
+                let class = self.world[i].class;
+                let cid = self.ids[c];
+                assert_eq!(self.store.add(at, class, cid, []), refused, "{ctx}");
+                assert_eq!(
+                    self.store.insert(at, class, cid).map(|init| init.row()),
+                    refused,
+                    "{ctx}"
+                );
+                // A bulk add checks the class once, first.
+                if allows(c, class) {
+                    assert_eq!(
+                        self.store
+                            .insert_many(&[at, self.at(i)], class, cid)
+                            .map(|init| init.rows().len()),
+                        refused,
+                        "{ctx}: refused whole"
+                    );
+                }
+                self.stats.far_slots += 1;
+            }
             Op::ReadRemovals { comp, reader } => {
                 let c = usize::from(*comp) % SPECS.len();
                 let log = &self.model.sets[c].removals;
@@ -1419,6 +1518,13 @@ impl Harness {
                 id: at.id,
                 component: cid,
             }))
+        } else if let Some(holder) = self.model.occupant(c, at) {
+            self.stats.slot_occupied += 1;
+            Some(Err(StoreError::SlotOccupied {
+                slot: at.slot,
+                holder,
+                component: cid,
+            }))
         } else if !allows(c, class) {
             self.stats.class_refused += 1;
             Some(Err(StoreError::ClassNotAllowed {
@@ -1470,10 +1576,25 @@ impl Harness {
             Some(Ok(())) => {
                 let row = got.unwrap();
                 assert_eq!(self.store.set(cid).unwrap().row_of(at), Some(row), "{ctx}");
-                self.stats.stale_evicted += self.model.add(c, at, row_values);
+                self.model.add(c, at, row_values);
                 self.stats.adds += 1;
             }
         }
+    }
+
+    fn evict_stale(&mut self, i: usize, ctx: &str) {
+        let at = self.at(i);
+        let mut got: Vec<(InstanceId, usize)> = self
+            .store
+            .evict_stale(at)
+            .into_iter()
+            .map(|(id, cid)| (id, self.comp_index(cid)))
+            .collect();
+        got.sort();
+        let mut expected = self.model.evict_stale(at);
+        expected.sort();
+        self.stats.stale_evicted += expected.len();
+        assert_eq!(got, expected, "{ctx}: evicted rows");
     }
 
     fn write(&mut self, i: usize, c: usize, f: usize, value: Value, typed: bool, ctx: &str) {
@@ -1941,6 +2062,10 @@ fn op() -> impl Strategy<Value = Op> {
             .prop_map(|(inst, member, comp)| Op::MakeHandle { inst, member, comp }),
         3 => (any::<u16>(), prop::option::weighted(0.3, (any::<u8>(), val())))
             .prop_map(|(handle, write)| Op::UseHandle { handle, write }),
+        2 => (any::<u16>(), any::<u8>()).prop_map(|(inst, comp)| Op::AddOverStale { inst, comp }),
+        1 => any::<u16>().prop_map(|inst| Op::EvictStale { inst }),
+        1 => (any::<u16>(), any::<u8>(), any::<u32>())
+            .prop_map(|(inst, comp, slot)| Op::FarSlot { inst, comp, slot }),
         3 => (any::<u8>(), any::<bool>())
             .prop_map(|(comp, reader)| Op::ReadRemovals { comp, reader }),
         2 => any::<u8>().prop_map(|comp| Op::TakeDirty { comp }),
@@ -2012,7 +2137,12 @@ fn a_long_run_reaches_every_path() {
             ("RemoveComponent policy", s.policy_removed),
             ("DestroyHolder policy", s.destroy_requests),
             ("eviction on reclaim", s.evicted_on_reclaim),
-            ("stale row evicted by an add", s.stale_evicted),
+            ("stale row evicted on request", s.stale_evicted),
+            (
+                "add refused at a slot another instance holds",
+                s.slot_occupied,
+            ),
+            ("add refused at a slot far past the arena", s.far_slots),
             ("one holder's clear and removal", s.optional_clears_offered),
             ("load", s.loads),
             ("mismatched load", s.mismatched_loads),
@@ -2101,7 +2231,7 @@ fn removal_log_overflow_reports_missed_then_reads_from_the_head() {
     let mut instances: Vec<InstanceRef> = (0..3)
         .map(|_| {
             let id = arena.create(ClassId::ENTITY, None).unwrap();
-            InstanceRef::new(id, arena.slot_of(id).unwrap())
+            InstanceRef::of(&arena, id).unwrap()
         })
         .collect();
     instances.sort_by_key(|at| at.id);

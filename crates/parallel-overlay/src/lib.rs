@@ -27,7 +27,7 @@
 //! let score = store.install(ComponentDef::new("Score").field(FieldDef::integer("n", 0)), arena.classes())?;
 //! let n = store.field(score, "n")?;
 //! let id = arena.create(ClassId::ENTITY, None)?;
-//! let at = InstanceRef::new(id, arena.slot_of(id).unwrap());
+//! let at = InstanceRef::of(&arena, id)?;
 //! store.add(at, ClassId::ENTITY, score, [])?;
 //!
 //! // Two systems write the same field; the later-scheduled one wins, on any thread count.
@@ -69,7 +69,7 @@
 //! let mut store = Store::new();
 //! let tag = store.install(ComponentDef::new("Tag"), arena.classes()).unwrap();
 //! let id = arena.create(ClassId::ENTITY, None).unwrap();
-//! let at = InstanceRef::new(id, arena.slot_of(id).unwrap());
+//! let at = InstanceRef::of(&arena, id).unwrap();
 //! let overlay = Overlay::new(WriterRank::system(0, 1), &store);
 //! store.add(at, ClassId::ENTITY, tag, []).unwrap(); // refused: the store is borrowed
 //! drop(overlay);

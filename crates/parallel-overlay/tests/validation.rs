@@ -19,7 +19,7 @@ fn moods() -> (Store, InstanceRef) {
         )
         .unwrap();
     let id = arena.create(ClassId::ENTITY, None).unwrap();
-    let at = InstanceRef::new(id, arena.slot_of(id).unwrap());
+    let at = InstanceRef::of(&arena, id).unwrap();
     store.add(at, ClassId::ENTITY, mood, []).unwrap();
     (store, at)
 }

@@ -21,7 +21,7 @@ fn a_term_column_read_past_the_matches_is_none() {
     let n = store.field(score, "n").unwrap();
     for _ in 0..3 {
         let id = arena.create(ClassId::ENTITY, None).unwrap();
-        let at = InstanceRef::new(id, arena.slot_of(id).unwrap());
+        let at = InstanceRef::of(&arena, id).unwrap();
         store.add(at, ClassId::ENTITY, score, []).unwrap();
     }
     let mut query = Query::new(QuerySpec::new().with(score)).unwrap();
