@@ -156,6 +156,35 @@ impl Column {
         }
     }
 
+    /// Whether row `row` of this column and row `other_row` of `other` hold the same value bit
+    /// for bit (see [`Value::identical`]); `false` for columns of different kinds.
+    pub(crate) fn same_cell(&self, row: usize, other: &Column, other_row: usize) -> bool {
+        fn same<T>(a: &[T], i: usize, b: &[T], j: usize, eq: impl Fn(&T, &T) -> bool) -> bool {
+            matches!((a.get(i), b.get(j)), (Some(x), Some(y)) if eq(x, y))
+        }
+        match (self, other) {
+            (Column::Number(a), Column::Number(b)) => same(a, row, b, other_row, Scalar::identical),
+            (Column::Integer(a), Column::Integer(b)) => {
+                same(a, row, b, other_row, Scalar::identical)
+            }
+            (Column::Boolean(a), Column::Boolean(b)) => {
+                same(a, row, b, other_row, Scalar::identical)
+            }
+            (Column::Text(a), Column::Text(b)) => same(a, row, b, other_row, Scalar::identical),
+            (Column::Enum(a), Column::Enum(b)) => same(a, row, b, other_row, Scalar::identical),
+            (Column::Vector(a), Column::Vector(b)) => same(a, row, b, other_row, Scalar::identical),
+            (Column::Transform(a), Column::Transform(b)) => {
+                same(a, row, b, other_row, Scalar::identical)
+            }
+            (Column::Reference(a), Column::Reference(b)) => {
+                same(a, row, b, other_row, Scalar::identical)
+            }
+            (Column::List(a), Column::List(b)) => same(a, row, b, other_row, ListValue::identical),
+            (Column::Value(a), Column::Value(b)) => same(a, row, b, other_row, Value::identical),
+            _ => false,
+        }
+    }
+
     /// Moves the last row into `row` and shortens the column by one.
     pub(crate) fn swap_remove(&mut self, row: usize) -> Value {
         let value = self

@@ -518,6 +518,50 @@ impl ComponentSet {
         row
     }
 
+    /// Gives a row just pushed for an instance that held `before` in `old` (the set under the
+    /// previous definition) that row's tracking: its added tick, its changed tick and dirty
+    /// fields where a field kept its value (`counterparts[f]` is new field `f`'s field in
+    /// `old`), and a change at `tick` for every field that did not. The dirty list is left to
+    /// [`ComponentSet::rebuild_dirty_rows`].
+    pub(crate) fn carry_tracking(
+        &mut self,
+        row: usize,
+        old: &ComponentSet,
+        before: usize,
+        counterparts: &[Option<FieldId>],
+        tick: Tick,
+    ) {
+        self.added[row] = old.added[before];
+        let old_mask = old.dirty_mask(before);
+        let w = self.dirty_words;
+        let mut changed = false;
+        for (f, counterpart) in counterparts.iter().enumerate() {
+            let same = counterpart
+                .is_some_and(|g| self.columns[f].same_cell(row, &old.columns[g.index()], before));
+            let dirty = if same {
+                counterpart.is_some_and(|g| old_mask.contains(g))
+            } else {
+                changed = true;
+                true
+            };
+            if dirty {
+                self.dirty[row * w + f / 64] |= 1 << (f % 64);
+            }
+        }
+        self.changed[row] = if changed { tick } else { old.changed[before] };
+    }
+
+    /// Rebuilds the dirty list from the dirty masks (after rows were given masks directly).
+    pub(crate) fn rebuild_dirty_rows(&mut self) {
+        compact_dirty_rows(
+            &mut self.dirty_rows,
+            &self.dirty,
+            self.dirty_words,
+            &self.ids,
+            &self.slots,
+        );
+    }
+
     /// Swap-removes a row, logging the removal. Returns the instance that held it.
     pub(crate) fn swap_remove_row(&mut self, row: usize, tick: Tick) -> InstanceId {
         self.unindex_row(row);

@@ -101,9 +101,13 @@ impl Store {
         Ok(())
     }
 
-    /// Puts a set back to what `slot` saved. Instances that held the component and do not in
-    /// the slot are logged as removals; every restored row counts as changed now, and rows of
-    /// instances that did not hold the component before count as added now.
+    /// Puts a set back to what `slot` saved, as one change at one tick. Instances that held the
+    /// component and do not in the slot are logged as removals. A restored row of an instance
+    /// that held the component keeps its pending dirty fields and takes as dirty every field
+    /// the load changes (bit for bit); its changed tick moves only when the load changes one of
+    /// its fields, and its added tick is the one saved. A row of an instance that did not hold
+    /// the component counts as added now. A load restores one set as saved: it queues no events
+    /// and removes no dependents in other sets (restore those from their own slots).
     ///
     /// Refused, changing nothing: [`StoreError::SlotFromOtherStore`] for a slot saved from a
     /// store of another [`Lineage`], and [`StoreError::SlotMismatch`] for a slot never saved,
@@ -121,37 +125,57 @@ impl Store {
         }
         let tick = Tick(self.tick().0 + 1);
         let (set, _, _) = self.parts_mut(component)?;
-        let before_ids = std::mem::take(&mut set.ids);
-        let before_slots = std::mem::take(&mut set.slots);
         // Mark the sparse entries of the rows live now with their old row, while the dense slots
         // still name them; restored rows find their predecessor through the mark.
-        for (row, slot_of_row) in before_slots.iter().enumerate() {
+        for (row, slot_of_row) in set.slots.iter().enumerate() {
             set.sparse[slot_of_row.index()] = MARKED | row as u32;
         }
+        // The restored rows' tracking, from their predecessors while the columns still hold
+        // the values from before: a row of an instance that held the component keeps its dirty
+        // fields and adds those the load changes, and its changed tick moves only if the load
+        // changes a field; a row of an instance that did not counts as added now.
+        let n = slot.ids.len();
+        let w = set.dirty_words;
+        let mut added = Vec::with_capacity(n);
+        let mut changed = Vec::with_capacity(n);
+        let mut dirty = vec![0u64; n * w];
+        for row in 0..n {
+            let entry = set
+                .sparse
+                .get(slot.slots[row].index())
+                .copied()
+                .unwrap_or(ABSENT);
+            let before = (entry != ABSENT && entry & MARKED != 0)
+                .then_some((entry & !MARKED) as usize)
+                .filter(|&before| set.ids.get(before) == Some(&slot.ids[row]));
+            let Some(before) = before else {
+                added.push(tick);
+                changed.push(tick);
+                continue;
+            };
+            added.push(slot.added[row]);
+            let mask = &mut dirty[row * w..(row + 1) * w];
+            mask.copy_from_slice(&set.dirty[before * w..(before + 1) * w]);
+            let mut any = false;
+            for (f, (restored, current)) in slot.columns.iter().zip(&set.columns).enumerate() {
+                if !restored.same_cell(row, current, before) {
+                    mask[f / 64] |= 1 << (f % 64);
+                    any = true;
+                }
+            }
+            changed.push(if any { tick } else { set.changed[before] });
+        }
+        let before_ids = std::mem::take(&mut set.ids);
+        let before_slots = std::mem::take(&mut set.slots);
         set.ids.clone_from(&slot.ids);
         set.slots.clone_from(&slot.slots);
         for (dest, source) in set.columns.iter_mut().zip(&slot.columns) {
-            dest.copy_from(source, slot.ids.len());
+            dest.copy_from(source, n);
         }
-        set.added.clone_from(&slot.added);
-        set.changed.clear();
-        set.changed.resize(set.ids.len(), tick);
-        set.dirty.clear();
-        set.dirty.resize(set.ids.len() * set.dirty_words, 0);
-        set.dirty_rows.clear();
-        for row in 0..set.ids.len() {
-            let entry = set
-                .sparse
-                .get(set.slots[row].index())
-                .copied()
-                .unwrap_or(ABSENT);
-            let held_before = entry != ABSENT
-                && entry & MARKED != 0
-                && before_ids.get((entry & !MARKED) as usize) == Some(&set.ids[row]);
-            if !held_before {
-                set.added[row] = tick;
-            }
-        }
+        set.added = added;
+        set.changed = changed;
+        set.dirty = dirty;
+        set.rebuild_dirty_rows();
         // Clear the marks; rebuilding then points every restored slot at its row.
         for slot_of_row in &before_slots {
             set.sparse[slot_of_row.index()] = ABSENT;

@@ -208,8 +208,16 @@ impl Store {
 
     /// Replaces a component's definition, keeping its id: the set is rebuilt from `rows` (values
     /// in the new definition's field order, for instances whose class it allows), its
-    /// structural revision advances, its removal log carries over and records every instance that
-    /// had a row and has none now. Used by schema adoption.
+    /// structural revision advances, and its removal log carries over. Used by schema adoption.
+    ///
+    /// A row of an instance that had one before keeps its added tick; its fields are matched to
+    /// the old definition's by name, then by the new field's former names, and a field whose
+    /// type and value (bit for bit) are unchanged keeps its pending dirty state, while any other
+    /// field counts as changed now (dirty, and the row's changed tick moves). A row of an
+    /// instance that had none is added now (an `Added` event when the new definition is
+    /// observed). An instance that had a row and has none now loses the component like any
+    /// removal: a removal record, a `Removed` event when the old definition was observed, and
+    /// the removal of every component of the instance that requires this one.
     pub fn redefine(
         &mut self,
         component: ComponentId,
@@ -219,7 +227,7 @@ impl Store {
     ) -> Result<(), StoreError> {
         let old = self
             .slot_set(component)
-            .map(|s| s.get().clone())
+            .map(SharedSet::get)
             .ok_or(StoreError::UnknownComponent(component))?;
         let renamed = *old.def.def.name != *def.name;
         if renamed && self.names.contains_key(&*def.name) {
@@ -237,29 +245,46 @@ impl Store {
                 reason: "two rows for one slot".into(),
             });
         }
+        // Each new field's counterpart in the old definition: same name, else a former name,
+        // and the same type.
+        let counterparts: Vec<Option<FieldId>> = installed
+            .fields()
+            .iter()
+            .map(|field| {
+                std::iter::once(&field.name)
+                    .chain(&field.former_names)
+                    .find_map(|name| old.def.field_id(name))
+                    .filter(|g| old.def.field(*g).is_some_and(|o| o.ty == field.ty))
+            })
+            .collect();
+        let (old_observed, new_observed) = (old.def.def.observed, installed.def.observed);
         let old_name = old.def.def.name.clone();
+        let tick = Tick(self.tick.0 + 1);
         let mut set = ComponentSet::new(Arc::new(installed));
         set.removals = old.removals.clone();
         // A snapshot may still hold the old set, with its timeline: this one leaves it.
         set.timeline = old.timeline.fork(old.removals.head());
-        set.structural = old.structural + 1;
-        let kept: HashSet<InstanceId> = rows.iter().map(|(at, _)| at.id).collect();
-        let lost: Vec<InstanceId> = old
-            .ids
-            .iter()
-            .filter(|id| !kept.contains(*id))
-            .copied()
+        let kept: HashSet<InstanceRef> = rows.iter().map(|(at, _)| *at).collect();
+        let lost: Vec<InstanceRef> = (0..old.len())
+            .map(|row| InstanceRef::new(old.ids[row], old.slots[row]))
+            .filter(|at| !kept.contains(at))
             .collect();
-        self.tick.0 += 1;
-        let tick = self.tick;
-        for id in lost {
-            set.removals.push(crate::set::Removal { id, tick });
+        for at in &lost {
+            set.removals.push(crate::set::Removal { id: at.id, tick });
         }
+        let mut added = Vec::new();
         for (at, values) in rows {
-            set.push_row(at, values, tick);
+            let row = set.push_row(at, values, tick);
+            match old.row_of(at) {
+                Some(before) => set.carry_tracking(row, old, before, &counterparts, tick),
+                None => added.push(at.id),
+            }
         }
         set.reset_change_log(tick);
+        set.rebuild_dirty_rows();
         set.structural = old.structural + 1;
+
+        self.tick = tick;
         if renamed {
             self.names.remove(&old_name);
             self.names.insert(set.def.def.name.clone(), component);
@@ -267,6 +292,27 @@ impl Store {
         }
         self.sets[component.index()] = Some(SharedSet::new(set));
         self.rebuild_dependents();
+        if old_observed {
+            self.events
+                .extend(lost.iter().map(|at| StoreEvent::Removed {
+                    id: at.id,
+                    component,
+                }));
+        }
+        if new_observed {
+            self.events.extend(
+                added
+                    .into_iter()
+                    .map(|id| StoreEvent::Added { id, component }),
+            );
+        }
+        let mut removed = Vec::new();
+        for at in lost {
+            if !self.migrations.is_empty() {
+                Arc::make_mut(&mut self.migrations).remove(&(at.id, component));
+            }
+            self.remove_dependents(at, component, &mut removed);
+        }
         Ok(())
     }
 
@@ -547,6 +593,17 @@ impl Store {
             return;
         }
         removed.push((at.id, component));
+        self.remove_dependents(at, component, removed);
+    }
+
+    /// Removes every component of an instance that requires `component` (transitively), after
+    /// the instance lost `component`.
+    fn remove_dependents(
+        &mut self,
+        at: InstanceRef,
+        component: ComponentId,
+        removed: &mut Vec<(InstanceId, ComponentId)>,
+    ) {
         if self.dependents[component.index()].is_empty() {
             return;
         }

@@ -11,7 +11,8 @@ use std::sync::Arc;
 use common::World;
 use strata_arena::{ClassId, Vec3};
 use strata_component_store::{
-    ComponentDef, ComponentHandle, FieldDef, RemovalReader, Removals, SetSlot, StoreError, Value,
+    ComponentDef, ComponentHandle, FieldDef, RemovalReader, Removals, SetSlot, StoreError,
+    StoreEvent, Tick, Value,
 };
 
 #[test]
@@ -200,4 +201,151 @@ fn a_reader_continues_on_a_snapshot_that_continues_its_history() {
     let mut twin = fresh.clone();
     assert_eq!(fresh.read(&fork), Ok(Removals::Ids(vec![members[2].id])));
     assert_eq!(twin.read(&w.store), Ok(Removals::Ids(Vec::new())));
+}
+
+fn body() -> ComponentDef {
+    ComponentDef::new("Body")
+        .field(FieldDef::number("mass", 1.0))
+        .field(FieldDef::integer("level", 0))
+        .observed(true)
+}
+
+#[test]
+fn a_load_marks_what_it_changed_dirty_and_keeps_pending_dirty_state() {
+    let mut w = World::new();
+    let body = w.install(body());
+    let (mass, level) = (w.field(body, "mass"), w.field(body, "level"));
+    let a = w.spawn(ClassId::ENTITY);
+    let b = w.spawn(ClassId::ENTITY);
+    w.store.add(a, ClassId::ENTITY, body, []).unwrap();
+    w.store.add(b, ClassId::ENTITY, body, []).unwrap();
+    let mut slot = SetSlot::new();
+    w.store.save_into(body, &mut slot).unwrap();
+
+    // After the save: `a`'s mass changes (the load will put it back), `b`'s level changes
+    // and is still pending for outgoing processing when the load puts it back too; `b`'s
+    // mass is written and taken, then left as it is.
+    w.store.write(a, body, mass, 5.0).unwrap();
+    w.store.take_dirty(body).unwrap();
+    w.store.write(b, body, level, 3_i64).unwrap();
+    let b_changed = w.store.set(body).unwrap().changed_ticks()[1];
+
+    w.store.load_from(body, &slot).unwrap();
+    let load_tick = w.store.tick();
+    let set = w.store.set(body).unwrap();
+    assert_eq!(*w.store.get::<f64>(a, body, mass).unwrap(), 1.0);
+    assert_eq!(
+        set.changed_ticks()[w.store.row(a, body).unwrap()],
+        load_tick
+    );
+    assert_eq!(
+        set.changed_ticks()[w.store.row(b, body).unwrap()],
+        load_tick
+    );
+    let mut dirty = w.store.take_dirty(body).unwrap();
+    dirty.sort_by_key(|(id, _)| *id);
+    let fields = |i: usize| dirty[i].1.fields().collect::<Vec<_>>();
+    assert_eq!(dirty.len(), 2, "{dirty:?}");
+    assert_eq!(
+        (dirty[0].0, fields(0)),
+        (a.id, vec![mass]),
+        "the load changed a's mass"
+    );
+    assert_eq!(
+        (dirty[1].0, fields(1)),
+        (b.id, vec![level]),
+        "b's level, changed twice"
+    );
+    assert!(b_changed < load_tick);
+
+    // A load that restores what the set holds already changes no row.
+    w.store.save_into(body, &mut slot).unwrap();
+    let before: Vec<_> = w.store.set(body).unwrap().changed_ticks().to_vec();
+    w.store.load_from(body, &slot).unwrap();
+    assert_eq!(
+        w.store.set(body).unwrap().changed_ticks(),
+        before.as_slice()
+    );
+    assert!(w.store.take_dirty(body).unwrap().is_empty());
+}
+
+#[test]
+fn a_redefinition_keeps_rows_as_they_were_and_removes_lost_rows_fully() {
+    let mut w = World::new();
+    let body = w.install(body());
+    let tag = w.install(ComponentDef::new("Tag").requires(&["Body"]).observed(true));
+    let (mass, level) = (w.field(body, "mass"), w.field(body, "level"));
+    let kept = w.spawn(ClassId::ENTITY);
+    let lost = w.spawn(ClassId::ENTITY);
+    let newcomer = w.spawn(ClassId::ENTITY);
+    for at in [kept, lost] {
+        w.store.add(at, ClassId::ENTITY, body, []).unwrap();
+        w.store.add(at, ClassId::ENTITY, tag, []).unwrap();
+    }
+    w.store.write(kept, body, level, 4_i64).unwrap();
+    let added = w.store.set(body).unwrap().added_ticks()[0];
+    let changed = w.store.set(body).unwrap().changed_ticks()[0];
+    w.store.drain_events();
+    let mut reader = RemovalReader::new(&w.store, tag).unwrap();
+
+    // Same fields, `mass` renamed to `weight` with its old name recorded; `kept` keeps its
+    // values, `lost` has no row in the new definition, `newcomer` gets one.
+    let redefined = ComponentDef::new("Body")
+        .field(FieldDef::number("weight", 1.0).former_names(&["mass"]))
+        .field(FieldDef::integer("level", 0))
+        .observed(true);
+    let rows = vec![
+        (kept, vec![Value::Number(1.0), Value::Integer(4)]),
+        (newcomer, vec![Value::Number(2.0), Value::Integer(0)]),
+    ];
+    let tick = Tick(w.store.tick().0 + 1);
+    w.store
+        .redefine(body, redefined, w.arena.classes(), rows)
+        .unwrap();
+    assert!(
+        w.store.tick() > tick,
+        "the dependents' removals follow the redefinition"
+    );
+    let set = w.store.set(body).unwrap();
+    let row = w.store.row(kept, body).unwrap();
+    assert_eq!(set.added_ticks()[row], added, "a kept row is not new");
+    assert_eq!(
+        set.changed_ticks()[row],
+        changed,
+        "nor changed: its values are the same"
+    );
+    let new_row = w.store.row(newcomer, body).unwrap();
+    assert_eq!(set.added_ticks()[new_row], tick, "an adopted row is new");
+    assert_eq!(set.changed_ticks()[new_row], tick);
+
+    // The kept row's pending dirty state carries over.
+    let dirty = w.store.take_dirty(body).unwrap();
+    assert_eq!(dirty.len(), 1, "{dirty:?}");
+    assert_eq!(dirty[0].0, kept.id);
+    assert_eq!(dirty[0].1.fields().collect::<Vec<_>>(), vec![level]);
+    let _ = mass;
+
+    // The lost row is removed like any removal: an event, and its dependents go too.
+    assert!(!w.store.has(lost, tag), "Tag requires Body");
+    assert!(w.store.has(kept, tag));
+    let mut events = w.store.drain_events();
+    events.sort_by_key(|e| format!("{e:?}"));
+    assert_eq!(
+        events,
+        vec![
+            StoreEvent::Added {
+                id: newcomer.id,
+                component: body
+            },
+            StoreEvent::Removed {
+                id: lost.id,
+                component: body
+            },
+            StoreEvent::Removed {
+                id: lost.id,
+                component: tag
+            },
+        ]
+    );
+    assert_eq!(reader.read(&w.store), Ok(Removals::Ids(vec![lost.id])));
 }

@@ -530,20 +530,38 @@ impl Model {
         self.tick += 1;
         let tick = self.tick;
         let set = &mut self.sets[c];
+        // A row of an instance that held the component keeps its dirty fields and adds those
+        // the load changes; its changed tick moves only if the load changes a field. Any other
+        // restored row is added now.
         let rows: HashMap<InstanceId, MRow> = saved
             .iter()
             .map(|(id, (slot, values, added))| {
-                let added = if set.rows.contains_key(id) {
-                    *added
-                } else {
-                    tick
-                };
-                let row = MRow {
-                    slot: *slot,
-                    values: values.clone(),
-                    added,
-                    changed: Changed::At(tick),
-                    dirty: BTreeSet::new(),
+                let row = match set.rows.get(id).filter(|r| r.slot == *slot) {
+                    Some(before) => {
+                        let mut dirty = before.dirty.clone();
+                        let differing: Vec<usize> = (0..values.len())
+                            .filter(|&f| !same(&values[f], &before.values[f]))
+                            .collect();
+                        dirty.extend(&differing);
+                        MRow {
+                            slot: *slot,
+                            values: values.clone(),
+                            added: *added,
+                            changed: if differing.is_empty() {
+                                before.changed
+                            } else {
+                                Changed::At(tick)
+                            },
+                            dirty,
+                        }
+                    }
+                    None => MRow {
+                        slot: *slot,
+                        values: values.clone(),
+                        added: tick,
+                        changed: Changed::At(tick),
+                        dirty: BTreeSet::new(),
+                    },
                 };
                 (*id, row)
             })
