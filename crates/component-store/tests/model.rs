@@ -344,6 +344,28 @@ impl Model {
         }
     }
 
+    /// Adds default rows to many instances at one tick.
+    fn add_many(&mut self, c: usize, ats: &[InstanceRef], defaults: &[Value]) {
+        self.tick += 1;
+        let set = &mut self.sets[c];
+        for at in ats {
+            set.rows.insert(
+                at.id,
+                MRow {
+                    slot: at.slot,
+                    values: defaults.to_vec(),
+                    added: self.tick,
+                    changed: Changed::At(self.tick),
+                    dirty: BTreeSet::new(),
+                },
+            );
+            if SPECS[c].observed {
+                self.events.push((0, at.id, c, 0));
+            }
+        }
+        set.structural += 1;
+    }
+
     /// Removes, in every component, the row another instance holds at `at`'s slot, as a removal
     /// with its cascade.
     fn evict_stale(&mut self, at: InstanceRef) -> Vec<(InstanceId, usize)> {
@@ -958,6 +980,11 @@ enum Op {
         slot: u8,
         comp: u8,
     },
+    /// A bulk add of default rows to live instances (none, or some twice, at times).
+    InsertMany {
+        picks: Vec<u16>,
+        comp: u8,
+    },
     /// An add to a live instance whose slot holds another instance's stale row, when there is
     /// one: refused, then the arena's owner evicts the stale rows and adds again.
     AddOverStale {
@@ -1012,6 +1039,9 @@ struct Stats {
     stale_evicted: usize,
     slot_occupied: usize,
     far_slots: usize,
+    bulk_adds: usize,
+    empty_bulk: usize,
+    bulk_refused: usize,
     optional_clears_offered: usize,
     optional_clears_made: usize,
     loads: usize,
@@ -1385,6 +1415,7 @@ impl Harness {
                 }
             }
             Op::UseHandle { handle, write } => self.use_handle(*handle, write.as_ref(), &ctx),
+            Op::InsertMany { picks, comp } => self.insert_many(picks, *comp, &ctx),
             Op::AddOverStale { inst, comp } => {
                 let c = usize::from(*comp) % SPECS.len();
                 let over: Vec<usize> = (0..self.world.len())
@@ -1597,6 +1628,77 @@ impl Harness {
                 self.model.add(c, at, row_values);
                 self.stats.adds += 1;
             }
+        }
+    }
+
+    fn insert_many(&mut self, picks: &[u16], comp: u8, ctx: &str) {
+        let c = usize::from(comp) % SPECS.len();
+        let cid = self.ids[c];
+        let picked: Vec<usize> = picks.iter().filter_map(|p| self.pick_live(*p)).collect();
+        let class = picked
+            .first()
+            .map_or(ClassId::ENTITY, |&i| self.world[i].class);
+        // One class per call: instances of another class are left out.
+        let ats: Vec<InstanceRef> = picked
+            .iter()
+            .filter(|&&i| self.world[i].class == class)
+            .map(|&i| self.at(i))
+            .collect();
+        let shared: Vec<bool> = self
+            .snapshots
+            .iter()
+            .map(|(s, _)| self.store.shares_set_with(s, cid))
+            .collect();
+        let tick = self.store.tick();
+        let revision = self.store.set(cid).unwrap().structural_revision();
+        // Refused, as a whole, when the class is not allowed, any instance holds the component
+        // or has its slot held by a stale row, or a slot comes twice.
+        let mut seen = HashSet::new();
+        let refused = !allows(c, class)
+            || ats
+                .iter()
+                .any(|at| self.model.member(c, *at) || self.model.occupant(c, *at).is_some())
+            || ats.iter().any(|at| !seen.insert(at.slot));
+        let got = self
+            .store
+            .insert_many(&ats, class, cid)
+            .map(|init| init.rows().len());
+        if ats.is_empty() {
+            let copied = self.store.copy_rows(&[], Some);
+            assert_eq!(copied, Ok(0), "{ctx}: an empty copy");
+        }
+        let unchanged = |h: &Self| {
+            assert_eq!(h.store.tick(), tick, "{ctx}: no tick");
+            assert_eq!(
+                h.store.set(cid).unwrap().structural_revision(),
+                revision,
+                "{ctx}: no structural change"
+            );
+            for ((s, _), was) in h.snapshots.iter().zip(&shared) {
+                assert_eq!(h.store.shares_set_with(s, cid), *was, "{ctx}: sharing");
+            }
+        };
+        if refused {
+            assert!(
+                matches!(
+                    got,
+                    Err(StoreError::ClassNotAllowed { .. }
+                        | StoreError::AlreadyPresent { .. }
+                        | StoreError::SlotOccupied { .. }
+                        | StoreError::DuplicateSlot(_))
+                ),
+                "{ctx}: {got:?}"
+            );
+            unchanged(self);
+            self.stats.bulk_refused += 1;
+        } else if ats.is_empty() {
+            assert_eq!(got, Ok(0), "{ctx}");
+            unchanged(self);
+            self.stats.empty_bulk += 1;
+        } else {
+            assert_eq!(got, Ok(ats.len()), "{ctx}");
+            self.model.add_many(c, &ats, &self.defaults[c]);
+            self.stats.bulk_adds += 1;
         }
     }
 
@@ -2081,6 +2183,8 @@ fn op() -> impl Strategy<Value = Op> {
         3 => (any::<u16>(), prop::option::weighted(0.3, (any::<u8>(), val())))
             .prop_map(|(handle, write)| Op::UseHandle { handle, write }),
         2 => (any::<u16>(), any::<u8>()).prop_map(|(inst, comp)| Op::AddOverStale { inst, comp }),
+        2 => (prop::collection::vec(any::<u16>(), 0..4), any::<u8>())
+            .prop_map(|(picks, comp)| Op::InsertMany { picks, comp }),
         1 => any::<u16>().prop_map(|inst| Op::EvictStale { inst }),
         1 => (any::<u16>(), any::<u8>(), any::<u32>())
             .prop_map(|(inst, comp, slot)| Op::FarSlot { inst, comp, slot }),
@@ -2161,6 +2265,9 @@ fn a_long_run_reaches_every_path() {
                 s.slot_occupied,
             ),
             ("add refused at a slot far past the arena", s.far_slots),
+            ("bulk add", s.bulk_adds),
+            ("empty bulk add", s.empty_bulk),
+            ("refused bulk add", s.bulk_refused),
             ("one holder's clear and removal", s.optional_clears_offered),
             ("load", s.loads),
             ("mismatched load", s.mismatched_loads),
