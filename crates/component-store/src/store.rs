@@ -3,9 +3,11 @@
 //!
 //! Invariant: sets are shared with snapshots behind `Arc` and copied on their first write after
 //! a snapshot, so a snapshot never changes. The tick advances once per actual change (an add, a
-//! removal, a write that stores a value differing bit for bit) and never for an equal write. A store and each
-//! of its snapshots have distinct `StoreId`s, so a cache keyed by store identity never mistakes
-//! one for the other. The store never calls into the arena: the arena's owner reports
+//! removal, a write that stores a value differing bit for bit) and never for an equal write. A
+//! store and each of its snapshots have distinct `StoreId`s, so a cache keyed by store identity
+//! never mistakes one for the other, and the same `Lineage`, which no store made by another
+//! `Store::new` has. No add evicts another instance's row; only `evict_stale` removes a row on
+//! another instance's behalf. The store never calls into the arena: the arena's owner reports
 //! destruction (`on_destroyed`) and reclamation (`on_reclaimed`).
 
 use std::sync::Arc;

@@ -5,7 +5,9 @@
 //! The model keeps, per component, each member's slot, field values, added and changed ticks
 //! and dirty fields, the structural revision and the whole removal history, plus the store's
 //! mutation tick and the events observed components must queue. `requires` cascades, destruction
-//! policies, reclamation and snapshot slots are simulated independently of the store's code.
+//! policies, reclamation, snapshot slots, bulk adds and the explicit eviction of rows left by
+//! unreported destructions are simulated independently of the store's code; equal writes are
+//! bit-identical ones, and every set's dirty list must stay within its bound.
 //! Instances come from an `Arena`, so destroyed instances' slots really are reused. Every stored
 //! store snapshot keeps the model copy taken with it and is re-checked after every later step.
 
