@@ -756,8 +756,11 @@ impl Store {
             id: at.id,
             component,
         })?;
-        set.def.check_scalar_value(field, &value)?;
-        if set.checked_values::<T>(field)?[row].identical(&value) {
+        let field_def = set.def.check_scalar_value(field, &value)?;
+        let values = set
+            .values::<T>(field)
+            .ok_or_else(|| set.def.type_mismatch(field_def, std::any::type_name::<T>()))?;
+        if values[row].identical(&value) {
             return Ok(false);
         }
         if set.def.reference_fields.contains(&field) {
