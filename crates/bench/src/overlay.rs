@@ -240,7 +240,10 @@ fn direct_writes() -> Workload {
                     };
                     let mut changed = 0;
                     for row in 0..MILLION {
-                        changed += usize::from(writer.write(row, row as f64));
+                        changed += usize::from(match writer.write(row, row as f64) {
+                            Ok(changed) => changed,
+                            Err(error) => panic!("benchmark fixture: {error}"),
+                        });
                     }
                     black_box(changed)
                 },

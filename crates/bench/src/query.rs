@@ -326,7 +326,7 @@ fn small_driver_join(n: u64, small: u64) -> Workload {
             b.iter(|| {
                 let pass = must(query.run(&arena, &store));
                 let column = must(pass.column::<f64>(&store, 0, x));
-                (0..pass.len()).map(|i| *column.get(i)).sum::<f64>()
+                (0..pass.len()).filter_map(|i| column.get(i)).sum::<f64>()
             });
         },
     )
@@ -365,7 +365,7 @@ fn changed_filter(n: u64) -> Workload {
                     {
                         let mut writer = must(store.column_writer::<Vec3>(position, v));
                         for row in (0..n as usize).step_by(100) {
-                            writer.write(row, Vec3::new(1.0, 2.0, 3.0));
+                            must(writer.write(row, Vec3::new(1.0, 2.0, 3.0)));
                         }
                     }
                     (arena, store, query, v)
@@ -376,7 +376,7 @@ fn changed_filter(n: u64) -> Workload {
                     let mut visited = 0usize;
                     let mut sum = 0.0f32;
                     for m in pass.iter() {
-                        sum += column.get(m.index()).x;
+                        sum += column.get(m.index()).map_or(0.0, |p| p.x);
                         visited += 1;
                     }
                     (visited, sum)

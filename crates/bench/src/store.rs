@@ -387,7 +387,7 @@ fn column_writer(n: u64) -> Workload {
                 let mut writer = must(store.column_writer::<f64>(health.component, health.field));
                 let mut changed = 0;
                 for row in 0..instances.len() {
-                    changed += usize::from(writer.write(row, round + row as f64));
+                    changed += usize::from(must(writer.write(row, round + row as f64)));
                 }
                 changed
             });
@@ -597,7 +597,7 @@ fn load_from(n: u64) -> Workload {
                     {
                         let mut writer = must(store.column_writer::<f64>(player, health));
                         for row in 0..instances.len() {
-                            writer.write(row, -round - row as f64);
+                            must(writer.write(row, -round - row as f64));
                         }
                     }
                     for at in instances.iter().step_by(100) {

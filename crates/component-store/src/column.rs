@@ -126,10 +126,11 @@ impl Column {
         })
     }
 
-    /// Replaces the value at a row with a conforming value; returns whether it differed.
+    /// Replaces the value at a row with a conforming value; returns whether it differed bit
+    /// for bit (see [`Value::identical`]).
     pub(crate) fn replace(&mut self, row: usize, value: Value) -> bool {
-        fn put<T: PartialEq>(slot: &mut T, v: T) -> bool {
-            if *slot == v {
+        fn put<T>(slot: &mut T, v: T, same: impl Fn(&T, &T) -> bool) -> bool {
+            if same(slot, &v) {
                 false
             } else {
                 *slot = v;
@@ -137,21 +138,50 @@ impl Column {
             }
         }
         match (self, value) {
-            (Column::Number(c), Value::Number(v)) => put(&mut c[row], v),
-            (Column::Integer(c), Value::Integer(v)) => put(&mut c[row], v),
-            (Column::Boolean(c), Value::Boolean(v)) => put(&mut c[row], v),
-            (Column::Text(c), Value::Text(v)) => put(&mut c[row], v),
-            (Column::Enum(c), Value::Enum(v)) => put(&mut c[row], v),
-            (Column::Vector(c), Value::Vector(v)) => put(&mut c[row], v),
-            (Column::Transform(c), Value::Transform(v)) => put(&mut c[row], *v),
-            (Column::Reference(c), Value::Reference(v)) => put(&mut c[row], v),
-            (Column::List(c), Value::List(v)) => put(&mut c[row], v),
-            (Column::Value(c), v) => put(&mut c[row], v),
+            (Column::Number(c), Value::Number(v)) => put(&mut c[row], v, Scalar::identical),
+            (Column::Integer(c), Value::Integer(v)) => put(&mut c[row], v, Scalar::identical),
+            (Column::Boolean(c), Value::Boolean(v)) => put(&mut c[row], v, Scalar::identical),
+            (Column::Text(c), Value::Text(v)) => put(&mut c[row], v, Scalar::identical),
+            (Column::Enum(c), Value::Enum(v)) => put(&mut c[row], v, Scalar::identical),
+            (Column::Vector(c), Value::Vector(v)) => put(&mut c[row], v, Scalar::identical),
+            (Column::Transform(c), Value::Transform(v)) => put(&mut c[row], *v, Scalar::identical),
+            (Column::Reference(c), Value::Reference(v)) => put(&mut c[row], v, Scalar::identical),
+            (Column::List(c), Value::List(v)) => put(&mut c[row], v, ListValue::identical),
+            (Column::Value(c), v) => put(&mut c[row], v, Value::identical),
             (column, value) => unreachable!(
                 "column {:?} was given a non-conforming {} value",
                 column.kind(),
                 value.kind_name()
             ),
+        }
+    }
+
+    /// Whether row `row` of this column and row `other_row` of `other` hold the same value bit
+    /// for bit (see [`Value::identical`]); `false` for columns of different kinds.
+    pub(crate) fn same_cell(&self, row: usize, other: &Column, other_row: usize) -> bool {
+        fn same<T>(a: &[T], i: usize, b: &[T], j: usize, eq: impl Fn(&T, &T) -> bool) -> bool {
+            matches!((a.get(i), b.get(j)), (Some(x), Some(y)) if eq(x, y))
+        }
+        match (self, other) {
+            (Column::Number(a), Column::Number(b)) => same(a, row, b, other_row, Scalar::identical),
+            (Column::Integer(a), Column::Integer(b)) => {
+                same(a, row, b, other_row, Scalar::identical)
+            }
+            (Column::Boolean(a), Column::Boolean(b)) => {
+                same(a, row, b, other_row, Scalar::identical)
+            }
+            (Column::Text(a), Column::Text(b)) => same(a, row, b, other_row, Scalar::identical),
+            (Column::Enum(a), Column::Enum(b)) => same(a, row, b, other_row, Scalar::identical),
+            (Column::Vector(a), Column::Vector(b)) => same(a, row, b, other_row, Scalar::identical),
+            (Column::Transform(a), Column::Transform(b)) => {
+                same(a, row, b, other_row, Scalar::identical)
+            }
+            (Column::Reference(a), Column::Reference(b)) => {
+                same(a, row, b, other_row, Scalar::identical)
+            }
+            (Column::List(a), Column::List(b)) => same(a, row, b, other_row, ListValue::identical),
+            (Column::Value(a), Column::Value(b)) => same(a, row, b, other_row, Value::identical),
+            _ => false,
         }
     }
 
@@ -259,8 +289,26 @@ fn copy_prefix<T: Clone>(dest: &mut Vec<T>, source: &[T], len: usize) {
 
 /// A primitive field type with its own column, for typed access without boxing.
 pub trait Scalar: Clone + PartialEq + Sized + 'static {
+    /// Whether a value of this type can fall outside a field whose column holds the type (only
+    /// enum indexes can: they must name a variant), so writes must check [`Scalar::fits`].
+    const RANGED: bool = false;
+
     /// The field types whose column holds this Rust type.
     fn matches(ty: &FieldType) -> bool;
+
+    /// Whether this value can be stored in a field of type `ty`, given that
+    /// [`Scalar::matches`] holds for `ty`.
+    fn fits(&self, ty: &FieldType) -> bool {
+        let _ = ty;
+        true
+    }
+
+    /// Whether two values are the same bit for bit: the store's notion of an equal write.
+    /// Floating values differ from IEEE `==` here: `-0.0` is not `0.0`, and a NaN is the same
+    /// as a NaN with the same bits.
+    fn identical(&self, other: &Self) -> bool {
+        self == other
+    }
     /// The column's values, when the column holds this type.
     fn slice(column: &Column) -> Option<&[Self]>;
     /// The column's values for writing, when the column holds this type.
@@ -272,8 +320,13 @@ pub trait Scalar: Clone + PartialEq + Sized + 'static {
 }
 
 macro_rules! scalar {
-    ($t:ty, $variant:ident, $pattern:pat, |$v:ident| $wrap:expr, |$u:ident| $unwrap:expr) => {
+    (
+        $t:ty, $variant:ident, $pattern:pat, |$v:ident| $wrap:expr, |$u:ident| $unwrap:expr
+        $(, { $($extra:item)* })?
+    ) => {
         impl Scalar for $t {
+            $($($extra)*)?
+
             fn matches(ty: &FieldType) -> bool {
                 matches!(ty, $pattern)
             }
@@ -303,7 +356,18 @@ macro_rules! scalar {
     };
 }
 
-scalar!(f64, Number, FieldType::Number, |v| Value::Number(v), |u| u);
+scalar!(
+    f64,
+    Number,
+    FieldType::Number,
+    |v| Value::Number(v),
+    |u| u,
+    {
+        fn identical(&self, other: &Self) -> bool {
+            self.to_bits() == other.to_bits()
+        }
+    }
+);
 scalar!(
     i64,
     Integer,
@@ -319,15 +383,53 @@ scalar!(
     |u| u
 );
 scalar!(Arc<str>, Text, FieldType::Text, |v| Value::Text(v), |u| u);
-scalar!(u32, Enum, FieldType::Enum(_), |v| Value::Enum(v), |u| u);
-scalar!(Vec3, Vector, FieldType::Vector, |v| Value::Vector(v), |u| u);
+scalar!(u32, Enum, FieldType::Enum(_), |v| Value::Enum(v), |u| u, {
+    const RANGED: bool = true;
+
+    fn fits(&self, ty: &FieldType) -> bool {
+        matches!(ty, FieldType::Enum(variants) if (*self as usize) < variants.len())
+    }
+});
+scalar!(
+    Vec3,
+    Vector,
+    FieldType::Vector,
+    |v| Value::Vector(v),
+    |u| u,
+    {
+        fn identical(&self, other: &Self) -> bool {
+            same_vector(self, other)
+        }
+    }
+);
 scalar!(
     Transform,
     Transform,
     FieldType::Transform,
     |v| Value::Transform(Box::new(v)),
-    |u| *u
+    |u| *u,
+    {
+        fn identical(&self, other: &Self) -> bool {
+            same_transform(self, other)
+        }
+    }
 );
+
+/// Whether two vectors are the same bit for bit.
+pub(crate) fn same_vector(a: &Vec3, b: &Vec3) -> bool {
+    a.x.to_bits() == b.x.to_bits()
+        && a.y.to_bits() == b.y.to_bits()
+        && a.z.to_bits() == b.z.to_bits()
+}
+
+/// Whether two transforms are the same bit for bit.
+pub(crate) fn same_transform(a: &Transform, b: &Transform) -> bool {
+    a.rows
+        .iter()
+        .flatten()
+        .zip(b.rows.iter().flatten())
+        .all(|(x, y)| x.to_bits() == y.to_bits())
+}
 scalar!(
     Option<InstanceId>,
     Reference,

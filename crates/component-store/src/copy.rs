@@ -2,14 +2,16 @@
 //!
 //! Invariant: a copy rewrites every reference in the copied values (typed rows and orphan
 //! records alike) through the caller's map before storing them, so the reverse index sees the
-//! final targets; sources are never modified.
+//! final targets; sources are never modified. Every pair is checked before the first row is
+//! stored, so a refused copy changes nothing.
 
+use hashbrown::HashSet;
 use strata_arena::{ClassId, InstanceId};
 
 use crate::def::ComponentId;
 use crate::error::StoreError;
 use crate::set::InstanceRef;
-use crate::store::Store;
+use crate::store::{Store, check_add};
 use crate::value::Value;
 
 /// One instance to copy: its source, its copy, and the copy's class.
@@ -27,13 +29,18 @@ impl Store {
     /// Copies every component row and orphan record of each source to its copy. `remap` gives
     /// each referenced instance's new target (the copy for instances inside the copied set, the
     /// old target or `None` for those outside, as the caller's policy says). Returns the number
-    /// of rows copied. Refused, changing nothing, when a copy already holds one of the
-    /// components or its class is not allowed.
+    /// of rows copied. Every pair is checked before anything is stored; refused, changing
+    /// nothing, when two pairs name one copy slot ([`StoreError::DuplicateSlot`]), or a copy
+    /// could not take one of the rows for any reason [`Store::add`] refuses.
     pub fn copy_rows(
         &mut self,
         pairs: &[CopyPair],
         mut remap: impl FnMut(InstanceId) -> Option<InstanceId>,
     ) -> Result<usize, StoreError> {
+        let mut copies = HashSet::with_capacity(pairs.len());
+        if let Some(pair) = pairs.iter().find(|p| !copies.insert(p.copy.slot)) {
+            return Err(StoreError::DuplicateSlot(pair.copy.slot));
+        }
         let components: Vec<ComponentId> = self.components().map(|s| s.id()).collect();
         let mut planned: Vec<(CopyPair, ComponentId, Vec<Value>)> = Vec::new();
         for pair in pairs {
@@ -42,18 +49,7 @@ impl Store {
                 let Some(row) = set.row_of(pair.source) else {
                     continue;
                 };
-                if set.contains(pair.copy) {
-                    return Err(StoreError::AlreadyPresent {
-                        id: pair.copy.id,
-                        component,
-                    });
-                }
-                if !set.def().allows_class(pair.class) {
-                    return Err(StoreError::ClassNotAllowed {
-                        component: set.def().name().to_owned(),
-                        class: pair.class,
-                    });
-                }
+                check_add(set, pair.copy, pair.class)?;
                 let mut values: Vec<Value> = (0..set.def().fields().len())
                     .filter_map(|f| set.value(row, crate::def::FieldId(f as u16)))
                     .collect();
@@ -65,11 +61,8 @@ impl Store {
         }
         let copied = planned.len();
         for (pair, component, values) in planned {
-            let fields = values
-                .into_iter()
-                .enumerate()
-                .map(|(i, v)| (crate::def::FieldId(i as u16), v));
-            self.add(pair.copy, pair.class, component, fields)?;
+            // Checked above, and the copies are distinct slots, so no add below can refuse.
+            self.add_row(pair.copy, pair.class, component, Some(values))?;
         }
         for pair in pairs {
             let records: Vec<_> = self.orphans().of(pair.source.id).to_vec();

@@ -5,9 +5,11 @@
 //! (former names included), every default conforms to its field's type, enum defaults name a
 //! variant, map keys are text, integer, boolean or enum, and destruction policies sit only on
 //! fields that can hold references. A definition is immutable once installed; redefinition
-//! installs a new one with a new allocation number.
+//! installs a new one with a new allocation number. Allocation numbers come from one counter
+//! for the whole process, so no two installs in any two stores share one.
 
 use std::sync::Arc;
+use std::sync::atomic::{AtomicU64, Ordering};
 
 use hashbrown::HashMap;
 use strata_arena::{ClassId, ClassRegistry, Transform, Vec3};
@@ -376,6 +378,10 @@ impl ComponentDef {
     }
 }
 
+/// The next definition allocation number; shared by every store in the process, so no two
+/// installs anywhere get the same number.
+static NEXT_ALLOCATION: AtomicU64 = AtomicU64::new(1);
+
 /// A validated definition as the store holds it.
 #[derive(Debug)]
 pub struct InstalledDef {
@@ -390,10 +396,11 @@ pub struct InstalledDef {
 }
 
 impl InstalledDef {
+    /// Validates a definition for component `id`; on success it takes a fresh allocation
+    /// number.
     pub(crate) fn validate(
         def: ComponentDef,
         id: ComponentId,
-        allocation: u64,
         classes: &ClassRegistry,
     ) -> Result<Self, StoreError> {
         let invalid = |reason: String| StoreError::InvalidDefinition {
@@ -464,7 +471,7 @@ impl InstalledDef {
         Ok(Self {
             id,
             def,
-            allocation,
+            allocation: NEXT_ALLOCATION.fetch_add(1, Ordering::Relaxed),
             allowed,
             field_index,
             reference_fields,
@@ -513,13 +520,14 @@ impl InstalledDef {
 
     /// Checks that `value` can be stored in `field`, and returns the field: the store runs this
     /// check on every dynamic value before storing it. Refused with
-    /// [`StoreError::FieldOutOfRange`], or [`StoreError::TypeMismatch`] naming the value's kind.
+    /// [`StoreError::FieldOutOfRange`], or [`StoreError::TypeMismatch`] naming the value's kind
+    /// (or, for an enum index past the variants, the index).
     pub fn check_value(&self, field: FieldId, value: &Value) -> Result<&FieldDef, StoreError> {
         let field_def = self.checked_field(field)?;
         if value.conforms(&field_def.ty) {
             Ok(field_def)
         } else {
-            Err(self.type_mismatch(field_def, value.kind_name()))
+            Err(self.type_mismatch(field_def, &found_name(value)))
         }
     }
 
@@ -535,6 +543,37 @@ impl InstalledDef {
         }
     }
 
+    /// Checks that the typed `value` can be stored in `field`, and returns the field: the check
+    /// behind every typed write ([`InstalledDef::check_scalar`], then the value itself, which
+    /// matters for enum indexes, refused past the variants as the dynamic check refuses them).
+    pub fn check_scalar_value<T: Scalar>(
+        &self,
+        field: FieldId,
+        value: &T,
+    ) -> Result<&FieldDef, StoreError> {
+        let field_def = self.check_scalar::<T>(field)?;
+        if !T::RANGED || value.fits(&field_def.ty) {
+            Ok(field_def)
+        } else {
+            Err(self.type_mismatch(field_def, &found_name(&value.clone().into_value())))
+        }
+    }
+
+    /// Checks that `element` can be appended to the list field `field`, and returns the
+    /// element type. Refused with [`StoreError::FieldOutOfRange`], or
+    /// [`StoreError::TypeMismatch`] when the field is not a list or the element does not fit.
+    pub fn check_element(&self, field: FieldId, element: &Value) -> Result<&FieldType, StoreError> {
+        let field_def = self.checked_field(field)?;
+        match &field_def.ty {
+            FieldType::List(ty) if element.conforms(ty) => Ok(ty),
+            FieldType::List(_) => Err(self.type_mismatch(
+                field_def,
+                &format!("a list element of {}", found_name(element)),
+            )),
+            _ => Err(self.type_mismatch(field_def, "list")),
+        }
+    }
+
     /// The [`StoreError::TypeMismatch`] for `found` given where a value of `field` (one of this
     /// definition's fields) was expected.
     pub fn type_mismatch(&self, field: &FieldDef, found: &str) -> StoreError {
@@ -546,8 +585,10 @@ impl InstalledDef {
         }
     }
 
-    /// The definition allocation: a fresh number for every install, so a redefinition under the
-    /// same id is distinguishable.
+    /// The definition allocation: a fresh number for every install and redefinition, unique
+    /// across every store in the process, so a redefinition under the same id, or a definition
+    /// of another store under the same id, is distinguishable. Snapshots share their store's
+    /// definitions, and so their allocations.
     pub fn allocation(&self) -> u64 {
         self.allocation
     }
@@ -560,6 +601,15 @@ impl InstalledDef {
     /// The fields that can hold references.
     pub fn reference_fields(&self) -> &[FieldId] {
         &self.reference_fields
+    }
+}
+
+/// What a refused value was, for [`StoreError::TypeMismatch`]: its kind, or for an enum index
+/// the index itself (the kind is right, the variant does not exist).
+fn found_name(value: &Value) -> String {
+    match value {
+        Value::Enum(index) => format!("enum variant {index}"),
+        other => other.kind_name().to_owned(),
     }
 }
 

@@ -84,6 +84,31 @@ pub enum StoreError {
     /// A bulk operation named one slot twice.
     #[error("slot {0:?} appears twice in one bulk operation")]
     DuplicateSlot(strata_arena::Slot),
+    /// The arena has no slot for the instance (never created there, or reclaimed).
+    #[error("instance {0} has no slot in the arena")]
+    UnknownInstance(InstanceId),
+    /// Another instance holds a row at the slot: either the pair is wrong, or the other
+    /// instance was destroyed without the store being told (then `Store::evict_stale` removes
+    /// its rows).
+    #[error("slot {slot:?} holds a row of instance {holder} in component {component:?}")]
+    SlotOccupied {
+        /// The slot.
+        slot: strata_arena::Slot,
+        /// The instance holding a row there.
+        holder: InstanceId,
+        /// The component.
+        component: ComponentId,
+    },
+    /// A slot past what the store may take for the reference: the arena's slot count for a
+    /// reference made by `InstanceRef::of`, `UNCHECKED_SLOT_LIMIT` otherwise (or the set's
+    /// sparse array, when it already reaches further).
+    #[error("slot {slot:?} is past the {limit} slots this reference may address")]
+    SlotOutOfRange {
+        /// The slot.
+        slot: strata_arena::Slot,
+        /// The number of slots the reference may address.
+        limit: usize,
+    },
     /// The component's definition excludes the instance's class.
     #[error("component `{component}` does not allow instances of class {class:?}")]
     ClassNotAllowed {
@@ -104,12 +129,24 @@ pub enum StoreError {
         /// The field written.
         field: FieldId,
     },
-    /// A snapshot slot saved from another component cannot be loaded into this one.
-    #[error("the snapshot slot holds component {found:?}, not {expected:?}")]
+    /// A snapshot slot saved from another component (or from this one under a definition
+    /// since replaced, when `found` is `expected`; or never saved, when `found` is `None`)
+    /// cannot be loaded into this one.
+    #[error("the snapshot slot holds component {found:?}, not {expected:?} as defined now")]
     SlotMismatch {
         /// The set being loaded.
         expected: ComponentId,
         /// The set the slot was saved from.
         found: Option<ComponentId>,
+    },
+    /// A snapshot slot saved from a store of another lineage (not this store, nor a snapshot of
+    /// it, nor the store it was snapshotted from) cannot be loaded: component ids and
+    /// definitions are the other store's.
+    #[error(
+        "the snapshot slot was saved from another store, not this store's component {component:?}"
+    )]
+    SlotFromOtherStore {
+        /// The set being loaded.
+        component: ComponentId,
     },
 }

@@ -4,8 +4,9 @@
 //! definition allocation), never a row; every access resolves the present row and checks it. A
 //! `Binding` reuses its cached ids only while the store identity, the name revision and the
 //! definition allocation all match what it cached them under. A `RemovalReader` never returns a
-//! partial history: when its cursor fell below the retained floor it reports `Missed` and starts
-//! again from the head.
+//! partial history: when its cursor fell below the retained floor, or the log it reads does not
+//! continue the timeline its cursor was taken on, it reports `Missed` and starts again from the
+//! head.
 
 use hashbrown::HashMap;
 use std::sync::Arc;
@@ -186,8 +187,10 @@ impl Binding {
 pub enum Removals {
     /// The instances that lost the component since the last read: sorted, without duplicates.
     Ids(Vec<InstanceId>),
-    /// Records were dropped before the reader got to them: the reader must rebuild whatever it
-    /// derives from the component. Its cursor has moved to the head.
+    /// Records were dropped before the reader got to them, or the log read does not continue
+    /// the reader's history (another store, or a snapshot that diverged from the one the reader
+    /// followed): the reader must rebuild whatever it derives from the component. Its cursor
+    /// has moved to the head of the log read.
     Missed {
         /// The reader's cursor before this read.
         cursor: u64,
@@ -196,19 +199,25 @@ pub enum Removals {
     },
 }
 
-/// A cursor over one component's removal log, independent of every other reader.
+/// A cursor over one component's removal log, independent of every other reader. The cursor
+/// belongs to the history (timeline) of the log it was read from: read against a store whose
+/// log does not continue that history (another store, or a snapshot that went its own way,
+/// as after a rollback), the reader reports [`Removals::Missed`] and follows that log from then.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct RemovalReader {
     component: ComponentId,
     cursor: u64,
+    timeline: u64,
 }
 
 impl RemovalReader {
     /// A reader that will see removals from now on.
     pub fn new(store: &Store, component: ComponentId) -> Result<Self, StoreError> {
+        let set = store.set(component)?;
         Ok(Self {
             component,
-            cursor: store.set(component)?.removal_log().head(),
+            cursor: set.removal_log().head(),
+            timeline: set.timeline.id(),
         })
     }
 
@@ -217,11 +226,19 @@ impl RemovalReader {
         self.component
     }
 
-    /// The removals since the previous read.
+    /// The removals since the previous read, or [`Removals::Missed`] when some were dropped
+    /// from the log or `store`'s log does not continue the history this reader has read.
     pub fn read(&mut self, store: &Store) -> Result<Removals, StoreError> {
-        let log = store.set(self.component)?.removal_log();
-        match log.read_since(self.cursor) {
-            Ok(read) => {
+        let set = store.set(self.component)?;
+        let log = set.removal_log();
+        let readable = if set.timeline.continues(self.timeline, self.cursor) {
+            log.read_since(self.cursor).ok()
+        } else {
+            None
+        };
+        self.timeline = set.timeline.id();
+        match readable {
+            Some(read) => {
                 let head = read.head();
                 let mut ids: Vec<InstanceId> = read.map(|(_, r)| r.id).collect();
                 ids.sort_unstable();
@@ -229,10 +246,10 @@ impl RemovalReader {
                 self.cursor = head;
                 Ok(Removals::Ids(ids))
             }
-            Err(unavailable) => {
+            None => {
                 let missed = Removals::Missed {
                     cursor: self.cursor,
-                    floor: unavailable.floor,
+                    floor: log.floor(),
                 };
                 self.cursor = log.head();
                 Ok(missed)

@@ -10,9 +10,19 @@
 //! Guarantees a downstream crate can rely on:
 //! - A lookup by [`InstanceRef`] checks the row's instance id, so a removed component or a
 //!   reused slot yields [`StoreError::MissingMembership`], never another instance's data.
-//! - The tick advances only for actual changes; an equal write changes nothing at all.
+//! - Make references with [`InstanceRef::of`], which asks the arena for the slot. An add never
+//!   evicts another instance's row: a slot held by another instance is
+//!   [`StoreError::SlotOccupied`], and [`Store::evict_stale`] is the explicit call for rows
+//!   left by a destruction that was never reported. No slot makes the store allocate past the
+//!   arena's slot count (or [`UNCHECKED_SLOT_LIMIT`] for references made by
+//!   [`InstanceRef::new`]): [`StoreError::SlotOutOfRange`].
+//! - The tick advances only for actual changes; an equal write changes nothing at all. "Equal"
+//!   means bit-identical ([`Value::identical`], [`Scalar::identical`]) on every write route:
+//!   writing `-0.0` over `0.0` is a change, writing a NaN over the same NaN is not.
 //! - Each set's removal log holds at most [`REMOVAL_LOG_CAPACITY`] records; a
-//!   [`RemovalReader`] whose cursor fell behind gets [`Removals::Missed`], not a partial list.
+//!   [`RemovalReader`] whose cursor fell behind gets [`Removals::Missed`], not a partial list,
+//!   and so does one reading another store, or a snapshot whose log went another way than the
+//!   one the reader followed (a rollback).
 //! - The reverse reference index is exact after every add, write, remove and destruction, and
 //!   destruction policies check their holder is still present before acting.
 //! - A snapshot never changes after later writes; list buffers are shared with it and copied on
@@ -37,8 +47,8 @@
 //!
 //! let hero = arena.create(ClassId::ENTITY, None)?;
 //! let enemy = arena.create(ClassId::ENTITY, None)?;
-//! let at = |id| InstanceRef::new(id, arena.slot_of(id).unwrap());
-//! let hero_ref = at(hero);
+//! // The arena pairs each id with its slot; the store checks every row it resolves by both.
+//! let hero_ref = InstanceRef::of(&arena, hero)?;
 //! store.insert(hero_ref, ClassId::ENTITY, health)?.set(attacker, Some(enemy))?;
 //!
 //! assert!(store.write(hero_ref, health, current, 75.0)?);
@@ -78,9 +88,9 @@ pub use crate::list::ListAccessor;
 pub use crate::orphan::{FieldTypes, OrphanRecord, Orphans};
 pub use crate::set::{
     ChangeRecord, ComponentSet, FieldMask, InstanceRef, REMOVAL_LOG_CAPACITY, RefEntry, Removal,
-    Tick,
+    Tick, UNCHECKED_SLOT_LIMIT,
 };
 pub use crate::slots::SetSlot;
-pub use crate::store::{BulkInit, DestroyOutcome, RowInit, Store, StoreEvent, StoreId};
+pub use crate::store::{BulkInit, DestroyOutcome, Lineage, RowInit, Store, StoreEvent, StoreId};
 pub use crate::value::{ListValue, MapKey, Value};
 pub use crate::view::{ColumnWriter, View};

@@ -55,7 +55,7 @@ impl Store {
     ) -> Result<&[Value], StoreError> {
         let set = self.set(component)?;
         let row = self.row(at, component)?;
-        let (_, lists) = list_field(set, field)?;
+        let lists = list_field(set, field)?;
         Ok(lists[row].as_slice())
     }
 
@@ -68,13 +68,12 @@ impl Store {
     ) -> Result<ListAccessor<'_>, StoreError> {
         let set = self.set(component)?;
         self.row(at, component)?;
-        let element = list_field(set, field)?.0.clone();
+        list_field(set, field)?;
         Ok(ListAccessor {
             store: self,
             at,
             component,
             field,
-            element,
         })
     }
 
@@ -109,7 +108,6 @@ pub struct ListAccessor<'a> {
     at: InstanceRef,
     component: ComponentId,
     field: FieldId,
-    element: FieldType,
 }
 
 impl ListAccessor<'_> {
@@ -146,7 +144,10 @@ impl ListAccessor<'_> {
             self.check(element)?;
         }
         // Decide before touching the set, so an equal replace leaves it shared with snapshots.
-        if self.as_slice()? == elements.as_slice() {
+        let current = self.as_slice()?;
+        if current.len() == elements.len()
+            && current.iter().zip(&elements).all(|(a, b)| a.identical(b))
+        {
             return Ok(false);
         }
         self.store
@@ -169,31 +170,19 @@ impl ListAccessor<'_> {
     }
 
     fn check(&self, element: &Value) -> Result<(), StoreError> {
-        if element.conforms(&self.element) {
-            return Ok(());
-        }
-        let def = self.store.def(self.component)?;
-        Err(StoreError::TypeMismatch {
-            component: def.name().to_owned(),
-            field: def
-                .field(self.field)
-                .map(|f| f.name.to_string())
-                .unwrap_or_default(),
-            expected: self.element.name(),
-            found: element.kind_name().to_owned(),
-        })
+        self.store
+            .def(self.component)?
+            .check_element(self.field, element)
+            .map(|_| ())
     }
 }
 
-/// A list field's element type and column, or why the field is not a list.
-fn list_field(
-    set: &ComponentSet,
-    field: FieldId,
-) -> Result<(&FieldType, &[ListValue]), StoreError> {
+/// A list field's column, or why the field is not a list.
+fn list_field(set: &ComponentSet, field: FieldId) -> Result<&[ListValue], StoreError> {
     let def = set.def();
     let field_def = def.checked_field(field)?;
     match (&field_def.ty, set.column(field)) {
-        (FieldType::List(element), Some(Column::List(lists))) => Ok((element, lists)),
+        (FieldType::List(_), Some(Column::List(lists))) => Ok(lists),
         _ => Err(def.type_mismatch(field_def, "list")),
     }
 }

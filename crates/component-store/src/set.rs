@@ -7,11 +7,17 @@
 //! entry, writing the moved position before marking the removed slot absent, so removing the last
 //! row (which moves onto itself) leaves its slot absent. A `Row` is a position valid until the
 //! next removal, never an identity. `refs` lists, for every target, one entry per reference to it
-//! held in this set's rows.
+//! held in this set's rows. `dirty_rows` lists every row whose dirty mask is not empty (plus
+//! entries of rows removed since, which readers skip) and never holds more than
+//! `dirty_bound(len)` entries: it is compacted when a push or a removal would break that. The
+//! removal log's `timeline` is unique to this copy of the set once it diverges from another copy
+//! (see `SharedSet::make_mut`), so a reader's cursor is never read against a log that does not
+//! continue the records the reader saw.
 
 use std::sync::Arc;
+use std::sync::atomic::{AtomicU64, Ordering};
 
-use strata_arena::{BoundedJournal, InstanceId, Slot};
+use strata_arena::{BoundedJournal, InstanceId, Slot, Snapshot};
 
 use crate::column::{Column, Scalar};
 use crate::def::{ComponentId, FieldId, InstalledDef};
@@ -28,19 +34,87 @@ pub const REMOVAL_LOG_CAPACITY: usize = 16_384;
 #[derive(Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Debug, Default)]
 pub struct Tick(pub u64);
 
+/// Slots an unchecked [`InstanceRef`] may make a set grow its sparse array to: `2^20` (4 MiB of
+/// sparse entries per set). Beyond, a slot is taken only from a reference checked against the
+/// arena ([`InstanceRef::of`]), or where the set's sparse array already reaches.
+pub const UNCHECKED_SLOT_LIMIT: usize = 1 << 20;
+
 /// An instance as the store addresses it: its id and the arena slot it occupies.
-#[derive(Clone, Copy, PartialEq, Eq, Hash, Debug)]
+///
+/// Make one with [`InstanceRef::of`], which asks the arena for the instance's slot. A
+/// reference also remembers how many slots the arena had then, and the store takes no slot
+/// beyond that, so a forged slot never makes it allocate. [`InstanceRef::new`] pairs an id and
+/// a slot without checking: it is for pairs the caller got from the arena or the store itself
+/// (`Arena::create_many`, `ComponentSet::ids` and `slots`, destruction reports), and the store
+/// takes its slot only below [`UNCHECKED_SLOT_LIMIT`] or where its arrays already reach.
+///
+/// Equality and hashing look at the id and the slot only.
+#[derive(Clone, Copy)]
 pub struct InstanceRef {
     /// The instance id.
     pub id: InstanceId,
     /// The slot the arena keeps it in.
     pub slot: Slot,
+    /// The arena's slot count when the pair was checked; zero when unchecked.
+    bound: u32,
 }
 
 impl InstanceRef {
-    /// Pairs an id with its slot.
+    /// Pairs an id with its slot, unchecked: for pairs the caller got from the arena or the
+    /// store itself (see the type's documentation).
     pub const fn new(id: InstanceId, slot: Slot) -> Self {
-        Self { id, slot }
+        Self { id, slot, bound: 0 }
+    }
+
+    /// The instance `id` of `arena` (a snapshot, or a live `Arena` through its `Deref`), at the
+    /// slot the arena keeps it in (live or destroyed and not yet reclaimed).
+    /// [`StoreError::UnknownInstance`] when the arena has no slot for it.
+    pub fn of(arena: &Snapshot, id: InstanceId) -> Result<Self, StoreError> {
+        let slot = arena.slot_of(id).ok_or(StoreError::UnknownInstance(id))?;
+        let bound = u32::try_from(arena.slot_capacity().max(slot.index() + 1)).unwrap_or(u32::MAX);
+        Ok(Self { id, slot, bound })
+    }
+
+    /// Whether a set whose sparse array has `sparse_len` entries may take this reference's
+    /// slot: inside the array, below the slot count the arena vouched for, or below
+    /// [`UNCHECKED_SLOT_LIMIT`].
+    pub(crate) fn check_slot(&self, sparse_len: usize) -> Result<(), StoreError> {
+        let slot = self.slot.index();
+        let limit = sparse_len
+            .max(self.bound as usize)
+            .max(UNCHECKED_SLOT_LIMIT);
+        if slot < limit {
+            Ok(())
+        } else {
+            Err(StoreError::SlotOutOfRange {
+                slot: self.slot,
+                limit,
+            })
+        }
+    }
+}
+
+impl PartialEq for InstanceRef {
+    fn eq(&self, other: &Self) -> bool {
+        self.id == other.id && self.slot == other.slot
+    }
+}
+
+impl Eq for InstanceRef {}
+
+impl std::hash::Hash for InstanceRef {
+    fn hash<H: std::hash::Hasher>(&self, state: &mut H) {
+        self.id.hash(state);
+        self.slot.hash(state);
+    }
+}
+
+impl std::fmt::Debug for InstanceRef {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("InstanceRef")
+            .field("id", &self.id)
+            .field("slot", &self.slot)
+            .finish()
     }
 }
 
@@ -64,6 +138,59 @@ impl ChangeRecord {
         } else {
             set.row_of(self.at)
         }
+    }
+}
+
+/// How many forks back a removal log remembers its history: a reader whose timeline is further
+/// back is told it missed removals (it may not have; it must rebuild all the same).
+const TIMELINE_MEMORY: usize = 64;
+
+static NEXT_TIMELINE: AtomicU64 = AtomicU64::new(1);
+
+/// Which history a set's removal log records. Every copy of a set (the first write after a
+/// snapshot, a redefinition) forks a new timeline that remembers where it left its parent: the
+/// records up to that head are the parent's, the ones after are its own. A reader's cursor is
+/// valid on its own timeline, and on any timeline forked from it at or after the cursor.
+#[derive(Clone, Debug)]
+pub(crate) struct Timeline {
+    id: u64,
+    /// Ancestors, nearest first, each with the head of the log when this history left it.
+    forks: Arc<[(u64, u64)]>,
+}
+
+impl Timeline {
+    fn fresh() -> Self {
+        Self {
+            id: NEXT_TIMELINE.fetch_add(1, Ordering::Relaxed),
+            forks: Arc::from(Vec::new()),
+        }
+    }
+
+    /// This timeline's id.
+    pub(crate) fn id(&self) -> u64 {
+        self.id
+    }
+
+    /// A new timeline leaving this one at `head`.
+    pub(crate) fn fork(&self, head: u64) -> Self {
+        let forks: Vec<(u64, u64)> = std::iter::once((self.id, head))
+            .chain(self.forks.iter().copied())
+            .take(TIMELINE_MEMORY)
+            .collect();
+        Self {
+            id: NEXT_TIMELINE.fetch_add(1, Ordering::Relaxed),
+            forks: Arc::from(forks),
+        }
+    }
+
+    /// Whether a cursor taken on timeline `timeline` is valid on this one: the same timeline,
+    /// or an ancestor this one left at or after the cursor.
+    pub(crate) fn continues(&self, timeline: u64, cursor: u64) -> bool {
+        timeline == self.id
+            || self
+                .forks
+                .iter()
+                .any(|&(ancestor, head)| ancestor == timeline && cursor <= head)
     }
 }
 
@@ -130,6 +257,7 @@ pub struct ComponentSet {
     pub(crate) dirty_rows: Vec<InstanceRef>,
     pub(crate) structural: u64,
     pub(crate) removals: BoundedJournal<Removal>,
+    pub(crate) timeline: Timeline,
     pub(crate) refs: crate::refs::RefIndex,
     /// Rows whose changed tick rose above `log_base`, each logged once (stale entries allowed:
     /// readers resolve and re-check them).
@@ -159,6 +287,7 @@ impl ComponentSet {
             dirty_rows: Vec::new(),
             structural: 0,
             removals: BoundedJournal::new(REMOVAL_LOG_CAPACITY),
+            timeline: Timeline::fresh(),
             refs: crate::refs::RefIndex::default(),
             change_log: Vec::new(),
             log_base: Tick(0),
@@ -199,6 +328,13 @@ impl ComponentSet {
     /// Whether an instance holds the component.
     pub fn contains(&self, at: InstanceRef) -> bool {
         self.row_of(at).is_some()
+    }
+
+    /// The instance holding a row at `slot`, if any (whatever instance a caller pairs with the
+    /// slot).
+    pub fn holder_at(&self, slot: Slot) -> Option<InstanceId> {
+        let row = *self.sparse.get(slot.index())?;
+        self.ids.get(row as usize).copied()
     }
 
     /// The instances holding the component, by row.
@@ -263,9 +399,23 @@ impl ComponentSet {
         )
     }
 
+    /// How many entries the list of rows for the next [`Store::take_dirty`] holds: each row
+    /// dirtied since the last take, plus entries of rows removed since (skipped by the take).
+    ///
+    /// [`Store::take_dirty`]: crate::Store::take_dirty
+    pub fn pending_dirty(&self) -> usize {
+        self.dirty_rows.len()
+    }
+
     /// The removal log.
     pub fn removal_log(&self) -> &BoundedJournal<Removal> {
         &self.removals
+    }
+
+    /// Takes this set onto a timeline of its own, leaving the current one at the log's head:
+    /// done to every copy that stops sharing its history with the set it was copied from.
+    pub(crate) fn fork_timeline(&mut self) {
+        self.timeline = self.timeline.fork(self.removals.head());
     }
 
     /// The references this set holds to `target`, one entry per reference, sorted by holder
@@ -368,6 +518,50 @@ impl ComponentSet {
         row
     }
 
+    /// Gives a row just pushed for an instance that held `before` in `old` (the set under the
+    /// previous definition) that row's tracking: its added tick, its changed tick and dirty
+    /// fields where a field kept its value (`counterparts[f]` is new field `f`'s field in
+    /// `old`), and a change at `tick` for every field that did not. The dirty list is left to
+    /// [`ComponentSet::rebuild_dirty_rows`].
+    pub(crate) fn carry_tracking(
+        &mut self,
+        row: usize,
+        old: &ComponentSet,
+        before: usize,
+        counterparts: &[Option<FieldId>],
+        tick: Tick,
+    ) {
+        self.added[row] = old.added[before];
+        let old_mask = old.dirty_mask(before);
+        let w = self.dirty_words;
+        let mut changed = false;
+        for (f, counterpart) in counterparts.iter().enumerate() {
+            let same = counterpart
+                .is_some_and(|g| self.columns[f].same_cell(row, &old.columns[g.index()], before));
+            let dirty = if same {
+                counterpart.is_some_and(|g| old_mask.contains(g))
+            } else {
+                changed = true;
+                true
+            };
+            if dirty {
+                self.dirty[row * w + f / 64] |= 1 << (f % 64);
+            }
+        }
+        self.changed[row] = if changed { tick } else { old.changed[before] };
+    }
+
+    /// Rebuilds the dirty list from the dirty masks (after rows were given masks directly).
+    pub(crate) fn rebuild_dirty_rows(&mut self) {
+        compact_dirty_rows(
+            &mut self.dirty_rows,
+            &self.dirty,
+            self.dirty_words,
+            &self.ids,
+            &self.slots,
+        );
+    }
+
     /// Swap-removes a row, logging the removal. Returns the instance that held it.
     pub(crate) fn swap_remove_row(&mut self, row: usize, tick: Tick) -> InstanceId {
         self.unindex_row(row);
@@ -394,6 +588,15 @@ impl ComponentSet {
         self.sparse[slot.index()] = ABSENT;
         self.removals.push(Removal { id, tick });
         self.structural += 1;
+        if self.dirty_rows.len() > dirty_bound(self.ids.len()) {
+            compact_dirty_rows(
+                &mut self.dirty_rows,
+                &self.dirty,
+                self.dirty_words,
+                &self.ids,
+                &self.slots,
+            );
+        }
         id
     }
 
@@ -634,21 +837,48 @@ impl Track<'_> {
         }
         let (word, bit) = (field.index() / 64, 1u64 << (field.index() % 64));
         if self.dirty_words == 1 {
-            let mask = &mut self.dirty[row];
-            if *mask == 0 {
-                self.dirty_rows
-                    .push(InstanceRef::new(self.ids[row], self.slots[row]));
+            if self.dirty[row] == 0 {
+                self.note_dirty(row);
             }
-            *mask |= bit;
+            self.dirty[row] |= bit;
             return;
         }
         let w = self.dirty_words;
-        let words = &mut self.dirty[row * w..(row + 1) * w];
-        if words.iter().all(|x| *x == 0) {
-            self.dirty_rows
-                .push(InstanceRef::new(self.ids[row], self.slots[row]));
+        if self.dirty[row * w..(row + 1) * w].iter().all(|x| *x == 0) {
+            self.note_dirty(row);
         }
-        words[word] |= bit;
+        self.dirty[row * w + word] |= bit;
+    }
+
+    /// Lists a row whose dirty mask is about to go from empty to non-empty, compacting the
+    /// list first when it is full.
+    #[inline(always)]
+    fn note_dirty(&mut self, row: usize) {
+        if self.dirty_rows.len() >= dirty_bound(self.ids.len()) {
+            compact_dirty_rows(
+                self.dirty_rows,
+                self.dirty,
+                self.dirty_words,
+                self.ids,
+                self.slots,
+            );
+        }
+        self.dirty_rows
+            .push(InstanceRef::new(self.ids[row], self.slots[row]));
+    }
+
+    /// Makes room in the dirty list for up to `rows` more rows (one entry each), so a loop can
+    /// push them without checking: compacts the list when they might not fit under its bound.
+    pub(crate) fn reserve_dirty(&mut self, rows: usize) {
+        if self.dirty_rows.len() + rows > dirty_bound(self.ids.len()) {
+            compact_dirty_rows(
+                self.dirty_rows,
+                self.dirty,
+                self.dirty_words,
+                self.ids,
+                self.slots,
+            );
+        }
     }
 
     /// Logs a row whose changed tick just rose above the log base. When the log would outgrow a
@@ -686,6 +916,35 @@ impl Track<'_> {
             *base = tick;
         } else {
             log.push(record);
+        }
+    }
+}
+
+/// The most entries a set's dirty list holds (see [`compact_dirty_rows`]).
+#[inline(always)]
+pub(crate) const fn dirty_bound(rows: usize) -> usize {
+    2 * rows + 64
+}
+
+/// Rebuilds a dirty list from the rows whose dirty mask is not empty, in row order. Entries of
+/// rows removed since they were listed pile up otherwise (removal does not search the list), so
+/// the list is compacted whenever it reaches [`dirty_bound`]; afterwards it holds at most one
+/// entry per row.
+#[cold]
+pub(crate) fn compact_dirty_rows(
+    list: &mut Vec<InstanceRef>,
+    dirty: &[u64],
+    dirty_words: usize,
+    ids: &[InstanceId],
+    slots: &[Slot],
+) {
+    list.clear();
+    if dirty_words == 0 {
+        return;
+    }
+    for (row, mask) in dirty.chunks_exact(dirty_words).enumerate() {
+        if mask.iter().any(|w| *w != 0) {
+            list.push(InstanceRef::new(ids[row], slots[row]));
         }
     }
 }

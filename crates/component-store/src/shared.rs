@@ -5,6 +5,7 @@
 //! weak references (none are ever created). `make_mut` sets it after making the set unique;
 //! `share`, the only way a second strong reference is made, clears it first. Every write to a
 //! set goes through `make_mut`, which takes `&mut self`, so no `share` can run concurrently.
+//! A copy made by `make_mut` forks its removal log's timeline.
 
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -64,7 +65,13 @@ impl SharedSet {
             unsafe { &mut *Arc::as_ptr(&self.arc).cast_mut() }
         } else {
             *self.private.get_mut() = true;
-            Arc::make_mut(&mut self.arc)
+            let shared = Arc::as_ptr(&self.arc);
+            let set = Arc::make_mut(&mut self.arc);
+            if !std::ptr::eq(shared, set) {
+                // A copy: from here on its removals are not the other holders' history.
+                set.fork_timeline();
+            }
+            set
         }
     }
 }

@@ -3,9 +3,11 @@
 //!
 //! Invariant: sets are shared with snapshots behind `Arc` and copied on their first write after
 //! a snapshot, so a snapshot never changes. The tick advances once per actual change (an add, a
-//! removal, a write that stores a different value) and never for an equal write. A store and each
-//! of its snapshots have distinct `StoreId`s, so a cache keyed by store identity never mistakes
-//! one for the other. The store never calls into the arena: the arena's owner reports
+//! removal, a write that stores a value differing bit for bit) and never for an equal write. A
+//! store and each of its snapshots have distinct `StoreId`s, so a cache keyed by store identity
+//! never mistakes one for the other, and the same `Lineage`, which no store made by another
+//! `Store::new` has. No add evicts another instance's row; only `evict_stale` removes a row on
+//! another instance's behalf. The store never calls into the arena: the arena's owner reports
 //! destruction (`on_destroyed`) and reclamation (`on_reclaimed`).
 
 use std::sync::Arc;
@@ -23,6 +25,7 @@ use crate::shared::SharedSet;
 use crate::value::Value;
 
 static NEXT_STORE_ID: AtomicU64 = AtomicU64::new(1);
+static NEXT_LINEAGE: AtomicU64 = AtomicU64::new(1);
 
 /// The identity of one store value. Snapshots get their own.
 #[derive(Clone, Copy, PartialEq, Eq, Hash, Debug)]
@@ -31,6 +34,19 @@ pub struct StoreId(u64);
 impl StoreId {
     fn fresh() -> Self {
         Self(NEXT_STORE_ID.fetch_add(1, Ordering::Relaxed))
+    }
+}
+
+/// The family of one store: the store made by [`Store::new`] and every snapshot taken from it
+/// (or from those) share it; another `Store::new` starts another. Component ids and definitions
+/// mean the same within a lineage and nothing across lineages, so what was saved from one store
+/// ([`SetSlot`](crate::SetSlot)) is only taken back by a store of its lineage.
+#[derive(Clone, Copy, PartialEq, Eq, Hash, Debug)]
+pub struct Lineage(u64);
+
+impl Lineage {
+    fn fresh() -> Self {
+        Self(NEXT_LINEAGE.fetch_add(1, Ordering::Relaxed))
     }
 }
 
@@ -79,10 +95,10 @@ pub struct DestroyOutcome {
 #[derive(Debug)]
 pub struct Store {
     id: StoreId,
+    lineage: Lineage,
     sets: Vec<Option<SharedSet>>,
     names: HashMap<Arc<str>, ComponentId>,
     name_revision: u64,
-    allocations: u64,
     tick: Tick,
     orphans: Arc<Orphans>,
     events: Vec<StoreEvent>,
@@ -103,10 +119,10 @@ impl Store {
     pub fn new() -> Self {
         Self {
             id: StoreId::fresh(),
+            lineage: Lineage::fresh(),
             sets: Vec::new(),
             names: HashMap::new(),
             name_revision: 0,
-            allocations: 0,
             tick: Tick(0),
             orphans: Arc::default(),
             events: Vec::new(),
@@ -120,6 +136,12 @@ impl Store {
         self.id
     }
 
+    /// This store's lineage: shared with the store it was snapshotted from and with its own
+    /// snapshots.
+    pub fn lineage(&self) -> Lineage {
+        self.lineage
+    }
+
     /// The mutation tick: the tick of the latest change.
     pub fn tick(&self) -> Tick {
         self.tick
@@ -131,10 +153,11 @@ impl Store {
     }
 
     /// A copy sharing every set; the first write to a set afterwards copies that set only.
-    /// The copy has a new identity and no pending events.
+    /// The copy has a new identity, the same lineage, and no pending events.
     pub fn snapshot(&self) -> Store {
         Store {
             id: StoreId::fresh(),
+            lineage: self.lineage,
             sets: self
                 .sets
                 .iter()
@@ -142,7 +165,6 @@ impl Store {
                 .collect(),
             names: self.names.clone(),
             name_revision: self.name_revision,
-            allocations: self.allocations,
             tick: self.tick,
             orphans: self.orphans.clone(),
             events: Vec::new(),
@@ -177,8 +199,7 @@ impl Store {
                 reason: "too many components".into(),
             }
         })?);
-        let installed = InstalledDef::validate(def, id, self.allocations + 1, classes)?;
-        self.allocations += 1;
+        let installed = InstalledDef::validate(def, id, classes)?;
         self.names.insert(installed.def.name.clone(), id);
         self.name_revision += 1;
         self.sets
@@ -189,8 +210,16 @@ impl Store {
 
     /// Replaces a component's definition, keeping its id: the set is rebuilt from `rows` (values
     /// in the new definition's field order, for instances whose class it allows), its
-    /// structural revision advances, its removal log carries over and records every instance that
-    /// had a row and has none now. Used by schema adoption.
+    /// structural revision advances, and its removal log carries over. Used by schema adoption.
+    ///
+    /// A row of an instance that had one before keeps its added tick; its fields are matched to
+    /// the old definition's by name, then by the new field's former names, and a field whose
+    /// type and value (bit for bit) are unchanged keeps its pending dirty state, while any other
+    /// field counts as changed now (dirty, and the row's changed tick moves). A row of an
+    /// instance that had none is added now (an `Added` event when the new definition is
+    /// observed). An instance that had a row and has none now loses the component like any
+    /// removal: a removal record, a `Removed` event when the old definition was observed, and
+    /// the removal of every component of the instance that requires this one.
     pub fn redefine(
         &mut self,
         component: ComponentId,
@@ -200,14 +229,15 @@ impl Store {
     ) -> Result<(), StoreError> {
         let old = self
             .slot_set(component)
-            .map(|s| s.get().clone())
+            .map(SharedSet::get)
             .ok_or(StoreError::UnknownComponent(component))?;
         let renamed = *old.def.def.name != *def.name;
         if renamed && self.names.contains_key(&*def.name) {
             return Err(StoreError::DuplicateComponent(def.name.to_string()));
         }
-        let installed = InstalledDef::validate(def, component, self.allocations + 1, classes)?;
-        for (_, values) in &rows {
+        let installed = InstalledDef::validate(def, component, classes)?;
+        for (at, values) in &rows {
+            at.check_slot(old.sparse.len())?;
             check_row(&installed, values)?;
         }
         let mut seen = HashSet::with_capacity(rows.len());
@@ -217,28 +247,46 @@ impl Store {
                 reason: "two rows for one slot".into(),
             });
         }
+        // Each new field's counterpart in the old definition: same name, else a former name,
+        // and the same type.
+        let counterparts: Vec<Option<FieldId>> = installed
+            .fields()
+            .iter()
+            .map(|field| {
+                std::iter::once(&field.name)
+                    .chain(&field.former_names)
+                    .find_map(|name| old.def.field_id(name))
+                    .filter(|g| old.def.field(*g).is_some_and(|o| o.ty == field.ty))
+            })
+            .collect();
+        let (old_observed, new_observed) = (old.def.def.observed, installed.def.observed);
         let old_name = old.def.def.name.clone();
+        let tick = Tick(self.tick.0 + 1);
         let mut set = ComponentSet::new(Arc::new(installed));
         set.removals = old.removals.clone();
-        set.structural = old.structural + 1;
-        let kept: HashSet<InstanceId> = rows.iter().map(|(at, _)| at.id).collect();
-        let lost: Vec<InstanceId> = old
-            .ids
-            .iter()
-            .filter(|id| !kept.contains(*id))
-            .copied()
+        // A snapshot may still hold the old set, with its timeline: this one leaves it.
+        set.timeline = old.timeline.fork(old.removals.head());
+        let kept: HashSet<InstanceRef> = rows.iter().map(|(at, _)| *at).collect();
+        let lost: Vec<InstanceRef> = (0..old.len())
+            .map(|row| InstanceRef::new(old.ids[row], old.slots[row]))
+            .filter(|at| !kept.contains(at))
             .collect();
-        self.allocations += 1;
-        self.tick.0 += 1;
-        let tick = self.tick;
-        for id in lost {
-            set.removals.push(crate::set::Removal { id, tick });
+        for at in &lost {
+            set.removals.push(crate::set::Removal { id: at.id, tick });
         }
+        let mut added = Vec::new();
         for (at, values) in rows {
-            set.push_row(at, values, tick);
+            let row = set.push_row(at, values, tick);
+            match old.row_of(at) {
+                Some(before) => set.carry_tracking(row, old, before, &counterparts, tick),
+                None => added.push(at.id),
+            }
         }
         set.reset_change_log(tick);
+        set.rebuild_dirty_rows();
         set.structural = old.structural + 1;
+
+        self.tick = tick;
         if renamed {
             self.names.remove(&old_name);
             self.names.insert(set.def.def.name.clone(), component);
@@ -246,6 +294,27 @@ impl Store {
         }
         self.sets[component.index()] = Some(SharedSet::new(set));
         self.rebuild_dependents();
+        if old_observed {
+            self.events
+                .extend(lost.iter().map(|at| StoreEvent::Removed {
+                    id: at.id,
+                    component,
+                }));
+        }
+        if new_observed {
+            self.events.extend(
+                added
+                    .into_iter()
+                    .map(|id| StoreEvent::Added { id, component }),
+            );
+        }
+        let mut removed = Vec::new();
+        for at in lost {
+            if !self.migrations.is_empty() {
+                Arc::make_mut(&mut self.migrations).remove(&(at.id, component));
+            }
+            self.remove_dependents(at, component, &mut removed);
+        }
         Ok(())
     }
 
@@ -357,7 +426,12 @@ impl Store {
     }
 
     /// Adds a component to an instance of `class`: fields take the given values, the rest their
-    /// defaults. Every value is checked before anything is stored.
+    /// defaults. Every value is checked before anything is stored. Refused, changing nothing,
+    /// when the instance already holds the component ([`StoreError::AlreadyPresent`]), the
+    /// class is not allowed ([`StoreError::ClassNotAllowed`]), another instance holds a row at
+    /// the slot ([`StoreError::SlotOccupied`]: a mismatched pair, or a destruction never
+    /// reported, see [`Store::evict_stale`]), or the slot is past what the reference may
+    /// address ([`StoreError::SlotOutOfRange`], see [`InstanceRef`]).
     pub fn add(
         &mut self,
         at: InstanceRef,
@@ -392,7 +466,8 @@ impl Store {
         Ok(RowInit { set, row })
     }
 
-    fn add_row(
+    /// Adds a row of checked values (or defaults) after [`check_add`].
+    pub(crate) fn add_row(
         &mut self,
         at: InstanceRef,
         class: ClassId,
@@ -400,30 +475,7 @@ impl Store {
         values: Option<Vec<Value>>,
     ) -> Result<(&mut ComponentSet, usize), StoreError> {
         let set = self.set(component)?;
-        if set.contains(at) {
-            return Err(StoreError::AlreadyPresent {
-                id: at.id,
-                component,
-            });
-        }
-        if !set.def.allows_class(class) {
-            return Err(StoreError::ClassNotAllowed {
-                component: set.def.name().to_owned(),
-                class,
-            });
-        }
-        // A row left at this slot by an instance the store was never told had been destroyed
-        // cannot be live: the slot now belongs to `at`. Evict it as a removal, dependents and
-        // events included.
-        let stale = set
-            .sparse
-            .get(at.slot.index())
-            .and_then(|&row| set.ids.get(row as usize))
-            .map(|&id| InstanceRef::new(id, at.slot));
-        if let Some(stale) = stale {
-            let mut removed = Vec::new();
-            self.remove_with_dependents(stale, component, &mut removed);
-        }
+        check_add(set, at, class)?;
         let (set, tick, events) = self
             .parts(component)
             .ok_or(StoreError::UnknownComponent(component))?;
@@ -446,9 +498,9 @@ impl Store {
     /// Adds a component with default values to many instances of one class in one step: one
     /// tick, each column extended once, defaults copied without building values. Returns a
     /// writer for filling the new rows' fields without further ticks. Refused, changing
-    /// nothing, when the class is not allowed, an instance already holds the component, or one
-    /// slot appears twice. Rows left by instances whose destruction was never reported are
-    /// evicted first, as for [`Store::add`].
+    /// nothing, when one slot appears twice or any instance could not take the row alone (see
+    /// [`Store::add`]). An empty `ats` changes nothing: no tick, no structural revision, and a
+    /// set shared with a snapshot stays shared.
     pub fn insert_many(
         &mut self,
         ats: &[InstanceRef],
@@ -462,38 +514,34 @@ impl Store {
                 class,
             });
         }
+        if ats.is_empty() {
+            // Nothing to add: no tick, no revision, and the set stays shared with snapshots.
+            let set = self
+                .sets
+                .get_mut(component.index())
+                .and_then(Option::as_mut)
+                .ok_or(StoreError::UnknownComponent(component))?;
+            return Ok(BulkInit { set, rows: 0..0 });
+        }
+        // Every slot is checked against its bound before the bitmap below is sized by them.
+        for at in ats {
+            check_add(set, *at, class)?;
+        }
         let max_slot = ats.iter().map(|at| at.slot.index()).max().unwrap_or(0);
         let mut seen = vec![0u64; max_slot / 64 + 1];
-        let mut stale = Vec::new();
         for at in ats {
             let (word, bit) = (at.slot.index() / 64, 1u64 << (at.slot.index() % 64));
             if seen[word] & bit != 0 {
                 return Err(StoreError::DuplicateSlot(at.slot));
             }
             seen[word] |= bit;
-            if set.contains(*at) {
-                return Err(StoreError::AlreadyPresent {
-                    id: at.id,
-                    component,
-                });
-            }
-            if let Some(&row) = set.sparse.get(at.slot.index())
-                && let Some(&id) = set.ids.get(row as usize)
-            {
-                stale.push(InstanceRef::new(id, at.slot));
-            }
-        }
-        for at in stale {
-            let mut removed = Vec::new();
-            self.remove_with_dependents(at, component, &mut removed);
         }
         let (set, tick, events) = self
             .parts(component)
             .ok_or(StoreError::UnknownComponent(component))?;
         tick.0 += 1;
         let observed = set.def.def.observed;
-        let set = set.make_mut();
-        let rows = set.push_default_rows(ats, *tick);
+        let rows = set.make_mut().push_default_rows(ats, *tick);
         if observed {
             events.extend(ats.iter().map(|at| StoreEvent::Added {
                 id: at.id,
@@ -501,6 +549,30 @@ impl Store {
             }));
         }
         Ok(BulkInit { set, rows })
+    }
+
+    /// Removes, in every component, a row held at `at`'s slot by another instance: one destroyed
+    /// without the store being told, whose slot the arena has given to `at` since. Each
+    /// eviction is a removal like any other (dependents, removal records and events included),
+    /// and the evicted instances' orphan records go too. Returns the rows removed. This is the
+    /// only way a row of one instance is removed on behalf of another: adds refuse an occupied
+    /// slot ([`StoreError::SlotOccupied`]) rather than evict.
+    pub fn evict_stale(&mut self, at: InstanceRef) -> Vec<(InstanceId, ComponentId)> {
+        let mut removed = Vec::new();
+        for index in 0..self.sets.len() {
+            let holder = self.sets[index].as_ref().and_then(|s| s.holder_at(at.slot));
+            if let Some(holder) = holder.filter(|h| *h != at.id) {
+                let stale = InstanceRef::new(holder, at.slot);
+                self.remove_with_dependents(stale, ComponentId(index as u32), &mut removed);
+            }
+        }
+        if !self.orphans.is_empty() {
+            let orphans = Arc::make_mut(&mut self.orphans);
+            for (id, _) in &removed {
+                orphans.remove_instance(*id);
+            }
+        }
+        removed
     }
 
     /// Removes a component from an instance, together with every component of the instance
@@ -524,6 +596,17 @@ impl Store {
             return;
         }
         removed.push((at.id, component));
+        self.remove_dependents(at, component, removed);
+    }
+
+    /// Removes every component of an instance that requires `component` (transitively), after
+    /// the instance lost `component`.
+    fn remove_dependents(
+        &mut self,
+        at: InstanceRef,
+        component: ComponentId,
+        removed: &mut Vec<(InstanceId, ComponentId)>,
+    ) {
         if self.dependents[component.index()].is_empty() {
             return;
         }
@@ -674,7 +757,11 @@ impl Store {
             id: at.id,
             component,
         })?;
-        if set.checked_values::<T>(field)?[row] == value {
+        let field_def = set.def.check_scalar_value(field, &value)?;
+        let values = set
+            .values::<T>(field)
+            .ok_or_else(|| set.def.type_mismatch(field_def, std::any::type_name::<T>()))?;
+        if values[row].identical(&value) {
             return Ok(false);
         }
         if set.def.reference_fields.contains(&field) {
@@ -711,7 +798,7 @@ impl Store {
             component,
         })?;
         set.def.check_value(field, &value)?;
-        if set.value(row, field).as_ref() == Some(&value) {
+        if set.value(row, field).is_some_and(|v| v.identical(&value)) {
             return Ok(false);
         }
         self.write_row(component, row, field, value)
@@ -735,7 +822,7 @@ impl Store {
                 row,
             });
         }
-        if set.value(row, field).as_ref() == Some(&value) {
+        if set.value(row, field).is_some_and(|v| v.identical(&value)) {
             return Ok(false);
         }
         self.write_row(component, row, field, value)
@@ -1045,7 +1132,7 @@ impl RowInit<'_> {
             return self.set_value(field, value.into_value());
         }
         let row = self.row;
-        self.set.checked_values::<T>(field)?;
+        self.set.def.check_scalar_value(field, &value)?;
         if let Some(values) = self.set.typed_mut::<T>(field) {
             values[row] = value;
         }
@@ -1061,9 +1148,10 @@ impl RowInit<'_> {
 }
 
 /// A writer for the fields of rows just added by [`Store::insert_many`]; its writes are part
-/// of the add and take no ticks of their own.
+/// of the add and take no ticks of their own. With no new rows it checks field types and
+/// changes nothing (the set is not even made private).
 pub struct BulkInit<'a> {
-    set: &'a mut ComponentSet,
+    set: &'a mut SharedSet,
     rows: std::ops::Range<usize>,
 }
 
@@ -1074,24 +1162,77 @@ impl BulkInit<'_> {
     }
 
     /// Sets a field of every new row from `values` (in row order; missing values leave the
-    /// default, extra ones are ignored).
+    /// default, extra ones are ignored). Every value is checked before the first is stored.
     pub fn fill<T: Scalar>(
         &mut self,
         field: FieldId,
         values: impl IntoIterator<Item = T>,
     ) -> Result<&mut Self, StoreError> {
-        self.set.checked_values::<T>(field)?;
-        if self.set.def.reference_fields.contains(&field) {
-            for (row, value) in self.rows.clone().zip(values) {
-                self.set.init_field(row, field, value.into_value());
+        self.set.def.check_scalar::<T>(field)?;
+        if self.rows.is_empty() {
+            return Ok(self);
+        }
+        if T::RANGED {
+            let values: Vec<T> = values.into_iter().take(self.rows.len()).collect();
+            for value in &values {
+                self.set.def.check_scalar_value(field, value)?;
             }
-        } else if let Some(column) = self.set.typed_mut::<T>(field) {
+            return Ok(self.fill_checked(field, values));
+        }
+        Ok(self.fill_checked(field, values))
+    }
+
+    /// [`BulkInit::fill`] with values already checked.
+    fn fill_checked<T: Scalar>(
+        &mut self,
+        field: FieldId,
+        values: impl IntoIterator<Item = T>,
+    ) -> &mut Self {
+        let set = self.set.make_mut();
+        if set.def.reference_fields.contains(&field) {
+            for (row, value) in self.rows.clone().zip(values) {
+                set.init_field(row, field, value.into_value());
+            }
+        } else if let Some(column) = set.typed_mut::<T>(field) {
             for (slot, value) in column[self.rows.clone()].iter_mut().zip(values) {
                 *slot = value;
             }
         }
-        Ok(self)
+        self
     }
+}
+
+/// Whether an instance of `class` may take a row in `set`: the checks every add runs before
+/// it stores anything.
+pub(crate) fn check_add(
+    set: &ComponentSet,
+    at: InstanceRef,
+    class: ClassId,
+) -> Result<(), StoreError> {
+    match set.holder_at(at.slot) {
+        Some(holder) if holder == at.id => {
+            return Err(StoreError::AlreadyPresent {
+                id: at.id,
+                component: set.id(),
+            });
+        }
+        Some(holder) => {
+            return Err(StoreError::SlotOccupied {
+                slot: at.slot,
+                holder,
+                component: set.id(),
+            });
+        }
+        None => {}
+    }
+    at.check_slot(set.sparse.len())?;
+    if !set.def.allows_class(class) {
+        return Err(StoreError::ClassNotAllowed {
+            component: set.def.name().to_owned(),
+            class,
+        });
+    }
+    Ok(())
 }
 
 /// Checks a whole row of values against a definition.

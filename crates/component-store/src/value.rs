@@ -2,7 +2,8 @@
 //!
 //! Invariant: a `Value` stored in a column always conforms to its field's `FieldType`
 //! (`Value::conforms`); the store checks before storing. A `ListValue` with no elements holds no
-//! buffer, and its buffer is shared between snapshots until one of them writes it.
+//! buffer, and its buffer is shared between snapshots until one of them writes it. "The same
+//! value" for the store is `Value::identical` (bit for bit), never IEEE `==`.
 
 use std::collections::BTreeMap;
 use std::fmt;
@@ -10,6 +11,7 @@ use std::sync::Arc;
 
 use strata_arena::{InstanceId, Transform, Vec3};
 
+use crate::column::Scalar;
 use crate::def::FieldType;
 
 /// A field value of any type.
@@ -106,6 +108,17 @@ impl ListValue {
         self.0.is_some()
     }
 
+    /// Whether two lists hold the same elements bit for bit (see [`Value::identical`]).
+    pub fn identical(&self, other: &ListValue) -> bool {
+        self.shares_buffer_with(other)
+            || (self.len() == other.len()
+                && self
+                    .as_slice()
+                    .iter()
+                    .zip(other.as_slice())
+                    .all(|(a, b)| a.identical(b)))
+    }
+
     /// Whether two lists share one buffer (both empty counts as sharing nothing).
     pub fn shares_buffer_with(&self, other: &ListValue) -> bool {
         match (&self.0, &other.0) {
@@ -171,6 +184,37 @@ impl Value {
                 inner.as_deref().is_none_or(|v| v.conforms(ty))
             }
             _ => false,
+        }
+    }
+
+    /// Whether two values are the same bit for bit, nested values included: the store's notion
+    /// of an equal write, which changes nothing. It differs from `==` only for floating values
+    /// (numbers, vectors, transforms, anywhere inside the value): `-0.0` is not the same as
+    /// `0.0`, since storing it would change the sign, and a NaN is the same as a NaN with the
+    /// same bits, since storing it would change nothing.
+    pub fn identical(&self, other: &Value) -> bool {
+        match (self, other) {
+            (Value::Number(a), Value::Number(b)) => a.identical(b),
+            (Value::Vector(a), Value::Vector(b)) => a.identical(b),
+            (Value::Transform(a), Value::Transform(b)) => a.identical(b),
+            (Value::List(a), Value::List(b)) => a.identical(b),
+            (Value::Map(a), Value::Map(b)) => {
+                Arc::ptr_eq(a, b)
+                    || (a.len() == b.len()
+                        && a.iter()
+                            .zip(b.iter())
+                            .all(|((ka, va), (kb, vb))| ka == kb && va.identical(vb)))
+            }
+            (Value::Struct(a), Value::Struct(b)) => {
+                Arc::ptr_eq(a, b)
+                    || (a.len() == b.len() && a.iter().zip(b.iter()).all(|(x, y)| x.identical(y)))
+            }
+            (Value::Optional(a), Value::Optional(b)) => match (a, b) {
+                (Some(a), Some(b)) => a.identical(b),
+                (None, None) => true,
+                _ => false,
+            },
+            (a, b) => a == b,
         }
     }
 

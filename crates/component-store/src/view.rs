@@ -2,13 +2,17 @@
 //!
 //! Invariant: a `View` borrows its set, so it always reads the set's current buffers; it can
 //! never outlive a reallocation. A `ColumnWriter` keeps ticks, dirty masks, events and the
-//! reverse index exactly as single writes do: a write of an equal value changes nothing, and
-//! all the changes of one writer share one tick, taken at its first actual change.
+//! reverse index exactly as single writes do: every value passes the definition's check
+//! (`InstalledDef::check_scalar_value`) before anything is stored, a write of an equal value
+//! changes nothing, and all the changes of one writer share one tick, taken at its first actual
+//! change.
+
+use std::sync::Arc;
 
 use strata_arena::InstanceId;
 
 use crate::column::{Column, Scalar};
-use crate::def::{ComponentId, FieldId};
+use crate::def::{ComponentId, FieldId, InstalledDef};
 use crate::error::StoreError;
 use crate::set::{ComponentSet, Tick, Track};
 use crate::store::{Store, StoreEvent};
@@ -59,6 +63,7 @@ impl ComponentSet {
 /// records the change (changed tick, change log, dirty mask, event) like a single write.
 pub struct ColumnWriter<'a, T: Scalar> {
     target: Target<'a, T>,
+    def: Arc<InstalledDef>,
     store_tick: &'a mut Tick,
     events: &'a mut Vec<StoreEvent>,
     component: ComponentId,
@@ -106,7 +111,8 @@ impl Store {
             }
         }
         let (set, other, store_tick, events) = self.parts_split(component, read.map(|r| r.0))?;
-        let observed = set.def().def().observed;
+        let def = Arc::clone(&set.def);
+        let observed = def.def().observed;
         let same_set_read = read.filter(|(rc, _)| *rc == component).map(|(_, rf)| rf);
         let (target, read_values): (Target<'_, W>, &[R]) = if references {
             let values = match (read, other) {
@@ -128,6 +134,7 @@ impl Store {
         Ok((
             ColumnWriter {
                 target,
+                def,
                 store_tick,
                 events,
                 component,
@@ -158,17 +165,37 @@ impl<T: Scalar> ColumnWriter<'_, T> {
         }
     }
 
+    /// Checks that the field can hold `value` (an enum index must name a variant), as every
+    /// write of this writer does before storing anything; see
+    /// [`InstalledDef::check_scalar_value`].
+    #[inline]
+    pub fn check(&self, value: &T) -> Result<(), StoreError> {
+        if T::RANGED {
+            self.def.check_scalar_value(self.field, value)?;
+        }
+        Ok(())
+    }
+
     /// Writes `f(current, read)` into rows `0..n` (`n` the shorter of the column and `reads`),
     /// where row `i` reads `reads[i]`: the tight loop for a dense pass. Equal results change
-    /// nothing. Returns how many rows changed.
-    pub fn update_dense<R>(&mut self, reads: &[R], mut f: impl FnMut(&T, &R) -> T) -> usize {
+    /// nothing. Returns how many rows changed; refused, changing nothing, when a result is a
+    /// value the field cannot hold (see [`ColumnWriter::check`]).
+    pub fn update_dense<R>(
+        &mut self,
+        reads: &[R],
+        mut f: impl FnMut(&T, &R) -> T,
+    ) -> Result<usize, StoreError> {
         let tick = self.tick.unwrap_or(Tick(self.store_tick.0 + 1));
         let field = self.field;
         match &mut self.target {
-            // The common shape (one dirty word per row, no observer events): a loop over zipped
-            // slices, with the change-log check against a hoisted base.
-            Target::Bound { values, track } if track.dirty_words == 1 && !self.observed => {
+            // The common shape (one dirty word per row, no observer events, no value that can
+            // fall outside the field): a loop over zipped slices, with the change-log check
+            // against a hoisted base.
+            Target::Bound { values, track }
+                if track.dirty_words == 1 && !self.observed && !T::RANGED =>
+            {
                 track.prepare_bulk(values.len().min(reads.len()), tick);
+                track.reserve_dirty(values.len().min(reads.len()));
                 let bit = 1u64 << (field.index() % 64);
                 let mut base = *track.log_base;
                 let mut changed = 0;
@@ -179,7 +206,7 @@ impl<T: Scalar> ColumnWriter<'_, T> {
                     .zip(track.changed[..n].iter_mut().zip(&mut track.dirty[..n]));
                 for (row, ((value, read), (changed_tick, mask))) in rows.enumerate() {
                     let next = f(value, read);
-                    if *value == next {
+                    if value.identical(&next) {
                         continue;
                     }
                     *value = next;
@@ -211,7 +238,7 @@ impl<T: Scalar> ColumnWriter<'_, T> {
                     self.tick = Some(tick);
                     *self.store_tick = (*self.store_tick).max(tick);
                 }
-                changed
+                Ok(changed)
             }
             _ => self.update_indexed(reads.len(), |i| (i, i), |current, i| f(current, &reads[i])),
         }
@@ -219,13 +246,33 @@ impl<T: Scalar> ColumnWriter<'_, T> {
 
     /// Writes `f(current, k)` into row `rows(k).0` for `k` in `0..n`; the generic tight loop
     /// behind dense and indexed passes (`rows(k).1` is handed back to `f` as its read index).
-    /// Equal results change nothing. Returns how many rows changed.
+    /// Rows past the end are skipped; equal results change nothing. Returns how many rows
+    /// changed; refused, changing nothing, when a result is a value the field cannot hold
+    /// (see [`ColumnWriter::check`]).
     pub fn update_indexed(
         &mut self,
         n: usize,
         mut rows: impl FnMut(usize) -> (usize, usize),
         mut f: impl FnMut(&T, usize) -> T,
-    ) -> usize {
+    ) -> Result<usize, StoreError> {
+        if T::RANGED {
+            // Every result is checked before the first is stored.
+            let mut planned = Vec::with_capacity(n);
+            for k in 0..n {
+                let (row, read) = rows(k);
+                let Some(current) = self.values().get(row) else {
+                    continue;
+                };
+                let next = f(current, read);
+                self.check(&next)?;
+                planned.push((row, next));
+            }
+            let mut changed = 0;
+            for (row, next) in planned {
+                changed += usize::from(self.write(row, next)?);
+            }
+            return Ok(changed);
+        }
         let tick = match self.tick {
             Some(tick) => tick,
             None => Tick(self.store_tick.0 + 1),
@@ -240,7 +287,7 @@ impl<T: Scalar> ColumnWriter<'_, T> {
                         continue;
                     };
                     let next = f(current, read);
-                    if *current != next {
+                    if !current.identical(&next) {
                         *current = next;
                         track.mark(row, self.field, tick);
                         changed += 1;
@@ -261,16 +308,16 @@ impl<T: Scalar> ColumnWriter<'_, T> {
                         continue;
                     };
                     let next = f(&current, read);
-                    changed += usize::from(self.write(row, next));
+                    changed += usize::from(self.write(row, next)?);
                 }
-                return changed;
+                return Ok(changed);
             }
         }
         if changed > 0 {
             self.tick = Some(tick);
             *self.store_tick = (*self.store_tick).max(tick);
         }
-        changed
+        Ok(changed)
     }
 
     /// The instance of each row.
@@ -281,36 +328,40 @@ impl<T: Scalar> ColumnWriter<'_, T> {
         }
     }
 
-    /// Writes row `row`; returns `false`, changing nothing, for an equal value or a row out of
-    /// range.
+    /// Writes row `row`; returns `false`, changing nothing, for an equal value. Refused,
+    /// changing nothing, for a row out of range ([`StoreError::RowOutOfRange`]) or a value the
+    /// field cannot hold (see [`ColumnWriter::check`]).
     #[inline]
-    pub fn write(&mut self, row: usize, value: T) -> bool {
+    pub fn write(&mut self, row: usize, value: T) -> Result<bool, StoreError> {
+        self.check(&value)?;
         let tick = match self.tick {
             Some(tick) => tick,
             None => Tick(self.store_tick.0 + 1),
         };
+        let out_of_range = || StoreError::RowOutOfRange {
+            component: self.def.name().to_owned(),
+            row,
+        };
         let id = match &mut self.target {
             Target::Bound { values, track } => {
                 let Some(slot) = values.get_mut(row) else {
-                    return false;
+                    return Err(out_of_range());
                 };
-                if *slot == value {
-                    return false;
+                if slot.identical(&value) {
+                    return Ok(false);
                 }
                 *slot = value;
                 track.mark(row, self.field, tick);
                 track.id(row)
             }
             Target::Set(set) => {
-                if set
-                    .values::<T>(self.field)
-                    .and_then(|v| v.get(row))
-                    .is_none_or(|v| *v == value)
-                {
-                    return false;
+                match set.values::<T>(self.field).and_then(|v| v.get(row)) {
+                    None => return Err(out_of_range()),
+                    Some(current) if current.identical(&value) => return Ok(false),
+                    Some(_) => {}
                 }
                 if !set.write(row, self.field, value.into_value(), tick) {
-                    return false;
+                    return Ok(false);
                 }
                 set.ids[row]
             }
@@ -324,6 +375,6 @@ impl<T: Scalar> ColumnWriter<'_, T> {
                 field: self.field,
             });
         }
-        true
+        Ok(true)
     }
 }

@@ -5,7 +5,9 @@
 //! The model keeps, per component, each member's slot, field values, added and changed ticks
 //! and dirty fields, the structural revision and the whole removal history, plus the store's
 //! mutation tick and the events observed components must queue. `requires` cascades, destruction
-//! policies, reclamation and snapshot slots are simulated independently of the store's code.
+//! policies, reclamation, snapshot slots, bulk adds and the explicit eviction of rows left by
+//! unreported destructions are simulated independently of the store's code; equal writes are
+//! bit-identical ones, and every set's dirty list must stay within its bound.
 //! Instances come from an `Arena`, so destroyed instances' slots really are reused. Every stored
 //! store snapshot keeps the model copy taken with it and is re-checked after every later step.
 
@@ -165,10 +167,17 @@ const CLASSES: [ClassId; 5] = [
     ClassId::FOLDER,
 ];
 
-const NUMBERS: [f64; 6] = [0.0, -0.0, 1.0, 2.5, -3.0, 1.0e9];
+/// Numbers, with both zeros and a NaN: equal writes are bit-identical ones.
+const NUMBERS: [f64; 7] = [0.0, -0.0, 1.0, 2.5, -3.0, 1.0e9, f64::NAN];
 const INTEGERS: [i64; 5] = [0, 1, -1, 7, i64::MAX];
 const TEXTS: [&str; 4] = ["", "a", "body", "zz"];
-const VECTORS: [Vec3; 3] = [Vec3::ZERO, Vec3::ONE, Vec3::new(1.0, -2.0, 0.5)];
+const VECTORS: [Vec3; 5] = [
+    Vec3::ZERO,
+    Vec3::ONE,
+    Vec3::new(1.0, -2.0, 0.5),
+    Vec3::new(0.0, -0.0, 0.0),
+    Vec3::new(f32::NAN, 0.0, 1.0),
+];
 /// An id the arena never issues in these tests: a reference to an instance that never existed.
 const STRANGER: u64 = 1 << 40;
 
@@ -261,6 +270,16 @@ struct Model {
     tick: u64,
     sets: Vec<MSet>,
     events: Vec<Ev>,
+    floats: FloatWrites,
+}
+
+/// Number writes whose equality differs between IEEE `==` and bit identity.
+#[derive(Clone, Copy, Debug, Default)]
+struct FloatWrites {
+    /// A NaN written over a NaN: no change.
+    nan_over_nan: usize,
+    /// One zero written over the other: a change.
+    zero_sign_changes: usize,
 }
 
 /// What a destruction report should do.
@@ -282,6 +301,7 @@ impl Model {
             tick: 0,
             sets: vec![MSet::default(); SPECS.len()],
             events: Vec::new(),
+            floats: FloatWrites::default(),
         }
     }
 
@@ -296,20 +316,18 @@ impl Model {
         &self.sets[c].rows[&id].values[f]
     }
 
-    /// Adds a row; a row left at the same slot by an instance whose destruction was never
-    /// reported is evicted first, as a removal of its own (dependents, ticks and events
-    /// included). Returns how many rows were evicted.
-    fn add(&mut self, c: usize, at: InstanceRef, values: Vec<Value>) -> usize {
-        let stale: Vec<InstanceId> = self.sets[c]
+    /// The instance other than `at` holding a row of `c` at `at`'s slot (one whose destruction
+    /// was never reported).
+    fn occupant(&self, c: usize, at: InstanceRef) -> Option<InstanceId> {
+        self.sets[c]
             .rows
             .iter()
-            .filter(|(id, row)| row.slot == at.slot && **id != at.id)
+            .find(|(id, row)| row.slot == at.slot && **id != at.id)
             .map(|(id, _)| *id)
-            .collect();
-        for id in &stale {
-            let mut removed = Vec::new();
-            self.remove_cascade(InstanceRef::new(*id, at.slot), c, &mut removed);
-        }
+    }
+
+    /// Adds a row to an instance whose slot holds none.
+    fn add(&mut self, c: usize, at: InstanceRef, values: Vec<Value>) {
         self.tick += 1;
         let set = &mut self.sets[c];
         set.rows.insert(
@@ -326,7 +344,40 @@ impl Model {
         if SPECS[c].observed {
             self.events.push((0, at.id, c, 0));
         }
-        stale.len()
+    }
+
+    /// Adds default rows to many instances at one tick.
+    fn add_many(&mut self, c: usize, ats: &[InstanceRef], defaults: &[Value]) {
+        self.tick += 1;
+        let set = &mut self.sets[c];
+        for at in ats {
+            set.rows.insert(
+                at.id,
+                MRow {
+                    slot: at.slot,
+                    values: defaults.to_vec(),
+                    added: self.tick,
+                    changed: Changed::At(self.tick),
+                    dirty: BTreeSet::new(),
+                },
+            );
+            if SPECS[c].observed {
+                self.events.push((0, at.id, c, 0));
+            }
+        }
+        set.structural += 1;
+    }
+
+    /// Removes, in every component, the row another instance holds at `at`'s slot, as a removal
+    /// with its cascade.
+    fn evict_stale(&mut self, at: InstanceRef) -> Vec<(InstanceId, usize)> {
+        let mut removed = Vec::new();
+        for c in 0..SPECS.len() {
+            if let Some(stale) = self.occupant(c, at) {
+                self.remove_cascade(InstanceRef::new(stale, at.slot), c, &mut removed);
+            }
+        }
+        removed
     }
 
     /// Removes a component and, transitively, every component of the instance requiring it.
@@ -361,7 +412,12 @@ impl Model {
     /// Stores a value at a given tick; `false`, changing nothing, when it is equal.
     fn set_value(&mut self, c: usize, id: InstanceId, f: usize, value: Value, tick: u64) -> bool {
         let row = self.sets[c].rows.get_mut(&id).unwrap();
-        if row.values[f] == value {
+        if let (Value::Number(old), Value::Number(new)) = (&row.values[f], &value) {
+            self.floats.nan_over_nan += usize::from(old.is_nan() && new.is_nan());
+            self.floats.zero_sign_changes +=
+                usize::from(*old == 0.0 && *new == 0.0 && old.to_bits() != new.to_bits());
+        }
+        if same(&row.values[f], &value) {
             return false;
         }
         row.values[f] = value;
@@ -498,20 +554,38 @@ impl Model {
         self.tick += 1;
         let tick = self.tick;
         let set = &mut self.sets[c];
+        // A row of an instance that held the component keeps its dirty fields and adds those
+        // the load changes; its changed tick moves only if the load changes a field. Any other
+        // restored row is added now.
         let rows: HashMap<InstanceId, MRow> = saved
             .iter()
             .map(|(id, (slot, values, added))| {
-                let added = if set.rows.contains_key(id) {
-                    *added
-                } else {
-                    tick
-                };
-                let row = MRow {
-                    slot: *slot,
-                    values: values.clone(),
-                    added,
-                    changed: Changed::At(tick),
-                    dirty: BTreeSet::new(),
+                let row = match set.rows.get(id).filter(|r| r.slot == *slot) {
+                    Some(before) => {
+                        let mut dirty = before.dirty.clone();
+                        let differing: Vec<usize> = (0..values.len())
+                            .filter(|&f| !same(&values[f], &before.values[f]))
+                            .collect();
+                        dirty.extend(&differing);
+                        MRow {
+                            slot: *slot,
+                            values: values.clone(),
+                            added: *added,
+                            changed: if differing.is_empty() {
+                                before.changed
+                            } else {
+                                Changed::At(tick)
+                            },
+                            dirty,
+                        }
+                    }
+                    None => MRow {
+                        slot: *slot,
+                        values: values.clone(),
+                        added: tick,
+                        changed: Changed::At(tick),
+                        dirty: BTreeSet::new(),
+                    },
                 };
                 (*id, row)
             })
@@ -570,6 +644,34 @@ fn list_elements(value: &Value) -> Vec<Value> {
     }
 }
 
+/// Whether two values are the same bit for bit (floating values by their bits, so `-0.0` and
+/// `0.0` differ and a NaN matches itself): the model's notion of an equal write.
+fn same(a: &Value, b: &Value) -> bool {
+    match (a, b) {
+        (Value::Number(x), Value::Number(y)) => x.to_bits() == y.to_bits(),
+        (Value::Vector(x), Value::Vector(y)) => {
+            [x.x, x.y, x.z].map(f32::to_bits) == [y.x, y.y, y.z].map(f32::to_bits)
+        }
+        (Value::List(x), Value::List(y)) => {
+            x.len() == y.len()
+                && x.as_slice()
+                    .iter()
+                    .zip(y.as_slice())
+                    .all(|(p, q)| same(p, q))
+        }
+        _ => a == b,
+    }
+}
+
+/// Asserts a read gave the model's value, bit for bit.
+#[track_caller]
+fn assert_same(got: Result<Value, StoreError>, want: &Value, what: &str) {
+    match got {
+        Ok(got) => assert!(same(&got, want), "{what}: {got:?}, not {want:?}"),
+        Err(error) => panic!("{what}: {error:?}, not {want:?}"),
+    }
+}
+
 // ----- Comparison of a store with a model. -----
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -590,11 +692,19 @@ struct Inst {
 fn check_typed(store: &Store, at: InstanceRef, cid: ComponentId, f: usize, kind: Kind, v: &Value) {
     let field = fid(f);
     match (kind, v) {
-        (Kind::Number, Value::Number(x)) => assert_eq!(store.get::<f64>(at, cid, field), Ok(x)),
+        (Kind::Number, Value::Number(x)) => {
+            assert_eq!(
+                store.get::<f64>(at, cid, field).map(|y| y.to_bits()),
+                Ok(x.to_bits())
+            );
+        }
         (Kind::Integer, Value::Integer(x)) => assert_eq!(store.get::<i64>(at, cid, field), Ok(x)),
         (Kind::Boolean, Value::Boolean(x)) => assert_eq!(store.get::<bool>(at, cid, field), Ok(x)),
         (Kind::Text, Value::Text(x)) => assert_eq!(store.get::<Arc<str>>(at, cid, field), Ok(x)),
-        (Kind::Vector, Value::Vector(x)) => assert_eq!(store.get::<Vec3>(at, cid, field), Ok(x)),
+        (Kind::Vector, Value::Vector(x)) => {
+            let got = store.get::<Vec3>(at, cid, field).unwrap();
+            assert!(same(&Value::Vector(*got), v), "{got:?}, not {x:?}");
+        }
         (Kind::Ref, Value::Reference(x)) => {
             assert_eq!(store.get::<Option<InstanceId>>(at, cid, field), Ok(x));
         }
@@ -616,6 +726,11 @@ fn check_store(store: &Store, model: &mut Model, ids: &[ComponentId], world: &[I
         let ms = &mut model.sets[c];
         let len = set.len();
         assert_eq!(len, ms.rows.len(), "{ctx}: {name}: row count");
+        assert!(
+            set.pending_dirty() <= 2 * len + 64,
+            "{ctx}: {name}: {} dirty-list entries for {len} rows",
+            set.pending_dirty()
+        );
         assert_eq!(set.slots().len(), len, "{ctx}: {name}: slots");
         assert_eq!(set.added_ticks().len(), len, "{ctx}: {name}: added ticks");
         // The change log covers every baseline it answers for: each row changed after the
@@ -676,18 +791,13 @@ fn check_store(store: &Store, model: &mut Model, ids: &[ComponentId], world: &[I
             }
             for (f, spec) in SPECS[c].fields.iter().enumerate() {
                 let expected = &m.values[f];
-                assert_eq!(
-                    set.value(row, fid(f)).as_ref(),
-                    Some(expected),
-                    "{ctx}: {name}.{} of {id:?}",
-                    spec.name
+                let what = format!("{ctx}: {name}.{} of {id:?}", spec.name);
+                assert_same(
+                    set.value(row, fid(f)).ok_or(missing(at, cid)),
+                    expected,
+                    &what,
                 );
-                assert_eq!(
-                    store.get_value(at, cid, fid(f)).as_ref(),
-                    Ok(expected),
-                    "{ctx}: {name}.{} of {id:?} via get_value",
-                    spec.name
-                );
+                assert_same(store.get_value(at, cid, fid(f)), expected, &what);
                 check_typed(store, at, cid, f, spec.kind, expected);
             }
             let dirty: BTreeSet<usize> = set.dirty_mask(row).fields().map(FieldId::index).collect();
@@ -834,6 +944,12 @@ enum Op {
         field: u8,
         typed: bool,
     },
+    /// Writes to a member's number field whose equality is not IEEE `==`: a NaN twice, then
+    /// each zero twice.
+    FloatBits {
+        inst: u16,
+        typed: bool,
+    },
     List {
         inst: u16,
         member: bool,
@@ -865,6 +981,27 @@ enum Op {
     Load {
         slot: u8,
         comp: u8,
+    },
+    /// A bulk add of default rows to live instances (none, or some twice, at times).
+    InsertMany {
+        picks: Vec<u16>,
+        comp: u8,
+    },
+    /// An add to a live instance whose slot holds another instance's stale row, when there is
+    /// one: refused, then the arena's owner evicts the stale rows and adds again.
+    AddOverStale {
+        inst: u16,
+        comp: u8,
+    },
+    /// The arena's owner evicts rows another instance left at a live instance's slot.
+    EvictStale {
+        inst: u16,
+    },
+    /// An add at a slot far past anything the arena gave out.
+    FarSlot {
+        inst: u16,
+        comp: u8,
+        slot: u32,
     },
     MakeHandle {
         inst: u16,
@@ -902,6 +1039,11 @@ struct Stats {
     destroy_requests: usize,
     evicted_on_reclaim: usize,
     stale_evicted: usize,
+    slot_occupied: usize,
+    far_slots: usize,
+    bulk_adds: usize,
+    empty_bulk: usize,
+    bulk_refused: usize,
     optional_clears_offered: usize,
     optional_clears_made: usize,
     loads: usize,
@@ -1171,6 +1313,14 @@ impl Harness {
                     assert_eq!(got, Err(missing(at, cid)), "{ctx}");
                 }
             }
+            Op::FloatBits { inst, typed } => {
+                let Some(i) = self.pick_member(BODY, *inst) else {
+                    return;
+                };
+                for x in [f64::NAN, f64::NAN, 0.0, 0.0, -0.0, -0.0] {
+                    self.write(i, BODY, 0, Value::Number(x), *typed, &ctx);
+                }
+            }
             Op::List {
                 inst,
                 member,
@@ -1267,6 +1417,79 @@ impl Harness {
                 }
             }
             Op::UseHandle { handle, write } => self.use_handle(*handle, write.as_ref(), &ctx),
+            Op::InsertMany { picks, comp } => self.insert_many(picks, *comp, &ctx),
+            Op::AddOverStale { inst, comp } => {
+                let c = usize::from(*comp) % SPECS.len();
+                let over: Vec<usize> = (0..self.world.len())
+                    .filter(|&i| self.world[i].status == Status::Live)
+                    .filter(|&i| self.model.occupant(c, self.at(i)).is_some())
+                    .collect();
+                if over.is_empty() {
+                    return;
+                }
+                let i = over[usize::from(*inst) % over.len()];
+                let (at, class) = (self.at(i), self.world[i].class);
+                let cid = self.ids[c];
+                let holder = self.model.occupant(c, at).unwrap();
+                assert_eq!(
+                    self.store.add(at, class, cid, []),
+                    Err(StoreError::SlotOccupied {
+                        slot: at.slot,
+                        holder,
+                        component: cid
+                    }),
+                    "{ctx}"
+                );
+                self.stats.slot_occupied += 1;
+                self.evict_stale(i, &ctx);
+                let expected = if allows(c, class) {
+                    self.model.add(c, at, self.defaults[c].clone());
+                    Ok(self.model.sets[c].rows.len() - 1)
+                } else {
+                    Err(StoreError::ClassNotAllowed {
+                        component: SPECS[c].name.to_owned(),
+                        class,
+                    })
+                };
+                assert_eq!(self.store.add(at, class, cid, []), expected, "{ctx}");
+            }
+            Op::EvictStale { inst } => {
+                let Some(i) = self.pick_live(*inst) else {
+                    return;
+                };
+                self.evict_stale(i, &ctx);
+            }
+            Op::FarSlot { inst, comp, slot } => {
+                let c = usize::from(*comp) % SPECS.len();
+                let Some(i) = self.pick_live(*inst) else {
+                    return;
+                };
+                let slot = Slot::from_index(u32::MAX - slot % 1024);
+                let at = InstanceRef::new(self.world[i].id, slot);
+                let refused = Err(StoreError::SlotOutOfRange {
+                    slot,
+                    limit: strata_component_store::UNCHECKED_SLOT_LIMIT,
+                });
+                let class = self.world[i].class;
+                let cid = self.ids[c];
+                assert_eq!(self.store.add(at, class, cid, []), refused, "{ctx}");
+                assert_eq!(
+                    self.store.insert(at, class, cid).map(|init| init.row()),
+                    refused,
+                    "{ctx}"
+                );
+                // A bulk add checks the class once, first.
+                if allows(c, class) {
+                    assert_eq!(
+                        self.store
+                            .insert_many(&[at, self.at(i)], class, cid)
+                            .map(|init| init.rows().len()),
+                        refused,
+                        "{ctx}: refused whole"
+                    );
+                }
+                self.stats.far_slots += 1;
+            }
             Op::ReadRemovals { comp, reader } => {
                 let c = usize::from(*comp) % SPECS.len();
                 let log = &self.model.sets[c].removals;
@@ -1346,6 +1569,13 @@ impl Harness {
                 id: at.id,
                 component: cid,
             }))
+        } else if let Some(holder) = self.model.occupant(c, at) {
+            self.stats.slot_occupied += 1;
+            Some(Err(StoreError::SlotOccupied {
+                slot: at.slot,
+                holder,
+                component: cid,
+            }))
         } else if !allows(c, class) {
             self.stats.class_refused += 1;
             Some(Err(StoreError::ClassNotAllowed {
@@ -1397,10 +1627,96 @@ impl Harness {
             Some(Ok(())) => {
                 let row = got.unwrap();
                 assert_eq!(self.store.set(cid).unwrap().row_of(at), Some(row), "{ctx}");
-                self.stats.stale_evicted += self.model.add(c, at, row_values);
+                self.model.add(c, at, row_values);
                 self.stats.adds += 1;
             }
         }
+    }
+
+    fn insert_many(&mut self, picks: &[u16], comp: u8, ctx: &str) {
+        let c = usize::from(comp) % SPECS.len();
+        let cid = self.ids[c];
+        let picked: Vec<usize> = picks.iter().filter_map(|p| self.pick_live(*p)).collect();
+        let class = picked
+            .first()
+            .map_or(ClassId::ENTITY, |&i| self.world[i].class);
+        // One class per call: instances of another class are left out.
+        let ats: Vec<InstanceRef> = picked
+            .iter()
+            .filter(|&&i| self.world[i].class == class)
+            .map(|&i| self.at(i))
+            .collect();
+        let shared: Vec<bool> = self
+            .snapshots
+            .iter()
+            .map(|(s, _)| self.store.shares_set_with(s, cid))
+            .collect();
+        let tick = self.store.tick();
+        let revision = self.store.set(cid).unwrap().structural_revision();
+        // Refused, as a whole, when the class is not allowed, any instance holds the component
+        // or has its slot held by a stale row, or a slot comes twice.
+        let mut seen = HashSet::new();
+        let refused = !allows(c, class)
+            || ats
+                .iter()
+                .any(|at| self.model.member(c, *at) || self.model.occupant(c, *at).is_some())
+            || ats.iter().any(|at| !seen.insert(at.slot));
+        let got = self
+            .store
+            .insert_many(&ats, class, cid)
+            .map(|init| init.rows().len());
+        if ats.is_empty() {
+            let copied = self.store.copy_rows(&[], Some);
+            assert_eq!(copied, Ok(0), "{ctx}: an empty copy");
+        }
+        let unchanged = |h: &Self| {
+            assert_eq!(h.store.tick(), tick, "{ctx}: no tick");
+            assert_eq!(
+                h.store.set(cid).unwrap().structural_revision(),
+                revision,
+                "{ctx}: no structural change"
+            );
+            for ((s, _), was) in h.snapshots.iter().zip(&shared) {
+                assert_eq!(h.store.shares_set_with(s, cid), *was, "{ctx}: sharing");
+            }
+        };
+        if refused {
+            assert!(
+                matches!(
+                    got,
+                    Err(StoreError::ClassNotAllowed { .. }
+                        | StoreError::AlreadyPresent { .. }
+                        | StoreError::SlotOccupied { .. }
+                        | StoreError::DuplicateSlot(_))
+                ),
+                "{ctx}: {got:?}"
+            );
+            unchanged(self);
+            self.stats.bulk_refused += 1;
+        } else if ats.is_empty() {
+            assert_eq!(got, Ok(0), "{ctx}");
+            unchanged(self);
+            self.stats.empty_bulk += 1;
+        } else {
+            assert_eq!(got, Ok(ats.len()), "{ctx}");
+            self.model.add_many(c, &ats, &self.defaults[c]);
+            self.stats.bulk_adds += 1;
+        }
+    }
+
+    fn evict_stale(&mut self, i: usize, ctx: &str) {
+        let at = self.at(i);
+        let mut got: Vec<(InstanceId, usize)> = self
+            .store
+            .evict_stale(at)
+            .into_iter()
+            .map(|(id, cid)| (id, self.comp_index(cid)))
+            .collect();
+        got.sort();
+        let mut expected = self.model.evict_stale(at);
+        expected.sort();
+        self.stats.stale_evicted += expected.len();
+        assert_eq!(got, expected, "{ctx}: evicted rows");
     }
 
     fn write(&mut self, i: usize, c: usize, f: usize, value: Value, typed: bool, ctx: &str) {
@@ -1523,7 +1839,7 @@ impl Harness {
                 let Value::Reference(target) = value else {
                     unreachable!()
                 };
-                got.push(writer.write(*row, *target));
+                got.push(writer.write(*row, *target).unwrap());
             }
         } else {
             let mut writer = self.store.column_writer::<f64>(cid, fid(f)).unwrap();
@@ -1531,7 +1847,7 @@ impl Harness {
                 let Value::Number(x) = value else {
                     unreachable!()
                 };
-                got.push(writer.write(*row, *x));
+                got.push(writer.write(*row, *x).unwrap());
             }
         }
         let mut expected = Vec::new();
@@ -1701,10 +2017,10 @@ impl Harness {
         if present {
             assert_eq!(handle.row(&self.store), self.store.row(at, cid), "{ctx}");
             for f in 0..SPECS[c].fields.len() {
-                assert_eq!(
-                    handle.get_value(&self.store, fid(f)).as_ref(),
-                    Ok(self.model.value(c, at.id, f)),
-                    "{ctx}: handle read"
+                assert_same(
+                    handle.get_value(&self.store, fid(f)),
+                    self.model.value(c, at.id, f),
+                    &format!("{ctx}: handle read"),
                 );
             }
         } else {
@@ -1726,16 +2042,16 @@ impl Harness {
         }
         // The handle reads the snapshots too, each as of its own time.
         for (snapshot, model) in &self.snapshots {
-            let expected = if model.member(c, at) {
-                Ok(model.value(c, at.id, 0).clone())
+            let got = handle.get_value(snapshot, fid(0));
+            if model.member(c, at) {
+                assert_same(
+                    got,
+                    model.value(c, at.id, 0),
+                    &format!("{ctx}: snapshot read"),
+                );
             } else {
-                Err(missing(at, cid))
-            };
-            assert_eq!(
-                handle.get_value(snapshot, fid(0)),
-                expected,
-                "{ctx}: snapshot read"
-            );
+                assert_eq!(got, Err(missing(at, cid)), "{ctx}: snapshot read");
+            }
         }
         if let Some((field, val)) = write {
             let f = usize::from(*field) % SPECS[c].fields.len();
@@ -1851,6 +2167,7 @@ fn op() -> impl Strategy<Value = Op> {
                 typed,
             }
         ),
+        1 => (any::<u16>(), any::<bool>()).prop_map(|(inst, typed)| Op::FloatBits { inst, typed }),
         7 => (any::<u16>(), prop::bool::weighted(0.85), any::<u8>(), list_edit())
             .prop_map(|(inst, member, which, edit)| Op::List { inst, member, which, edit }),
         2 => (any::<u16>(), any::<u8>(), any::<u16>())
@@ -1867,6 +2184,12 @@ fn op() -> impl Strategy<Value = Op> {
             .prop_map(|(inst, member, comp)| Op::MakeHandle { inst, member, comp }),
         3 => (any::<u16>(), prop::option::weighted(0.3, (any::<u8>(), val())))
             .prop_map(|(handle, write)| Op::UseHandle { handle, write }),
+        2 => (any::<u16>(), any::<u8>()).prop_map(|(inst, comp)| Op::AddOverStale { inst, comp }),
+        2 => (prop::collection::vec(any::<u16>(), 0..4), any::<u8>())
+            .prop_map(|(picks, comp)| Op::InsertMany { picks, comp }),
+        1 => any::<u16>().prop_map(|inst| Op::EvictStale { inst }),
+        1 => (any::<u16>(), any::<u8>(), any::<u32>())
+            .prop_map(|(inst, comp, slot)| Op::FarSlot { inst, comp, slot }),
         3 => (any::<u8>(), any::<bool>())
             .prop_map(|(comp, reader)| Op::ReadRemovals { comp, reader }),
         2 => any::<u8>().prop_map(|comp| Op::TakeDirty { comp }),
@@ -1918,8 +2241,9 @@ fn a_long_run_reaches_every_path() {
         harness.apply(&op);
     }
     let s = &harness.stats;
+    let floats = harness.model.floats;
     assert_all_positive(
-        s,
+        &(s, floats),
         &[
             ("slot reuse", s.slot_reuses),
             ("add", s.adds),
@@ -1928,6 +2252,8 @@ fn a_long_run_reaches_every_path() {
             ("requires cascade", s.cascaded),
             ("equal write", s.equal_writes),
             ("changing write", s.changing_writes),
+            ("NaN written over the same NaN", floats.nan_over_nan),
+            ("zero written over the other zero", floats.zero_sign_changes),
             ("list edit", s.list_edits),
             ("crowded target", s.crowded_targets),
             ("column writer", s.column_writes),
@@ -1935,7 +2261,15 @@ fn a_long_run_reaches_every_path() {
             ("RemoveComponent policy", s.policy_removed),
             ("DestroyHolder policy", s.destroy_requests),
             ("eviction on reclaim", s.evicted_on_reclaim),
-            ("stale row evicted by an add", s.stale_evicted),
+            ("stale row evicted on request", s.stale_evicted),
+            (
+                "add refused at a slot another instance holds",
+                s.slot_occupied,
+            ),
+            ("add refused at a slot far past the arena", s.far_slots),
+            ("bulk add", s.bulk_adds),
+            ("empty bulk add", s.empty_bulk),
+            ("refused bulk add", s.bulk_refused),
             ("one holder's clear and removal", s.optional_clears_offered),
             ("load", s.loads),
             ("mismatched load", s.mismatched_loads),
@@ -2024,7 +2358,7 @@ fn removal_log_overflow_reports_missed_then_reads_from_the_head() {
     let mut instances: Vec<InstanceRef> = (0..3)
         .map(|_| {
             let id = arena.create(ClassId::ENTITY, None).unwrap();
-            InstanceRef::new(id, arena.slot_of(id).unwrap())
+            InstanceRef::of(&arena, id).unwrap()
         })
         .collect();
     instances.sort_by_key(|at| at.id);

@@ -95,7 +95,17 @@ fn a_reused_slot_never_resolves_to_the_previous_instance_s_row() {
         !w.store.has(new, score),
         "the old row belongs to the old id"
     );
-    // Adding evicts the stale row rather than colliding with it.
+    // Adding refuses to evict the stale row; the arena's owner evicts it explicitly.
+    assert_eq!(
+        w.store.add(new, ClassId::ENTITY, score, []),
+        Err(StoreError::SlotOccupied {
+            slot: new.slot,
+            holder: old.id,
+            component: score
+        })
+    );
+    assert!(w.store.has(old, score), "the refused add changed nothing");
+    assert_eq!(w.store.evict_stale(new), vec![(old.id, score)]);
     w.store.add(new, ClassId::ENTITY, score, []).unwrap();
     assert!(w.store.has(new, score));
     assert!(!w.store.has(old, score));
@@ -103,7 +113,7 @@ fn a_reused_slot_never_resolves_to_the_previous_instance_s_row() {
 }
 
 #[test]
-fn evicting_a_stale_row_is_a_full_removal() {
+fn evicting_a_stale_row_on_request_is_a_full_removal() {
     let mut w = World::new();
     let base = w.install(ComponentDef::new("Base").observed(true));
     let extra = w.install(ComponentDef::new("Extra").requires(&["Base"]));
@@ -116,11 +126,20 @@ fn evicting_a_stale_row_is_a_full_removal() {
     w.arena.drain().unwrap();
     w.arena.drain().unwrap();
     let new = w.spawn(ClassId::ENTITY);
-    w.store.add(new, ClassId::ENTITY, base, []).unwrap();
+    assert!(w.store.add(new, ClassId::ENTITY, base, []).is_err());
+    assert!(
+        w.store.drain_events().is_empty(),
+        "a refused add changes nothing"
+    );
+    let mut evicted = w.store.evict_stale(new);
+    evicted.sort();
+    assert_eq!(evicted, vec![(old.id, base), (old.id, extra)]);
     assert!(
         !w.store.has(old, extra),
         "dependents of the evicted row go too"
     );
+    assert!(w.store.evict_stale(new).is_empty(), "nothing left to evict");
+    w.store.add(new, ClassId::ENTITY, base, []).unwrap();
     assert_eq!(
         w.store.drain_events(),
         vec![

@@ -171,10 +171,17 @@ fn column_writers_track_changes_like_single_writes() {
     let before = w.store.tick();
     {
         let mut writer = w.store.column_writer::<i64>(counter, n).unwrap();
-        assert!(writer.write(0, 5));
-        assert!(!writer.write(1, 0), "equal");
-        assert!(writer.write(2, 6));
-        assert!(!writer.write(9, 1), "out of range");
+        assert_eq!(writer.write(0, 5), Ok(true));
+        assert_eq!(writer.write(1, 0), Ok(false), "equal");
+        assert_eq!(writer.write(2, 6), Ok(true));
+        assert_eq!(
+            writer.write(9, 1),
+            Err(StoreError::RowOutOfRange {
+                component: "Counter".into(),
+                row: 9
+            }),
+            "out of range"
+        );
     }
     assert_eq!(w.store.tick().0, before.0 + 1, "one writer pass, one tick");
     let set = w.store.set(counter).unwrap();
@@ -185,7 +192,7 @@ fn column_writers_track_changes_like_single_writes() {
             .store
             .column_writer::<Option<InstanceId>>(counter, peer)
             .unwrap();
-        assert!(refs.write(0, Some(members[1].id)));
+        assert_eq!(refs.write(0, Some(members[1].id)), Ok(true));
     }
     assert_eq!(
         w.store
@@ -313,7 +320,7 @@ fn update_columns_write_one_field_while_reading_another() {
             .update_columns::<f64, f64>(motion, x, Some((motion, dx)))
             .unwrap();
         let next = xs.values()[0] + dxs[0];
-        assert!(xs.write(0, next));
+        assert_eq!(xs.write(0, next), Ok(true));
     }
     {
         let (mut xs, ks) = w
@@ -321,7 +328,7 @@ fn update_columns_write_one_field_while_reading_another() {
             .update_columns::<f64, f64>(motion, x, Some((boost, k)))
             .unwrap();
         let next = xs.values()[0] * ks[0];
-        assert!(xs.write(0, next));
+        assert_eq!(xs.write(0, next), Ok(true));
     }
     assert_eq!(*w.store.get::<f64>(e, motion, x).unwrap(), 2.0);
     assert!(matches!(

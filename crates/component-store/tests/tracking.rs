@@ -40,7 +40,7 @@ fn equal_writes_change_nothing_at_all() {
     let handle = ComponentHandle::new(&w.store, e, body).unwrap();
     assert!(!handle.write(&mut w.store, mass, 1.0).unwrap());
     let mut writer = w.store.column_writer::<f64>(body, mass).unwrap();
-    assert!(!writer.write(0, 1.0));
+    assert_eq!(writer.write(0, 1.0), Ok(false));
 
     assert_eq!(w.store.tick(), tick);
     assert_eq!(
@@ -345,4 +345,32 @@ fn snapshots_share_unmodified_sets_and_never_change() {
     w.store.remove(e, other).unwrap();
     assert!(snapshot.has(e, other));
     assert_eq!(snapshot.tick(), Tick(2));
+}
+
+#[test]
+fn the_dirty_list_stays_bounded_without_a_consumer() {
+    let mut w = World::new();
+    let body = w.install(body());
+    let mass = w.field(body, "mass");
+    let keeper = w.spawn(ClassId::ENTITY);
+    w.store.add(keeper, ClassId::ENTITY, body, []).unwrap();
+    let e = w.spawn(ClassId::ENTITY);
+    for k in 0..10_000 {
+        w.store.add(e, ClassId::ENTITY, body, []).unwrap();
+        w.store.write(e, body, mass, f64::from(k) + 2.0).unwrap();
+        w.store.remove(e, body).unwrap();
+        w.store.drain_events();
+    }
+    w.store.write(keeper, body, mass, 7.0).unwrap();
+    let set = w.store.set(body).unwrap();
+    assert!(
+        set.pending_dirty() <= 2 * set.len() + 64,
+        "{} entries for {} rows",
+        set.pending_dirty(),
+        set.len()
+    );
+    let dirty = w.store.take_dirty(body).unwrap();
+    assert_eq!(dirty.len(), 1, "the keeper's change is still reported");
+    assert_eq!(dirty[0].0, keeper.id);
+    assert!(dirty[0].1.contains(mass));
 }

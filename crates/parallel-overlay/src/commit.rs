@@ -274,16 +274,21 @@ impl Apply<'_> {
                 let start = next;
                 while next < order.len() {
                     let p = order.at(next);
-                    if column.instance_at(log.rows[p] as usize) != Some(log.instances[p].id) {
+                    // A value the field cannot hold goes to the checked setter, which refuses it.
+                    if column.instance_at(log.rows[p] as usize) != Some(log.instances[p].id)
+                        || column.check(&log.values[p]).is_err()
+                    {
                         break;
                     }
                     next += 1;
                 }
-                let changed = column.update_indexed(
-                    next - start,
-                    |k| (log.rows[order.at(start + k)] as usize, k),
-                    |_, k| log.values[order.at(start + k)].clone(),
-                );
+                let changed = column
+                    .update_indexed(
+                        next - start,
+                        |k| (log.rows[order.at(start + k)] as usize, k),
+                        |_, k| log.values[order.at(start + k)].clone(),
+                    )
+                    .expect("every value of the stretch passed the writer's check");
                 self.report.applied += changed;
                 self.report.unchanged += next - start - changed;
             }

@@ -29,7 +29,7 @@
 //! let score = store.install(ComponentDef::new("Score").field(FieldDef::integer("n", 0)), arena.classes())?;
 //! let n = store.field(score, "n")?;
 //! let id = arena.create(ClassId::ENTITY, None)?;
-//! let at = InstanceRef::new(id, arena.slot_of(id).unwrap());
+//! let at = InstanceRef::of(&arena, id)?;
 //! store.add(at, ClassId::ENTITY, score, [])?;
 //!
 //! // Two systems write the same field; the later-scheduled one wins, on any thread count.
@@ -77,7 +77,7 @@
 //! let n = store.field(score, "n").unwrap();
 //! let spawn = |arena: &mut Arena| {
 //!     let id = arena.create(ClassId::ENTITY, None).unwrap();
-//!     InstanceRef::new(id, arena.slot_of(id).unwrap())
+//!     InstanceRef::of(&arena, id).unwrap()
 //! };
 //! let (a, b) = (spawn(&mut arena), spawn(&mut arena));
 //! store.add(a, ClassId::ENTITY, score, []).unwrap();
@@ -103,7 +103,7 @@
 //! let n = store.field(score, "n").unwrap();
 //! let spawn = |arena: &mut Arena| {
 //!     let id = arena.create(ClassId::ENTITY, None).unwrap();
-//!     InstanceRef::new(id, arena.slot_of(id).unwrap())
+//!     InstanceRef::of(&arena, id).unwrap()
 //! };
 //! let (a, b) = (spawn(&mut arena), spawn(&mut arena));
 //! store.add(a, ClassId::ENTITY, score, []).unwrap();
@@ -126,7 +126,7 @@
 //! let mut store = Store::new();
 //! let tag = store.install(ComponentDef::new("Tag"), arena.classes()).unwrap();
 //! let id = arena.create(ClassId::ENTITY, None).unwrap();
-//! let at = InstanceRef::new(id, arena.slot_of(id).unwrap());
+//! let at = InstanceRef::of(&arena, id).unwrap();
 //! let pool = rayon::ThreadPoolBuilder::new().num_threads(2).build().unwrap();
 //! let writers = [Writer { rank: WriterRank::system(0, 1), work: () }];
 //! run_parallel(&mut store, &pool, &writers, |_, _overlay| {
@@ -146,7 +146,7 @@
 //! let mut store = Store::new();
 //! let tag = store.install(ComponentDef::new("Tag"), arena.classes()).unwrap();
 //! let id = arena.create(ClassId::ENTITY, None).unwrap();
-//! let at = InstanceRef::new(id, arena.slot_of(id).unwrap());
+//! let at = InstanceRef::of(&arena, id).unwrap();
 //! let pool = rayon::ThreadPoolBuilder::new().num_threads(2).build().unwrap();
 //! let writers = [Writer { rank: WriterRank::system(0, 1), work: () }];
 //! let report = run_parallel(&mut store, &pool, &writers, |_, overlay| {

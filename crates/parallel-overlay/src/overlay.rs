@@ -152,21 +152,11 @@ impl<'s> Overlay<'s> {
         self.reads += 1;
         let row = self.store.row(at, component)?;
         if let Some(value) = self.latest(component, row, field) {
-            let found = value.kind_name();
+            let def = self.store.def(component)?;
+            let field_def = def.check_scalar::<T>(field)?;
             return T::from_value(value).ok_or_else(|| {
-                let expected = self
-                    .store
-                    .def(component)
-                    .ok()
-                    .and_then(|d| d.field(field))
-                    .map_or_else(|| "the field's type".to_owned(), |f| f.ty.name());
-                StoreError::TypeMismatch {
-                    component: self.component_name(component),
-                    field: format!("{field:?}"),
-                    expected,
-                    found: found.to_owned(),
-                }
-                .into()
+                def.type_mismatch(field_def, std::any::type_name::<T>())
+                    .into()
             });
         }
         Ok(self.store.get::<T>(at, component, field)?.clone())
@@ -309,13 +299,6 @@ impl<'s> Overlay<'s> {
         });
         self.last_column = self.columns.len() - 1;
         self.last_column
-    }
-
-    fn component_name(&self, component: ComponentId) -> String {
-        self.store
-            .def(component)
-            .map(|d| d.name().to_owned())
-            .unwrap_or_default()
     }
 
     /// Checks the value against the field's type, then records it.

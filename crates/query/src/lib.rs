@@ -32,7 +32,7 @@
 //! let v = store.field(position, "v")?;
 //! for _ in 0..3 {
 //!     let id = arena.create(ClassId::ENTITY, None)?;
-//!     let at = InstanceRef::new(id, arena.slot_of(id).unwrap());
+//!     let at = InstanceRef::of(&arena, id)?;
 //!     store.insert(at, ClassId::ENTITY, position)?;
 //!     store.insert(at, ClassId::ENTITY, velocity)?;
 //! }

@@ -648,24 +648,8 @@ impl<'q> Pass<'q> {
             .with
             .get(term)
             .ok_or(QueryError::NoSuchTerm(term))?;
-        // The same checks, and the same errors, as the store's own typed accessors.
-        let set = store.set(component)?;
-        let def = set.def();
-        let field_def = def
-            .field(field)
-            .ok_or_else(|| StoreError::FieldOutOfRange {
-                component: def.name().to_owned(),
-                field,
-            })?;
-        let values = set
-            .values::<T>(field)
-            .filter(|_| T::matches(&field_def.ty))
-            .ok_or_else(|| StoreError::TypeMismatch {
-                component: def.name().to_owned(),
-                field: field_def.name.to_string(),
-                expected: field_def.ty.name(),
-                found: std::any::type_name::<T>().to_owned(),
-            })?;
+        // The store's own typed check, with its errors.
+        let values = store.set(component)?.checked_values::<T>(field)?;
         Ok(TermColumn {
             values,
             rows: &self.cache.rows[term],
@@ -709,7 +693,7 @@ impl<'q> Pass<'q> {
                 |current, r| f(current, &reads[r]),
             ),
         };
-        Ok(changed)
+        Ok(changed?)
     }
 
     /// Writes one field of a term from its current value, for every selected match. Returns
@@ -737,7 +721,7 @@ impl<'q> Pass<'q> {
                 |current, _| f(current),
             ),
         };
-        Ok(changed)
+        Ok(changed?)
     }
 
     /// Refuses a store the matches were not built against, or whose structure moved since.
@@ -873,13 +857,13 @@ pub struct TermColumn<'s, 'q, T> {
 }
 
 impl<T> TermColumn<'_, '_, T> {
-    /// The value for the match at `index`.
+    /// The value for the match at `index`, or `None` past the matches.
     #[inline]
-    pub fn get(&self, index: usize) -> &T {
+    pub fn get(&self, index: usize) -> Option<&T> {
         if self.dense {
-            &self.values[index]
+            self.values.get(index)
         } else {
-            &self.values[self.rows[index] as usize]
+            self.values.get(*self.rows.get(index)? as usize)
         }
     }
 

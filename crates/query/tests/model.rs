@@ -439,8 +439,8 @@ struct RowTicks {
 struct Saved {
     comp: usize,
     slot: SetSlot,
-    /// Members at the save with their added ticks.
-    members: Vec<(InstanceId, u64)>,
+    /// Members at the save with their added ticks and field values (as bits).
+    members: Vec<(InstanceId, u64, [u64; 5])>,
     /// A redefinition since makes the slot unloadable.
     stale: bool,
 }
@@ -785,7 +785,7 @@ impl Harness {
                     }
                     let old = w.values()[row];
                     let new = target(row, old);
-                    assert_eq!(w.write(row, new), new != old);
+                    assert_eq!(w.write(row, new), Ok(new != old));
                     if new != old {
                         changed_ids.push(id);
                     }
@@ -823,9 +823,17 @@ impl Harness {
     fn load(&mut self) {
         let Some(saved) = &self.saved else { return };
         let c = saved.comp;
-        if !saved.members.iter().all(|(id, _)| self.arena.is_live(*id)) {
+        if !saved.members.iter().all(|(id, ..)| self.arena.is_live(*id)) {
             return;
         }
+        // The values before the load, for the members held now: a load changes a row (and its
+        // changed tick) only where it changes a value.
+        let current: BTreeMap<InstanceId, [u64; 5]> = saved
+            .members
+            .iter()
+            .filter(|(id, ..)| self.ticks.contains_key(&(*id, c)))
+            .map(|(id, ..)| (*id, self.bits(*id, c)))
+            .collect();
         let before = self.tick();
         let result = self.store.load_from(self.comps[c], &saved.slot);
         if saved.stale {
@@ -842,15 +850,18 @@ impl Harness {
         assert_eq!(t, before + 1, "a load takes one tick");
         let members = saved.members.clone();
         let mut next = BTreeMap::new();
-        for (id, added) in members {
-            let held = self.ticks.contains_key(&(id, c));
-            next.insert(
-                id,
-                RowTicks {
-                    added: if held { added } else { t },
+        for (id, added, bits) in members {
+            let ticks = match (self.ticks.get(&(id, c)), current.get(&id)) {
+                (Some(held), Some(now)) => RowTicks {
+                    added,
+                    changed: if *now == bits { held.changed } else { t },
+                },
+                _ => RowTicks {
+                    added: t,
                     changed: t,
                 },
-            );
+            };
+            next.insert(id, ticks);
         }
         self.ticks.retain(|(_, k), _| *k != c);
         for (id, ticks) in next {
@@ -858,6 +869,20 @@ impl Harness {
         }
         self.structural_change(c);
         self.stats.add("loads", 1);
+    }
+
+    /// The bits of an instance's field values in component `c`.
+    fn bits(&self, id: InstanceId, c: usize) -> [u64; 5] {
+        let (at, comp) = (self.at(id), self.comps[c]);
+        let number = |f| self.store.get::<f64>(at, comp, f).unwrap().to_bits();
+        let v = self.store.get::<Vec3>(at, comp, V).unwrap();
+        [
+            number(N),
+            number(M),
+            u64::from(v.x.to_bits()),
+            u64::from(v.y.to_bits()),
+            u64::from(v.z.to_bits()),
+        ]
     }
 
     fn redefine(&mut self, c: usize, drop: u8) {
@@ -884,16 +909,8 @@ impl Harness {
             .unwrap();
         let t = self.tick();
         assert_eq!(t, before + 1, "a redefinition takes one tick");
-        self.ticks.retain(|(_, k), _| *k != c);
-        for id in kept {
-            self.ticks.insert(
-                (id, c),
-                RowTicks {
-                    added: t,
-                    changed: t,
-                },
-            );
-        }
+        // Kept rows keep their values, so their ticks too; dropped rows are gone.
+        self.ticks.retain(|(id, k), _| *k != c || kept.contains(id));
         if let Some(saved) = &mut self.saved
             && saved.comp == c
         {
@@ -1021,7 +1038,7 @@ impl Harness {
                     .ticks
                     .iter()
                     .filter(|((_, k), _)| *k == comp)
-                    .map(|((id, _), ticks)| (*id, ticks.added))
+                    .map(|((id, _), ticks)| (*id, ticks.added, self.bits(*id, comp)))
                     .collect();
                 self.saved = Some(Saved {
                     comp,
@@ -1740,10 +1757,10 @@ fn check_pass(
             let at = InstanceRef::new(h.id, h.slot);
             assert_eq!(
                 numbers.get(i),
-                store.get::<f64>(at, c, N).unwrap(),
+                Some(store.get::<f64>(at, c, N).unwrap()),
                 "{label}: term column {t} at match {i} (step {step})"
             );
-            assert_eq!(vectors.get(i), store.get::<Vec3>(at, c, V).unwrap());
+            assert_eq!(vectors.get(i), Some(store.get::<Vec3>(at, c, V).unwrap()));
         }
     }
     assert!(matches!(

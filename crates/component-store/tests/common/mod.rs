@@ -38,7 +38,7 @@ impl World {
     }
 
     pub fn at(&self, id: InstanceId) -> InstanceRef {
-        InstanceRef::new(id, self.arena.slot_of(id).unwrap())
+        InstanceRef::of(&self.arena, id).unwrap()
     }
 
     /// Destroys an instance and follows the store's destroy requests, as the engine does.

@@ -1,0 +1,72 @@
+//! The overlay's writes meet the store's one validation path: a value the field cannot hold is
+//! refused at commit with the store's typed error, and a type mismatch names the field.
+
+#![allow(clippy::unwrap_used, reason = "test fixtures fail loudly on purpose")]
+
+use strata_arena::{Arena, ClassId};
+use strata_component_store::{ComponentDef, FieldDef, InstanceRef, Store, StoreError, Value};
+use strata_parallel_overlay::{NoOrder, Overlay, OverlayError, WriterRank, commit};
+
+fn moods() -> (Store, InstanceRef) {
+    let mut arena = Arena::standard();
+    let mut store = Store::new();
+    let mood = store
+        .install(
+            ComponentDef::new("Mood")
+                .field(FieldDef::enumeration("mood", &["Calm", "Angry"], "Calm"))
+                .field(FieldDef::integer("n", 0)),
+            arena.classes(),
+        )
+        .unwrap();
+    let id = arena.create(ClassId::ENTITY, None).unwrap();
+    let at = InstanceRef::of(&arena, id).unwrap();
+    store.add(at, ClassId::ENTITY, mood, []).unwrap();
+    (store, at)
+}
+
+#[test]
+fn an_enum_index_past_the_variants_is_refused_at_commit() {
+    let (mut store, at) = moods();
+    let mood = store.component("Mood").unwrap();
+    let field = store.field(mood, "mood").unwrap();
+    let tick = store.tick();
+    let mut overlay = Overlay::new(WriterRank::system(0, 1), &store);
+    overlay
+        .column::<u32>(mood, field)
+        .unwrap()
+        .write(0, 7)
+        .unwrap();
+    let set = overlay.finish();
+    let report = commit(&mut store, vec![set], &NoOrder);
+    assert_eq!(*store.get::<u32>(at, mood, field).unwrap(), 0, "not stored");
+    assert_eq!(store.tick(), tick, "nothing changed");
+    assert_eq!(report.applied, 0);
+    assert_eq!(report.refusals.len(), 1, "{report:?}");
+    assert_eq!(
+        report.refusals[0].error,
+        StoreError::TypeMismatch {
+            component: "Mood".into(),
+            field: "mood".into(),
+            expected: "enum(Calm|Angry)".into(),
+            found: "enum variant 7".into(),
+        }
+    );
+}
+
+#[test]
+fn a_typed_read_of_a_recorded_write_names_the_field_on_mismatch() {
+    let (store, at) = moods();
+    let mood = store.component("Mood").unwrap();
+    let n = store.field(mood, "n").unwrap();
+    let mut overlay = Overlay::new(WriterRank::system(0, 1), &store);
+    overlay.write(at, mood, n, Value::Integer(3)).unwrap();
+    assert_eq!(
+        overlay.get::<f64>(at, mood, n),
+        Err(OverlayError::Store(StoreError::TypeMismatch {
+            component: "Mood".into(),
+            field: "n".into(),
+            expected: "integer".into(),
+            found: "f64".into(),
+        }))
+    );
+}
