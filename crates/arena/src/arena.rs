@@ -13,9 +13,7 @@ use std::sync::Arc;
 use crate::class::{ClassId, ClassRegistry, FamilySet, StateKind};
 use crate::error::ArenaError;
 use crate::event::{Doomed, Event, Lineage, MovedIds, PartWrite, PartWriteKind, TopologyChange};
-use crate::id::{
-    Guid, IdRange, InstanceId, PersistentId, Slot, fresh_seed, guid_for, mix64,
-};
+use crate::id::{Guid, IdRange, InstanceId, PersistentId, Slot, fresh_seed, guid_for, mix64};
 use crate::journal::{BoundedJournal, HistoryUnavailable, JournalRead};
 use crate::math::{Transform, Vec3};
 use crate::node::{Node, NodeFlag};
