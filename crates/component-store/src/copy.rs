@@ -11,7 +11,7 @@ use strata_arena::{ClassId, InstanceId};
 use crate::def::ComponentId;
 use crate::error::StoreError;
 use crate::set::InstanceRef;
-use crate::store::{Store, check_add};
+use crate::store::Store;
 use crate::value::Value;
 
 /// One instance to copy: its source, its copy, and the copy's class.
@@ -49,7 +49,7 @@ impl Store {
                 let Some(row) = set.row_of(pair.source) else {
                     continue;
                 };
-                check_add(set, pair.copy, pair.class)?;
+                self.check_add(set, pair.copy, pair.class, set.len() + pairs.len())?;
                 let mut values: Vec<Value> = (0..set.def().fields().len())
                     .filter_map(|f| set.value(row, crate::def::FieldId(f as u16)))
                     .collect();

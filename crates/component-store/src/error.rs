@@ -100,8 +100,8 @@ pub enum StoreError {
         component: ComponentId,
     },
     /// A slot past what the store may take for the reference: the arena's slot count for a
-    /// reference made by `InstanceRef::of`, `UNCHECKED_SLOT_LIMIT` otherwise (or the set's
-    /// sparse array, when it already reaches further).
+    /// reference made by `InstanceRef::of`, and for any reference `UNCHECKED_SLOT_LIMIT` or
+    /// twice the larger of the store's longest sparse array and the rows the set would hold.
     #[error("slot {slot:?} is past the {limit} slots this reference may address")]
     SlotOutOfRange {
         /// The slot.

@@ -14,8 +14,9 @@
 //!   evicts another instance's row: a slot held by another instance is
 //!   [`StoreError::SlotOccupied`], and [`Store::evict_stale`] is the explicit call for rows
 //!   left by a destruction that was never reported. No slot makes the store allocate past the
-//!   arena's slot count (or [`UNCHECKED_SLOT_LIMIT`] for references made by
-//!   [`InstanceRef::new`]): [`StoreError::SlotOutOfRange`].
+//!   arena's slot count a checked reference carries, or, for references made by
+//!   [`InstanceRef::new`], past geometric growth: twice what the store already holds or the rows
+//!   the set will hold, at least [`UNCHECKED_SLOT_LIMIT`] ([`StoreError::SlotOutOfRange`]).
 //! - The tick advances only for actual changes; an equal write changes nothing at all. "Equal"
 //!   means bit-identical ([`Value::identical`], [`Scalar::identical`]) on every write route:
 //!   writing `-0.0` over `0.0` is a change, writing a NaN over the same NaN is not.

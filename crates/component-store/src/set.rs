@@ -34,19 +34,23 @@ pub const REMOVAL_LOG_CAPACITY: usize = 16_384;
 #[derive(Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Debug, Default)]
 pub struct Tick(pub u64);
 
-/// Slots an unchecked [`InstanceRef`] may make a set grow its sparse array to: `2^20` (4 MiB of
-/// sparse entries per set). Beyond, a slot is taken only from a reference checked against the
-/// arena ([`InstanceRef::of`]), or where the set's sparse array already reaches.
+/// The sparse extent any reference may make a set grow to: `2^20` slots (4 MiB of sparse
+/// entries per set). Beyond it a store grows geometrically: a slot is taken below twice the
+/// longest sparse array of the store's sets or twice the rows the set will hold, whichever is
+/// larger, or below the arena's slot count a checked reference ([`InstanceRef::of`]) carries.
+/// So a forged slot never makes a store allocate more than twice what it already holds, while a
+/// world of any size fills it through unchecked references in slot order or in bulk.
 pub const UNCHECKED_SLOT_LIMIT: usize = 1 << 20;
 
 /// An instance as the store addresses it: its id and the arena slot it occupies.
 ///
 /// Make one with [`InstanceRef::of`], which asks the arena for the instance's slot. A
-/// reference also remembers how many slots the arena had then, and the store takes no slot
-/// beyond that, so a forged slot never makes it allocate. [`InstanceRef::new`] pairs an id and
-/// a slot without checking: it is for pairs the caller got from the arena or the store itself
-/// (`Arena::create_many`, `ComponentSet::ids` and `slots`, destruction reports), and the store
-/// takes its slot only below [`UNCHECKED_SLOT_LIMIT`] or where its arrays already reach.
+/// reference also remembers how many slots the arena had then, so the store may take any slot
+/// below that. [`InstanceRef::new`] pairs an id and a slot without checking: it is for pairs the
+/// caller got from the arena or the store itself (`Arena::create_many`, `ComponentSet::ids` and
+/// `slots`, destruction reports). Without the arena's word, the store takes a slot only within
+/// geometric growth of what it holds (see [`UNCHECKED_SLOT_LIMIT`]), so a forged slot never
+/// makes it allocate far past its present size.
 ///
 /// Equality and hashing look at the id and the slot only.
 #[derive(Clone, Copy)]
@@ -75,14 +79,25 @@ impl InstanceRef {
         Ok(Self { id, slot, bound })
     }
 
-    /// Whether a set whose sparse array has `sparse_len` entries may take this reference's
-    /// slot: inside the array, below the slot count the arena vouched for, or below
-    /// [`UNCHECKED_SLOT_LIMIT`].
-    pub(crate) fn check_slot(&self, sparse_len: usize) -> Result<(), StoreError> {
+    /// Whether a set whose sparse array has `sparse_len` entries, and which will hold
+    /// `rows_after` rows, may take this reference's slot: below the arena's slot count the
+    /// reference carries, [`UNCHECKED_SLOT_LIMIT`], or twice the larger of `rows_after` and
+    /// the longest sparse array of the store (`store_extent`, asked only when the others do not
+    /// suffice, and at least `sparse_len`).
+    pub(crate) fn check_slot(
+        &self,
+        sparse_len: usize,
+        rows_after: usize,
+        store_extent: impl FnOnce() -> usize,
+    ) -> Result<(), StoreError> {
         let slot = self.slot.index();
-        let limit = sparse_len
-            .max(self.bound as usize)
-            .max(UNCHECKED_SLOT_LIMIT);
+        let near = (self.bound as usize)
+            .max(UNCHECKED_SLOT_LIMIT)
+            .max(sparse_len.max(rows_after).saturating_mul(2));
+        if slot < near {
+            return Ok(());
+        }
+        let limit = near.max(store_extent().saturating_mul(2));
         if slot < limit {
             Ok(())
         } else {

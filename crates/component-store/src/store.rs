@@ -237,7 +237,7 @@ impl Store {
         }
         let installed = InstalledDef::validate(def, component, classes)?;
         for (at, values) in &rows {
-            at.check_slot(old.sparse.len())?;
+            at.check_slot(old.sparse.len(), rows.len(), || self.slot_extent())?;
             check_row(&installed, values)?;
         }
         let mut seen = HashSet::with_capacity(rows.len());
@@ -466,7 +466,7 @@ impl Store {
         Ok(RowInit { set, row })
     }
 
-    /// Adds a row of checked values (or defaults) after [`check_add`].
+    /// Adds a row of checked values (or defaults) after [`Store::check_add`].
     pub(crate) fn add_row(
         &mut self,
         at: InstanceRef,
@@ -475,7 +475,7 @@ impl Store {
         values: Option<Vec<Value>>,
     ) -> Result<(&mut ComponentSet, usize), StoreError> {
         let set = self.set(component)?;
-        check_add(set, at, class)?;
+        self.check_add(set, at, class, set.len() + 1)?;
         let (set, tick, events) = self
             .parts(component)
             .ok_or(StoreError::UnknownComponent(component))?;
@@ -524,8 +524,9 @@ impl Store {
             return Ok(BulkInit { set, rows: 0..0 });
         }
         // Every slot is checked against its bound before the bitmap below is sized by them.
+        let rows_after = set.len() + ats.len();
         for at in ats {
-            check_add(set, *at, class)?;
+            self.check_add(set, *at, class, rows_after)?;
         }
         let max_slot = ats.iter().map(|at| at.slot.index()).max().unwrap_or(0);
         let mut seen = vec![0u64; max_slot / 64 + 1];
@@ -1202,37 +1203,50 @@ impl BulkInit<'_> {
     }
 }
 
-/// Whether an instance of `class` may take a row in `set`: the checks every add runs before
-/// it stores anything.
-pub(crate) fn check_add(
-    set: &ComponentSet,
-    at: InstanceRef,
-    class: ClassId,
-) -> Result<(), StoreError> {
-    match set.holder_at(at.slot) {
-        Some(holder) if holder == at.id => {
-            return Err(StoreError::AlreadyPresent {
-                id: at.id,
-                component: set.id(),
+impl Store {
+    /// Whether an instance of `class` may take a row in `set` (one of this store's sets, which
+    /// will hold `rows_after` rows once the operation is done): the checks every add runs
+    /// before it stores anything.
+    pub(crate) fn check_add(
+        &self,
+        set: &ComponentSet,
+        at: InstanceRef,
+        class: ClassId,
+        rows_after: usize,
+    ) -> Result<(), StoreError> {
+        match set.holder_at(at.slot) {
+            Some(holder) if holder == at.id => {
+                return Err(StoreError::AlreadyPresent {
+                    id: at.id,
+                    component: set.id(),
+                });
+            }
+            Some(holder) => {
+                return Err(StoreError::SlotOccupied {
+                    slot: at.slot,
+                    holder,
+                    component: set.id(),
+                });
+            }
+            None => {}
+        }
+        at.check_slot(set.sparse.len(), rows_after, || self.slot_extent())?;
+        if !set.def.allows_class(class) {
+            return Err(StoreError::ClassNotAllowed {
+                component: set.def.name().to_owned(),
+                class,
             });
         }
-        Some(holder) => {
-            return Err(StoreError::SlotOccupied {
-                slot: at.slot,
-                holder,
-                component: set.id(),
-            });
-        }
-        None => {}
+        Ok(())
     }
-    at.check_slot(set.sparse.len())?;
-    if !set.def.allows_class(class) {
-        return Err(StoreError::ClassNotAllowed {
-            component: set.def.name().to_owned(),
-            class,
-        });
+
+    /// The longest sparse array of the store's sets: how far its slots already reach.
+    fn slot_extent(&self) -> usize {
+        self.components()
+            .map(|set| set.sparse.len())
+            .max()
+            .unwrap_or(0)
     }
-    Ok(())
 }
 
 /// Checks a whole row of values against a definition.

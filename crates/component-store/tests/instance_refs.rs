@@ -151,3 +151,51 @@ fn instance_refs_made_from_the_arena_pair_the_id_with_its_slot() {
         Err(StoreError::UnknownInstance(e))
     );
 }
+
+/// `n` unchecked references to consecutive slots from `first`, with ids `slot + 1` (as a
+/// freshly made arena pairs them).
+fn run(first: u32, n: u32) -> Vec<InstanceRef> {
+    (first..first + n)
+        .map(|s| {
+            InstanceRef::new(
+                InstanceId::new(u64::from(s) + 1).unwrap(),
+                Slot::from_index(s),
+            )
+        })
+        .collect()
+}
+
+#[test]
+fn a_world_past_the_unchecked_base_grows_with_unchecked_references() {
+    // The pairs `Arena::create_many` hands out for a world of more than 2^20 instances, taken
+    // without asking the arena again: the store takes them in bulk and one by one.
+    let classes = strata_arena::ClassRegistry::standard();
+    let mut store = strata_component_store::Store::new();
+    let score = store.install(score(), &classes).unwrap();
+    let label = store
+        .install(
+            ComponentDef::new("Label").field(FieldDef::integer("n", 0)),
+            &classes,
+        )
+        .unwrap();
+    let base = UNCHECKED_SLOT_LIMIT as u32;
+    let world = run(0, base + 64);
+    store.insert_many(&world, ClassId::ENTITY, score).unwrap();
+    assert_eq!(store.set(score).unwrap().len(), world.len());
+    // One more instance past the end, spawned alone.
+    let next = run(base + 64, 1)[0];
+    store.add(next, ClassId::ENTITY, score, []).unwrap();
+    // A component on a few instances near the end of the world, in a set that had no rows.
+    let late = run(base + 32, 1)[0];
+    store.add(late, ClassId::ENTITY, label, []).unwrap();
+    assert!(store.has(late, label) && store.has(next, score));
+    // A slot far past everything the store holds is still refused, changing nothing.
+    let tick = store.tick();
+    let forged = InstanceRef::new(InstanceId::new(7).unwrap(), Slot::from_index(1 << 26));
+    assert!(matches!(
+        store.add(forged, ClassId::ENTITY, label, []),
+        Err(StoreError::SlotOutOfRange { .. })
+    ));
+    assert_eq!(store.tick(), tick);
+    assert_eq!(store.set(label).unwrap().len(), 1);
+}
