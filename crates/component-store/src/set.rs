@@ -604,13 +604,7 @@ impl ComponentSet {
         self.removals.push(Removal { id, tick });
         self.structural += 1;
         if self.dirty_rows.len() > dirty_bound(self.ids.len()) {
-            compact_dirty_rows(
-                &mut self.dirty_rows,
-                &self.dirty,
-                self.dirty_words,
-                &self.ids,
-                &self.slots,
-            );
+            self.rebuild_dirty_rows();
         }
         id
     }
@@ -869,21 +863,14 @@ impl Track<'_> {
     /// list first when it is full.
     #[inline(always)]
     fn note_dirty(&mut self, row: usize) {
-        if self.dirty_rows.len() >= dirty_bound(self.ids.len()) {
-            compact_dirty_rows(
-                self.dirty_rows,
-                self.dirty,
-                self.dirty_words,
-                self.ids,
-                self.slots,
-            );
-        }
+        self.reserve_dirty(1);
         self.dirty_rows
             .push(InstanceRef::new(self.ids[row], self.slots[row]));
     }
 
     /// Makes room in the dirty list for up to `rows` more rows (one entry each), so a loop can
     /// push them without checking: compacts the list when they might not fit under its bound.
+    #[inline(always)]
     pub(crate) fn reserve_dirty(&mut self, rows: usize) {
         if self.dirty_rows.len() + rows > dirty_bound(self.ids.len()) {
             compact_dirty_rows(

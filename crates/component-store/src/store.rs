@@ -324,7 +324,11 @@ impl Store {
         &mut self,
         component: ComponentId,
     ) -> Result<Vec<(InstanceRef, OrphanRecord)>, StoreError> {
-        let set = self.set(component)?.clone();
+        let set = self
+            .sets
+            .get_mut(component.index())
+            .and_then(Option::take)
+            .ok_or(StoreError::UnknownComponent(component))?;
         let types = OrphanRecord::types_of(&set);
         let records = (0..set.len())
             .map(|row| {
@@ -334,7 +338,6 @@ impl Store {
             .collect();
         self.names.remove(&*set.def.def.name);
         self.name_revision += 1;
-        self.sets[component.index()] = None;
         self.rebuild_dependents();
         Ok(records)
     }

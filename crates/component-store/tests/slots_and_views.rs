@@ -296,6 +296,30 @@ fn uninstalling_returns_rows_as_records() {
 }
 
 #[test]
+fn uninstalling_leaves_snapshots_their_set_and_refuses_a_second_time() {
+    let mut w = World::new();
+    let counter = w.install(counter());
+    let n = w.field(counter, "n");
+    let e = w.spawn(ClassId::ENTITY);
+    w.store
+        .add(e, ClassId::ENTITY, counter, [(n, Value::Integer(4))])
+        .unwrap();
+    let snapshot = w.store.snapshot();
+    assert_eq!(w.store.uninstall(counter).unwrap().len(), 1);
+    assert_eq!(*snapshot.get::<i64>(e, counter, n).unwrap(), 4);
+    let name_revision = w.store.name_revision();
+    assert_eq!(
+        w.store.uninstall(counter).unwrap_err(),
+        StoreError::UnknownComponent(counter)
+    );
+    assert_eq!(
+        w.store.name_revision(),
+        name_revision,
+        "refused, nothing changed"
+    );
+}
+
+#[test]
 fn update_columns_write_one_field_while_reading_another() {
     let mut w = World::new();
     let motion = w.install(
