@@ -269,7 +269,7 @@ impl<T: Scalar> ColumnWriter<'_, T> {
             }
             let mut changed = 0;
             for (row, next) in planned {
-                changed += usize::from(self.write(row, next)?);
+                changed += usize::from(self.store(row, next)?);
             }
             return Ok(changed);
         }
@@ -334,6 +334,12 @@ impl<T: Scalar> ColumnWriter<'_, T> {
     #[inline]
     pub fn write(&mut self, row: usize, value: T) -> Result<bool, StoreError> {
         self.check(&value)?;
+        self.store(row, value)
+    }
+
+    /// [`ColumnWriter::write`] of a value already checked.
+    #[inline]
+    fn store(&mut self, row: usize, value: T) -> Result<bool, StoreError> {
         let tick = match self.tick {
             Some(tick) => tick,
             None => Tick(self.store_tick.0 + 1),

@@ -371,3 +371,33 @@ fn update_columns_write_one_field_while_reading_another() {
         Err(StoreError::TypeMismatch { .. })
     ));
 }
+
+#[test]
+fn indexed_passes_skip_rows_past_the_set_and_write_the_rest() {
+    // `update_indexed` is handed rows by its caller (a query's cache, a commit's checked log),
+    // which are inside the set; one past the end is skipped, on every kind of column, and the
+    // rows inside are written as usual.
+    let mut w = World::new();
+    let c = w.install(
+        ComponentDef::new("Mixed")
+            .field(FieldDef::number("x", 0.0))
+            .field(FieldDef::reference("r", RefPolicy::Clear))
+            .field(FieldDef::enumeration("e", &["A", "B"], "A")),
+    );
+    let (x, r, e) = (w.field(c, "x"), w.field(c, "r"), w.field(c, "e"));
+    let a = w.spawn(ClassId::ENTITY);
+    w.store.add(a, ClassId::ENTITY, c, []).unwrap();
+    let rows = |k: usize| ([0, 7][k], k);
+    let mut writer = w.store.column_writer::<f64>(c, x).unwrap();
+    assert_eq!(writer.update_indexed(2, rows, |_, _| 1.0), Ok(1));
+    let mut writer = w.store.column_writer::<Option<InstanceId>>(c, r).unwrap();
+    assert_eq!(writer.update_indexed(2, rows, |_, _| Some(a.id)), Ok(1));
+    let mut writer = w.store.column_writer::<u32>(c, e).unwrap();
+    assert_eq!(writer.update_indexed(2, rows, |_, _| 1), Ok(1));
+    assert_eq!(*w.store.get::<f64>(a, c, x).unwrap(), 1.0);
+    assert_eq!(
+        *w.store.get::<Option<InstanceId>>(a, c, r).unwrap(),
+        Some(a.id)
+    );
+    assert_eq!(*w.store.get::<u32>(a, c, e).unwrap(), 1);
+}
