@@ -219,18 +219,8 @@ impl<'s> Overlay<'s> {
         let store = self.store;
         let set = store.set(component)?;
         let def = set.def();
-        let field_def = def
-            .field(field)
-            .ok_or_else(|| StoreError::FieldOutOfRange {
-                component: def.name().to_owned(),
-                field,
-            })?;
-        let mismatch = || StoreError::TypeMismatch {
-            component: def.name().to_owned(),
-            field: field_def.name.to_string(),
-            expected: field_def.ty.name(),
-            found: std::any::type_name::<T>().to_owned(),
-        };
+        let field_def = def.check_scalar::<T>(field)?;
+        let mismatch = || def.type_mismatch(field_def, std::any::type_name::<T>());
         let established = set.values::<T>(field).ok_or_else(mismatch)?;
         let hit = self.column_state(component, field, &field_def.ty, set);
         let Overlay {
@@ -312,21 +302,7 @@ impl<'s> Overlay<'s> {
     ) -> Result<(), OverlayError> {
         let set = self.store.set(component)?;
         let def = set.def();
-        let field_def = def
-            .field(field)
-            .ok_or_else(|| StoreError::FieldOutOfRange {
-                component: def.name().to_owned(),
-                field,
-            })?;
-        let mismatch = |found: &str| StoreError::TypeMismatch {
-            component: def.name().to_owned(),
-            field: field_def.name.to_string(),
-            expected: field_def.ty.name(),
-            found: found.to_owned(),
-        };
-        if !value.conforms(&field_def.ty) {
-            return Err(mismatch(value.kind_name()).into());
-        }
+        let field_def = def.check_value(field, &value)?;
         let row = u32::try_from(row).map_err(|_| StoreError::RowOutOfRange {
             component: def.name().to_owned(),
             row,
@@ -344,7 +320,7 @@ impl<'s> Overlay<'s> {
                 value,
                 sequence,
             )
-            .map_err(mismatch)?;
+            .map_err(|found| def.type_mismatch(field_def, found))?;
         self.sequence = sequence;
         Ok(())
     }

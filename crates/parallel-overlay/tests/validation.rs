@@ -70,3 +70,34 @@ fn a_typed_read_of_a_recorded_write_names_the_field_on_mismatch() {
         }))
     );
 }
+
+#[test]
+fn a_refused_write_gets_the_store_s_own_error() {
+    // Recording checks a value exactly as the store's dynamic write does, with the same error,
+    // and records nothing.
+    let (mut store, at) = moods();
+    let mood = store.component("Mood").unwrap();
+    let field = store.field(mood, "mood").unwrap();
+    let n = store.field(mood, "n").unwrap();
+    for (field, value) in [
+        (field, Value::Enum(7)),
+        (field, Value::Integer(1)),
+        (n, Value::Number(1.5)),
+    ] {
+        let expected = store
+            .write_value(at, mood, field, value.clone())
+            .unwrap_err();
+        let mut overlay = Overlay::new(WriterRank::system(0, 1), &store);
+        assert_eq!(
+            overlay.write(at, mood, field, value.clone()),
+            Err(OverlayError::Store(expected.clone())),
+            "{value:?}"
+        );
+        assert_eq!(
+            overlay.write_row(mood, 0, field, value.clone()),
+            Err(OverlayError::Store(expected)),
+            "{value:?}"
+        );
+        assert!(overlay.is_empty());
+    }
+}
