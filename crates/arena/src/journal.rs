@@ -6,7 +6,9 @@
 //! and the floor advances past it. A reader keeps a cursor (the `head` it last saw); a cursor
 //! that cannot be served gets [`HistoryUnavailable`] rather than a silently incomplete or wrong
 //! suffix: below the floor (dropped), above the head (never issued), or inside a retracted
-//! stretch (the reader saw entries a construction rollback has since removed).
+//! stretch (the reader saw entries a construction rollback has since removed). The journal
+//! remembers at most `capacity` retracted stretches; beyond, the older half is forgotten and the
+//! floor moves past them, as it does past dropped entries.
 
 use std::collections::VecDeque;
 use std::collections::vec_deque;
@@ -20,8 +22,9 @@ pub struct BoundedJournal<T> {
     capacity: usize,
     floor: u64,
     head: u64,
-    /// Retracted stretches `(start, end)`: cursors `c` with `start < c <= end` saw entries that
-    /// were removed afterwards. Only stretches reaching the floor or above are kept.
+    /// Retracted stretches `(start, end)`, disjoint and sorted: cursors `c` with
+    /// `start < c <= end` saw entries that were removed afterwards. Only stretches reaching the
+    /// floor or above are kept, and at most `capacity` of them.
     retracted: Vec<(u64, u64)>,
 }
 
@@ -98,10 +101,10 @@ impl<T> BoundedJournal<T> {
     /// them were dropped, the cursor is not one this journal issued, or entries the cursor's
     /// reader saw were retracted since.
     pub fn read_since(&self, cursor: u64) -> Result<JournalRead<'_, T>, HistoryUnavailable> {
-        let retracted = self
-            .retracted
-            .iter()
-            .any(|&(start, end)| start < cursor && cursor <= end);
+        // Stretches are disjoint and sorted: only the last one starting below the cursor can
+        // hold it.
+        let below = self.retracted.partition_point(|&(start, _)| start < cursor);
+        let retracted = below > 0 && cursor <= self.retracted[below - 1].1;
         if cursor < self.floor || cursor > self.head || retracted {
             return Err(HistoryUnavailable {
                 requested: cursor,
@@ -135,6 +138,17 @@ impl<T> BoundedJournal<T> {
             self.retracted.clear();
         } else {
             self.retracted.retain(|&(start, _)| start < mark);
+            if self.retracted.len() == self.capacity {
+                // As many stretches as entries: forget the older half of them, and with them
+                // the history up to the end of the last one forgotten (cursors there could not
+                // tell a retracted entry from a kept one any more).
+                let dropped = self.capacity / 2;
+                let (_, last_end) = self.retracted[dropped - 1];
+                self.retracted.drain(..dropped);
+                self.floor = last_end + 1;
+                let keep_from = self.entries.partition_point(|(seq, _)| *seq < self.floor);
+                self.entries.drain(..keep_from);
+            }
             self.retracted.push((mark, end));
         }
     }
@@ -278,6 +292,33 @@ mod tests {
         let fresh = j.head();
         j.push(42);
         assert_eq!(values(j.read_since(fresh).unwrap()), vec![42]);
+    }
+
+    #[test]
+    fn repeated_retractions_keep_the_journal_bounded() {
+        // Rollbacks of batches that each wrote one entry, with nothing kept between them: the
+        // entries never fill the journal, yet the retracted stretches must not pile up.
+        let mut j = BoundedJournal::new(8);
+        let reader = j.head();
+        let mut last_mark = reader;
+        for v in 0..1000u32 {
+            last_mark = j.head();
+            j.push(v);
+            j.retract_from(last_mark);
+            assert!(j.retracted.len() <= 8, "{} stretches", j.retracted.len());
+        }
+        assert!(
+            j.read_since(reader).is_err(),
+            "an old cursor missed history"
+        );
+        assert!(j.read_since(last_mark).is_ok(), "the last mark reads on");
+        assert!(
+            j.read_since(last_mark + 1).is_err(),
+            "a retracted cursor is refused"
+        );
+        let seq = j.push(7);
+        assert_eq!(values(j.read_since(j.floor()).unwrap()), vec![7]);
+        assert_eq!(seq, j.head() - 1);
     }
 
     #[test]
