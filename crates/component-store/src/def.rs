@@ -1,8 +1,9 @@
 //! Component definitions: field types, defaults, former names, class restrictions, `requires`
 //! dependents, the observed flag and reference destruction policies.
 //!
-//! Invariant: an installed definition (`InstalledDef`) has been validated: field names are unique
-//! (former names included), every default conforms to its field's type, enum defaults name a
+//! Invariant: an installed definition (`InstalledDef`) has been validated: field names are
+//! unique, former names are unambiguous (none is a current field name, no two fields share one:
+//! `check_former_names`), every default conforms to its field's type, enum defaults name a
 //! variant, map keys are text, integer, boolean or enum, and destruction policies sit only on
 //! fields that can hold references. A definition is immutable once installed; redefinition
 //! installs a new one with a new allocation number. Allocation numbers come from one counter
@@ -11,7 +12,7 @@
 use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
 
-use hashbrown::HashMap;
+use hashbrown::{HashMap, HashSet};
 use strata_arena::{ClassId, ClassRegistry, Transform, Vec3};
 
 use crate::column::Scalar;
@@ -436,16 +437,7 @@ impl InstalledDef {
                 return Err(invalid(format!("field `{}` is declared twice", field.name)));
             }
         }
-        for field in &def.fields {
-            for former in &field.former_names {
-                if field_index.contains_key(former) {
-                    return Err(invalid(format!(
-                        "former name `{former}` of `{}` is also a current field name",
-                        field.name
-                    )));
-                }
-            }
-        }
+        check_former_names(&def.fields).map_err(invalid)?;
         let allowed = match &def.classes {
             None => None,
             Some(names) => Some(
@@ -611,6 +603,43 @@ fn found_name(value: &Value) -> String {
         Value::Enum(index) => format!("enum variant {index}"),
         other => other.kind_name().to_owned(),
     }
+}
+
+/// Checks that former names say unambiguously where a saved value goes: no field names itself
+/// or another field's current name, and no two fields name the same former name (one field may
+/// repeat one). Returns why not, naming the fields. Installing and redefining run it, and so
+/// does schema evaluation, for its own report.
+pub fn check_former_names(fields: &[FieldDef]) -> Result<(), String> {
+    let current: HashSet<&str> = fields.iter().map(|f| &*f.name).collect();
+    let mut claimed: HashMap<&str, &str> = HashMap::new();
+    for field in fields {
+        for former in &field.former_names {
+            if **former == *field.name {
+                return Err(format!(
+                    "field `{}` names itself as a former name",
+                    field.name
+                ));
+            }
+            if current.contains(&**former) {
+                return Err(format!(
+                    "field `{}` names `{former}` as a former name, but `{former}` is a current field; its saved value belongs to `{former}`",
+                    field.name
+                ));
+            }
+            match claimed.get(&**former) {
+                Some(other) if *other != &*field.name => {
+                    return Err(format!(
+                        "fields `{other}` and `{}` both name `{former}` as a former name; a saved value can go to one field only",
+                        field.name
+                    ));
+                }
+                _ => {
+                    claimed.insert(former, &field.name);
+                }
+            }
+        }
+    }
+    Ok(())
 }
 
 fn check_type(ty: &FieldType) -> Result<(), String> {

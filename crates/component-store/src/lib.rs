@@ -82,6 +82,7 @@ pub use crate::column::{Column, Scalar};
 pub use crate::copy::CopyPair;
 pub use crate::def::{
     ComponentDef, ComponentId, FieldDef, FieldId, FieldType, InstalledDef, RefPolicy, StructField,
+    check_former_names,
 };
 pub use crate::error::StoreError;
 pub use crate::handle::{Binding, ComponentHandle, RemovalReader, Removals};

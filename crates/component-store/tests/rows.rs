@@ -391,7 +391,7 @@ fn malformed_definitions_are_refused() {
     field `e`: default enum does not fit type enum(A)
     field `m`: vector cannot be a map key
     field `x`: a destruction policy needs a reference field
-    former name `y` of `x` is also a current field name
+    field `x` names `y` as a former name, but `y` is a current field; its saved value belongs to `y`
     unknown class `Spaceship`
     "
     );
@@ -473,4 +473,30 @@ fn insert_many_adds_rows_in_bulk_with_one_tick() {
     ));
     assert_eq!(w.store.set(score).unwrap().len(), 100);
     assert_eq!(w.store.tick().0, tick.0 + 1);
+}
+
+#[test]
+fn a_definition_whose_fields_share_a_former_name_is_refused() {
+    // A saved value of `old` could go to either field: the definition is ambiguous, whether it
+    // comes from a schema or is built in Rust, and neither install nor redefine takes it.
+    let mut w = World::new();
+    let shared = || {
+        ComponentDef::new("Stats")
+            .field(FieldDef::number("a", 0.0).former_names(&["old"]))
+            .field(FieldDef::number("b", 0.0).former_names(&["x", "old"]))
+    };
+    let refusal = Err(StoreError::InvalidDefinition {
+        component: "Stats".into(),
+        reason: "fields `a` and `b` both name `old` as a former name; a saved value can go to one field only".into(),
+    });
+    assert_eq!(w.store.install(shared(), w.arena.classes()), refusal);
+    let stats = w.install(ComponentDef::new("Stats").field(FieldDef::number("old", 0.0)));
+    let revision = w.store.name_revision();
+    assert_eq!(
+        w.store
+            .redefine(stats, shared(), w.arena.classes(), Vec::new()),
+        refusal.map(|_| ())
+    );
+    assert_eq!(w.store.name_revision(), revision);
+    assert!(w.store.field(stats, "old").is_ok(), "the definition stays");
 }

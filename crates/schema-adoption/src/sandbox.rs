@@ -24,14 +24,15 @@
 //! share one.
 
 use std::cell::Cell;
-use std::collections::{BTreeMap, BTreeSet};
 use std::rc::Rc;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use mlua::{Lua, MultiValue, Table, Value as LuaValue, VmState};
 use strata_arena::{Transform, Vec3};
-use strata_component_store::{FieldDef, FieldType, ListValue, RefPolicy, StructField, Value};
+use strata_component_store::{
+    FieldDef, FieldType, ListValue, RefPolicy, StructField, Value, check_former_names,
+};
 
 use crate::error::SchemaError;
 use crate::library::{CapExceeded, Library};
@@ -480,7 +481,7 @@ impl SchemaVm {
             let field = self.field_def(&name, &value, &mut tally)?;
             schema.fields.push(field);
         }
-        check_former_names(&schema.fields)?;
+        check_former_names(&schema.fields).map_err(invalid_schema)?;
         Ok(schema)
     }
 
@@ -720,41 +721,6 @@ impl SchemaVm {
             other => return Err(bad(&format!("unknown field kind `{other}`"))),
         })
     }
-}
-
-/// Former names must say unambiguously where a saved value goes: no field names itself or
-/// another field's current name, and no two fields name the same former name.
-fn check_former_names(fields: &[FieldDef]) -> Result<(), SchemaError> {
-    let current: BTreeSet<&str> = fields.iter().map(|f| &*f.name).collect();
-    let mut claimed: BTreeMap<&str, &str> = BTreeMap::new();
-    for field in fields {
-        for former in &field.former_names {
-            if **former == *field.name {
-                return Err(invalid_schema(format!(
-                    "field `{}` names itself as a former name",
-                    field.name
-                )));
-            }
-            if current.contains(&**former) {
-                return Err(invalid_schema(format!(
-                    "field `{}` names `{former}` as a former name, but `{former}` is a current field; its saved value belongs to `{former}`",
-                    field.name
-                )));
-            }
-            match claimed.get(&**former) {
-                Some(other) if *other != &*field.name => {
-                    return Err(invalid_schema(format!(
-                        "fields `{other}` and `{}` both name `{former}` as a former name; a saved value can go to one field only",
-                        field.name
-                    )));
-                }
-                _ => {
-                    claimed.insert(former, &field.name);
-                }
-            }
-        }
-    }
-    Ok(())
 }
 
 fn arg(args: &[LuaValue], index: usize) -> LuaValue {

@@ -109,9 +109,10 @@ fn a_redefinition_with_a_shared_former_name_keeps_the_previous_one() {
 
 #[test]
 fn adoption_gives_a_source_field_to_one_field_at_most() {
-    // A definition built in Rust, not through a schema, can still name one former name twice,
-    // or name a current field as a former name: the current name claims its value first, then
-    // the fields in definition order, and a claimed value goes to no other field.
+    // `adopt` takes a definition as given, even one the store would refuse to install (one
+    // former name named twice, a current field named as a former name): the current name
+    // claims its value first, then the fields in definition order, and a claimed value goes to
+    // no other field.
     let mut def = ComponentDef::new("Stats");
     def.fields = vec![
         FieldDef::number("a", 1.0).former_names(&["old"]),
