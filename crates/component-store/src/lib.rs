@@ -10,8 +10,8 @@
 //! Guarantees a downstream crate can rely on:
 //! - A lookup by [`InstanceRef`] checks the row's instance id, so a removed component or a
 //!   reused slot yields [`StoreError::MissingMembership`], never another instance's data.
-//! - Make references with [`InstanceRef::of`], which asks the arena for the slot. An add never
-//!   evicts another instance's row: a slot held by another instance is
+//! - Make references with [`InstanceRef::of`], which asks the arena for the slot. An add (or a
+//!   redefinition's row) never evicts another instance's row: a slot held by another instance is
 //!   [`StoreError::SlotOccupied`], and [`Store::evict_stale`] is the explicit call for rows
 //!   left by a destruction that was never reported. No slot makes the store allocate past the
 //!   arena's slot count a checked reference carries, or, for references made by

@@ -6,9 +6,9 @@
 //! removal, a write that stores a value differing bit for bit) and never for an equal write. A
 //! store and each of its snapshots have distinct `StoreId`s, so a cache keyed by store identity
 //! never mistakes one for the other, and the same `Lineage`, which no store made by another
-//! `Store::new` has. No add evicts another instance's row; only `evict_stale` removes a row on
-//! another instance's behalf. The store never calls into the arena: the arena's owner reports
-//! destruction (`on_destroyed`) and reclamation (`on_reclaimed`).
+//! `Store::new` has. No add or redefinition evicts another instance's row; only `evict_stale`
+//! removes a row on another instance's behalf. The store never calls into the arena: the arena's
+//! owner reports destruction (`on_destroyed`) and reclamation (`on_reclaimed`).
 
 use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -220,6 +220,10 @@ impl Store {
     /// observed). An instance that had a row and has none now loses the component like any
     /// removal: a removal record, a `Removed` event when the old definition was observed, and
     /// the removal of every component of the instance that requires this one.
+    ///
+    /// Refused, changing nothing, for an invalid definition, a name another component holds,
+    /// two rows for one slot, a row whose values do not fit, and a row whose slot holds another
+    /// instance's row or lies past what its reference may address, as for [`Store::add`].
     pub fn redefine(
         &mut self,
         component: ComponentId,
@@ -237,6 +241,13 @@ impl Store {
         }
         let installed = InstalledDef::validate(def, component, classes)?;
         for (at, values) in &rows {
+            if let Some(holder) = old.holder_at(at.slot).filter(|holder| *holder != at.id) {
+                return Err(StoreError::SlotOccupied {
+                    slot: at.slot,
+                    holder,
+                    component,
+                });
+            }
             at.check_slot(old.sparse.len(), rows.len(), || self.slot_extent())?;
             check_row(&installed, values)?;
         }

@@ -199,3 +199,47 @@ fn a_world_past_the_unchecked_base_grows_with_unchecked_references() {
     assert_eq!(store.tick(), tick);
     assert_eq!(store.set(label).unwrap().len(), 1);
 }
+
+#[test]
+fn a_redefinition_never_gives_a_live_instance_s_slot_to_another() {
+    // Rows handed to `redefine` pair ids and slots like any add: one that names `a`'s slot for
+    // another instance would silently remove `a`'s row (with its event and dependents).
+    let mut w = World::new();
+    let score = w.install(score());
+    let points = w.field(score, "points");
+    let a = w.spawn(ClassId::ENTITY);
+    let c = w.spawn(ClassId::ENTITY);
+    w.store
+        .add(a, ClassId::ENTITY, score, [(points, Value::Integer(5))])
+        .unwrap();
+    w.store.drain_events();
+    let tick = w.store.tick();
+    let forged = InstanceRef::new(c.id, a.slot);
+    assert_eq!(
+        w.store.redefine(
+            score,
+            self::score(),
+            w.arena.classes(),
+            vec![(forged, vec![Value::Integer(1)])]
+        ),
+        Err(StoreError::SlotOccupied {
+            slot: a.slot,
+            holder: a.id,
+            component: score,
+        })
+    );
+    assert_eq!(*w.store.get::<i64>(a, score, points).unwrap(), 5);
+    assert_eq!(w.store.tick(), tick);
+    assert!(w.store.drain_events().is_empty());
+    // The explicit call still clears the way when `a` really is gone.
+    w.store.evict_stale(forged);
+    w.store
+        .redefine(
+            score,
+            self::score(),
+            w.arena.classes(),
+            vec![(forged, vec![Value::Integer(1)])],
+        )
+        .unwrap();
+    assert_eq!(*w.store.get::<i64>(forged, score, points).unwrap(), 1);
+}
