@@ -61,8 +61,9 @@ impl Store {
         }
         let copied = planned.len();
         for (pair, component, values) in planned {
-            // Checked above, and the copies are distinct slots, so no add below can refuse.
-            self.add_row(pair.copy, pair.class, component, Some(values))?;
+            // Checked above for the rows the sets will hold, and the copies are distinct
+            // slots: stored without checking again.
+            self.push_checked_row(pair.copy, component, Some(values))?;
         }
         for pair in pairs {
             let records: Vec<_> = self.orphans().of(pair.source.id).to_vec();

@@ -481,7 +481,7 @@ impl Store {
     }
 
     /// Adds a row of checked values (or defaults) after [`Store::check_add`].
-    pub(crate) fn add_row(
+    fn add_row(
         &mut self,
         at: InstanceRef,
         class: ClassId,
@@ -490,6 +490,17 @@ impl Store {
     ) -> Result<(&mut ComponentSet, usize), StoreError> {
         let set = self.set(component)?;
         self.check_add(set, at, class, set.len() + 1)?;
+        self.push_checked_row(at, component, values)
+    }
+
+    /// Adds a row of checked values (or defaults) for an instance [`Store::check_add`] already
+    /// accepted: one tick, and an `Added` event when the component is observed.
+    pub(crate) fn push_checked_row(
+        &mut self,
+        at: InstanceRef,
+        component: ComponentId,
+        values: Option<Vec<Value>>,
+    ) -> Result<(&mut ComponentSet, usize), StoreError> {
         let (set, tick, events) = self
             .parts(component)
             .ok_or(StoreError::UnknownComponent(component))?;

@@ -243,3 +243,30 @@ fn a_redefinition_never_gives_a_live_instance_s_slot_to_another() {
         .unwrap();
     assert_eq!(*w.store.get::<i64>(forged, score, points).unwrap(), 1);
 }
+
+#[test]
+fn a_copy_checked_whole_stores_every_row() {
+    // `copy_rows` checks every pair, for the rows the set will hold after the copy, before it
+    // stores the first: storing may not then refuse a pair part-way. Here one source is copied
+    // to many instances, one of them at a slot past the unchecked base that the set's size
+    // after the copy allows.
+    let classes = strata_arena::ClassRegistry::standard();
+    let mut store = strata_component_store::Store::new();
+    let score = store.install(score(), &classes).unwrap();
+    let source = run(0, 1)[0];
+    store.add(source, ClassId::ENTITY, score, []).unwrap();
+    let n = (UNCHECKED_SLOT_LIMIT / 2 + 1024) as u32;
+    let far = UNCHECKED_SLOT_LIMIT as u32 + 8;
+    let mut copies = run(1, n - 1);
+    copies.insert(1, run(far, 1)[0]);
+    let pairs: Vec<CopyPair> = copies
+        .iter()
+        .map(|&copy| CopyPair {
+            source,
+            copy,
+            class: ClassId::ENTITY,
+        })
+        .collect();
+    assert_eq!(store.copy_rows(&pairs, Some), Ok(pairs.len()));
+    assert_eq!(store.set(score).unwrap().len(), pairs.len() + 1);
+}
