@@ -433,6 +433,13 @@ impl ComponentSet {
         self.timeline = self.timeline.fork(self.removals.head());
     }
 
+    /// Continues `old`'s removal log in this set, which replaces it (a redefinition), on a
+    /// timeline of its own: a snapshot may still hold `old` and record other removals.
+    pub(crate) fn continue_removals(&mut self, old: &ComponentSet) {
+        self.removals = old.removals.clone();
+        self.timeline = old.timeline.fork(old.removals.head());
+    }
+
     /// The references this set holds to `target`, one entry per reference, sorted by holder
     /// and field.
     pub fn references_to(&self, target: InstanceId) -> Vec<RefEntry> {

@@ -274,9 +274,7 @@ impl Store {
         let old_name = old.def.def.name.clone();
         let tick = Tick(self.tick.0 + 1);
         let mut set = ComponentSet::new(Arc::new(installed));
-        set.removals = old.removals.clone();
-        // A snapshot may still hold the old set, with its timeline: this one leaves it.
-        set.timeline = old.timeline.fork(old.removals.head());
+        set.continue_removals(old);
         let kept: HashSet<InstanceRef> = rows.iter().map(|(at, _)| *at).collect();
         let lost: Vec<InstanceRef> = (0..old.len())
             .map(|row| InstanceRef::new(old.ids[row], old.slots[row]))
