@@ -117,7 +117,8 @@ pub enum StoreError {
         /// The instance's class.
         class: ClassId,
     },
-    /// A handle was bound to a definition that has since been replaced.
+    /// A handle, or a column an overlay recorded, was bound to a definition that has since been
+    /// replaced.
     #[error("the handle's definition of component {0:?} was replaced")]
     StaleDefinition(ComponentId),
     /// A column cannot be written while the same column (or, for reference fields, the same
