@@ -264,94 +264,11 @@ pub(crate) fn build<B>(systems: &[Option<&System<B>>]) -> Plan {
     // Declarations into edges. Each declaration gets an ordinal in the documented diagnostic
     // order; what it produced is kept with it, so diagnostics found after the cycles (edges to a
     // stopped system) take their place among the others.
-    let mut noted: Vec<(usize, Diagnostic)> = Vec::new();
-    let mut links: Vec<Link<'_>> = Vec::new();
-    let mut edges = Edges::default();
-    let mut ordinal = 0_usize;
-    for (i, system) in systems.iter().enumerate() {
-        let Some(system) = system.filter(|system| system.enabled) else {
-            continue;
-        };
-        let stage = system.stage();
-        let declared = [
-            (Relation::Before, &system.before),
-            (Relation::After, &system.after),
-        ];
-        for (relation, targets) in declared {
-            for target in targets {
-                let k = ordinal;
-                ordinal += 1;
-                let mut link = |other: usize| {
-                    links.push(Link {
-                        ordinal: k,
-                        declarer: i,
-                        other,
-                        relation,
-                        target,
-                    });
-                };
-                let mut note = |diagnostic: Diagnostic| noted.push((k, diagnostic));
-                let declaration = || Declaration {
-                    system: id(i),
-                    name: system.name.to_string(),
-                    relation,
-                    target: target.to_string(),
-                };
-                let cross = |other: usize| Diagnostic::CrossStage {
-                    declaration: declaration(),
-                    stage,
-                    other: id(other),
-                    other_name: name_of(other),
-                    other_stage: stage_of(other).unwrap_or(stage),
-                };
-                if let Some(&other) = names.get(&**target) {
-                    if other == i {
-                        note(Diagnostic::SelfTarget {
-                            declaration: declaration(),
-                        });
-                    } else if !enabled[other] {
-                        note(Diagnostic::DisabledTarget {
-                            declaration: declaration(),
-                        });
-                    } else if stage_of(other) != Some(stage) {
-                        note(cross(other));
-                    } else {
-                        edges.add(i, other, relation, target, false);
-                        link(other);
-                    }
-                } else if let Some(members) = sets.get(&**target) {
-                    let (mut any_enabled, mut any_disabled) = (false, false);
-                    for &other in members.iter().filter(|&&other| other != i) {
-                        if !enabled[other] {
-                            any_disabled = true;
-                            continue;
-                        }
-                        any_enabled = true;
-                        if stage_of(other) != Some(stage) {
-                            note(cross(other));
-                        } else {
-                            edges.add(i, other, relation, target, true);
-                            link(other);
-                        }
-                    }
-                    if any_disabled && !any_enabled {
-                        note(Diagnostic::DisabledTarget {
-                            declaration: declaration(),
-                        });
-                    } else if !any_disabled && !any_enabled {
-                        // Sets exist only through their members, so the declarer is the only one.
-                        note(Diagnostic::SelfOnlySet {
-                            declaration: declaration(),
-                        });
-                    }
-                } else {
-                    note(Diagnostic::MissingTarget {
-                        declaration: declaration(),
-                    });
-                }
-            }
-        }
-    }
+    let Declared {
+        edges,
+        links,
+        mut noted,
+    } = declare(systems, &names, &sets, &enabled);
     let (edges, reasons) = edges.finish();
     let successors = Rows::new(
         n,
@@ -468,32 +385,11 @@ pub(crate) fn build<B>(systems: &[Option<&System<B>>]) -> Plan {
     stage_starts[Stage::COUNT] = order.len() as u32;
 
     // A declaration joining a running system to a stopped one: the running one was ordered as
-    // if it were absent, so say which order does not hold. Edges inside one cycle, or between
-    // two stopped systems, concern no running system (the cycles are reported below).
-    for link in &links {
-        let (declarer_stopped, other_stopped) = (stopped[link.declarer], stopped[link.other]);
-        let (stopped_at, cycle, running) = match (declarer_stopped, other_stopped) {
-            (Some(cycle), None) => (link.declarer, cycle, link.other),
-            (None, Some(cycle)) => (link.other, cycle, link.declarer),
-            _ => continue,
-        };
-        noted.push((
-            link.ordinal,
-            Diagnostic::StoppedNeighbour {
-                declaration: Declaration {
-                    system: id(link.declarer),
-                    name: name_of(link.declarer),
-                    relation: link.relation,
-                    target: link.target.to_string(),
-                },
-                stopped: id(stopped_at),
-                stopped_name: name_of(stopped_at),
-                cycle,
-                running: id(running),
-                running_name: name_of(running),
-            },
-        ));
-    }
+    // if it were absent, so say which order does not hold.
+    noted.extend(links.iter().filter_map(|link| {
+        link.stopped_neighbour(&stopped, name_of)
+            .map(|diagnostic| (link.ordinal, diagnostic))
+    }));
     // A stable sort: within one declaration, the order the diagnostics were found.
     noted.sort_by_key(|(ordinal, _)| *ordinal);
     let mut diagnostics = ScheduleDiagnostics::default();
@@ -533,6 +429,120 @@ pub(crate) fn build<B>(systems: &[Option<&System<B>>]) -> Plan {
     }
 }
 
+/// What the declarations of the enabled systems produced: the edges, each edge's declaration
+/// (to report it if one end is stopped), and the diagnostics, each with its declaration's
+/// ordinal in the documented diagnostic order.
+struct Declared<'a> {
+    edges: Edges,
+    links: Vec<Link<'a>>,
+    noted: Vec<(usize, Diagnostic)>,
+}
+
+/// Resolves every declaration's target to systems or set members and turns it into edges and
+/// diagnostics. Edges join two enabled systems of one stage; everything else is noted.
+fn declare<'a, B>(
+    systems: &'a [Option<&System<B>>],
+    names: &HashMap<&str, usize>,
+    sets: &HashMap<&str, Vec<usize>>,
+    enabled: &[bool],
+) -> Declared<'a> {
+    let stage_of = |i: usize| systems[i].map(System::stage);
+    let name_of = |i: usize| systems[i].map_or_else(String::new, |s| s.name.to_string());
+    let mut noted: Vec<(usize, Diagnostic)> = Vec::new();
+    let mut links: Vec<Link<'a>> = Vec::new();
+    let mut edges = Edges::default();
+    let mut ordinal = 0_usize;
+    for (i, system) in systems.iter().enumerate() {
+        let Some(system) = system.filter(|system| system.enabled) else {
+            continue;
+        };
+        let stage = system.stage();
+        let declared = [
+            (Relation::Before, &system.before),
+            (Relation::After, &system.after),
+        ];
+        for (relation, targets) in declared {
+            for target in targets {
+                let k = ordinal;
+                ordinal += 1;
+                let mut link = |other: usize| {
+                    links.push(Link {
+                        ordinal: k,
+                        declarer: i,
+                        other,
+                        relation,
+                        target,
+                    });
+                };
+                let mut note = |diagnostic: Diagnostic| noted.push((k, diagnostic));
+                let declaration = || Declaration {
+                    system: id(i),
+                    name: system.name.to_string(),
+                    relation,
+                    target: target.to_string(),
+                };
+                let cross = |other: usize| Diagnostic::CrossStage {
+                    declaration: declaration(),
+                    stage,
+                    other: id(other),
+                    other_name: name_of(other),
+                    other_stage: stage_of(other).unwrap_or(stage),
+                };
+                if let Some(&other) = names.get(&**target) {
+                    if other == i {
+                        note(Diagnostic::SelfTarget {
+                            declaration: declaration(),
+                        });
+                    } else if !enabled[other] {
+                        note(Diagnostic::DisabledTarget {
+                            declaration: declaration(),
+                        });
+                    } else if stage_of(other) != Some(stage) {
+                        note(cross(other));
+                    } else {
+                        edges.add(i, other, relation, target, false);
+                        link(other);
+                    }
+                } else if let Some(members) = sets.get(&**target) {
+                    let (mut any_enabled, mut any_disabled) = (false, false);
+                    for &other in members.iter().filter(|&&other| other != i) {
+                        if !enabled[other] {
+                            any_disabled = true;
+                            continue;
+                        }
+                        any_enabled = true;
+                        if stage_of(other) != Some(stage) {
+                            note(cross(other));
+                        } else {
+                            edges.add(i, other, relation, target, true);
+                            link(other);
+                        }
+                    }
+                    if any_disabled && !any_enabled {
+                        note(Diagnostic::DisabledTarget {
+                            declaration: declaration(),
+                        });
+                    } else if !any_disabled && !any_enabled {
+                        // Sets exist only through their members, so the declarer is the only one.
+                        note(Diagnostic::SelfOnlySet {
+                            declaration: declaration(),
+                        });
+                    }
+                } else {
+                    note(Diagnostic::MissingTarget {
+                        declaration: declaration(),
+                    });
+                }
+            }
+        }
+    }
+    Declared {
+        edges,
+        links,
+        noted,
+    }
+}
+
 /// A declaration that produced an edge, kept to report it if one end is stopped.
 struct Link<'a> {
     /// The declaration's place in the diagnostic order.
@@ -541,6 +551,36 @@ struct Link<'a> {
     other: usize,
     relation: Relation,
     target: &'a Arc<str>,
+}
+
+impl Link<'_> {
+    /// The warning for this declaration when it joins a running system to one stopped in a
+    /// cycle; `None` when both run, or both are stopped (edges inside a cycle are reported with
+    /// the cycle).
+    fn stopped_neighbour(
+        &self,
+        stopped: &[Option<usize>],
+        name_of: impl Fn(usize) -> String,
+    ) -> Option<Diagnostic> {
+        let (stopped_at, cycle, running) = match (stopped[self.declarer], stopped[self.other]) {
+            (Some(cycle), None) => (self.declarer, cycle, self.other),
+            (None, Some(cycle)) => (self.other, cycle, self.declarer),
+            _ => return None,
+        };
+        Some(Diagnostic::StoppedNeighbour {
+            declaration: Declaration {
+                system: id(self.declarer),
+                name: name_of(self.declarer),
+                relation: self.relation,
+                target: self.target.to_string(),
+            },
+            stopped: id(stopped_at),
+            stopped_name: name_of(stopped_at),
+            cycle,
+            running: id(running),
+            running_name: name_of(running),
+        })
+    }
 }
 
 /// The id of the system at index `i` (indices come from a `Vec` of at most `u32::MAX` systems).
