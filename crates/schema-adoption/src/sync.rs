@@ -249,50 +249,9 @@ impl SchemaSync {
         // Renames: a component whose definition is now wanted under another name that is free
         // in the store. The new name is recorded only once the store took it; until then the
         // component keeps its old name (and is not removed below), and the sync is retried.
-        let chosen: BTreeMap<InstanceId, Arc<str>> = wanted
-            .iter()
-            .map(|(name, found)| (found.definition, name.clone()))
-            .collect();
-        let mut renames: Vec<(Arc<str>, Arc<str>, ComponentId)> = Vec::new();
-        for (old, i) in &installed {
-            if wanted.contains_key(old) {
-                continue;
-            }
-            let Some(new) = chosen.get(&i.definition) else {
-                continue;
-            };
-            // In a store met for the first time, a component already under the new name is
-            // taken over below instead; in the store last synced, one installed by other code
-            // makes the store refuse the rename, and the sync says so. One rename per new name.
-            let taken = installed.contains_key(new)
-                || (first_meeting && store.component(new).is_some())
-                || renames.iter().any(|(_, n, _)| n == new);
-            if !taken {
-                renames.push((old.clone(), new.clone(), i.component));
-            }
-        }
-        let mut pending: Vec<Arc<str>> = Vec::new();
-        for (old, new, component) in &renames {
-            let Some(found) = wanted.get(new) else {
-                continue;
-            };
-            match self.define(arena, store, new, found, Some(*component)) {
-                Ok((component, component_report)) => {
-                    installed.remove(old);
-                    installed.insert(new.clone(), installed_now(store, component, found));
-                    report.renamed.push((old.to_string(), new.to_string()));
-                    report.adoption.push(component_report);
-                }
-                Err(error) => {
-                    pending.push(old.clone());
-                    report.diagnostics.push(SyncDiagnostic::Failed {
-                        name: new.to_string(),
-                        definition: found.definition,
-                        error,
-                    });
-                }
-            }
-        }
+        let renames = planned_renames(&installed, &wanted, store, first_meeting);
+        let pending =
+            self.apply_renames(arena, store, &wanted, &renames, &mut installed, &mut report);
 
         // Added and changed definitions; the instance behind every name is refreshed, so a
         // duplicate that took over is the one followed from now on.
@@ -352,22 +311,7 @@ impl SchemaSync {
 
         // Definitions that left (or whose instance now defines a name held by another
         // component): their rows go back to orphans.
-        let gone: Vec<Arc<str>> = installed
-            .keys()
-            .filter(|name| !wanted.contains_key(*name) && !pending.contains(name))
-            .cloned()
-            .collect();
-        for name in gone {
-            let Some(i) = installed.remove(&name) else {
-                continue;
-            };
-            if let Ok(rows) = store.uninstall(i.component) {
-                for (at, record) in rows {
-                    store.add_orphan(at, record);
-                }
-            }
-            report.removed.push(name.to_string());
-        }
+        remove_gone(store, &mut installed, &wanted, &pending, &mut report);
         let mut history = self.bound.take().map(|b| b.history).unwrap_or_default();
         for (name, i) in &installed {
             history.insert(name.clone(), i.definition);
@@ -380,6 +324,43 @@ impl SchemaSync {
             diagnostics: report.diagnostics.clone(),
         });
         report
+    }
+
+    /// Redefines each renamed component under its new name, recording the new name only once
+    /// the store took it. Returns the old names of the renames that failed: their components
+    /// keep those names (and their rows), and a later sync tries again.
+    fn apply_renames(
+        &mut self,
+        arena: &Snapshot,
+        store: &mut Store,
+        wanted: &BTreeMap<Arc<str>, Found>,
+        renames: &[Rename],
+        installed: &mut BTreeMap<Arc<str>, Installed>,
+        report: &mut SyncReport,
+    ) -> Vec<Arc<str>> {
+        let mut pending: Vec<Arc<str>> = Vec::new();
+        for (old, new, component) in renames {
+            let Some(found) = wanted.get(new) else {
+                continue;
+            };
+            match self.define(arena, store, new, found, Some(*component)) {
+                Ok((component, component_report)) => {
+                    installed.remove(old);
+                    installed.insert(new.clone(), installed_now(store, component, found));
+                    report.renamed.push((old.to_string(), new.to_string()));
+                    report.adoption.push(component_report);
+                }
+                Err(error) => {
+                    pending.push(old.clone());
+                    report.diagnostics.push(SyncDiagnostic::Failed {
+                        name: new.to_string(),
+                        definition: found.definition,
+                        error,
+                    });
+                }
+            }
+        }
+        pending
     }
 
     /// What the sync knows, checked against `store`. For the store last synced: the
@@ -479,6 +460,68 @@ impl SchemaSync {
             }
         }
         reports
+    }
+}
+
+/// A rename: the component's old name, its new name, the component.
+type Rename = (Arc<str>, Arc<str>, ComponentId);
+
+/// The renames a sync attempts: each component whose definition instance is now wanted under
+/// another name, when that name is free. In a store met for the first time, a component already
+/// under the new name is taken over instead; in the store last synced, one installed by other
+/// code makes the store refuse the rename, and the sync says so. One rename per new name.
+fn planned_renames(
+    installed: &BTreeMap<Arc<str>, Installed>,
+    wanted: &BTreeMap<Arc<str>, Found>,
+    store: &Store,
+    first_meeting: bool,
+) -> Vec<Rename> {
+    let chosen: BTreeMap<InstanceId, Arc<str>> = wanted
+        .iter()
+        .map(|(name, found)| (found.definition, name.clone()))
+        .collect();
+    let mut renames: Vec<Rename> = Vec::new();
+    for (old, i) in installed {
+        if wanted.contains_key(old) {
+            continue;
+        }
+        let Some(new) = chosen.get(&i.definition) else {
+            continue;
+        };
+        let taken = installed.contains_key(new)
+            || (first_meeting && store.component(new).is_some())
+            || renames.iter().any(|(_, n, _)| n == new);
+        if !taken {
+            renames.push((old.clone(), new.clone(), i.component));
+        }
+    }
+    renames
+}
+
+/// Uninstalls the components of names no longer wanted (except those of `pending` renames),
+/// keeping their rows as orphans.
+fn remove_gone(
+    store: &mut Store,
+    installed: &mut BTreeMap<Arc<str>, Installed>,
+    wanted: &BTreeMap<Arc<str>, Found>,
+    pending: &[Arc<str>],
+    report: &mut SyncReport,
+) {
+    let gone: Vec<Arc<str>> = installed
+        .keys()
+        .filter(|name| !wanted.contains_key(*name) && !pending.contains(name))
+        .cloned()
+        .collect();
+    for name in gone {
+        let Some(i) = installed.remove(&name) else {
+            continue;
+        };
+        if let Ok(rows) = store.uninstall(i.component) {
+            for (at, record) in rows {
+                store.add_orphan(at, record);
+            }
+        }
+        report.removed.push(name.to_string());
     }
 }
 
