@@ -39,8 +39,8 @@ pub struct OrphanRecord {
 }
 
 impl OrphanRecord {
-    /// The field types of a component's rows, for their records.
-    pub(crate) fn types_of(set: &ComponentSet) -> FieldTypes {
+    /// The field types of a component's rows, by name, for records of them (`types`).
+    pub fn types_of(set: &ComponentSet) -> FieldTypes {
         set.def()
             .fields()
             .iter()

@@ -17,7 +17,7 @@ use std::fmt;
 use std::sync::Arc;
 
 use strata_arena::{BuiltinState, FamilyId, InstanceId, Revision, Snapshot};
-use strata_component_store::{ComponentId, FieldTypes, InstanceRef, Store, StoreId, Value};
+use strata_component_store::{ComponentId, InstanceRef, OrphanRecord, Store, StoreId, Value};
 
 use crate::adopt::{Adopted, ComponentReport, SourceField, SourceRow, adopt};
 use crate::error::SchemaError;
@@ -657,11 +657,7 @@ fn typed_rows(store: &Store, component: ComponentId) -> Result<Vec<SourceRow>, S
     let set = store.set(component)?;
     let def = set.def();
     let version = def.def().version;
-    let types: FieldTypes = def
-        .fields()
-        .iter()
-        .map(|f| (f.name.clone(), f.ty.clone()))
-        .collect();
+    let types = OrphanRecord::types_of(set);
     Ok((0..set.len())
         .map(|row| SourceRow {
             at: InstanceRef::new(set.ids()[row], set.slots()[row]),
