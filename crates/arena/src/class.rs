@@ -112,9 +112,16 @@ impl FamilySet {
 
     /// The families in the set, in id order.
     pub fn iter(self) -> impl Iterator<Item = FamilyId> {
-        (0..64u8)
-            .filter(move |bit| self.0 & (1 << bit) != 0)
-            .map(FamilyId)
+        // One step per member (lowest bit first), so the empty set costs nothing.
+        let mut rest = self.0;
+        std::iter::from_fn(move || {
+            if rest == 0 {
+                return None;
+            }
+            let bit = rest.trailing_zeros();
+            rest &= rest - 1;
+            Some(FamilyId(bit as u8))
+        })
     }
 }
 
@@ -590,5 +597,11 @@ mod tests {
             set.iter().collect::<Vec<_>>(),
             vec![FamilyId::LIGHTS, FamilyId::GUI]
         );
+        let edges = FamilySet::EMPTY.with(FamilyId(63)).with(FamilyId(0));
+        assert_eq!(
+            edges.iter().collect::<Vec<_>>(),
+            vec![FamilyId(0), FamilyId(63)]
+        );
+        assert_eq!(FamilySet::EMPTY.iter().count(), 0);
     }
 }

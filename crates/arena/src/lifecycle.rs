@@ -141,7 +141,9 @@ impl Arena {
             if self.state.vacate(doomed.slot).is_some() {
                 self.state.tombstones -= 1;
                 self.free_slots.push(doomed.slot);
-                self.state.layouts.remove(&doomed.id);
+                if !self.state.layouts.is_empty() {
+                    self.state.layouts.remove(&doomed.id);
+                }
             }
         }
         self.reclaimable = std::mem::take(&mut self.doomed);
