@@ -13,15 +13,12 @@ use std::sync::Arc;
 use crate::class::{ClassId, ClassRegistry, FamilySet, StateKind};
 use crate::error::ArenaError;
 use crate::event::{Doomed, Event, Lineage, MovedIds, PartWrite, PartWriteKind, TopologyChange};
-use crate::id::{Guid, IdRange, InstanceId, PersistentId, Slot, fresh_seed, guid_for, mix64};
+use crate::id::{IdRange, InstanceId, PersistentId, Slot, mix64};
 use crate::journal::{BoundedJournal, HistoryUnavailable, JournalRead};
 use crate::math::{Transform, Vec3};
-use crate::node::{Node, NodeFlag};
 use crate::revision::Revision;
-use crate::snapshot::Snapshot;
-use crate::state::{
-    AttrValue, BuiltinState, LightState, NodeData, NodeMut, PartState, StateVariant,
-};
+use crate::snapshot::{Cold, Record, Snapshot};
+use crate::state::{AttrValue, BuiltinState, LightState, NodeMut, PartState, StateVariant};
 
 /// How many entries the part-write log retains before dropping its older half.
 pub const PART_LOG_CAPACITY: usize = 65_536;
@@ -127,9 +124,8 @@ pub struct Arena {
     /// The next id of `own_range` to allocate. Ids of the other range only arrive through
     /// `insert_with_id`, which never moves this counter for them.
     pub(crate) next_id: u64,
-    /// The seed GUIDs and persistent ids derive from: drawn fresh for every arena, or given by
-    /// `with_seed` for reproducible runs.
-    pub(crate) seed: u64,
+    /// How many nodes were created: the counter each new node's GUID derives from (with the
+    /// seed the snapshot keeps).
     pub(crate) guid_counter: u64,
     pub(crate) persistent_counter: u64,
     pub(crate) free_slots: Vec<Slot>,
@@ -139,8 +135,6 @@ pub struct Arena {
     pub(crate) part_log: BoundedJournal<PartWrite>,
     pub(crate) topology_log: BoundedJournal<TopologyChange>,
     pub(crate) batches: Vec<crate::batch::BatchMark>,
-    /// The token serials of the open lifecycle scopes, parallel to `state.scope`.
-    pub(crate) scope_serials: Vec<u64>,
     /// The last serial handed to a checkpoint or lifecycle-scope token.
     token_serial: u64,
     pub(crate) alloc_log: Vec<Doomed>,
@@ -183,13 +177,10 @@ impl Arena {
     }
 
     fn with_range(classes: Arc<ClassRegistry>, own_range: IdRange) -> Self {
-        let state = Snapshot::new(classes);
-        let seed = fresh_seed(state.arena_id());
         Self {
-            state,
+            state: Snapshot::new(classes),
             own_range,
             next_id: own_range.start(),
-            seed,
             guid_counter: 0,
             persistent_counter: 0,
             free_slots: Vec::new(),
@@ -199,7 +190,6 @@ impl Arena {
             part_log: BoundedJournal::new(PART_LOG_CAPACITY),
             topology_log: BoundedJournal::new(TOPOLOGY_LOG_CAPACITY),
             batches: Vec::new(),
-            scope_serials: Vec::new(),
             token_serial: 0,
             alloc_log: Vec::new(),
             scratch: Vec::new(),
@@ -214,7 +204,8 @@ impl Arena {
     /// processes only with negligible probability, as for persistent ids.
     #[must_use]
     pub fn with_seed(mut self, seed: u64) -> Self {
-        self.seed = seed;
+        // Nodes created so far keep the GUIDs they were given.
+        self.state.reseed(seed, self.guid_counter + 1);
         self
     }
 
@@ -223,25 +214,19 @@ impl Arena {
         &mut self,
         descriptor: crate::ClassDescriptor,
     ) -> Result<ClassId, ArenaError> {
-        let class = Arc::make_mut(&mut self.state.classes).register(descriptor)?;
-        self.state.sync_family_cache();
-        Ok(class)
+        self.state.register_class(descriptor)
     }
 
     /// Registers another family on this arena's registry.
     pub fn register_family(&mut self, name: &str) -> Result<crate::FamilyId, ArenaError> {
-        let family = Arc::make_mut(&mut self.state.classes).register_family(name)?;
-        self.state.sync_family_cache();
-        Ok(family)
+        self.state.register_family(name)
     }
 
     /// An immutable copy of the current state that shares every node with the arena. Later
     /// writes to the arena never show in it. Pending events, journals and lifecycle scopes are
     /// not part of it.
     pub fn snapshot(&self) -> Snapshot {
-        let mut snapshot = self.state.clone();
-        snapshot.scope.clear();
-        snapshot
+        self.state.without_scopes()
     }
 
     /// A serial for a new checkpoint or lifecycle-scope token, never handed out before.
@@ -270,8 +255,7 @@ impl Arena {
     ) -> Result<InstanceId, ArenaError> {
         let parent = self.check_new_child(class, parent)?;
         let id = self.reserve_ids(1)?;
-        let data = NodeData::default_for(self.state.class_of(class));
-        self.place_run(id, 1, class, data, parent, |_, _| {});
+        self.place_run(id, 1, class, None, parent, |_, _| {});
         self.announce_created(id, parent);
         Ok(id)
     }
@@ -293,9 +277,8 @@ impl Arena {
             return Ok(Vec::new());
         }
         let first = self.reserve_ids(count32)?;
-        let data = NodeData::default_for(self.state.class_of(class));
         let mut placed = Vec::with_capacity(count);
-        self.place_run(first, count32, class, data, parent, |id, slot| {
+        self.place_run(first, count32, class, None, parent, |id, slot| {
             placed.push((id, slot));
         });
         self.announce_created_range(first, count32, parent);
@@ -310,7 +293,7 @@ impl Arena {
     ) -> Result<InstanceId, ArenaError> {
         let class = self
             .state
-            .classes
+            .classes()
             .class_id(class)
             .ok_or_else(|| ArenaError::UnknownClass(class.to_owned()))?;
         self.create(class, parent)
@@ -345,8 +328,7 @@ impl Arena {
         if id.range() == self.own_range {
             self.next_id = id.get() + 1;
         }
-        let data = NodeData::default_for(self.state.class_of(class));
-        self.place_run(id, 1, class, data, parent, |_, _| {});
+        self.place_run(id, 1, class, None, parent, |_, _| {});
         self.announce_created(id, parent);
         Ok(())
     }
@@ -359,14 +341,14 @@ impl Arena {
     ) -> Result<Option<(InstanceId, Slot)>, ArenaError> {
         let descriptor = self
             .state
-            .classes
+            .classes()
             .get(class)
             .ok_or(ArenaError::UnknownClassId(class.0))?;
         let Some(parent) = parent else {
             return Ok(None);
         };
         let parent_slot = self.state.live_slot(parent)?;
-        let parent_class = self.state.node_at(parent_slot).map(Node::class);
+        let parent_class = self.state.record_at(parent_slot).map(Record::class);
         if let Some(parent_class) = parent_class
             && !descriptor.allows_parent(parent_class)
         {
@@ -398,7 +380,7 @@ impl Arena {
     /// Refuses when `count` more instances would not fit in the slots (free ones first).
     pub(crate) fn check_slot_room(&self, count: u32) -> Result<(), ArenaError> {
         let fresh_needed = u64::from(count).saturating_sub(self.free_slots.len() as u64);
-        if u64::from(self.state.slot_len) + fresh_needed > u64::from(u32::MAX) {
+        if u64::from(self.state.slot_len()) + fresh_needed > u64::from(u32::MAX) {
             return Err(ArenaError::SlotsExhausted);
         }
         Ok(())
@@ -410,81 +392,61 @@ impl Arena {
         match self.free_slots.pop() {
             Some(slot) => slot,
             None => {
-                debug_assert!(self.state.slot_len < u32::MAX, "slot room is checked first");
-                Slot(self.state.slot_len)
+                debug_assert!(
+                    self.state.slot_len() < u32::MAX,
+                    "slot room is checked first"
+                );
+                Slot(self.state.slot_len())
             }
         }
     }
 
-    fn next_guid(&mut self) -> Guid {
+    /// The creation counter of the next node, which its GUID derives from.
+    fn next_guid_counter(&mut self) -> u64 {
         self.guid_counter += 1;
-        guid_for(self.seed, self.guid_counter)
+        self.guid_counter
     }
 
     /// The steps every creation shares (single, bulk, explicit id, copy), for `count >= 1`
-    /// instances of `class` with consecutive ids from `first`, each starting from `data`.
-    /// Everything is validated: the ids are free, slot room was checked, `parent` is live and
-    /// allows the class. One clock tick; each node is placed with a GUID, flags and sibling
-    /// links and appended, in id order, to `parent`'s children (linked before it is placed, so
-    /// only the parent and its previous last child are written besides the new nodes); the live
-    /// count and the construction log follow; then families, animation, world membership
-    /// (part-write log, collision) and GUI layouts as the class declares. Events and the
-    /// topology journal are the caller's ([`Arena::announce_created`]), since single and bulk
-    /// creation announce differently. `placed` sees each new id and slot, in order.
+    /// instances of `class` with consecutive ids from `first`, each starting from `cold` (`None`
+    /// for the class's defaults, which new nodes then read from the class instead of holding a
+    /// copy). Everything is validated: the ids are free, slot room was checked, `parent` is live
+    /// and allows the class. One clock tick; each node is placed with its GUID counter and
+    /// flags and appended, in id order, to `parent`'s children; the construction log follows;
+    /// then families, animation, world membership (part-write log, collision) and GUI layouts
+    /// as the class declares. Events and the topology journal are the caller's
+    /// ([`Arena::announce_created`]), since single and bulk creation announce differently.
+    /// `placed` sees each new id and slot, in order.
     pub(crate) fn place_run(
         &mut self,
         first: InstanceId,
         count: u32,
         class: ClassId,
-        data: NodeData,
+        cold: Option<Arc<Cold>>,
         parent: Option<(InstanceId, Slot)>,
         mut placed: impl FnMut(InstanceId, Slot),
     ) -> Revision {
-        let at = self.state.revisions.tick();
-        self.state.revisions.topology = at;
+        let at = self.state.revisions_mut().tick();
+        self.state.revisions_mut().topology = at;
         let descriptor = self.state.class_of(class);
         let traits = ClassTraits::of(descriptor);
         let service = descriptor.is_service();
-        let nth = |offset: u64| {
-            InstanceId::new(first.get() + offset).expect("ids of a validated run are non-zero")
-        };
-        let last = nth(u64::from(count.max(1)) - 1);
-        let (in_world, previous_last) = match parent {
-            Some((_, parent_slot)) => (
-                self.inherits_world(parent_slot),
-                self.append_children(parent_slot, first, last, count),
-            ),
-            None => (false, None),
-        };
-        let mut template = Some(data);
-        for offset in 0..u64::from(count) {
-            let id = nth(offset);
-            let is_last = id == last;
-            let data = if is_last {
-                template.take()
-            } else {
-                template.clone()
-            }
-            .expect("the template is moved out only for the last instance");
+        let in_world = parent.is_some_and(|(_, parent_slot)| self.inherits_world(parent_slot));
+        let logs_entry = in_world && traits.part_log;
+        let in_batch = !self.batches.is_empty();
+        for offset in 0..count {
+            let id = InstanceId::new(first.get() + u64::from(offset))
+                .expect("ids of a validated run are non-zero");
             let slot = self.take_slot();
-            let guid = self.next_guid();
-            let mut node = Node::new(id, class, guid, data, at);
-            node.set_flag(NodeFlag::ParentLocked, service);
-            node.set_flag(NodeFlag::InWorld, in_world);
-            if let Some((parent_id, _)) = parent {
-                node.parent = Some(parent_id);
-                node.prev_sibling = if offset == 0 {
-                    previous_last
-                } else {
-                    Some(nth(offset - 1))
-                };
-                node.next_sibling = (!is_last).then(|| nth(offset + 1));
-            }
-            self.state.place(slot, node);
-            if !self.batches.is_empty() {
+            let guid_counter = self.next_guid_counter();
+            let mut record = Record::new(id, class, guid_counter, cold.clone(), at);
+            record.set_parent_locked(service);
+            record.set_in_world(in_world);
+            self.state.place(slot, record, parent);
+            if in_batch {
                 self.alloc_log.push(Doomed { id, slot });
             }
-            if in_world && traits.part_log {
+            if logs_entry {
                 self.part_log.push(PartWrite {
                     id,
                     kind: PartWriteKind::EnteredWorld,
@@ -492,15 +454,32 @@ impl Arena {
             }
             placed(id, slot);
         }
-        self.state.live += count as usize;
+        self.mark_created(first, count, traits, parent.is_some(), in_world, at);
+        at
+    }
+
+    /// The revision domains, family caches and GUI layouts a run of `count` new instances of a
+    /// class with `traits` from `first` touches, at `at`.
+    fn mark_created(
+        &mut self,
+        first: InstanceId,
+        count: u32,
+        traits: ClassTraits,
+        parented: bool,
+        in_world: bool,
+        at: Revision,
+    ) {
         self.membership_changed(traits.families, at);
         if traits.animation {
-            self.state.revisions.animation = at;
+            self.state.revisions_mut().animation = at;
         }
         if in_world && traits.collision {
-            self.state.revisions.collision = at;
+            self.state.revisions_mut().collision = at;
         }
-        if parent.is_some() && traits.gui.is_some() {
+        if parented && traits.gui.is_some() {
+            let nth = |offset: u64| {
+                InstanceId::new(first.get() + offset).expect("ids of a validated run are non-zero")
+            };
             let created = if count == 1 {
                 MovedIds::One(first)
             } else {
@@ -508,7 +487,6 @@ impl Arena {
             };
             self.invalidate_created_gui(traits, &created, at);
         }
-        at
     }
 
     /// Queues the `Created` event and journal entry of a single creation.
@@ -549,18 +527,22 @@ impl Arena {
         let slot = self.state.live_slot(id)?;
         self.guard_batch_write(id)?;
         self.mark_written(slot, WriteScope::State);
-        Ok(NodeMut::new(&mut self.state.write_at(slot).data))
+        Ok(NodeMut::new(self.state.data_mut(slot)))
     }
 
     /// Renames an instance. Returns `false`, changing nothing, when the name is already equal.
     pub fn set_name(&mut self, id: InstanceId, name: &str) -> Result<bool, ArenaError> {
         let slot = self.state.live_slot(id)?;
         self.guard_batch_write(id)?;
-        if self.state.node_at(slot).is_some_and(|n| n.name() == name) {
+        if self
+            .state
+            .record_at(slot)
+            .is_some_and(|r| &*self.state.data_of(r).name == name)
+        {
             return Ok(false);
         }
         self.mark_written(slot, WriteScope::Meta);
-        self.state.write_at(slot).data.name = Arc::from(name);
+        self.state.data_mut(slot).name = Arc::from(name);
         Ok(true)
     }
 
@@ -574,15 +556,18 @@ impl Arena {
     ) -> Result<bool, ArenaError> {
         let slot = self.state.live_slot(id)?;
         self.guard_batch_write(id)?;
-        let unchanged = self
-            .state
-            .node_at(slot)
-            .is_some_and(|n| !n.attributes().would_change(name, value.as_ref()));
+        let unchanged = self.state.record_at(slot).is_some_and(|r| {
+            !self
+                .state
+                .data_of(r)
+                .attributes
+                .would_change(name, value.as_ref())
+        });
         if unchanged {
             return Ok(false);
         }
         self.mark_written(slot, WriteScope::Meta);
-        self.state.write_at(slot).data.attributes.set(name, value);
+        self.state.data_mut(slot).attributes.set(name, value);
         Ok(true)
     }
 
@@ -596,7 +581,7 @@ impl Arena {
             return Ok(false);
         }
         self.mark_written(slot, WriteScope::State);
-        self.state.write_at(slot).data.state = state;
+        self.state.data_mut(slot).state = state;
         Ok(true)
     }
 
@@ -647,7 +632,7 @@ impl Arena {
             return Ok(false);
         }
         self.mark_written(slot, WriteScope::State);
-        self.state.write_at(slot).data.state = BuiltinState::ComponentDefinition {
+        self.state.data_mut(slot).state = BuiltinState::ComponentDefinition {
             source: Arc::from(source),
         };
         Ok(true)
@@ -659,11 +644,11 @@ impl Arena {
         id: InstanceId,
         expected: StateKind,
     ) -> Result<&BuiltinState, ArenaError> {
-        let node = self
+        let record = self
             .state
-            .node_at(slot)
+            .record_at(slot)
             .ok_or(ArenaError::UnknownInstance(id))?;
-        let actual = self.state.class_of(node.class).state_kind();
+        let actual = self.state.class_of(record.class()).state_kind();
         if actual != expected {
             return Err(ArenaError::WrongState {
                 id,
@@ -671,7 +656,7 @@ impl Arena {
                 actual,
             });
         }
-        Ok(node.state())
+        Ok(&self.state.data_of(record).state)
     }
 
     /// Writes one field of a node's state struct `S` unless it already holds `value`.
@@ -690,7 +675,7 @@ impl Arena {
         }
         self.mark_written(slot, WriteScope::State);
         // The kind was checked above and a node's state always matches its class's kind.
-        if let Some(state) = S::of_mut(&mut self.state.write_at(slot).data.state) {
+        if let Some(state) = S::of_mut(&mut self.state.data_mut(slot).state) {
             *field_mut(state) = value;
         }
         Ok(true)
@@ -700,11 +685,11 @@ impl Arena {
     /// its families, and for state writes the collision and animation revisions, the part-write
     /// log and GUI layout, as its class declares.
     pub(crate) fn mark_written(&mut self, slot: Slot, scope: WriteScope) -> Revision {
-        let at = self.state.revisions.tick();
-        self.state.revisions.mutation = at;
-        let node = self.state.write_at(slot);
-        node.revision = at;
-        let (id, class, in_world) = (node.id, node.class, node.is_in_world());
+        let at = self.state.revisions_mut().tick();
+        self.state.revisions_mut().mutation = at;
+        let record = self.state.write_at(slot);
+        record.set_revision(at);
+        let (id, class, in_world) = (record.id(), record.class(), record.is_in_world());
         let descriptor = self.state.class_of(class);
         let families = descriptor.families();
         let collision = descriptor.affects_collision();
@@ -712,14 +697,14 @@ impl Arena {
         let part_log = descriptor.logs_part_writes();
         let kind = descriptor.state_kind();
         for family in families.iter() {
-            self.state.revisions.bump_family(family, at);
+            self.state.revisions_mut().bump_family(family, at);
         }
         if scope == WriteScope::State {
             if collision && in_world {
-                self.state.revisions.collision = at;
+                self.state.revisions_mut().collision = at;
             }
             if animation {
-                self.state.revisions.animation = at;
+                self.state.revisions_mut().animation = at;
             }
             if part_log && in_world {
                 self.part_log.push(PartWrite {
@@ -730,12 +715,12 @@ impl Arena {
             match kind {
                 StateKind::GuiElement => {
                     if let Some(layer) = self.nearest_layer(id) {
-                        self.state.layouts.insert(layer, at);
+                        self.state.invalidate_layout(layer, at);
                     }
                 }
                 StateKind::GuiLayer => {
-                    self.state.layouts.insert(id, at);
-                    self.state.revisions.layout = at;
+                    self.state.invalidate_layout(id, at);
+                    self.state.revisions_mut().layout = at;
                 }
                 _ => {}
             }
@@ -749,14 +734,12 @@ impl Arena {
         self.guard_batch_write(id)?;
         if self
             .state
-            .node_at(slot)
-            .is_some_and(|n| n.is_parent_locked() == locked)
+            .record_at(slot)
+            .is_some_and(|r| r.is_parent_locked() == locked)
         {
             return Ok(false);
         }
-        self.state
-            .write_at(slot)
-            .set_flag(NodeFlag::ParentLocked, locked);
+        self.state.write_at(slot).set_parent_locked(locked);
         Ok(true)
     }
 
@@ -769,23 +752,16 @@ impl Arena {
         if self.state.has_tag(id, tag) {
             return Ok(false);
         }
-        self.insert_tag(id, slot, tag);
+        self.insert_tag(slot, tag);
         Ok(true)
     }
 
     /// Adds a tag the live instance at `slot` does not carry yet, and advances the tags
     /// revision.
-    pub(crate) fn insert_tag(&mut self, id: InstanceId, slot: Slot, tag: &str) {
-        let key: Arc<str> = self
-            .state
-            .tag_index
-            .get_key_value(tag)
-            .map_or_else(|| Arc::from(tag), |(k, _)| k.clone());
-        let node = self.state.write_at(slot);
-        node.tags = node.tags.iter().cloned().chain([key.clone()]).collect();
-        self.state.tag_index.entry(key).or_default().insert(id);
-        let at = self.state.revisions.tick();
-        self.state.revisions.tags = at;
+    pub(crate) fn insert_tag(&mut self, slot: Slot, tag: &str) {
+        self.state.add_tag(slot, tag);
+        let at = self.state.revisions_mut().tick();
+        self.state.revisions_mut().tags = at;
     }
 
     /// Removes a tag from a live instance. Returns `false` when it did not have it.
@@ -795,25 +771,10 @@ impl Arena {
         if !self.state.has_tag(id, tag) {
             return Ok(false);
         }
-        let node = self.state.write_at(slot);
-        node.tags = node.tags.iter().filter(|t| ***t != *tag).cloned().collect();
-        self.unindex_tag(id, tag);
-        let at = self.state.revisions.tick();
-        self.state.revisions.tags = at;
+        self.state.remove_tag(slot, tag);
+        let at = self.state.revisions_mut().tick();
+        self.state.revisions_mut().tags = at;
         Ok(true)
-    }
-
-    pub(crate) fn unindex_tag(&mut self, id: InstanceId, tag: &str) {
-        let emptied = match self.state.tag_index.get_mut(tag) {
-            Some(set) => {
-                set.remove(&id);
-                set.is_empty()
-            }
-            None => false,
-        };
-        if emptied {
-            self.state.tag_index.remove(tag);
-        }
     }
 
     // ----- Persistent ids. -----
@@ -822,20 +783,20 @@ impl Arena {
     pub fn ensure_persistent_id(&mut self, id: InstanceId) -> Result<PersistentId, ArenaError> {
         let slot = self.state.live_slot(id)?;
         self.guard_batch_write(id)?;
-        if let Some(pid) = self.state.node_at(slot).and_then(Node::persistent_id) {
+        if let Some(pid) = self.state.record_at(slot).and_then(Record::persistent_id) {
             return Ok(pid);
         }
+        let seed = self.state.seed();
         let pid = loop {
             self.persistent_counter += 1;
-            let raw = mix64(self.seed.rotate_left(17) ^ self.persistent_counter);
+            let raw = mix64(seed.rotate_left(17) ^ self.persistent_counter);
             if let Some(pid) = PersistentId::new(raw)
-                && self.state.persistent_index.get(&pid).is_none()
+                && self.state.by_persistent_id(pid).is_none()
             {
                 break pid;
             }
         };
-        self.state.write_at(slot).persistent_id = Some(pid);
-        self.state.persistent_index.insert(pid, id);
+        self.state.set_persistent_id(slot, Some(pid));
         Ok(pid)
     }
 
@@ -848,35 +809,17 @@ impl Arena {
     ) -> Result<bool, ArenaError> {
         let slot = self.state.live_slot(id)?;
         self.guard_batch_write(id)?;
-        let current = self.state.node_at(slot).and_then(Node::persistent_id);
+        let current = self.state.record_at(slot).and_then(Record::persistent_id);
         if current == pid {
             return Ok(false);
         }
         if let Some(pid) = pid
-            && let Some(&holder) = self.state.persistent_index.get(&pid)
+            && let Some(holder) = self.state.by_persistent_id(pid)
         {
             return Err(ArenaError::PersistentIdInUse { pid, holder });
         }
-        self.replace_persistent_id(id, slot, current, pid);
+        self.state.set_persistent_id(slot, pid);
         Ok(true)
-    }
-
-    /// Replaces the persistent id `current` of the live instance at `slot` with `pid`, which no
-    /// other instance holds, keeping the index in step.
-    pub(crate) fn replace_persistent_id(
-        &mut self,
-        id: InstanceId,
-        slot: Slot,
-        current: Option<PersistentId>,
-        pid: Option<PersistentId>,
-    ) {
-        if let Some(old) = current {
-            self.state.persistent_index.remove(&old);
-        }
-        if let Some(pid) = pid {
-            self.state.persistent_index.insert(pid, id);
-        }
-        self.state.write_at(slot).persistent_id = pid;
     }
 
     // ----- Reparenting. -----
@@ -895,17 +838,17 @@ impl Arena {
     ) -> Result<bool, ArenaError> {
         let child_slot = self.state.live_slot(child)?;
         self.guard_batch_write(child)?;
-        let node = self
+        let record = self
             .state
-            .node_at(child_slot)
+            .record_at(child_slot)
             .ok_or(ArenaError::UnknownInstance(child))?;
-        if node.parent == parent {
+        if record.parent() == parent {
             return Ok(false);
         }
-        if node.is_parent_locked() {
+        if record.is_parent_locked() {
             return Err(ArenaError::ParentLocked(child));
         }
-        let parent = self.check_new_child(node.class, parent)?;
+        let parent = self.check_new_child(record.class(), parent)?;
         if let Some((parent_id, _)) = parent
             && (parent_id == child || self.state.is_ancestor_of(child, parent_id))
         {
@@ -934,13 +877,13 @@ impl Arena {
         root_slot: Slot,
         (moved, info): (MovedIds, SubtreeInfo),
     ) -> Detached {
-        let old_parent = self.state.node_at(root_slot).and_then(|n| n.parent);
+        let old_parent = self.state.record_at(root_slot).and_then(Record::parent);
         let old_lineage = old_parent.map(|p| self.lineage(p));
         let old_layer = info.gui_layer_context(self, root);
-        let at = self.state.revisions.tick();
-        self.state.revisions.topology = at;
+        let at = self.state.revisions_mut().tick();
+        self.state.revisions_mut().topology = at;
         if let (Some(parent), Some(ancestors)) = (old_parent, old_lineage) {
-            self.unlink(root_slot);
+            self.state.unlink(root_slot);
             self.events.push(Event::DescendantRemoving {
                 ancestors,
                 moved: moved.clone(),
@@ -975,7 +918,7 @@ impl Arena {
         } = self.detach(child, child_slot, subtree);
         let in_world = match parent {
             Some(parent) => {
-                self.link_last((child, child_slot), parent);
+                self.state.link_last(child_slot, parent);
                 self.inherits_world(parent.1)
             }
             None => false,
@@ -990,10 +933,10 @@ impl Arena {
         let new_layer = info.gui_layer_context(self, child);
         self.invalidate_gui(&moved, info, new_layer, at);
         for family in info.families.iter() {
-            self.state.revisions.bump_family(family, at);
+            self.state.revisions_mut().bump_family(family, at);
         }
         if info.animation {
-            self.state.revisions.animation = at;
+            self.state.revisions_mut().animation = at;
         }
         self.topology_log.push(TopologyChange::Reparented {
             id: child,
@@ -1018,8 +961,8 @@ impl Arena {
     /// Whether a child placed under the node at `parent` is in the world.
     fn inherits_world(&self, parent: Slot) -> bool {
         self.state
-            .node_at(parent)
-            .is_some_and(|p| p.is_in_world() || self.state.class_of(p.class).is_world_container())
+            .record_at(parent)
+            .is_some_and(|p| p.is_in_world() || self.state.class_of(p.class()).is_world_container())
     }
 
     /// Brings the world flag of every node of a moved or destroyed subtree up to date, logging
@@ -1045,28 +988,28 @@ impl Arena {
         }
         let mut collision = false;
         for (index, &id) in moved.as_slice().iter().enumerate() {
-            let Some((slot, node)) = self.state.find(id) else {
+            let Some((slot, record)) = self.state.find(id) else {
                 continue;
             };
-            let was = node.is_in_world();
+            let was = record.is_in_world();
             let now = match membership {
                 Membership::Cleared => false,
                 Membership::Derived { root_in_world } if index == 0 => root_in_world,
                 // Pre-order: the parent's flag is already up to date.
-                Membership::Derived { .. } => node
-                    .parent
+                Membership::Derived { .. } => record
+                    .parent()
                     .and_then(|p| self.state.slot_of(p))
                     .is_some_and(|parent| self.inherits_world(parent)),
             };
             if was == now {
                 continue;
             }
-            let descriptor = self.state.class_of(node.class);
+            let descriptor = self.state.class_of(record.class());
             let (logs, collides) = (
                 descriptor.logs_part_writes(),
                 descriptor.affects_collision(),
             );
-            self.state.write_at(slot).set_flag(NodeFlag::InWorld, now);
+            self.state.write_at(slot).set_in_world(now);
             if logs {
                 let kind = if now {
                     PartWriteKind::EnteredWorld
@@ -1078,7 +1021,7 @@ impl Arena {
             collision |= collides;
         }
         if collision {
-            self.state.revisions.collision = at;
+            self.state.revisions_mut().collision = at;
         }
     }
 
@@ -1096,15 +1039,15 @@ impl Arena {
             return;
         }
         if info.has_layer {
-            self.state.revisions.layout = at;
+            self.state.revisions_mut().layout = at;
             for &id in moved.as_slice() {
                 if self.is_layer(id) {
-                    self.state.layouts.insert(id, at);
+                    self.state.invalidate_layout(id, at);
                 }
             }
         }
         if let Some(layer) = layer {
-            self.state.layouts.insert(layer, at);
+            self.state.invalidate_layout(layer, at);
         }
     }
 
@@ -1114,9 +1057,9 @@ impl Arena {
     }
 
     fn is_layer(&self, id: InstanceId) -> bool {
-        self.state
-            .find(id)
-            .is_some_and(|(_, n)| self.state.class_of(n.class).state_kind() == StateKind::GuiLayer)
+        self.state.find(id).is_some_and(|(_, r)| {
+            self.state.class_of(r.class()).state_kind() == StateKind::GuiLayer
+        })
     }
 
     /// Invalidates the layouts that newly created GUI instances of one class, just linked under
@@ -1132,88 +1075,31 @@ impl Arena {
     pub(crate) fn membership_changed(&mut self, families: FamilySet, at: Revision) {
         for family in families.iter() {
             self.state.invalidate_family(family);
-            self.state.revisions.bump_family(family, at);
+            self.state.revisions_mut().bump_family(family, at);
         }
-    }
-
-    /// Appends `child` (detached) to `parent`'s children.
-    pub(crate) fn link_last(&mut self, child: (InstanceId, Slot), parent: (InstanceId, Slot)) {
-        let previous = self.append_children(parent.1, child.0, child.0, 1);
-        let child_node = self.state.write_at(child.1);
-        child_node.parent = Some(parent.0);
-        child_node.prev_sibling = previous;
-        child_node.next_sibling = None;
-    }
-
-    /// Appends the run of siblings `first..=last` (`count` instances) to the children of the
-    /// node at `parent_slot`, writing the parent's side only: the old last child now points to
-    /// `first`, and the parent's first child, last child and count are updated. Returns the old
-    /// last child, which is `first`'s previous sibling; the run's own links are the caller's.
-    fn append_children(
-        &mut self,
-        parent_slot: Slot,
-        first: InstanceId,
-        last: InstanceId,
-        count: u32,
-    ) -> Option<InstanceId> {
-        let previous = self.state.node_at(parent_slot).and_then(|p| p.last_child);
-        if let Some(previous_slot) = previous.and_then(|p| self.state.slot_of(p)) {
-            self.state.write_at(previous_slot).next_sibling = Some(first);
-        }
-        let parent_node = self.state.write_at(parent_slot);
-        if parent_node.first_child.is_none() {
-            parent_node.first_child = Some(first);
-        }
-        parent_node.last_child = Some(last);
-        parent_node.child_count += count;
-        previous
-    }
-
-    /// Detaches `child` from its parent's children.
-    pub(crate) fn unlink(&mut self, child_slot: Slot) {
-        let Some(node) = self.state.node_at(child_slot) else {
-            return;
-        };
-        let (parent, prev, next) = (node.parent, node.prev_sibling, node.next_sibling);
-        let Some(parent_slot) = parent.and_then(|p| self.state.slot_of(p)) else {
-            return;
-        };
-        match prev.and_then(|p| self.state.slot_of(p)) {
-            Some(prev_slot) => self.state.write_at(prev_slot).next_sibling = next,
-            None => self.state.write_at(parent_slot).first_child = next,
-        }
-        match next.and_then(|n| self.state.slot_of(n)) {
-            Some(next_slot) => self.state.write_at(next_slot).prev_sibling = prev,
-            None => self.state.write_at(parent_slot).last_child = prev,
-        }
-        self.state.write_at(parent_slot).child_count -= 1;
-        let child_node = self.state.write_at(child_slot);
-        child_node.parent = None;
-        child_node.prev_sibling = None;
-        child_node.next_sibling = None;
     }
 
     /// The subtree of `root` in pre-order, root first, with what its classes have in common and
     /// the first locked node below the root.
     pub(crate) fn collect_subtree(&self, root: InstanceId) -> (MovedIds, SubtreeInfo) {
-        let Some((_, node)) = self.state.find(root) else {
+        let Some((_, record)) = self.state.find(root) else {
             return (MovedIds::One(root), SubtreeInfo::default());
         };
-        let mut info = SubtreeInfo::single(ClassTraits::of(self.state.class_of(node.class)));
-        if node.first_child.is_none() {
+        let mut info = SubtreeInfo::single(ClassTraits::of(self.state.class_of(record.class())));
+        if record.first_child().is_none() {
             return (MovedIds::One(root), info);
         }
         let mut ids = vec![root];
-        let mut next = node.first_child;
+        let mut next = record.first_child();
         while let Some(id) = next {
             ids.push(id);
-            if let Some((_, node)) = self.state.find(id) {
-                info.add(ClassTraits::of(self.state.class_of(node.class)));
-                if node.is_parent_locked() && info.locked_below.is_none() {
+            if let Some((_, record)) = self.state.find(id) {
+                info.add(ClassTraits::of(self.state.class_of(record.class())));
+                if record.is_parent_locked() && info.locked_below.is_none() {
                     info.locked_below = Some(id);
                 }
             }
-            next = crate::snapshot::successor(&self.state, root, id);
+            next = self.state.successor(root, id);
         }
         (MovedIds::from_vec(ids), info)
     }

@@ -17,13 +17,11 @@
 //! journal entries of the batch are retracted without reissuing their sequence numbers, so a
 //! cursor taken inside the batch is refused rather than served a different history.
 
-use std::sync::{Arc, OnceLock};
-
 use crate::arena::Arena;
 use crate::error::ArenaError;
-use crate::id::{ArenaId, IdRange, InstanceId, PersistentId};
+use crate::id::{ArenaId, IdRange, InstanceId};
 use crate::revision::Revision;
-use crate::snapshot::{PMap, PSet};
+use crate::snapshot::IndexMark;
 
 /// An open construction batch. Pass it to [`Arena::commit`] or [`Arena::rollback`].
 ///
@@ -51,11 +49,8 @@ pub(crate) struct BatchMark {
     events_len: usize,
     topology_head: u64,
     part_head: u64,
-    slot_len: u32,
-    tag_index: PMap<Arc<str>, PSet<InstanceId>>,
-    persistent_index: PMap<PersistentId, InstanceId>,
-    layouts: PMap<InstanceId, Revision>,
-    family_cache: Vec<OnceLock<Arc<[InstanceId]>>>,
+    /// The slot high-water mark and the indexes rollback puts back.
+    indexes: IndexMark,
 }
 
 impl BatchMark {
@@ -75,16 +70,12 @@ impl Arena {
         self.batches.push(BatchMark {
             serial,
             next_id: self.next_id,
-            clock: self.state.revisions.clock(),
+            clock: self.state.revisions().clock(),
             alloc_len: self.alloc_log.len(),
             events_len: self.events.len(),
             topology_head: self.topology_log.head(),
             part_head: self.part_log.head(),
-            slot_len: self.state.slot_len,
-            tag_index: self.state.tag_index.clone(),
-            persistent_index: self.state.persistent_index.clone(),
-            layouts: self.state.layouts.clone(),
-            family_cache: self.state.family_cache.clone(),
+            indexes: self.state.index_mark(),
         });
         Checkpoint {
             arena: self.arena_id(),
@@ -121,39 +112,29 @@ impl Arena {
     pub fn rollback(&mut self, checkpoint: Checkpoint) -> Result<(), ArenaError> {
         let mark = self.close_batch(&checkpoint)?;
         let rolled_back = self.alloc_log.split_off(mark.alloc_len);
+        let slot_len = mark.indexes.slot_len();
         for doomed in rolled_back.iter().rev() {
             if self.state.id_at(doomed.slot) != Some(doomed.id) {
                 continue;
             }
-            self.unlink(doomed.slot);
+            self.state.unlink(doomed.slot);
             self.state.vacate(doomed.slot);
-            self.state.live -= 1;
-            if doomed.slot.0 < mark.slot_len {
+            if doomed.slot.0 < slot_len {
                 self.free_slots.push(doomed.slot);
             }
         }
-        self.state.truncate_slots(mark.slot_len);
+        self.state.truncate_slots(slot_len);
         self.events.truncate(mark.events_len);
         self.topology_log.retract_from(mark.topology_head);
         self.part_log.retract_from(mark.part_head);
-        self.state.tag_index = mark.tag_index;
-        self.state.persistent_index = mark.persistent_index;
-        // Classes and families registered inside the batch stay: registries only grow.
-        self.state.family_cache = mark.family_cache;
-        self.state.sync_family_cache();
-        let touched = self.state.revisions.clock() > mark.clock;
-        let mut layouts = mark.layouts;
-        if touched {
-            let at = self.state.revisions.tick();
-            self.state.revisions.restamp_since(mark.clock, at);
+        let touched = self.state.revisions().clock() > mark.clock;
+        let restamp = touched.then(|| {
+            let at = self.state.revisions_mut().tick();
+            self.state.revisions_mut().restamp_since(mark.clock, at);
             // Layers the batch invalidated keep an invalidation, newer than the batch's.
-            for (layer, revision) in self.state.layouts.iter() {
-                if *revision > mark.clock && self.state.find(*layer).is_some() {
-                    layouts.insert(*layer, at);
-                }
-            }
-        }
-        self.state.layouts = layouts;
+            (mark.clock, at)
+        });
+        self.state.restore_indexes(mark.indexes, restamp);
         if self.batches.is_empty() {
             self.alloc_log.clear();
         }

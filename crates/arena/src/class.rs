@@ -10,6 +10,7 @@ use std::sync::Arc;
 use hashbrown::HashMap;
 
 use crate::ArenaError;
+use crate::state::{Attributes, BuiltinState, NodeData};
 
 /// A dense index identifying a registered class.
 #[derive(Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Debug)]
@@ -178,6 +179,9 @@ pub enum Containment {
 pub struct ClassDescriptor {
     name: Arc<str>,
     state: StateKind,
+    /// What a new instance starts with: the class name, no attributes, the kind's default
+    /// state. Nodes still at these defaults read them from here instead of holding a copy.
+    defaults: NodeData,
     families: FamilySet,
     containment: Containment,
     pending_parents: Vec<String>,
@@ -191,8 +195,14 @@ pub struct ClassDescriptor {
 impl ClassDescriptor {
     /// A class with the given name and state kind, placeable anywhere, in no family.
     pub fn new(name: &str, state: StateKind) -> Self {
+        let name: Arc<str> = Arc::from(name);
         Self {
-            name: Arc::from(name),
+            defaults: NodeData {
+                name: name.clone(),
+                attributes: Attributes::default(),
+                state: BuiltinState::default_for(state),
+            },
+            name,
             state,
             families: FamilySet::EMPTY,
             containment: Containment::Anywhere,
@@ -272,6 +282,11 @@ impl ClassDescriptor {
     /// The class name as a shared string (new instances take it as their name).
     pub fn shared_name(&self) -> &Arc<str> {
         &self.name
+    }
+
+    /// The name, attributes and state a new instance of this class starts with.
+    pub(crate) fn default_data(&self) -> &NodeData {
+        &self.defaults
     }
 
     /// The built-in state kind.

@@ -19,7 +19,7 @@ use crate::arena::Arena;
 use crate::class::{ClassId, ClassRegistry};
 use crate::error::ArenaError;
 use crate::id::{InstanceId, PersistentId, Slot};
-use crate::snapshot::Snapshot;
+use crate::snapshot::{Cold, Snapshot};
 use crate::state::NodeData;
 
 /// The mapping from source instances to their copies, in source pre-order.
@@ -99,25 +99,27 @@ struct SourceNode {
     /// The class of the copy, in this arena's registry.
     class: ClassId,
     parent: Option<InstanceId>,
-    data: NodeData,
+    /// Name, attributes and state, or `None` when they are the class's defaults (which hold
+    /// no references).
+    data: Option<NodeData>,
     tags: Box<[Arc<str>]>,
     persistent_id: Option<PersistentId>,
 }
 
 /// The subtree of `root` in pre-order, each node with its class in the source registry.
 fn collect_source(source: &Snapshot, root: InstanceId) -> Result<Vec<SourceNode>, ArenaError> {
-    source.live_node(root)?;
+    source.live_record(root)?;
     std::iter::once(root)
         .chain(source.descendants(root))
         .map(|id| {
-            let node = source.live_node(id)?;
+            let record = source.live_record(id)?;
             Ok(SourceNode {
                 id,
-                class: node.class,
-                parent: if id == root { None } else { node.parent },
-                data: node.data.clone(),
-                tags: node.tags.clone(),
-                persistent_id: node.persistent_id,
+                class: record.class(),
+                parent: if id == root { None } else { record.parent() },
+                data: record.cold().map(|cold| cold.data.clone()),
+                tags: record.tags().into(),
+                persistent_id: record.persistent_id(),
             })
         })
         .collect()
@@ -156,7 +158,7 @@ impl Arena {
         parent: Option<InstanceId>,
     ) -> Result<CloneMap, ArenaError> {
         let mut nodes = collect_source(&self.state, source)?;
-        let parent = self.check_copy(&self.state.classes, &mut nodes, parent, |_, class| {
+        let parent = self.check_copy(self.state.classes(), &mut nodes, parent, |_, class| {
             Ok(class)
         })?;
         let (map, _) = self.copy_nodes(
@@ -197,7 +199,7 @@ impl Arena {
                 ExternalRefs::Clear => None,
                 ExternalRefs::ResolveByPersistentId => source
                     .get(target)
-                    .and_then(|n| n.persistent_id)
+                    .and_then(|n| n.persistent_id())
                     .and_then(|pid| arena.state.by_persistent_id(pid)),
             },
             PersistentIds::Carry,
@@ -218,7 +220,7 @@ impl Arena {
             .map(|c| c.name())
             .ok_or(ArenaError::UnknownClassId(class.0))?;
         self.state
-            .classes
+            .classes()
             .class_id(name)
             .ok_or_else(|| ArenaError::UnknownClass(name.to_owned()))
     }
@@ -290,38 +292,41 @@ impl Arena {
         let mut counts = CopyCounts::default();
         let mut root_slot = None;
         for (node, &(_, copy)) in nodes.iter().zip(&map.pairs) {
-            let mut data = node.data.clone();
-            data.for_each_reference_mut(|reference| {
-                let Some(target) = *reference else { return };
-                *reference = match map.get(target) {
-                    Some(internal) => Some(internal),
-                    None => {
-                        let resolved = external(self, target);
-                        if resolved.is_some() {
-                            counts.external_kept += 1;
-                        } else {
-                            counts.external_cleared += 1;
+            let cold = node.data.as_ref().map(|data| {
+                let mut data = data.clone();
+                data.for_each_reference_mut(|reference| {
+                    let Some(target) = *reference else { return };
+                    *reference = match map.get(target) {
+                        Some(internal) => Some(internal),
+                        None => {
+                            let resolved = external(self, target);
+                            if resolved.is_some() {
+                                counts.external_kept += 1;
+                            } else {
+                                counts.external_cleared += 1;
+                            }
+                            resolved
                         }
-                        resolved
-                    }
-                };
+                    };
+                });
+                Arc::new(Cold::new(data))
             });
             let link = node
                 .parent
                 .and_then(|p| map.get(p))
                 .and_then(|p| self.state.slot_of(p).map(|slot| (p, slot)));
             let mut placed = None;
-            self.place_run(copy, 1, node.class, data, link, |_, slot| {
+            self.place_run(copy, 1, node.class, cold, link, |_, slot| {
                 placed = Some(slot)
             });
             self.announce_created(copy, link);
             let slot = placed.expect("a run of one places one node");
             for tag in &node.tags {
-                self.insert_tag(copy, slot, tag);
+                self.insert_tag(slot, tag);
             }
             if let (PersistentIds::Carry, Some(pid)) = (persistent_ids, node.persistent_id) {
                 if self.state.by_persistent_id(pid).is_none() {
-                    self.replace_persistent_id(copy, slot, None, Some(pid));
+                    self.state.set_persistent_id(slot, Some(pid));
                     counts.persistent_kept += 1;
                 } else {
                     counts.persistent_dropped += 1;

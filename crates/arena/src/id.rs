@@ -11,7 +11,7 @@ use std::fmt;
 use std::hash::{BuildHasher, RandomState};
 use std::num::NonZeroU64;
 use std::sync::atomic::{AtomicU64, Ordering};
-use std::sync::{Mutex, PoisonError};
+use std::sync::{Arc, Mutex, PoisonError};
 use std::time::{SystemTime, UNIX_EPOCH};
 
 /// The runtime identity of one instance.
@@ -209,6 +209,58 @@ pub(crate) fn guid_for(seed: u64, counter: u64) -> Guid {
     Guid(mix128((u128::from(seed) << 64) | u128::from(counter)))
 }
 
+/// The seeds an arena's GUIDs derive from: the current one, and those `Arena::with_seed`
+/// replaced, each with the first creation counter it served. A node stores its creation
+/// counter and its GUID is derived on read, so reseeding must not change the GUIDs of nodes
+/// created before it.
+#[derive(Clone, Debug)]
+pub(crate) struct GuidSeeds {
+    current: u64,
+    /// The first counter the current seed serves.
+    since: u64,
+    /// Earlier seeds as (first counter, seed), oldest first, all below `since`.
+    earlier: Arc<[(u64, u64)]>,
+}
+
+impl GuidSeeds {
+    pub(crate) fn new(seed: u64) -> Self {
+        Self {
+            current: seed,
+            since: 1,
+            earlier: Arc::new([]),
+        }
+    }
+
+    /// The seed new GUIDs and persistent ids derive from.
+    pub(crate) fn current(&self) -> u64 {
+        self.current
+    }
+
+    /// Serves counters from `next_counter` on with `seed`; counters below keep their seeds.
+    pub(crate) fn reseed(&mut self, seed: u64, next_counter: u64) {
+        if next_counter > self.since {
+            let mut earlier = self.earlier.to_vec();
+            earlier.push((self.since, self.current));
+            self.earlier = earlier.into();
+        }
+        self.current = seed;
+        self.since = next_counter;
+    }
+
+    /// The GUID of the node created with `counter`.
+    pub(crate) fn guid(&self, counter: u64) -> Guid {
+        if counter >= self.since {
+            return guid_for(self.current, counter);
+        }
+        let at = self.earlier.partition_point(|&(first, _)| first <= counter);
+        let seed = at
+            .checked_sub(1)
+            .and_then(|i| self.earlier.get(i))
+            .map_or(self.current, |&(_, seed)| seed);
+        guid_for(seed, counter)
+    }
+}
+
 /// A bijective 128-bit mixer (xor-shifts and multiplications by odd constants), so GUIDs look
 /// random while staying distinct for distinct inputs.
 const fn mix128(mut z: u128) -> u128 {
@@ -259,6 +311,22 @@ mod tests {
         seen.sort_unstable();
         seen.dedup();
         assert_eq!(seen.len(), 4 * 499);
+    }
+
+    #[test]
+    fn reseeding_keeps_the_guids_of_earlier_counters() {
+        let mut seeds = GuidSeeds::new(1);
+        let before: Vec<Guid> = (1..5).map(|c| seeds.guid(c)).collect();
+        seeds.reseed(2, 5);
+        seeds.reseed(3, 9);
+        assert_eq!((1..5).map(|c| seeds.guid(c)).collect::<Vec<_>>(), before);
+        assert_eq!(seeds.guid(5), guid_for(2, 5));
+        assert_eq!(seeds.guid(9), guid_for(3, 9));
+        assert_eq!(seeds.current(), 3);
+        // Reseeding before anything was created replaces the seed outright.
+        let mut fresh = GuidSeeds::new(1);
+        fresh.reseed(4, 1);
+        assert_eq!(fresh.guid(1), guid_for(4, 1));
     }
 
     #[test]

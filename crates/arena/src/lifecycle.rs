@@ -8,15 +8,14 @@
 //! Invariant: a tombstone is readable only through an open lifecycle scope whose subject is the
 //! tombstone or one of its destroyed ancestors; it is never live and never writable. A slot
 //! joins the free pool only in the drain after the one that reported its destruction. The open
-//! scopes' subjects (`Snapshot::scope`) and their token serials (`Arena::scope_serials`) are
-//! pushed and truncated together here, so they always have the same length.
+//! scopes (subjects with their token serials) are kept by the snapshot the arena reads through,
+//! since its reads consult them.
 
 use crate::arena::{Arena, Detached, Membership};
 use crate::error::ArenaError;
 use crate::event::{Doomed, Event, TopologyChange};
 use crate::id::{ArenaId, InstanceId};
-use crate::node::NodeFlag;
-use crate::snapshot::Snapshot;
+use crate::snapshot::{Record, Snapshot};
 
 /// What a destruction did, for hook consumers such as the component store: every instance of
 /// the destroyed subtree with the slot it keeps until reclamation.
@@ -66,11 +65,11 @@ impl Arena {
             ));
         }
         let slot = self.state.live_slot(id)?;
-        let node = self
+        let record = self
             .state
-            .node_at(slot)
+            .record_at(slot)
             .ok_or(ArenaError::UnknownInstance(id))?;
-        if node.is_parent_locked() {
+        if record.is_parent_locked() {
             return Err(ArenaError::ParentLocked(id));
         }
         let subtree = self.collect_subtree(id);
@@ -83,37 +82,24 @@ impl Arena {
         self.update_world_membership(&moved, Membership::Cleared, at);
         self.membership_changed(info.families, at);
         if info.animation {
-            self.state.revisions.animation = at;
+            self.state.revisions_mut().animation = at;
         }
 
         let mut doomed = Vec::with_capacity(moved.len());
         let mut untagged = false;
         for &member in moved.as_slice() {
-            let Some((member_slot, node)) = self.state.find(member) else {
+            let Some(member_slot) = self.state.slot_of(member) else {
                 continue;
             };
-            let tags = node.tags.clone();
-            let pid = node.persistent_id;
-            for tag in &tags {
-                self.unindex_tag(member, tag);
-                untagged = true;
-            }
-            if let Some(pid) = pid {
-                self.state.persistent_index.remove(&pid);
-            }
-            let tombstone = self.state.write_at(member_slot);
-            tombstone.set_flag(NodeFlag::Destroyed, true);
-            tombstone.set_flag(NodeFlag::ParentLocked, true);
+            untagged |= self.state.entomb(member_slot);
             doomed.push(Doomed {
                 id: member,
                 slot: member_slot,
             });
         }
         if untagged {
-            self.state.revisions.tags = at;
+            self.state.revisions_mut().tags = at;
         }
-        self.state.live -= doomed.len();
-        self.state.tombstones += doomed.len();
         self.doomed.extend_from_slice(&doomed);
 
         self.topology_log.push(TopologyChange::Destroyed {
@@ -133,17 +119,13 @@ impl Arena {
         if !self.batches.is_empty() {
             return Err(ArenaError::BatchInProgress("draining would reclaim slots"));
         }
-        if !self.state.scope.is_empty() {
+        if self.state.scope_open() {
             return Err(ArenaError::ScopeOpen);
         }
         let reclaimed = std::mem::take(&mut self.reclaimable);
         for doomed in &reclaimed {
             if self.state.vacate(doomed.slot).is_some() {
-                self.state.tombstones -= 1;
                 self.free_slots.push(doomed.slot);
-                if !self.state.layouts.is_empty() {
-                    self.state.layouts.remove(&doomed.id);
-                }
             }
         }
         self.reclaimable = std::mem::take(&mut self.doomed);
@@ -169,10 +151,9 @@ impl Arena {
         subject: InstanceId,
     ) -> Result<LifecycleScope, ArenaError> {
         match self.state.find(subject) {
-            Some((_, node)) if node.is_destroyed() => {
+            Some((_, record)) if Record::is_destroyed(record) => {
                 let serial = self.next_token();
-                self.state.scope.push(subject);
-                self.scope_serials.push(serial);
+                self.state.open_scope(subject, serial);
                 Ok(LifecycleScope {
                     arena: self.arena_id(),
                     serial,
@@ -189,14 +170,11 @@ impl Arena {
         if scope.arena != self.arena_id() {
             return Err(ArenaError::ForeignToken);
         }
-        let depth = self
-            .scope_serials
-            .iter()
-            .position(|serial| *serial == scope.serial)
-            .ok_or(ArenaError::ScopeNotOpen)?;
-        self.state.scope.truncate(depth);
-        self.scope_serials.truncate(depth);
-        Ok(())
+        if self.state.close_scope(scope.serial) {
+            Ok(())
+        } else {
+            Err(ArenaError::ScopeNotOpen)
+        }
     }
 
     /// Runs `read` with a lifecycle scope open on `subject`, then closes it.

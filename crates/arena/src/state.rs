@@ -9,7 +9,7 @@
 
 use std::sync::Arc;
 
-use crate::class::{ClassDescriptor, StateKind};
+use crate::class::StateKind;
 use crate::id::InstanceId;
 use crate::math::{Color3, Transform, UDim2, Vec3};
 
@@ -405,15 +405,6 @@ pub struct NodeData {
 }
 
 impl NodeData {
-    /// The data of a new instance of a class: the class name, no attributes, default state.
-    pub(crate) fn default_for(class: &ClassDescriptor) -> Self {
-        Self {
-            name: class.shared_name().clone(),
-            attributes: Attributes::default(),
-            state: BuiltinState::default_for(class.state_kind()),
-        }
-    }
-
     /// Visits every instance reference in built-in state and attributes.
     pub fn for_each_reference_mut(&mut self, mut f: impl FnMut(&mut Option<InstanceId>)) {
         self.state.for_each_reference_mut(&mut f);

@@ -1,4 +1,4 @@
-//! Copy-on-write snapshots, pointer diffs, family indexes and revision domains.
+//! Copy-on-write snapshots, diffs, family indexes and revision domains.
 
 #![allow(clippy::unwrap_used, reason = "test fixtures fail loudly on purpose")]
 
@@ -49,6 +49,7 @@ fn a_write_privatises_only_the_written_node() {
     let parts: Vec<_> = (0..3000)
         .map(|_| p.arena.create(ClassId::PART, None).unwrap())
         .collect();
+    p.arena.set_name(parts[0], "Named").unwrap();
     let before = p.arena.snapshot();
     p.arena.set_name(parts[1500], "Edited").unwrap();
     let diff = p.arena.snapshot().diff(&before);
@@ -59,10 +60,83 @@ fn a_write_privatises_only_the_written_node() {
     p.arena.set_name(parts[1500], "Part").unwrap();
     assert_eq!(p.arena.snapshot().diff(&before).changed, vec![parts[1500]]);
 
-    // Unwritten nodes are literally the same allocation in both.
-    let a = before.get(parts[0]).unwrap() as *const _;
-    let b = p.arena.get(parts[0]).unwrap() as *const _;
-    assert_eq!(a, b);
+    // The data of unwritten nodes is literally the same allocation in both; the written
+    // node's was copied.
+    let data = |s: &strata_arena::Snapshot, id| std::ptr::from_ref(s.get(id).unwrap().data());
+    assert_eq!(data(&before, parts[0]), data(&p.arena, parts[0]));
+    assert_ne!(data(&before, parts[1500]), data(&p.arena, parts[1500]));
+}
+
+/// A diff lists a node whatever reached it, including writes that leave its state revision
+/// alone (links, the parent lock, tags, persistent ids), and only that node.
+#[test]
+fn diff_reports_every_node_a_write_reached() {
+    #[track_caller]
+    fn check(
+        p: &mut common::Place,
+        write: impl FnOnce(&mut strata_arena::Arena),
+        expected: &[strata_arena::InstanceId],
+    ) {
+        let before = p.arena.snapshot();
+        write(&mut p.arena);
+        let diff = p.arena.snapshot().diff(&before);
+        assert_eq!(diff.changed, expected);
+    }
+    let mut p = place();
+    let folder = p.arena.create(ClassId::FOLDER, None).unwrap();
+    let first = p.arena.create(ClassId::ENTITY, Some(folder)).unwrap();
+    let loose = p.arena.create(ClassId::ENTITY, None).unwrap();
+    check(
+        &mut p,
+        |a| {
+            a.set_parent_locked(loose, true).unwrap();
+        },
+        &[loose],
+    );
+    check(
+        &mut p,
+        |a| {
+            a.add_tag(loose, "Marked").unwrap();
+        },
+        &[loose],
+    );
+    check(
+        &mut p,
+        |a| {
+            a.remove_tag(loose, "Marked").unwrap();
+        },
+        &[loose],
+    );
+    check(
+        &mut p,
+        |a| {
+            a.ensure_persistent_id(first).unwrap();
+        },
+        &[first],
+    );
+    check(
+        &mut p,
+        |a| {
+            a.set_persistent_id(first, None).unwrap();
+        },
+        &[first],
+    );
+    // A new last child rewrites its parent's and its previous sibling's links.
+    let mut second = None;
+    check(
+        &mut p,
+        |a| {
+            second = Some(a.create(ClassId::ENTITY, Some(folder)).unwrap());
+        },
+        &[folder, first],
+    );
+    check(
+        &mut p,
+        |a| {
+            a.set_parent(second.unwrap(), None).unwrap();
+        },
+        &[folder, first, second.unwrap()],
+    );
 }
 
 #[test]

@@ -1,0 +1,122 @@
+//! The storage under a snapshot: fixed-size pages of inline records, and the sharded index of
+//! ids that do not sit at slot `id - 1`.
+//!
+//! Invariant: every page but the last holds `PAGE_LEN` entries; the last holds the slots below
+//! the high-water mark that fall in it, so a fresh slot is always appended at the end of the
+//! last page. A vacant slot is `None`. Pages and index shards are shared between snapshots
+//! behind `Arc` and copied whole on the first write after a snapshot took them.
+
+use std::sync::Arc;
+
+use super::record::Record;
+use crate::id::{InstanceId, Slot};
+
+pub(super) const PAGE_BITS: u32 = 10;
+pub(super) const PAGE_LEN: usize = 1 << PAGE_BITS;
+
+/// The page and the index inside it of a slot.
+pub(super) fn split(slot: Slot) -> (usize, usize) {
+    (slot.index() >> PAGE_BITS, slot.index() & (PAGE_LEN - 1))
+}
+
+/// A run of `PAGE_LEN` slots, the unit of copy-on-write for records.
+#[derive(Debug)]
+pub(super) struct Page {
+    slots: Vec<Option<Record>>,
+}
+
+impl Page {
+    pub(super) fn new() -> Self {
+        Self {
+            slots: Vec::with_capacity(PAGE_LEN),
+        }
+    }
+
+    pub(super) fn get(&self, index: usize) -> Option<&Record> {
+        self.slots.get(index)?.as_ref()
+    }
+
+    pub(super) fn get_mut(&mut self, index: usize) -> Option<&mut Record> {
+        self.slots.get_mut(index)?.as_mut()
+    }
+
+    pub(super) fn entries(&self) -> &[Option<Record>] {
+        &self.slots
+    }
+
+    /// Stores `record` at `index`, which is either vacant or the page's next fresh slot.
+    pub(super) fn put(&mut self, index: usize, record: Record) {
+        if index == self.slots.len() {
+            self.slots.push(Some(record));
+        } else {
+            debug_assert!(self.slots[index].is_none(), "records go to vacant slots");
+            self.slots[index] = Some(record);
+        }
+    }
+
+    pub(super) fn take(&mut self, index: usize) -> Option<Record> {
+        self.slots.get_mut(index)?.take()
+    }
+
+    /// Keeps the first `len` slots only (construction rollback of appended slots).
+    pub(super) fn truncate(&mut self, len: usize) {
+        self.slots.truncate(len);
+    }
+}
+
+impl Clone for Page {
+    /// A copy with room for a whole page, so the last page keeps growing in place.
+    fn clone(&self) -> Self {
+        let mut slots = Vec::with_capacity(PAGE_LEN.max(self.slots.len()));
+        slots.extend_from_slice(&self.slots);
+        Self { slots }
+    }
+}
+
+/// How many independently shared shards the id → slot index has.
+const ID_SHARDS: usize = 64;
+
+/// The id → slot map for ids not stored at slot `id - 1`, split into shards behind `Arc`:
+/// cloning it copies 64 pointers, and a write after a snapshot copies one shard.
+#[derive(Clone, Debug)]
+pub(super) struct IdIndex {
+    shards: Vec<Arc<hashbrown::HashMap<InstanceId, Slot>>>,
+    len: usize,
+}
+
+impl IdIndex {
+    pub(super) fn new() -> Self {
+        Self {
+            shards: (0..ID_SHARDS).map(|_| Arc::default()).collect(),
+            len: 0,
+        }
+    }
+
+    fn shard(id: InstanceId) -> usize {
+        // Fibonacci hashing: ids are counter values, so multiply to spread them over shards.
+        (id.get().wrapping_mul(0x9e37_79b9_7f4a_7c15) >> 58) as usize
+    }
+
+    pub(super) fn get(&self, id: InstanceId) -> Option<Slot> {
+        if self.len == 0 {
+            return None;
+        }
+        self.shards[Self::shard(id)].get(&id).copied()
+    }
+
+    pub(super) fn insert(&mut self, id: InstanceId, slot: Slot) {
+        if Arc::make_mut(&mut self.shards[Self::shard(id)])
+            .insert(id, slot)
+            .is_none()
+        {
+            self.len += 1;
+        }
+    }
+
+    pub(super) fn remove(&mut self, id: InstanceId) {
+        let shard = &mut self.shards[Self::shard(id)];
+        if shard.contains_key(&id) && Arc::make_mut(shard).remove(&id).is_some() {
+            self.len -= 1;
+        }
+    }
+}

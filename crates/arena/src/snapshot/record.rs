@@ -1,0 +1,205 @@
+//! `Record`: one node as a page stores it, inline, and `Cold`, the node data most instances
+//! never move away from their class's defaults.
+//!
+//! A record holds what every node has and what structural changes touch: identity, class,
+//! hierarchy links, flags, the revision of its latest state write, and the creation counter its
+//! GUID derives from. Name, attributes, built-in state, tags and persistent id live in `Cold`,
+//! behind one shared pointer that stays empty while they are all at their defaults (the class
+//! name, no attributes, the class's default state, no tags, no persistent id), so an instance
+//! nobody has written costs its record and nothing else.
+//!
+//! Invariant: the hierarchy links and the flags that other state depends on (destroyed: the
+//! live and tombstone counts; tags and persistent id: the snapshot's indexes) are written only
+//! inside the `snapshot` module, which keeps the links symmetric and the indexes in step;
+//! the rest of the crate reads them through getters and writes only the world and lock flags,
+//! the revision and the node data.
+
+use std::sync::Arc;
+
+use crate::class::ClassId;
+use crate::id::{InstanceId, PersistentId};
+use crate::revision::Revision;
+use crate::state::NodeData;
+
+const DESTROYED: u8 = 1;
+const PARENT_LOCKED: u8 = 1 << 1;
+const IN_WORLD: u8 = 1 << 2;
+
+/// The data of a node that has left its class's defaults, shared between snapshots until
+/// written.
+#[derive(Clone, Debug, PartialEq)]
+pub(crate) struct Cold {
+    pub(crate) data: NodeData,
+    pub(super) tags: Box<[Arc<str>]>,
+    pub(super) persistent_id: Option<PersistentId>,
+}
+
+impl Cold {
+    /// Cold data holding `data`, with no tags and no persistent id.
+    pub(crate) fn new(data: NodeData) -> Self {
+        Self {
+            data,
+            tags: Box::default(),
+            persistent_id: None,
+        }
+    }
+}
+
+/// One node, stored inline in its page.
+#[derive(Clone, Debug)]
+pub(crate) struct Record {
+    pub(super) id: InstanceId,
+    pub(super) revision: Revision,
+    /// The creation counter the GUID derives from (`Snapshot::guid_of`).
+    pub(super) guid_counter: u64,
+    /// `None` while name, attributes, state, tags and persistent id are the class defaults.
+    pub(super) cold: Option<Arc<Cold>>,
+    pub(super) parent: Option<InstanceId>,
+    pub(super) first_child: Option<InstanceId>,
+    pub(super) last_child: Option<InstanceId>,
+    pub(super) prev_sibling: Option<InstanceId>,
+    pub(super) next_sibling: Option<InstanceId>,
+    pub(super) child_count: u32,
+    pub(super) class: ClassId,
+    pub(super) flags: u8,
+}
+
+impl Record {
+    /// An unlinked, live record. `cold` is `None` for a node at its class's defaults.
+    pub(crate) fn new(
+        id: InstanceId,
+        class: ClassId,
+        guid_counter: u64,
+        cold: Option<Arc<Cold>>,
+        revision: Revision,
+    ) -> Self {
+        Self {
+            id,
+            revision,
+            guid_counter,
+            cold,
+            parent: None,
+            first_child: None,
+            last_child: None,
+            prev_sibling: None,
+            next_sibling: None,
+            child_count: 0,
+            class,
+            flags: 0,
+        }
+    }
+
+    pub(crate) fn id(&self) -> InstanceId {
+        self.id
+    }
+
+    pub(crate) fn class(&self) -> ClassId {
+        self.class
+    }
+
+    pub(crate) fn revision(&self) -> Revision {
+        self.revision
+    }
+
+    pub(crate) fn guid_counter(&self) -> u64 {
+        self.guid_counter
+    }
+
+    pub(crate) fn cold(&self) -> Option<&Cold> {
+        self.cold.as_deref()
+    }
+
+    pub(crate) fn parent(&self) -> Option<InstanceId> {
+        self.parent
+    }
+
+    pub(crate) fn first_child(&self) -> Option<InstanceId> {
+        self.first_child
+    }
+
+    pub(crate) fn next_sibling(&self) -> Option<InstanceId> {
+        self.next_sibling
+    }
+
+    pub(crate) fn child_count(&self) -> u32 {
+        self.child_count
+    }
+
+    pub(crate) fn tags(&self) -> &[Arc<str>] {
+        self.cold.as_deref().map_or(&[], |cold| &cold.tags)
+    }
+
+    pub(crate) fn persistent_id(&self) -> Option<PersistentId> {
+        self.cold.as_deref().and_then(|cold| cold.persistent_id)
+    }
+
+    pub(crate) fn is_destroyed(&self) -> bool {
+        self.flags & DESTROYED != 0
+    }
+
+    pub(crate) fn is_parent_locked(&self) -> bool {
+        self.flags & PARENT_LOCKED != 0
+    }
+
+    pub(crate) fn is_in_world(&self) -> bool {
+        self.flags & IN_WORLD != 0
+    }
+
+    pub(crate) fn set_in_world(&mut self, on: bool) {
+        self.set_flag(IN_WORLD, on);
+    }
+
+    pub(crate) fn set_parent_locked(&mut self, on: bool) {
+        self.set_flag(PARENT_LOCKED, on);
+    }
+
+    /// Records a state write at `at`.
+    pub(crate) fn set_revision(&mut self, at: Revision) {
+        self.revision = at;
+    }
+
+    /// Marks the record destroyed (and its parent locked: a tombstone never moves).
+    pub(super) fn set_destroyed(&mut self) {
+        self.set_flag(DESTROYED | PARENT_LOCKED, true);
+    }
+
+    fn set_flag(&mut self, bits: u8, on: bool) {
+        if on {
+            self.flags |= bits;
+        } else {
+            self.flags &= !bits;
+        }
+    }
+
+    /// The cold data for writing: made private to this record (copied if a snapshot shares
+    /// it), and created from `defaults` first if the node was still at its class's defaults.
+    pub(super) fn cold_mut(&mut self, defaults: &NodeData) -> &mut Cold {
+        Arc::make_mut(
+            self.cold
+                .get_or_insert_with(|| Arc::new(Cold::new(defaults.clone()))),
+        )
+    }
+
+    /// Whether two records of one slot in two snapshots are the same node in the same state:
+    /// equal fields, and the very same cold data (a write to cold data shared with a snapshot
+    /// copies it, so the pointers of two snapshots differ once either side was written).
+    pub(super) fn unchanged_from(&self, older: &Record) -> bool {
+        let cold_same = match (&self.cold, &older.cold) {
+            (Some(a), Some(b)) => Arc::ptr_eq(a, b),
+            (None, None) => true,
+            _ => false,
+        };
+        cold_same
+            && self.id == older.id
+            && self.revision == older.revision
+            && self.guid_counter == older.guid_counter
+            && self.parent == older.parent
+            && self.first_child == older.first_child
+            && self.last_child == older.last_child
+            && self.prev_sibling == older.prev_sibling
+            && self.next_sibling == older.next_sibling
+            && self.child_count == older.child_count
+            && self.class == older.class
+            && self.flags == older.flags
+    }
+}
