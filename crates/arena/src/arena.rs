@@ -88,10 +88,39 @@ impl SubtreeInfo {
     }
 }
 
+/// A subtree collected in pre-order, root first: its ids (the list every event of the change
+/// shares), their slots in the same order, and what its classes have in common.
+pub(crate) struct Subtree {
+    pub(crate) moved: MovedIds,
+    /// The root's slot alone when `moved` is one id, else one slot per id.
+    slots: Vec<Slot>,
+    root_slot: Slot,
+    pub(crate) info: SubtreeInfo,
+}
+
+impl Subtree {
+    /// The subtree's instances with their slots, root first, in pre-order.
+    pub(crate) fn members(&self) -> impl Iterator<Item = (InstanceId, Slot)> + '_ {
+        let slots = if self.slots.is_empty() {
+            std::slice::from_ref(&self.root_slot)
+        } else {
+            &self.slots
+        };
+        self.moved
+            .as_slice()
+            .iter()
+            .copied()
+            .zip(slots.iter().copied())
+    }
+
+    pub(crate) fn root(&self) -> (InstanceId, Slot) {
+        (self.moved.root(), self.root_slot)
+    }
+}
+
 /// A subtree just detached from its parent, as `Arena::detach` leaves it.
 pub(crate) struct Detached {
-    pub(crate) moved: MovedIds,
-    pub(crate) info: SubtreeInfo,
+    pub(crate) subtree: Subtree,
     pub(crate) old_parent: Option<InstanceId>,
     /// The clock value of the change.
     pub(crate) at: Revision,
@@ -442,7 +471,8 @@ impl Arena {
             let mut record = Record::new(id, class, guid_counter, cold.clone(), at);
             record.set_parent_locked(service);
             record.set_in_world(in_world);
-            self.state.place(slot, record, parent);
+            self.state
+                .place(slot, record, parent.map(|(_, parent_slot)| parent_slot));
             if in_batch {
                 self.alloc_log.push(Doomed { id, slot });
             }
@@ -842,7 +872,7 @@ impl Arena {
             .state
             .record_at(child_slot)
             .ok_or(ArenaError::UnknownInstance(child))?;
-        if record.parent() == parent {
+        if self.state.parent_of(record) == parent {
             return Ok(false);
         }
         if record.is_parent_locked() {
@@ -857,81 +887,75 @@ impl Arena {
                 parent: parent_id,
             });
         }
-        let subtree = self.collect_subtree(child);
-        if let Some(locked) = subtree.1.locked_below {
+        let subtree = self.collect_subtree(child_slot);
+        if let Some(locked) = subtree.info.locked_below {
             return Err(ArenaError::LockedDescendant {
                 root: child,
                 locked,
             });
         }
-        self.move_subtree(child, child_slot, parent, subtree);
+        self.move_subtree(subtree, parent);
         Ok(true)
     }
 
     /// Detaches a live subtree root from its parent, given its collected subtree: advances
     /// topology, unlinks, invalidates the old GUI layout and queues the removal events. Moves
     /// and destruction both start here.
-    pub(crate) fn detach(
-        &mut self,
-        root: InstanceId,
-        root_slot: Slot,
-        (moved, info): (MovedIds, SubtreeInfo),
-    ) -> Detached {
-        let old_parent = self.state.record_at(root_slot).and_then(Record::parent);
+    pub(crate) fn detach(&mut self, subtree: Subtree) -> Detached {
+        let (root, root_slot) = subtree.root();
+        let old_parent = self
+            .state
+            .record_at(root_slot)
+            .and_then(|r| self.state.parent_of(r));
         let old_lineage = old_parent.map(|p| self.lineage(p));
-        let old_layer = info.gui_layer_context(self, root);
+        let old_layer = subtree.info.gui_layer_context(self, root);
         let at = self.state.revisions_mut().tick();
         self.state.revisions_mut().topology = at;
         if let (Some(parent), Some(ancestors)) = (old_parent, old_lineage) {
             self.state.unlink(root_slot);
             self.events.push(Event::DescendantRemoving {
                 ancestors,
-                moved: moved.clone(),
+                moved: subtree.moved.clone(),
             });
             self.events.push(Event::ChildRemoved {
                 parent,
                 child: root,
             });
         }
-        self.invalidate_gui(&moved, info, old_layer, at);
+        self.invalidate_gui(&subtree.moved, subtree.info, old_layer, at);
         Detached {
-            moved,
-            info,
+            subtree,
             old_parent,
             at,
         }
     }
 
-    /// Performs a validated move of the collected subtree of `child` and queues its events.
-    pub(crate) fn move_subtree(
-        &mut self,
-        child: InstanceId,
-        child_slot: Slot,
-        parent: Option<(InstanceId, Slot)>,
-        subtree: (MovedIds, SubtreeInfo),
-    ) {
+    /// Performs a validated move of a collected subtree under `parent` (or out of the tree) and
+    /// queues its events.
+    pub(crate) fn move_subtree(&mut self, subtree: Subtree, parent: Option<(InstanceId, Slot)>) {
         let Detached {
-            moved,
-            info,
+            subtree,
             old_parent,
             at,
-        } = self.detach(child, child_slot, subtree);
+        } = self.detach(subtree);
+        let (child, child_slot) = subtree.root();
         let in_world = match parent {
-            Some(parent) => {
-                self.state.link_last(child_slot, parent);
-                self.inherits_world(parent.1)
+            Some((_, parent_slot)) => {
+                self.state.link_last(child_slot, parent_slot);
+                self.inherits_world(parent_slot)
             }
             None => false,
         };
         self.update_world_membership(
-            &moved,
+            &subtree,
             Membership::Derived {
                 root_in_world: in_world,
             },
             at,
         );
+        let info = subtree.info;
         let new_layer = info.gui_layer_context(self, child);
-        self.invalidate_gui(&moved, info, new_layer, at);
+        self.invalidate_gui(&subtree.moved, info, new_layer, at);
         for family in info.families.iter() {
             self.state.revisions_mut().bump_family(family, at);
         }
@@ -946,6 +970,7 @@ impl Arena {
         if let Some((parent, _)) = parent {
             self.events.push(Event::ChildAdded { parent, child });
         }
+        let moved = subtree.moved;
         self.events.push(Event::AncestryChanged {
             moved: moved.clone(),
         });
@@ -972,23 +997,23 @@ impl Arena {
     /// keeps its membership whatever happens to the root.
     pub(crate) fn update_world_membership(
         &mut self,
-        moved: &MovedIds,
+        subtree: &Subtree,
         membership: Membership,
         at: Revision,
     ) {
         if let Membership::Derived { root_in_world } = membership {
             let root_was = self
                 .state
-                .find(moved.root())
-                .is_some_and(|(_, n)| n.is_in_world());
+                .record_at(subtree.root_slot)
+                .is_some_and(Record::is_in_world);
             if root_was == root_in_world {
                 // The rest of the subtree derives from the root and the subtree's own classes.
                 return;
             }
         }
         let mut collision = false;
-        for (index, &id) in moved.as_slice().iter().enumerate() {
-            let Some((slot, record)) = self.state.find(id) else {
+        for (index, (id, slot)) in subtree.members().enumerate() {
+            let Some(record) = self.state.record_at(slot) else {
                 continue;
             };
             let was = record.is_in_world();
@@ -998,7 +1023,6 @@ impl Arena {
                 // Pre-order: the parent's flag is already up to date.
                 Membership::Derived { .. } => record
                     .parent()
-                    .and_then(|p| self.state.slot_of(p))
                     .is_some_and(|parent| self.inherits_world(parent)),
             };
             if was == now {
@@ -1079,29 +1103,43 @@ impl Arena {
         }
     }
 
-    /// The subtree of `root` in pre-order, root first, with what its classes have in common and
-    /// the first locked node below the root.
-    pub(crate) fn collect_subtree(&self, root: InstanceId) -> (MovedIds, SubtreeInfo) {
-        let Some((_, record)) = self.state.find(root) else {
-            return (MovedIds::One(root), SubtreeInfo::default());
-        };
+    /// The subtree of the node at `root` in pre-order, root first, with what its classes have
+    /// in common and the first locked node below the root.
+    pub(crate) fn collect_subtree(&self, root: Slot) -> Subtree {
+        let record = self
+            .state
+            .record_at(root)
+            .expect("subtrees are collected from occupied slots");
+        let root_id = record.id();
         let mut info = SubtreeInfo::single(ClassTraits::of(self.state.class_of(record.class())));
+        let single = |info| Subtree {
+            moved: MovedIds::One(root_id),
+            slots: Vec::new(),
+            root_slot: root,
+            info,
+        };
         if record.first_child().is_none() {
-            return (MovedIds::One(root), info);
+            return single(info);
         }
-        let mut ids = vec![root];
+        let (mut ids, mut slots) = (vec![root_id], vec![root]);
         let mut next = record.first_child();
-        while let Some(id) = next {
-            ids.push(id);
-            if let Some((_, record)) = self.state.find(id) {
+        while let Some(slot) = next {
+            if let Some(record) = self.state.record_at(slot) {
+                ids.push(record.id());
+                slots.push(slot);
                 info.add(ClassTraits::of(self.state.class_of(record.class())));
                 if record.is_parent_locked() && info.locked_below.is_none() {
-                    info.locked_below = Some(id);
+                    info.locked_below = Some(record.id());
                 }
             }
-            next = self.state.successor(root, id);
+            next = self.state.successor(root, slot);
         }
-        (MovedIds::from_vec(ids), info)
+        Subtree {
+            moved: MovedIds::from_vec(ids),
+            slots,
+            root_slot: root,
+            info,
+        }
     }
 
     /// `parent` and its ancestors, nearest first, as one shared list.

@@ -113,11 +113,17 @@ impl Arena {
         let mark = self.close_batch(&checkpoint)?;
         let rolled_back = self.alloc_log.split_off(mark.alloc_len);
         let slot_len = mark.indexes.slot_len();
+        // Unlink everything first, then vacate: a node built in the batch may have been moved
+        // under one built after it, and links must never name a vacant slot.
+        for doomed in rolled_back.iter().rev() {
+            if self.state.id_at(doomed.slot) == Some(doomed.id) {
+                self.state.unlink(doomed.slot);
+            }
+        }
         for doomed in rolled_back.iter().rev() {
             if self.state.id_at(doomed.slot) != Some(doomed.id) {
                 continue;
             }
-            self.state.unlink(doomed.slot);
             self.state.vacate(doomed.slot);
             if doomed.slot.0 < slot_len {
                 self.free_slots.push(doomed.slot);

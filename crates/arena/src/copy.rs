@@ -116,7 +116,11 @@ fn collect_source(source: &Snapshot, root: InstanceId) -> Result<Vec<SourceNode>
             Ok(SourceNode {
                 id,
                 class: record.class(),
-                parent: if id == root { None } else { record.parent() },
+                parent: if id == root {
+                    None
+                } else {
+                    source.parent_of(record)
+                },
                 data: record.cold().map(|cold| cold.data.clone()),
                 tags: record.tags().into(),
                 persistent_id: record.persistent_id(),
@@ -334,9 +338,9 @@ impl Arena {
             }
             root_slot.get_or_insert(slot);
         }
-        if let (Some(parent), Some(root), Some(root_slot)) = (parent, map.root(), root_slot) {
-            let subtree = self.collect_subtree(root);
-            self.move_subtree(root, root_slot, Some(parent), subtree);
+        if let (Some(parent), Some(root_slot)) = (parent, root_slot) {
+            let subtree = self.collect_subtree(root_slot);
+            self.move_subtree(subtree, Some(parent));
         }
         Ok((map, counts))
     }

@@ -72,25 +72,21 @@ impl Arena {
         if record.is_parent_locked() {
             return Err(ArenaError::ParentLocked(id));
         }
-        let subtree = self.collect_subtree(id);
-        if let Some(locked) = subtree.1.locked_below {
+        let subtree = self.collect_subtree(slot);
+        if let Some(locked) = subtree.info.locked_below {
             return Err(ArenaError::LockedDescendant { root: id, locked });
         }
-        let Detached {
-            moved, info, at, ..
-        } = self.detach(id, slot, subtree);
-        self.update_world_membership(&moved, Membership::Cleared, at);
+        let Detached { subtree, at, .. } = self.detach(subtree);
+        self.update_world_membership(&subtree, Membership::Cleared, at);
+        let info = subtree.info;
         self.membership_changed(info.families, at);
         if info.animation {
             self.state.revisions_mut().animation = at;
         }
 
-        let mut doomed = Vec::with_capacity(moved.len());
+        let mut doomed = Vec::with_capacity(subtree.moved.len());
         let mut untagged = false;
-        for &member in moved.as_slice() {
-            let Some(member_slot) = self.state.slot_of(member) else {
-                continue;
-            };
+        for (member, member_slot) in subtree.members() {
             untagged |= self.state.entomb(member_slot);
             doomed.push(Doomed {
                 id: member,
@@ -102,6 +98,7 @@ impl Arena {
         }
         self.doomed.extend_from_slice(&doomed);
 
+        let moved = subtree.moved;
         self.topology_log.push(TopologyChange::Destroyed {
             subtree: moved.clone(),
         });

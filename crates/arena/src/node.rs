@@ -51,7 +51,7 @@ impl<'a> Node<'a> {
 
     /// The parent. `None` for roots, unparented instances and destroyed subtree roots.
     pub fn parent(self) -> Option<InstanceId> {
-        self.record.parent()
+        self.snapshot.parent_of(self.record)
     }
 
     /// How many children the node has.

@@ -696,3 +696,32 @@ fn an_inner_batch_cannot_change_what_an_outer_batch_built() {
     p.arena.rollback(outer).unwrap();
     assert!(!p.arena.is_live(a) && !p.arena.is_live(b));
 }
+
+#[test]
+fn rollback_removes_an_instance_moved_under_one_built_after_it() {
+    let mut p = place();
+    let folder = p.arena.create(ClassId::FOLDER, Some(p.workspace)).unwrap();
+    p.arena.drain().unwrap();
+    let before = observe(&p.arena);
+    let snapshot = p.arena.snapshot();
+    let checkpoint = p.arena.checkpoint();
+    let early = p.arena.create(ClassId::FOLDER, Some(folder)).unwrap();
+    let sibling = p.arena.create(ClassId::FOLDER, Some(folder)).unwrap();
+    let late = p.arena.create(ClassId::FOLDER, Some(folder)).unwrap();
+    let leaf = p.arena.create(ClassId::ENTITY, Some(early)).unwrap();
+    // The earlier instance (with its own child) now hangs under the later one.
+    p.arena.set_parent(early, Some(late)).unwrap();
+    p.arena.set_parent(sibling, Some(late)).unwrap();
+    p.arena.rollback(checkpoint).unwrap();
+    for gone in [early, sibling, late, leaf] {
+        assert!(p.arena.get(gone).is_none());
+        assert_eq!(p.arena.slot_of(gone), None);
+    }
+    assert_eq!(children(&p.arena, folder), vec![]);
+    assert_eq!(p.arena.get(folder).unwrap().child_count(), 0);
+    common::assert_rolled_back(&p.arena, &before);
+    assert_eq!(p.arena.snapshot().diff(&snapshot), SnapshotDiff::default());
+    // The slots come back for reuse and the tree stays sound.
+    let again = p.arena.create(ClassId::FOLDER, Some(folder)).unwrap();
+    assert_eq!(children(&p.arena, folder), vec![again]);
+}

@@ -24,6 +24,7 @@ use std::iter::FusedIterator;
 use std::sync::{Arc, OnceLock};
 
 use self::page::{IdIndex, PAGE_LEN, Page, split};
+use self::record::Link;
 pub(crate) use self::record::{Cold, Record};
 use crate::class::{ClassDescriptor, ClassId, ClassRegistry, FamilyId};
 use crate::error::ArenaError;
@@ -238,18 +239,11 @@ impl Snapshot {
 
     /// Places a new, unlinked, live record at the vacant `slot` (a free slot or the high-water
     /// mark), as the last child of `parent` when one is given.
-    pub(crate) fn place(
-        &mut self,
-        slot: Slot,
-        mut record: Record,
-        parent: Option<(InstanceId, Slot)>,
-    ) {
+    pub(crate) fn place(&mut self, slot: Slot, mut record: Record, parent: Option<Slot>) {
         let id = record.id;
-        let previous = parent.and_then(|(_, p)| self.record_at(p)?.last_child);
-        if let Some((parent_id, _)) = parent {
-            record.parent = Some(parent_id);
-            record.prev_sibling = previous;
-        }
+        let previous = parent.and_then(|p| self.record_at(p)?.last_child.get());
+        record.parent = Link::from(parent);
+        record.prev_sibling = Link::from(previous);
         let (page, index) = split(slot);
         while self.pages.len() <= page {
             self.pages.push(Arc::new(Page::new()));
@@ -262,8 +256,8 @@ impl Snapshot {
         }
         Arc::make_mut(&mut self.pages[page]).put(index, record);
         self.live += 1;
-        if let Some((_, parent_slot)) = parent {
-            self.append_child(parent_slot, previous, id);
+        if let Some(parent) = parent {
+            self.append_child(parent, previous, slot);
         }
     }
 
@@ -324,54 +318,51 @@ impl Snapshot {
 
     // ----- Hierarchy links. -----
 
-    /// Appends `child` (unlinked, its own side already written with `previous` as its previous
-    /// sibling) to the children of the node at `parent_slot`: the parent's side and the old
+    /// Appends the node at `child` (its own side already linked, with `previous` as its
+    /// previous sibling) to the children of the node at `parent`: the parent's side and the old
     /// last child's next link.
-    fn append_child(&mut self, parent_slot: Slot, previous: Option<InstanceId>, child: InstanceId) {
-        if let Some(previous_slot) = previous.and_then(|p| self.slot_of(p)) {
-            self.write_at(previous_slot).next_sibling = Some(child);
+    fn append_child(&mut self, parent: Slot, previous: Option<Slot>, child: Slot) {
+        match previous {
+            Some(previous) => self.write_at(previous).next_sibling = Link::to(child),
+            None => self.write_at(parent).first_child = Link::to(child),
         }
-        let parent = self.write_at(parent_slot);
-        if parent.first_child.is_none() {
-            parent.first_child = Some(child);
-        }
-        parent.last_child = Some(child);
+        let parent = self.write_at(parent);
+        parent.last_child = Link::to(child);
         parent.child_count += 1;
     }
 
-    /// Appends the detached node at `child` to the children of `parent`.
-    pub(crate) fn link_last(&mut self, child: Slot, (parent_id, parent_slot): (InstanceId, Slot)) {
-        let previous = self.record_at(parent_slot).and_then(|p| p.last_child);
+    /// Appends the detached node at `child` to the children of the node at `parent`.
+    pub(crate) fn link_last(&mut self, child: Slot, parent: Slot) {
+        let previous = self.record_at(parent).and_then(|p| p.last_child.get());
         let record = self.write_at(child);
-        record.parent = Some(parent_id);
-        record.prev_sibling = previous;
-        record.next_sibling = None;
-        let id = record.id;
-        self.append_child(parent_slot, previous, id);
+        record.parent = Link::to(parent);
+        record.prev_sibling = Link::from(previous);
+        record.next_sibling = Link::NONE;
+        self.append_child(parent, previous, child);
     }
 
-    /// Detaches the node at `child_slot` from its parent's children (nothing for a root).
-    pub(crate) fn unlink(&mut self, child_slot: Slot) {
-        let Some(record) = self.record_at(child_slot) else {
+    /// Detaches the node at `child` from its parent's children (nothing for a root).
+    pub(crate) fn unlink(&mut self, child: Slot) {
+        let Some(record) = self.record_at(child) else {
             return;
         };
-        let (parent, prev, next) = (record.parent, record.prev_sibling, record.next_sibling);
-        let Some(parent_slot) = parent.and_then(|p| self.slot_of(p)) else {
+        let (prev, next) = (record.prev_sibling.get(), record.next_sibling.get());
+        let Some(parent) = record.parent() else {
             return;
         };
-        match prev.and_then(|p| self.slot_of(p)) {
-            Some(prev_slot) => self.write_at(prev_slot).next_sibling = next,
-            None => self.write_at(parent_slot).first_child = next,
+        match prev {
+            Some(prev_slot) => self.write_at(prev_slot).next_sibling = Link::from(next),
+            None => self.write_at(parent).first_child = Link::from(next),
         }
-        match next.and_then(|n| self.slot_of(n)) {
-            Some(next_slot) => self.write_at(next_slot).prev_sibling = prev,
-            None => self.write_at(parent_slot).last_child = prev,
+        match next {
+            Some(next_slot) => self.write_at(next_slot).prev_sibling = Link::from(prev),
+            None => self.write_at(parent).last_child = Link::from(prev),
         }
-        self.write_at(parent_slot).child_count -= 1;
-        let record = self.write_at(child_slot);
-        record.parent = None;
-        record.prev_sibling = None;
-        record.next_sibling = None;
+        self.write_at(parent).child_count -= 1;
+        let record = self.write_at(child);
+        record.parent = Link::NONE;
+        record.prev_sibling = Link::NONE;
+        record.next_sibling = Link::NONE;
     }
 
     // ----- Tags, persistent ids, layouts, family caches. -----
@@ -502,8 +493,13 @@ impl Snapshot {
 
     /// The record of a live instance, or of a tombstone inside an open lifecycle scope.
     fn readable(&self, id: InstanceId) -> Option<&Record> {
-        let (_, record) = self.find(id)?;
-        (!record.is_destroyed() || self.in_scope(record)).then_some(record)
+        self.readable_at(id).map(|(_, record)| record)
+    }
+
+    /// Like [`Snapshot::readable`], with the slot.
+    fn readable_at(&self, id: InstanceId) -> Option<(Slot, &Record)> {
+        let (slot, record) = self.find(id)?;
+        (!record.is_destroyed() || self.in_scope(record)).then_some((slot, record))
     }
 
     /// The node of a live instance, or of a tombstone inside an open lifecycle scope.
@@ -539,7 +535,12 @@ impl Snapshot {
 
     /// The parent of a readable instance.
     pub fn parent(&self, id: InstanceId) -> Option<InstanceId> {
-        self.readable(id)?.parent()
+        self.parent_of(self.readable(id)?)
+    }
+
+    /// The id of a record's parent.
+    pub(crate) fn parent_of(&self, record: &Record) -> Option<InstanceId> {
+        self.id_at(record.parent()?)
     }
 
     /// The class of a readable instance.
@@ -572,10 +573,11 @@ impl Snapshot {
 
     /// The descendants of a readable instance in pre-order, excluding the instance itself.
     pub fn descendants(&self, id: InstanceId) -> Descendants<'_> {
+        let readable = self.readable_at(id);
         Descendants {
             snapshot: self,
-            root: id,
-            next: self.readable(id).and_then(Record::first_child),
+            root: readable.map(|(slot, _)| slot),
+            next: readable.and_then(|(_, record)| record.first_child()),
         }
     }
 
@@ -760,28 +762,29 @@ impl Snapshot {
             {
                 return true;
             }
-            match current.parent().and_then(|p| self.find(p)) {
-                Some((_, parent)) if parent.is_destroyed() => current = parent,
+            match current.parent().and_then(|p| self.record_at(p)) {
+                Some(parent) if parent.is_destroyed() => current = parent,
                 _ => return false,
             }
         }
     }
 
-    /// The pre-order successor of `id` inside the subtree of `root`.
-    pub(crate) fn successor(&self, root: InstanceId, id: InstanceId) -> Option<InstanceId> {
-        let (_, record) = self.find(id)?;
+    /// The pre-order successor of the node at `slot` inside the subtree of the node at `root`.
+    pub(crate) fn successor(&self, root: Slot, slot: Slot) -> Option<Slot> {
+        let record = self.record_at(slot)?;
         if let Some(child) = record.first_child() {
             return Some(child);
         }
-        let mut current = record;
+        let (mut current, mut current_slot) = (record, slot);
         loop {
-            if current.id() == root {
+            if current_slot == root {
                 return None;
             }
             if let Some(sibling) = current.next_sibling() {
                 return Some(sibling);
             }
-            current = self.find(current.parent()?)?.1;
+            current_slot = current.parent()?;
+            current = self.record_at(current_slot)?;
         }
     }
 }
@@ -811,16 +814,16 @@ pub struct SnapshotDiff {
 /// The children of an instance, in order.
 pub struct Children<'a> {
     snapshot: &'a Snapshot,
-    next: Option<InstanceId>,
+    next: Option<Slot>,
 }
 
 impl Iterator for Children<'_> {
     type Item = InstanceId;
 
     fn next(&mut self) -> Option<InstanceId> {
-        let id = self.next?;
-        self.next = self.snapshot.find(id).and_then(|(_, r)| r.next_sibling());
-        Some(id)
+        let record = self.snapshot.record_at(self.next?)?;
+        self.next = record.next_sibling();
+        Some(record.id())
     }
 }
 
@@ -829,17 +832,21 @@ impl FusedIterator for Children<'_> {}
 /// The descendants of an instance in pre-order, walked through the sibling links without a stack.
 pub struct Descendants<'a> {
     snapshot: &'a Snapshot,
-    root: InstanceId,
-    next: Option<InstanceId>,
+    /// The slot of the instance whose descendants these are; `None` when it is not readable
+    /// (and `next` is then `None` too).
+    root: Option<Slot>,
+    next: Option<Slot>,
 }
 
 impl Iterator for Descendants<'_> {
     type Item = InstanceId;
 
     fn next(&mut self) -> Option<InstanceId> {
-        let id = self.next?;
-        self.next = self.snapshot.successor(self.root, id);
-        Some(id)
+        let slot = self.next?;
+        self.next = self
+            .root
+            .and_then(|root| self.snapshot.successor(root, slot));
+        self.snapshot.id_at(slot)
     }
 }
 
@@ -848,16 +855,16 @@ impl FusedIterator for Descendants<'_> {}
 /// The ancestors of an instance, nearest first.
 pub struct Ancestors<'a> {
     snapshot: &'a Snapshot,
-    next: Option<InstanceId>,
+    next: Option<Slot>,
 }
 
 impl Iterator for Ancestors<'_> {
     type Item = InstanceId;
 
     fn next(&mut self) -> Option<InstanceId> {
-        let id = self.next?;
-        self.next = self.snapshot.find(id).and_then(|(_, r)| r.parent());
-        Some(id)
+        let record = self.snapshot.record_at(self.next?)?;
+        self.next = record.parent();
+        Some(record.id())
     }
 }
 

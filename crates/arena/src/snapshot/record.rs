@@ -2,8 +2,9 @@
 //! never move away from their class's defaults.
 //!
 //! A record holds what every node has and what structural changes touch: identity, class,
-//! hierarchy links, flags, the revision of its latest state write, and the creation counter its
-//! GUID derives from. Name, attributes, built-in state, tags and persistent id live in `Cold`,
+//! hierarchy links (as slots of the same snapshot, so walking the tree never looks an id up),
+//! flags, the revision of its latest state write, and the creation counter its GUID derives
+//! from. Name, attributes, built-in state, tags and persistent id live in `Cold`,
 //! behind one shared pointer that stays empty while they are all at their defaults (the class
 //! name, no attributes, the class's default state, no tags, no persistent id), so an instance
 //! nobody has written costs its record and nothing else.
@@ -17,13 +18,38 @@
 use std::sync::Arc;
 
 use crate::class::ClassId;
-use crate::id::{InstanceId, PersistentId};
+use crate::id::{InstanceId, PersistentId, Slot};
 use crate::revision::Revision;
 use crate::state::NodeData;
 
 const DESTROYED: u8 = 1;
 const PARENT_LOCKED: u8 = 1 << 1;
 const IN_WORLD: u8 = 1 << 2;
+
+/// A link to the node at another slot of the same snapshot, or to none.
+///
+/// A link never outlives the node it points to: links between live nodes are rewritten by every
+/// structural change, a destroyed subtree is detached from the live tree and reclaimed as a
+/// whole, and a rollback unlinks what it removes, so a linked slot is never vacant or reused.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(super) struct Link(u32);
+
+impl Link {
+    /// No node. `u32::MAX` is never a slot: the arena refuses to grow past `u32::MAX` slots.
+    pub(super) const NONE: Self = Self(u32::MAX);
+
+    pub(super) fn to(slot: Slot) -> Self {
+        Self(slot.0)
+    }
+
+    pub(super) fn from(slot: Option<Slot>) -> Self {
+        slot.map_or(Self::NONE, Self::to)
+    }
+
+    pub(super) fn get(self) -> Option<Slot> {
+        (self != Self::NONE).then_some(Slot(self.0))
+    }
+}
 
 /// The data of a node that has left its class's defaults, shared between snapshots until
 /// written.
@@ -54,11 +80,11 @@ pub(crate) struct Record {
     pub(super) guid_counter: u64,
     /// `None` while name, attributes, state, tags and persistent id are the class defaults.
     pub(super) cold: Option<Arc<Cold>>,
-    pub(super) parent: Option<InstanceId>,
-    pub(super) first_child: Option<InstanceId>,
-    pub(super) last_child: Option<InstanceId>,
-    pub(super) prev_sibling: Option<InstanceId>,
-    pub(super) next_sibling: Option<InstanceId>,
+    pub(super) parent: Link,
+    pub(super) first_child: Link,
+    pub(super) last_child: Link,
+    pub(super) prev_sibling: Link,
+    pub(super) next_sibling: Link,
     pub(super) child_count: u32,
     pub(super) class: ClassId,
     pub(super) flags: u8,
@@ -78,11 +104,11 @@ impl Record {
             revision,
             guid_counter,
             cold,
-            parent: None,
-            first_child: None,
-            last_child: None,
-            prev_sibling: None,
-            next_sibling: None,
+            parent: Link::NONE,
+            first_child: Link::NONE,
+            last_child: Link::NONE,
+            prev_sibling: Link::NONE,
+            next_sibling: Link::NONE,
             child_count: 0,
             class,
             flags: 0,
@@ -109,16 +135,19 @@ impl Record {
         self.cold.as_deref()
     }
 
-    pub(crate) fn parent(&self) -> Option<InstanceId> {
-        self.parent
+    /// The slot of the parent.
+    pub(crate) fn parent(&self) -> Option<Slot> {
+        self.parent.get()
     }
 
-    pub(crate) fn first_child(&self) -> Option<InstanceId> {
-        self.first_child
+    /// The slot of the first child.
+    pub(crate) fn first_child(&self) -> Option<Slot> {
+        self.first_child.get()
     }
 
-    pub(crate) fn next_sibling(&self) -> Option<InstanceId> {
-        self.next_sibling
+    /// The slot of the next sibling.
+    pub(crate) fn next_sibling(&self) -> Option<Slot> {
+        self.next_sibling.get()
     }
 
     pub(crate) fn child_count(&self) -> u32 {
