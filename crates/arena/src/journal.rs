@@ -59,10 +59,11 @@ impl<T> BoundedJournal<T> {
     pub fn push(&mut self, entry: T) -> u64 {
         if self.entries.len() == self.capacity {
             let dropped = self.capacity / 2;
-            let last_dropped = self.entries.drain(..dropped).last().map(|(seq, _)| seq);
-            if let Some(last) = last_dropped {
+            // The capacity is at least 2, so the journal holds the last dropped entry.
+            if let Some(&(last, _)) = self.entries.get(dropped - 1) {
                 self.floor = last + 1;
             }
+            self.entries.drain(..dropped);
             let floor = self.floor;
             self.retracted.retain(|&(_, end)| end >= floor);
         }
