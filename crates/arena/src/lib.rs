@@ -86,7 +86,7 @@ pub use crate::event::{
 };
 pub use crate::id::{ArenaId, Guid, IdRange, InstanceId, PersistentId, Slot};
 pub use crate::journal::{BoundedJournal, HistoryUnavailable, JournalRead};
-pub use crate::lifecycle::{Destruction, Drained, LifecycleScope};
+pub use crate::lifecycle::{Destruction, DoomedList, Drained, LifecycleScope};
 pub use crate::math::{Color3, Transform, UDim2, Vec3};
 pub use crate::node::Node;
 pub use crate::revision::{Revision, Revisions};

@@ -24,7 +24,89 @@ pub struct Destruction {
     /// The instance `destroy` was called on.
     pub root: InstanceId,
     /// The destroyed subtree, root first, pre-order.
-    pub doomed: Vec<Doomed>,
+    pub doomed: DoomedList,
+}
+
+/// The instances of a destroyed subtree with their slots, root first, in pre-order: a slice of
+/// [`Doomed`] (it dereferences to `[Doomed]`) that holds a single instance without allocating,
+/// so destroying a leaf allocates nothing for it.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct DoomedList(DoomedRepr);
+
+#[derive(Clone, Debug, PartialEq, Eq)]
+enum DoomedRepr {
+    One(Doomed),
+    Many(Vec<Doomed>),
+}
+
+impl DoomedList {
+    fn one(doomed: Doomed) -> Self {
+        Self(DoomedRepr::One(doomed))
+    }
+
+    fn many(doomed: Vec<Doomed>) -> Self {
+        Self(DoomedRepr::Many(doomed))
+    }
+
+    /// The instances as a slice.
+    pub fn as_slice(&self) -> &[Doomed] {
+        match &self.0 {
+            DoomedRepr::One(doomed) => std::slice::from_ref(doomed),
+            DoomedRepr::Many(doomed) => doomed,
+        }
+    }
+
+    /// The instances as a vector.
+    pub fn to_vec(&self) -> Vec<Doomed> {
+        self.as_slice().to_vec()
+    }
+}
+
+impl std::ops::Deref for DoomedList {
+    type Target = [Doomed];
+
+    fn deref(&self) -> &[Doomed] {
+        self.as_slice()
+    }
+}
+
+impl<'a> IntoIterator for &'a DoomedList {
+    type Item = &'a Doomed;
+    type IntoIter = std::slice::Iter<'a, Doomed>;
+
+    fn into_iter(self) -> Self::IntoIter {
+        self.as_slice().iter()
+    }
+}
+
+impl IntoIterator for DoomedList {
+    type Item = Doomed;
+    type IntoIter = std::iter::Chain<std::option::IntoIter<Doomed>, std::vec::IntoIter<Doomed>>;
+
+    fn into_iter(self) -> Self::IntoIter {
+        match self.0 {
+            DoomedRepr::One(doomed) => Some(doomed).into_iter().chain(Vec::new()),
+            DoomedRepr::Many(doomed) => None.into_iter().chain(doomed),
+        }
+    }
+}
+
+impl PartialEq<[Doomed]> for DoomedList {
+    fn eq(&self, other: &[Doomed]) -> bool {
+        self.as_slice() == other
+    }
+}
+
+impl PartialEq<Vec<Doomed>> for DoomedList {
+    fn eq(&self, other: &Vec<Doomed>) -> bool {
+        self.as_slice() == other.as_slice()
+    }
+}
+
+impl PartialEq<DoomedList> for Vec<Doomed> {
+    fn eq(&self, other: &DoomedList) -> bool {
+        self.as_slice() == other.as_slice()
+    }
 }
 
 /// What a drain returned.
@@ -84,11 +166,11 @@ impl Arena {
             self.state.revisions_mut().animation = at;
         }
 
-        let mut doomed = Vec::with_capacity(subtree.moved.len());
+        let first = self.doomed.len();
         let mut untagged = false;
         for (member, member_slot) in subtree.members() {
             untagged |= self.state.entomb(member_slot);
-            doomed.push(Doomed {
+            self.doomed.push(Doomed {
                 id: member,
                 slot: member_slot,
             });
@@ -96,7 +178,10 @@ impl Arena {
         if untagged {
             self.state.revisions_mut().tags = at;
         }
-        self.doomed.extend_from_slice(&doomed);
+        let doomed = match &self.doomed[first..] {
+            [one] => DoomedList::one(*one),
+            many => DoomedList::many(many.to_vec()),
+        };
 
         let moved = subtree.moved;
         self.topology_log.push(TopologyChange::Destroyed {

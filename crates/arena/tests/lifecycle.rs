@@ -298,3 +298,45 @@ fn a_scope_token_from_another_arena_is_refused() {
     there.arena.exit_lifecycle_scope(foreign).unwrap();
     assert!(there.arena.get(theirs).is_none());
 }
+
+/// The doomed list reads the same for a leaf (held inline) and a subtree: as a slice, by
+/// reference, by value, and against the reclaimed list of the second drain.
+#[test]
+fn a_destruction_lists_its_instances_whatever_their_number() {
+    let mut p = place();
+    let leaf = p.arena.create(ClassId::ENTITY, None).unwrap();
+    let root = p.arena.create(ClassId::FOLDER, None).unwrap();
+    let child = p.arena.create(ClassId::ENTITY, Some(root)).unwrap();
+    let slot = |p: &common::Place, id| p.arena.slot_of(id).unwrap();
+    let expect_leaf = vec![Doomed {
+        id: leaf,
+        slot: slot(&p, leaf),
+    }];
+    let expect_tree = vec![
+        Doomed {
+            id: root,
+            slot: slot(&p, root),
+        },
+        Doomed {
+            id: child,
+            slot: slot(&p, child),
+        },
+    ];
+    let one = p.arena.destroy(leaf).unwrap().doomed;
+    let two = p.arena.destroy(root).unwrap().doomed;
+    for (list, expected) in [(&one, &expect_leaf), (&two, &expect_tree)] {
+        assert_eq!(list.len(), expected.len());
+        assert_eq!(list.as_slice(), expected.as_slice());
+        assert_eq!(list, expected);
+        assert_eq!(expected, list);
+        assert_eq!(list.iter().copied().collect::<Vec<_>>(), *expected);
+        let slice: &[Doomed] = list;
+        assert_eq!(slice.first(), expected.first());
+        assert_eq!(list.clone().into_iter().collect::<Vec<_>>(), *expected);
+        assert_eq!(list.to_vec(), *expected);
+    }
+    p.arena.drain().unwrap();
+    let reclaimed = p.arena.drain().unwrap().reclaimed;
+    let all: Vec<Doomed> = one.into_iter().chain(two).collect();
+    assert_eq!(reclaimed, all);
+}
