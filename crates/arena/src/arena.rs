@@ -25,6 +25,10 @@ pub const PART_LOG_CAPACITY: usize = 65_536;
 /// How many entries the topology journal retains before dropping its older half.
 pub const TOPOLOGY_LOG_CAPACITY: usize = 65_536;
 
+/// The largest slot buffer a creation keeps for the next one (a bulk creation larger than this
+/// frees its own).
+const SLOT_SCRATCH_KEPT: usize = 4096;
+
 /// The facts about a class that structural changes need, copied out of its descriptor.
 #[derive(Clone, Copy, Default)]
 pub(crate) struct ClassTraits {
@@ -101,20 +105,24 @@ pub(crate) struct Subtree {
 impl Subtree {
     /// The subtree's instances with their slots, root first, in pre-order.
     pub(crate) fn members(&self) -> impl Iterator<Item = (InstanceId, Slot)> + '_ {
-        let slots = if self.slots.is_empty() {
-            std::slice::from_ref(&self.root_slot)
-        } else {
-            &self.slots
-        };
         self.moved
             .as_slice()
             .iter()
             .copied()
-            .zip(slots.iter().copied())
+            .zip(self.slots().iter().copied())
     }
 
     pub(crate) fn root(&self) -> (InstanceId, Slot) {
         (self.moved.root(), self.root_slot)
+    }
+
+    /// The slots of the subtree's instances, root first, in pre-order.
+    pub(crate) fn slots(&self) -> &[Slot] {
+        if self.slots.is_empty() {
+            std::slice::from_ref(&self.root_slot)
+        } else {
+            &self.slots
+        }
     }
 }
 
@@ -168,6 +176,9 @@ pub struct Arena {
     token_serial: u64,
     pub(crate) alloc_log: Vec<Doomed>,
     scratch: Vec<InstanceId>,
+    /// The slots of the run being created, kept between creations so a single create
+    /// allocates nothing for them.
+    slot_scratch: Vec<Slot>,
 }
 
 impl Deref for Arena {
@@ -222,6 +233,7 @@ impl Arena {
             token_serial: 0,
             alloc_log: Vec::new(),
             scratch: Vec::new(),
+            slot_scratch: Vec::new(),
         }
     }
 
@@ -415,25 +427,33 @@ impl Arena {
         Ok(())
     }
 
-    /// A free slot, or a fresh one past the high-water mark. Callers check room first
-    /// ([`Arena::check_slot_room`]).
+    /// A free slot (the most recently freed), or a fresh one at the high-water mark. Callers
+    /// check room first ([`Arena::check_slot_room`]).
     fn take_slot(&mut self) -> Slot {
-        match self.free_slots.pop() {
-            Some(slot) => slot,
-            None => {
-                debug_assert!(
-                    self.state.slot_len() < u32::MAX,
-                    "slot room is checked first"
-                );
-                Slot(self.state.slot_len())
-            }
-        }
+        self.free_slots.pop().unwrap_or_else(|| {
+            debug_assert!(
+                self.state.slot_len() < u32::MAX,
+                "slot room is checked first"
+            );
+            Slot(self.state.slot_len())
+        })
     }
 
-    /// The creation counter of the next node, which its GUID derives from.
-    fn next_guid_counter(&mut self) -> u64 {
-        self.guid_counter += 1;
-        self.guid_counter
+    /// Appends `count` slots to `slots`, as `count` calls of [`Arena::take_slot`] would take
+    /// them: free ones first (most recently freed first), then
+    /// fresh ones from the high-water mark on. Callers check room first
+    /// ([`Arena::check_slot_room`]).
+    fn take_slots(&mut self, count: u32, slots: &mut Vec<Slot>) {
+        let count = count as usize;
+        let reused = count.min(self.free_slots.len());
+        let from = self.free_slots.len() - reused;
+        slots.extend(self.free_slots.drain(from..).rev());
+        let fresh = self.state.slot_len();
+        debug_assert!(
+            u64::from(fresh) + (count - reused) as u64 <= u64::from(u32::MAX),
+            "slot room is checked first"
+        );
+        slots.extend((0..(count - reused) as u32).map(|k| Slot(fresh + k)));
     }
 
     /// The steps every creation shares (single, bulk, explicit id, copy), for `count >= 1`
@@ -463,26 +483,53 @@ impl Arena {
         let in_world = parent.is_some_and(|(_, parent_slot)| self.inherits_world(parent_slot));
         let logs_entry = in_world && traits.part_log;
         let in_batch = !self.batches.is_empty();
-        for offset in 0..count {
-            let id = InstanceId::new(first.get() + u64::from(offset))
-                .expect("ids of a validated run are non-zero");
-            let slot = self.take_slot();
-            let guid_counter = self.next_guid_counter();
-            let mut record = Record::new(id, class, guid_counter, cold.clone(), at);
+        let nth = |offset: usize| {
+            InstanceId::new(first.get() + offset as u64)
+                .expect("ids of a validated run are non-zero")
+        };
+        let first_counter = self.guid_counter + 1;
+        self.guid_counter += u64::from(count);
+        let new_record = |offset: usize| {
+            let mut record = Record::new(
+                nth(offset),
+                class,
+                first_counter + offset as u64,
+                cold.clone(),
+                at,
+            );
             record.set_parent_locked(service);
             record.set_in_world(in_world);
-            self.state
-                .place(slot, record, parent.map(|(_, parent_slot)| parent_slot));
+            record
+        };
+        let parent_slot = parent.map(|(_, slot)| slot);
+        let mut placed = |arena: &mut Self, offset: usize, slot: Slot| {
+            let id = nth(offset);
             if in_batch {
-                self.alloc_log.push(Doomed { id, slot });
+                arena.alloc_log.push(Doomed { id, slot });
             }
             if logs_entry {
-                self.part_log.push(PartWrite {
+                arena.part_log.push(PartWrite {
                     id,
                     kind: PartWriteKind::EnteredWorld,
                 });
             }
             placed(id, slot);
+        };
+        if count == 1 {
+            let slot = self.take_slot();
+            self.state.place(slot, new_record(0), parent_slot);
+            placed(self, 0, slot);
+        } else {
+            let mut slots = std::mem::take(&mut self.slot_scratch);
+            slots.clear();
+            self.take_slots(count, &mut slots);
+            self.state.place_run(&slots, parent_slot, new_record);
+            for (offset, &slot) in slots.iter().enumerate() {
+                placed(self, offset, slot);
+            }
+            if slots.capacity() <= SLOT_SCRATCH_KEPT {
+                self.slot_scratch = slots;
+            }
         }
         self.mark_created(first, count, traits, parent.is_some(), in_world, at);
         at

@@ -13,7 +13,7 @@
 
 use crate::arena::{Arena, Detached, Membership};
 use crate::error::ArenaError;
-use crate::event::{Doomed, Event, TopologyChange};
+use crate::event::{Doomed, Event, MovedIds, TopologyChange};
 use crate::id::{ArenaId, InstanceId};
 use crate::snapshot::{Record, Snapshot};
 
@@ -166,21 +166,22 @@ impl Arena {
             self.state.revisions_mut().animation = at;
         }
 
-        let first = self.doomed.len();
-        let mut untagged = false;
-        for (member, member_slot) in subtree.members() {
-            untagged |= self.state.entomb(member_slot);
-            self.doomed.push(Doomed {
-                id: member,
-                slot: member_slot,
-            });
-        }
+        let untagged = self.state.entomb(subtree.slots());
         if untagged {
             self.state.revisions_mut().tags = at;
         }
-        let doomed = match &self.doomed[first..] {
-            [one] => DoomedList::one(*one),
-            many => DoomedList::many(many.to_vec()),
+        let doomed = if let MovedIds::One(id) = subtree.moved {
+            let one = Doomed {
+                id,
+                slot: subtree.root().1,
+            };
+            self.doomed.push(one);
+            DoomedList::one(one)
+        } else {
+            let first = self.doomed.len();
+            self.doomed
+                .extend(subtree.members().map(|(id, slot)| Doomed { id, slot }));
+            DoomedList::many(self.doomed[first..].to_vec())
         };
 
         let moved = subtree.moved;
@@ -205,11 +206,8 @@ impl Arena {
             return Err(ArenaError::ScopeOpen);
         }
         let reclaimed = std::mem::take(&mut self.reclaimable);
-        for doomed in &reclaimed {
-            if self.state.vacate(doomed.slot).is_some() {
-                self.free_slots.push(doomed.slot);
-            }
-        }
+        self.state
+            .reclaim(&reclaimed, |slot| self.free_slots.push(slot));
         self.reclaimable = std::mem::take(&mut self.doomed);
         Ok(Drained {
             events: std::mem::take(&mut self.events),

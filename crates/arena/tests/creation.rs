@@ -327,3 +327,67 @@ proptest! {
         }
     }
 }
+
+/// Bulk creation writes a page once per run of slots in it; across page boundaries, into slots
+/// freed in several pages and under a parent whose last child lies in another page, it must
+/// still leave exactly what single creation leaves, and a snapshot taken before sees none of it.
+#[test]
+fn create_many_across_pages_and_freed_slots_agrees_with_single_creates() {
+    let build = || {
+        let mut arena = Arena::standard().with_seed(9);
+        let folder = arena.create(ClassId::FOLDER, None).unwrap();
+        let children: Vec<InstanceId> = (0..3000)
+            .map(|_| arena.create(ClassId::ENTITY, Some(folder)).unwrap())
+            .collect();
+        for id in children.iter().step_by(7) {
+            arena.destroy(*id).unwrap();
+        }
+        arena.drain().unwrap();
+        arena.drain().unwrap();
+        // The folder's last child now sits in an earlier page than the fresh slots.
+        let tail = arena.create(ClassId::FOLDER, None).unwrap();
+        arena.set_parent(children[1500], Some(tail)).unwrap();
+        arena.set_parent(children[1500], Some(folder)).unwrap();
+        arena.drain().unwrap();
+        (arena, folder)
+    };
+    let (mut bulk, folder) = build();
+    let (mut single, _) = build();
+    let before = bulk.snapshot();
+    let before_children: Vec<InstanceId> = before.children(folder).collect();
+    let made = bulk
+        .create_many(ClassId::ENTITY, Some(folder), 2500)
+        .unwrap();
+    let one_by_one: Vec<(InstanceId, Slot)> = (0..2500)
+        .map(|_| {
+            let id = single.create(ClassId::ENTITY, Some(folder)).unwrap();
+            (id, single.slot_of(id).unwrap())
+        })
+        .collect();
+    assert_eq!(made, one_by_one);
+    assert_eq!(
+        bulk.children(folder).collect::<Vec<_>>(),
+        single.children(folder).collect::<Vec<_>>()
+    );
+    let count = bulk.get(folder).unwrap().child_count();
+    assert_eq!(count, single.get(folder).unwrap().child_count());
+    assert_eq!(count, bulk.children(folder).count());
+    for slot in 0..bulk.slot_capacity() {
+        let slot = Slot::from_index(u32::try_from(slot).unwrap());
+        assert_eq!(bulk.id_at(slot), single.id_at(slot));
+    }
+    for &(id, _) in &made {
+        let node = bulk.get(id).unwrap();
+        assert_eq!(node.parent(), Some(folder));
+        assert_eq!(node.guid(), single.get(id).unwrap().guid());
+    }
+    // The snapshot taken before still reads the old tree.
+    assert_eq!(before.children(folder).collect::<Vec<_>>(), before_children);
+    let diff = bulk.snapshot().diff(&before);
+    let mut added: Vec<InstanceId> = made.iter().map(|(id, _)| *id).collect();
+    added.sort_unstable();
+    assert_eq!(diff.added, added);
+    assert!(diff.removed.is_empty());
+    let last_before = *before_children.last().unwrap();
+    assert_eq!(diff.changed, vec![folder, last_before]);
+}

@@ -28,6 +28,7 @@ use self::record::Link;
 pub(crate) use self::record::{Cold, Record};
 use crate::class::{ClassDescriptor, ClassId, ClassRegistry, FamilyId};
 use crate::error::ArenaError;
+use crate::event::Doomed;
 use crate::id::{ArenaId, Guid, GuidSeeds, InstanceId, PersistentId, Slot, fresh_seed};
 use crate::node::Node;
 use crate::revision::{Revision, Revisions};
@@ -40,6 +41,13 @@ pub(crate) type PSet<T> = imbl::OrdSet<T>;
 pub(crate) fn pmap<K, V>() -> PMap<K, V> {
     PMap::with_hasher(hashbrown::DefaultHashBuilder::default())
 }
+
+/// Tag → the live instances carrying it.
+type TagIndex = PMap<Arc<str>, PSet<InstanceId>>;
+/// Persistent id → the live instance holding it.
+type PersistentIndex = PMap<PersistentId, InstanceId>;
+/// GUI layer → the clock value of its latest layout invalidation.
+type LayoutIndex = PMap<InstanceId, Revision>;
 
 /// An immutable view of arena state: nodes (live and tombstones), indexes and revisions.
 ///
@@ -58,9 +66,9 @@ pub struct Snapshot {
     classes: Arc<ClassRegistry>,
     revisions: Revisions,
     guids: GuidSeeds,
-    tag_index: PMap<Arc<str>, PSet<InstanceId>>,
-    persistent_index: PMap<PersistentId, InstanceId>,
-    layouts: PMap<InstanceId, Revision>,
+    tag_index: TagIndex,
+    persistent_index: PersistentIndex,
+    layouts: LayoutIndex,
     family_cache: Vec<OnceLock<Arc<[InstanceId]>>>,
     /// The open lifecycle scopes, innermost last: each subject with its token's serial.
     scope: Vec<(InstanceId, u64)>,
@@ -71,9 +79,9 @@ pub struct Snapshot {
 #[derive(Clone, Debug)]
 pub(crate) struct IndexMark {
     slot_len: u32,
-    tag_index: PMap<Arc<str>, PSet<InstanceId>>,
-    persistent_index: PMap<PersistentId, InstanceId>,
-    layouts: PMap<InstanceId, Revision>,
+    tag_index: TagIndex,
+    persistent_index: PersistentIndex,
+    layouts: LayoutIndex,
     family_cache: Vec<OnceLock<Arc<[InstanceId]>>>,
 }
 
@@ -238,7 +246,7 @@ impl Snapshot {
     // ----- Placing and removing records. -----
 
     /// Places a new, unlinked, live record at the vacant `slot` (a free slot or the high-water
-    /// mark), as the last child of `parent` when one is given.
+    /// mark), as the last child of the node at `parent` when one is given.
     pub(crate) fn place(&mut self, slot: Slot, mut record: Record, parent: Option<Slot>) {
         let id = record.id;
         let previous = parent.and_then(|p| self.record_at(p)?.last_child.get());
@@ -261,45 +269,135 @@ impl Snapshot {
         }
     }
 
+    /// Places new, live records at the vacant `slots` (free slots, or fresh ones from the
+    /// high-water mark on, in increasing order), appended in that order to the children of the
+    /// node at `parent` when one is given. `record(i)` builds the unlinked record for
+    /// `slots[i]`. Each page is made private once per run of consecutive slots in it, and the
+    /// parent once.
+    pub(crate) fn place_run(
+        &mut self,
+        slots: &[Slot],
+        parent: Option<Slot>,
+        mut record: impl FnMut(usize) -> Record,
+    ) {
+        let (Some(&first), Some(&last), Some(&highest)) =
+            (slots.first(), slots.last(), slots.iter().max())
+        else {
+            return;
+        };
+        while self.pages.len() <= split(highest).0 {
+            self.pages.push(Arc::new(Page::new()));
+        }
+        if highest.0 >= self.slot_len {
+            self.slot_len = highest.0 + 1;
+        }
+        let previous = parent.and_then(|p| self.record_at(p)?.last_child.get());
+        let mut prev = previous;
+        let mut offset = 0;
+        for group in page_runs(slots) {
+            let page_index = split(group[0]).0;
+            // A previous sibling in another page is linked before this page is borrowed.
+            if parent.is_some()
+                && let Some(p) = prev
+                && split(p).0 != page_index
+            {
+                self.write_at(p).next_sibling = Link::to(group[0]);
+            }
+            let page = Arc::make_mut(&mut self.pages[page_index]);
+            for &slot in group {
+                let mut new = record(offset);
+                offset += 1;
+                if parent.is_some() {
+                    new.parent = Link::from(parent);
+                    new.prev_sibling = Link::from(prev);
+                    if let Some(p) = prev
+                        && split(p).0 == page_index
+                        && let Some(sibling) = page.get_mut(split(p).1)
+                    {
+                        sibling.next_sibling = Link::to(slot);
+                    }
+                }
+                if u64::from(slot.0) + 1 != new.id.get() {
+                    self.id_map.insert(new.id, slot);
+                }
+                page.put(split(slot).1, new);
+                prev = Some(slot);
+            }
+        }
+        self.live += slots.len();
+        if let Some(parent) = parent {
+            let parent = self.write_at(parent);
+            if previous.is_none() {
+                parent.first_child = Link::to(first);
+            }
+            parent.last_child = Link::to(last);
+            parent.child_count += u32::try_from(slots.len()).expect("slot room is checked first");
+        }
+    }
+
     /// Empties a slot and forgets its id; the record was live (construction rollback) or a
     /// tombstone (reclamation). Returns the record that was there.
     pub(crate) fn vacate(&mut self, slot: Slot) -> Option<Record> {
         let (page, index) = split(slot);
         let record = Arc::make_mut(self.pages.get_mut(page)?).take(index)?;
-        if u64::from(slot.0) + 1 != record.id.get() {
-            self.id_map.remove(record.id);
-        }
-        if record.is_destroyed() {
-            self.tombstones -= 1;
-        } else {
-            self.live -= 1;
-        }
-        if !self.layouts.is_empty() {
-            self.layouts.remove(&record.id);
-        }
+        self.forget(slot, &record);
         Some(record)
     }
 
-    /// Turns the live record at `slot` into a tombstone: destroyed and locked, counted as a
-    /// tombstone, and out of the tag and persistent-id indexes. Returns whether it carried
-    /// tags.
-    pub(crate) fn entomb(&mut self, slot: Slot) -> bool {
-        let record = self.write_at(slot);
-        record.set_destroyed();
-        let id = record.id;
-        let (tags, pid) = match record.cold() {
-            Some(cold) => (cold.tags.clone(), cold.persistent_id),
-            None => (Box::default(), None),
-        };
-        for tag in &tags {
-            self.unindex_tag(id, tag);
+    /// Empties the slots of the tombstones `doomed` names (a slot holding another id is left
+    /// alone) and hands each emptied slot to `freed`, in order. Each page is made private once
+    /// per run of consecutive slots in it.
+    pub(crate) fn reclaim(&mut self, doomed: &[Doomed], mut freed: impl FnMut(Slot)) {
+        for group in doomed.chunk_by(|a, b| split(a.slot).0 == split(b.slot).0) {
+            let Some(page) = self.pages.get_mut(split(group[0].slot).0) else {
+                continue;
+            };
+            let page = Arc::make_mut(page);
+            for d in group {
+                let index = split(d.slot).1;
+                if page.get(index).is_none_or(|r| r.id != d.id) {
+                    continue;
+                }
+                if let Some(record) = page.take(index) {
+                    forget_record(
+                        (&mut self.id_map, &mut self.layouts),
+                        (&mut self.live, &mut self.tombstones),
+                        d.slot,
+                        &record,
+                    );
+                    freed(d.slot);
+                }
+            }
         }
-        if let Some(pid) = pid {
-            self.persistent_index.remove(&pid);
+    }
+
+    /// Drops what the snapshot knows of the record just taken out of `slot`.
+    fn forget(&mut self, slot: Slot, record: &Record) {
+        forget_record(
+            (&mut self.id_map, &mut self.layouts),
+            (&mut self.live, &mut self.tombstones),
+            slot,
+            record,
+        );
+    }
+
+    /// Turns the live records at `slots` into tombstones: destroyed and locked, counted as
+    /// tombstones, and out of the tag and persistent-id indexes. Each page is made private once
+    /// per run of consecutive slots in it. Returns whether any of them carried tags.
+    pub(crate) fn entomb(&mut self, slots: &[Slot]) -> bool {
+        let mut untagged = false;
+        for group in page_runs(slots) {
+            let page = Arc::make_mut(&mut self.pages[split(group[0]).0]);
+            for &slot in group {
+                if let Some(record) = page.get_mut(split(slot).1) {
+                    untagged |=
+                        entomb_record(record, (&mut self.tag_index, &mut self.persistent_index));
+                }
+            }
         }
-        self.live -= 1;
-        self.tombstones += 1;
-        !tags.is_empty()
+        self.live -= slots.len();
+        self.tombstones += slots.len();
+        untagged
     }
 
     /// Shrinks the slot high-water mark (construction rollback of appended slots, already
@@ -384,20 +482,7 @@ impl Snapshot {
         let Some(id) = self.id_at(slot) else { return };
         let cold = self.cold_mut(slot);
         cold.tags = cold.tags.iter().filter(|t| ***t != *tag).cloned().collect();
-        self.unindex_tag(id, tag);
-    }
-
-    fn unindex_tag(&mut self, id: InstanceId, tag: &str) {
-        let emptied = match self.tag_index.get_mut(tag) {
-            Some(set) => {
-                set.remove(&id);
-                set.is_empty()
-            }
-            None => false,
-        };
-        if emptied {
-            self.tag_index.remove(tag);
-        }
+        unindex_tag(&mut self.tag_index, id, tag);
     }
 
     /// Gives the live node at `slot` the persistent id `pid` (which no other live node holds)
@@ -786,6 +871,65 @@ impl Snapshot {
             current_slot = current.parent()?;
             current = self.record_at(current_slot)?;
         }
+    }
+}
+
+/// The slots split into runs of consecutive entries that lie in one page.
+fn page_runs(slots: &[Slot]) -> impl Iterator<Item = &[Slot]> {
+    slots.chunk_by(|a, b| split(*a).0 == split(*b).0)
+}
+
+/// Marks a live record destroyed (and locked) and takes it out of the tag and persistent-id
+/// indexes. Returns whether it carried tags.
+fn entomb_record(
+    record: &mut Record,
+    (tag_index, persistent_index): (&mut TagIndex, &mut PersistentIndex),
+) -> bool {
+    record.set_destroyed();
+    let Some(cold) = record.cold() else {
+        return false;
+    };
+    for tag in &cold.tags {
+        unindex_tag(tag_index, record.id, tag);
+    }
+    if let Some(pid) = cold.persistent_id {
+        persistent_index.remove(&pid);
+    }
+    !cold.tags.is_empty()
+}
+
+/// Removes `id` from the index entry of `tag`, and the entry once it is empty.
+fn unindex_tag(index: &mut TagIndex, id: InstanceId, tag: &str) {
+    let emptied = match index.get_mut(tag) {
+        Some(set) => {
+            set.remove(&id);
+            set.is_empty()
+        }
+        None => false,
+    };
+    if emptied {
+        index.remove(tag);
+    }
+}
+
+/// Drops what a snapshot knows of a record just taken out of `slot`: its id-index entry, its
+/// layout revision, and its place in the live or tombstone count.
+fn forget_record(
+    (id_map, layouts): (&mut IdIndex, &mut LayoutIndex),
+    (live, tombstones): (&mut usize, &mut usize),
+    slot: Slot,
+    record: &Record,
+) {
+    if u64::from(slot.0) + 1 != record.id.get() {
+        id_map.remove(record.id);
+    }
+    if record.is_destroyed() {
+        *tombstones -= 1;
+    } else {
+        *live -= 1;
+    }
+    if !layouts.is_empty() {
+        layouts.remove(&record.id);
     }
 }
 
