@@ -262,11 +262,27 @@ impl Snapshot {
         if u64::from(slot.0) + 1 != id.get() {
             self.id_map.insert(id, slot);
         }
-        Arc::make_mut(&mut self.pages[page]).put(index, record);
+        let records = Arc::make_mut(&mut self.pages[page]);
+        records.put(index, record);
         self.live += 1;
-        if let Some(parent) = parent {
-            self.append_child(parent, previous, slot);
+        let Some(parent) = parent else { return };
+        // The previous sibling usually shares the new record's page: link it through the same
+        // borrow rather than making the page private a second time.
+        match previous {
+            Some(prev) if split(prev).0 == page => {
+                if let Some(sibling) = records.get_mut(split(prev).1) {
+                    sibling.next_sibling = Link::to(slot);
+                }
+            }
+            Some(prev) => self.write_at(prev).next_sibling = Link::to(slot),
+            None => {}
         }
+        let parent = self.write_at(parent);
+        if previous.is_none() {
+            parent.first_child = Link::to(slot);
+        }
+        parent.last_child = Link::to(slot);
+        parent.child_count += 1;
     }
 
     /// Places new, live records at the vacant `slots` (free slots, or fresh ones from the
