@@ -5,21 +5,25 @@
 //! that predate the innermost open batch, including those an outer batch built); linking new
 //! instances under pre-existing parents is allowed and is undone.
 //!
-//! Invariant: every allocation made while a batch is open is in `alloc_log`, in allocation
-//! order. Because nothing else changed, rollback restores the hierarchy exactly: it unlinks and
-//! removes the batch's instances newest first (which restores the free-slot list and the links
-//! of pre-existing parents), and puts back the tag and persistent-id indexes and family caches
-//! (persistent structures, so recording them at the checkpoint is O(1)) and the pending events,
-//! which no one can have drained inside the batch. What a reader may have observed inside the
-//! batch only moves forward: ids, GUIDs and persistent ids handed out in it are never handed out
-//! again; the clock ticks once more and every revision domain and layer layout the batch
-//! touched takes that tick, so any cache that looked before or inside the batch sees a change;
-//! journal entries of the batch are retracted without reissuing their sequence numbers, so a
-//! cursor taken inside the batch is refused rather than served a different history.
+//! Invariant: every allocation made while a batch is open is in the batch log, in allocation
+//! order, and the log holds none while no batch is open; only this module opens and closes
+//! batches. Because nothing else changed, rollback restores the hierarchy exactly: it unlinks
+//! the batch's instances, then removes them newest first (which restores the free-slot list
+//! and the links of pre-existing parents), and puts back the tag and persistent-id indexes and
+//! family caches (persistent structures, so recording them at the checkpoint is O(1)) and the
+//! pending events, which no one can have drained inside the batch. What a reader may have
+//! observed inside the batch only moves forward: ids, GUIDs and persistent ids handed out in it
+//! are never handed out again; the clock ticks once more and every revision domain and layer
+//! layout the batch touched takes that tick, so any cache that looked before or inside the
+//! batch sees a change; journal entries of the batch are retracted without reissuing their
+//! sequence numbers, so a cursor taken inside the batch is refused rather than served a
+//! different history.
 
 use crate::arena::Arena;
 use crate::error::ArenaError;
-use crate::id::{ArenaId, IdRange, InstanceId};
+use crate::event::Doomed;
+use crate::id::{ArenaId, InstanceId};
+use crate::outbox::OutboxMark;
 use crate::revision::Revision;
 use crate::snapshot::IndexMark;
 
@@ -38,26 +42,63 @@ pub struct Checkpoint {
 
 /// What a checkpoint recorded.
 #[derive(Clone, Debug)]
-pub(crate) struct BatchMark {
+struct BatchMark {
     /// The serial of the checkpoint that opened the batch.
     serial: u64,
     /// The id counter: ids of the own range from here on were allocated inside the batch.
     next_id: u64,
     /// The clock: revisions above it were issued inside the batch.
     clock: Revision,
-    alloc_len: usize,
-    events_len: usize,
-    topology_head: u64,
-    part_head: u64,
+    /// How many allocations the log held.
+    allocations: usize,
+    /// The events and journal heads.
+    outbox: OutboxMark,
     /// The slot high-water mark and the indexes rollback puts back.
     indexes: IndexMark,
 }
 
-impl BatchMark {
-    /// Whether `id` was allocated after this mark (batches allocate from the arena's own range
-    /// only, since explicit ids are refused inside them).
-    pub(crate) fn created_in_batch(&self, id: InstanceId, own_range: IdRange) -> bool {
-        id.range() == own_range && id.get() >= self.next_id
+/// The open construction batches, innermost last, and what they allocated.
+#[derive(Debug, Default)]
+pub(crate) struct BatchLog {
+    marks: Vec<BatchMark>,
+    /// Every allocation made while a batch is open, in allocation order.
+    allocations: Vec<Doomed>,
+}
+
+impl BatchLog {
+    /// Whether a construction batch is open.
+    pub(crate) fn is_open(&self) -> bool {
+        !self.marks.is_empty()
+    }
+
+    /// Logs an allocation made while a batch is open.
+    pub(crate) fn record(&mut self, allocation: Doomed) {
+        debug_assert!(self.is_open(), "allocations are logged inside batches only");
+        self.allocations.push(allocation);
+    }
+
+    /// The id counter at the innermost open batch's checkpoint.
+    fn innermost_next_id(&self) -> Option<u64> {
+        self.marks.last().map(|mark| mark.next_id)
+    }
+
+    /// Closes the batch opened under `serial` and every batch opened inside it, returning its
+    /// mark. `None`, closing nothing, when no open batch has that serial.
+    fn close(&mut self, serial: u64) -> Option<BatchMark> {
+        let depth = self.marks.iter().position(|mark| mark.serial == serial)?;
+        self.marks.drain(depth..).next()
+    }
+
+    /// Takes the allocations logged from `from` on (a rollback removes them).
+    fn take_since(&mut self, from: usize) -> Vec<Doomed> {
+        self.allocations.split_off(from)
+    }
+
+    /// Forgets the allocations once no batch is open: they are kept for good.
+    fn settle(&mut self) {
+        if self.marks.is_empty() {
+            self.allocations.clear();
+        }
     }
 }
 
@@ -67,14 +108,12 @@ impl Arena {
     /// their checkpoints become stale.
     pub fn checkpoint(&mut self) -> Checkpoint {
         let serial = self.next_token();
-        self.batches.push(BatchMark {
+        self.batches.marks.push(BatchMark {
             serial,
-            next_id: self.next_id,
+            next_id: self.ids.next_id(),
             clock: self.state.revisions().clock(),
-            alloc_len: self.alloc_log.len(),
-            events_len: self.events.len(),
-            topology_head: self.topology_log.head(),
-            part_head: self.part_log.head(),
+            allocations: self.batches.allocations.len(),
+            outbox: self.outbox.mark(),
             indexes: self.state.index_mark(),
         });
         Checkpoint {
@@ -85,15 +124,13 @@ impl Arena {
 
     /// Whether a construction batch is open.
     pub fn in_batch(&self) -> bool {
-        !self.batches.is_empty()
+        self.batches.is_open()
     }
 
     /// Keeps what the batch built.
     pub fn commit(&mut self, checkpoint: Checkpoint) -> Result<(), ArenaError> {
         self.close_batch(&checkpoint)?;
-        if self.batches.is_empty() {
-            self.alloc_log.clear();
-        }
+        self.batches.settle();
         Ok(())
     }
 
@@ -111,7 +148,8 @@ impl Arena {
     /// `HistoryUnavailable`.
     pub fn rollback(&mut self, checkpoint: Checkpoint) -> Result<(), ArenaError> {
         let mark = self.close_batch(&checkpoint)?;
-        let rolled_back = self.alloc_log.split_off(mark.alloc_len);
+        let rolled_back = self.batches.take_since(mark.allocations);
+        self.batches.settle();
         let slot_len = mark.indexes.slot_len();
         // Unlink everything first, then vacate: a node built in the batch may have been moved
         // under one built after it, and links must never name a vacant slot.
@@ -126,13 +164,11 @@ impl Arena {
             }
             self.state.vacate(doomed.slot);
             if doomed.slot.0 < slot_len {
-                self.free_slots.push(doomed.slot);
+                self.slots.release(doomed.slot);
             }
         }
         self.state.truncate_slots(slot_len);
-        self.events.truncate(mark.events_len);
-        self.topology_log.retract_from(mark.topology_head);
-        self.part_log.retract_from(mark.part_head);
+        self.outbox.rewind(mark.outbox);
         let touched = self.state.revisions().clock() > mark.clock;
         let restamp = touched.then(|| {
             let at = self.state.revisions_mut().tick();
@@ -141,21 +177,17 @@ impl Arena {
             (mark.clock, at)
         });
         self.state.restore_indexes(mark.indexes, restamp);
-        if self.batches.is_empty() {
-            self.alloc_log.clear();
-        }
         Ok(())
     }
 
     /// Refuses writes to instances that predate the innermost open batch, which its rollback
-    /// could not undo (an inner batch may not change what an outer one built either).
+    /// could not undo (an inner batch may not change what an outer one built either). Batches
+    /// allocate from the arena's own range only, since explicit ids are refused inside them.
     pub(crate) fn guard_batch_write(&self, id: InstanceId) -> Result<(), ArenaError> {
-        match self.batches.last() {
-            Some(mark) if !mark.created_in_batch(id, self.own_range) => {
-                Err(ArenaError::BatchInProgress(
-                    "instances that predate the batch cannot be changed inside it",
-                ))
-            }
+        match self.batches.innermost_next_id() {
+            Some(mark) if !self.ids.allocated_since(mark, id) => Err(ArenaError::BatchInProgress(
+                "instances that predate the batch cannot be changed inside it",
+            )),
             _ => Ok(()),
         }
     }
@@ -166,13 +198,8 @@ impl Arena {
         if checkpoint.arena != self.arena_id() {
             return Err(ArenaError::ForeignToken);
         }
-        let depth = self
-            .batches
-            .iter()
-            .position(|mark| mark.serial == checkpoint.serial)
-            .ok_or(ArenaError::StaleCheckpoint)?;
-        let mark = self.batches[depth].clone();
-        self.batches.truncate(depth);
-        Ok(mark)
+        self.batches
+            .close(checkpoint.serial)
+            .ok_or(ArenaError::StaleCheckpoint)
     }
 }

@@ -59,22 +59,27 @@
 //! # Ok::<(), Box<dyn std::error::Error>>(())
 //! ```
 
+mod allocator;
 mod arena;
 mod batch;
 mod class;
 mod copy;
+mod create;
 mod error;
 mod event;
+mod hierarchy;
 mod id;
 mod journal;
 mod lifecycle;
 mod math;
 mod node;
+mod outbox;
 mod revision;
 mod snapshot;
 mod state;
+mod write;
 
-pub use crate::arena::{Arena, PART_LOG_CAPACITY, TOPOLOGY_LOG_CAPACITY};
+pub use crate::arena::Arena;
 pub use crate::batch::Checkpoint;
 pub use crate::class::{
     ClassDescriptor, ClassId, ClassRegistry, Containment, FamilyId, FamilySet, StateKind,
@@ -89,6 +94,7 @@ pub use crate::journal::{BoundedJournal, HistoryUnavailable, JournalRead};
 pub use crate::lifecycle::{Destruction, DoomedList, Drained, LifecycleScope};
 pub use crate::math::{Color3, Transform, UDim2, Vec3};
 pub use crate::node::Node;
+pub use crate::outbox::{PART_LOG_CAPACITY, TOPOLOGY_LOG_CAPACITY};
 pub use crate::revision::{Revision, Revisions};
 pub use crate::snapshot::{Ancestors, Children, Descendants, Snapshot, SnapshotDiff};
 pub use crate::state::{

@@ -7,14 +7,18 @@
 //!
 //! Invariant: a tombstone is readable only through an open lifecycle scope whose subject is the
 //! tombstone or one of its destroyed ancestors; it is never live and never writable. A slot
-//! joins the free pool only in the drain after the one that reported its destruction. The open
+//! joins the free pool only in the drain after the one that reported its destruction: the
+//! reclamation queues (`Reclamation`) move an instance from doomed to reclaimable in one drain
+//! and out in the next, and nothing else touches them. The open
 //! scopes (subjects with their token serials) are kept by the snapshot the arena reads through,
 //! since its reads consult them.
 
-use crate::arena::{Arena, Detached, Membership};
+use crate::arena::Arena;
 use crate::error::ArenaError;
 use crate::event::{Doomed, Event, MovedIds, TopologyChange};
+use crate::hierarchy::{Detached, Membership, Subtree};
 use crate::id::{ArenaId, InstanceId};
+use crate::revision::Domain;
 use crate::snapshot::{Record, Snapshot};
 
 /// What a destruction did, for hook consumers such as the component store: every instance of
@@ -132,6 +136,39 @@ pub struct LifecycleScope {
     serial: u64,
 }
 
+/// The two reclamation queues: destroyed instances awaiting the drain that reports them, and
+/// those it reported, awaiting the next drain, which releases their slots.
+#[derive(Debug, Default)]
+pub(crate) struct Reclamation {
+    doomed: Vec<Doomed>,
+    reclaimable: Vec<Doomed>,
+}
+
+impl Reclamation {
+    /// Queues a destroyed subtree for the next drain and returns its list.
+    fn doom(&mut self, subtree: &Subtree) -> DoomedList {
+        if let MovedIds::One(id) = *subtree.moved() {
+            let one = Doomed {
+                id,
+                slot: subtree.root().1,
+            };
+            self.doomed.push(one);
+            DoomedList::one(one)
+        } else {
+            let first = self.doomed.len();
+            self.doomed
+                .extend(subtree.members().map(|(id, slot)| Doomed { id, slot }));
+            DoomedList::many(self.doomed[first..].to_vec())
+        }
+    }
+
+    /// One drain's step: returns the instances whose slots this drain releases, and makes
+    /// those destroyed since the previous drain reclaimable.
+    fn advance(&mut self) -> Vec<Doomed> {
+        std::mem::replace(&mut self.reclaimable, std::mem::take(&mut self.doomed))
+    }
+}
+
 impl Arena {
     /// Destroys an instance and its subtree: detaches it, marks every node destroyed, drops
     /// their tag and persistent-id index entries, records parts leaving the world, and queues
@@ -141,7 +178,7 @@ impl Arena {
     /// locked or whose subtree holds a locked instance ([`ArenaError::LockedDescendant`]), and
     /// inside a construction batch.
     pub fn destroy(&mut self, id: InstanceId) -> Result<Destruction, ArenaError> {
-        if !self.batches.is_empty() {
+        if self.batches.is_open() {
             return Err(ArenaError::BatchInProgress(
                 "destruction cannot be rolled back",
             ));
@@ -155,40 +192,27 @@ impl Arena {
             return Err(ArenaError::ParentLocked(id));
         }
         let subtree = self.collect_subtree(slot);
-        if let Some(locked) = subtree.info.locked_below {
+        if let Some(locked) = subtree.info().locked_below {
             return Err(ArenaError::LockedDescendant { root: id, locked });
         }
         let Detached { subtree, at, .. } = self.detach(subtree);
         self.update_world_membership(&subtree, Membership::Cleared, at);
-        let info = subtree.info;
+        let info = subtree.info();
         self.membership_changed(info.families, at);
         if info.animation {
-            self.state.revisions_mut().animation = at;
+            self.state.revisions_mut().record(Domain::Animation, at);
         }
 
         let untagged = self.state.entomb(subtree.slots());
         if untagged {
-            self.state.revisions_mut().tags = at;
+            self.state.revisions_mut().record(Domain::Tags, at);
         }
-        let doomed = if let MovedIds::One(id) = subtree.moved {
-            let one = Doomed {
-                id,
-                slot: subtree.root().1,
-            };
-            self.doomed.push(one);
-            DoomedList::one(one)
-        } else {
-            let first = self.doomed.len();
-            self.doomed
-                .extend(subtree.members().map(|(id, slot)| Doomed { id, slot }));
-            DoomedList::many(self.doomed[first..].to_vec())
-        };
-
-        let moved = subtree.moved;
-        self.topology_log.push(TopologyChange::Destroyed {
+        let doomed = self.reclamation.doom(&subtree);
+        let moved = subtree.into_moved();
+        self.outbox.topology(TopologyChange::Destroyed {
             subtree: moved.clone(),
         });
-        self.events.push(Event::Destroyed { subtree: moved });
+        self.outbox.event(Event::Destroyed { subtree: moved });
         Ok(Destruction { root: id, doomed })
     }
 
@@ -199,19 +223,18 @@ impl Arena {
     ///
     /// Refused while a construction batch or a lifecycle scope is open.
     pub fn drain(&mut self) -> Result<Drained, ArenaError> {
-        if !self.batches.is_empty() {
+        if self.batches.is_open() {
             return Err(ArenaError::BatchInProgress("draining would reclaim slots"));
         }
         if self.state.scope_open() {
             return Err(ArenaError::ScopeOpen);
         }
-        let reclaimed = std::mem::take(&mut self.reclaimable);
+        let reclaimed = self.reclamation.advance();
         self.state
-            .reclaim(&reclaimed, |slot| self.free_slots.push(slot));
-        self.reclaimable = std::mem::take(&mut self.doomed);
+            .reclaim(&reclaimed, |slot| self.slots.release(slot));
         Ok(Drained {
-            events: std::mem::take(&mut self.events),
-            reclaimable: self.reclaimable.clone(),
+            events: self.outbox.take_events(),
+            reclaimable: self.reclamation.reclaimable.clone(),
             reclaimed,
         })
     }
@@ -219,7 +242,7 @@ impl Arena {
     /// Destroyed instances not yet released: those awaiting their first drain and those
     /// awaiting their second.
     pub fn pending_reclamation(&self) -> usize {
-        self.doomed.len() + self.reclaimable.len()
+        self.reclamation.doomed.len() + self.reclamation.reclaimable.len()
     }
 
     /// Opens a lifecycle scope on a tombstone: until the scope is exited, the subject and its

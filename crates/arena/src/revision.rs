@@ -27,28 +27,45 @@ impl fmt::Debug for Revision {
     }
 }
 
+/// A revision domain other than the families (which are indexed by `FamilyId`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum Domain {
+    /// Allocation, destruction, reparenting.
+    Topology,
+    /// Writes to node state.
+    Mutation,
+    /// Tag membership.
+    Tags,
+    /// Collision-relevant state.
+    Collision,
+    /// Animation data.
+    Animation,
+    /// The broad GUI layout memo.
+    Layout,
+}
+
 /// The arena's revision domains. Each field is the clock value of the latest change in it.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub struct Revisions {
     /// The clock itself: the latest change of any kind.
-    pub(crate) clock: Revision,
+    clock: Revision,
     /// Allocation, destruction, reparenting, rollback: anything that changes membership or
     /// ancestry.
-    pub(crate) topology: Revision,
+    topology: Revision,
     /// Any write that can change a node's state (name, attributes, built-in state).
-    pub(crate) mutation: Revision,
+    mutation: Revision,
     /// Tag membership.
-    pub(crate) tags: Revision,
+    tags: Revision,
     /// State relevant to collision scenes: writes to collision classes in the world, and parts
     /// entering or leaving it.
-    pub(crate) collision: Revision,
+    collision: Revision,
     /// Authored animation data: writes to animation classes, and their creation, destruction
     /// and reparenting.
-    pub(crate) animation: Revision,
+    animation: Revision,
     /// The broad GUI layout memo: bumped when a whole layer moves or changes.
-    pub(crate) layout: Revision,
+    layout: Revision,
     /// One revision per class family, indexed by `FamilyId`.
-    pub(crate) families: Vec<Revision>,
+    families: Vec<Revision>,
 }
 
 impl Revisions {
@@ -88,6 +105,23 @@ impl Revisions {
             .unwrap_or(Revision::ZERO)
     }
 
+    /// Records the change at `at`, a value of this clock, in `domain`.
+    pub(crate) fn record(&mut self, domain: Domain, at: Revision) {
+        let revision = match domain {
+            Domain::Topology => &mut self.topology,
+            Domain::Mutation => &mut self.mutation,
+            Domain::Tags => &mut self.tags,
+            Domain::Collision => &mut self.collision,
+            Domain::Animation => &mut self.animation,
+            Domain::Layout => &mut self.layout,
+        };
+        debug_assert!(
+            *revision <= at && at <= self.clock,
+            "a domain records clock values, moving forward"
+        );
+        *revision = at;
+    }
+
     /// Advances the clock and returns the new value.
     pub(crate) fn tick(&mut self) -> Revision {
         self.clock.0 += 1;
@@ -115,7 +149,9 @@ impl Revisions {
         }
     }
 
+    /// Records the change at `at`, a value of this clock, in a family's domain.
     pub(crate) fn bump_family(&mut self, family: crate::FamilyId, at: Revision) {
+        debug_assert!(at <= self.clock, "a family records clock values");
         let index = family.index();
         if self.families.len() <= index {
             self.families.resize(index + 1, Revision::ZERO);

@@ -1,0 +1,282 @@
+//! Creation: single, bulk and explicit-id creation, and the steps every creation shares (copies
+//! included).
+//!
+//! Invariant: a creation validates the class, the parent and the room for its ids and slots
+//! before anything changes; then one clock tick covers the whole run, every new instance is
+//! appended in id order to its parent's children, and single and bulk creation differ only in
+//! how they announce it (`Created` per instance, or one `CreatedRange`).
+
+use std::sync::Arc;
+
+use crate::arena::Arena;
+use crate::class::ClassId;
+use crate::error::ArenaError;
+use crate::event::{Doomed, Event, MovedIds, PartWrite, PartWriteKind, TopologyChange};
+use crate::hierarchy::ClassTraits;
+use crate::id::{InstanceId, Slot};
+use crate::revision::{Domain, Revision};
+use crate::snapshot::{Cold, Record};
+
+/// The largest slot buffer a creation keeps for the next one (a bulk creation larger than this
+/// frees its own).
+const SLOT_SCRATCH_KEPT: usize = 4096;
+
+impl Arena {
+    /// Creates an instance of `class`, optionally under `parent`, and returns its new id.
+    pub fn create(
+        &mut self,
+        class: ClassId,
+        parent: Option<InstanceId>,
+    ) -> Result<InstanceId, ArenaError> {
+        let parent = self.check_new_child(class, parent)?;
+        let id = self.reserve_ids(1)?;
+        self.place_run(id, 1, class, None, parent, |_, _| {});
+        self.announce_created(id, parent);
+        Ok(id)
+    }
+
+    /// Creates `count` instances of `class` under `parent` in one step: consecutive ids, one
+    /// clock tick, one `CreatedRange` event and journal entry. Otherwise it does exactly what
+    /// `count` calls of [`Arena::create`] do (the same steps run for both), and returns each new
+    /// instance's id and slot, in id (and child) order. Refused, changing nothing, for a bad
+    /// class or parent, or when the id range or the slots cannot hold `count` more instances.
+    pub fn create_many(
+        &mut self,
+        class: ClassId,
+        parent: Option<InstanceId>,
+        count: usize,
+    ) -> Result<Vec<(InstanceId, Slot)>, ArenaError> {
+        let parent = self.check_new_child(class, parent)?;
+        let count32 = u32::try_from(count).map_err(|_| ArenaError::SlotsExhausted)?;
+        if count == 0 {
+            return Ok(Vec::new());
+        }
+        let first = self.reserve_ids(count32)?;
+        let mut placed = Vec::with_capacity(count);
+        self.place_run(first, count32, class, None, parent, |id, slot| {
+            placed.push((id, slot));
+        });
+        self.announce_created_range(first, count32, parent);
+        Ok(placed)
+    }
+
+    /// Creates an instance of the class named `class`.
+    pub fn create_named(
+        &mut self,
+        class: &str,
+        parent: Option<InstanceId>,
+    ) -> Result<InstanceId, ArenaError> {
+        let class = self
+            .state
+            .classes()
+            .class_id(class)
+            .ok_or_else(|| ArenaError::UnknownClass(class.to_owned()))?;
+        self.create(class, parent)
+    }
+
+    /// Inserts an instance under an id chosen elsewhere (replication). The id must lie inside an
+    /// id range (`u64::MAX` does not), must not be held by a live instance or tombstone, and an
+    /// id of this arena's own range must not have been issued by it already; inserting one moves
+    /// the arena's counter past it.
+    pub fn insert_with_id(
+        &mut self,
+        id: InstanceId,
+        class: ClassId,
+        parent: Option<InstanceId>,
+    ) -> Result<(), ArenaError> {
+        if self.batches.is_open() {
+            return Err(ArenaError::BatchInProgress(
+                "explicit ids cannot be inserted inside a construction batch",
+            ));
+        }
+        if id.get() >= id.range().end() {
+            return Err(ArenaError::IdOutOfRange(id));
+        }
+        if self.state.find(id).is_some() {
+            return Err(ArenaError::IdInUse(id));
+        }
+        if self.ids.is_retired(id) {
+            return Err(ArenaError::IdRetired(id));
+        }
+        let parent = self.check_new_child(class, parent)?;
+        self.slots.check_room(1, self.state.slot_len())?;
+        self.ids.inserted(id);
+        self.place_run(id, 1, class, None, parent, |_, _| {});
+        self.announce_created(id, parent);
+        Ok(())
+    }
+
+    /// Validates the class and the parent of an instance about to be created.
+    pub(crate) fn check_new_child(
+        &self,
+        class: ClassId,
+        parent: Option<InstanceId>,
+    ) -> Result<Option<(InstanceId, Slot)>, ArenaError> {
+        let descriptor = self
+            .state
+            .classes()
+            .get(class)
+            .ok_or(ArenaError::UnknownClassId(class.0))?;
+        let Some(parent) = parent else {
+            return Ok(None);
+        };
+        let parent_slot = self.state.live_slot(parent)?;
+        let parent_class = self.state.record_at(parent_slot).map(Record::class);
+        if let Some(parent_class) = parent_class
+            && !descriptor.allows_parent(parent_class)
+        {
+            return Err(ArenaError::Containment {
+                child_class: descriptor.name().to_owned(),
+                parent_class: self.state.class_of(parent_class).name().to_owned(),
+            });
+        }
+        Ok(Some((parent, parent_slot)))
+    }
+
+    /// Takes the next `count` (at least one) ids of the arena's own range, after checking that
+    /// the range and the slots can hold that many more instances, and returns the first.
+    /// Refused, changing nothing, when they cannot.
+    pub(crate) fn reserve_ids(&mut self, count: u32) -> Result<InstanceId, ArenaError> {
+        let slots = &self.slots;
+        let slot_len = self.state.slot_len();
+        self.ids
+            .reserve(count, || slots.check_room(count, slot_len))
+    }
+
+    /// The steps every creation shares (single, bulk, explicit id, copy), for `count >= 1`
+    /// instances of `class` with consecutive ids from `first`, each starting from `cold` (`None`
+    /// for the class's defaults, which new nodes then read from the class instead of holding a
+    /// copy). Everything is validated: the ids are free, slot room was checked, `parent` is live
+    /// and allows the class. One clock tick; each node is placed with its GUID counter and
+    /// flags and appended, in id order, to `parent`'s children; the construction log follows;
+    /// then families, animation, world membership (part-write log, collision) and GUI layouts
+    /// as the class declares. Events and the topology journal are the caller's
+    /// ([`Arena::announce_created`]), since single and bulk creation announce differently.
+    /// `placed` sees each new id and slot, in order.
+    pub(crate) fn place_run(
+        &mut self,
+        first: InstanceId,
+        count: u32,
+        class: ClassId,
+        cold: Option<Arc<Cold>>,
+        parent: Option<(InstanceId, Slot)>,
+        mut placed: impl FnMut(InstanceId, Slot),
+    ) -> Revision {
+        let at = self.state.revisions_mut().tick();
+        self.state.revisions_mut().record(Domain::Topology, at);
+        let descriptor = self.state.class_of(class);
+        let traits = ClassTraits::of(descriptor);
+        let service = descriptor.is_service();
+        let in_world = parent.is_some_and(|(_, parent_slot)| self.inherits_world(parent_slot));
+        let logs_entry = in_world && traits.part_log;
+        let in_batch = self.batches.is_open();
+        let nth = |offset: usize| {
+            InstanceId::new(first.get() + offset as u64)
+                .expect("ids of a validated run are non-zero")
+        };
+        let first_counter = self.ids.creations(count);
+        let new_record = |offset: usize| {
+            let mut record = Record::new(
+                nth(offset),
+                class,
+                first_counter + offset as u64,
+                cold.clone(),
+                at,
+            );
+            record.set_parent_locked(service);
+            record.set_in_world(in_world);
+            record
+        };
+        let parent_slot = parent.map(|(_, slot)| slot);
+        let mut placed = |arena: &mut Self, offset: usize, slot: Slot| {
+            let id = nth(offset);
+            if in_batch {
+                arena.batches.record(Doomed { id, slot });
+            }
+            if logs_entry {
+                arena.outbox.part(PartWrite {
+                    id,
+                    kind: PartWriteKind::EnteredWorld,
+                });
+            }
+            placed(id, slot);
+        };
+        if count == 1 {
+            let slot = self.slots.take(self.state.slot_len());
+            self.state.place(slot, new_record(0), parent_slot);
+            placed(self, 0, slot);
+        } else {
+            let mut slots = std::mem::take(&mut self.scratch.slots);
+            slots.clear();
+            self.slots
+                .take_many(count, self.state.slot_len(), &mut slots);
+            self.state.place_run(&slots, parent_slot, new_record);
+            for (offset, &slot) in slots.iter().enumerate() {
+                placed(self, offset, slot);
+            }
+            if slots.capacity() <= SLOT_SCRATCH_KEPT {
+                self.scratch.slots = slots;
+            }
+        }
+        self.mark_created(first, count, traits, parent.is_some(), in_world, at);
+        at
+    }
+
+    /// The revision domains, family caches and GUI layouts a run of `count` new instances of a
+    /// class with `traits` from `first` touches, at `at`.
+    fn mark_created(
+        &mut self,
+        first: InstanceId,
+        count: u32,
+        traits: ClassTraits,
+        parented: bool,
+        in_world: bool,
+        at: Revision,
+    ) {
+        self.membership_changed(traits.families, at);
+        if traits.animation {
+            self.state.revisions_mut().record(Domain::Animation, at);
+        }
+        if in_world && traits.collision {
+            self.state.revisions_mut().record(Domain::Collision, at);
+        }
+        if parented && traits.gui.is_some() {
+            let nth = |offset: u64| {
+                InstanceId::new(first.get() + offset).expect("ids of a validated run are non-zero")
+            };
+            let created = if count == 1 {
+                MovedIds::One(first)
+            } else {
+                MovedIds::from_vec((0..u64::from(count)).map(nth).collect())
+            };
+            self.invalidate_created_gui(traits, &created, at);
+        }
+    }
+
+    /// Queues the `Created` event and journal entry of a single creation.
+    pub(crate) fn announce_created(&mut self, id: InstanceId, parent: Option<(InstanceId, Slot)>) {
+        let parent = parent.map(|(p, _)| p);
+        self.outbox.event(Event::Created { id, parent });
+        self.outbox.topology(TopologyChange::Created { id, parent });
+    }
+
+    /// Queues the one `CreatedRange` event and journal entry of a bulk creation.
+    fn announce_created_range(
+        &mut self,
+        first: InstanceId,
+        count: u32,
+        parent: Option<(InstanceId, Slot)>,
+    ) {
+        let parent = parent.map(|(p, _)| p);
+        self.outbox.event(Event::CreatedRange {
+            first,
+            count,
+            parent,
+        });
+        self.outbox.topology(TopologyChange::CreatedRange {
+            first,
+            count,
+            parent,
+        });
+    }
+}
