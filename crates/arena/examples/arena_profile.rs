@@ -8,7 +8,8 @@
 //! parent), `create_root` (single unparented creates), `create_many`, `churn` (create N
 //! unparented entities in bulk, destroy every other one, drain twice, create as many again),
 //! `destroy_subtree` (a hundred branches, destroyed as one subtree, drained twice), `snapshot`
-//! (N entities, then a snapshot, one write and a diff).
+//! (N entities, a snapshot, a write to every thousandth, and a timed diff), `snapshot_write` (N entities, then a
+//! thousand rounds of a snapshot and one write to a node, timed per round).
 
 use std::hint::black_box;
 use std::io::Write;
@@ -87,8 +88,27 @@ fn run(workload: &str, n: usize) -> Result<String, ArenaError> {
             for id in ids.iter().step_by(1000) {
                 arena.set_name(*id, "Written")?;
             }
-            let diff = arena.snapshot().diff(&before);
-            return Ok(format!("{} changed", diff.changed.len()));
+            let after = arena.snapshot();
+            let start = std::time::Instant::now();
+            let diff = after.diff(&before);
+            let took = start.elapsed();
+            return Ok(format!(
+                "{} changed, diff took {took:?}",
+                diff.changed.len()
+            ));
+        }
+        "snapshot_write" => {
+            let made = arena.create_many(ClassId::ENTITY, None, n)?;
+            let target = made[made.len() / 2].0;
+            let rounds = 1000;
+            let start = std::time::Instant::now();
+            for round in 0..rounds {
+                let snapshot = arena.snapshot();
+                arena.set_name(target, if round % 2 == 0 { "A" } else { "B" })?;
+                black_box(snapshot);
+            }
+            let per_round = start.elapsed() / rounds;
+            return Ok(format!("{per_round:?} per snapshot and first write"));
         }
         other => return Ok(format!("unknown workload {other}")),
     }
