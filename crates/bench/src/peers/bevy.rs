@@ -113,6 +113,11 @@ fn fragmented() -> World {
     world
 }
 
+/// The step of `frag_iter`: every [`Data`] negated through `Mut` (change ticks set).
+fn negate_all(world: &mut World, query: &mut QueryState<&mut Data>) {
+    query.iter_mut(world).for_each(|mut data| data.negate());
+}
+
 fn frag_iter() -> Workload {
     let n = FRAG_KINDS * FRAG_PER_KIND;
     Workload::new(
@@ -122,11 +127,7 @@ fn frag_iter() -> Workload {
         move |b| {
             let mut world = fragmented();
             let mut query = world.query::<&mut Data>();
-            b.iter(|| {
-                query
-                    .iter_mut(&mut world)
-                    .for_each(|mut data| data.0 *= 2.0);
-            });
+            b.iter(|| negate_all(&mut world, &mut query));
         },
     )
 }
@@ -426,15 +427,19 @@ mod tests {
     }
 
     #[test]
-    fn frag_iter_doubles_all_520() {
+    fn frag_iter_negates_all_520_on_every_run() {
         let mut world = fragmented();
         let mut query = world.query::<&mut Data>();
-        query
-            .iter_mut(&mut world)
-            .for_each(|mut data| data.0 *= 2.0);
-        let values: Vec<f32> = world.query::<&Data>().iter(&world).map(|d| d.0).collect();
-        assert_eq!(values.len(), 520);
-        assert!(values.iter().all(|v| *v == 2.0));
+        let mut changed = world.query_filtered::<&Data, Changed<Data>>();
+        for run in 1..=3 {
+            world.clear_trackers();
+            negate_all(&mut world, &mut query);
+            assert_eq!(changed.iter(&world).count(), 520);
+            let expected = if run % 2 == 1 { -1.0 } else { 1.0 };
+            let values: Vec<_> = world.query::<&Data>().iter(&world).map(|d| d.0).collect();
+            assert_eq!(values.len(), 520);
+            assert!(values.iter().all(|v| *v == expected), "run {run}");
+        }
         assert!(world.archetypes().len() >= 26);
     }
 

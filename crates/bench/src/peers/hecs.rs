@@ -121,6 +121,14 @@ fn fragmented() -> World {
     world
 }
 
+/// The step of `frag_iter`: every [`Data`] negated.
+fn negate_all(world: &mut World) {
+    world
+        .query_mut::<&mut Data>()
+        .into_iter()
+        .for_each(Data::negate);
+}
+
 fn frag_iter() -> Workload {
     let n = FRAG_KINDS * FRAG_PER_KIND;
     Workload::new(
@@ -129,12 +137,7 @@ fn frag_iter() -> Workload {
         "World::query_mut::<&mut Data> over 26 archetypes of 20",
         move |b| {
             let mut world = fragmented();
-            b.iter(|| {
-                world
-                    .query_mut::<&mut Data>()
-                    .into_iter()
-                    .for_each(|data| data.0 *= 2.0);
-            });
+            b.iter(|| negate_all(&mut world));
         },
     )
 }
@@ -506,6 +509,15 @@ mod tests {
     #[test]
     fn frag_iter_covers_26_archetypes() {
         let mut world = fragmented();
+        for run in 1..=3 {
+            negate_all(&mut world);
+            let expected = if run % 2 == 1 { -1.0 } else { 1.0 };
+            let all = world
+                .query_mut::<&Data>()
+                .into_iter()
+                .all(|d| d.0 == expected);
+            assert!(all, "run {run}");
+        }
         let n_data = world.query_mut::<&Data>().into_iter().count();
         assert_eq!(n_data, 520);
         let n_archetypes = world.archetypes().filter(|a| a.len() == 20).count();
