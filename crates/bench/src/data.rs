@@ -20,10 +20,16 @@
 //! | `world_clone` | 100k | 100k | clone a world of 100k ([`Position`], [`Rotation`], [`Velocity`]) |
 //! | `parallel_write` | 1M | 1M | write every `Heat` of 1M entities in parallel on a 2-thread pool, split among 4 writers where the library lets the split be chosen, every write a change |
 //!
+//! Strata's number fields are f64 and its `Vec3` and `Transform` hold f32, so the one-number
+//! components here ([`Data`], [`Big`], [`Small`], the [`kinds`], [`Heat`]) hold an f64 and the
+//! vectors and the matrix f32: every library stores the same types.
+//!
 //! Invariant: every library's fixture of one workload holds the values the constructors here
-//! give, in the closest field types the library offers, so all libraries work on equal data.
+//! give, in the same field types, so all libraries work on equal data.
 
 use std::cell::RefCell;
+
+use strata_arena::Vec3;
 
 use crate::harness::Workload;
 
@@ -64,9 +70,9 @@ macro_rules! components {
 }
 
 components! {
-    /// A row-major 4×4 affine matrix, as Strata's `Transform`.
+    /// A row-major 4×4 affine matrix of f32, as Strata's `Transform`.
     pub struct Transform(pub [f32; 16]);
-    /// A position.
+    /// A position: three f32, as Strata's `Vec3`.
     pub struct Position {
         /// The x component.
         pub x: f32,
@@ -75,7 +81,7 @@ components! {
         /// The z component.
         pub z: f32,
     }
-    /// A rotation (Euler angles).
+    /// A rotation (Euler angles): three f32, as Strata's `Vec3`.
     pub struct Rotation {
         /// The x component.
         pub x: f32,
@@ -84,7 +90,7 @@ components! {
         /// The z component.
         pub z: f32,
     }
-    /// A velocity.
+    /// A velocity: three f32, as Strata's `Vec3`.
     pub struct Velocity {
         /// The x component.
         pub x: f32,
@@ -94,11 +100,11 @@ components! {
         pub z: f32,
     }
     /// The value `frag_iter` negates (see [`Data::negate`]).
-    pub struct Data(pub f32);
+    pub struct Data(pub f64);
     /// The component of the large set of `small_driver_join`, whose field is summed.
-    pub struct Big(pub f32);
+    pub struct Big(pub f64);
     /// The component of the small set of `small_driver_join`.
-    pub struct Small(pub f32);
+    pub struct Small(pub f64);
     /// The one number `parallel_write` writes, as Strata's one-field `Heat`.
     pub struct Heat(pub f64);
 }
@@ -145,7 +151,7 @@ pub mod kinds {
             components! {
                 /// A fragment kind of `frag_iter`: in an archetype store, each kind makes a
                 /// table of its own.
-                pub struct $kind(pub f32);
+                pub struct $kind(pub f64);
             }
         };
     }
@@ -231,6 +237,27 @@ pub fn body(i: u64) -> (Transform, Position, Rotation, Velocity) {
     (transform(i), position(i), rotation(i), velocity(i))
 }
 
+/// The value of the `i`-th entity of a fragment kind of `frag_iter`, and its [`Data`].
+pub fn fragment(i: u64) -> (f64, Data) {
+    (i as f64, Data(1.0))
+}
+
+/// The [`kinds::A`] the `i`-th entity of `add_remove` holds throughout.
+pub fn a(i: u64) -> kinds::A {
+    kinds::A(i as f64)
+}
+
+/// The [`kinds::B`] `add_remove` adds to every entity.
+pub const ADDED_B: kinds::B = kinds::B(1.0);
+
+/// The [`Big`] of the `i`-th entity of `small_driver_join`.
+pub fn big(i: u64) -> Big {
+    Big(i as f64)
+}
+
+/// The [`Small`] of the entities of `small_driver_join` that carry one.
+pub const SMALL: Small = Small(1.0);
+
 /// The `i`-th entity of `small_driver_join` at `n_big` entities with `n_small` small ones:
 /// every `n_big / n_small`-th entity also carries [`Small`], spread evenly.
 pub fn is_small(i: u64, n_big: u64, n_small: u64) -> bool {
@@ -285,6 +312,35 @@ pub fn changed_filter<F: ChangedWork + 'static>(
         );
     })
 }
+
+impl From<Transform> for strata_arena::Transform {
+    /// The same matrix in Strata's row-major `Transform`.
+    fn from(t: Transform) -> strata_arena::Transform {
+        let m = t.0;
+        strata_arena::Transform {
+            rows: [
+                [m[0], m[1], m[2], m[3]],
+                [m[4], m[5], m[6], m[7]],
+                [m[8], m[9], m[10], m[11]],
+                [m[12], m[13], m[14], m[15]],
+            ],
+        }
+    }
+}
+
+/// Converts the three-float components into Strata's `Vec3` (the same three f32s).
+macro_rules! into_vec3 {
+    ($($ty:ident),*) => {
+        $(
+            impl From<$ty> for Vec3 {
+                fn from(v: $ty) -> Vec3 {
+                    Vec3::new(v.x, v.y, v.z)
+                }
+            }
+        )*
+    };
+}
+into_vec3!(Position, Rotation, Velocity);
 
 #[cfg(test)]
 mod tests {

@@ -14,10 +14,11 @@ use bevy_tasks::{ComputeTaskPool, TaskPoolBuilder};
 
 use super::kinds::*;
 use super::{
-    ADD_REMOVE_SIZE, Big, CHANGED_SIZE, ChangedWork, DESPAWN_SIZE, Data, ENTITY_SIZES, FRAG_KINDS,
-    FRAG_PER_KIND, Heat, JOIN_SIZES, PARALLEL_THREADS, PARALLEL_WRITE_SIZE, PARALLEL_WRITERS,
-    Position, REFERENCE_SIZES, Small, Velocity, body, for_each_kind, is_small, position, tally,
-    time_parallel_writes, velocity, written_ids,
+    ADD_REMOVE_SIZE, ADDED_B, Big, CHANGED_SIZE, ChangedWork, DESPAWN_SIZE, Data, ENTITY_SIZES,
+    FRAG_KINDS, FRAG_PER_KIND, Heat, JOIN_SIZES, PARALLEL_THREADS, PARALLEL_WRITE_SIZE,
+    PARALLEL_WRITERS, Position, REFERENCE_SIZES, SMALL, Small, Velocity, a, big, body,
+    for_each_kind, fragment, is_small, position, tally, time_parallel_writes, velocity,
+    written_ids,
 };
 use crate::harness::Workload;
 
@@ -105,7 +106,10 @@ fn fragmented() -> World {
     macro_rules! spawn_kind {
         ($kind:ident, $world:expr) => {
             $world
-                .spawn_batch((0..FRAG_PER_KIND).map(|i| ($kind(i as f32), Data(1.0))))
+                .spawn_batch((0..FRAG_PER_KIND).map(|i| {
+                    let (value, data) = fragment(i);
+                    ($kind(value), data)
+                }))
                 .for_each(drop);
         };
     }
@@ -135,14 +139,14 @@ fn frag_iter() -> Workload {
 /// A world of `n` entities with [`A`], and their ids.
 fn with_a(n: u64) -> (World, Vec<Entity>) {
     let mut world = World::new();
-    let ids = world.spawn_batch((0..n).map(|i| A(i as f32))).collect();
+    let ids = world.spawn_batch((0..n).map(|i| a(i))).collect();
     (world, ids)
 }
 
 /// The routine of `add_remove`: [`B`] added to every entity, then removed from every one.
 fn add_then_remove(world: &mut World, ids: &[Entity]) {
     for &id in ids {
-        world.entity_mut(id).insert(B(1.0));
+        world.entity_mut(id).insert(ADDED_B);
     }
     for &id in ids {
         world.entity_mut(id).remove::<B>();
@@ -166,16 +170,16 @@ fn joinable(n_big: u64, n_small: u64) -> World {
     let mut world = World::new();
     for i in 0..n_big {
         if is_small(i, n_big, n_small) {
-            world.spawn((Big(i as f32), Small(1.0)));
+            world.spawn((big(i), SMALL));
         } else {
-            world.spawn(Big(i as f32));
+            world.spawn(big(i));
         }
     }
     world
 }
 
 /// The routine of `small_driver_join`: the sum of [`Big`] over the entities with both.
-fn join_sum(world: &World, query: &mut QueryState<(&Big, &Small)>) -> f32 {
+fn join_sum(world: &World, query: &mut QueryState<(&Big, &Small)>) -> f64 {
     query
         .iter(world)
         .fold(0.0, |sum, (big, _small)| sum + big.0)
@@ -456,9 +460,9 @@ mod tests {
         let world = joinable(20_000, 200);
         let mut query = world.try_query::<(&Big, &Small)>().expect("registered");
         assert_eq!(query.iter(&world).count(), 200);
-        let expected: f32 = (0..20_000_u64)
+        let expected: f64 = (0..20_000_u64)
             .filter(|&i| is_small(i, 20_000, 200))
-            .map(|i| i as f32)
+            .map(|i| big(i).0)
             .sum();
         assert_eq!(join_sum(&world, &mut query), expected);
     }

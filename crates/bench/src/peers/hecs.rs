@@ -21,10 +21,11 @@ use rayon::prelude::*;
 
 use super::kinds::*;
 use super::{
-    ADD_REMOVE_SIZE, Big, CHANGED_SIZE, CLONE_SIZE, ChangedWork, DESPAWN_SIZE, Data, ENTITY_SIZES,
-    FRAG_KINDS, FRAG_PER_KIND, Heat, JOIN_SIZES, PARALLEL_WRITE_SIZE, PARALLEL_WRITERS, Position,
-    REFERENCE_SIZES, Rotation, Small, Velocity, body, for_each_kind, is_small, position,
-    rayon_pool, rotation, tally, time_parallel_writes, velocity, written_ids,
+    ADD_REMOVE_SIZE, ADDED_B, Big, CHANGED_SIZE, CLONE_SIZE, ChangedWork, DESPAWN_SIZE, Data,
+    ENTITY_SIZES, FRAG_KINDS, FRAG_PER_KIND, Heat, JOIN_SIZES, PARALLEL_WRITE_SIZE,
+    PARALLEL_WRITERS, Position, REFERENCE_SIZES, Rotation, SMALL, Small, Velocity, a, big, body,
+    for_each_kind, fragment, is_small, position, rayon_pool, rotation, tally, time_parallel_writes,
+    velocity, written_ids,
 };
 use crate::harness::Workload;
 
@@ -113,7 +114,10 @@ fn fragmented() -> World {
     macro_rules! spawn_kind {
         ($kind:ident, $world:expr) => {
             $world
-                .spawn_batch((0..FRAG_PER_KIND).map(|i| ($kind(i as f32), Data(1.0))))
+                .spawn_batch((0..FRAG_PER_KIND).map(|i| {
+                    let (value, data) = fragment(i);
+                    ($kind(value), data)
+                }))
                 .for_each(drop);
         };
     }
@@ -145,7 +149,7 @@ fn frag_iter() -> Workload {
 /// A world of `n` entities with [`A`], and their ids.
 fn with_a(n: u64) -> (World, Vec<Entity>) {
     let mut world = World::new();
-    let ids = world.spawn_batch((0..n).map(|i| (A(i as f32),))).collect();
+    let ids = world.spawn_batch((0..n).map(|i| (a(i),))).collect();
     (world, ids)
 }
 
@@ -153,7 +157,7 @@ fn with_a(n: u64) -> (World, Vec<Entity>) {
 fn add_then_remove(world: &mut World, ids: &[Entity]) -> u64 {
     let mut n_moved = 0;
     for &id in ids {
-        n_moved += u64::from(world.insert_one(id, B(1.0)).is_ok());
+        n_moved += u64::from(world.insert_one(id, ADDED_B).is_ok());
     }
     for &id in ids {
         n_moved += u64::from(world.remove_one::<B>(id).is_ok());
@@ -178,16 +182,16 @@ fn joinable(n_big: u64, n_small: u64) -> World {
     let mut world = World::new();
     for i in 0..n_big {
         if is_small(i, n_big, n_small) {
-            world.spawn((Big(i as f32), Small(1.0)));
+            world.spawn((big(i), SMALL));
         } else {
-            world.spawn((Big(i as f32),));
+            world.spawn((big(i),));
         }
     }
     world
 }
 
 /// The routine of `small_driver_join`: the sum of [`Big`] over the entities with both.
-fn join_sum(world: &mut World) -> f32 {
+fn join_sum(world: &mut World) -> f64 {
     world
         .query_mut::<(&Big, &Small)>()
         .into_iter()
@@ -536,9 +540,9 @@ mod tests {
     fn join_visits_only_the_small_set() {
         let mut world = joinable(20_000, 200);
         assert_eq!(world.query_mut::<(&Big, &Small)>().into_iter().count(), 200);
-        let expected: f32 = (0..20_000_u64)
+        let expected: f64 = (0..20_000_u64)
             .filter(|&i| is_small(i, 20_000, 200))
-            .map(|i| i as f32)
+            .map(|i| big(i).0)
             .sum();
         assert_eq!(join_sum(&mut world), expected);
     }

@@ -19,10 +19,11 @@ use shipyard::{
 
 use super::kinds::*;
 use super::{
-    ADD_REMOVE_SIZE, Big, CHANGED_SIZE, CLONE_SIZE, ChangedWork, DESPAWN_SIZE, Data, ENTITY_SIZES,
-    FRAG_KINDS, FRAG_PER_KIND, Heat, JOIN_SIZES, PARALLEL_WRITE_SIZE, Position, REFERENCE_SIZES,
-    Rotation, Small, Transform, Velocity, body, for_each_kind, is_small, position, rayon_pool,
-    rotation, tally, time_parallel_writes, velocity, written_ids,
+    ADD_REMOVE_SIZE, ADDED_B, Big, CHANGED_SIZE, CLONE_SIZE, ChangedWork, DESPAWN_SIZE, Data,
+    ENTITY_SIZES, FRAG_KINDS, FRAG_PER_KIND, Heat, JOIN_SIZES, PARALLEL_WRITE_SIZE, Position,
+    REFERENCE_SIZES, Rotation, SMALL, Small, Transform, Velocity, a, big, body, for_each_kind,
+    fragment, is_small, position, rayon_pool, rotation, tally, time_parallel_writes, velocity,
+    written_ids,
 };
 use crate::harness::Workload;
 
@@ -137,7 +138,10 @@ fn fragmented() -> World {
     macro_rules! spawn_kind {
         ($kind:ident, $world:expr) => {
             $world
-                .bulk_add_entity((0..FRAG_PER_KIND).map(|i| ($kind(i as f32), Data(1.0))))
+                .bulk_add_entity((0..FRAG_PER_KIND).map(|i| {
+                    let (value, data) = fragment(i);
+                    ($kind(value), data)
+                }))
                 .for_each(drop);
         };
     }
@@ -167,7 +171,7 @@ fn frag_iter() -> Workload {
 /// A world of `n` entities with [`A`], and their ids.
 fn with_a(n: u64) -> (World, Vec<EntityId>) {
     let mut world = World::new();
-    let ids = world.bulk_add_entity((0..n).map(|i| A(i as f32))).collect();
+    let ids = world.bulk_add_entity((0..n).map(|i| a(i))).collect();
     (world, ids)
 }
 
@@ -177,7 +181,7 @@ fn add_then_remove(world: &World, ids: &[EntityId]) -> u64 {
         .borrow::<(EntitiesView<'_>, ViewMut<'_, B>)>()
         .expect(FREE_BORROW);
     for &id in ids {
-        entities.add_component(id, &mut bs, B(1.0));
+        entities.add_component(id, &mut bs, ADDED_B);
     }
     let mut n_removed = 0;
     for &id in ids {
@@ -203,16 +207,16 @@ fn joinable(n_big: u64, n_small: u64) -> World {
     let mut world = World::new();
     for i in 0..n_big {
         if is_small(i, n_big, n_small) {
-            world.add_entity((Big(i as f32), Small(1.0)));
+            world.add_entity((big(i), SMALL));
         } else {
-            world.add_entity(Big(i as f32));
+            world.add_entity(big(i));
         }
     }
     world
 }
 
 /// The routine of `small_driver_join`: the sum of [`Big`] over the entities with both.
-fn join_sum(world: &World) -> f32 {
+fn join_sum(world: &World) -> f64 {
     let (bigs, smalls) = world
         .borrow::<(View<'_, Big>, View<'_, Small>)>()
         .expect(FREE_BORROW);
@@ -522,9 +526,9 @@ mod tests {
     #[test]
     fn join_visits_only_the_small_set() {
         let world = joinable(20_000, 200);
-        let expected: f32 = (0..20_000_u64)
+        let expected: f64 = (0..20_000_u64)
             .filter(|&i| is_small(i, 20_000, 200))
-            .map(|i| i as f32)
+            .map(|i| big(i).0)
             .sum();
         assert_eq!(join_sum(&world), expected);
     }
