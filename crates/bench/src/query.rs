@@ -213,7 +213,6 @@ fn spawn_batch(n: u64) -> Workload {
 struct Bodies {
     arena: Arena,
     store: Store,
-    body: Body,
     query: Query,
 }
 
@@ -227,7 +226,6 @@ fn bodies(n: u64) -> Bodies {
     Bodies {
         arena,
         store,
-        body,
         query,
     }
 }
@@ -258,7 +256,6 @@ fn iter2(n: u64) -> Workload {
 struct Fragmented {
     arena: Arena,
     store: Store,
-    data: ComponentId,
     query: Query,
 }
 
@@ -295,7 +292,6 @@ fn fragmented() -> Fragmented {
     Fragmented {
         arena,
         store,
-        data,
         query,
     }
 }
@@ -324,7 +320,6 @@ fn frag_iter() -> Workload {
 struct WithA {
     store: Store,
     ats: Vec<InstanceRef>,
-    a: ComponentId,
     b: ComponentId,
 }
 
@@ -340,7 +335,7 @@ fn with_a(n: u64) -> WithA {
         a,
         (0..n).map(|i| data::a(i).0),
     ));
-    WithA { store, ats, a, b }
+    WithA { store, ats, b }
 }
 
 /// The routine of `add_remove`: `B` added to every entity, then removed from every one;
@@ -577,9 +572,7 @@ fn despawn_respawn(n: u64) -> Workload {
 struct Referencing {
     arena: Arena,
     store: Store,
-    aim: ComponentId,
     targets: Vec<InstanceId>,
-    holders: Vec<InstanceRef>,
 }
 
 /// Holder `i` refers to target `i % n_targets`, as for the peers.
@@ -600,9 +593,7 @@ fn referencing(n_holders: u64, n_targets: u64) -> Referencing {
     Referencing {
         arena,
         store,
-        aim,
         targets,
-        holders,
     }
 }
 
@@ -670,7 +661,12 @@ mod tests {
         velocity,
     };
 
-    /// The value of `field` of a one-field component at `at`.
+    /// The component installed under `name`.
+    fn named(store: &Store, name: &str) -> ComponentId {
+        store.component(name).expect("the fixture installs it")
+    }
+
+    /// The value of the one field of `component` at `at`.
     fn value<T: Scalar + Clone>(store: &Store, at: InstanceRef, component: ComponentId) -> T {
         store
             .get::<T>(at, component, FIRST)
@@ -720,8 +716,8 @@ mod tests {
         let mut world = bodies(100);
         let mut changed = Query::new(
             QuerySpec::new()
-                .with(world.body.position)
-                .changed(world.body.position),
+                .with(named(&world.store, "Position"))
+                .changed(named(&world.store, "Position")),
         )
         .expect("a valid spec");
         assert_eq!(
@@ -750,7 +746,7 @@ mod tests {
         expected.advance(&velocity(7));
         expected.advance(&velocity(7));
         assert_eq!(
-            value::<Vec3>(&world.store, ids, world.body.position),
+            value::<Vec3>(&world.store, ids, named(&world.store, "Position")),
             expected.into()
         );
     }
@@ -760,7 +756,10 @@ mod tests {
     #[test]
     fn frag_iter_pass_changes_all_520_rows_on_every_run() {
         let mut world = fragmented();
-        let set = world.store.set(world.data).expect("installed");
+        let set = world
+            .store
+            .set(named(&world.store, "Data"))
+            .expect("installed");
         assert_eq!(set.len() as u64, FRAG_KINDS * FRAG_PER_KIND);
         let start: Vec<f64> = set.values::<f64>(FIRST).expect("a number field").to_vec();
         let shared: Vec<f64> = (0..FRAG_KINDS)
@@ -777,9 +776,15 @@ mod tests {
         let mut world = with_a(1000);
         assert_eq!(add_then_remove(&mut world), 1000);
         assert_eq!(world.store.set(world.b).map(|s| s.len()), Ok(0));
-        assert_eq!(world.store.set(world.a).map(|s| s.len()), Ok(1000));
+        assert_eq!(
+            world.store.set(named(&world.store, "A")).map(|s| s.len()),
+            Ok(1000)
+        );
         for (i, at) in world.ats.iter().enumerate() {
-            assert_eq!(value::<f64>(&world.store, *at, world.a), a(i as u64).0);
+            assert_eq!(
+                value::<f64>(&world.store, *at, named(&world.store, "A")),
+                a(i as u64).0
+            );
         }
         // What B holds while present: the shared added value.
         must(insert_with(
@@ -876,11 +881,14 @@ mod tests {
         let mut world = referencing(1000, 10);
         assert_eq!(destroy_targets(&mut world), 1000);
         assert!(world.targets.iter().all(|t| !world.arena.is_live(*t)));
-        for at in &world.holders {
-            assert_eq!(
-                value::<Option<InstanceId>>(&world.store, *at, world.aim),
-                None
-            );
-        }
+        let aims = world
+            .store
+            .set(named(&world.store, "Aim"))
+            .expect("installed");
+        assert_eq!(aims.len(), 1000);
+        let references = aims
+            .values::<Option<InstanceId>>(FIRST)
+            .expect("references");
+        assert!(references.iter().all(Option::is_none));
     }
 }
