@@ -355,10 +355,11 @@ fn add_remove(n: u64) -> Workload {
     Workload::new(
         "add_remove",
         n,
-        "Store::insert of B per entity (sparse entry + column push), then Store::remove (swap-remove + removal log)",
+        "Store::insert of B per entity (sparse entry + column push), then Store::remove (swap-remove + removal log); a fresh world per sample",
         move |b| {
-            let mut world = with_a(n);
-            b.iter(|| add_then_remove(&mut world));
+            // A fresh world per sample, as for the peers: a reused store would start later
+            // samples with B's sparse entries, columns and removal log already grown.
+            b.iter_with_setup(|| with_a(n), add_then_remove);
         },
     )
 }
