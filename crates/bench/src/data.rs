@@ -17,7 +17,9 @@
 //! | `changed_filter` | 100k | 100k | visit the rows written since the last visit (1% of [`Position`]s) |
 //! | `despawn_respawn` | 100k | 100k | despawn every other of 100k ([`Position`], [`Velocity`]), spawn 50k |
 //! | `reference_cleanup` | 10k | 10k | destroy 100 targets that 10k holders reference, clear the references |
-//! | `world_clone` | 100k | 100k | clone a world of 100k ([`Position`], [`Rotation`], [`Velocity`]) |
+//! | `world_clone` | 100k | 100k | clone a world of 100k ([`Position`], [`Rotation`], [`Velocity`]) (the peers; Strata has no eager copy) |
+//! | `world_snapshot` | 100k | 100k | Strata only: a copy-on-write snapshot of the same world, nothing copied until written |
+//! | `world_clone_then_write` | 100k | 100k | copy the same world, then [`Position::nudge`] every entity of the copy, so a deferred copy is paid too |
 //! | `parallel_write` | 1M | 1M | write every `Heat` of 1M entities in parallel on a 2-thread pool, split among 4 writers where the library lets the split be chosen, every write a change |
 //!
 //! Strata's number fields are f64 and its `Vec3` and `Transform` hold f32, so the one-number
@@ -170,6 +172,14 @@ impl Data {
 }
 
 impl Position {
+    /// `x += 1`: the write of `changed_filter` and `world_clone_then_write`. It changes the
+    /// value on every call while `|x| < 2^24`; the fixtures' positions start below a million
+    /// and no run writes a row anywhere near 15 million times.
+    #[inline]
+    pub fn nudge(&mut self) {
+        self.x += 1.0;
+    }
+
     /// Adds `velocity`, the step of `iter2`.
     #[inline]
     pub fn advance(&mut self, velocity: &Velocity) {

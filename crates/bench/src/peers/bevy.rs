@@ -237,7 +237,7 @@ impl ChangedWork for ChangedFixture {
             .expect("a Query parameter is always valid");
         for &id in &self.written {
             if let Ok(mut position) = positions.get_mut(id) {
-                position.x += 1.0;
+                position.nudge();
             }
         }
     }

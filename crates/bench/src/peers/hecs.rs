@@ -49,6 +49,7 @@ pub fn workloads() -> Vec<Workload> {
     workloads.push(despawn_respawn(DESPAWN_SIZE));
     workloads.push(reference_cleanup(REFERENCE_SIZES.0, REFERENCE_SIZES.1));
     workloads.push(world_clone(CLONE_SIZE));
+    workloads.push(world_clone_then_write(CLONE_SIZE));
     workloads.push(parallel_write(PARALLEL_WRITE_SIZE));
     workloads.into_iter().map(|w| w.library(LIBRARY)).collect()
 }
@@ -241,7 +242,7 @@ impl ChangedWork for ChangedFixture {
     fn write(&mut self) {
         for &id in &self.written {
             if let Ok(position) = self.world.query_one_mut::<&mut Position>(id) {
-                position.x += 1.0;
+                position.nudge();
             }
         }
     }
@@ -441,6 +442,15 @@ fn cloneable(n: u64) -> World {
     world
 }
 
+/// The cloner of `world_clone`, for the three components of [`cloneable`].
+fn body_cloner() -> WorldCloner {
+    let mut cloner = WorldCloner::new();
+    cloner.register::<Position>();
+    cloner.register::<Rotation>();
+    cloner.register::<Velocity>();
+    cloner
+}
+
 fn world_clone(n: u64) -> Workload {
     Workload::new(
         "world_clone",
@@ -448,11 +458,32 @@ fn world_clone(n: u64) -> Workload {
         "no World::clone in hecs: per-archetype column clone into a ColumnBatch spawned at the same handles, free list copied",
         move |b| {
             let world = cloneable(n);
-            let mut cloner = WorldCloner::new();
-            cloner.register::<Position>();
-            cloner.register::<Rotation>();
-            cloner.register::<Velocity>();
+            let cloner = body_cloner();
             b.iter(|| cloner.clone_world(&world));
+        },
+    )
+}
+
+/// The routine of `world_clone_then_write`: a clone of `world`, then every Position of the
+/// clone nudged; returns the clone, so its drop is not timed.
+fn clone_then_write(cloner: &WorldCloner, world: &World) -> World {
+    let mut cloned = cloner.clone_world(world);
+    cloned
+        .query_mut::<&mut Position>()
+        .into_iter()
+        .for_each(Position::nudge);
+    cloned
+}
+
+fn world_clone_then_write(n: u64) -> Workload {
+    Workload::new(
+        "world_clone_then_write",
+        n,
+        "the clone of world_clone (per-archetype column clone into a ColumnBatch), then World::query_mut::<&mut Position> writing x += 1 in place over the clone's archetype",
+        move |b| {
+            let world = cloneable(n);
+            let cloner = body_cloner();
+            b.iter(|| clone_then_write(&cloner, &world));
         },
     )
 }
@@ -585,11 +616,7 @@ mod tests {
             .nth(10)
             .expect("1000 entities");
         world.despawn(gone).expect("it exists");
-        let mut cloner = WorldCloner::new();
-        cloner.register::<Position>();
-        cloner.register::<Rotation>();
-        cloner.register::<Velocity>();
-        let mut cloned = cloner.clone_world(&world);
+        let mut cloned = body_cloner().clone_world(&world);
         assert_eq!(cloned.len(), world.len());
         let entities: Vec<Entity> = world.iter().map(|e| e.entity()).collect();
         for entity in entities {
@@ -605,6 +632,28 @@ mod tests {
         }
         assert!(!cloned.contains(gone));
         assert_eq!(world.spawn((Target,)), cloned.spawn((Target,)));
+    }
+
+    #[test]
+    fn world_clone_then_write_writes_every_position_of_the_clone_only() {
+        let mut world = cloneable(1000);
+        let mut cloned = clone_then_write(&body_cloner(), &world);
+        assert_eq!(cloned.len(), 1000);
+        let entities: Vec<Entity> = world.iter().map(|e| e.entity()).collect();
+        for (i, entity) in entities.into_iter().enumerate() {
+            let original = *world
+                .query_one_mut::<&Position>(entity)
+                .expect("original row");
+            assert_eq!(original, position(i as u64), "the original is untouched");
+            let (p, r) = cloned
+                .query_one_mut::<(&Position, &Rotation)>(entity)
+                .map(|(p, r)| (*p, *r))
+                .expect("the clone has the same handle");
+            let mut expected = original;
+            expected.nudge();
+            assert_eq!(p, expected);
+            assert_eq!(r, rotation(i as u64));
+        }
     }
 
     #[test]

@@ -24,7 +24,7 @@ use crate::report::Unsupported;
 pub use crate::overlay::{PARALLEL_THREADS, PARALLEL_WRITE_SIZE, PARALLEL_WRITERS};
 
 /// The workload names in run order; each library's workloads are sorted into it.
-const ORDER: [&str; 11] = [
+const ORDER: [&str; 12] = [
     "spawn",
     "spawn_batch",
     "iter2",
@@ -35,6 +35,7 @@ const ORDER: [&str; 11] = [
     "despawn_respawn",
     "reference_cleanup",
     "world_clone",
+    "world_clone_then_write",
     "parallel_write",
 ];
 
@@ -53,14 +54,17 @@ pub fn workloads() -> Vec<Workload> {
 
 /// The work a peer library cannot do, with the reason.
 pub fn unsupported() -> Vec<Unsupported> {
-    vec![Unsupported {
-        library: bevy::LIBRARY.to_owned(),
-        workload: "world_clone".to_owned(),
-        reason: "bevy_ecs 0.20 has no way to clone a World or copy entities into another World \
-                 (EntityCloner clones entities within one world); rebuilding a world entity by \
-                 entity would measure something else"
-            .to_owned(),
-    }]
+    let no_world_copy = "bevy_ecs 0.20 has no way to clone a World or copy entities into \
+                         another World (EntityCloner clones entities within one world); \
+                         rebuilding a world entity by entity would measure something else";
+    ["world_clone", "world_clone_then_write"]
+        .into_iter()
+        .map(|workload| Unsupported {
+            library: bevy::LIBRARY.to_owned(),
+            workload: workload.to_owned(),
+            reason: no_world_copy.to_owned(),
+        })
+        .collect()
 }
 
 /// A rayon pool of [`PARALLEL_THREADS`] threads, for the `parallel_write` of the libraries
@@ -111,7 +115,7 @@ mod tests {
                     "changed_filter" => &[CHANGED_SIZE],
                     "despawn_respawn" => &[DESPAWN_SIZE],
                     "reference_cleanup" => &[REFERENCE_SIZES.0],
-                    "world_clone" => &[CLONE_SIZE],
+                    "world_clone" | "world_clone_then_write" => &[CLONE_SIZE],
                     "parallel_write" => &[PARALLEL_WRITE_SIZE],
                     _ => unreachable!(),
                 };

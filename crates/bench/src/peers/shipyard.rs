@@ -51,6 +51,7 @@ pub fn workloads() -> Vec<Workload> {
     workloads.push(despawn_respawn(DESPAWN_SIZE));
     workloads.push(reference_cleanup(REFERENCE_SIZES.0, REFERENCE_SIZES.1));
     workloads.push(world_clone(CLONE_SIZE));
+    workloads.push(world_clone_then_write(CLONE_SIZE));
     workloads.push(parallel_write(PARALLEL_WRITE_SIZE));
     workloads.into_iter().map(|w| w.library(LIBRARY)).collect()
 }
@@ -272,7 +273,7 @@ impl ChangedWork for ChangedFixture {
             .borrow::<TrackedPositions<'_>>()
             .expect(FREE_BORROW);
         for &id in &self.written {
-            positions[id].x += 1.0;
+            positions[id].nudge();
         }
     }
 
@@ -445,6 +446,29 @@ fn world_clone(n: u64) -> Workload {
     )
 }
 
+/// The routine of `world_clone_then_write`: a clone of `world`, then every Position of the
+/// clone nudged; returns the clone, so its drop is not timed.
+fn clone_then_write(world: &World) -> World {
+    let cloned = clone_world(world);
+    {
+        let mut positions = cloned.borrow::<ViewMut<'_, Position>>().expect(FREE_BORROW);
+        (&mut positions).iter().for_each(Position::nudge);
+    }
+    cloned
+}
+
+fn world_clone_then_write(n: u64) -> Workload {
+    Workload::new(
+        "world_clone_then_write",
+        n,
+        "the clone of world_clone (AllStorages::clone_storages_to), then (&mut ViewMut<Position>).iter() writing x += 1 in place over the clone's dense array (untracked)",
+        move |b| {
+            let world = cloneable(n);
+            b.iter(|| clone_then_write(&world));
+        },
+    )
+}
+
 /// A world of `n` entities with [`Heat`] 0 (an untracked storage).
 fn heated(n: u64) -> World {
     let mut world = World::new();
@@ -591,6 +615,26 @@ mod tests {
             assert_eq!(cloned_positions[id], *p);
             assert_eq!(cloned_rotations[id], *r);
             assert_eq!(cloned_velocities[id], *v);
+        }
+    }
+
+    #[test]
+    fn world_clone_then_write_writes_every_position_of_the_clone_only() {
+        let world = cloneable(1000);
+        let cloned = clone_then_write(&world);
+        let (positions, rotations) = world
+            .borrow::<(View<'_, Position>, View<'_, Rotation>)>()
+            .expect(FREE_BORROW);
+        let (cloned_positions, cloned_rotations) = cloned
+            .borrow::<(View<'_, Position>, View<'_, Rotation>)>()
+            .expect(FREE_BORROW);
+        assert_eq!(cloned_positions.len(), 1000);
+        for (i, (id, p)) in positions.iter().with_id().enumerate() {
+            assert_eq!(*p, position(i as u64), "the original is untouched");
+            let mut expected = *p;
+            expected.nudge();
+            assert_eq!(cloned_positions[id], expected);
+            assert_eq!(cloned_rotations[id], rotations[id]);
         }
     }
 
