@@ -15,6 +15,7 @@
 //! | `add_remove` | 10k | 10k | add [`kinds::B`] to 10k entities with [`kinds::A`], then remove it from all |
 //! | `small_driver_join` | 20k, 1M | 200, 1k | sum [`Big`] over the entities that also have [`Small`] |
 //! | `changed_filter` | 100k | 100k | visit the rows written since the last visit (1% of [`Position`]s) |
+//! | `changed_filter_frames` | 100k | 10 frames | per frame, write another 1% of the [`Position`]s (untimed), then visit the rows written since the last visit; the world spawned one entity at a time |
 //! | `despawn_respawn` | 100k | 100k | despawn every other of 100k ([`Position`], [`Velocity`]), spawn 50k |
 //! | `reference_cleanup` | 10k | 10k | destroy 100 targets that 10k holders reference, clear the references |
 //! | `world_clone` | 100k | 100k | clone a world of 100k ([`Position`], [`Rotation`], [`Velocity`]) (the peers; Strata has no eager copy) |
@@ -45,9 +46,10 @@ pub const FRAG_PER_KIND: u64 = 20;
 pub const ADD_REMOVE_SIZE: u64 = 10_000;
 /// The (entities with [`Big`], of which also with [`Small`]) of `small_driver_join`.
 pub const JOIN_SIZES: [(u64, u64); 2] = [(20_000, 200), (1_000_000, 1_000)];
-/// The entities of `changed_filter`.
+/// The entities of `changed_filter` and `changed_filter_frames`.
 pub const CHANGED_SIZE: u64 = 100_000;
-/// One in this many rows of `changed_filter` is written between visits (1%).
+/// One in this many rows of `changed_filter` is written between visits (1%), and of
+/// `changed_filter_frames` in each frame.
 pub const CHANGED_STRIDE: u64 = 100;
 /// The entities of `despawn_respawn`.
 pub const DESPAWN_SIZE: u64 = 100_000;
@@ -274,53 +276,91 @@ pub fn is_small(i: u64, n_big: u64, n_small: u64) -> bool {
     i.is_multiple_of((n_big / n_small.max(1)).max(1))
 }
 
-/// Whether `changed_filter` writes row `i` between visits.
-pub fn is_written(i: u64) -> bool {
-    i.is_multiple_of(CHANGED_STRIDE)
+/// The frames of one sample of `changed_filter_frames`.
+pub const FRAMES: u64 = 10;
+
+/// How a fixture's world is spawned.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Spawn {
+    /// Through the library's bulk spawn.
+    Batch,
+    /// One entity at a time, as a game spawns them as they come.
+    OneByOne,
 }
 
-/// The ids of the rows `changed_filter` writes between visits, picked by [`is_written`] from
-/// the ids of all its rows in spawn order.
-pub fn written_ids<Id: Copy>(ids: &[Id]) -> Vec<Id> {
-    (0..ids.len())
-        .filter(|&i| is_written(i as u64))
-        .map(|i| ids[i])
+/// The rows `changed_filter` and `changed_filter_frames` write in frame `frame`: one in
+/// [`CHANGED_STRIDE`] (1%), spread evenly, a different group each frame, back to the first
+/// after [`CHANGED_STRIDE`] frames.
+pub fn is_written(i: u64, frame: u64) -> bool {
+    i % CHANGED_STRIDE == frame % CHANGED_STRIDE
+}
+
+/// The ids each frame writes, by `frame % CHANGED_STRIDE`: [`is_written`] applied to the ids
+/// of all rows in spawn order.
+pub fn written_groups<Id: Copy>(ids: &[Id]) -> Vec<Vec<Id>> {
+    (0..CHANGED_STRIDE)
+        .map(|frame| {
+            (0..ids.len())
+                .filter(|&i| is_written(i as u64, frame))
+                .map(|i| ids[i])
+                .collect()
+        })
         .collect()
 }
 
-/// What a `changed_filter` visit returns: the number of positions visited and the sum of their
-/// `x`, so that no library's visit can be optimised away.
-pub fn tally<'a>(positions: impl Iterator<Item = &'a Position>) -> (u64, f32) {
-    positions.fold((0, 0.0), |(count, sum), position| {
-        (count + 1, sum + position.x)
-    })
+/// What a changed visit returns: the number of positions visited and the sum of their `x`, so
+/// that no library's visit can be optimised away.
+pub fn tally(xs: impl Iterator<Item = f32>) -> (u64, f32) {
+    xs.fold((0, 0.0), |(count, sum), x| (count + 1, sum + x))
 }
 
-/// The state one library's `changed_filter` keeps across samples: its world with change
-/// detection switched on, and the rows [`written_ids`] picks.
+/// The state one library's `changed_filter` and `changed_filter_frames` keep across samples:
+/// its world of [`Position`]s with change detection switched on, and the rows
+/// [`written_groups`] picks.
 pub trait ChangedWork {
-    /// The untimed part of a sample: every picked row written to a new value through the
-    /// library's tracked path.
-    fn write(&mut self);
-    /// The timed part: the rows changed since the last sample, through the library's change
+    /// The untimed part of a frame: every row of the group of `frame` [`Position::nudge`]d
+    /// through the library's tracked path.
+    fn write(&mut self, frame: u64);
+    /// The timed part: the rows changed since the last visit, through the library's change
     /// detection, [`tally`]ed.
     fn visit(&mut self) -> (u64, f32);
 }
 
-/// The `changed_filter` workload of one library: the fixture `new(n)` is built once, then each
-/// sample writes through it in setup and times one visit.
+/// The `changed_filter` workload of one library: the fixture `new(n)` is built once (its
+/// world spawned in bulk), then each sample writes the same 1% of rows in setup and times one
+/// visit.
 pub fn changed_filter<F: ChangedWork + 'static>(
     n: u64,
     mechanism: &str,
-    new: fn(u64) -> F,
+    new: fn(u64, Spawn) -> F,
 ) -> Workload {
     Workload::new("changed_filter", n, mechanism, move |b| {
-        let fixture = RefCell::new(new(n));
+        let fixture = RefCell::new(new(n, Spawn::Batch));
         b.iter_with_setup(
-            || fixture.borrow_mut().write(),
+            || fixture.borrow_mut().write(0),
             |_| fixture.borrow_mut().visit(),
         );
     })
+}
+
+/// The `changed_filter_frames` workload of one library: the fixture `new(n)` is built once,
+/// its world spawned one entity at a time; then frame after frame (counted across samples)
+/// writes another 1% of the rows untimed and times one visit. A sample is [`FRAMES`] frames,
+/// and its figure the sum of their visits, so the figure per item is the mean per frame.
+pub fn changed_filter_frames<F: ChangedWork + 'static>(
+    n: u64,
+    mechanism: &str,
+    new: fn(u64, Spawn) -> F,
+) -> Workload {
+    Workload::new("changed_filter_frames", n, mechanism, move |b| {
+        b.iter_frames(
+            FRAMES,
+            new(n, Spawn::OneByOne),
+            |fixture, frame| fixture.write(frame),
+            ChangedWork::visit,
+        );
+    })
+    .items(FRAMES)
 }
 
 impl From<Transform> for strata_arena::Transform {
@@ -366,8 +406,16 @@ mod tests {
             .filter(|&i| is_small(i, 1_000_000, 1_000))
             .count();
         assert_eq!(smalls, 1_000);
-        let written = (0..CHANGED_SIZE).filter(|&i| is_written(i)).count();
-        assert_eq!(written, 1_000);
+        let groups = written_groups(&(0..CHANGED_SIZE).collect::<Vec<u64>>());
+        assert_eq!(groups.len() as u64, CHANGED_STRIDE);
+        assert!(groups.iter().all(|g| g.len() == 1_000));
+        let mut all: Vec<u64> = groups.concat();
+        all.sort_unstable();
+        assert_eq!(
+            all,
+            (0..CHANGED_SIZE).collect::<Vec<u64>>(),
+            "each row in one group"
+        );
         let mut p = position(1);
         p.advance(&velocity(1));
         assert_eq!(

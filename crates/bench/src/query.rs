@@ -29,7 +29,8 @@ pub fn workloads() -> Vec<Workload> {
         add_remove(10_000),
         small_driver_join(20_000, 200),
         small_driver_join(1_000_000, 1_000),
-        changed_filter(100_000),
+        changed_filter(data::CHANGED_SIZE),
+        changed_filter_frames(data::CHANGED_SIZE),
         despawn_respawn(100_000),
         reference_cleanup(10_000, 100),
         world_snapshot(data::CLONE_SIZE),
@@ -416,26 +417,43 @@ fn small_driver_join(n: u64, small: u64) -> Workload {
     .items(small)
 }
 
-/// The world of `changed_filter`: `n` entities with `Position`, a query with a changed filter
-/// on it that has run once, and the rows written between visits.
+/// The world of `changed_filter` and `changed_filter_frames`: `n` entities with `Position`, a
+/// query with a changed filter on it that has run once, and the rows each frame writes.
 struct ChangedFixture {
     arena: Arena,
     store: Store,
     position: ComponentId,
     query: Query,
-    /// The entities written between visits: 1% of them, spread evenly.
-    written: Vec<InstanceRef>,
+    /// The entities each frame writes, by `frame % CHANGED_STRIDE`: 1% of them, spread evenly.
+    written: Vec<Vec<InstanceRef>>,
 }
 
 impl ChangedFixture {
-    fn new(n: u64) -> ChangedFixture {
+    fn new(n: u64, spawn: data::Spawn) -> ChangedFixture {
         let mut arena = Arena::standard();
         let mut store = Store::new();
         let position = vector_component(&arena, &mut store, "Position");
-        let ats = create_many(&mut arena, n);
-        let positions = (0..n).map(|i| Vec3::from(data::position(i)));
-        must(insert_many_with(&mut store, &ats, position, positions));
-        let written = data::written_ids(&ats);
+        let ats = match spawn {
+            data::Spawn::Batch => {
+                let ats = create_many(&mut arena, n);
+                let positions = (0..n).map(|i| Vec3::from(data::position(i)));
+                must(insert_many_with(&mut store, &ats, position, positions));
+                ats
+            }
+            data::Spawn::OneByOne => (0..n)
+                .map(|i| {
+                    let at = create(&mut arena);
+                    must(insert_with(
+                        &mut store,
+                        at,
+                        position,
+                        Vec3::from(data::position(i)),
+                    ));
+                    at
+                })
+                .collect(),
+        };
+        let written = data::written_groups(&ats);
         let mut query = must(Query::new(
             QuerySpec::new().with(position).changed(position),
         ));
@@ -449,10 +467,13 @@ impl ChangedFixture {
             written,
         }
     }
+}
 
-    /// Writes 1% of the rows (`x += 1`, as the peers do) through `Store::write`.
-    fn write(&mut self) {
-        for at in &self.written {
+impl data::ChangedWork for ChangedFixture {
+    /// Writes the frame's 1% of the rows (`x += 1`, as the peers do) through `Store::write`.
+    fn write(&mut self, frame: u64) {
+        let group = &self.written[(frame % data::CHANGED_STRIDE) as usize];
+        for at in group {
             let mut p = *must(self.store.get::<Vec3>(*at, self.position, FIRST));
             p.x += 1.0;
             must(self.store.write(*at, self.position, FIRST, p));
@@ -463,31 +484,26 @@ impl ChangedFixture {
     fn visit(&mut self) -> (u64, f32) {
         let pass = must(self.query.run(&self.arena, &self.store));
         let column = must(pass.column::<Vec3>(&self.store, 0, FIRST));
-        let mut visited = 0;
-        let mut sum = 0.0f32;
-        for m in pass.iter() {
-            sum += column.get(m.index()).map_or(0.0, |p| p.x);
-            visited += 1;
-        }
-        (visited, sum)
+        data::tally(
+            pass.iter()
+                .filter_map(|m| column.get(m.index()).map(|p| p.x)),
+        )
     }
 }
 
 fn changed_filter(n: u64) -> Workload {
-    Workload::new(
-        "changed_filter",
+    data::changed_filter(
         n,
-        "changed pass reads the set's change log (1% of rows), binary-searches the id-sorted matches, re-checks ticks; visit reads Position",
-        move |b| {
-            b.iter_with_setup(
-                || {
-                    let mut fixture = ChangedFixture::new(n);
-                    fixture.write();
-                    fixture
-                },
-                ChangedFixture::visit,
-            );
-        },
+        "changed pass reads the set's change log since the query's baseline (1% of rows written through Store::write per sample, untimed), finds each logged row's match, re-checks ticks; visit reads Position through a bound term column",
+        ChangedFixture::new,
+    )
+}
+
+fn changed_filter_frames(n: u64) -> Workload {
+    data::changed_filter_frames(
+        n,
+        "per frame: another 1% of rows written through Store::write (untimed), then one changed pass (timed) reading the set's change log since the query's baseline; world spawned one entity at a time (arena create + Store::insert)",
+        ChangedFixture::new,
     )
 }
 
@@ -856,12 +872,22 @@ mod tests {
 
     #[test]
     fn changed_filter_sees_exactly_the_writes_of_each_sample() {
-        let mut fixture = ChangedFixture::new(10_000);
-        assert_eq!(fixture.visit().0, 0);
-        for _ in 0..3 {
-            fixture.write();
-            assert_eq!(fixture.visit().0, 100);
+        use data::ChangedWork;
+        for spawn in [data::Spawn::Batch, data::Spawn::OneByOne] {
+            let mut fixture = ChangedFixture::new(10_000, spawn);
             assert_eq!(fixture.visit().0, 0);
+            for frame in 0..3 {
+                fixture.write(frame);
+                let (visited, sum) = fixture.visit();
+                assert_eq!(visited, 100);
+                // Row i starts at x = i; frame f nudges the rows i = f mod 100 to x = i + 1.
+                let expected: f32 = (0..10_000)
+                    .filter(|i| data::is_written(*i, frame))
+                    .map(|i| i as f32 + 1.0)
+                    .sum();
+                assert_eq!(sum, expected);
+                assert_eq!(fixture.visit().0, 0);
+            }
         }
     }
 

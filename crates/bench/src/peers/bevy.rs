@@ -14,11 +14,11 @@ use bevy_tasks::{ComputeTaskPool, TaskPoolBuilder};
 
 use super::kinds::*;
 use super::{
-    ADD_REMOVE_SIZE, ADDED_B, Big, CHANGED_SIZE, ChangedWork, DESPAWN_SIZE, Data, ENTITY_SIZES,
-    FRAG_KINDS, FRAG_PER_KIND, Heat, JOIN_SIZES, PARALLEL_THREADS, PARALLEL_WRITE_SIZE,
-    PARALLEL_WRITERS, Position, REFERENCE_SIZES, SMALL, Small, Velocity, a, big, body,
-    for_each_kind, fragment, is_small, position, tally, time_parallel_writes, velocity,
-    written_ids,
+    ADD_REMOVE_SIZE, ADDED_B, Big, CHANGED_SIZE, CHANGED_STRIDE, ChangedWork, DESPAWN_SIZE, Data,
+    ENTITY_SIZES, FRAG_KINDS, FRAG_PER_KIND, Heat, JOIN_SIZES, PARALLEL_THREADS,
+    PARALLEL_WRITE_SIZE, PARALLEL_WRITERS, Position, REFERENCE_SIZES, SMALL, Small, Spawn,
+    Velocity, a, big, body, for_each_kind, fragment, is_small, position, tally,
+    time_parallel_writes, velocity, written_groups,
 };
 use crate::harness::Workload;
 
@@ -39,6 +39,7 @@ pub fn workloads() -> Vec<Workload> {
         workloads.push(small_driver_join(n_big, n_small));
     }
     workloads.push(changed_filter(CHANGED_SIZE));
+    workloads.push(changed_filter_frames(CHANGED_SIZE));
     workloads.push(despawn_respawn(DESPAWN_SIZE));
     workloads.push(reference_cleanup(REFERENCE_SIZES.0, REFERENCE_SIZES.1));
     workloads.push(parallel_write(PARALLEL_WRITE_SIZE));
@@ -201,20 +202,24 @@ fn small_driver_join(n_big: u64, n_small: u64) -> Workload {
     .items(n_small)
 }
 
-/// The world of `changed_filter` with its writer and reader systems' state.
+/// The world of `changed_filter` and `changed_filter_frames` with its writer and reader
+/// systems' state.
 struct ChangedFixture {
     world: World,
-    /// The entities written between visits: 1% of them, spread evenly.
-    written: Vec<Entity>,
+    /// The entities each frame writes, by `frame % CHANGED_STRIDE`: 1% of them, spread evenly.
+    written: Vec<Vec<Entity>>,
     writer: SystemState<Query<'static, 'static, &'static mut Position>>,
     reader: SystemState<Query<'static, 'static, &'static Position, Changed<Position>>>,
 }
 
 impl ChangedFixture {
-    fn new(n: u64) -> ChangedFixture {
+    fn new(n: u64, spawn: Spawn) -> ChangedFixture {
         let mut world = World::new();
-        let ids: Vec<Entity> = world.spawn_batch((0..n).map(position)).collect();
-        let written = written_ids(&ids);
+        let ids: Vec<Entity> = match spawn {
+            Spawn::Batch => world.spawn_batch((0..n).map(position)).collect(),
+            Spawn::OneByOne => (0..n).map(|i| world.spawn(position(i)).id()).collect(),
+        };
+        let written = written_groups(&ids);
         let writer = SystemState::new(&mut world);
         let mut reader = SystemState::new(&mut world);
         // A new system sees every row as changed once; that first visit is not a sample.
@@ -229,13 +234,13 @@ impl ChangedFixture {
 }
 
 impl ChangedWork for ChangedFixture {
-    /// The writer system writes 1% of the rows through `Mut`.
-    fn write(&mut self) {
+    /// The writer system writes the frame's 1% of the rows through `Mut`.
+    fn write(&mut self, frame: u64) {
         let mut positions = self
             .writer
             .get_mut(&mut self.world)
             .expect("a Query parameter is always valid");
-        for &id in &self.written {
+        for &id in &self.written[(frame % CHANGED_STRIDE) as usize] {
             if let Ok(mut position) = positions.get_mut(id) {
                 position.nudge();
             }
@@ -257,7 +262,8 @@ fn visit_changed(
         reader
             .get(world)
             .expect("a Query parameter is always valid")
-            .iter(),
+            .iter()
+            .map(|p| p.x),
     )
 }
 
@@ -265,6 +271,14 @@ fn changed_filter(n: u64) -> Workload {
     super::changed_filter(
         n,
         "SystemState<Query<&Position, Changed<Position>>> (its last run is the window): tick compare per row of the table; writes through Mut in another system",
+        ChangedFixture::new,
+    )
+}
+
+fn changed_filter_frames(n: u64) -> Workload {
+    super::changed_filter_frames(
+        n,
+        "per frame: the writer system writes another 1% through Mut (untimed), then SystemState<Query<&Position, Changed<Position>>> runs (timed): tick compare per row of the table; world spawned one entity at a time",
         ChangedFixture::new,
     )
 }
@@ -414,6 +428,7 @@ fn parallel_write(n: u64) -> Workload {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::peers::written_tally;
 
     #[test]
     fn iter2_advances_every_position_and_sets_ticks() {
@@ -470,12 +485,14 @@ mod tests {
     /// Every sample sees exactly the rows written since the previous one.
     #[test]
     fn changed_filter_sees_exactly_the_writes_of_each_sample() {
-        let mut fixture = ChangedFixture::new(10_000);
-        assert_eq!(fixture.visit().0, 0);
-        for _ in 0..3 {
-            fixture.write();
-            assert_eq!(fixture.visit().0, 100);
+        for spawn in [Spawn::Batch, Spawn::OneByOne] {
+            let mut fixture = ChangedFixture::new(10_000, spawn);
             assert_eq!(fixture.visit().0, 0);
+            for frame in 0..3 {
+                fixture.write(frame);
+                assert_eq!(fixture.visit(), written_tally(10_000, frame));
+                assert_eq!(fixture.visit().0, 0);
+            }
         }
     }
 

@@ -21,11 +21,11 @@ use rayon::prelude::*;
 
 use super::kinds::*;
 use super::{
-    ADD_REMOVE_SIZE, ADDED_B, Big, CHANGED_SIZE, CLONE_SIZE, ChangedWork, DESPAWN_SIZE, Data,
-    ENTITY_SIZES, FRAG_KINDS, FRAG_PER_KIND, Heat, JOIN_SIZES, PARALLEL_WRITE_SIZE,
-    PARALLEL_WRITERS, Position, REFERENCE_SIZES, Rotation, SMALL, Small, Velocity, a, big, body,
-    for_each_kind, fragment, is_small, position, rayon_pool, rotation, tally, time_parallel_writes,
-    velocity, written_ids,
+    ADD_REMOVE_SIZE, ADDED_B, Big, CHANGED_SIZE, CHANGED_STRIDE, CLONE_SIZE, ChangedWork,
+    DESPAWN_SIZE, Data, ENTITY_SIZES, FRAG_KINDS, FRAG_PER_KIND, Heat, JOIN_SIZES,
+    PARALLEL_WRITE_SIZE, PARALLEL_WRITERS, Position, REFERENCE_SIZES, Rotation, SMALL, Small,
+    Spawn, Velocity, a, big, body, for_each_kind, fragment, is_small, position, rayon_pool,
+    rotation, tally, time_parallel_writes, velocity, written_groups,
 };
 use crate::harness::Workload;
 
@@ -46,6 +46,7 @@ pub fn workloads() -> Vec<Workload> {
         workloads.push(small_driver_join(n_big, n_small));
     }
     workloads.push(changed_filter(CHANGED_SIZE));
+    workloads.push(changed_filter_frames(CHANGED_SIZE));
     workloads.push(despawn_respawn(DESPAWN_SIZE));
     workloads.push(reference_cleanup(REFERENCE_SIZES.0, REFERENCE_SIZES.1));
     workloads.push(world_clone(CLONE_SIZE));
@@ -212,19 +213,22 @@ fn small_driver_join(n_big: u64, n_small: u64) -> Workload {
     .items(n_small)
 }
 
-/// The world of `changed_filter` and its change tracker.
+/// The world of `changed_filter` and `changed_filter_frames` and its change tracker.
 struct ChangedFixture {
     world: World,
     tracker: ChangeTracker<Position>,
-    /// The entities written between visits: 1% of them, spread evenly.
-    written: Vec<Entity>,
+    /// The entities each frame writes, by `frame % CHANGED_STRIDE`: 1% of them, spread evenly.
+    written: Vec<Vec<Entity>>,
 }
 
 impl ChangedFixture {
-    fn new(n: u64) -> ChangedFixture {
+    fn new(n: u64, spawn: Spawn) -> ChangedFixture {
         let mut world = World::new();
-        let ids: Vec<Entity> = world.spawn_batch((0..n).map(|i| (position(i),))).collect();
-        let written = written_ids(&ids);
+        let ids: Vec<Entity> = match spawn {
+            Spawn::Batch => world.spawn_batch((0..n).map(|i| (position(i),))).collect(),
+            Spawn::OneByOne => (0..n).map(|i| world.spawn((position(i),))).collect(),
+        };
+        let written = written_groups(&ids);
         let mut tracker = ChangeTracker::new();
         // The first track sees every row as added and gives each its shadow copy; that is
         // setup, not a sample.
@@ -238,9 +242,10 @@ impl ChangedFixture {
 }
 
 impl ChangedWork for ChangedFixture {
-    /// Writes 1% of the rows (to a different value, which is what the tracker compares).
-    fn write(&mut self) {
-        for &id in &self.written {
+    /// Writes the frame's 1% of the rows (to a different value, which is what the tracker
+    /// compares).
+    fn write(&mut self, frame: u64) {
+        for &id in &self.written[(frame % CHANGED_STRIDE) as usize] {
             if let Ok(position) = self.world.query_one_mut::<&mut Position>(id) {
                 position.nudge();
             }
@@ -250,7 +255,7 @@ impl ChangedWork for ChangedFixture {
     /// One track, visiting the rows that differ from their shadow copies.
     fn visit(&mut self) -> (u64, f32) {
         let mut changes = self.tracker.track(&mut self.world);
-        tally(changes.changed().map(|(_id, _old, new)| new))
+        tally(changes.changed().map(|(_id, _old, new)| new.x))
     }
 }
 
@@ -258,6 +263,14 @@ fn changed_filter(n: u64) -> Workload {
     super::changed_filter(
         n,
         "no change ticks in hecs: ChangeTracker<Position> compares every row with a shadow copy (PartialEq) and refreshes the changed ones",
+        ChangedFixture::new,
+    )
+}
+
+fn changed_filter_frames(n: u64) -> Workload {
+    super::changed_filter_frames(
+        n,
+        "per frame: another 1% written through query_one_mut (untimed), then one ChangeTracker<Position>::track (timed) comparing every row with its shadow copy; world spawned one entity at a time",
         ChangedFixture::new,
     )
 }
@@ -529,6 +542,7 @@ fn parallel_write(n: u64) -> Workload {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::peers::written_tally;
 
     #[test]
     fn iter2_advances_every_position() {
@@ -580,12 +594,14 @@ mod tests {
 
     #[test]
     fn changed_filter_sees_exactly_the_writes_of_each_sample() {
-        let mut fixture = ChangedFixture::new(10_000);
-        assert_eq!(fixture.visit().0, 0);
-        for _ in 0..3 {
-            fixture.write();
-            assert_eq!(fixture.visit().0, 100);
+        for spawn in [Spawn::Batch, Spawn::OneByOne] {
+            let mut fixture = ChangedFixture::new(10_000, spawn);
             assert_eq!(fixture.visit().0, 0);
+            for frame in 0..3 {
+                fixture.write(frame);
+                assert_eq!(fixture.visit(), written_tally(10_000, frame));
+                assert_eq!(fixture.visit().0, 0);
+            }
         }
     }
 

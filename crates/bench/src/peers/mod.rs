@@ -24,7 +24,7 @@ use crate::report::Unsupported;
 pub use crate::overlay::{PARALLEL_THREADS, PARALLEL_WRITE_SIZE, PARALLEL_WRITERS};
 
 /// The workload names in run order; each library's workloads are sorted into it.
-const ORDER: [&str; 12] = [
+const ORDER: [&str; 13] = [
     "spawn",
     "spawn_batch",
     "iter2",
@@ -32,6 +32,7 @@ const ORDER: [&str; 12] = [
     "add_remove",
     "small_driver_join",
     "changed_filter",
+    "changed_filter_frames",
     "despawn_respawn",
     "reference_cleanup",
     "world_clone",
@@ -90,6 +91,17 @@ pub(crate) fn time_parallel_writes(b: &mut Bencher, mut write_all: impl FnMut(f6
     });
 }
 
+/// What a changed visit over a world of `n` positions (`position(i)`) returns right after
+/// frame `frame` nudged its rows: those rows, and the sum of their new `x`.
+#[cfg(test)]
+pub(crate) fn written_tally(n: u64, frame: u64) -> (u64, f32) {
+    tally((0..n).filter(|&i| is_written(i, frame)).map(|i| {
+        let mut p = position(i);
+        p.nudge();
+        p.x
+    }))
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -112,7 +124,7 @@ mod tests {
                     "frag_iter" => &[FRAG_KINDS * FRAG_PER_KIND],
                     "add_remove" => &[ADD_REMOVE_SIZE],
                     "small_driver_join" => &[JOIN_SIZES[0].0, JOIN_SIZES[1].0],
-                    "changed_filter" => &[CHANGED_SIZE],
+                    "changed_filter" | "changed_filter_frames" => &[CHANGED_SIZE],
                     "despawn_respawn" => &[DESPAWN_SIZE],
                     "reference_cleanup" => &[REFERENCE_SIZES.0],
                     "world_clone" | "world_clone_then_write" => &[CLONE_SIZE],

@@ -19,11 +19,11 @@ use shipyard::{
 
 use super::kinds::*;
 use super::{
-    ADD_REMOVE_SIZE, ADDED_B, Big, CHANGED_SIZE, CLONE_SIZE, ChangedWork, DESPAWN_SIZE, Data,
-    ENTITY_SIZES, FRAG_KINDS, FRAG_PER_KIND, Heat, JOIN_SIZES, PARALLEL_WRITE_SIZE, Position,
-    REFERENCE_SIZES, Rotation, SMALL, Small, Transform, Velocity, a, big, body, for_each_kind,
-    fragment, is_small, position, rayon_pool, rotation, tally, time_parallel_writes, velocity,
-    written_ids,
+    ADD_REMOVE_SIZE, ADDED_B, Big, CHANGED_SIZE, CHANGED_STRIDE, CLONE_SIZE, ChangedWork,
+    DESPAWN_SIZE, Data, ENTITY_SIZES, FRAG_KINDS, FRAG_PER_KIND, Heat, JOIN_SIZES,
+    PARALLEL_WRITE_SIZE, Position, REFERENCE_SIZES, Rotation, SMALL, Small, Spawn, Transform,
+    Velocity, a, big, body, for_each_kind, fragment, is_small, position, rayon_pool, rotation,
+    tally, time_parallel_writes, velocity, written_groups,
 };
 use crate::harness::Workload;
 
@@ -48,6 +48,7 @@ pub fn workloads() -> Vec<Workload> {
         workloads.push(small_driver_join(n_big, n_small));
     }
     workloads.push(changed_filter(CHANGED_SIZE));
+    workloads.push(changed_filter_frames(CHANGED_SIZE));
     workloads.push(despawn_respawn(DESPAWN_SIZE));
     workloads.push(reference_cleanup(REFERENCE_SIZES.0, REFERENCE_SIZES.1));
     workloads.push(world_clone(CLONE_SIZE));
@@ -242,27 +243,31 @@ fn small_driver_join(n_big: u64, n_small: u64) -> Workload {
 /// A view of the positions with modification tracking.
 type TrackedPositions<'a> = ViewMut<'a, Position, track::Modification>;
 
-/// The world of `changed_filter`, with modification tracking switched on for [`Position`].
+/// The world of `changed_filter` and `changed_filter_frames`, with modification tracking
+/// switched on for [`Position`].
 struct ChangedFixture {
     world: World,
-    /// The entities written between visits: 1% of them, spread evenly.
-    written: Vec<EntityId>,
+    /// The entities each frame writes, by `frame % CHANGED_STRIDE`: 1% of them, spread evenly.
+    written: Vec<Vec<EntityId>>,
 }
 
 impl ChangedFixture {
-    fn new(n: u64) -> ChangedFixture {
+    fn new(n: u64, spawn: Spawn) -> ChangedFixture {
         let mut world = World::new();
         world.track_modification::<Position>();
-        let ids: Vec<EntityId> = world.bulk_add_entity((0..n).map(position)).collect();
-        let written = written_ids(&ids);
+        let ids: Vec<EntityId> = match spawn {
+            Spawn::Batch => world.bulk_add_entity((0..n).map(position)).collect(),
+            Spawn::OneByOne => (0..n).map(|i| world.add_entity(position(i))).collect(),
+        };
+        let written = written_groups(&ids);
         ChangedFixture { world, written }
     }
 }
 
 impl ChangedWork for ChangedFixture {
     /// Restarts the modification window (outside a workload it runs from the last
-    /// `clear_all_modified`), then writes 1% of the rows.
-    fn write(&mut self) {
+    /// `clear_all_modified`), then writes the frame's 1% of the rows.
+    fn write(&mut self, frame: u64) {
         let positions = self
             .world
             .borrow::<TrackedPositions<'_>>()
@@ -272,7 +277,7 @@ impl ChangedWork for ChangedFixture {
             .world
             .borrow::<TrackedPositions<'_>>()
             .expect(FREE_BORROW);
-        for &id in &self.written {
+        for &id in &self.written[(frame % CHANGED_STRIDE) as usize] {
             positions[id].nudge();
         }
     }
@@ -283,7 +288,7 @@ impl ChangedWork for ChangedFixture {
             .world
             .borrow::<View<'_, Position, track::Modification>>()
             .expect(FREE_BORROW);
-        tally(positions.modified().iter())
+        tally(positions.modified().iter().map(|p| p.x))
     }
 }
 
@@ -291,6 +296,14 @@ fn changed_filter(n: u64) -> Workload {
     super::changed_filter(
         n,
         "track_modification::<Position>, View::modified(): timestamp compare per row of the dense set; window reset with clear_all_modified",
+        ChangedFixture::new,
+    )
+}
+
+fn changed_filter_frames(n: u64) -> Workload {
+    super::changed_filter_frames(
+        n,
+        "per frame: clear_all_modified, then another 1% written through a tracked ViewMut (untimed), then View::modified() (timed): timestamp compare per row of the dense set; world spawned one entity at a time",
         ChangedFixture::new,
     )
 }
@@ -504,6 +517,7 @@ fn parallel_write(n: u64) -> Workload {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::peers::written_tally;
 
     #[test]
     fn spawn_each_spawns_every_entity() {
@@ -559,13 +573,15 @@ mod tests {
 
     #[test]
     fn changed_filter_sees_exactly_the_writes_of_each_sample() {
-        let mut fixture = ChangedFixture::new(10_000);
-        assert_eq!(fixture.visit().0, 0);
-        for _ in 0..3 {
-            fixture.write();
-            assert_eq!(fixture.visit().0, 100);
-            // The window runs from the last clear, so a second visit sees the same rows.
-            assert_eq!(fixture.visit().0, 100);
+        for spawn in [Spawn::Batch, Spawn::OneByOne] {
+            let mut fixture = ChangedFixture::new(10_000, spawn);
+            assert_eq!(fixture.visit().0, 0);
+            for frame in 0..3 {
+                fixture.write(frame);
+                assert_eq!(fixture.visit(), written_tally(10_000, frame));
+                // The window runs from the last clear, so a second visit sees the same rows.
+                assert_eq!(fixture.visit(), written_tally(10_000, frame));
+            }
         }
     }
 
