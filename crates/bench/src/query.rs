@@ -401,14 +401,14 @@ fn joinable(n_big: u64, n_small: u64) -> Joinable {
 fn join_sum(world: &mut Joinable) -> f64 {
     let pass = must(world.query.run(&world.arena, &world.store));
     let column = must(pass.column::<f64>(&world.store, 0, FIRST));
-    (0..pass.len()).filter_map(|i| column.get(i)).sum::<f64>()
+    column.iter().sum::<f64>()
 }
 
 fn small_driver_join(n: u64, small: u64) -> Workload {
     Workload::new(
         "small_driver_join",
         n,
-        "cached query driven by the smaller set; sum Big's field through a bound term column",
+        "cached query driven by the smaller set; sum Big's field over a term column bound for the pass (TermColumn::iter through the term's rows)",
         move |b| {
             let mut world = joinable(n, small);
             b.iter(|| join_sum(&mut world));
@@ -484,10 +484,7 @@ impl data::ChangedWork for ChangedFixture {
     fn visit(&mut self) -> (u64, f32) {
         let pass = must(self.query.run(&self.arena, &self.store));
         let column = must(pass.column::<Vec3>(&self.store, 0, FIRST));
-        data::tally(
-            pass.iter()
-                .filter_map(|m| column.get(m.index()).map(|p| p.x)),
-        )
+        data::tally(column.iter().map(|p| p.x))
     }
 }
 
