@@ -140,7 +140,7 @@ fn frag_iter() -> Workload {
 /// A world of `n` entities with [`A`], and their ids.
 fn with_a(n: u64) -> (World, Vec<Entity>) {
     let mut world = World::new();
-    let ids = world.spawn_batch((0..n).map(|i| a(i))).collect();
+    let ids = world.spawn_batch((0..n).map(a)).collect();
     (world, ids)
 }
 

@@ -173,7 +173,7 @@ fn frag_iter() -> Workload {
 /// A world of `n` entities with [`A`], and their ids.
 fn with_a(n: u64) -> (World, Vec<EntityId>) {
     let mut world = World::new();
-    let ids = world.bulk_add_entity((0..n).map(|i| a(i))).collect();
+    let ids = world.bulk_add_entity((0..n).map(a)).collect();
     (world, ids)
 }
 
