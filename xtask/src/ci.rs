@@ -1,7 +1,7 @@
 //! `cargo xtask ci`: the steps of `.ci/run`, for running locally.
 //!
-//! Invariant: [`STEPS`] lists exactly the commands `.ci/run` runs, in the same order; a test
-//! reads `.ci/run` and fails when the two drift apart.
+//! Invariant: [`STEPS`] lists exactly the commands `.ci/run` runs, in the same order and under
+//! the names it announces them by; a test reads `.ci/run` and fails when the two drift apart.
 
 use std::path::Path;
 use std::time::Instant;
@@ -45,6 +45,23 @@ const STEPS: &[Step] = &[
         name: "tests",
         program: Program::Cargo,
         args: &["test", "--workspace"],
+    },
+    Step {
+        name: "bench with peers",
+        program: Program::Cargo,
+        args: &[
+            "check",
+            "-p",
+            "strata-bench",
+            "--features",
+            "peers",
+            "--all-targets",
+        ],
+    },
+    Step {
+        name: "fetch",
+        program: Program::Cargo,
+        args: &["fetch"],
     },
     Step {
         name: "supply chain",
@@ -108,5 +125,14 @@ mod tests {
             .collect();
         let expected: Vec<String> = STEPS.iter().map(script_line).collect();
         assert_eq!(script_steps, expected);
+        // The script announces each step under the name `cargo xtask ci` prints.
+        let script_names: Vec<&str> = script
+            .lines()
+            .map(str::trim)
+            .filter_map(|line| line.strip_prefix("echo \"==> "))
+            .filter_map(|rest| rest.strip_suffix('"'))
+            .collect();
+        let names: Vec<&str> = STEPS.iter().map(|step| step.name).collect();
+        assert_eq!(script_names, names);
     }
 }

@@ -1,10 +1,11 @@
 //! The measurement harness: workload descriptions, the [`Bencher`] a workload body drives, the
 //! sampling loop and the statistics it reports.
 //!
-//! Invariant: only the routine runs between the two clock reads of a sample. Setup and the drop
-//! of the routine's output always happen outside the timed region, and so does the drop of its
-//! input, except that [`Bencher::iter_with_setup_owned`] gives the input away and a routine that
-//! drops it is timed doing so. A [`Summary`] is only ever built from at least one timed sample.
+//! Invariant: only the routine runs between two clock reads that time it (one pair per sample,
+//! or one per frame for [`Bencher::iter_frames`], whose sample is the sum of its frames). Setup
+//! and the drop of the routine's output always happen outside the timed region, and so does the
+//! drop of its input, except that [`Bencher::iter_with_setup_owned`] gives the input away and a
+//! routine that drops it is timed doing so. A [`Summary`] is only ever built from at least one timed sample.
 //! A workload is identified by its [`WorkloadKey`] (library, name and size), never by its name
 //! alone, since peer libraries register the same names as Strata for the same work.
 
@@ -426,6 +427,38 @@ impl Bencher {
         });
     }
 
+    /// Times `frames` frames per sample on one `state` kept across all samples, as a game loop
+    /// keeps its world: each frame runs `prepare(state, frame)` untimed, then `routine(state)`
+    /// timed, and a sample's time is the sum of its frames' routines.
+    ///
+    /// Frames are numbered from 0 across the whole measurement, the warm-up sample's included,
+    /// so `prepare` can vary the work from frame to frame. The routine's outputs are dropped
+    /// after the sample's last frame. Give the workload `frames` as its items (see
+    /// [`Workload::items`]) so the figure per item is the mean per frame.
+    pub fn iter_frames<S, O>(
+        &mut self,
+        frames: u64,
+        mut state: S,
+        mut prepare: impl FnMut(&mut S, u64),
+        mut routine: impl FnMut(&mut S) -> O,
+    ) {
+        let mut frame = 0;
+        self.sample_each(move || {
+            let mut outputs = Vec::with_capacity(frames as usize);
+            let mut timed = Duration::ZERO;
+            for _ in 0..frames {
+                prepare(&mut state, frame);
+                frame += 1;
+                let start = Instant::now();
+                let output = black_box(routine(black_box(&mut state)));
+                timed += start.elapsed();
+                outputs.push(output);
+            }
+            drop(outputs);
+            timed
+        });
+    }
+
     /// Runs `one_run` once as a warm-up, then samples it one run per sample.
     fn sample_each(&mut self, mut one_run: impl FnMut() -> Duration) {
         if !self.begin() {
@@ -630,6 +663,51 @@ mod tests {
             b.iter_with_setup_owned(|| SlowDrop, |input| (input, SlowDrop));
         });
         let summary = owned.measure(tiny()).expect("the body measures once");
+        assert!(summary.median_ns < 10e6, "{summary:?}");
+    }
+
+    /// Frames are numbered across samples, the warm-up's included; each frame prepares once
+    /// and runs once, on the one state.
+    #[test]
+    fn iter_frames_numbers_frames_across_samples_on_one_state() {
+        let seen = Rc::new(std::cell::RefCell::new(Vec::new()));
+        let s = Rc::clone(&seen);
+        let mut workload = Workload::new("frames", 10, "counting", move |b| {
+            let s = Rc::clone(&s);
+            b.iter_frames(
+                3,
+                0_u64,
+                move |runs: &mut u64, frame| s.borrow_mut().push((frame, *runs)),
+                |runs| *runs += 1,
+            );
+        })
+        .items(3);
+        let summary = workload.measure(tiny()).expect("the body measures once");
+        assert_eq!(summary.samples, 5);
+        // Warm-up and 5 samples of 3 frames: frame k is prepared after k routine runs.
+        let expected: Vec<(u64, u64)> = (0..18).map(|k| (k, k)).collect();
+        assert_eq!(*seen.borrow(), expected);
+    }
+
+    /// Sleeps in each frame's preparation and in the drop of each output; none of it may be
+    /// timed.
+    #[test]
+    fn iter_frames_times_only_the_routines() {
+        struct SlowDrop;
+        impl Drop for SlowDrop {
+            fn drop(&mut self) {
+                std::thread::sleep(Duration::from_millis(20));
+            }
+        }
+        let mut workload = Workload::new("slow_frames", 1, "sleeping", |b| {
+            b.iter_frames(
+                2,
+                (),
+                |_, _| std::thread::sleep(Duration::from_millis(20)),
+                |_| SlowDrop,
+            );
+        });
+        let summary = workload.measure(tiny()).expect("the body measures once");
         assert!(summary.median_ns < 10e6, "{summary:?}");
     }
 

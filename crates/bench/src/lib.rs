@@ -28,6 +28,7 @@
 
 pub mod arena;
 pub mod cli;
+pub mod data;
 pub mod error;
 pub mod harness;
 pub mod overlay;

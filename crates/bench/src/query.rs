@@ -1,18 +1,19 @@
 //! Strata's side of the head-to-head workloads: the same names, data and work as the peer
 //! libraries' (`peers/`), through the arena, the component store and queries.
 //!
-//! Invariant: every workload builds its world in setup and times only the work its name
-//! describes; each sample starts from the same state, so its figure is comparable with the
-//! peers' on the same run.
+//! Invariant: every workload builds its world in setup from the values of [`crate::data`] and
+//! times only the work its name describes; each sample starts from the same state, so its
+//! figure is comparable with the peers' on the same run.
 
 use std::hint::black_box;
 
-use strata_arena::{Arena, ClassId, InstanceId, Transform, Vec3};
+use strata_arena::{Arena, ClassId, InstanceId, Snapshot, Transform, Vec3};
 use strata_component_store::{
-    ComponentDef, ComponentId, FieldDef, FieldId, InstanceRef, RefPolicy, Store,
+    ComponentDef, ComponentId, FieldDef, FieldId, InstanceRef, RefPolicy, Scalar, Store, StoreError,
 };
 use strata_query::{Query, QuerySpec};
 
+use crate::data;
 use crate::harness::Workload;
 
 /// The workloads, in run order.
@@ -28,28 +29,32 @@ pub fn workloads() -> Vec<Workload> {
         add_remove(10_000),
         small_driver_join(20_000, 200),
         small_driver_join(1_000_000, 1_000),
-        changed_filter(100_000),
+        changed_filter(data::CHANGED_SIZE),
+        changed_filter_frames(data::CHANGED_SIZE),
         despawn_respawn(100_000),
         reference_cleanup(10_000, 100),
-        world_clone(100_000),
+        world_snapshot(data::CLONE_SIZE),
+        world_clone_then_write(data::CLONE_SIZE),
     ]
 }
+
+/// Every field here is the first of its one-field component.
+const FIRST: FieldId = FieldId::from_index(0);
 
 /// The four components of the spawn and iteration workloads: Transform (16 f32), Position,
 /// Rotation and Velocity (3 f32 each), each a single field.
 #[derive(Clone, Copy)]
 struct Body {
-    transform: (ComponentId, FieldId),
-    position: (ComponentId, FieldId),
-    rotation: (ComponentId, FieldId),
-    velocity: (ComponentId, FieldId),
+    transform: ComponentId,
+    position: ComponentId,
+    rotation: ComponentId,
+    velocity: ComponentId,
 }
 
 impl Body {
     fn install(arena: &Arena, store: &mut Store) -> Body {
         let mut one = |name: &str, field: FieldDef| {
-            let c = must(store.install(ComponentDef::new(name).field(field), arena.classes()));
-            (c, FieldId::from_index(0))
+            must(store.install(ComponentDef::new(name).field(field), arena.classes()))
         };
         Body {
             transform: one("Transform", FieldDef::transform("m", Transform::IDENTITY)),
@@ -59,82 +64,35 @@ impl Body {
         }
     }
 
-    /// Creates one entity and adds the four components, one at a time.
+    /// Creates the `i`-th entity and adds the four components with the values of
+    /// [`data::body`], one at a time.
     fn spawn(&self, arena: &mut Arena, store: &mut Store, i: u64) -> InstanceRef {
-        let id = must(arena.create(ClassId::ENTITY, None));
-        let at = InstanceRef::new(
-            id,
-            arena
-                .slot_of(id)
-                .unwrap_or_else(|| fail("a new instance has a slot")),
-        );
-        let f = i as f32;
-        must(
-            must(store.insert(at, ClassId::ENTITY, self.transform.0))
-                .set(
-                    self.transform.1,
-                    Transform::from_position(Vec3::new(f, 0.0, 0.0)),
-                )
-                .map(|_| ()),
-        );
-        must(
-            must(store.insert(at, ClassId::ENTITY, self.position.0))
-                .set(self.position.1, Vec3::new(f, f, f))
-                .map(|_| ()),
-        );
-        must(
-            must(store.insert(at, ClassId::ENTITY, self.rotation.0))
-                .set(self.rotation.1, Vec3::new(0.0, f, 0.0))
-                .map(|_| ()),
-        );
-        must(
-            must(store.insert(at, ClassId::ENTITY, self.velocity.0))
-                .set(self.velocity.1, Vec3::new(1.0, 0.5, 0.25))
-                .map(|_| ()),
-        );
+        let at = create(arena);
+        let (transform, position, rotation, velocity) = data::body(i);
+        must(insert_with(
+            store,
+            at,
+            self.transform,
+            Transform::from(transform),
+        ));
+        must(insert_with(store, at, self.position, Vec3::from(position)));
+        must(insert_with(store, at, self.rotation, Vec3::from(rotation)));
+        must(insert_with(store, at, self.velocity, Vec3::from(velocity)));
         at
     }
 
-    /// Creates `n` entities with the four components through the bulk paths.
+    /// Creates `n` entities with the four components through the bulk paths, the `i`-th with
+    /// the values of [`data::body`].
     fn spawn_batch(&self, arena: &mut Arena, store: &mut Store, n: u64) -> Vec<InstanceRef> {
-        let made = must(arena.create_many(ClassId::ENTITY, None, n as usize));
-        let ats: Vec<InstanceRef> = made
-            .into_iter()
-            .map(|(id, slot)| InstanceRef::new(id, slot))
-            .collect();
-        let f = |i: usize| i as f32;
-        must(
-            must(store.insert_many(&ats, ClassId::ENTITY, self.transform.0))
-                .fill(
-                    self.transform.1,
-                    (0..ats.len()).map(|i| Transform::from_position(Vec3::new(f(i), 0.0, 0.0))),
-                )
-                .map(|_| ()),
-        );
-        must(
-            must(store.insert_many(&ats, ClassId::ENTITY, self.position.0))
-                .fill(
-                    self.position.1,
-                    (0..ats.len()).map(|i| Vec3::new(f(i), f(i), f(i))),
-                )
-                .map(|_| ()),
-        );
-        must(
-            must(store.insert_many(&ats, ClassId::ENTITY, self.rotation.0))
-                .fill(
-                    self.rotation.1,
-                    (0..ats.len()).map(|i| Vec3::new(0.0, f(i), 0.0)),
-                )
-                .map(|_| ()),
-        );
-        must(
-            must(store.insert_many(&ats, ClassId::ENTITY, self.velocity.0))
-                .fill(
-                    self.velocity.1,
-                    std::iter::repeat_n(Vec3::new(1.0, 0.5, 0.25), ats.len()),
-                )
-                .map(|_| ()),
-        );
+        let ats = create_many(arena, n);
+        let transforms = (0..n).map(|i| Transform::from(data::transform(i)));
+        must(insert_many_with(store, &ats, self.transform, transforms));
+        let positions = (0..n).map(|i| Vec3::from(data::position(i)));
+        must(insert_many_with(store, &ats, self.position, positions));
+        let rotations = (0..n).map(|i| Vec3::from(data::rotation(i)));
+        must(insert_many_with(store, &ats, self.rotation, rotations));
+        let velocities = (0..n).map(|i| Vec3::from(data::velocity(i)));
+        must(insert_many_with(store, &ats, self.velocity, velocities));
         ats
     }
 }
@@ -151,8 +109,77 @@ fn fail(why: &str) -> ! {
     panic!("benchmark fixture failed: {why}")
 }
 
+/// Creates one entity and pairs it with its slot.
+fn create(arena: &mut Arena) -> InstanceRef {
+    let id = must(arena.create(ClassId::ENTITY, None));
+    let slot = arena
+        .slot_of(id)
+        .unwrap_or_else(|| fail("a new instance has a slot"));
+    InstanceRef::new(id, slot)
+}
+
+/// Creates `n` entities in one step (consecutive ids), each paired with its slot.
+fn create_many(arena: &mut Arena, n: u64) -> Vec<InstanceRef> {
+    must(arena.create_many(ClassId::ENTITY, None, n as usize))
+        .into_iter()
+        .map(|(id, slot)| InstanceRef::new(id, slot))
+        .collect()
+}
+
+/// Adds `component` to `at` with its one field set to `value`.
+fn insert_with<T: Scalar>(
+    store: &mut Store,
+    at: InstanceRef,
+    component: ComponentId,
+    value: T,
+) -> Result<(), StoreError> {
+    store
+        .insert(at, ClassId::ENTITY, component)?
+        .set(FIRST, value)
+        .map(|_| ())
+}
+
+/// Adds `component` to every one of `ats` in one step, the `i`-th row's one field set to the
+/// `i`-th of `values`.
+fn insert_many_with<T: Scalar>(
+    store: &mut Store,
+    ats: &[InstanceRef],
+    component: ComponentId,
+    values: impl IntoIterator<Item = T>,
+) -> Result<(), StoreError> {
+    store
+        .insert_many(ats, ClassId::ENTITY, component)?
+        .fill(FIRST, values)
+        .map(|_| ())
+}
+
+/// Installs a one-field number component (an f64, as the peers' one-number components).
+fn number_component(arena: &Arena, store: &mut Store, name: &str) -> ComponentId {
+    must(store.install(
+        ComponentDef::new(name).field(FieldDef::number("x", 0.0)),
+        arena.classes(),
+    ))
+}
+
+/// Installs a one-field vector component (three f32, as the peers' vector components).
+fn vector_component(arena: &Arena, store: &mut Store, name: &str) -> ComponentId {
+    must(store.install(
+        ComponentDef::new(name).field(FieldDef::vector("v", Vec3::ZERO)),
+        arena.classes(),
+    ))
+}
+
+/// The step of `iter2`, as [`data::Position::advance`].
 fn add(a: &Vec3, b: &Vec3) -> Vec3 {
     Vec3::new(a.x + b.x, a.y + b.y, a.z + b.z)
+}
+
+/// A fresh world with the four components of `spawn` installed and no entity yet.
+fn empty_bodies() -> (Arena, Store, Body) {
+    let arena = Arena::standard();
+    let mut store = Store::new();
+    let body = Body::install(&arena, &mut store);
+    (arena, store, body)
 }
 
 fn spawn(n: u64) -> Workload {
@@ -161,19 +188,11 @@ fn spawn(n: u64) -> Workload {
         n,
         "arena create (one Arc'd node, queued event) + 4 single inserts (typed default row, RowInit::set)",
         move |b| {
-            b.iter_with_setup(
-                || {
-                    let arena = Arena::standard();
-                    let mut store = Store::new();
-                    let body = Body::install(&arena, &mut store);
-                    (arena, store, body)
-                },
-                |(arena, store, body)| {
-                    for i in 0..n {
-                        black_box(body.spawn(arena, store, i));
-                    }
-                },
-            );
+            b.iter_with_setup(empty_bodies, |(arena, store, body)| {
+                for i in 0..n {
+                    black_box(body.spawn(arena, store, i));
+                }
+            });
         },
     )
 }
@@ -184,17 +203,42 @@ fn spawn_batch(n: u64) -> Workload {
         n,
         "Arena::create_many (consecutive ids, one event) + 4 Store::insert_many with typed fills",
         move |b| {
-            b.iter_with_setup(
-                || {
-                    let arena = Arena::standard();
-                    let mut store = Store::new();
-                    let body = Body::install(&arena, &mut store);
-                    (arena, store, body)
-                },
-                |(arena, store, body)| body.spawn_batch(arena, store, n),
-            );
+            b.iter_with_setup(empty_bodies, |(arena, store, body)| {
+                body.spawn_batch(arena, store, n)
+            });
         },
     )
+}
+
+/// The world of `iter2`: `n` entities with the four components, and the cached query over
+/// (Position, Velocity).
+struct Bodies {
+    arena: Arena,
+    store: Store,
+    query: Query,
+}
+
+fn bodies(n: u64) -> Bodies {
+    let (mut arena, mut store, body) = empty_bodies();
+    body.spawn_batch(&mut arena, &mut store, n);
+    let mut query = must(Query::new(
+        QuerySpec::new().with(body.position).with(body.velocity),
+    ));
+    must(query.refresh(&arena, &store));
+    Bodies {
+        arena,
+        store,
+        query,
+    }
+}
+
+/// The routine of `iter2`: `Position += Velocity` over every match; returns the rows changed.
+///
+/// Every run changes every row: `x` grows by 1 from at most a million, exact in f32 until
+/// 2^24, which would take over 15 million runs.
+fn advance_all(world: &mut Bodies) -> usize {
+    let pass = must(world.query.run(&world.arena, &world.store));
+    must(pass.update::<Vec3, Vec3>(&mut world.store, (0, FIRST), (1, FIRST), add))
 }
 
 fn iter2(n: u64) -> Workload {
@@ -203,187 +247,329 @@ fn iter2(n: u64) -> Workload {
         n,
         "cached query (stamp check), Pass::update writing Position from Velocity: dense slice walk, compare-before-write, changed tick + change log + dirty mask per row",
         move |b| {
-            let mut arena = Arena::standard();
-            let mut store = Store::new();
-            let body = Body::install(&arena, &mut store);
-            body.spawn_batch(&mut arena, &mut store, n);
-            let mut query = must(Query::new(
-                QuerySpec::new().with(body.position.0).with(body.velocity.0),
-            ));
-            must(query.refresh(&arena, &store));
-            b.iter(|| {
-                let pass = must(query.run(&arena, &store));
-                must(pass.update::<Vec3, Vec3>(
-                    &mut store,
-                    (0, body.position.1),
-                    (1, body.velocity.1),
-                    add,
-                ))
-            });
+            let mut world = bodies(n);
+            b.iter(|| advance_all(&mut world));
         },
     )
+}
+
+/// The world of `frag_iter`: 26 kinds `A`..`Z` of 20 entities each, every one also with
+/// `Data`, and the cached query over `Data`.
+struct Fragmented {
+    arena: Arena,
+    store: Store,
+    query: Query,
+}
+
+fn fragmented() -> Fragmented {
+    let mut arena = Arena::standard();
+    let mut store = Store::new();
+    let data = number_component(&arena, &mut store, "Data");
+    let mut kinds = Vec::new();
+    macro_rules! name_kind {
+        ($kind:ident, $kinds:expr) => {
+            $kinds.push(stringify!($kind));
+        };
+    }
+    data::for_each_kind!(name_kind, kinds);
+    for name in kinds {
+        let kind = number_component(&arena, &mut store, name);
+        let ats = create_many(&mut arena, data::FRAG_PER_KIND);
+        let values = || (0..data::FRAG_PER_KIND).map(data::fragment);
+        must(insert_many_with(
+            &mut store,
+            &ats,
+            kind,
+            values().map(|(v, _)| v),
+        ));
+        must(insert_many_with(
+            &mut store,
+            &ats,
+            data,
+            values().map(|(_, d)| d.0),
+        ));
+    }
+    let mut query = must(Query::new(QuerySpec::new().with(data)));
+    must(query.refresh(&arena, &store));
+    Fragmented {
+        arena,
+        store,
+        query,
+    }
+}
+
+/// The routine of `frag_iter`: one update pass negating every `Data` (as
+/// [`data::Data::negate`] does for the peers, so every run changes every row); returns the
+/// rows it changed.
+fn frag_pass(world: &mut Fragmented) -> usize {
+    let pass = must(world.query.run(&world.arena, &world.store));
+    must(pass.update_each::<f64>(&mut world.store, (0, FIRST), |v| -v))
 }
 
 fn frag_iter() -> Workload {
     Workload::new(
         "frag_iter",
-        520,
-        "Data's own sparse set is contiguous whatever the other 26 kinds: one dense update pass",
+        data::FRAG_KINDS * data::FRAG_PER_KIND,
+        "Data's own sparse set is contiguous whatever the other 26 kinds: one dense update pass negating every row (compare-before-write, changed tick, dirty mask)",
         move |b| {
-            let mut arena = Arena::standard();
-            let mut store = Store::new();
-            let data = must(store.install(
-                ComponentDef::new("Data").field(FieldDef::number("x", 1.0)),
-                arena.classes(),
-            ));
-            let x = FieldId::from_index(0);
-            for letter in b'A'..=b'Z' {
-                let name = (letter as char).to_string();
-                let kind = must(store.install(
-                    ComponentDef::new(&name).field(FieldDef::number("v", 0.0)),
-                    arena.classes(),
-                ));
-                let made = must(arena.create_many(ClassId::ENTITY, None, 20));
-                let ats: Vec<InstanceRef> = made
-                    .into_iter()
-                    .map(|(id, slot)| InstanceRef::new(id, slot))
-                    .collect();
-                must(store.insert_many(&ats, ClassId::ENTITY, kind).map(|_| ()));
-                must(store.insert_many(&ats, ClassId::ENTITY, data).map(|_| ()));
-            }
-            let mut query = must(Query::new(QuerySpec::new().with(data)));
-            must(query.refresh(&arena, &store));
-            b.iter(|| {
-                let pass = must(query.run(&arena, &store));
-                must(pass.update_each::<f64>(&mut store, (0, x), |v| v * 2.0))
-            });
+            let mut world = fragmented();
+            b.iter(|| frag_pass(&mut world));
         },
     )
+}
+
+/// The world of `add_remove`: `n` entities with `A`, none with `B` yet.
+struct WithA {
+    store: Store,
+    ats: Vec<InstanceRef>,
+    b: ComponentId,
+}
+
+fn with_a(n: u64) -> WithA {
+    let mut arena = Arena::standard();
+    let mut store = Store::new();
+    let a = number_component(&arena, &mut store, "A");
+    let b = number_component(&arena, &mut store, "B");
+    let ats = create_many(&mut arena, n);
+    must(insert_many_with(
+        &mut store,
+        &ats,
+        a,
+        (0..n).map(|i| data::a(i).0),
+    ));
+    WithA { store, ats, b }
+}
+
+/// The routine of `add_remove`: `B` added to every entity, then removed from every one;
+/// returns how many were removed.
+fn add_then_remove(world: &mut WithA) -> usize {
+    for at in &world.ats {
+        must(insert_with(&mut world.store, *at, world.b, data::ADDED_B.0));
+    }
+    let mut removed = 0;
+    for at in &world.ats {
+        removed += usize::from(must(world.store.remove(*at, world.b)));
+    }
+    removed
 }
 
 fn add_remove(n: u64) -> Workload {
     Workload::new(
         "add_remove",
         n,
-        "Store::insert of B per entity (sparse entry + column push), then Store::remove (swap-remove + removal log)",
+        "Store::insert of B per entity (sparse entry + column push), then Store::remove (swap-remove + removal log); a fresh world per sample",
         move |b| {
-            let mut arena = Arena::standard();
-            let mut store = Store::new();
-            let a = must(store.install(
-                ComponentDef::new("A").field(FieldDef::number("x", 0.0)),
-                arena.classes(),
-            ));
-            let bc = must(store.install(
-                ComponentDef::new("B").field(FieldDef::number("x", 0.0)),
-                arena.classes(),
-            ));
-            let made = must(arena.create_many(ClassId::ENTITY, None, n as usize));
-            let ats: Vec<InstanceRef> = made
-                .into_iter()
-                .map(|(id, slot)| InstanceRef::new(id, slot))
-                .collect();
-            must(store.insert_many(&ats, ClassId::ENTITY, a).map(|_| ()));
-            b.iter(|| {
-                for at in &ats {
-                    must(store.insert(*at, ClassId::ENTITY, bc).map(|_| ()));
-                }
-                for at in &ats {
-                    black_box(must(store.remove(*at, bc)));
-                }
-            });
+            // A fresh world per sample, as for the peers: a reused store would start later
+            // samples with B's sparse entries, columns and removal log already grown.
+            b.iter_with_setup(|| with_a(n), add_then_remove);
         },
     )
+}
+
+/// The world of `small_driver_join`: `n_big` entities with `Big`, `n_small` of them with
+/// `Small` too, and the cached query over (Big, Small).
+struct Joinable {
+    arena: Arena,
+    store: Store,
+    query: Query,
+}
+
+fn joinable(n_big: u64, n_small: u64) -> Joinable {
+    let mut arena = Arena::standard();
+    let mut store = Store::new();
+    let big = number_component(&arena, &mut store, "Big");
+    let small = number_component(&arena, &mut store, "Small");
+    let ats = create_many(&mut arena, n_big);
+    let bigs = (0..n_big).map(|i| data::big(i).0);
+    must(insert_many_with(&mut store, &ats, big, bigs));
+    let chosen: Vec<InstanceRef> = (0..n_big)
+        .filter(|&i| data::is_small(i, n_big, n_small))
+        .map(|i| ats[i as usize])
+        .collect();
+    let smalls = std::iter::repeat_n(data::SMALL.0, chosen.len());
+    must(insert_many_with(&mut store, &chosen, small, smalls));
+    let mut query = must(Query::new(QuerySpec::new().with(big).with(small)));
+    must(query.refresh(&arena, &store));
+    Joinable {
+        arena,
+        store,
+        query,
+    }
+}
+
+/// The routine of `small_driver_join`: the sum of `Big` over the entities with both.
+fn join_sum(world: &mut Joinable) -> f64 {
+    let pass = must(world.query.run(&world.arena, &world.store));
+    let column = must(pass.column::<f64>(&world.store, 0, FIRST));
+    column.iter().sum::<f64>()
 }
 
 fn small_driver_join(n: u64, small: u64) -> Workload {
     Workload::new(
         "small_driver_join",
         n,
-        "cached query driven by the smaller set; sum Big's field through a bound term column",
+        "cached query driven by the smaller set; sum Big's field over a term column bound for the pass (TermColumn::iter through the term's rows)",
         move |b| {
-            let mut arena = Arena::standard();
-            let mut store = Store::new();
-            let big = must(store.install(
-                ComponentDef::new("Big").field(FieldDef::number("x", 1.0)),
-                arena.classes(),
-            ));
-            let sm = must(store.install(
-                ComponentDef::new("Small").field(FieldDef::number("y", 2.0)),
-                arena.classes(),
-            ));
-            let made = must(arena.create_many(ClassId::ENTITY, None, n as usize));
-            let ats: Vec<InstanceRef> = made
-                .into_iter()
-                .map(|(id, slot)| InstanceRef::new(id, slot))
-                .collect();
-            must(store.insert_many(&ats, ClassId::ENTITY, big).map(|_| ()));
-            let step = (n / small) as usize;
-            let chosen: Vec<InstanceRef> = ats.iter().step_by(step).copied().collect();
-            must(store.insert_many(&chosen, ClassId::ENTITY, sm).map(|_| ()));
-            let mut query = must(Query::new(QuerySpec::new().with(big).with(sm)));
-            must(query.refresh(&arena, &store));
-            let x = FieldId::from_index(0);
-            b.iter(|| {
-                let pass = must(query.run(&arena, &store));
-                let column = must(pass.column::<f64>(&store, 0, x));
-                (0..pass.len()).filter_map(|i| column.get(i)).sum::<f64>()
-            });
+            let mut world = joinable(n, small);
+            b.iter(|| join_sum(&mut world));
         },
     )
     .items(small)
 }
 
+/// The world of `changed_filter` and `changed_filter_frames`: `n` entities with `Position`, a
+/// query with a changed filter on it that has run once, and the rows each frame writes.
+struct ChangedFixture {
+    arena: Arena,
+    store: Store,
+    position: ComponentId,
+    query: Query,
+    /// The entities each frame writes, by `frame % CHANGED_STRIDE`: 1% of them, spread evenly.
+    written: Vec<Vec<InstanceRef>>,
+}
+
+impl ChangedFixture {
+    fn new(n: u64, spawn: data::Spawn) -> ChangedFixture {
+        let mut arena = Arena::standard();
+        let mut store = Store::new();
+        let position = vector_component(&arena, &mut store, "Position");
+        let ats = match spawn {
+            data::Spawn::Batch => {
+                let ats = create_many(&mut arena, n);
+                let positions = (0..n).map(|i| Vec3::from(data::position(i)));
+                must(insert_many_with(&mut store, &ats, position, positions));
+                ats
+            }
+            data::Spawn::OneByOne => (0..n)
+                .map(|i| {
+                    let at = create(&mut arena);
+                    must(insert_with(
+                        &mut store,
+                        at,
+                        position,
+                        Vec3::from(data::position(i)),
+                    ));
+                    at
+                })
+                .collect(),
+        };
+        let written = data::written_groups(&ats);
+        let mut query = must(Query::new(
+            QuerySpec::new().with(position).changed(position),
+        ));
+        // The first pass sees every row as changed; it is setup, not a sample.
+        must(query.run(&arena, &store).map(|_| ()));
+        ChangedFixture {
+            arena,
+            store,
+            position,
+            query,
+            written,
+        }
+    }
+}
+
+impl data::ChangedWork for ChangedFixture {
+    /// Writes the frame's 1% of the rows (`x += 1`, as the peers do) through `Store::write`.
+    fn write(&mut self, frame: u64) {
+        let group = &self.written[(frame % data::CHANGED_STRIDE) as usize];
+        for at in group {
+            let mut p = *must(self.store.get::<Vec3>(*at, self.position, FIRST));
+            p.x += 1.0;
+            must(self.store.write(*at, self.position, FIRST, p));
+        }
+    }
+
+    /// One changed pass: the number of rows visited and the sum of their `x`.
+    fn visit(&mut self) -> (u64, f32) {
+        let pass = must(self.query.run(&self.arena, &self.store));
+        let column = must(pass.column::<Vec3>(&self.store, 0, FIRST));
+        data::tally(column.iter().map(|p| p.x))
+    }
+}
+
 fn changed_filter(n: u64) -> Workload {
-    Workload::new(
-        "changed_filter",
+    data::changed_filter(
         n,
-        "changed pass reads the set's change log (1% of rows), binary-searches the id-sorted matches, re-checks ticks; visit reads Position",
-        move |b| {
-            b.iter_with_setup(
-                || {
-                    let mut arena = Arena::standard();
-                    let mut store = Store::new();
-                    let position = must(store.install(
-                        ComponentDef::new("Position").field(FieldDef::vector("v", Vec3::ZERO)),
-                        arena.classes(),
-                    ));
-                    let v = FieldId::from_index(0);
-                    let made = must(arena.create_many(ClassId::ENTITY, None, n as usize));
-                    let ats: Vec<InstanceRef> = made
-                        .into_iter()
-                        .map(|(id, slot)| InstanceRef::new(id, slot))
-                        .collect();
-                    must(
-                        store
-                            .insert_many(&ats, ClassId::ENTITY, position)
-                            .map(|_| ()),
-                    );
-                    let mut query = must(Query::new(
-                        QuerySpec::new().with(position).changed(position),
-                    ));
-                    must(query.run(&arena, &store).map(|_| ()));
-                    {
-                        let mut writer = must(store.column_writer::<Vec3>(position, v));
-                        for row in (0..n as usize).step_by(100) {
-                            must(writer.write(row, Vec3::new(1.0, 2.0, 3.0)));
-                        }
-                    }
-                    (arena, store, query, v)
-                },
-                |(arena, store, query, v)| {
-                    let pass = must(query.run(arena, store));
-                    let column = must(pass.column::<Vec3>(store, 0, *v));
-                    let mut visited = 0usize;
-                    let mut sum = 0.0f32;
-                    for m in pass.iter() {
-                        sum += column.get(m.index()).map_or(0.0, |p| p.x);
-                        visited += 1;
-                    }
-                    (visited, sum)
-                },
-            );
-        },
+        "changed pass reads the set's change log since the query's baseline (1% of rows written through Store::write per sample, untimed), finds each logged row's match, re-checks ticks; visit reads Position through a bound term column",
+        ChangedFixture::new,
     )
+}
+
+fn changed_filter_frames(n: u64) -> Workload {
+    data::changed_filter_frames(
+        n,
+        "per frame: another 1% of rows written through Store::write (untimed), then one changed pass (timed) reading the set's change log since the query's baseline; world spawned one entity at a time (arena create + Store::insert)",
+        ChangedFixture::new,
+    )
+}
+
+/// The world of `despawn_respawn`: `n` entities with Position and Velocity.
+struct Movers {
+    arena: Arena,
+    store: Store,
+    ats: Vec<InstanceRef>,
+    position: ComponentId,
+    velocity: ComponentId,
+}
+
+fn movers(n: u64) -> Movers {
+    let mut arena = Arena::standard();
+    let mut store = Store::new();
+    let position = vector_component(&arena, &mut store, "Position");
+    let velocity = vector_component(&arena, &mut store, "Velocity");
+    let ats = create_many(&mut arena, n);
+    let positions = (0..n).map(|i| Vec3::from(data::position(i)));
+    must(insert_many_with(&mut store, &ats, position, positions));
+    let velocities = (0..n).map(|i| Vec3::from(data::velocity(i)));
+    must(insert_many_with(&mut store, &ats, velocity, velocities));
+    must(arena.drain().map(|_| ()));
+    Movers {
+        arena,
+        store,
+        ats,
+        position,
+        velocity,
+    }
+}
+
+/// The routine of `despawn_respawn`: every other entity destroyed (two drains, so their slots
+/// are reused), then as many created, the `i`-th with the peers' `i`-th values; returns how
+/// many were destroyed.
+fn despawn_then_respawn(world: &mut Movers) -> u64 {
+    let Movers {
+        arena,
+        store,
+        ats,
+        position,
+        velocity,
+    } = world;
+    let mut n_despawned = 0;
+    for at in ats.iter().step_by(2) {
+        let destruction = must(arena.destroy(at.id));
+        black_box(store.on_destroyed(&destruction.doomed));
+        n_despawned += 1;
+    }
+    for _ in 0..2 {
+        let drained = must(arena.drain());
+        store.on_reclaimed(&drained.reclaimed);
+    }
+    for i in 0..n_despawned {
+        let at = create(arena);
+        must(insert_with(
+            store,
+            at,
+            *position,
+            Vec3::from(data::position(i)),
+        ));
+        must(insert_with(
+            store,
+            at,
+            *velocity,
+            Vec3::from(data::velocity(i)),
+        ));
+    }
+    n_despawned
 }
 
 fn despawn_respawn(n: u64) -> Workload {
@@ -392,52 +578,49 @@ fn despawn_respawn(n: u64) -> Workload {
         n,
         "arena destroy (tombstone + events) + Store::on_destroyed per entity; two drains (on_reclaimed) so slots are reused; then create + 2 inserts per entity",
         move |b| {
-            b.iter_with_setup(
-                || {
-                    let mut arena = Arena::standard();
-                    let mut store = Store::new();
-                    let p = must(store.install(
-                        ComponentDef::new("Position").field(FieldDef::vector("v", Vec3::ZERO)),
-                        arena.classes(),
-                    ));
-                    let v = must(store.install(
-                        ComponentDef::new("Velocity").field(FieldDef::vector("v", Vec3::ZERO)),
-                        arena.classes(),
-                    ));
-                    let made = must(arena.create_many(ClassId::ENTITY, None, n as usize));
-                    let ats: Vec<InstanceRef> = made
-                        .into_iter()
-                        .map(|(id, slot)| InstanceRef::new(id, slot))
-                        .collect();
-                    must(store.insert_many(&ats, ClassId::ENTITY, p).map(|_| ()));
-                    must(store.insert_many(&ats, ClassId::ENTITY, v).map(|_| ()));
-                    must(arena.drain().map(|_| ()));
-                    (arena, store, ats, p, v)
-                },
-                |(arena, store, ats, p, v)| {
-                    for at in ats.iter().step_by(2) {
-                        let destruction = must(arena.destroy(at.id));
-                        black_box(store.on_destroyed(&destruction.doomed));
-                    }
-                    for _ in 0..2 {
-                        let drained = must(arena.drain());
-                        store.on_reclaimed(&drained.reclaimed);
-                    }
-                    for _ in 0..ats.len() / 2 {
-                        let id = must(arena.create(ClassId::ENTITY, None));
-                        let at = InstanceRef::new(
-                            id,
-                            arena
-                                .slot_of(id)
-                                .unwrap_or_else(|| fail("a new instance has a slot")),
-                        );
-                        must(store.insert(at, ClassId::ENTITY, *p).map(|_| ()));
-                        must(store.insert(at, ClassId::ENTITY, *v).map(|_| ()));
-                    }
-                },
-            );
+            b.iter_with_setup(|| movers(n), despawn_then_respawn);
         },
     )
+}
+
+/// The world of `reference_cleanup`: targets, and holders whose `Aim` refers to one each.
+struct Referencing {
+    arena: Arena,
+    store: Store,
+    targets: Vec<InstanceId>,
+}
+
+/// Holder `i` refers to target `i % n_targets`, as for the peers.
+fn referencing(n_holders: u64, n_targets: u64) -> Referencing {
+    let mut arena = Arena::standard();
+    let mut store = Store::new();
+    let aim = must(store.install(
+        ComponentDef::new("Aim").field(FieldDef::reference("target", RefPolicy::Clear)),
+        arena.classes(),
+    ));
+    let targets: Vec<InstanceId> = create_many(&mut arena, n_targets)
+        .into_iter()
+        .map(|at| at.id)
+        .collect();
+    let holders = create_many(&mut arena, n_holders);
+    let aims = (0..holders.len()).map(|i| Some(targets[i % targets.len()]));
+    must(insert_many_with(&mut store, &holders, aim, aims));
+    Referencing {
+        arena,
+        store,
+        targets,
+    }
+}
+
+/// The routine of `reference_cleanup`: every target destroyed; returns the references the
+/// store cleared.
+fn destroy_targets(world: &mut Referencing) -> usize {
+    let mut cleared = 0;
+    for t in &world.targets {
+        let destruction = must(world.arena.destroy(*t));
+        cleared += world.store.on_destroyed(&destruction.doomed).cleared.len();
+    }
+    cleared
 }
 
 fn reference_cleanup(holders: u64, targets: u64) -> Workload {
@@ -446,72 +629,357 @@ fn reference_cleanup(holders: u64, targets: u64) -> Workload {
         holders,
         "reverse reference index: destroying a target visits only its holders; Clear policy writes None",
         move |b| {
-            b.iter_with_setup(
-                || {
-                    let mut arena = Arena::standard();
-                    let mut store = Store::new();
-                    let aim = must(
-                        store.install(
-                            ComponentDef::new("Aim")
-                                .field(FieldDef::reference("target", RefPolicy::Clear)),
-                            arena.classes(),
-                        ),
-                    );
-                    let target_ids: Vec<InstanceId> =
-                        must(arena.create_many(ClassId::ENTITY, None, targets as usize))
-                            .into_iter()
-                            .map(|(id, _)| id)
-                            .collect();
-                    let made = must(arena.create_many(ClassId::ENTITY, None, holders as usize));
-                    let ats: Vec<InstanceRef> = made
-                        .into_iter()
-                        .map(|(id, slot)| InstanceRef::new(id, slot))
-                        .collect();
-                    let field = FieldId::from_index(0);
-                    must(
-                        must(store.insert_many(&ats, ClassId::ENTITY, aim))
-                            .fill(
-                                field,
-                                (0..ats.len()).map(|i| Some(target_ids[i % target_ids.len()])),
-                            )
-                            .map(|_| ()),
-                    );
-                    (arena, store, target_ids)
-                },
-                |(arena, store, target_ids)| {
-                    let mut cleared = 0;
-                    for t in target_ids.iter() {
-                        let destruction = must(arena.destroy(*t));
-                        cleared += store.on_destroyed(&destruction.doomed).cleared.len();
-                    }
-                    cleared
-                },
-            );
+            b.iter_with_setup(|| referencing(holders, targets), destroy_targets);
         },
     )
 }
 
-fn world_clone(n: u64) -> Workload {
+/// The world of `world_snapshot` and `world_clone_then_write`: `n` entities with Position,
+/// Rotation and Velocity.
+struct Cloneable {
+    arena: Arena,
+    store: Store,
+    position: ComponentId,
+}
+
+fn cloneable(n: u64) -> Cloneable {
+    let mut arena = Arena::standard();
+    let mut store = Store::new();
+    let ats = create_many(&mut arena, n);
+    let position = vector_component(&arena, &mut store, "Position");
+    let positions = (0..n).map(|i| Vec3::from(data::position(i)));
+    must(insert_many_with(&mut store, &ats, position, positions));
+    let rotation = vector_component(&arena, &mut store, "Rotation");
+    let rotations = (0..n).map(|i| Vec3::from(data::rotation(i)));
+    must(insert_many_with(&mut store, &ats, rotation, rotations));
+    let velocity = vector_component(&arena, &mut store, "Velocity");
+    let velocities = (0..n).map(|i| Vec3::from(data::velocity(i)));
+    must(insert_many_with(&mut store, &ats, velocity, velocities));
+    Cloneable {
+        arena,
+        store,
+        position,
+    }
+}
+
+fn world_snapshot(n: u64) -> Workload {
     Workload::new(
-        "world_clone",
+        "world_snapshot",
         n,
-        "copy-on-write snapshots: arena pages of Arc'd nodes and store sets behind Arc; nothing is copied until written",
+        "Arena::snapshot + Store::snapshot: copy-on-write, arena pages of Arc'd nodes and store sets shared behind Arc; nothing is copied until written (no peer has this operation)",
         move |b| {
-            let mut arena = Arena::standard();
-            let mut store = Store::new();
-            let made = must(arena.create_many(ClassId::ENTITY, None, n as usize));
-            let ats: Vec<InstanceRef> = made
-                .into_iter()
-                .map(|(id, slot)| InstanceRef::new(id, slot))
-                .collect();
-            for name in ["Position", "Rotation", "Velocity"] {
-                let c = must(store.install(
-                    ComponentDef::new(name).field(FieldDef::vector("v", Vec3::ZERO)),
-                    arena.classes(),
-                ));
-                must(store.insert_many(&ats, ClassId::ENTITY, c).map(|_| ()));
-            }
-            b.iter(|| (arena.snapshot(), store.snapshot()));
+            let world = cloneable(n);
+            b.iter(|| (world.arena.snapshot(), world.store.snapshot()));
         },
     )
+}
+
+/// The routine of `world_clone_then_write`: a copy of the world (arena and store snapshots),
+/// then `x += 1` on the Position of every entity of the copy through a column writer, which
+/// first makes the copy's Position set private (a deep copy of that set). Returns the copy,
+/// so its drop is not timed, and the number of rows written.
+fn clone_then_write(world: &Cloneable) -> (Snapshot, Store, usize) {
+    let arena = world.arena.snapshot();
+    let mut store = world.store.snapshot();
+    let mut writer = must(store.column_writer::<Vec3>(world.position, FIRST));
+    let n = writer.values().len();
+    let written =
+        must(writer.update_indexed(n, |row| (row, row), |p, _| Vec3::new(p.x + 1.0, p.y, p.z)));
+    (arena, store, written)
+}
+
+fn world_clone_then_write(n: u64) -> Workload {
+    Workload::new(
+        "world_clone_then_write",
+        n,
+        "Arena::snapshot + Store::snapshot, then Position x += 1 for every entity of the copy through a ColumnWriter: the first write deep-copies the Position set (sparse, ids, slots, columns, ticks, dirty masks, logs); Rotation, Velocity and the arena's pages stay shared",
+        move |b| {
+            let world = cloneable(n);
+            b.iter(|| clone_then_write(&world));
+        },
+    )
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::data::{
+        ADDED_B, FRAG_KINDS, FRAG_PER_KIND, SMALL, a, big, body, fragment, is_small, position,
+        velocity,
+    };
+
+    /// The component installed under `name`.
+    fn named(store: &Store, name: &str) -> ComponentId {
+        store.component(name).expect("the fixture installs it")
+    }
+
+    /// The value of the one field of `component` at `at`.
+    fn value<T: Scalar + Clone>(store: &Store, at: InstanceRef, component: ComponentId) -> T {
+        store
+            .get::<T>(at, component, FIRST)
+            .expect("the fixture holds the row")
+            .clone()
+    }
+
+    /// Checks that each entity of `ats` holds the four values of [`body`].
+    fn check_bodies(store: &Store, components: &Body, ats: &[InstanceRef]) {
+        for (i, at) in ats.iter().enumerate() {
+            let (t, p, r, v) = body(i as u64);
+            assert_eq!(
+                value::<Transform>(store, *at, components.transform),
+                t.into()
+            );
+            assert_eq!(value::<Vec3>(store, *at, components.position), p.into());
+            assert_eq!(value::<Vec3>(store, *at, components.rotation), r.into());
+            assert_eq!(value::<Vec3>(store, *at, components.velocity), v.into());
+        }
+    }
+
+    #[test]
+    fn spawn_creates_every_entity_with_the_shared_values() {
+        let (mut arena, mut store, body) = empty_bodies();
+        let ats: Vec<InstanceRef> = (0..100)
+            .map(|i| body.spawn(&mut arena, &mut store, i))
+            .collect();
+        for c in [body.transform, body.position, body.rotation, body.velocity] {
+            assert_eq!(store.set(c).map(|s| s.len()), Ok(100));
+        }
+        check_bodies(&store, &body, &ats);
+    }
+
+    #[test]
+    fn spawn_batch_creates_every_entity_with_the_shared_values() {
+        let (mut arena, mut store, body) = empty_bodies();
+        let ats = body.spawn_batch(&mut arena, &mut store, 100);
+        assert_eq!(ats.len(), 100);
+        for c in [body.transform, body.position, body.rotation, body.velocity] {
+            assert_eq!(store.set(c).map(|s| s.len()), Ok(100));
+        }
+        check_bodies(&store, &body, &ats);
+    }
+
+    #[test]
+    fn iter2_advances_every_position_and_sets_ticks() {
+        let mut world = bodies(100);
+        let mut changed = Query::new(
+            QuerySpec::new()
+                .with(named(&world.store, "Position"))
+                .changed(named(&world.store, "Position")),
+        )
+        .expect("a valid spec");
+        assert_eq!(
+            changed.run(&world.arena, &world.store).map(|p| p.len()),
+            Ok(100)
+        );
+        assert_eq!(
+            changed.run(&world.arena, &world.store).map(|p| p.len()),
+            Ok(0)
+        );
+        for _ in 0..2 {
+            assert_eq!(advance_all(&mut world), 100);
+            assert_eq!(
+                changed.run(&world.arena, &world.store).map(|p| p.len()),
+                Ok(100)
+            );
+        }
+        let ids = world
+            .query
+            .matches(&world.arena, &world.store)
+            .expect("the query runs")
+            .get(7)
+            .expect("100 matches")
+            .instance();
+        let mut expected = position(7);
+        expected.advance(&velocity(7));
+        expected.advance(&velocity(7));
+        assert_eq!(
+            value::<Vec3>(&world.store, ids, named(&world.store, "Position")),
+            expected.into()
+        );
+    }
+
+    /// Every run of the pass writes a new value into every row, however many runs came
+    /// before: the equal-write check never lets a run skip a row.
+    #[test]
+    fn frag_iter_pass_changes_all_520_rows_on_every_run() {
+        let mut world = fragmented();
+        let set = world
+            .store
+            .set(named(&world.store, "Data"))
+            .expect("installed");
+        assert_eq!(set.len() as u64, FRAG_KINDS * FRAG_PER_KIND);
+        let start: Vec<f64> = set.values::<f64>(FIRST).expect("a number field").to_vec();
+        let shared: Vec<f64> = (0..FRAG_KINDS)
+            .flat_map(|_| (0..FRAG_PER_KIND).map(|i| fragment(i).1.0))
+            .collect();
+        assert_eq!(start, shared);
+        for run in 0..1_100 {
+            assert_eq!(frag_pass(&mut world), 520, "run {run}");
+        }
+    }
+
+    #[test]
+    fn add_remove_leaves_no_b() {
+        let mut world = with_a(1000);
+        assert_eq!(add_then_remove(&mut world), 1000);
+        assert_eq!(world.store.set(world.b).map(|s| s.len()), Ok(0));
+        assert_eq!(
+            world.store.set(named(&world.store, "A")).map(|s| s.len()),
+            Ok(1000)
+        );
+        for (i, at) in world.ats.iter().enumerate() {
+            assert_eq!(
+                value::<f64>(&world.store, *at, named(&world.store, "A")),
+                a(i as u64).0
+            );
+        }
+        // What B holds while present: the shared added value.
+        must(insert_with(
+            &mut world.store,
+            world.ats[3],
+            world.b,
+            ADDED_B.0,
+        ));
+        assert_eq!(value::<f64>(&world.store, world.ats[3], world.b), ADDED_B.0);
+    }
+
+    #[test]
+    fn join_visits_only_the_small_set() {
+        let mut world = joinable(20_000, 200);
+        let pass_len = world.query.run(&world.arena, &world.store).map(|p| p.len());
+        assert_eq!(pass_len, Ok(200));
+        let expected: f64 = (0..20_000_u64)
+            .filter(|&i| is_small(i, 20_000, 200))
+            .map(|i| big(i).0)
+            .sum();
+        assert_eq!(join_sum(&mut world), expected);
+        let smalls = world
+            .store
+            .set(world.query.spec().required()[1])
+            .expect("installed");
+        let shared = SMALL.0;
+        assert!(
+            smalls
+                .values::<f64>(FIRST)
+                .expect("numbers")
+                .iter()
+                .all(|v| *v == shared)
+        );
+    }
+
+    #[test]
+    fn changed_filter_sees_exactly_the_writes_of_each_sample() {
+        use data::ChangedWork;
+        for spawn in [data::Spawn::Batch, data::Spawn::OneByOne] {
+            let mut fixture = ChangedFixture::new(10_000, spawn);
+            assert_eq!(fixture.visit().0, 0);
+            for frame in 0..3 {
+                fixture.write(frame);
+                let (visited, sum) = fixture.visit();
+                assert_eq!(visited, 100);
+                // Row i starts at x = i; frame f nudges the rows i = f mod 100 to x = i + 1.
+                let expected: f32 = (0..10_000)
+                    .filter(|i| data::is_written(*i, frame))
+                    .map(|i| i as f32 + 1.0)
+                    .sum();
+                assert_eq!(sum, expected);
+                assert_eq!(fixture.visit().0, 0);
+            }
+        }
+    }
+
+    #[test]
+    fn despawn_respawn_keeps_the_count_and_the_shared_values() {
+        let mut world = movers(1000);
+        for (i, at) in world.ats.iter().enumerate() {
+            assert_eq!(
+                value::<Vec3>(&world.store, *at, world.position),
+                position(i as u64).into()
+            );
+            assert_eq!(
+                value::<Vec3>(&world.store, *at, world.velocity),
+                velocity(i as u64).into()
+            );
+        }
+        assert_eq!(despawn_then_respawn(&mut world), 500);
+        assert_eq!(world.store.set(world.position).map(|s| s.len()), Ok(1000));
+        assert_eq!(world.store.set(world.velocity).map(|s| s.len()), Ok(1000));
+        assert!(
+            world
+                .ats
+                .iter()
+                .step_by(2)
+                .all(|at| !world.store.has(*at, world.position))
+        );
+        // The survivors keep their values and the respawned entities hold the values the
+        // peers respawn with: position(i) for the i-th respawn.
+        let bits = |p: &Vec3| (p.x.to_bits(), p.y.to_bits(), p.z.to_bits());
+        let mut held: Vec<_> = world
+            .store
+            .set(world.position)
+            .expect("installed")
+            .values::<Vec3>(FIRST)
+            .expect("vectors")
+            .iter()
+            .map(bits)
+            .collect();
+        let mut expected: Vec<_> = (1..1000)
+            .step_by(2)
+            .chain(0..500)
+            .map(|i| bits(&position(i).into()))
+            .collect();
+        held.sort_unstable();
+        expected.sort_unstable();
+        assert_eq!(held, expected);
+    }
+
+    #[test]
+    fn reference_cleanup_clears_every_reference() {
+        let mut world = referencing(1000, 10);
+        assert_eq!(destroy_targets(&mut world), 1000);
+        assert!(world.targets.iter().all(|t| !world.arena.is_live(*t)));
+        let aims = world
+            .store
+            .set(named(&world.store, "Aim"))
+            .expect("installed");
+        assert_eq!(aims.len(), 1000);
+        let references = aims
+            .values::<Option<InstanceId>>(FIRST)
+            .expect("references");
+        assert!(references.iter().all(Option::is_none));
+    }
+
+    /// A snapshot is registered under its own name; the copy the peers' `world_clone` makes
+    /// is matched by a copy that is then written, which pays the deferred copies.
+    #[test]
+    fn the_snapshot_is_not_reported_as_a_clone() {
+        let names: Vec<String> = workloads().iter().map(|w| w.name().to_owned()).collect();
+        assert!(names.iter().any(|n| n == "world_snapshot"));
+        assert!(names.iter().any(|n| n == "world_clone_then_write"));
+        assert!(!names.iter().any(|n| n == "world_clone"));
+    }
+
+    #[test]
+    fn world_clone_then_write_writes_every_position_of_the_copy_only() {
+        let world = cloneable(1000);
+        let (arena, copy, written) = clone_then_write(&world);
+        assert_eq!(written, 1000);
+        assert_eq!(arena.live_count(), world.arena.live_count());
+        let original = world.store.set(world.position).expect("installed");
+        let copied = copy.set(world.position).expect("installed");
+        assert_eq!(copied.ids(), original.ids());
+        let before = original.values::<Vec3>(FIRST).expect("vectors");
+        let after = copied.values::<Vec3>(FIRST).expect("vectors");
+        for (i, (b, a)) in before.iter().zip(after).enumerate() {
+            assert_eq!(*b, position(i as u64).into(), "the original is untouched");
+            assert_eq!(*a, Vec3::new(b.x + 1.0, b.y, b.z));
+        }
+        for name in ["Rotation", "Velocity"] {
+            let c = named(&world.store, name);
+            assert_eq!(
+                copy.set(c).expect("installed").values::<Vec3>(FIRST),
+                world.store.set(c).expect("installed").values::<Vec3>(FIRST)
+            );
+        }
+    }
 }

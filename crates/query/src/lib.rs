@@ -58,7 +58,7 @@ mod spec;
 
 pub use crate::error::QueryError;
 pub use crate::query::{
-    ChangeWindow, Driver, MatchRef, Matches, Pass, PassIter, Query, TermColumn,
+    ChangeWindow, Driver, MatchRef, Matches, Pass, PassIter, Query, TermColumn, TermValues,
 };
 pub use crate::spec::QuerySpec;
 pub use strata_component_store::{RemovalReader as RemovedReader, Removals};

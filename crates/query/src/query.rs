@@ -1,7 +1,8 @@
 //! `Query`: driver choice, the cached matches and their stamp, change windows, and passes.
 //!
 //! Invariant: the cache holds exactly the instances that satisfied the spec when it was built,
-//! sorted by id, with each required term's dense row per match; it is reused only while its
+//! sorted by id, with each required term's dense row per match (and one past its largest row,
+//! which a term column is checked against when bound); it is reused only while its
 //! stamp (store identity, structural revision of every component the spec names, and, when the
 //! spec consults the arena, the arena's identity with its tag revision when tags are involved
 //! and its topology revision when ancestry or classes are) still matches, and the generation
@@ -37,8 +38,9 @@ pub enum Driver {
 #[derive(Clone, Debug, PartialEq)]
 struct Stamp {
     store: StoreId,
-    /// The structural revision of each of the spec's `structural_components`, in that order.
-    structural: Vec<u64>,
+    /// Each of the spec's `structural_components`, in that order (the required terms first, in
+    /// term order), with its set's structural revision.
+    structural: Vec<(ComponentId, u64)>,
     /// The arena the tag and topology revisions belong to, when the spec consults the arena.
     arena: Option<ArenaId>,
     tags: Option<Revision>,
@@ -48,16 +50,41 @@ struct Stamp {
 impl Stamp {
     /// Whether `store` is the store the cache was built against and no component the spec
     /// names changed structure since.
-    fn structure_holds(&self, spec: &QuerySpec, store: &Store) -> Result<bool, StoreError> {
+    fn structure_holds(&self, store: &Store) -> Result<bool, StoreError> {
         if self.store != store.id() {
             return Ok(false);
         }
-        for (c, revision) in spec.structural_components().zip(&self.structural) {
-            if store.set(c)?.structural_revision() != *revision {
+        for &(c, revision) in &self.structural {
+            if store.set(c)?.structural_revision() != revision {
                 return Ok(false);
             }
         }
         Ok(true)
+    }
+
+    /// [`Stamp::structure_holds`] for a pass, which refuses a store that fails it (or lost a
+    /// component) as stale; on success, the set of required term `term` when there is one.
+    fn verified_set<'s>(
+        &self,
+        store: &'s Store,
+        term: usize,
+    ) -> Result<Option<&'s ComponentSet>, QueryError> {
+        if self.store != store.id() {
+            return Err(QueryError::StaleMatches);
+        }
+        let mut found = None;
+        for (i, &(c, revision)) in self.structural.iter().enumerate() {
+            let Ok(set) = store.set(c) else {
+                return Err(QueryError::StaleMatches);
+            };
+            if set.structural_revision() != revision {
+                return Err(QueryError::StaleMatches);
+            }
+            if i == term {
+                found = Some(set);
+            }
+        }
+        Ok(found)
     }
 }
 
@@ -70,6 +97,9 @@ pub(crate) struct Cache {
     rows: Vec<Vec<u32>>,
     /// Per required term, whether its rows are exactly `0..len` (a plain slice walk).
     dense: Vec<bool>,
+    /// Per required term, one past its largest row (0 without matches): a column of at least
+    /// this many values can serve every match.
+    row_bound: Vec<usize>,
     /// For an ancestor term, the nearest ancestor holding the component, per match.
     ancestors: Vec<InstanceId>,
     /// For each term with an added or changed filter, row → match index (`NO_MATCH` for rows
@@ -203,7 +233,9 @@ impl Query {
                 tick: store.tick(),
             });
         }
-        let stamp = self.stamp.as_ref().ok_or(QueryError::NoDriver)?;
+        let Some(stamp) = &self.stamp else {
+            return Err(QueryError::NoDriver);
+        };
         Ok(Pass {
             cache: &self.cache,
             spec: &self.spec,
@@ -238,7 +270,7 @@ impl Query {
         let Some(stamp) = &self.stamp else {
             return Ok(false);
         };
-        Ok(stamp.structure_holds(&self.spec, store)?
+        Ok(stamp.structure_holds(store)?
             && stamp.arena.is_none_or(|a| a == arena.arena_id())
             && stamp.tags.is_none_or(|r| r == arena.revisions().tags())
             && stamp
@@ -321,12 +353,11 @@ impl Query {
         self.driver = Some(driver);
         self.stamp = Some(Stamp {
             store: store.id(),
-            // The same order as `QuerySpec::structural_components`.
-            structural: required
-                .iter()
-                .chain(&excluded)
-                .chain(ancestor.as_ref())
-                .map(|set| set.structural_revision())
+            structural: self
+                .spec
+                .structural_components()
+                .zip(required.iter().chain(&excluded).chain(ancestor.as_ref()))
+                .map(|(c, set)| (c, set.structural_revision()))
                 .collect(),
             arena: (self.spec.uses_tags() || self.spec.uses_topology()).then(|| arena.arena_id()),
             tags: self.spec.uses_tags().then(|| arena.revisions().tags()),
@@ -490,6 +521,7 @@ impl Cache {
             rows.clear();
         }
         self.dense.clear();
+        self.row_bound.clear();
         self.ancestors.clear();
         self.match_of_row.clear();
     }
@@ -514,6 +546,11 @@ impl Cache {
             .rows
             .iter()
             .map(|rows| rows.iter().enumerate().all(|(i, r)| *r as usize == i))
+            .collect();
+        self.row_bound = self
+            .rows
+            .iter()
+            .map(|rows| rows.iter().max().map_or(0, |r| *r as usize + 1))
             .collect();
     }
 }
@@ -642,18 +679,39 @@ impl<'q> Pass<'q> {
         term: usize,
         field: FieldId,
     ) -> Result<TermColumn<'s, 'q, T>, QueryError> {
-        self.check(store)?;
-        let component = *self
-            .spec
-            .with
+        // Only a required term has a column (the stamp also lists excluded components).
+        let wanted = if term < self.spec.with.len() {
+            term
+        } else {
+            usize::MAX
+        };
+        let Some(set) = self.stamp.verified_set(store, wanted)? else {
+            return Err(QueryError::NoSuchTerm(term));
+        };
+        let values = match set.values::<T>(field) {
+            Some(values) => values,
+            // The store's own typed check says why not, with its errors.
+            None => set.checked_values::<T>(field)?,
+        };
+        let (Some(rows), Some(&dense)) = (self.cache.rows.get(term), self.cache.dense.get(term))
+        else {
+            return Err(QueryError::NoSuchTerm(term));
+        };
+        // Rows come from the set the stamp vouches for, so they are in range; checked once
+        // here all the same, so a column never reads past its values.
+        if self
+            .cache
+            .row_bound
             .get(term)
-            .ok_or(QueryError::NoSuchTerm(term))?;
-        // The store's own typed check, with its errors.
-        let values = store.set(component)?.checked_values::<T>(field)?;
+            .is_none_or(|bound| *bound > values.len())
+        {
+            return Err(QueryError::StaleMatches);
+        }
         Ok(TermColumn {
             values,
-            rows: &self.cache.rows[term],
-            dense: self.cache.dense[term],
+            rows,
+            dense,
+            selection: self.selection,
         })
     }
 
@@ -710,6 +768,12 @@ impl<'q> Pass<'q> {
         let mut writer = store.column_writer::<W>(wc, wf)?;
         let rows = &self.cache.rows[wt];
         let changed = match self.selection {
+            // Rows 0..len: the store's dense loop, with nothing to read (a slice of units
+            // allocates nothing).
+            None if self.cache.dense[wt] => {
+                let nothing = vec![(); rows.len()];
+                writer.update_dense(&nothing, |current, ()| f(current))
+            }
             None => writer.update_indexed(
                 rows.len(),
                 |k| (rows[k] as usize, k),
@@ -726,15 +790,7 @@ impl<'q> Pass<'q> {
 
     /// Refuses a store the matches were not built against, or whose structure moved since.
     fn check(&self, store: &Store) -> Result<(), QueryError> {
-        if self
-            .stamp
-            .structure_holds(self.spec, store)
-            .unwrap_or(false)
-        {
-            Ok(())
-        } else {
-            Err(QueryError::StaleMatches)
-        }
+        self.stamp.verified_set(store, usize::MAX).map(|_| ())
     }
 }
 
@@ -849,17 +905,22 @@ impl MatchRef<'_> {
 }
 
 /// A typed column of one required term, indexed by match index.
+///
+/// It borrows the store, so the store cannot change while it lives; its pass checked that every
+/// match's row is within the column's values when it was bound.
 #[derive(Clone, Copy)]
 pub struct TermColumn<'s, 'q, T> {
     values: &'s [T],
     rows: &'q [u32],
     dense: bool,
+    /// The pass's selected match indexes, `None` when it yields every match.
+    selection: Option<&'q [u32]>,
 }
 
-impl<T> TermColumn<'_, '_, T> {
+impl<'s, 'q, T> TermColumn<'s, 'q, T> {
     /// The value for the match at `index`, or `None` past the matches.
     #[inline]
-    pub fn get(&self, index: usize) -> Option<&T> {
+    pub fn get(&self, index: usize) -> Option<&'s T> {
         if self.dense {
             self.values.get(index)
         } else {
@@ -868,7 +929,107 @@ impl<T> TermColumn<'_, '_, T> {
     }
 
     /// The whole column, by row.
-    pub fn values(&self) -> &[T] {
+    pub fn values(&self) -> &'s [T] {
         self.values
     }
+
+    /// The value of every match the pass yields, in the pass's order (instance-id order): all
+    /// the matches of an unfiltered pass, the selected ones of a filtered pass. A dense term
+    /// is walked as a plain slice, another through its rows.
+    pub fn iter(&self) -> TermValues<'s, 'q, T> {
+        let walk = match (self.selection, self.dense) {
+            (None, true) => {
+                Walk::Slice(self.values[..self.rows.len().min(self.values.len())].iter())
+            }
+            (None, false) => Walk::Rows(self.rows.iter()),
+            (Some(selection), true) => Walk::Rows(selection.iter()),
+            (Some(selection), false) => Walk::Selected {
+                rows: self.rows,
+                selection: selection.iter(),
+            },
+        };
+        TermValues {
+            values: self.values,
+            walk,
+        }
+    }
 }
+
+impl<'s, 'q, T> IntoIterator for TermColumn<'s, 'q, T> {
+    type Item = &'s T;
+    type IntoIter = TermValues<'s, 'q, T>;
+
+    fn into_iter(self) -> TermValues<'s, 'q, T> {
+        self.iter()
+    }
+}
+
+/// The values of a [`TermColumn`] for the matches of its pass, in the pass's order.
+pub struct TermValues<'s, 'q, T> {
+    values: &'s [T],
+    walk: Walk<'s, 'q, T>,
+}
+
+/// How a [`TermValues`] reaches its values.
+enum Walk<'s, 'q, T> {
+    /// A dense term without selection: the values themselves.
+    Slice(std::slice::Iter<'s, T>),
+    /// Indexes into the values: a term's rows, or the selected match indexes of a dense term
+    /// (whose rows are its match indexes).
+    Rows(std::slice::Iter<'q, u32>),
+    /// The selected match indexes of a term that is not dense, each mapped to its row.
+    Selected {
+        rows: &'q [u32],
+        selection: std::slice::Iter<'q, u32>,
+    },
+}
+
+impl<'s, T> Iterator for TermValues<'s, '_, T> {
+    type Item = &'s T;
+
+    #[inline]
+    fn next(&mut self) -> Option<&'s T> {
+        let values = self.values;
+        match &mut self.walk {
+            Walk::Slice(it) => it.next(),
+            Walk::Rows(it) => values.get(*it.next()? as usize),
+            Walk::Selected { rows, selection } => {
+                values.get(*rows.get(*selection.next()? as usize)? as usize)
+            }
+        }
+    }
+
+    fn size_hint(&self) -> (usize, Option<usize>) {
+        let left = match &self.walk {
+            Walk::Slice(it) => it.len(),
+            Walk::Rows(it) => it.len(),
+            Walk::Selected { selection, .. } => selection.len(),
+        };
+        (left, Some(left))
+    }
+
+    /// One tight loop per kind of walk, chosen once: what `sum` and `for_each` run on.
+    #[inline]
+    fn fold<B, F: FnMut(B, &'s T) -> B>(self, init: B, mut f: F) -> B {
+        let values = self.values;
+        match self.walk {
+            Walk::Slice(it) => it.fold(init, f),
+            Walk::Rows(it) => it.fold(init, |acc, row| match values.get(*row as usize) {
+                Some(value) => f(acc, value),
+                None => acc,
+            }),
+            Walk::Selected { rows, selection } => selection.fold(init, |acc, index| {
+                match rows
+                    .get(*index as usize)
+                    .and_then(|row| values.get(*row as usize))
+                {
+                    Some(value) => f(acc, value),
+                    None => acc,
+                }
+            }),
+        }
+    }
+}
+
+/// Exact: the pass checked every row against the values when the column was bound.
+impl<T> ExactSizeIterator for TermValues<'_, '_, T> {}

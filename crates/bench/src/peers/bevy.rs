@@ -14,10 +14,11 @@ use bevy_tasks::{ComputeTaskPool, TaskPoolBuilder};
 
 use super::kinds::*;
 use super::{
-    ADD_REMOVE_SIZE, Big, CHANGED_SIZE, ChangedWork, DESPAWN_SIZE, Data, ENTITY_SIZES, FRAG_KINDS,
-    FRAG_PER_KIND, Heat, JOIN_SIZES, PARALLEL_THREADS, PARALLEL_WRITE_SIZE, PARALLEL_WRITERS,
-    Position, REFERENCE_SIZES, Small, Velocity, body, for_each_kind, is_small, position, tally,
-    time_parallel_writes, velocity, written_ids,
+    ADD_REMOVE_SIZE, ADDED_B, Big, CHANGED_SIZE, CHANGED_STRIDE, ChangedWork, DESPAWN_SIZE, Data,
+    ENTITY_SIZES, FRAG_KINDS, FRAG_PER_KIND, Heat, JOIN_SIZES, PARALLEL_THREADS,
+    PARALLEL_WRITE_SIZE, PARALLEL_WRITERS, Position, REFERENCE_SIZES, SMALL, Small, Spawn,
+    Velocity, a, big, body, for_each_kind, fragment, is_small, position, tally,
+    time_parallel_writes, velocity, written_groups,
 };
 use crate::harness::Workload;
 
@@ -38,6 +39,7 @@ pub fn workloads() -> Vec<Workload> {
         workloads.push(small_driver_join(n_big, n_small));
     }
     workloads.push(changed_filter(CHANGED_SIZE));
+    workloads.push(changed_filter_frames(CHANGED_SIZE));
     workloads.push(despawn_respawn(DESPAWN_SIZE));
     workloads.push(reference_cleanup(REFERENCE_SIZES.0, REFERENCE_SIZES.1));
     workloads.push(parallel_write(PARALLEL_WRITE_SIZE));
@@ -105,12 +107,20 @@ fn fragmented() -> World {
     macro_rules! spawn_kind {
         ($kind:ident, $world:expr) => {
             $world
-                .spawn_batch((0..FRAG_PER_KIND).map(|i| ($kind(i as f32), Data(1.0))))
+                .spawn_batch((0..FRAG_PER_KIND).map(|i| {
+                    let (value, data) = fragment(i);
+                    ($kind(value), data)
+                }))
                 .for_each(drop);
         };
     }
     for_each_kind!(spawn_kind, world);
     world
+}
+
+/// The step of `frag_iter`: every [`Data`] negated through `Mut` (change ticks set).
+fn negate_all(world: &mut World, query: &mut QueryState<&mut Data>) {
+    query.iter_mut(world).for_each(|mut data| data.negate());
 }
 
 fn frag_iter() -> Workload {
@@ -122,11 +132,7 @@ fn frag_iter() -> Workload {
         move |b| {
             let mut world = fragmented();
             let mut query = world.query::<&mut Data>();
-            b.iter(|| {
-                query
-                    .iter_mut(&mut world)
-                    .for_each(|mut data| data.0 *= 2.0);
-            });
+            b.iter(|| negate_all(&mut world, &mut query));
         },
     )
 }
@@ -134,14 +140,14 @@ fn frag_iter() -> Workload {
 /// A world of `n` entities with [`A`], and their ids.
 fn with_a(n: u64) -> (World, Vec<Entity>) {
     let mut world = World::new();
-    let ids = world.spawn_batch((0..n).map(|i| A(i as f32))).collect();
+    let ids = world.spawn_batch((0..n).map(a)).collect();
     (world, ids)
 }
 
 /// The routine of `add_remove`: [`B`] added to every entity, then removed from every one.
 fn add_then_remove(world: &mut World, ids: &[Entity]) {
     for &id in ids {
-        world.entity_mut(id).insert(B(1.0));
+        world.entity_mut(id).insert(ADDED_B);
     }
     for &id in ids {
         world.entity_mut(id).remove::<B>();
@@ -165,16 +171,16 @@ fn joinable(n_big: u64, n_small: u64) -> World {
     let mut world = World::new();
     for i in 0..n_big {
         if is_small(i, n_big, n_small) {
-            world.spawn((Big(i as f32), Small(1.0)));
+            world.spawn((big(i), SMALL));
         } else {
-            world.spawn(Big(i as f32));
+            world.spawn(big(i));
         }
     }
     world
 }
 
 /// The routine of `small_driver_join`: the sum of [`Big`] over the entities with both.
-fn join_sum(world: &World, query: &mut QueryState<(&Big, &Small)>) -> f32 {
+fn join_sum(world: &World, query: &mut QueryState<(&Big, &Small)>) -> f64 {
     query
         .iter(world)
         .fold(0.0, |sum, (big, _small)| sum + big.0)
@@ -196,20 +202,24 @@ fn small_driver_join(n_big: u64, n_small: u64) -> Workload {
     .items(n_small)
 }
 
-/// The world of `changed_filter` with its writer and reader systems' state.
+/// The world of `changed_filter` and `changed_filter_frames` with its writer and reader
+/// systems' state.
 struct ChangedFixture {
     world: World,
-    /// The entities written between visits: 1% of them, spread evenly.
-    written: Vec<Entity>,
+    /// The entities each frame writes, by `frame % CHANGED_STRIDE`: 1% of them, spread evenly.
+    written: Vec<Vec<Entity>>,
     writer: SystemState<Query<'static, 'static, &'static mut Position>>,
     reader: SystemState<Query<'static, 'static, &'static Position, Changed<Position>>>,
 }
 
 impl ChangedFixture {
-    fn new(n: u64) -> ChangedFixture {
+    fn new(n: u64, spawn: Spawn) -> ChangedFixture {
         let mut world = World::new();
-        let ids: Vec<Entity> = world.spawn_batch((0..n).map(position)).collect();
-        let written = written_ids(&ids);
+        let ids: Vec<Entity> = match spawn {
+            Spawn::Batch => world.spawn_batch((0..n).map(position)).collect(),
+            Spawn::OneByOne => (0..n).map(|i| world.spawn(position(i)).id()).collect(),
+        };
+        let written = written_groups(&ids);
         let writer = SystemState::new(&mut world);
         let mut reader = SystemState::new(&mut world);
         // A new system sees every row as changed once; that first visit is not a sample.
@@ -224,15 +234,15 @@ impl ChangedFixture {
 }
 
 impl ChangedWork for ChangedFixture {
-    /// The writer system writes 1% of the rows through `Mut`.
-    fn write(&mut self) {
+    /// The writer system writes the frame's 1% of the rows through `Mut`.
+    fn write(&mut self, frame: u64) {
         let mut positions = self
             .writer
             .get_mut(&mut self.world)
             .expect("a Query parameter is always valid");
-        for &id in &self.written {
+        for &id in &self.written[(frame % CHANGED_STRIDE) as usize] {
             if let Ok(mut position) = positions.get_mut(id) {
-                position.x += 1.0;
+                position.nudge();
             }
         }
     }
@@ -252,7 +262,8 @@ fn visit_changed(
         reader
             .get(world)
             .expect("a Query parameter is always valid")
-            .iter(),
+            .iter()
+            .map(|p| p.x),
     )
 }
 
@@ -260,6 +271,14 @@ fn changed_filter(n: u64) -> Workload {
     super::changed_filter(
         n,
         "SystemState<Query<&Position, Changed<Position>>> (its last run is the window): tick compare per row of the table; writes through Mut in another system",
+        ChangedFixture::new,
+    )
+}
+
+fn changed_filter_frames(n: u64) -> Workload {
+    super::changed_filter_frames(
+        n,
+        "per frame: the writer system writes another 1% through Mut (untimed), then SystemState<Query<&Position, Changed<Position>>> runs (timed): tick compare per row of the table; world spawned one entity at a time",
         ChangedFixture::new,
     )
 }
@@ -409,6 +428,7 @@ fn parallel_write(n: u64) -> Workload {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::peers::written_tally;
 
     #[test]
     fn iter2_advances_every_position_and_sets_ticks() {
@@ -426,15 +446,19 @@ mod tests {
     }
 
     #[test]
-    fn frag_iter_doubles_all_520() {
+    fn frag_iter_negates_all_520_on_every_run() {
         let mut world = fragmented();
         let mut query = world.query::<&mut Data>();
-        query
-            .iter_mut(&mut world)
-            .for_each(|mut data| data.0 *= 2.0);
-        let values: Vec<f32> = world.query::<&Data>().iter(&world).map(|d| d.0).collect();
-        assert_eq!(values.len(), 520);
-        assert!(values.iter().all(|v| *v == 2.0));
+        let mut changed = world.query_filtered::<&Data, Changed<Data>>();
+        for run in 1..=3 {
+            world.clear_trackers();
+            negate_all(&mut world, &mut query);
+            assert_eq!(changed.iter(&world).count(), 520);
+            let expected = if run % 2 == 1 { -1.0 } else { 1.0 };
+            let values: Vec<_> = world.query::<&Data>().iter(&world).map(|d| d.0).collect();
+            assert_eq!(values.len(), 520);
+            assert!(values.iter().all(|v| *v == expected), "run {run}");
+        }
         assert!(world.archetypes().len() >= 26);
     }
 
@@ -451,9 +475,9 @@ mod tests {
         let world = joinable(20_000, 200);
         let mut query = world.try_query::<(&Big, &Small)>().expect("registered");
         assert_eq!(query.iter(&world).count(), 200);
-        let expected: f32 = (0..20_000_u64)
+        let expected: f64 = (0..20_000_u64)
             .filter(|&i| is_small(i, 20_000, 200))
-            .map(|i| i as f32)
+            .map(|i| big(i).0)
             .sum();
         assert_eq!(join_sum(&world, &mut query), expected);
     }
@@ -461,12 +485,14 @@ mod tests {
     /// Every sample sees exactly the rows written since the previous one.
     #[test]
     fn changed_filter_sees_exactly_the_writes_of_each_sample() {
-        let mut fixture = ChangedFixture::new(10_000);
-        assert_eq!(fixture.visit().0, 0);
-        for _ in 0..3 {
-            fixture.write();
-            assert_eq!(fixture.visit().0, 100);
+        for spawn in [Spawn::Batch, Spawn::OneByOne] {
+            let mut fixture = ChangedFixture::new(10_000, spawn);
             assert_eq!(fixture.visit().0, 0);
+            for frame in 0..3 {
+                fixture.write(frame);
+                assert_eq!(fixture.visit(), written_tally(10_000, frame));
+                assert_eq!(fixture.visit().0, 0);
+            }
         }
     }
 

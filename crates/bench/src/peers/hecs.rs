@@ -21,10 +21,11 @@ use rayon::prelude::*;
 
 use super::kinds::*;
 use super::{
-    ADD_REMOVE_SIZE, Big, CHANGED_SIZE, CLONE_SIZE, ChangedWork, DESPAWN_SIZE, Data, ENTITY_SIZES,
-    FRAG_KINDS, FRAG_PER_KIND, Heat, JOIN_SIZES, PARALLEL_WRITE_SIZE, PARALLEL_WRITERS, Position,
-    REFERENCE_SIZES, Rotation, Small, Velocity, body, for_each_kind, is_small, position,
-    rayon_pool, rotation, tally, time_parallel_writes, velocity, written_ids,
+    ADD_REMOVE_SIZE, ADDED_B, Big, CHANGED_SIZE, CHANGED_STRIDE, CLONE_SIZE, ChangedWork,
+    DESPAWN_SIZE, Data, ENTITY_SIZES, FRAG_KINDS, FRAG_PER_KIND, Heat, JOIN_SIZES,
+    PARALLEL_WRITE_SIZE, PARALLEL_WRITERS, Position, REFERENCE_SIZES, Rotation, SMALL, Small,
+    Spawn, Velocity, a, big, body, for_each_kind, fragment, is_small, position, rayon_pool,
+    rotation, tally, time_parallel_writes, velocity, written_groups,
 };
 use crate::harness::Workload;
 
@@ -45,9 +46,11 @@ pub fn workloads() -> Vec<Workload> {
         workloads.push(small_driver_join(n_big, n_small));
     }
     workloads.push(changed_filter(CHANGED_SIZE));
+    workloads.push(changed_filter_frames(CHANGED_SIZE));
     workloads.push(despawn_respawn(DESPAWN_SIZE));
     workloads.push(reference_cleanup(REFERENCE_SIZES.0, REFERENCE_SIZES.1));
     workloads.push(world_clone(CLONE_SIZE));
+    workloads.push(world_clone_then_write(CLONE_SIZE));
     workloads.push(parallel_write(PARALLEL_WRITE_SIZE));
     workloads.into_iter().map(|w| w.library(LIBRARY)).collect()
 }
@@ -113,12 +116,23 @@ fn fragmented() -> World {
     macro_rules! spawn_kind {
         ($kind:ident, $world:expr) => {
             $world
-                .spawn_batch((0..FRAG_PER_KIND).map(|i| ($kind(i as f32), Data(1.0))))
+                .spawn_batch((0..FRAG_PER_KIND).map(|i| {
+                    let (value, data) = fragment(i);
+                    ($kind(value), data)
+                }))
                 .for_each(drop);
         };
     }
     for_each_kind!(spawn_kind, world);
     world
+}
+
+/// The step of `frag_iter`: every [`Data`] negated.
+fn negate_all(world: &mut World) {
+    world
+        .query_mut::<&mut Data>()
+        .into_iter()
+        .for_each(Data::negate);
 }
 
 fn frag_iter() -> Workload {
@@ -129,12 +143,7 @@ fn frag_iter() -> Workload {
         "World::query_mut::<&mut Data> over 26 archetypes of 20",
         move |b| {
             let mut world = fragmented();
-            b.iter(|| {
-                world
-                    .query_mut::<&mut Data>()
-                    .into_iter()
-                    .for_each(|data| data.0 *= 2.0);
-            });
+            b.iter(|| negate_all(&mut world));
         },
     )
 }
@@ -142,7 +151,7 @@ fn frag_iter() -> Workload {
 /// A world of `n` entities with [`A`], and their ids.
 fn with_a(n: u64) -> (World, Vec<Entity>) {
     let mut world = World::new();
-    let ids = world.spawn_batch((0..n).map(|i| (A(i as f32),))).collect();
+    let ids = world.spawn_batch((0..n).map(|i| (a(i),))).collect();
     (world, ids)
 }
 
@@ -150,7 +159,7 @@ fn with_a(n: u64) -> (World, Vec<Entity>) {
 fn add_then_remove(world: &mut World, ids: &[Entity]) -> u64 {
     let mut n_moved = 0;
     for &id in ids {
-        n_moved += u64::from(world.insert_one(id, B(1.0)).is_ok());
+        n_moved += u64::from(world.insert_one(id, ADDED_B).is_ok());
     }
     for &id in ids {
         n_moved += u64::from(world.remove_one::<B>(id).is_ok());
@@ -175,16 +184,16 @@ fn joinable(n_big: u64, n_small: u64) -> World {
     let mut world = World::new();
     for i in 0..n_big {
         if is_small(i, n_big, n_small) {
-            world.spawn((Big(i as f32), Small(1.0)));
+            world.spawn((big(i), SMALL));
         } else {
-            world.spawn((Big(i as f32),));
+            world.spawn((big(i),));
         }
     }
     world
 }
 
 /// The routine of `small_driver_join`: the sum of [`Big`] over the entities with both.
-fn join_sum(world: &mut World) -> f32 {
+fn join_sum(world: &mut World) -> f64 {
     world
         .query_mut::<(&Big, &Small)>()
         .into_iter()
@@ -204,19 +213,22 @@ fn small_driver_join(n_big: u64, n_small: u64) -> Workload {
     .items(n_small)
 }
 
-/// The world of `changed_filter` and its change tracker.
+/// The world of `changed_filter` and `changed_filter_frames` and its change tracker.
 struct ChangedFixture {
     world: World,
     tracker: ChangeTracker<Position>,
-    /// The entities written between visits: 1% of them, spread evenly.
-    written: Vec<Entity>,
+    /// The entities each frame writes, by `frame % CHANGED_STRIDE`: 1% of them, spread evenly.
+    written: Vec<Vec<Entity>>,
 }
 
 impl ChangedFixture {
-    fn new(n: u64) -> ChangedFixture {
+    fn new(n: u64, spawn: Spawn) -> ChangedFixture {
         let mut world = World::new();
-        let ids: Vec<Entity> = world.spawn_batch((0..n).map(|i| (position(i),))).collect();
-        let written = written_ids(&ids);
+        let ids: Vec<Entity> = match spawn {
+            Spawn::Batch => world.spawn_batch((0..n).map(|i| (position(i),))).collect(),
+            Spawn::OneByOne => (0..n).map(|i| world.spawn((position(i),))).collect(),
+        };
+        let written = written_groups(&ids);
         let mut tracker = ChangeTracker::new();
         // The first track sees every row as added and gives each its shadow copy; that is
         // setup, not a sample.
@@ -230,11 +242,12 @@ impl ChangedFixture {
 }
 
 impl ChangedWork for ChangedFixture {
-    /// Writes 1% of the rows (to a different value, which is what the tracker compares).
-    fn write(&mut self) {
-        for &id in &self.written {
+    /// Writes the frame's 1% of the rows (to a different value, which is what the tracker
+    /// compares).
+    fn write(&mut self, frame: u64) {
+        for &id in &self.written[(frame % CHANGED_STRIDE) as usize] {
             if let Ok(position) = self.world.query_one_mut::<&mut Position>(id) {
-                position.x += 1.0;
+                position.nudge();
             }
         }
     }
@@ -242,7 +255,7 @@ impl ChangedWork for ChangedFixture {
     /// One track, visiting the rows that differ from their shadow copies.
     fn visit(&mut self) -> (u64, f32) {
         let mut changes = self.tracker.track(&mut self.world);
-        tally(changes.changed().map(|(_id, _old, new)| new))
+        tally(changes.changed().map(|(_id, _old, new)| new.x))
     }
 }
 
@@ -250,6 +263,14 @@ fn changed_filter(n: u64) -> Workload {
     super::changed_filter(
         n,
         "no change ticks in hecs: ChangeTracker<Position> compares every row with a shadow copy (PartialEq) and refreshes the changed ones",
+        ChangedFixture::new,
+    )
+}
+
+fn changed_filter_frames(n: u64) -> Workload {
+    super::changed_filter_frames(
+        n,
+        "per frame: another 1% written through query_one_mut (untimed), then one ChangeTracker<Position>::track (timed) comparing every row with its shadow copy; world spawned one entity at a time",
         ChangedFixture::new,
     )
 }
@@ -434,6 +455,15 @@ fn cloneable(n: u64) -> World {
     world
 }
 
+/// The cloner of `world_clone`, for the three components of [`cloneable`].
+fn body_cloner() -> WorldCloner {
+    let mut cloner = WorldCloner::new();
+    cloner.register::<Position>();
+    cloner.register::<Rotation>();
+    cloner.register::<Velocity>();
+    cloner
+}
+
 fn world_clone(n: u64) -> Workload {
     Workload::new(
         "world_clone",
@@ -441,11 +471,32 @@ fn world_clone(n: u64) -> Workload {
         "no World::clone in hecs: per-archetype column clone into a ColumnBatch spawned at the same handles, free list copied",
         move |b| {
             let world = cloneable(n);
-            let mut cloner = WorldCloner::new();
-            cloner.register::<Position>();
-            cloner.register::<Rotation>();
-            cloner.register::<Velocity>();
+            let cloner = body_cloner();
             b.iter(|| cloner.clone_world(&world));
+        },
+    )
+}
+
+/// The routine of `world_clone_then_write`: a clone of `world`, then every Position of the
+/// clone nudged; returns the clone, so its drop is not timed.
+fn clone_then_write(cloner: &WorldCloner, world: &World) -> World {
+    let mut cloned = cloner.clone_world(world);
+    cloned
+        .query_mut::<&mut Position>()
+        .into_iter()
+        .for_each(Position::nudge);
+    cloned
+}
+
+fn world_clone_then_write(n: u64) -> Workload {
+    Workload::new(
+        "world_clone_then_write",
+        n,
+        "the clone of world_clone (per-archetype column clone into a ColumnBatch), then World::query_mut::<&mut Position> writing x += 1 in place over the clone's archetype",
+        move |b| {
+            let world = cloneable(n);
+            let cloner = body_cloner();
+            b.iter(|| clone_then_write(&cloner, &world));
         },
     )
 }
@@ -491,6 +542,7 @@ fn parallel_write(n: u64) -> Workload {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::peers::written_tally;
 
     #[test]
     fn iter2_advances_every_position() {
@@ -506,6 +558,15 @@ mod tests {
     #[test]
     fn frag_iter_covers_26_archetypes() {
         let mut world = fragmented();
+        for run in 1..=3 {
+            negate_all(&mut world);
+            let expected = if run % 2 == 1 { -1.0 } else { 1.0 };
+            let all = world
+                .query_mut::<&Data>()
+                .into_iter()
+                .all(|d| d.0 == expected);
+            assert!(all, "run {run}");
+        }
         let n_data = world.query_mut::<&Data>().into_iter().count();
         assert_eq!(n_data, 520);
         let n_archetypes = world.archetypes().filter(|a| a.len() == 20).count();
@@ -524,21 +585,23 @@ mod tests {
     fn join_visits_only_the_small_set() {
         let mut world = joinable(20_000, 200);
         assert_eq!(world.query_mut::<(&Big, &Small)>().into_iter().count(), 200);
-        let expected: f32 = (0..20_000_u64)
+        let expected: f64 = (0..20_000_u64)
             .filter(|&i| is_small(i, 20_000, 200))
-            .map(|i| i as f32)
+            .map(|i| big(i).0)
             .sum();
         assert_eq!(join_sum(&mut world), expected);
     }
 
     #[test]
     fn changed_filter_sees_exactly_the_writes_of_each_sample() {
-        let mut fixture = ChangedFixture::new(10_000);
-        assert_eq!(fixture.visit().0, 0);
-        for _ in 0..3 {
-            fixture.write();
-            assert_eq!(fixture.visit().0, 100);
+        for spawn in [Spawn::Batch, Spawn::OneByOne] {
+            let mut fixture = ChangedFixture::new(10_000, spawn);
             assert_eq!(fixture.visit().0, 0);
+            for frame in 0..3 {
+                fixture.write(frame);
+                assert_eq!(fixture.visit(), written_tally(10_000, frame));
+                assert_eq!(fixture.visit().0, 0);
+            }
         }
     }
 
@@ -569,11 +632,7 @@ mod tests {
             .nth(10)
             .expect("1000 entities");
         world.despawn(gone).expect("it exists");
-        let mut cloner = WorldCloner::new();
-        cloner.register::<Position>();
-        cloner.register::<Rotation>();
-        cloner.register::<Velocity>();
-        let mut cloned = cloner.clone_world(&world);
+        let mut cloned = body_cloner().clone_world(&world);
         assert_eq!(cloned.len(), world.len());
         let entities: Vec<Entity> = world.iter().map(|e| e.entity()).collect();
         for entity in entities {
@@ -589,6 +648,28 @@ mod tests {
         }
         assert!(!cloned.contains(gone));
         assert_eq!(world.spawn((Target,)), cloned.spawn((Target,)));
+    }
+
+    #[test]
+    fn world_clone_then_write_writes_every_position_of_the_clone_only() {
+        let mut world = cloneable(1000);
+        let mut cloned = clone_then_write(&body_cloner(), &world);
+        assert_eq!(cloned.len(), 1000);
+        let entities: Vec<Entity> = world.iter().map(|e| e.entity()).collect();
+        for (i, entity) in entities.into_iter().enumerate() {
+            let original = *world
+                .query_one_mut::<&Position>(entity)
+                .expect("original row");
+            assert_eq!(original, position(i as u64), "the original is untouched");
+            let (p, r) = cloned
+                .query_one_mut::<(&Position, &Rotation)>(entity)
+                .map(|(p, r)| (*p, *r))
+                .expect("the clone has the same handle");
+            let mut expected = original;
+            expected.nudge();
+            assert_eq!(p, expected);
+            assert_eq!(r, rotation(i as u64));
+        }
     }
 
     #[test]

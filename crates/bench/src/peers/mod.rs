@@ -2,65 +2,29 @@
 //! `shipyard`, one module each, doing the same work on the same data as Strata's workloads of
 //! the same names.
 //!
-//! A peer workload carries the same name and size as Strata's for the same work, and its
-//! library's crate name; the records of one (name, size) line up in the comparison table. The
-//! names and sizes, for whoever registers Strata's side:
-//!
-//! | name | sizes | items | work |
-//! |---|---|---|---|
-//! | `spawn` | 10k, 1M | size | spawn entities with [`Transform`], [`Position`], [`Rotation`], [`Velocity`] one at a time |
-//! | `spawn_batch` | 10k, 1M | size | the same through the library's bulk spawn |
-//! | `iter2` | 10k, 1M | size | `Position += Velocity` over entities carrying all four |
-//! | `frag_iter` | 520 | 520 | `Data *= 2` over 26 [`kinds`] `A`..`Z` × 20 entities, each also with [`Data`] |
-//! | `add_remove` | 10k | 10k | add [`kinds::B`] to 10k entities with [`kinds::A`], then remove it from all |
-//! | `small_driver_join` | 20k, 1M | 200, 1k | sum [`Big`] over the entities that also have [`Small`] |
-//! | `changed_filter` | 100k | 100k | visit the rows written since the last visit (1% of [`Position`]s) |
-//! | `despawn_respawn` | 100k | 100k | despawn every other of 100k ([`Position`], [`Velocity`]), spawn 50k |
-//! | `reference_cleanup` | 10k | 10k | destroy 100 targets that 10k holders reference, clear the references |
-//! | `world_clone` | 100k | 100k | clone a world of 100k ([`Position`], [`Rotation`], [`Velocity`]) |
-//! | `parallel_write` | 1M | 1M | write every [`Heat`] of 1M entities in parallel on a 2-thread pool, split among 4 writers where the library lets the split be chosen, every write a change |
+//! The names, sizes, data and value constructors the peers share with Strata's side are in
+//! [`crate::data`], re-exported here.
 //!
 //! Work a library has no way to do is listed by [`unsupported`] instead of being registered.
 //!
 //! Invariant: every peer workload measures its library through that library's public API, in
 //! the way its documentation recommends for the job, with the world built outside the timed
-//! routine; the data comes from the constructors here, so all libraries work on equal values.
+//! routine; the data comes from the constructors of [`crate::data`], so all libraries work on equal values.
 //! Each workload's `mechanism` says what the library does.
 
 pub mod bevy;
 pub mod hecs;
 pub mod shipyard;
 
-use std::cell::RefCell;
-
+pub use crate::data::*;
 use crate::harness::{Bencher, Workload};
 use crate::report::Unsupported;
 
-/// The sizes of `spawn`, `spawn_batch` and `iter2`.
-pub const ENTITY_SIZES: [u64; 2] = [10_000, 1_000_000];
-/// The number of fragment kinds (`A`..`Z`) of `frag_iter`.
-pub const FRAG_KINDS: u64 = 26;
-/// The entities per fragment kind of `frag_iter`.
-pub const FRAG_PER_KIND: u64 = 20;
-/// The entities of `add_remove`.
-pub const ADD_REMOVE_SIZE: u64 = 10_000;
-/// The (entities with [`Big`], of which also with [`Small`]) of `small_driver_join`.
-pub const JOIN_SIZES: [(u64, u64); 2] = [(20_000, 200), (1_000_000, 1_000)];
-/// The entities of `changed_filter`.
-pub const CHANGED_SIZE: u64 = 100_000;
-/// One in this many rows of `changed_filter` is written between visits (1%).
-pub const CHANGED_STRIDE: u64 = 100;
-/// The entities of `despawn_respawn`.
-pub const DESPAWN_SIZE: u64 = 100_000;
-/// The holders and targets of `reference_cleanup`.
-pub const REFERENCE_SIZES: (u64, u64) = (10_000, 100);
-/// The entities of `world_clone`.
-pub const CLONE_SIZE: u64 = 100_000;
 /// The entities, writers and pool threads of `parallel_write`, shared with Strata's side.
 pub use crate::overlay::{PARALLEL_THREADS, PARALLEL_WRITE_SIZE, PARALLEL_WRITERS};
 
 /// The workload names in run order; each library's workloads are sorted into it.
-const ORDER: [&str; 11] = [
+const ORDER: [&str; 13] = [
     "spawn",
     "spawn_batch",
     "iter2",
@@ -68,9 +32,11 @@ const ORDER: [&str; 11] = [
     "add_remove",
     "small_driver_join",
     "changed_filter",
+    "changed_filter_frames",
     "despawn_respawn",
     "reference_cleanup",
     "world_clone",
+    "world_clone_then_write",
     "parallel_write",
 ];
 
@@ -89,245 +55,17 @@ pub fn workloads() -> Vec<Workload> {
 
 /// The work a peer library cannot do, with the reason.
 pub fn unsupported() -> Vec<Unsupported> {
-    vec![Unsupported {
-        library: bevy::LIBRARY.to_owned(),
-        workload: "world_clone".to_owned(),
-        reason: "bevy_ecs 0.20 has no way to clone a World or copy entities into another World \
-                 (EntityCloner clones entities within one world); rebuilding a world entity by \
-                 entity would measure something else"
-            .to_owned(),
-    }]
-}
-
-/// Declares the plain components every peer library stores, deriving `bevy_ecs` and `shipyard`
-/// components (hecs takes any `Send + Sync + 'static` type). Takes struct items.
-macro_rules! components {
-    ($($item:item)*) => {
-        $(
-            #[derive(
-                Debug,
-                Clone,
-                Copy,
-                PartialEq,
-                bevy_ecs::component::Component,
-                ::shipyard::Component,
-            )]
-            $item
-        )*
-    };
-}
-
-components! {
-    /// A row-major 4×4 affine matrix, as Strata's `Transform`.
-    pub struct Transform(pub [f32; 16]);
-    /// A position.
-    pub struct Position {
-        /// The x component.
-        pub x: f32,
-        /// The y component.
-        pub y: f32,
-        /// The z component.
-        pub z: f32,
-    }
-    /// A rotation (Euler angles).
-    pub struct Rotation {
-        /// The x component.
-        pub x: f32,
-        /// The y component.
-        pub y: f32,
-        /// The z component.
-        pub z: f32,
-    }
-    /// A velocity.
-    pub struct Velocity {
-        /// The x component.
-        pub x: f32,
-        /// The y component.
-        pub y: f32,
-        /// The z component.
-        pub z: f32,
-    }
-    /// The value `frag_iter` doubles.
-    pub struct Data(pub f32);
-    /// The component of the large set of `small_driver_join`, whose field is summed.
-    pub struct Big(pub f32);
-    /// The component of the small set of `small_driver_join`.
-    pub struct Small(pub f32);
-    /// The one number `parallel_write` writes, as Strata's one-field `Heat`.
-    pub struct Heat(pub f64);
-}
-
-/// Expands `$m!(Kind, $args...)` once per fragment kind of `frag_iter`, `A` to `Z`.
-macro_rules! for_each_kind {
-    ($m:ident $(, $arg:expr)*) => {
-        $m!(A $(, $arg)*);
-        $m!(B $(, $arg)*);
-        $m!(C $(, $arg)*);
-        $m!(D $(, $arg)*);
-        $m!(E $(, $arg)*);
-        $m!(F $(, $arg)*);
-        $m!(G $(, $arg)*);
-        $m!(H $(, $arg)*);
-        $m!(I $(, $arg)*);
-        $m!(J $(, $arg)*);
-        $m!(K $(, $arg)*);
-        $m!(L $(, $arg)*);
-        $m!(M $(, $arg)*);
-        $m!(N $(, $arg)*);
-        $m!(O $(, $arg)*);
-        $m!(P $(, $arg)*);
-        $m!(Q $(, $arg)*);
-        $m!(R $(, $arg)*);
-        $m!(S $(, $arg)*);
-        $m!(T $(, $arg)*);
-        $m!(U $(, $arg)*);
-        $m!(V $(, $arg)*);
-        $m!(W $(, $arg)*);
-        $m!(X $(, $arg)*);
-        $m!(Y $(, $arg)*);
-        $m!(Z $(, $arg)*);
-    };
-}
-pub(crate) use for_each_kind;
-
-/// The 26 fragment kinds `A`..`Z` of `frag_iter` (`A` and `B` also serve `add_remove`), in a
-/// module of their own so a glob import brings exactly them.
-pub mod kinds {
-    /// Declares one fragment kind.
-    macro_rules! fragment_kind {
-        ($kind:ident) => {
-            components! {
-                /// A fragment kind of `frag_iter`: in an archetype store, each kind makes a
-                /// table of its own.
-                pub struct $kind(pub f32);
-            }
-        };
-    }
-
-    for_each_kind!(fragment_kind);
-}
-
-impl Position {
-    /// Adds `velocity`, the step of `iter2`.
-    #[inline]
-    pub fn advance(&mut self, velocity: &Velocity) {
-        self.x += velocity.x;
-        self.y += velocity.y;
-        self.z += velocity.z;
-    }
-}
-
-/// The transform of the `i`-th entity: a translation by (i, 2i, 3i).
-pub fn transform(i: u64) -> Transform {
-    let t = i as f32;
-    Transform([
-        1.0,
-        0.0,
-        0.0,
-        t, //
-        0.0,
-        1.0,
-        0.0,
-        2.0 * t, //
-        0.0,
-        0.0,
-        1.0,
-        3.0 * t, //
-        0.0,
-        0.0,
-        0.0,
-        1.0,
-    ])
-}
-
-/// The position of the `i`-th entity.
-pub fn position(i: u64) -> Position {
-    let t = i as f32;
-    Position {
-        x: t,
-        y: 2.0 * t,
-        z: 3.0 * t,
-    }
-}
-
-/// The rotation of the `i`-th entity.
-pub fn rotation(i: u64) -> Rotation {
-    let t = (i % 360) as f32;
-    Rotation {
-        x: 0.0,
-        y: t,
-        z: 0.0,
-    }
-}
-
-/// The velocity of the `i`-th entity.
-pub fn velocity(i: u64) -> Velocity {
-    let t = (i % 7) as f32;
-    Velocity {
-        x: 1.0,
-        y: 0.5 * t,
-        z: -0.25,
-    }
-}
-
-/// The four components of the `i`-th entity of `spawn`, `spawn_batch` and `iter2`.
-pub fn body(i: u64) -> (Transform, Position, Rotation, Velocity) {
-    (transform(i), position(i), rotation(i), velocity(i))
-}
-
-/// The `i`-th entity of `small_driver_join` at `n_big` entities with `n_small` small ones:
-/// every `n_big / n_small`-th entity also carries [`Small`], spread evenly.
-pub fn is_small(i: u64, n_big: u64, n_small: u64) -> bool {
-    i.is_multiple_of((n_big / n_small.max(1)).max(1))
-}
-
-/// Whether `changed_filter` writes row `i` between visits.
-pub fn is_written(i: u64) -> bool {
-    i.is_multiple_of(CHANGED_STRIDE)
-}
-
-/// The ids of the rows `changed_filter` writes between visits, picked by [`is_written`] from
-/// the ids of all its rows in spawn order.
-pub(crate) fn written_ids<Id: Copy>(ids: &[Id]) -> Vec<Id> {
-    (0..ids.len())
-        .filter(|&i| is_written(i as u64))
-        .map(|i| ids[i])
+    let no_world_copy = "bevy_ecs 0.20 has no way to clone a World or copy entities into \
+                         another World (EntityCloner clones entities within one world); \
+                         rebuilding a world entity by entity would measure something else";
+    ["world_clone", "world_clone_then_write"]
+        .into_iter()
+        .map(|workload| Unsupported {
+            library: bevy::LIBRARY.to_owned(),
+            workload: workload.to_owned(),
+            reason: no_world_copy.to_owned(),
+        })
         .collect()
-}
-
-/// What a `changed_filter` visit returns: the number of positions visited and the sum of their
-/// `x`, so that no library's visit can be optimised away.
-pub(crate) fn tally<'a>(positions: impl Iterator<Item = &'a Position>) -> (u64, f32) {
-    positions.fold((0, 0.0), |(count, sum), position| {
-        (count + 1, sum + position.x)
-    })
-}
-
-/// The state one library's `changed_filter` keeps across samples: its world with change
-/// detection switched on, and the rows [`written_ids`] picks.
-pub(crate) trait ChangedWork {
-    /// The untimed part of a sample: every picked row written to a new value through the
-    /// library's tracked path.
-    fn write(&mut self);
-    /// The timed part: the rows changed since the last sample, through the library's change
-    /// detection, [`tally`]ed.
-    fn visit(&mut self) -> (u64, f32);
-}
-
-/// The `changed_filter` workload of one library: the fixture `new(n)` is built once, then each
-/// sample writes through it in setup and times one visit.
-pub(crate) fn changed_filter<F: ChangedWork + 'static>(
-    n: u64,
-    mechanism: &str,
-    new: fn(u64) -> F,
-) -> Workload {
-    Workload::new("changed_filter", n, mechanism, move |b| {
-        let fixture = RefCell::new(new(n));
-        b.iter_with_setup(
-            || fixture.borrow_mut().write(),
-            |_| fixture.borrow_mut().visit(),
-        );
-    })
 }
 
 /// A rayon pool of [`PARALLEL_THREADS`] threads, for the `parallel_write` of the libraries
@@ -353,6 +91,17 @@ pub(crate) fn time_parallel_writes(b: &mut Bencher, mut write_all: impl FnMut(f6
     });
 }
 
+/// What a changed visit over a world of `n` positions (`position(i)`) returns right after
+/// frame `frame` nudged its rows: those rows, and the sum of their new `x`.
+#[cfg(test)]
+pub(crate) fn written_tally(n: u64, frame: u64) -> (u64, f32) {
+    tally((0..n).filter(|&i| is_written(i, frame)).map(|i| {
+        let mut p = position(i);
+        p.nudge();
+        p.x
+    }))
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -375,10 +124,10 @@ mod tests {
                     "frag_iter" => &[FRAG_KINDS * FRAG_PER_KIND],
                     "add_remove" => &[ADD_REMOVE_SIZE],
                     "small_driver_join" => &[JOIN_SIZES[0].0, JOIN_SIZES[1].0],
-                    "changed_filter" => &[CHANGED_SIZE],
+                    "changed_filter" | "changed_filter_frames" => &[CHANGED_SIZE],
                     "despawn_respawn" => &[DESPAWN_SIZE],
                     "reference_cleanup" => &[REFERENCE_SIZES.0],
-                    "world_clone" => &[CLONE_SIZE],
+                    "world_clone" | "world_clone_then_write" => &[CLONE_SIZE],
                     "parallel_write" => &[PARALLEL_WRITE_SIZE],
                     _ => unreachable!(),
                 };
@@ -402,30 +151,6 @@ mod tests {
                 ("spawn".to_owned(), 10_000, "shipyard".to_owned()),
                 ("spawn".to_owned(), 1_000_000, "bevy_ecs".to_owned()),
             ]
-        );
-    }
-
-    #[test]
-    fn data_is_deterministic_and_spread() {
-        assert_eq!(body(3), body(3));
-        assert_ne!(position(1), position(2));
-        let smalls = (0..20_000).filter(|&i| is_small(i, 20_000, 200)).count();
-        assert_eq!(smalls, 200);
-        let smalls = (0..1_000_000)
-            .filter(|&i| is_small(i, 1_000_000, 1_000))
-            .count();
-        assert_eq!(smalls, 1_000);
-        let written = (0..CHANGED_SIZE).filter(|&i| is_written(i)).count();
-        assert_eq!(written, 1_000);
-        let mut p = position(1);
-        p.advance(&velocity(1));
-        assert_eq!(
-            p,
-            Position {
-                x: 2.0,
-                y: 2.5,
-                z: 2.75
-            }
         );
     }
 }

@@ -19,10 +19,11 @@ use shipyard::{
 
 use super::kinds::*;
 use super::{
-    ADD_REMOVE_SIZE, Big, CHANGED_SIZE, CLONE_SIZE, ChangedWork, DESPAWN_SIZE, Data, ENTITY_SIZES,
-    FRAG_KINDS, FRAG_PER_KIND, Heat, JOIN_SIZES, PARALLEL_WRITE_SIZE, Position, REFERENCE_SIZES,
-    Rotation, Small, Transform, Velocity, body, for_each_kind, is_small, position, rayon_pool,
-    rotation, tally, time_parallel_writes, velocity, written_ids,
+    ADD_REMOVE_SIZE, ADDED_B, Big, CHANGED_SIZE, CHANGED_STRIDE, CLONE_SIZE, ChangedWork,
+    DESPAWN_SIZE, Data, ENTITY_SIZES, FRAG_KINDS, FRAG_PER_KIND, Heat, JOIN_SIZES,
+    PARALLEL_WRITE_SIZE, Position, REFERENCE_SIZES, Rotation, SMALL, Small, Spawn, Transform,
+    Velocity, a, big, body, for_each_kind, fragment, is_small, position, rayon_pool, rotation,
+    tally, time_parallel_writes, velocity, written_groups,
 };
 use crate::harness::Workload;
 
@@ -47,9 +48,11 @@ pub fn workloads() -> Vec<Workload> {
         workloads.push(small_driver_join(n_big, n_small));
     }
     workloads.push(changed_filter(CHANGED_SIZE));
+    workloads.push(changed_filter_frames(CHANGED_SIZE));
     workloads.push(despawn_respawn(DESPAWN_SIZE));
     workloads.push(reference_cleanup(REFERENCE_SIZES.0, REFERENCE_SIZES.1));
     workloads.push(world_clone(CLONE_SIZE));
+    workloads.push(world_clone_then_write(CLONE_SIZE));
     workloads.push(parallel_write(PARALLEL_WRITE_SIZE));
     workloads.into_iter().map(|w| w.library(LIBRARY)).collect()
 }
@@ -137,12 +140,21 @@ fn fragmented() -> World {
     macro_rules! spawn_kind {
         ($kind:ident, $world:expr) => {
             $world
-                .bulk_add_entity((0..FRAG_PER_KIND).map(|i| ($kind(i as f32), Data(1.0))))
+                .bulk_add_entity((0..FRAG_PER_KIND).map(|i| {
+                    let (value, data) = fragment(i);
+                    ($kind(value), data)
+                }))
                 .for_each(drop);
         };
     }
     for_each_kind!(spawn_kind, world);
     world
+}
+
+/// The step of `frag_iter`: every [`Data`] negated.
+fn negate_all(world: &World) {
+    let mut data = world.borrow::<ViewMut<'_, Data>>().expect(FREE_BORROW);
+    (&mut data).iter().for_each(Data::negate);
 }
 
 fn frag_iter() -> Workload {
@@ -153,10 +165,7 @@ fn frag_iter() -> Workload {
         "(&mut ViewMut<Data>).iter(): one dense sparse set, the 26 kinds do not split it",
         move |b| {
             let world = fragmented();
-            b.iter(|| {
-                let mut data = world.borrow::<ViewMut<'_, Data>>().expect(FREE_BORROW);
-                (&mut data).iter().for_each(|data| data.0 *= 2.0);
-            });
+            b.iter(|| negate_all(&world));
         },
     )
 }
@@ -164,7 +173,7 @@ fn frag_iter() -> Workload {
 /// A world of `n` entities with [`A`], and their ids.
 fn with_a(n: u64) -> (World, Vec<EntityId>) {
     let mut world = World::new();
-    let ids = world.bulk_add_entity((0..n).map(|i| A(i as f32))).collect();
+    let ids = world.bulk_add_entity((0..n).map(a)).collect();
     (world, ids)
 }
 
@@ -174,7 +183,7 @@ fn add_then_remove(world: &World, ids: &[EntityId]) -> u64 {
         .borrow::<(EntitiesView<'_>, ViewMut<'_, B>)>()
         .expect(FREE_BORROW);
     for &id in ids {
-        entities.add_component(id, &mut bs, B(1.0));
+        entities.add_component(id, &mut bs, ADDED_B);
     }
     let mut n_removed = 0;
     for &id in ids {
@@ -200,16 +209,16 @@ fn joinable(n_big: u64, n_small: u64) -> World {
     let mut world = World::new();
     for i in 0..n_big {
         if is_small(i, n_big, n_small) {
-            world.add_entity((Big(i as f32), Small(1.0)));
+            world.add_entity((big(i), SMALL));
         } else {
-            world.add_entity(Big(i as f32));
+            world.add_entity(big(i));
         }
     }
     world
 }
 
 /// The routine of `small_driver_join`: the sum of [`Big`] over the entities with both.
-fn join_sum(world: &World) -> f32 {
+fn join_sum(world: &World) -> f64 {
     let (bigs, smalls) = world
         .borrow::<(View<'_, Big>, View<'_, Small>)>()
         .expect(FREE_BORROW);
@@ -234,27 +243,31 @@ fn small_driver_join(n_big: u64, n_small: u64) -> Workload {
 /// A view of the positions with modification tracking.
 type TrackedPositions<'a> = ViewMut<'a, Position, track::Modification>;
 
-/// The world of `changed_filter`, with modification tracking switched on for [`Position`].
+/// The world of `changed_filter` and `changed_filter_frames`, with modification tracking
+/// switched on for [`Position`].
 struct ChangedFixture {
     world: World,
-    /// The entities written between visits: 1% of them, spread evenly.
-    written: Vec<EntityId>,
+    /// The entities each frame writes, by `frame % CHANGED_STRIDE`: 1% of them, spread evenly.
+    written: Vec<Vec<EntityId>>,
 }
 
 impl ChangedFixture {
-    fn new(n: u64) -> ChangedFixture {
+    fn new(n: u64, spawn: Spawn) -> ChangedFixture {
         let mut world = World::new();
         world.track_modification::<Position>();
-        let ids: Vec<EntityId> = world.bulk_add_entity((0..n).map(position)).collect();
-        let written = written_ids(&ids);
+        let ids: Vec<EntityId> = match spawn {
+            Spawn::Batch => world.bulk_add_entity((0..n).map(position)).collect(),
+            Spawn::OneByOne => (0..n).map(|i| world.add_entity(position(i))).collect(),
+        };
+        let written = written_groups(&ids);
         ChangedFixture { world, written }
     }
 }
 
 impl ChangedWork for ChangedFixture {
     /// Restarts the modification window (outside a workload it runs from the last
-    /// `clear_all_modified`), then writes 1% of the rows.
-    fn write(&mut self) {
+    /// `clear_all_modified`), then writes the frame's 1% of the rows.
+    fn write(&mut self, frame: u64) {
         let positions = self
             .world
             .borrow::<TrackedPositions<'_>>()
@@ -264,8 +277,8 @@ impl ChangedWork for ChangedFixture {
             .world
             .borrow::<TrackedPositions<'_>>()
             .expect(FREE_BORROW);
-        for &id in &self.written {
-            positions[id].x += 1.0;
+        for &id in &self.written[(frame % CHANGED_STRIDE) as usize] {
+            positions[id].nudge();
         }
     }
 
@@ -275,7 +288,7 @@ impl ChangedWork for ChangedFixture {
             .world
             .borrow::<View<'_, Position, track::Modification>>()
             .expect(FREE_BORROW);
-        tally(positions.modified().iter())
+        tally(positions.modified().iter().map(|p| p.x))
     }
 }
 
@@ -283,6 +296,14 @@ fn changed_filter(n: u64) -> Workload {
     super::changed_filter(
         n,
         "track_modification::<Position>, View::modified(): timestamp compare per row of the dense set; window reset with clear_all_modified",
+        ChangedFixture::new,
+    )
+}
+
+fn changed_filter_frames(n: u64) -> Workload {
+    super::changed_filter_frames(
+        n,
+        "per frame: clear_all_modified, then another 1% written through a tracked ViewMut (untimed), then View::modified() (timed): timestamp compare per row of the dense set; world spawned one entity at a time",
         ChangedFixture::new,
     )
 }
@@ -438,6 +459,29 @@ fn world_clone(n: u64) -> Workload {
     )
 }
 
+/// The routine of `world_clone_then_write`: a clone of `world`, then every Position of the
+/// clone nudged; returns the clone, so its drop is not timed.
+fn clone_then_write(world: &World) -> World {
+    let cloned = clone_world(world);
+    {
+        let mut positions = cloned.borrow::<ViewMut<'_, Position>>().expect(FREE_BORROW);
+        (&mut positions).iter().for_each(Position::nudge);
+    }
+    cloned
+}
+
+fn world_clone_then_write(n: u64) -> Workload {
+    Workload::new(
+        "world_clone_then_write",
+        n,
+        "the clone of world_clone (AllStorages::clone_storages_to), then (&mut ViewMut<Position>).iter() writing x += 1 in place over the clone's dense array (untracked)",
+        move |b| {
+            let world = cloneable(n);
+            b.iter(|| clone_then_write(&world));
+        },
+    )
+}
+
 /// A world of `n` entities with [`Heat`] 0 (an untracked storage).
 fn heated(n: u64) -> World {
     let mut world = World::new();
@@ -473,6 +517,7 @@ fn parallel_write(n: u64) -> Workload {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::peers::written_tally;
 
     #[test]
     fn spawn_each_spawns_every_entity() {
@@ -496,6 +541,12 @@ mod tests {
     #[test]
     fn frag_iter_has_520_data() {
         let world = fragmented();
+        for run in 1..=3 {
+            negate_all(&world);
+            let expected = if run % 2 == 1 { -1.0 } else { 1.0 };
+            let data = world.borrow::<View<'_, Data>>().expect(FREE_BORROW);
+            assert!(data.iter().all(|d| d.0 == expected), "run {run}");
+        }
         let data = world.borrow::<View<'_, Data>>().expect(FREE_BORROW);
         assert_eq!(data.len(), 520);
     }
@@ -513,22 +564,24 @@ mod tests {
     #[test]
     fn join_visits_only_the_small_set() {
         let world = joinable(20_000, 200);
-        let expected: f32 = (0..20_000_u64)
+        let expected: f64 = (0..20_000_u64)
             .filter(|&i| is_small(i, 20_000, 200))
-            .map(|i| i as f32)
+            .map(|i| big(i).0)
             .sum();
         assert_eq!(join_sum(&world), expected);
     }
 
     #[test]
     fn changed_filter_sees_exactly_the_writes_of_each_sample() {
-        let mut fixture = ChangedFixture::new(10_000);
-        assert_eq!(fixture.visit().0, 0);
-        for _ in 0..3 {
-            fixture.write();
-            assert_eq!(fixture.visit().0, 100);
-            // The window runs from the last clear, so a second visit sees the same rows.
-            assert_eq!(fixture.visit().0, 100);
+        for spawn in [Spawn::Batch, Spawn::OneByOne] {
+            let mut fixture = ChangedFixture::new(10_000, spawn);
+            assert_eq!(fixture.visit().0, 0);
+            for frame in 0..3 {
+                fixture.write(frame);
+                assert_eq!(fixture.visit(), written_tally(10_000, frame));
+                // The window runs from the last clear, so a second visit sees the same rows.
+                assert_eq!(fixture.visit(), written_tally(10_000, frame));
+            }
         }
     }
 
@@ -578,6 +631,26 @@ mod tests {
             assert_eq!(cloned_positions[id], *p);
             assert_eq!(cloned_rotations[id], *r);
             assert_eq!(cloned_velocities[id], *v);
+        }
+    }
+
+    #[test]
+    fn world_clone_then_write_writes_every_position_of_the_clone_only() {
+        let world = cloneable(1000);
+        let cloned = clone_then_write(&world);
+        let (positions, rotations) = world
+            .borrow::<(View<'_, Position>, View<'_, Rotation>)>()
+            .expect(FREE_BORROW);
+        let (cloned_positions, cloned_rotations) = cloned
+            .borrow::<(View<'_, Position>, View<'_, Rotation>)>()
+            .expect(FREE_BORROW);
+        assert_eq!(cloned_positions.len(), 1000);
+        for (i, (id, p)) in positions.iter().with_id().enumerate() {
+            assert_eq!(*p, position(i as u64), "the original is untouched");
+            let mut expected = *p;
+            expected.nudge();
+            assert_eq!(cloned_positions[id], expected);
+            assert_eq!(cloned_rotations[id], rotations[id]);
         }
     }
 
