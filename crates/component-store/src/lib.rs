@@ -63,9 +63,11 @@
 //! # Ok::<(), Box<dyn std::error::Error>>(())
 //! ```
 
+mod changes;
 mod column;
 mod copy;
 mod def;
+mod dirty;
 mod error;
 mod handle;
 mod list;
@@ -75,22 +77,24 @@ mod set;
 mod shared;
 mod slots;
 mod store;
+mod track;
 mod value;
 mod view;
 
+pub use crate::changes::Changes;
 pub use crate::column::{Column, Scalar};
 pub use crate::copy::CopyPair;
 pub use crate::def::{
     ComponentDef, ComponentId, FieldDef, FieldId, FieldType, InstalledDef, RefPolicy, StructField,
     check_former_names,
 };
+pub use crate::dirty::FieldMask;
 pub use crate::error::StoreError;
 pub use crate::handle::{Binding, ComponentHandle, RemovalReader, Removals};
 pub use crate::list::ListAccessor;
 pub use crate::orphan::{FieldTypes, OrphanRecord, Orphans};
 pub use crate::set::{
-    ChangeRecord, ComponentSet, FieldMask, InstanceRef, REMOVAL_LOG_CAPACITY, RefEntry, Removal,
-    Tick, UNCHECKED_SLOT_LIMIT,
+    ComponentSet, InstanceRef, REMOVAL_LOG_CAPACITY, RefEntry, Removal, Tick, UNCHECKED_SLOT_LIMIT,
 };
 pub use crate::slots::SetSlot;
 pub use crate::store::{BulkInit, DestroyOutcome, Lineage, RowInit, Store, StoreEvent, StoreId};

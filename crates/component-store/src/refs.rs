@@ -112,6 +112,11 @@ impl RefIndex {
         self.targets.contains_key(&target)
     }
 
+    /// Whether no reference is held.
+    pub(crate) fn is_empty(&self) -> bool {
+        self.targets.is_empty()
+    }
+
     pub(crate) fn targets(&self) -> usize {
         self.targets.len()
     }

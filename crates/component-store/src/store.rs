@@ -18,9 +18,10 @@ use strata_arena::{ClassId, ClassRegistry, Doomed, InstanceId};
 
 use crate::column::Scalar;
 use crate::def::{ComponentDef, ComponentId, FieldId, InstalledDef, RefPolicy};
+use crate::dirty::FieldMask;
 use crate::error::StoreError;
 use crate::orphan::{OrphanRecord, Orphans};
-use crate::set::{ComponentSet, FieldMask, InstanceRef, Tick};
+use crate::set::{ComponentSet, InstanceRef, LoadScratch, Tick};
 use crate::shared::SharedSet;
 use crate::value::Value;
 
@@ -106,6 +107,8 @@ pub struct Store {
     dependents: Vec<Vec<ComponentId>>,
     /// Values rows held under an older schema version, kept for game migrations.
     migrations: Arc<HashMap<(InstanceId, ComponentId), OrphanRecord>>,
+    /// Buffers `load_from` reuses from one load to the next (never shared with snapshots).
+    load_scratch: LoadScratch,
 }
 
 impl Default for Store {
@@ -128,6 +131,7 @@ impl Store {
             events: Vec::new(),
             dependents: Vec::new(),
             migrations: Arc::default(),
+            load_scratch: LoadScratch::default(),
         }
     }
 
@@ -170,6 +174,7 @@ impl Store {
             events: Vec::new(),
             dependents: self.dependents.clone(),
             migrations: self.migrations.clone(),
+            load_scratch: LoadScratch::default(),
         }
     }
 
@@ -235,7 +240,7 @@ impl Store {
             .slot_set(component)
             .map(SharedSet::get)
             .ok_or(StoreError::UnknownComponent(component))?;
-        let renamed = *old.def.def.name != *def.name;
+        let renamed = *old.def().def.name != *def.name;
         if renamed && self.names.contains_key(&*def.name) {
             return Err(StoreError::DuplicateComponent(def.name.to_string()));
         }
@@ -248,7 +253,7 @@ impl Store {
                     component,
                 });
             }
-            at.check_slot(old.sparse.len(), rows.len(), || self.slot_extent())?;
+            at.check_slot(old.sparse_len(), rows.len(), || self.slot_extent())?;
             check_row(&installed, values)?;
         }
         let mut seen = HashSet::with_capacity(rows.len());
@@ -266,39 +271,20 @@ impl Store {
             .map(|field| {
                 std::iter::once(&field.name)
                     .chain(&field.former_names)
-                    .find_map(|name| old.def.field_id(name))
-                    .filter(|g| old.def.field(*g).is_some_and(|o| o.ty == field.ty))
+                    .find_map(|name| old.def().field_id(name))
+                    .filter(|g| old.def().field(*g).is_some_and(|o| o.ty == field.ty))
             })
             .collect();
-        let (old_observed, new_observed) = (old.def.def.observed, installed.def.observed);
-        let old_name = old.def.def.name.clone();
+        let (old_observed, new_observed) = (old.def().def.observed, installed.def.observed);
+        let old_name = old.def().def.name.clone();
         let tick = Tick(self.tick.0 + 1);
-        let mut set = ComponentSet::new(Arc::new(installed));
-        set.continue_removals(old);
-        let kept: HashSet<InstanceRef> = rows.iter().map(|(at, _)| *at).collect();
-        let lost: Vec<InstanceRef> = (0..old.len())
-            .map(|row| InstanceRef::new(old.ids[row], old.slots[row]))
-            .filter(|at| !kept.contains(at))
-            .collect();
-        for at in &lost {
-            set.removals.push(crate::set::Removal { id: at.id, tick });
-        }
-        let mut added = Vec::new();
-        for (at, values) in rows {
-            let row = set.push_row(at, values, tick);
-            match old.row_of(at) {
-                Some(before) => set.carry_tracking(row, old, before, &counterparts, tick),
-                None => added.push(at.id),
-            }
-        }
-        set.reset_change_log(tick);
-        set.rebuild_dirty_rows();
-        set.structural = old.structural + 1;
+        let (set, lost, added) =
+            ComponentSet::redefined(Arc::new(installed), old, rows, &counterparts, tick);
 
         self.tick = tick;
         if renamed {
             self.names.remove(&old_name);
-            self.names.insert(set.def.def.name.clone(), component);
+            self.names.insert(set.def().def.name.clone(), component);
             self.name_revision += 1;
         }
         self.sets[component.index()] = Some(SharedSet::new(set));
@@ -340,12 +326,9 @@ impl Store {
             .ok_or(StoreError::UnknownComponent(component))?;
         let types = OrphanRecord::types_of(&set);
         let records = (0..set.len())
-            .map(|row| {
-                let at = InstanceRef::new(set.ids[row], set.slots[row]);
-                (at, OrphanRecord::from_row(&set, row, &types))
-            })
+            .map(|row| (set.at(row), OrphanRecord::from_row(&set, row, &types)))
             .collect();
-        self.names.remove(&*set.def.def.name);
+        self.names.remove(&*set.def().def.name);
         self.name_revision += 1;
         self.rebuild_dependents();
         Ok(records)
@@ -355,7 +338,7 @@ impl Store {
     fn rebuild_dependents(&mut self) {
         let mut dependents = vec![Vec::new(); self.sets.len()];
         for dependent in self.components() {
-            for required in &dependent.def.def.requires {
+            for required in &dependent.def().def.requires {
                 if let Some(&id) = self.names.get(required) {
                     dependents[id.index()].push(dependent.id());
                 }
@@ -385,7 +368,7 @@ impl Store {
 
     /// A component's installed definition.
     pub fn def(&self, component: ComponentId) -> Result<&InstalledDef, StoreError> {
-        Ok(&self.set(component)?.def)
+        Ok(self.set(component)?.def())
     }
 
     /// A field's id by name.
@@ -452,7 +435,7 @@ impl Store {
         values: impl IntoIterator<Item = (FieldId, Value)>,
     ) -> Result<usize, StoreError> {
         let set = self.set(component)?;
-        let def = &set.def;
+        let def = set.def();
         let mut row_values: Vec<Value> = def.fields().iter().map(|f| f.default.clone()).collect();
         for (field, value) in values {
             def.check_value(field, &value)?;
@@ -502,7 +485,7 @@ impl Store {
         let (set, tick, events) = self
             .parts(component)
             .ok_or(StoreError::UnknownComponent(component))?;
-        let observed = set.def.def.observed;
+        let observed = set.def().def.observed;
         tick.0 += 1;
         let set = set.make_mut();
         let row = match values {
@@ -531,9 +514,9 @@ impl Store {
         component: ComponentId,
     ) -> Result<BulkInit<'_>, StoreError> {
         let set = self.set(component)?;
-        if !set.def.allows_class(class) {
+        if !set.def().allows_class(class) {
             return Err(StoreError::ClassNotAllowed {
-                component: set.def.name().to_owned(),
+                component: set.def().name().to_owned(),
                 class,
             });
         }
@@ -564,7 +547,7 @@ impl Store {
             .parts(component)
             .ok_or(StoreError::UnknownComponent(component))?;
         tick.0 += 1;
-        let observed = set.def.def.observed;
+        let observed = set.def().def.observed;
         let rows = set.make_mut().push_default_rows(ats, *tick);
         if observed {
             events.extend(ats.iter().map(|at| StoreEvent::Added {
@@ -652,7 +635,7 @@ impl Store {
             return false;
         };
         tick.0 += 1;
-        let observed = set.def.def.observed;
+        let observed = set.def().def.observed;
         set.make_mut().swap_remove_row(row, *tick);
         if observed {
             events.push(StoreEvent::Removed {
@@ -676,8 +659,8 @@ impl Store {
         Some((set, &mut self.tick, &mut self.events))
     }
 
-    /// A private set, another set (read-only, when asked for and different), the tick and the
-    /// event queue, all borrowed apart.
+    /// A set (not yet made private), another set (read-only, when asked for and different),
+    /// the tick and the event queue, all borrowed apart.
     #[allow(clippy::type_complexity, reason = "a tuple of disjoint borrows")]
     pub(crate) fn parts_split(
         &mut self,
@@ -685,7 +668,7 @@ impl Store {
         other: Option<ComponentId>,
     ) -> Result<
         (
-            &mut ComponentSet,
+            &mut SharedSet,
             Option<&ComponentSet>,
             &mut Tick,
             &mut Vec<StoreEvent>,
@@ -702,7 +685,6 @@ impl Store {
             .ok_or(StoreError::UnknownComponent(component))?;
         let set = target
             .as_mut()
-            .map(SharedSet::make_mut)
             .ok_or(StoreError::UnknownComponent(component))?;
         let other = match other {
             Some(o) if o.index() < index => before
@@ -716,15 +698,17 @@ impl Store {
         Ok((set, other, &mut self.tick, &mut self.events))
     }
 
-    /// A private set beside the tick and the event queue.
-    pub(crate) fn parts_mut(
+    /// A private set beside the buffers a load reuses.
+    pub(crate) fn load_parts(
         &mut self,
         component: ComponentId,
-    ) -> Result<(&mut ComponentSet, &mut Tick, &mut Vec<StoreEvent>), StoreError> {
-        let (set, tick, events) = self
-            .parts(component)
+    ) -> Result<(&mut ComponentSet, &mut LoadScratch), StoreError> {
+        let set = self
+            .sets
+            .get_mut(component.index())
+            .and_then(Option::as_mut)
             .ok_or(StoreError::UnknownComponent(component))?;
-        Ok((set.make_mut(), tick, events))
+        Ok((set.make_mut(), &mut self.load_scratch))
     }
 
     // ----- Field access. -----
@@ -757,11 +741,11 @@ impl Store {
             id: at.id,
             component,
         })?;
-        set.def.checked_field(field)?;
+        set.def().checked_field(field)?;
         // The field exists and the row is present, so the column holds a value there.
         set.value(row, field)
             .ok_or_else(|| StoreError::RowOutOfRange {
-                component: set.def.name().to_owned(),
+                component: set.def().name().to_owned(),
                 row,
             })
     }
@@ -774,30 +758,29 @@ impl Store {
         field: FieldId,
         value: T,
     ) -> Result<bool, StoreError> {
-        let (set, tick, events) = self
-            .parts(component)
-            .ok_or(StoreError::UnknownComponent(component))?;
-        let row = set.row_of(at).ok_or(StoreError::MissingMembership {
-            id: at.id,
-            component,
-        })?;
-        let field_def = set.def.check_scalar_value(field, &value)?;
-        let values = set
-            .values::<T>(field)
-            .ok_or_else(|| set.def.type_mismatch(field_def, std::any::type_name::<T>()))?;
+        let Some((set, tick, events)) = self.parts(component) else {
+            return Err(StoreError::UnknownComponent(component));
+        };
+        let Some(row) = set.row_of(at) else {
+            return Err(StoreError::MissingMembership {
+                id: at.id,
+                component,
+            });
+        };
+        let def = set.def();
+        let field_def = def.check_scalar_value(field, &value)?;
+        let Some(values) = set.values::<T>(field) else {
+            return Err(def.type_mismatch(field_def, std::any::type_name::<T>()));
+        };
         if values[row].identical(&value) {
             return Ok(false);
         }
-        if set.def.reference_fields.contains(&field) {
+        if def.reference_fields.contains(&field) {
             return self.write_row(component, row, field, value.into_value());
         }
-        let observed = set.def.def.observed;
+        let observed = def.def.observed;
         tick.0 += 1;
-        let set = set.make_mut();
-        if let Some(values) = set.typed_mut::<T>(field) {
-            values[row] = value;
-        }
-        set.mark_changed(row, field, *tick);
+        set.make_mut().write_typed(row, field, value, *tick);
         if observed {
             events.push(StoreEvent::Changed {
                 id: at.id,
@@ -821,7 +804,7 @@ impl Store {
             id: at.id,
             component,
         })?;
-        set.def.check_value(field, &value)?;
+        set.def().check_value(field, &value)?;
         if set.value(row, field).is_some_and(|v| v.identical(&value)) {
             return Ok(false);
         }
@@ -839,10 +822,10 @@ impl Store {
         value: Value,
     ) -> Result<bool, StoreError> {
         let set = self.set(component)?;
-        set.def.check_value(field, &value)?;
+        set.def().check_value(field, &value)?;
         if row >= set.len() {
             return Err(StoreError::RowOutOfRange {
-                component: set.def.name().to_owned(),
+                component: set.def().name().to_owned(),
                 row,
             });
         }
@@ -862,8 +845,8 @@ impl Store {
     ) -> Result<bool, StoreError> {
         let tick = Tick(self.tick.0 + 1);
         let set = self.set_mut(component)?;
-        let id = set.ids[row];
-        let observed = set.def.def.observed;
+        let id = set.ids()[row];
+        let observed = set.def().def.observed;
         if !set.write(row, field, value, tick) {
             return Ok(false);
         }
@@ -891,23 +874,10 @@ impl Store {
         &mut self,
         component: ComponentId,
     ) -> Result<Vec<(InstanceId, FieldMask)>, StoreError> {
-        if self.set(component)?.dirty_rows.is_empty() {
+        if self.set(component)?.pending_dirty() == 0 {
             return Ok(Vec::new());
         }
-        let set = self.set_mut(component)?;
-        let pending = std::mem::take(&mut set.dirty_rows);
-        let w = set.dirty_words;
-        let mut out = Vec::with_capacity(pending.len());
-        for at in pending {
-            let Some(row) = set.row_of(at) else { continue };
-            let mask = set.dirty_mask(row);
-            if mask.is_empty() {
-                continue;
-            }
-            set.dirty[row * w..(row + 1) * w].fill(0);
-            out.push((at.id, mask));
-        }
-        Ok(out)
+        Ok(self.set_mut(component)?.take_dirty())
     }
 
     // ----- Orphans. -----
@@ -1009,7 +979,7 @@ impl Store {
                 let component = ComponentId(index as u32);
                 let referenced = self.sets[index]
                     .as_ref()
-                    .is_some_and(|s| s.refs.contains(d.id));
+                    .is_some_and(|s| s.references(d.id));
                 if !referenced {
                     continue;
                 }
@@ -1019,7 +989,7 @@ impl Store {
                 let Ok(set) = self.set_mut(component) else {
                     continue;
                 };
-                let entries = set.refs.take(d.id);
+                let entries = set.take_references(d.id);
                 let doomed_ids =
                     doomed_ids.get_or_insert_with(|| doomed.iter().map(|d| d.id).collect());
                 for entry in &entries {
@@ -1033,15 +1003,7 @@ impl Store {
                     );
                 }
                 if let Ok(set) = self.set_mut(component) {
-                    for entry in entries {
-                        let holder = InstanceRef::new(entry.holder, entry.holder_slot);
-                        let still = set
-                            .row_of(holder)
-                            .is_some_and(|row| set.holds_reference(row, entry.field, d.id));
-                        if still {
-                            set.refs.insert(d.id, entry);
-                        }
-                    }
+                    set.keep_references(d.id, &entries);
                 }
             }
         }
@@ -1062,7 +1024,7 @@ impl Store {
         let Some(row) = set.row_of(holder) else {
             return;
         };
-        let Some(policy) = set.def.field(entry.field).map(|f| f.on_destroy) else {
+        let Some(policy) = set.def().field(entry.field).map(|f| f.on_destroy) else {
             return;
         };
         match policy {
@@ -1071,7 +1033,7 @@ impl Store {
                     set.column(entry.field),
                     Some(crate::column::Column::Reference(_))
                 );
-                let observed = set.def.def.observed;
+                let observed = set.def().def.observed;
                 let cleared = if direct {
                     let Some((set, tick, events)) = self.parts(component) else {
                         return;
@@ -1152,20 +1114,17 @@ impl RowInit<'_> {
 
     /// Sets a field, typed.
     pub fn set<T: Scalar>(&mut self, field: FieldId, value: T) -> Result<&mut Self, StoreError> {
-        if self.set.def.reference_fields.contains(&field) {
+        if self.set.def().reference_fields.contains(&field) {
             return self.set_value(field, value.into_value());
         }
-        let row = self.row;
-        self.set.def.check_scalar_value(field, &value)?;
-        if let Some(values) = self.set.typed_mut::<T>(field) {
-            values[row] = value;
-        }
+        self.set.def().check_scalar_value(field, &value)?;
+        self.set.init_typed(self.row..self.row + 1, field, [value]);
         Ok(self)
     }
 
     /// Sets a field in dynamic form.
     pub fn set_value(&mut self, field: FieldId, value: Value) -> Result<&mut Self, StoreError> {
-        self.set.def.check_value(field, &value)?;
+        self.set.def().check_value(field, &value)?;
         self.set.init_field(self.row, field, value);
         Ok(self)
     }
@@ -1192,14 +1151,14 @@ impl BulkInit<'_> {
         field: FieldId,
         values: impl IntoIterator<Item = T>,
     ) -> Result<&mut Self, StoreError> {
-        self.set.def.check_scalar::<T>(field)?;
+        self.set.def().check_scalar::<T>(field)?;
         if self.rows.is_empty() {
             return Ok(self);
         }
         if T::RANGED {
             let values: Vec<T> = values.into_iter().take(self.rows.len()).collect();
             for value in &values {
-                self.set.def.check_scalar_value(field, value)?;
+                self.set.def().check_scalar_value(field, value)?;
             }
             return Ok(self.fill_checked(field, values));
         }
@@ -1212,16 +1171,9 @@ impl BulkInit<'_> {
         field: FieldId,
         values: impl IntoIterator<Item = T>,
     ) -> &mut Self {
-        let set = self.set.make_mut();
-        if set.def.reference_fields.contains(&field) {
-            for (row, value) in self.rows.clone().zip(values) {
-                set.init_field(row, field, value.into_value());
-            }
-        } else if let Some(column) = set.typed_mut::<T>(field) {
-            for (slot, value) in column[self.rows.clone()].iter_mut().zip(values) {
-                *slot = value;
-            }
-        }
+        self.set
+            .make_mut()
+            .init_typed(self.rows.clone(), field, values);
         self
     }
 }
@@ -1253,10 +1205,10 @@ impl Store {
             }
             None => {}
         }
-        at.check_slot(set.sparse.len(), rows_after, || self.slot_extent())?;
-        if !set.def.allows_class(class) {
+        at.check_slot(set.sparse_len(), rows_after, || self.slot_extent())?;
+        if !set.def().allows_class(class) {
             return Err(StoreError::ClassNotAllowed {
-                component: set.def.name().to_owned(),
+                component: set.def().name().to_owned(),
                 class,
             });
         }
@@ -1266,7 +1218,7 @@ impl Store {
     /// The longest sparse array of the store's sets: how far its slots already reach.
     fn slot_extent(&self) -> usize {
         self.components()
-            .map(|set| set.sparse.len())
+            .map(ComponentSet::sparse_len)
             .max()
             .unwrap_or(0)
     }
