@@ -165,12 +165,29 @@ impl DirtyBits {
     }
 
     /// Removes row `row`: the last row's bits move into its place and the last row goes.
+    #[inline]
     pub(crate) fn swap_remove(&mut self, row: usize) {
         let last = self.rows - 1;
         let (last_word, last_bit) = (last / 64, 1u64 << (last % 64));
         let (word, bit) = (row / 64, 1u64 << (row % 64));
+        // Neither row dirty (the common case): no field's bits to move.
+        if (self.any[last_word] & last_bit) | (self.any[word] & bit) != 0 {
+            self.move_bits(word, bit, last_word, last_bit);
+        }
+        self.rows = last;
+        let words = last.div_ceil(64);
+        if words != self.any.len() {
+            self.resize_words(words);
+        }
+    }
+
+    /// Moves bit `last_bit` of word `last_word` into bit `bit` of word `word` in every bitset,
+    /// clearing it where it was.
+    #[cold]
+    fn move_bits(&mut self, word: usize, bit: u64, last_word: usize, last_bit: u64) {
+        let moves = (word, bit) != (last_word, last_bit);
         for bits in self.fields.iter_mut().chain(std::iter::once(&mut self.any)) {
-            if row != last {
+            if moves {
                 if bits[last_word] & last_bit != 0 {
                     bits[word] |= bit;
                 } else {
@@ -181,11 +198,6 @@ impl DirtyBits {
         }
         if self.any[word] & bit != 0 {
             self.summary[word / 64] |= 1 << (word % 64);
-        }
-        self.rows = last;
-        let words = last.div_ceil(64);
-        if words != self.any.len() {
-            self.resize_words(words);
         }
     }
 

@@ -83,6 +83,17 @@ impl InstanceRef {
         Ok(Self { id, slot, bound })
     }
 
+    /// Whether the slot is below what [`InstanceRef::check_slot`] accepts without asking the
+    /// store's extent: the arena's slot count the reference carries, [`UNCHECKED_SLOT_LIMIT`],
+    /// or twice the larger of `sparse_len` and `rows_after`.
+    #[inline]
+    pub(crate) fn slot_near(&self, sparse_len: usize, rows_after: usize) -> bool {
+        let slot = self.slot.index();
+        slot < UNCHECKED_SLOT_LIMIT
+            || slot < self.bound as usize
+            || slot < sparse_len.max(rows_after).saturating_mul(2)
+    }
+
     /// Whether a set whose sparse array has `sparse_len` entries, and which will hold
     /// `rows_after` rows, may take this reference's slot: below the arena's slot count the
     /// reference carries, [`UNCHECKED_SLOT_LIMIT`], or twice the larger of `rows_after` and
@@ -94,13 +105,13 @@ impl InstanceRef {
         rows_after: usize,
         store_extent: impl FnOnce() -> usize,
     ) -> Result<(), StoreError> {
+        if self.slot_near(sparse_len, rows_after) {
+            return Ok(());
+        }
         let slot = self.slot.index();
         let near = (self.bound as usize)
             .max(UNCHECKED_SLOT_LIMIT)
             .max(sparse_len.max(rows_after).saturating_mul(2));
-        if slot < near {
-            return Ok(());
-        }
         let limit = near.max(store_extent().saturating_mul(2));
         if slot < limit {
             Ok(())
@@ -499,10 +510,16 @@ impl ComponentSet {
     fn push_identity(&mut self, at: InstanceRef, tick: Tick) -> usize {
         let row = self.ids.len();
         let slot = at.slot.index();
-        if self.sparse.len() <= slot {
+        let len = self.sparse.len();
+        if slot < len {
+            self.sparse[slot] = row as u32;
+        } else if slot == len {
+            // A world filled in slot order takes the next slot: one push.
+            self.sparse.push(row as u32);
+        } else {
             self.grow_sparse(slot + 1);
+            self.sparse[slot] = row as u32;
         }
-        self.sparse[slot] = row as u32;
         self.ids.push(at.id);
         self.slots.push(at.slot);
         self.track.push_row(tick);
@@ -630,6 +647,67 @@ impl ComponentSet {
         cleared
     }
 
+    /// Applies the `Clear` policy of direct reference fields to `entries` (the references to
+    /// `target`, just taken out of the index, sorted by holder): for each holder all of whose
+    /// entries are such clears, each field, if the holder is still present, becomes `None` at
+    /// a tick of its own (`tick` advances once per clear), and `cleared` hears of it. Returns
+    /// the other entries (holders with another policy or a nested reference), in order, for the
+    /// caller to act on in that order and keep.
+    pub(crate) fn clear_direct_references(
+        &mut self,
+        target: InstanceId,
+        mut entries: Vec<RefEntry>,
+        tick: &mut Tick,
+        mut cleared: impl FnMut(&RefEntry),
+    ) -> Vec<RefEntry> {
+        let clears = |set: &Self, entry: &RefEntry| {
+            set.def
+                .field(entry.field)
+                .is_some_and(|f| f.on_destroy == crate::def::RefPolicy::Clear)
+                && matches!(
+                    set.columns.get(entry.field.index()),
+                    Some(Column::Reference(_))
+                )
+        };
+        let mut kept = 0;
+        let mut start = 0;
+        while start < entries.len() {
+            let holder = entries[start].holder;
+            let end = start
+                + entries[start..]
+                    .iter()
+                    .take_while(|e| e.holder == holder)
+                    .count();
+            let only_clears = entries[start..end].iter().all(|e| clears(self, e));
+            let row = self.row_of(InstanceRef::new(holder, entries[start].holder_slot));
+            for i in start..end {
+                let keep = match row {
+                    _ if !only_clears => true,
+                    // A holder gone since took its references with it.
+                    None => false,
+                    Some(row) => {
+                        let entry = entries[i];
+                        let next = Tick(tick.0 + 1);
+                        if self.clear_direct_reference(row, entry.field, target, next) {
+                            *tick = next;
+                            cleared(&entry);
+                            false
+                        } else {
+                            self.holds_reference(row, entry.field, target)
+                        }
+                    }
+                };
+                if keep {
+                    entries.swap(kept, i);
+                    kept += 1;
+                }
+            }
+            start = end;
+        }
+        entries.truncate(kept);
+        entries
+    }
+
     /// Whether a field of a row still references `target` (directly or nested).
     pub(crate) fn holds_reference(&self, row: usize, field: FieldId, target: InstanceId) -> bool {
         let mut found = false;
@@ -660,14 +738,21 @@ impl ComponentSet {
         field: FieldId,
         values: impl IntoIterator<Item = T>,
     ) {
-        if self.def.reference_fields.contains(&field) {
-            for (row, value) in rows.zip(values) {
-                self.init_field(row, field, value.into_value());
+        // Of the columns a typed value fits, only a reference column holds references.
+        match self.columns.get_mut(field.index()) {
+            Some(Column::Reference(_)) => {
+                for (row, value) in rows.zip(values) {
+                    self.init_field(row, field, value.into_value());
+                }
             }
-        } else if let Some(column) = self.columns.get_mut(field.index()).and_then(T::slice_mut) {
-            for (slot, value) in column[rows].iter_mut().zip(values) {
-                *slot = value;
+            Some(column) => {
+                if let Some(column) = T::slice_mut(column) {
+                    for (slot, value) in column[rows].iter_mut().zip(values) {
+                        *slot = value;
+                    }
+                }
             }
+            None => {}
         }
     }
 

@@ -360,10 +360,12 @@ impl Store {
     }
 
     /// A component's set.
+    #[inline]
     pub fn set(&self, component: ComponentId) -> Result<&ComponentSet, StoreError> {
-        self.slot_set(component)
-            .map(SharedSet::get)
-            .ok_or(StoreError::UnknownComponent(component))
+        match self.slot_set(component) {
+            Some(set) => Ok(set),
+            None => Err(StoreError::UnknownComponent(component)),
+        }
     }
 
     /// A component's installed definition.
@@ -380,6 +382,7 @@ impl Store {
         })
     }
 
+    #[inline]
     fn slot_set(&self, component: ComponentId) -> Option<&SharedSet> {
         self.sets.get(component.index())?.as_ref()
     }
@@ -412,12 +415,13 @@ impl Store {
 
     /// The row an instance holds in a component's set.
     pub fn row(&self, at: InstanceRef, component: ComponentId) -> Result<usize, StoreError> {
-        self.set(component)?
-            .row_of(at)
-            .ok_or(StoreError::MissingMembership {
+        match self.set(component)?.row_of(at) {
+            Some(row) => Ok(row),
+            None => Err(StoreError::MissingMembership {
                 id: at.id,
                 component,
-            })
+            }),
+        }
     }
 
     /// Adds a component to an instance of `class`: fields take the given values, the rest their
@@ -462,6 +466,7 @@ impl Store {
     }
 
     /// Adds a row of checked values (or defaults) after [`Store::check_add`].
+    #[inline]
     fn add_row(
         &mut self,
         at: InstanceRef,
@@ -476,15 +481,16 @@ impl Store {
 
     /// Adds a row of checked values (or defaults) for an instance [`Store::check_add`] already
     /// accepted: one tick, and an `Added` event when the component is observed.
+    #[inline]
     pub(crate) fn push_checked_row(
         &mut self,
         at: InstanceRef,
         component: ComponentId,
         values: Option<Vec<Value>>,
     ) -> Result<(&mut ComponentSet, usize), StoreError> {
-        let (set, tick, events) = self
-            .parts(component)
-            .ok_or(StoreError::UnknownComponent(component))?;
+        let Some((set, tick, events)) = self.parts(component) else {
+            return Err(StoreError::UnknownComponent(component));
+        };
         let observed = set.def().def.observed;
         tick.0 += 1;
         let set = set.make_mut();
@@ -543,9 +549,9 @@ impl Store {
             }
             seen[word] |= bit;
         }
-        let (set, tick, events) = self
-            .parts(component)
-            .ok_or(StoreError::UnknownComponent(component))?;
+        let Some((set, tick, events)) = self.parts(component) else {
+            return Err(StoreError::UnknownComponent(component));
+        };
         tick.0 += 1;
         let observed = set.def().def.observed;
         let rows = set.make_mut().push_default_rows(ats, *tick);
@@ -585,11 +591,14 @@ impl Store {
     /// Removes a component from an instance, together with every component of the instance
     /// that requires it (transitively). Returns `false` when the instance did not hold it.
     pub fn remove(&mut self, at: InstanceRef, component: ComponentId) -> Result<bool, StoreError> {
-        if !self.set(component)?.contains(at) {
+        let Some(row) = self.set(component)?.row_of(at) else {
             return Ok(false);
+        };
+        self.remove_row(at.id, component, row);
+        if !self.dependents[component.index()].is_empty() {
+            let mut removed = Vec::new();
+            self.remove_dependents(at, component, &mut removed);
         }
-        let mut removed = Vec::new();
-        self.remove_with_dependents(at, component, &mut removed);
         Ok(true)
     }
 
@@ -628,29 +637,33 @@ impl Store {
 
     /// Removes one component's row of an instance; `false` when it had none.
     fn remove_one(&mut self, at: InstanceRef, component: ComponentId) -> bool {
-        let Some((set, tick, events)) = self.parts(component) else {
+        let Some(row) = self.slot_set(component).and_then(|set| set.row_of(at)) else {
             return false;
         };
-        let Some(row) = set.row_of(at) else {
-            return false;
+        self.remove_row(at.id, component, row);
+        true
+    }
+
+    /// Removes row `row` (held by `id`) of a component's set: one tick, a removal record, a
+    /// `Removed` event when the component is observed, and the row's migration input.
+    fn remove_row(&mut self, id: InstanceId, component: ComponentId, row: usize) {
+        let Some((set, tick, events)) = self.parts(component) else {
+            return;
         };
         tick.0 += 1;
         let observed = set.def().def.observed;
         set.make_mut().swap_remove_row(row, *tick);
         if observed {
-            events.push(StoreEvent::Removed {
-                id: at.id,
-                component,
-            });
+            events.push(StoreEvent::Removed { id, component });
         }
         if !self.migrations.is_empty() {
-            Arc::make_mut(&mut self.migrations).remove(&(at.id, component));
+            Arc::make_mut(&mut self.migrations).remove(&(id, component));
         }
-        true
     }
 
     /// A set (not yet made private) beside the tick and event queue, for edits that need all
     /// three.
+    #[inline]
     fn parts(
         &mut self,
         component: ComponentId,
@@ -721,10 +734,12 @@ impl Store {
         field: FieldId,
     ) -> Result<&T, StoreError> {
         let set = self.set(component)?;
-        let row = set.row_of(at).ok_or(StoreError::MissingMembership {
-            id: at.id,
-            component,
-        })?;
+        let Some(row) = set.row_of(at) else {
+            return Err(StoreError::MissingMembership {
+                id: at.id,
+                component,
+            });
+        };
         let values = set.checked_values::<T>(field)?;
         Ok(&values[row])
     }
@@ -737,10 +752,12 @@ impl Store {
         field: FieldId,
     ) -> Result<Value, StoreError> {
         let set = self.set(component)?;
-        let row = set.row_of(at).ok_or(StoreError::MissingMembership {
-            id: at.id,
-            component,
-        })?;
+        let Some(row) = set.row_of(at) else {
+            return Err(StoreError::MissingMembership {
+                id: at.id,
+                component,
+            });
+        };
         set.def().checked_field(field)?;
         // The field exists and the row is present, so the column holds a value there.
         set.value(row, field)
@@ -800,10 +817,12 @@ impl Store {
         value: Value,
     ) -> Result<bool, StoreError> {
         let set = self.set(component)?;
-        let row = set.row_of(at).ok_or(StoreError::MissingMembership {
-            id: at.id,
-            component,
-        })?;
+        let Some(row) = set.row_of(at) else {
+            return Err(StoreError::MissingMembership {
+                id: at.id,
+                component,
+            });
+        };
         set.def().check_value(field, &value)?;
         if set.value(row, field).is_some_and(|v| v.identical(&value)) {
             return Ok(false);
@@ -955,14 +974,13 @@ impl Store {
         for d in doomed {
             let at = InstanceRef::new(d.id, d.slot);
             for index in 0..self.sets.len() {
-                let held = self.sets[index].as_ref().is_some_and(|s| s.contains(at));
-                if held {
-                    self.remove_with_dependents(
-                        at,
-                        ComponentId(index as u32),
-                        &mut outcome.removed,
-                    );
-                }
+                let component = ComponentId(index as u32);
+                let Some(row) = self.slot_set(component).and_then(|s| s.row_of(at)) else {
+                    continue;
+                };
+                self.remove_row(at.id, component, row);
+                outcome.removed.push((at.id, component));
+                self.remove_dependents(at, component, &mut outcome.removed);
             }
         }
         if !self.orphans.is_empty() {
@@ -971,7 +989,7 @@ impl Store {
                 orphans.remove_instance(d.id);
             }
         }
-        // Built only when some reference to a destroyed instance exists.
+        // Built only when some reference to a destroyed instance needs more than a clear.
         let mut doomed_ids: Option<HashSet<InstanceId>> = None;
         let mut destroy_seen = HashSet::new();
         for d in doomed {
@@ -984,15 +1002,33 @@ impl Store {
                     continue;
                 }
                 // Take the target's entries out in one step, so the actions below never
-                // search its holder list again; entries of holders that still reference it
-                // afterwards (destroy requests) go back, keeping the index exact.
-                let Ok(set) = self.set_mut(component) else {
+                // search its holder list again. Clears of direct reference fields run in one
+                // pass over them; the other policies act on what is left, and the entries of
+                // holders that still reference the target afterwards (destroy requests) go
+                // back, keeping the index exact.
+                let Some((shared, tick, events)) = self.parts(component) else {
                     continue;
                 };
+                let set = shared.make_mut();
+                let observed = set.def().def.observed;
                 let entries = set.take_references(d.id);
+                outcome.cleared.reserve(entries.len());
+                let rest = set.clear_direct_references(d.id, entries, tick, |entry| {
+                    outcome.cleared.push((entry.holder, component, entry.field));
+                    if observed {
+                        events.push(StoreEvent::Changed {
+                            id: entry.holder,
+                            component,
+                            field: entry.field,
+                        });
+                    }
+                });
+                if rest.is_empty() {
+                    continue;
+                }
                 let doomed_ids =
                     doomed_ids.get_or_insert_with(|| doomed.iter().map(|d| d.id).collect());
-                for entry in &entries {
+                for entry in &rest {
                     self.apply_policy(
                         component,
                         *entry,
@@ -1003,7 +1039,7 @@ impl Store {
                     );
                 }
                 if let Ok(set) = self.set_mut(component) {
-                    set.keep_references(d.id, &entries);
+                    set.keep_references(d.id, &rest);
                 }
             }
         }
@@ -1080,14 +1116,16 @@ impl Store {
     /// The arena released these slots. Rows still recorded for them (which only happens when a
     /// destruction was not reported) are evicted, and their orphans dropped.
     pub fn on_reclaimed(&mut self, reclaimed: &[Doomed]) {
-        let components: Vec<ComponentId> = self.components().map(ComponentSet::id).collect();
+        let mut removed = Vec::new();
         for d in reclaimed {
             let at = InstanceRef::new(d.id, d.slot);
-            for &component in &components {
-                if self.has(at, component) {
-                    let mut removed = Vec::new();
-                    self.remove_with_dependents(at, component, &mut removed);
-                }
+            for index in 0..self.sets.len() {
+                let component = ComponentId(index as u32);
+                let Some(row) = self.slot_set(component).and_then(|s| s.row_of(at)) else {
+                    continue;
+                };
+                self.remove_row(at.id, component, row);
+                self.remove_dependents(at, component, &mut removed);
             }
         }
         if !self.orphans.is_empty() {
@@ -1114,9 +1152,6 @@ impl RowInit<'_> {
 
     /// Sets a field, typed.
     pub fn set<T: Scalar>(&mut self, field: FieldId, value: T) -> Result<&mut Self, StoreError> {
-        if self.set.def().reference_fields.contains(&field) {
-            return self.set_value(field, value.into_value());
-        }
         self.set.def().check_scalar_value(field, &value)?;
         self.set.init_typed(self.row..self.row + 1, field, [value]);
         Ok(self)
@@ -1182,7 +1217,28 @@ impl Store {
     /// Whether an instance of `class` may take a row in `set` (one of this store's sets, which
     /// will hold `rows_after` rows once the operation is done): the checks every add runs
     /// before it stores anything.
+    #[inline]
     pub(crate) fn check_add(
+        &self,
+        set: &ComponentSet,
+        at: InstanceRef,
+        class: ClassId,
+        rows_after: usize,
+    ) -> Result<(), StoreError> {
+        // The common case in a few compares; anything else is decided (and explained) below.
+        if set.holder_at(at.slot).is_none()
+            && at.slot_near(set.sparse_len(), rows_after)
+            && set.def().allows_class(class)
+        {
+            return Ok(());
+        }
+        self.check_add_slow(set, at, class, rows_after)
+    }
+
+    /// [`Store::check_add`] in full.
+    #[cold]
+    #[inline(never)]
+    fn check_add_slow(
         &self,
         set: &ComponentSet,
         at: InstanceRef,
