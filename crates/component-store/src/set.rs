@@ -575,7 +575,7 @@ impl ComponentSet {
         }
         let id = self.ids[row];
         let slot = self.slots[row];
-        self.track.swap_remove(row, &self.ids, &self.slots, tick);
+        self.track.swap_remove(row, tick);
         for column in &mut self.columns {
             column.swap_remove(row);
         }
@@ -759,9 +759,7 @@ impl ComponentSet {
     /// Records a change of one field of a row.
     #[inline]
     pub(crate) fn mark_changed(&mut self, row: usize, field: FieldId, tick: Tick) {
-        self.track
-            .borrow(&self.ids, &self.slots)
-            .mark(row, field, tick);
+        self.track.borrow(&self.ids).mark(row, field, tick);
     }
 
     /// One typed column for writing, optionally another column of the same set for reading,
@@ -772,7 +770,7 @@ impl ComponentSet {
         field: FieldId,
         read: Option<FieldId>,
     ) -> Option<(&mut [T], Option<&Column>, TrackMut<'_>)> {
-        let track = self.track.borrow(&self.ids, &self.slots);
+        let track = self.track.borrow(&self.ids);
         match read {
             Some(read) if read != field => {
                 let [w, r] = self

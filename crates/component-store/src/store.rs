@@ -536,11 +536,17 @@ impl Store {
             return Ok(BulkInit { set, rows: 0..0 });
         }
         // Every slot is checked against its bound before the bitmap below is sized by them.
+        // The class is allowed (checked above): each slot needs only to be free and in range,
+        // decided by `check_add` in full where the quick test fails.
         let rows_after = set.len() + ats.len();
+        let sparse_len = set.sparse_len();
+        let mut max_slot = 0;
         for at in ats {
-            self.check_add(set, *at, class, rows_after)?;
+            if set.holder_at(at.slot).is_some() || !at.slot_near(sparse_len, rows_after) {
+                self.check_add_slow(set, *at, class, rows_after)?;
+            }
+            max_slot = max_slot.max(at.slot.index());
         }
-        let max_slot = ats.iter().map(|at| at.slot.index()).max().unwrap_or(0);
         let mut seen = vec![0u64; max_slot / 64 + 1];
         for at in ats {
             let (word, bit) = (at.slot.index() / 64, 1u64 << (at.slot.index() % 64));
@@ -969,8 +975,18 @@ impl Store {
     /// The arena destroyed these instances: remove their rows and orphans, then apply the
     /// destruction policies of every reference to them. Each policy action first checks that
     /// its holder still holds the component, since an earlier action may have removed it.
+    /// Clears of direct reference fields come first for each target and set, in holder order;
+    /// the other policies follow, in holder then field order.
     pub fn on_destroyed(&mut self, doomed: &[Doomed]) -> DestroyOutcome {
         let mut outcome = DestroyOutcome::default();
+        self.on_destroyed_into(doomed, &mut outcome);
+        outcome
+    }
+
+    /// [`Store::on_destroyed`], appending what it did to `outcome` (whose lists a caller
+    /// reporting one destruction after another can clear and reuse, so reporting allocates
+    /// nothing once they have grown).
+    pub fn on_destroyed_into(&mut self, doomed: &[Doomed], outcome: &mut DestroyOutcome) {
         for d in doomed {
             let at = InstanceRef::new(d.id, d.slot);
             for index in 0..self.sets.len() {
@@ -1035,7 +1051,7 @@ impl Store {
                         d.id,
                         doomed_ids,
                         &mut destroy_seen,
-                        &mut outcome,
+                        outcome,
                     );
                 }
                 if let Ok(set) = self.set_mut(component) {
@@ -1043,7 +1059,6 @@ impl Store {
                 }
             }
         }
-        outcome
     }
 
     fn apply_policy(

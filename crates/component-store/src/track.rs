@@ -4,18 +4,19 @@
 //!
 //! Invariant: `added`, `changed` and the dirty bits hold one entry per row of the set and move
 //! with the rows (the set calls `swap_remove` before it moves the row itself). A row's changed
-//! tick is at least its added tick. Every row whose changed or added tick is after a baseline at
-//! or above the log's base is found by one of two means: the log holds an entry after the
-//! baseline naming it, or it is in the run of rows at the end of the set whose added ticks are
-//! all after the baseline. So a row is logged when its changed tick rises by a write (once per
-//! tick), never when it is added; and when a removal moves into the hole a row added after the
-//! log's base, that row is logged at the removal's tick, since it left the end of the set. (The
-//! rows added after a baseline that never moved are all at or past the set's shortest length
-//! since then, and every row there was added after the baseline.)
+//! tick is at least its added tick. For every baseline at or above the log's base, every row
+//! whose changed (or added) tick is after the baseline is found by one of two means: its
+//! present position is logged after the baseline, or it is in the run of rows at the end of the
+//! set whose added ticks are all after the baseline. So a write that raises a row's changed
+//! tick logs the row's position (once per tick), an add logs nothing, and a removal that moves
+//! into the hole a row changed after the log's base logs the row's new position at the
+//! removal's tick. (A row added after a baseline that never moved is at or past the set's
+//! shortest length since then, and every row there was added after the baseline; a row that
+//! moved since its last change was logged where it went.)
 
-use strata_arena::{InstanceId, Slot};
+use strata_arena::InstanceId;
 
-use crate::changes::{ChangeLog, Entry};
+use crate::changes::ChangeLog;
 use crate::column::Scalar;
 use crate::def::FieldId;
 use crate::dirty::{DirtyBits, FieldMask};
@@ -68,20 +69,13 @@ impl Tracking {
         self.dirty.push_rows(n);
     }
 
-    /// Removes row `row` at `tick`, before the set moves its last row (whose instance is
-    /// `ids[last]` at `slots[last]`) into its place: logs that row if it was added after the
-    /// log's base, since it leaves the end of the set.
-    pub(crate) fn swap_remove(
-        &mut self,
-        row: usize,
-        ids: &[InstanceId],
-        slots: &[Slot],
-        tick: Tick,
-    ) {
+    /// Removes row `row` at `tick`, before the set moves its last row into its place: logs
+    /// the moved row's new position if it changed after the log's base.
+    #[inline]
+    pub(crate) fn swap_remove(&mut self, row: usize, tick: Tick) {
         let last = self.added.len() - 1;
-        if row != last && self.added[last] > self.log.base() && tick > self.log.base() {
-            self.log
-                .push(Entry::new(tick, ids[last], slots[last], row), last);
+        if row != last && self.changed[last] > self.log.base() && tick > self.log.base() {
+            self.log.push(tick, row, last);
         }
         self.added.swap_remove(row);
         self.changed.swap_remove(row);
@@ -90,7 +84,7 @@ impl Tracking {
 
     /// The changes after `baseline`: the entries logged since and where the run of rows added
     /// since starts, or `None` when the log's base is after `baseline`.
-    pub(crate) fn since(&self, baseline: Tick) -> Option<(&[Entry], usize)> {
+    pub(crate) fn since(&self, baseline: Tick) -> Option<(&[u32], usize)> {
         let logged = self.log.since(baseline)?;
         let added_from = self
             .added
@@ -177,16 +171,8 @@ impl Tracking {
     }
 
     /// The tracking borrowed beside the rows' identities.
-    pub(crate) fn borrow<'a>(
-        &'a mut self,
-        ids: &'a [InstanceId],
-        slots: &'a [Slot],
-    ) -> TrackMut<'a> {
-        TrackMut {
-            track: self,
-            ids,
-            slots,
-        }
+    pub(crate) fn borrow<'a>(&'a mut self, ids: &'a [InstanceId]) -> TrackMut<'a> {
+        TrackMut { track: self, ids }
     }
 }
 
@@ -195,7 +181,6 @@ impl Tracking {
 pub(crate) struct TrackMut<'a> {
     track: &'a mut Tracking,
     ids: &'a [InstanceId],
-    slots: &'a [Slot],
 }
 
 impl TrackMut<'_> {
@@ -217,10 +202,7 @@ impl TrackMut<'_> {
         let track = &mut *self.track;
         let previous = std::mem::replace(&mut track.changed[row], tick);
         if previous < tick && tick > track.log.base() {
-            track.log.push(
-                Entry::new(tick, self.ids[row], self.slots[row], row),
-                self.ids.len(),
-            );
+            track.log.push(tick, row, self.ids.len());
         }
         track.dirty.mark(row, field.index());
     }
@@ -269,10 +251,7 @@ impl TrackMut<'_> {
                     if !value.identical(&next) {
                         *value = next;
                         if *changed < tick {
-                            track.log.push(
-                                Entry::new(tick, self.ids[r], self.slots[r], r),
-                                self.ids.len(),
-                            );
+                            track.log.push(tick, r, self.ids.len());
                         }
                         *changed = tick;
                         mask |= 1 << (r % 64);

@@ -309,3 +309,46 @@ fn destroying_a_popular_target_clears_every_holder_in_holder_order() {
     let dirty = w.store.take_dirty(aim).unwrap();
     assert_eq!(dirty.len(), holders.len());
 }
+
+#[test]
+fn a_reused_outcome_collects_each_destruction_in_turn() {
+    let mut w = World::new();
+    let aim =
+        w.install(ComponentDef::new("Aim").field(FieldDef::reference("target", RefPolicy::Clear)));
+    let target = w.field(aim, "target");
+    let (a, b) = (w.spawn(ClassId::ENTITY), w.spawn(ClassId::ENTITY));
+    let holders: Vec<_> = (0..4).map(|_| w.spawn(ClassId::ENTITY)).collect();
+    for (i, h) in holders.iter().enumerate() {
+        let t = if i % 2 == 0 { a.id } else { b.id };
+        w.store
+            .add(
+                *h,
+                ClassId::ENTITY,
+                aim,
+                [(target, Value::Reference(Some(t)))],
+            )
+            .unwrap();
+    }
+    w.store.insert(a, ClassId::ENTITY, aim).unwrap();
+    let mut outcome = strata_component_store::DestroyOutcome::default();
+    let doomed_a = w.arena.destroy(a.id).unwrap().doomed;
+    w.store.on_destroyed_into(&doomed_a, &mut outcome);
+    assert_eq!(outcome.removed, vec![(a.id, aim)]);
+    assert_eq!(
+        outcome.cleared,
+        vec![(holders[0].id, aim, target), (holders[2].id, aim, target)]
+    );
+    outcome.removed.clear();
+    outcome.cleared.clear();
+    let doomed_b = w.arena.destroy(b.id).unwrap().doomed;
+    w.store.on_destroyed_into(&doomed_b, &mut outcome);
+    assert!(outcome.removed.is_empty());
+    assert_eq!(
+        outcome.cleared,
+        vec![(holders[1].id, aim, target), (holders[3].id, aim, target)]
+    );
+    assert!(outcome.destroy.is_empty());
+    for h in &holders {
+        assert_eq!(*w.store.get::<Option<_>>(*h, aim, target).unwrap(), None);
+    }
+}
