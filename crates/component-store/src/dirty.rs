@@ -7,7 +7,8 @@
 //! bitset is. Bit `w` of `summary` is set whenever word `w` of `any` is non-zero (it may also be
 //! set for a zero word: readers skip it and clear it, but never for a word past `any`), and
 //! `summary` holds `any.len().div_ceil(64)` words. Removing a row moves the last row's bits into its place, as
-//! the set moves the last row's values, so bits always follow their rows.
+//! the set moves the last row's values, so bits always follow their rows. `dirty` is the number
+//! of bits set in `any`.
 
 /// Which fields of a row changed since the dirty state was last taken.
 #[derive(Clone, PartialEq, Eq, Debug, Default)]
@@ -71,6 +72,8 @@ pub(crate) struct DirtyBits {
     /// Words of `any` that may be non-zero.
     summary: Vec<u64>,
     rows: usize,
+    /// How many rows have a dirty field.
+    dirty: usize,
 }
 
 impl DirtyBits {
@@ -81,6 +84,7 @@ impl DirtyBits {
             any: Vec::new(),
             summary: Vec::new(),
             rows: 0,
+            dirty: 0,
         }
     }
 
@@ -120,6 +124,7 @@ impl DirtyBits {
     pub(crate) fn mark(&mut self, row: usize, field: usize) {
         let (word, bit) = (row / 64, 1u64 << (row % 64));
         self.fields[field][word] |= bit;
+        self.dirty += usize::from(self.any[word] & bit == 0);
         self.any[word] |= bit;
         self.summary[word / 64] |= 1 << (word % 64);
     }
@@ -129,6 +134,7 @@ impl DirtyBits {
     pub(crate) fn mark_word(&mut self, field: usize, word: usize, mask: u64) {
         if mask != 0 {
             self.fields[field][word] |= mask;
+            self.dirty += (mask & !self.any[word]).count_ones() as usize;
             self.any[word] |= mask;
             self.summary[word / 64] |= 1 << (word % 64);
         }
@@ -160,8 +166,9 @@ impl DirtyBits {
     }
 
     /// How many rows have a dirty field.
+    #[inline]
     pub(crate) fn count(&self) -> usize {
-        self.any.iter().map(|w| w.count_ones() as usize).sum()
+        self.dirty
     }
 
     /// Removes row `row`: the last row's bits move into its place and the last row goes.
@@ -186,6 +193,8 @@ impl DirtyBits {
     #[cold]
     fn move_bits(&mut self, word: usize, bit: u64, last_word: usize, last_bit: u64) {
         let moves = (word, bit) != (last_word, last_bit);
+        // The removed row's dirty state goes with it.
+        self.dirty -= usize::from(self.any[word] & bit != 0);
         for bits in self.fields.iter_mut().chain(std::iter::once(&mut self.any)) {
             if moves {
                 if bits[last_word] & last_bit != 0 {
@@ -204,7 +213,8 @@ impl DirtyBits {
     /// Every row with a dirty field, in row order, with its dirty fields; leaves every row
     /// clean.
     pub(crate) fn take(&mut self) -> Vec<(usize, FieldMask)> {
-        let mut out = Vec::new();
+        let mut out = Vec::with_capacity(self.dirty);
+        self.dirty = 0;
         for s in 0..self.summary.len() {
             let mut summary = std::mem::take(&mut self.summary[s]);
             while summary != 0 {
@@ -233,6 +243,7 @@ impl DirtyBits {
     /// Removes every row, keeping the buffers.
     pub(crate) fn truncate(&mut self) {
         self.rows = 0;
+        self.dirty = 0;
         self.resize_words(0);
     }
 }
@@ -246,23 +257,28 @@ mod tests {
         let mut dirty = DirtyBits::new(2);
         dirty.push_rows(130);
         dirty.mark(129, 1);
+        dirty.mark(129, 0);
         dirty.mark(3, 0);
-        dirty.swap_remove(3);
-        assert!(
-            dirty.contains(3, 1) && !dirty.contains(3, 0),
-            "row 129 moved to 3"
-        );
-        assert_eq!(dirty.count(), 1);
+        dirty.mark(7, 1);
+        assert_eq!(dirty.count(), 3);
+        // Row 129 moves to 7, taking both its bits; 7's own go.
+        dirty.swap_remove(7);
+        assert_eq!(dirty.count(), 2, "a removed dirty row no longer counts");
+        assert!(dirty.contains(7, 0) && dirty.contains(7, 1));
         assert_eq!(dirty.any.len(), 3);
-        dirty.swap_remove(128);
-        assert_eq!(
-            dirty.any.len(),
-            2,
-            "the third word went with the last row in it"
-        );
+        // Row 128 (clean) moves to 3; the third word goes with the last row in it.
+        dirty.swap_remove(3);
+        assert_eq!(dirty.count(), 1);
+        assert!(!dirty.contains(3, 0) && !dirty.contains(3, 1));
+        assert_eq!(dirty.any.len(), 2);
+        let counted: usize = dirty.any.iter().map(|w| w.count_ones() as usize).sum();
+        assert_eq!(dirty.count(), counted);
         let taken = dirty.take();
         assert_eq!(taken.len(), 1);
-        assert_eq!(taken[0].0, 3);
+        assert_eq!(taken[0].0, 7);
+        assert!(taken[0].1.contains(crate::def::FieldId(0)));
+        assert!(taken[0].1.contains(crate::def::FieldId(1)));
         assert_eq!(dirty.count(), 0);
+        assert!(dirty.take().is_empty());
     }
 }
