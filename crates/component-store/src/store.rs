@@ -893,8 +893,9 @@ impl Store {
         std::mem::take(&mut self.events)
     }
 
-    /// The rows of a component whose fields changed since the last call, with the changed
-    /// fields; clears their masks. Rows removed since are skipped.
+    /// The rows of a component whose fields changed since the last call, in row order, with
+    /// the changed fields; cleans them. Rows removed since are not reported. Costs nothing when
+    /// no row is dirty, and otherwise follows the words of rows holding dirty ones.
     pub fn take_dirty(
         &mut self,
         component: ComponentId,
