@@ -192,6 +192,7 @@ impl Column {
     }
 
     /// Appends a copy of `source`'s row `row` (same kind of column).
+    #[inline]
     pub(crate) fn push_from(&mut self, source: &Column, row: usize) {
         match (self, source) {
             (Column::Number(d), Column::Number(s)) => d.push(s[row]),
