@@ -186,15 +186,13 @@ impl Column {
     }
 
     /// Moves the last row into `row` and shortens the column by one.
-    pub(crate) fn swap_remove(&mut self, row: usize) -> Value {
-        let value = self
-            .get(row)
-            .expect("swap_remove is called on existing rows");
+    #[inline]
+    pub(crate) fn swap_remove(&mut self, row: usize) {
         each_column!(self, v => { v.swap_remove(row); });
-        value
     }
 
     /// Appends a copy of `source`'s row `row` (same kind of column).
+    #[inline]
     pub(crate) fn push_from(&mut self, source: &Column, row: usize) {
         match (self, source) {
             (Column::Number(d), Column::Number(s)) => d.push(s[row]),

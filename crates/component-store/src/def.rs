@@ -492,6 +492,7 @@ impl InstalledDef {
     }
 
     /// A field by id.
+    #[inline]
     pub fn field(&self, field: FieldId) -> Option<&FieldDef> {
         self.def.fields.get(field.index())
     }
@@ -502,12 +503,21 @@ impl InstalledDef {
     }
 
     /// A field by id, or [`StoreError::FieldOutOfRange`] when the definition has no field there.
+    #[inline]
     pub fn checked_field(&self, field: FieldId) -> Result<&FieldDef, StoreError> {
-        self.field(field)
-            .ok_or_else(|| StoreError::FieldOutOfRange {
-                component: self.name().to_owned(),
-                field,
-            })
+        match self.field(field) {
+            Some(field_def) => Ok(field_def),
+            None => Err(self.field_out_of_range(field)),
+        }
+    }
+
+    #[cold]
+    #[inline(never)]
+    fn field_out_of_range(&self, field: FieldId) -> StoreError {
+        StoreError::FieldOutOfRange {
+            component: self.name().to_owned(),
+            field,
+        }
     }
 
     /// Checks that `value` can be stored in `field`, and returns the field: the store runs this
@@ -526,6 +536,7 @@ impl InstalledDef {
     /// Checks that `field`'s column holds the Rust type `T`, and returns the field: the check
     /// behind every typed access. Refused with [`StoreError::FieldOutOfRange`], or
     /// [`StoreError::TypeMismatch`] naming `T`.
+    #[inline]
     pub fn check_scalar<T: Scalar>(&self, field: FieldId) -> Result<&FieldDef, StoreError> {
         let field_def = self.checked_field(field)?;
         if T::matches(&field_def.ty) {
@@ -538,6 +549,7 @@ impl InstalledDef {
     /// Checks that the typed `value` can be stored in `field`, and returns the field: the check
     /// behind every typed write ([`InstalledDef::check_scalar`], then the value itself, which
     /// matters for enum indexes, refused past the variants as the dynamic check refuses them).
+    #[inline]
     pub fn check_scalar_value<T: Scalar>(
         &self,
         field: FieldId,
@@ -568,6 +580,7 @@ impl InstalledDef {
 
     /// The [`StoreError::TypeMismatch`] for `found` given where a value of `field` (one of this
     /// definition's fields) was expected.
+    #[cold]
     pub fn type_mismatch(&self, field: &FieldDef, found: &str) -> StoreError {
         StoreError::TypeMismatch {
             component: self.name().to_owned(),
@@ -586,6 +599,7 @@ impl InstalledDef {
     }
 
     /// Whether instances of `class` may carry the component.
+    #[inline]
     pub fn allows_class(&self, class: ClassId) -> bool {
         self.allowed.as_ref().is_none_or(|a| a.contains(&class))
     }

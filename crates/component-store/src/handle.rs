@@ -217,7 +217,7 @@ impl RemovalReader {
         Ok(Self {
             component,
             cursor: set.removal_log().head(),
-            timeline: set.timeline.id(),
+            timeline: set.timeline().id(),
         })
     }
 
@@ -231,12 +231,12 @@ impl RemovalReader {
     pub fn read(&mut self, store: &Store) -> Result<Removals, StoreError> {
         let set = store.set(self.component)?;
         let log = set.removal_log();
-        let readable = if set.timeline.continues(self.timeline, self.cursor) {
+        let readable = if set.timeline().continues(self.timeline, self.cursor) {
             log.read_since(self.cursor).ok()
         } else {
             None
         };
-        self.timeline = set.timeline.id();
+        self.timeline = set.timeline().id();
         match readable {
             Some(read) => {
                 let head = read.head();

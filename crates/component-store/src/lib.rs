@@ -2,10 +2,11 @@
 //!
 //! Each component has a [`ComponentSet`]: a sparse array from arena slot to dense row, the dense
 //! instance ids and slots, and one column per field (specialised `Vec`s for primitive types, so
-//! iterating a field is a slice walk). Rows are positions, never identities: removal swaps the
-//! last row in. The [`Store`] holds the sets behind `Arc`, shared with snapshots and copied on
-//! write, and keeps the mutation tick, observer events, orphans, and the hooks the arena's owner
-//! calls on destruction and reclamation.
+//! iterating a field is a slice walk), beside each row's added and changed ticks and its dirty
+//! fields (one bit per field). Rows are positions, never identities: removal swaps the last row
+//! in. The [`Store`] holds the sets behind `Arc`, shared with snapshots and copied on write, and
+//! keeps the mutation tick, observer events, orphans, and the hooks the arena's owner calls on
+//! destruction and reclamation.
 //!
 //! Guarantees a downstream crate can rely on:
 //! - A lookup by [`InstanceRef`] checks the row's instance id, so a removed component or a
@@ -17,9 +18,13 @@
 //!   arena's slot count a checked reference carries, or, for references made by
 //!   [`InstanceRef::new`], past geometric growth: twice what the store already holds or the rows
 //!   the set will hold, at least [`UNCHECKED_SLOT_LIMIT`] ([`StoreError::SlotOutOfRange`]).
-//! - The tick advances only for actual changes; an equal write changes nothing at all. "Equal"
+//! - The tick advances only for actual changes; an equal write changes nothing at all (a
+//!   [`ColumnWriter`] that changes nothing does not even copy a set a snapshot shares). "Equal"
 //!   means bit-identical ([`Value::identical`], [`Scalar::identical`]) on every write route:
 //!   writing `-0.0` over `0.0` is a change, writing a NaN over the same NaN is not.
+//! - [`ComponentSet::changes_since`] hands a changed filter every row changed or added after its
+//!   baseline (with some to re-check), at a cost that follows those rows, or `None` when the
+//!   set's change log no longer reaches back that far (scan instead).
 //! - Each set's removal log holds at most [`REMOVAL_LOG_CAPACITY`] records; a
 //!   [`RemovalReader`] whose cursor fell behind gets [`Removals::Missed`], not a partial list,
 //!   and so does one reading another store, or a snapshot whose log went another way than the
@@ -63,9 +68,11 @@
 //! # Ok::<(), Box<dyn std::error::Error>>(())
 //! ```
 
+mod changes;
 mod column;
 mod copy;
 mod def;
+mod dirty;
 mod error;
 mod handle;
 mod list;
@@ -75,22 +82,24 @@ mod set;
 mod shared;
 mod slots;
 mod store;
+mod track;
 mod value;
 mod view;
 
+pub use crate::changes::Changes;
 pub use crate::column::{Column, Scalar};
 pub use crate::copy::CopyPair;
 pub use crate::def::{
     ComponentDef, ComponentId, FieldDef, FieldId, FieldType, InstalledDef, RefPolicy, StructField,
     check_former_names,
 };
+pub use crate::dirty::FieldMask;
 pub use crate::error::StoreError;
 pub use crate::handle::{Binding, ComponentHandle, RemovalReader, Removals};
 pub use crate::list::ListAccessor;
 pub use crate::orphan::{FieldTypes, OrphanRecord, Orphans};
 pub use crate::set::{
-    ChangeRecord, ComponentSet, FieldMask, InstanceRef, REMOVAL_LOG_CAPACITY, RefEntry, Removal,
-    Tick, UNCHECKED_SLOT_LIMIT,
+    ComponentSet, InstanceRef, REMOVAL_LOG_CAPACITY, RefEntry, Removal, Tick, UNCHECKED_SLOT_LIMIT,
 };
 pub use crate::slots::SetSlot;
 pub use crate::store::{BulkInit, DestroyOutcome, Lineage, RowInit, Store, StoreEvent, StoreId};

@@ -1,6 +1,6 @@
 //! List fields: append, replace and clear through an accessor, over copy-on-write buffers.
 //!
-//! Invariant: a list edit goes through `ComponentSet::edit_list`, which takes the field's
+//! Invariant: a list edit goes through `ComponentSet::edit_list` (in `set.rs`), which takes the field's
 //! references out of the reverse index, edits the buffer (copying it first when a snapshot
 //! shares it, so the snapshot keeps what it saw), drops the buffer when the list became empty,
 //! and indexes the references again. Only an edit that changes the list takes a tick.
@@ -11,39 +11,6 @@ use crate::error::StoreError;
 use crate::set::{ComponentSet, InstanceRef, Tick};
 use crate::store::{Store, StoreEvent};
 use crate::value::{ListValue, Value};
-
-impl ComponentSet {
-    /// Applies `edit` to a list field's buffer, keeping the reverse index exact; returns
-    /// whether the list changed (and then marks the row changed at `tick`).
-    pub(crate) fn edit_list(
-        &mut self,
-        row: usize,
-        field: FieldId,
-        tick: Tick,
-        edit: impl FnOnce(&mut ListValue) -> bool,
-    ) -> bool {
-        let references = self.def.reference_fields.contains(&field);
-        if references {
-            self.unindex_row_field(row, field);
-        }
-        let changed = match &mut self.columns[field.index()] {
-            Column::List(lists) => {
-                let list = &mut lists[row];
-                let changed = edit(list);
-                list.normalise();
-                changed
-            }
-            _ => false,
-        };
-        if references {
-            self.index_row_field(row, field);
-        }
-        if changed {
-            self.mark_changed(row, field, tick);
-        }
-        changed
-    }
-}
 
 impl Store {
     /// A list field's elements.

@@ -58,7 +58,7 @@ impl OrphanRecord {
             fields: def
                 .fields()
                 .iter()
-                .zip(&set.columns)
+                .zip(set.columns())
                 .filter_map(|(f, c)| Some((f.name.clone(), c.get(row)?)))
                 .collect(),
             types: Some(types.clone()),

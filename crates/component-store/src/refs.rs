@@ -1,24 +1,29 @@
 //! The reverse reference index of one set: target → the references held to it.
 //!
 //! Invariant: for every target, the holders list counts each (holder, holder slot, field)
-//! exactly as many times as that field of that holder's row references the target. Small lists
-//! are vectors; a list that grows past `PROMOTE` entries becomes a counted map, so removing one
-//! reference costs O(1) however popular the target is. Readers get entries sorted by holder and
-//! field, whatever the representation, so policy order is deterministic.
+//! exactly as many times as that field of that holder's row references the target, and keeps
+//! them sorted by holder, then slot, then field. Small lists are sorted vectors; a list that
+//! grows past `PROMOTE` entries becomes an ordered counted map, so adding or removing one
+//! reference costs O(log n) however popular the target is. Either way readers get the entries
+//! in that order without sorting, so policy order is deterministic, and taking a target's
+//! entries (on its destruction) hashes nothing per holder.
+
+use std::collections::BTreeMap;
 
 use hashbrown::HashMap;
 use strata_arena::InstanceId;
 
 use crate::set::RefEntry;
 
-/// Above this many references, a target's holders are kept in a counted map.
+/// Above this many references, a target's holders are kept in an ordered counted map.
 const PROMOTE: usize = 32;
 
 #[derive(Clone, Debug)]
 enum Holders {
+    /// Sorted; a reference held twice is there twice.
     Few(Vec<RefEntry>),
     Many {
-        counts: HashMap<RefEntry, u32>,
+        counts: BTreeMap<RefEntry, u32>,
         total: usize,
     },
 }
@@ -37,9 +42,10 @@ impl RefIndex {
             .or_insert_with(|| Holders::Few(Vec::new()));
         match holders {
             Holders::Few(entries) => {
-                entries.push(entry);
+                let at = entries.partition_point(|e| *e <= entry);
+                entries.insert(at, entry);
                 if entries.len() > PROMOTE {
-                    let mut counts = HashMap::with_capacity(entries.len());
+                    let mut counts = BTreeMap::new();
                     for e in entries.drain(..) {
                         *counts.entry(e).or_insert(0) += 1;
                     }
@@ -62,8 +68,8 @@ impl RefIndex {
         };
         let now_empty = match holders {
             Holders::Few(entries) => {
-                if let Some(i) = entries.iter().position(|e| *e == entry) {
-                    entries.swap_remove(i);
+                if let Ok(i) = entries.binary_search(&entry) {
+                    entries.remove(i);
                 }
                 entries.is_empty()
             }
@@ -85,31 +91,36 @@ impl RefIndex {
 
     /// The references to `target`, one entry per reference, sorted by holder then field.
     pub(crate) fn entries(&self, target: InstanceId) -> Vec<RefEntry> {
-        let mut out = match self.targets.get(&target) {
-            None => return Vec::new(),
+        match self.targets.get(&target) {
+            None => Vec::new(),
             Some(Holders::Few(entries)) => entries.clone(),
-            Some(Holders::Many { counts, total }) => {
-                let mut out = Vec::with_capacity(*total);
-                for (entry, count) in counts {
-                    out.extend(std::iter::repeat_n(*entry, *count as usize));
-                }
-                out
-            }
-        };
-        out.sort_unstable_by_key(|e| (e.holder, e.field));
-        out
+            Some(Holders::Many { counts, total }) => expand(counts, *total),
+        }
     }
 
     /// Removes and returns every reference to `target`, sorted by holder then field.
     pub(crate) fn take(&mut self, target: InstanceId) -> Vec<RefEntry> {
-        let entries = self.entries(target);
-        self.targets.remove(&target);
-        entries
+        match self.targets.remove(&target) {
+            None => Vec::new(),
+            Some(Holders::Few(entries)) => entries,
+            Some(Holders::Many { counts, total }) => {
+                let mut out = Vec::with_capacity(total);
+                for (entry, count) in counts {
+                    out.extend(std::iter::repeat_n(entry, count as usize));
+                }
+                out
+            }
+        }
     }
 
     /// Whether any reference to `target` is held.
     pub(crate) fn contains(&self, target: InstanceId) -> bool {
         self.targets.contains_key(&target)
+    }
+
+    /// Whether no reference is held.
+    pub(crate) fn is_empty(&self) -> bool {
+        self.targets.is_empty()
     }
 
     pub(crate) fn targets(&self) -> usize {
@@ -119,6 +130,15 @@ impl RefIndex {
     pub(crate) fn clear(&mut self) {
         self.targets.clear();
     }
+}
+
+/// The entries of a counted map, each repeated as often as counted, in order.
+fn expand(counts: &BTreeMap<RefEntry, u32>, total: usize) -> Vec<RefEntry> {
+    let mut out = Vec::with_capacity(total);
+    for (entry, count) in counts {
+        out.extend(std::iter::repeat_n(*entry, *count as usize));
+    }
+    out
 }
 
 #[cfg(test)]

@@ -1,28 +1,32 @@
 //! `ComponentSet`: the rows of one component.
 //!
 //! Invariant: `sparse[slot] == row` iff `slots[row] == slot`, and then `ids[row]` is the instance
-//! holding that slot; every other sparse entry is `ABSENT`. `ids`, `slots`, `added`, `changed`,
-//! every column, and `dirty` (in `dirty_words` units) have one entry per row. Removing a row
-//! swaps the last row into its place in every array and repairs the moved instance's sparse
-//! entry, writing the moved position before marking the removed slot absent, so removing the last
-//! row (which moves onto itself) leaves its slot absent. A `Row` is a position valid until the
-//! next removal, never an identity. `refs` lists, for every target, one entry per reference to it
-//! held in this set's rows. `dirty_rows` lists every row whose dirty mask is not empty (plus
-//! entries of rows removed since, which readers skip) and never holds more than
-//! `dirty_bound(len)` entries: it is compacted when a push or a removal would break that. The
-//! removal log's `timeline` is unique to this copy of the set once it diverges from another copy
-//! (see `SharedSet::make_mut`), so a reader's cursor is never read against a log that does not
-//! continue the records the reader saw.
+//! holding that slot; every other sparse entry is `ABSENT`. `ids`, `slots`, every column, and
+//! the change tracking (`track`, whose own invariant `track.rs` states) have one entry per row.
+//! Removing a row swaps the last row into its place in every array and repairs the moved
+//! instance's sparse entry, writing the moved position before marking the removed slot absent,
+//! so removing the last row (which moves onto itself) leaves its slot absent. A row is a
+//! position valid until the next removal, never an identity. `refs` lists, for every target,
+//! one entry per reference to it held in this set's rows. The removal log's `timeline` is
+//! unique to this copy of the set once it diverges from another copy (see
+//! `SharedSet::make_mut`), so a reader's cursor is never read against a log that does not
+//! continue the records the reader saw. Every field is private to this module: other modules
+//! read through accessors and change rows through the methods here, which keep all of the
+//! above.
 
 use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
 
 use strata_arena::{BoundedJournal, InstanceId, Slot, Snapshot};
 
+use crate::changes::Changes;
 use crate::column::{Column, Scalar};
 use crate::def::{ComponentId, FieldId, InstalledDef};
+use crate::dirty::FieldMask;
 use crate::error::StoreError;
-use crate::value::Value;
+use crate::refs::RefIndex;
+use crate::track::{TrackMut, Tracking};
+use crate::value::{ListValue, Value};
 
 /// The sparse marker for "no row".
 pub(crate) const ABSENT: u32 = u32::MAX;
@@ -79,6 +83,17 @@ impl InstanceRef {
         Ok(Self { id, slot, bound })
     }
 
+    /// Whether the slot is below what [`InstanceRef::check_slot`] accepts without asking the
+    /// store's extent: the arena's slot count the reference carries, [`UNCHECKED_SLOT_LIMIT`],
+    /// or twice the larger of `sparse_len` and `rows_after`.
+    #[inline]
+    pub(crate) fn slot_near(&self, sparse_len: usize, rows_after: usize) -> bool {
+        let slot = self.slot.index();
+        slot < UNCHECKED_SLOT_LIMIT
+            || slot < self.bound as usize
+            || slot < sparse_len.max(rows_after).saturating_mul(2)
+    }
+
     /// Whether a set whose sparse array has `sparse_len` entries, and which will hold
     /// `rows_after` rows, may take this reference's slot: below the arena's slot count the
     /// reference carries, [`UNCHECKED_SLOT_LIMIT`], or twice the larger of `rows_after` and
@@ -90,13 +105,13 @@ impl InstanceRef {
         rows_after: usize,
         store_extent: impl FnOnce() -> usize,
     ) -> Result<(), StoreError> {
+        if self.slot_near(sparse_len, rows_after) {
+            return Ok(());
+        }
         let slot = self.slot.index();
         let near = (self.bound as usize)
             .max(UNCHECKED_SLOT_LIMIT)
             .max(sparse_len.max(rows_after).saturating_mul(2));
-        if slot < near {
-            return Ok(());
-        }
         let limit = near.max(store_extent().saturating_mul(2));
         if slot < limit {
             Ok(())
@@ -130,29 +145,6 @@ impl std::fmt::Debug for InstanceRef {
             .field("id", &self.id)
             .field("slot", &self.slot)
             .finish()
-    }
-}
-
-/// An entry of a set's change log: the instance, and the row it held when logged (a hint:
-/// rows move on removal, so readers check `ids[row]` and fall back to the sparse lookup).
-#[derive(Clone, Copy, PartialEq, Eq, Debug)]
-pub struct ChangeRecord {
-    /// The instance whose row changed.
-    pub at: InstanceRef,
-    /// Its row at the time.
-    pub row: u32,
-}
-
-impl ChangeRecord {
-    /// The instance's present row in `set`, using the hint when it still holds.
-    #[inline]
-    pub fn resolve(&self, set: &ComponentSet) -> Option<usize> {
-        let hint = self.row as usize;
-        if set.ids.get(hint) == Some(&self.at.id) {
-            Some(hint)
-        } else {
-            set.row_of(self.at)
-        }
     }
 }
 
@@ -229,57 +221,53 @@ pub struct RefEntry {
     pub field: FieldId,
 }
 
-/// Which fields of a row changed since the dirty state was last taken.
-#[derive(Clone, PartialEq, Eq, Debug, Default)]
-pub struct FieldMask(Vec<u64>);
-
-impl FieldMask {
-    /// Whether a field is in the mask.
-    pub fn contains(&self, field: FieldId) -> bool {
-        self.0
-            .get(field.index() / 64)
-            .is_some_and(|w| w & (1 << (field.index() % 64)) != 0)
-    }
-
-    /// The fields in the mask, in order.
-    pub fn fields(&self) -> impl Iterator<Item = FieldId> + '_ {
-        self.0.iter().enumerate().flat_map(|(w, word)| {
-            (0..64u16)
-                .filter(move |bit| word & (1 << bit) != 0)
-                .map(move |bit| FieldId(w as u16 * 64 + bit))
-        })
-    }
-
-    /// Whether no field is in the mask.
-    pub fn is_empty(&self) -> bool {
-        self.0.iter().all(|w| *w == 0)
-    }
-}
-
 /// The rows of one component: sparse slot → row, dense ids and slots, one column per field,
-/// per-row ticks and dirty masks, a removal log and a reverse reference index.
+/// per-row change tracking, a removal log and a reverse reference index.
 #[derive(Clone, Debug)]
 pub struct ComponentSet {
-    pub(crate) def: Arc<InstalledDef>,
-    pub(crate) sparse: Vec<u32>,
-    pub(crate) ids: Vec<InstanceId>,
-    pub(crate) slots: Vec<Slot>,
-    pub(crate) columns: Vec<Column>,
-    pub(crate) added: Vec<Tick>,
-    pub(crate) changed: Vec<Tick>,
-    pub(crate) dirty: Vec<u64>,
-    pub(crate) dirty_words: usize,
-    pub(crate) dirty_rows: Vec<InstanceRef>,
-    pub(crate) structural: u64,
-    pub(crate) removals: BoundedJournal<Removal>,
-    pub(crate) timeline: Timeline,
-    pub(crate) refs: crate::refs::RefIndex,
-    /// Rows whose changed tick rose above `log_base`, each logged once (stale entries allowed:
-    /// readers resolve and re-check them).
-    pub(crate) change_log: Vec<ChangeRecord>,
-    /// Every row whose changed tick is above this is in `change_log`.
-    pub(crate) log_base: Tick,
+    def: Arc<InstalledDef>,
+    sparse: Vec<u32>,
+    ids: Vec<InstanceId>,
+    slots: Vec<Slot>,
+    columns: Vec<Column>,
+    track: Tracking,
+    structural: u64,
+    removals: BoundedJournal<Removal>,
+    timeline: Timeline,
+    refs: RefIndex,
 }
+
+/// The rows a snapshot slot saved, for [`ComponentSet::restore`].
+pub(crate) struct SavedRows<'a> {
+    pub(crate) ids: &'a [InstanceId],
+    pub(crate) slots: &'a [Slot],
+    pub(crate) added: &'a [Tick],
+    pub(crate) columns: &'a [Column],
+}
+
+/// Buffers a load reuses from one load to the next: each restored row's predecessor, and
+/// tracking arrays to build the restored rows' tracking in beside the set's.
+#[derive(Debug)]
+pub(crate) struct LoadScratch {
+    before: Vec<u32>,
+    tracking: Tracking,
+}
+
+impl Default for LoadScratch {
+    fn default() -> Self {
+        Self {
+            before: Vec::new(),
+            tracking: Tracking::new(0),
+        }
+    }
+}
+
+/// The high bit of a sparse entry, during a load: "held before this load, at the row in the
+/// low bits". Rows stay below it (a set never holds 2^31 rows: its sparse entries are `u32`).
+const MARKED: u32 = 1 << 31;
+
+/// A restored row with no predecessor.
+const NO_ROW: u32 = u32::MAX;
 
 impl ComponentSet {
     pub(crate) fn new(def: Arc<InstalledDef>) -> Self {
@@ -288,24 +276,18 @@ impl ComponentSet {
             .iter()
             .map(|f| Column::for_type(&f.ty))
             .collect();
-        let dirty_words = def.fields().len().div_ceil(64);
+        let track = Tracking::new(def.fields().len());
         Self {
             def,
             sparse: Vec::new(),
             ids: Vec::new(),
             slots: Vec::new(),
             columns,
-            added: Vec::new(),
-            changed: Vec::new(),
-            dirty: Vec::new(),
-            dirty_words,
-            dirty_rows: Vec::new(),
+            track,
             structural: 0,
             removals: BoundedJournal::new(REMOVAL_LOG_CAPACITY),
             timeline: Timeline::fresh(),
-            refs: crate::refs::RefIndex::default(),
-            change_log: Vec::new(),
-            log_base: Tick(0),
+            refs: RefIndex::default(),
         }
     }
 
@@ -316,6 +298,11 @@ impl ComponentSet {
 
     /// The installed definition.
     pub fn def(&self) -> &InstalledDef {
+        &self.def
+    }
+
+    /// The installed definition, shared.
+    pub(crate) fn def_arc(&self) -> &Arc<InstalledDef> {
         &self.def
     }
 
@@ -331,25 +318,29 @@ impl ComponentSet {
 
     /// The row of an instance, if it holds the component. The row's id is checked, so an
     /// instance that took over a reused slot never resolves to its predecessor's row.
+    #[inline]
     pub fn row_of(&self, at: InstanceRef) -> Option<usize> {
-        let row = *self.sparse.get(at.slot.index())?;
-        if row == ABSENT {
-            return None;
-        }
-        let row = row as usize;
+        let row = *self.sparse.get(at.slot.index())? as usize;
         (self.ids.get(row) == Some(&at.id)).then_some(row)
     }
 
     /// Whether an instance holds the component.
+    #[inline]
     pub fn contains(&self, at: InstanceRef) -> bool {
         self.row_of(at).is_some()
     }
 
     /// The instance holding a row at `slot`, if any (whatever instance a caller pairs with the
     /// slot).
+    #[inline]
     pub fn holder_at(&self, slot: Slot) -> Option<InstanceId> {
         let row = *self.sparse.get(slot.index())?;
         self.ids.get(row as usize).copied()
+    }
+
+    /// How many slots the sparse array covers.
+    pub(crate) fn sparse_len(&self) -> usize {
+        self.sparse.len()
     }
 
     /// The instances holding the component, by row.
@@ -362,14 +353,19 @@ impl ComponentSet {
         &self.slots
     }
 
+    /// The instance at a row, as the store addresses it.
+    pub(crate) fn at(&self, row: usize) -> InstanceRef {
+        InstanceRef::new(self.ids[row], self.slots[row])
+    }
+
     /// The tick each row was added at.
     pub fn added_ticks(&self) -> &[Tick] {
-        &self.added
+        self.track.added()
     }
 
     /// The tick each row last changed at (its add counts as a change).
     pub fn changed_ticks(&self) -> &[Tick] {
-        &self.changed
+        self.track.changed()
     }
 
     /// The set's structural revision: advances on every add, remove and replacement of rows.
@@ -382,7 +378,13 @@ impl ComponentSet {
         self.columns.get(field.index())
     }
 
+    /// Every field's column, in field order.
+    pub(crate) fn columns(&self) -> &[Column] {
+        &self.columns
+    }
+
     /// A field's values as a typed slice, indexed by row.
+    #[inline]
     pub fn values<T: Scalar>(&self, field: FieldId) -> Option<&[T]> {
         T::slice(self.column(field)?)
     }
@@ -405,21 +407,20 @@ impl ComponentSet {
 
     /// The fields of a row changed since the dirty state was last taken.
     pub fn dirty_mask(&self, row: usize) -> FieldMask {
-        let start = row * self.dirty_words;
-        FieldMask(
-            self.dirty
-                .get(start..start + self.dirty_words)
-                .map(<[u64]>::to_vec)
-                .unwrap_or_default(),
-        )
+        self.track.dirty_mask(row)
     }
 
-    /// How many entries the list of rows for the next [`Store::take_dirty`] holds: each row
-    /// dirtied since the last take, plus entries of rows removed since (skipped by the take).
+    /// How many rows the next [`Store::take_dirty`] will report: each row with a field changed
+    /// since the last take.
     ///
     /// [`Store::take_dirty`]: crate::Store::take_dirty
     pub fn pending_dirty(&self) -> usize {
-        self.dirty_rows.len()
+        self.track.dirty_rows()
+    }
+
+    /// How many entries the change log holds (at most a quarter of the rows, or 64).
+    pub fn logged_changes(&self) -> usize {
+        self.track.logged()
     }
 
     /// The removal log.
@@ -427,17 +428,15 @@ impl ComponentSet {
         &self.removals
     }
 
+    /// The history the removal log records.
+    pub(crate) fn timeline(&self) -> &Timeline {
+        &self.timeline
+    }
+
     /// Takes this set onto a timeline of its own, leaving the current one at the log's head:
     /// done to every copy that stops sharing its history with the set it was copied from.
     pub(crate) fn fork_timeline(&mut self) {
         self.timeline = self.timeline.fork(self.removals.head());
-    }
-
-    /// Continues `old`'s removal log in this set, which replaces it (a redefinition), on a
-    /// timeline of its own: a snapshot may still hold `old` and record other removals.
-    pub(crate) fn continue_removals(&mut self, old: &ComponentSet) {
-        self.removals = old.removals.clone();
-        self.timeline = old.timeline.fork(old.removals.head());
     }
 
     /// The references this set holds to `target`, one entry per reference, sorted by holder
@@ -451,6 +450,41 @@ impl ComponentSet {
         self.refs.targets()
     }
 
+    /// Whether any row of this set references `target`.
+    #[inline]
+    pub(crate) fn references(&self, target: InstanceId) -> bool {
+        !self.refs.is_empty() && self.refs.contains(target)
+    }
+
+    /// Takes every reference to `target` out of the reverse index, sorted by holder and field,
+    /// for the destruction policies to act on (see [`ComponentSet::keep_references`]).
+    pub(crate) fn take_references(&mut self, target: InstanceId) -> Vec<RefEntry> {
+        self.refs.take(target)
+    }
+
+    /// Puts back into the reverse index, after destruction policies took `target`'s entries
+    /// out and acted on them, the entries of holders whose field still references `target`.
+    pub(crate) fn keep_references(&mut self, target: InstanceId, entries: &[RefEntry]) {
+        for entry in entries {
+            let holder = InstanceRef::new(entry.holder, entry.holder_slot);
+            let still = self
+                .row_of(holder)
+                .is_some_and(|row| self.holds_reference(row, entry.field, target));
+            if still {
+                self.refs.insert(target, *entry);
+            }
+        }
+    }
+
+    /// The rows whose changed or added tick may be after `baseline`, when the change log covers
+    /// it: every such row is among them (with rows that are not, to re-check, and repeats).
+    /// `None` when the log was reset or trimmed after `baseline`: scan instead. The cost of
+    /// reading them follows the changes after `baseline`, however long ago others were logged.
+    pub fn changes_since(&self, baseline: Tick) -> Option<Changes<'_>> {
+        let (logged, added_from) = self.track.since(baseline)?;
+        Some(Changes::new(self, logged, added_from))
+    }
+
     // ----- Structural edits (called by the store, which keeps ticks and events). -----
 
     /// Appends a row of validated values for an instance whose slot holds no row.
@@ -458,15 +492,48 @@ impl ComponentSet {
         for (column, value) in self.columns.iter_mut().zip(values) {
             column.push(value);
         }
-        self.push_tracking(at, tick)
+        self.push_identity(at, tick)
     }
 
     /// Appends a row of default values for an instance whose slot holds no row.
+    #[inline]
     pub(crate) fn push_default_row(&mut self, at: InstanceRef, tick: Tick) -> usize {
         for (column, default) in self.columns.iter_mut().zip(&self.def.defaults) {
             column.push_from(default, 0);
         }
-        self.push_tracking(at, tick)
+        self.push_identity(at, tick)
+    }
+
+    /// Appends the identity and tracking of a row whose column values were just pushed, and
+    /// indexes its references.
+    #[inline]
+    fn push_identity(&mut self, at: InstanceRef, tick: Tick) -> usize {
+        let row = self.ids.len();
+        let slot = at.slot.index();
+        let len = self.sparse.len();
+        if slot < len {
+            self.sparse[slot] = row as u32;
+        } else if slot == len {
+            // A world filled in slot order takes the next slot: one push.
+            self.sparse.push(row as u32);
+        } else {
+            self.grow_sparse(slot + 1);
+            self.sparse[slot] = row as u32;
+        }
+        self.ids.push(at.id);
+        self.slots.push(at.slot);
+        self.track.push_row(tick);
+        if !self.def.reference_fields.is_empty() {
+            self.index_row(row);
+        }
+        self.structural += 1;
+        row
+    }
+
+    /// Makes the sparse array cover `len` slots.
+    #[cold]
+    fn grow_sparse(&mut self, len: usize) {
+        self.sparse.resize(len, ABSENT);
     }
 
     /// Appends default rows for many instances whose slots hold no row (checked by the
@@ -484,28 +551,14 @@ impl ComponentSet {
         if let Some(max) = ats.iter().map(|at| at.slot.index()).max()
             && self.sparse.len() <= max
         {
-            self.sparse.resize(max + 1, ABSENT);
+            self.grow_sparse(max + 1);
         }
         for (i, at) in ats.iter().enumerate() {
             self.sparse[at.slot.index()] = (start + i) as u32;
         }
         self.ids.extend(ats.iter().map(|at| at.id));
         self.slots.extend(ats.iter().map(|at| at.slot));
-        self.added.resize(start + n, tick);
-        self.changed.resize(start + n, tick);
-        self.dirty.resize((start + n) * self.dirty_words, 0);
-        if tick > self.log_base {
-            if self.change_log.len() + n > (self.ids.len() / 4).max(64) {
-                self.change_log.clear();
-                self.log_base = tick;
-            } else {
-                self.change_log
-                    .extend(ats.iter().enumerate().map(|(i, at)| ChangeRecord {
-                        at: *at,
-                        row: (start + i) as u32,
-                    }));
-            }
-        }
+        self.track.push_rows(n, tick);
         if !self.def.reference_fields.is_empty() {
             for row in start..start + n {
                 self.index_row(row);
@@ -515,104 +568,27 @@ impl ComponentSet {
         start..start + n
     }
 
-    /// Appends the tracking entries of a row whose column values were just pushed.
-    fn push_tracking(&mut self, at: InstanceRef, tick: Tick) -> usize {
-        let row = self.ids.len();
-        let slot = at.slot.index();
-        if self.sparse.len() <= slot {
-            self.sparse.resize(slot + 1, ABSENT);
-        }
-        self.sparse[slot] = row as u32;
-        self.ids.push(at.id);
-        self.slots.push(at.slot);
-        self.log_change(
-            ChangeRecord {
-                at,
-                row: row as u32,
-            },
-            tick,
-        );
-        self.added.push(tick);
-        self.changed.push(tick);
-        self.dirty.resize(self.dirty.len() + self.dirty_words, 0);
-        self.index_row(row);
-        self.structural += 1;
-        row
-    }
-
-    /// Gives a row just pushed for an instance that held `before` in `old` (the set under the
-    /// previous definition) that row's tracking: its added tick, its changed tick and dirty
-    /// fields where a field kept its value (`counterparts[f]` is new field `f`'s field in
-    /// `old`), and a change at `tick` for every field that did not. The dirty list is left to
-    /// [`ComponentSet::rebuild_dirty_rows`].
-    pub(crate) fn carry_tracking(
-        &mut self,
-        row: usize,
-        old: &ComponentSet,
-        before: usize,
-        counterparts: &[Option<FieldId>],
-        tick: Tick,
-    ) {
-        self.added[row] = old.added[before];
-        let old_mask = old.dirty_mask(before);
-        let w = self.dirty_words;
-        let mut changed = false;
-        for (f, counterpart) in counterparts.iter().enumerate() {
-            let same = counterpart
-                .is_some_and(|g| self.columns[f].same_cell(row, &old.columns[g.index()], before));
-            let dirty = if same {
-                counterpart.is_some_and(|g| old_mask.contains(g))
-            } else {
-                changed = true;
-                true
-            };
-            if dirty {
-                self.dirty[row * w + f / 64] |= 1 << (f % 64);
-            }
-        }
-        self.changed[row] = if changed { tick } else { old.changed[before] };
-    }
-
-    /// Rebuilds the dirty list from the dirty masks (after rows were given masks directly).
-    pub(crate) fn rebuild_dirty_rows(&mut self) {
-        compact_dirty_rows(
-            &mut self.dirty_rows,
-            &self.dirty,
-            self.dirty_words,
-            &self.ids,
-            &self.slots,
-        );
-    }
-
-    /// Swap-removes a row, logging the removal. Returns the instance that held it.
+    /// Swap-removes a row at `tick`, logging the removal. Returns the instance that held it.
     pub(crate) fn swap_remove_row(&mut self, row: usize, tick: Tick) -> InstanceId {
-        self.unindex_row(row);
+        if !self.def.reference_fields.is_empty() {
+            self.unindex_row(row);
+        }
         let id = self.ids[row];
         let slot = self.slots[row];
-        let last = self.ids.len() - 1;
+        self.track.swap_remove(row, tick);
         for column in &mut self.columns {
             column.swap_remove(row);
         }
         self.ids.swap_remove(row);
         self.slots.swap_remove(row);
-        self.added.swap_remove(row);
-        self.changed.swap_remove(row);
-        let w = self.dirty_words;
-        if w > 0 {
-            self.dirty.copy_within(last * w..(last + 1) * w, row * w);
-            self.dirty.truncate(last * w);
-        }
         // The moved row's position first, then the removed slot's absence: when the removed row
         // was the last, both writes hit the same entry and it must end absent.
-        if row < self.slots.len() {
-            self.sparse[self.slots[row].index()] = row as u32;
+        if let Some(moved) = self.slots.get(row) {
+            self.sparse[moved.index()] = row as u32;
         }
         self.sparse[slot.index()] = ABSENT;
         self.removals.push(Removal { id, tick });
         self.structural += 1;
-        if self.dirty_rows.len() > dirty_bound(self.ids.len()) {
-            self.rebuild_dirty_rows();
-        }
         id
     }
 
@@ -630,6 +606,23 @@ impl ComponentSet {
             self.mark_changed(row, field, tick);
         }
         changed
+    }
+
+    /// Stores a typed value that differs from the one at `row` in a field holding no
+    /// references, and records the change at `tick`.
+    #[inline]
+    pub(crate) fn write_typed<T: Scalar>(
+        &mut self,
+        row: usize,
+        field: FieldId,
+        value: T,
+        tick: Tick,
+    ) {
+        debug_assert!(!self.def.reference_fields.contains(&field));
+        if let Some(values) = self.columns.get_mut(field.index()).and_then(T::slice_mut) {
+            values[row] = value;
+            self.mark_changed(row, field, tick);
+        }
     }
 
     /// Clears a direct reference field of a row that points at `target`, whose index entry the
@@ -654,6 +647,67 @@ impl ComponentSet {
         cleared
     }
 
+    /// Applies the `Clear` policy of direct reference fields to `entries` (the references to
+    /// `target`, just taken out of the index, sorted by holder): for each holder all of whose
+    /// entries are such clears, each field, if the holder is still present, becomes `None` at
+    /// a tick of its own (`tick` advances once per clear), and `cleared` hears of it. Returns
+    /// the other entries (holders with another policy or a nested reference), in order, for the
+    /// caller to act on in that order and keep.
+    pub(crate) fn clear_direct_references(
+        &mut self,
+        target: InstanceId,
+        mut entries: Vec<RefEntry>,
+        tick: &mut Tick,
+        mut cleared: impl FnMut(&RefEntry),
+    ) -> Vec<RefEntry> {
+        let clears = |set: &Self, entry: &RefEntry| {
+            set.def
+                .field(entry.field)
+                .is_some_and(|f| f.on_destroy == crate::def::RefPolicy::Clear)
+                && matches!(
+                    set.columns.get(entry.field.index()),
+                    Some(Column::Reference(_))
+                )
+        };
+        let mut kept = 0;
+        let mut start = 0;
+        while start < entries.len() {
+            let holder = entries[start].holder;
+            let end = start
+                + entries[start..]
+                    .iter()
+                    .take_while(|e| e.holder == holder)
+                    .count();
+            let only_clears = entries[start..end].iter().all(|e| clears(self, e));
+            let row = self.row_of(InstanceRef::new(holder, entries[start].holder_slot));
+            for i in start..end {
+                let keep = match row {
+                    _ if !only_clears => true,
+                    // A holder gone since took its references with it.
+                    None => false,
+                    Some(row) => {
+                        let entry = entries[i];
+                        let next = Tick(tick.0 + 1);
+                        if self.clear_direct_reference(row, entry.field, target, next) {
+                            *tick = next;
+                            cleared(&entry);
+                            false
+                        } else {
+                            self.holds_reference(row, entry.field, target)
+                        }
+                    }
+                };
+                if keep {
+                    entries.swap(kept, i);
+                    kept += 1;
+                }
+            }
+            start = end;
+        }
+        entries.truncate(kept);
+        entries
+    }
+
     /// Whether a field of a row still references `target` (directly or nested).
     pub(crate) fn holds_reference(&self, row: usize, field: FieldId, target: InstanceId) -> bool {
         let mut found = false;
@@ -676,43 +730,47 @@ impl ComponentSet {
         }
     }
 
-    /// Records a change of one field of a row.
-    pub(crate) fn mark_changed(&mut self, row: usize, field: FieldId, tick: Tick) {
-        self.track().mark(row, field, tick);
-    }
-
-    /// The change-tracking arrays, borrowed apart from the columns.
-    pub(crate) fn track(&mut self) -> Track<'_> {
-        Track {
-            changed: &mut self.changed,
-            dirty: &mut self.dirty,
-            dirty_words: self.dirty_words,
-            dirty_rows: &mut self.dirty_rows,
-            ids: &self.ids,
-            slots: &self.slots,
-            change_log: &mut self.change_log,
-            log_base: &mut self.log_base,
+    /// Stores checked typed values in rows being initialised (`rows`, in order, as far as
+    /// `values` goes): keeps the reverse index exact, takes no tick and marks nothing dirty.
+    pub(crate) fn init_typed<T: Scalar>(
+        &mut self,
+        rows: std::ops::Range<usize>,
+        field: FieldId,
+        values: impl IntoIterator<Item = T>,
+    ) {
+        // Of the columns a typed value fits, only a reference column holds references.
+        match self.columns.get_mut(field.index()) {
+            Some(Column::Reference(_)) => {
+                for (row, value) in rows.zip(values) {
+                    self.init_field(row, field, value.into_value());
+                }
+            }
+            Some(column) => {
+                if let Some(column) = T::slice_mut(column) {
+                    for (slot, value) in column[rows].iter_mut().zip(values) {
+                        *slot = value;
+                    }
+                }
+            }
+            None => {}
         }
     }
 
+    /// Records a change of one field of a row.
+    #[inline]
+    pub(crate) fn mark_changed(&mut self, row: usize, field: FieldId, tick: Tick) {
+        self.track.borrow(&self.ids).mark(row, field, tick);
+    }
+
     /// One typed column for writing, optionally another column of the same set for reading,
-    /// and the change-tracking arrays: all borrowed apart, so a loop can write one field while
+    /// and the change tracking: all borrowed apart, so a loop can write one field while
     /// reading another without going back through the set.
     pub(crate) fn split_write<T: Scalar>(
         &mut self,
         field: FieldId,
         read: Option<FieldId>,
-    ) -> Option<(&mut [T], Option<&Column>, Track<'_>)> {
-        let track = Track {
-            changed: &mut self.changed,
-            dirty: &mut self.dirty,
-            dirty_words: self.dirty_words,
-            dirty_rows: &mut self.dirty_rows,
-            ids: &self.ids,
-            slots: &self.slots,
-            change_log: &mut self.change_log,
-            log_base: &mut self.log_base,
-        };
+    ) -> Option<(&mut [T], Option<&Column>, TrackMut<'_>)> {
+        let track = self.track.borrow(&self.ids);
         match read {
             Some(read) if read != field => {
                 let [w, r] = self
@@ -729,50 +787,190 @@ impl ComponentSet {
         }
     }
 
-    /// Logs a row whose changed tick just rose above the log base (see [`Track::log`]).
-    pub(crate) fn log_change(&mut self, record: ChangeRecord, tick: Tick) {
-        self.track().log(record, tick);
+    /// Every row with a dirty field, in row order, with its dirty fields; cleans them all.
+    pub(crate) fn take_dirty(&mut self) -> Vec<(InstanceId, FieldMask)> {
+        let ids = &self.ids;
+        self.track
+            .take_dirty()
+            .into_iter()
+            .map(|(row, mask)| (ids[row], mask))
+            .collect()
     }
 
-    /// Forgets the change log: every row counts as changed at or before `tick`.
-    pub(crate) fn reset_change_log(&mut self, tick: Tick) {
-        self.change_log.clear();
-        self.log_base = self.log_base.max(tick);
+    /// Applies `edit` to a list field's buffer, keeping the reverse index exact; returns
+    /// whether the list changed (and then marks the row changed at `tick`).
+    pub(crate) fn edit_list(
+        &mut self,
+        row: usize,
+        field: FieldId,
+        tick: Tick,
+        edit: impl FnOnce(&mut ListValue) -> bool,
+    ) -> bool {
+        let references = self.def.reference_fields.contains(&field);
+        if references {
+            self.unindex_field(row, field);
+        }
+        let changed = match &mut self.columns[field.index()] {
+            Column::List(lists) => {
+                let list = &mut lists[row];
+                let changed = edit(list);
+                list.normalise();
+                changed
+            }
+            _ => false,
+        };
+        if references {
+            self.index_field(row, field);
+        }
+        if changed {
+            self.mark_changed(row, field, tick);
+        }
+        changed
     }
 
-    /// The rows whose changed tick may exceed `baseline`, when the change log covers it:
-    /// every row changed after `baseline` is in the list (which may also hold rows changed
-    /// earlier, and instances no longer holding the component; resolve and re-check ticks).
-    /// `None` when the log was reset after `baseline`: scan instead.
-    pub fn changes_since(&self, baseline: Tick) -> Option<&[ChangeRecord]> {
-        (baseline >= self.log_base).then_some(self.change_log.as_slice())
+    // ----- Whole-set replacements. -----
+
+    /// The set of a redefinition: `def`'s rows are `rows` (values checked against it, slots
+    /// distinct and free of other instances' rows in `old`), replacing `old`, all at `tick`.
+    /// A row of an instance that held one in `old` keeps that row's added tick, and its changed
+    /// tick and dirty fields where a field kept its value (`counterparts[f]` is new field `f`'s
+    /// field in `old`); every other field of it counts as changed now. The removal log goes on
+    /// from `old`'s (each instance that held a row and holds none now logged at `tick`), on a
+    /// timeline of its own. Returns the set, the instances that lost their row, and those
+    /// that gained one.
+    pub(crate) fn redefined(
+        def: Arc<InstalledDef>,
+        old: &ComponentSet,
+        rows: Vec<(InstanceRef, Vec<Value>)>,
+        counterparts: &[Option<FieldId>],
+        tick: Tick,
+    ) -> (ComponentSet, Vec<InstanceRef>, Vec<InstanceId>) {
+        let mut set = ComponentSet::new(def);
+        set.removals = old.removals.clone();
+        set.timeline = old.timeline.fork(old.removals.head());
+        let kept: hashbrown::HashSet<InstanceRef> = rows.iter().map(|(at, _)| *at).collect();
+        let lost: Vec<InstanceRef> = (0..old.len())
+            .map(|row| old.at(row))
+            .filter(|at| !kept.contains(at))
+            .collect();
+        for at in &lost {
+            set.removals.push(Removal { id: at.id, tick });
+        }
+        let mut added = Vec::new();
+        for (at, values) in rows {
+            let row = set.push_row(at, values, tick);
+            let Some(before) = old.row_of(at) else {
+                added.push(at.id);
+                continue;
+            };
+            let columns = &set.columns;
+            set.track.carry(
+                row,
+                old.track.added()[before],
+                old.track.changed()[before],
+                tick,
+                |f| match counterparts.get(f).copied().flatten() {
+                    Some(g) if columns[f].same_cell(row, &old.columns[g.index()], before) => {
+                        (false, old.track.dirty_contains(before, g.index()))
+                    }
+                    _ => (true, true),
+                },
+            );
+        }
+        set.track.reset_log(tick);
+        set.structural = old.structural + 1;
+        (set, lost, added)
     }
 
-    /// Typed mutable column access for the store's typed writer.
-    pub(crate) fn typed_mut<T: Scalar>(&mut self, field: FieldId) -> Option<&mut [T]> {
-        T::slice_mut(self.columns.get_mut(field.index())?)
+    /// Puts the set back to `saved` as one change at `tick` (see `Store::load_from`): restored
+    /// rows of instances that held one keep its pending dirty fields and take as dirty those
+    /// the load changes, moving their changed tick only then; their added tick is the saved
+    /// one. Other restored rows count as added now. Instances that held a row and have none
+    /// now are logged as removals. `saved` holds distinct slots, columns of this set's kinds,
+    /// and one entry per row in each array; `scratch` lends the buffers, and keeps the
+    /// replaced ones for the next load.
+    pub(crate) fn restore(&mut self, saved: SavedRows<'_>, tick: Tick, scratch: &mut LoadScratch) {
+        let n = saved.ids.len();
+        // Mark the sparse entries of the rows live now with their row, while the dense slots
+        // still name them; restored rows find their predecessor through the mark, and unmark
+        // it, so the entries still marked afterwards are the rows that went.
+        for (row, slot) in self.slots.iter().enumerate() {
+            self.sparse[slot.index()] = MARKED | row as u32;
+        }
+        let before = &mut scratch.before;
+        before.clear();
+        for (id, slot) in saved.ids.iter().zip(saved.slots) {
+            let entry = self.sparse.get(slot.index()).copied().unwrap_or(ABSENT);
+            let row = entry & !MARKED;
+            if entry != ABSENT && entry & MARKED != 0 && self.ids.get(row as usize) == Some(id) {
+                self.sparse[slot.index()] = ABSENT;
+                before.push(row);
+            } else {
+                before.push(NO_ROW);
+            }
+        }
+        for (id, slot) in self.ids.iter().zip(&self.slots) {
+            let entry = &mut self.sparse[slot.index()];
+            if *entry != ABSENT {
+                *entry = ABSENT;
+                self.removals.push(Removal { id: *id, tick });
+            }
+        }
+        // The restored rows' tracking, from their predecessors while the columns still hold
+        // the values from before.
+        let track = &mut scratch.tracking;
+        track.recycle(self.columns.len());
+        for (row, &b) in before.iter().enumerate() {
+            track.push_row(tick);
+            if b == NO_ROW {
+                continue;
+            }
+            let b = b as usize;
+            let (columns, old) = (&self.columns, &self.track);
+            track.carry(row, saved.added[row], old.changed()[b], tick, |f| {
+                let same = saved.columns[f].same_cell(row, &columns[f], b);
+                (!same, old.dirty_contains(b, f))
+            });
+        }
+        self.track.replace_rows(track, tick);
+        self.ids.clear();
+        self.ids.extend_from_slice(saved.ids);
+        self.slots.clear();
+        self.slots.extend_from_slice(saved.slots);
+        for (dest, source) in self.columns.iter_mut().zip(saved.columns) {
+            dest.copy_from(source, n);
+        }
+        if let Some(max) = self.slots.iter().map(|s| s.index()).max()
+            && self.sparse.len() <= max
+        {
+            self.grow_sparse(max + 1);
+        }
+        for (row, slot) in self.slots.iter().enumerate() {
+            self.sparse[slot.index()] = row as u32;
+        }
+        self.refs.clear();
+        if !self.def.reference_fields.is_empty() {
+            for row in 0..n {
+                self.index_row(row);
+            }
+        }
+        self.structural += 1;
     }
 
-    pub(crate) fn index_row(&mut self, row: usize) {
+    // ----- The reverse index. -----
+
+    fn index_row(&mut self, row: usize) {
         for i in 0..self.def.reference_fields.len() {
             let field = self.def.reference_fields[i];
             self.index_field(row, field);
         }
     }
 
-    pub(crate) fn unindex_row(&mut self, row: usize) {
+    fn unindex_row(&mut self, row: usize) {
         for i in 0..self.def.reference_fields.len() {
             let field = self.def.reference_fields[i];
             self.unindex_field(row, field);
         }
-    }
-
-    pub(crate) fn index_row_field(&mut self, row: usize, field: FieldId) {
-        self.index_field(row, field);
-    }
-
-    pub(crate) fn unindex_row_field(&mut self, row: usize, field: FieldId) {
-        self.unindex_field(row, field);
     }
 
     fn index_field(&mut self, row: usize, field: FieldId) {
@@ -797,164 +995,6 @@ impl ComponentSet {
         for_each_reference(&self.columns[field.index()], row, |target| {
             refs.remove(target, entry);
         });
-    }
-
-    /// Rebuilds the sparse array and reverse index from the dense arrays.
-    pub(crate) fn rebuild_indexes(&mut self) {
-        self.refs.clear();
-        for row in 0..self.ids.len() {
-            let slot = self.slots[row].index();
-            if self.sparse.len() <= slot {
-                self.sparse.resize(slot + 1, ABSENT);
-            }
-            self.sparse[slot] = row as u32;
-            self.index_row(row);
-        }
-    }
-}
-
-/// The change-tracking arrays of a set, borrowed apart from its columns.
-pub(crate) struct Track<'a> {
-    pub(crate) changed: &'a mut [Tick],
-    pub(crate) dirty: &'a mut [u64],
-    pub(crate) dirty_words: usize,
-    pub(crate) dirty_rows: &'a mut Vec<InstanceRef>,
-    pub(crate) ids: &'a [InstanceId],
-    pub(crate) slots: &'a [Slot],
-    pub(crate) change_log: &'a mut Vec<ChangeRecord>,
-    pub(crate) log_base: &'a mut Tick,
-}
-
-impl Track<'_> {
-    /// The instance at a row.
-    #[inline(always)]
-    pub(crate) fn id(&self, row: usize) -> InstanceId {
-        self.ids[row]
-    }
-
-    /// The instance of each row.
-    pub(crate) fn ids(&self) -> &[InstanceId] {
-        self.ids
-    }
-
-    /// Records a change of one field of a row: changed tick, change log, dirty mask.
-    #[inline(always)]
-    pub(crate) fn mark(&mut self, row: usize, field: FieldId, tick: Tick) {
-        let previous = std::mem::replace(&mut self.changed[row], tick);
-        if previous <= *self.log_base && tick > *self.log_base {
-            let at = InstanceRef::new(self.ids[row], self.slots[row]);
-            self.log(
-                ChangeRecord {
-                    at,
-                    row: row as u32,
-                },
-                tick,
-            );
-        }
-        let (word, bit) = (field.index() / 64, 1u64 << (field.index() % 64));
-        if self.dirty_words == 1 {
-            if self.dirty[row] == 0 {
-                self.note_dirty(row);
-            }
-            self.dirty[row] |= bit;
-            return;
-        }
-        let w = self.dirty_words;
-        if self.dirty[row * w..(row + 1) * w].iter().all(|x| *x == 0) {
-            self.note_dirty(row);
-        }
-        self.dirty[row * w + word] |= bit;
-    }
-
-    /// Lists a row whose dirty mask is about to go from empty to non-empty, compacting the
-    /// list first when it is full.
-    #[inline(always)]
-    fn note_dirty(&mut self, row: usize) {
-        self.reserve_dirty(1);
-        self.dirty_rows
-            .push(InstanceRef::new(self.ids[row], self.slots[row]));
-    }
-
-    /// Makes room in the dirty list for up to `rows` more rows (one entry each), so a loop can
-    /// push them without checking: compacts the list when they might not fit under its bound.
-    #[inline(always)]
-    pub(crate) fn reserve_dirty(&mut self, rows: usize) {
-        if self.dirty_rows.len() + rows > dirty_bound(self.ids.len()) {
-            compact_dirty_rows(
-                self.dirty_rows,
-                self.dirty,
-                self.dirty_words,
-                self.ids,
-                self.slots,
-            );
-        }
-    }
-
-    /// Logs a row whose changed tick just rose above the log base. When the log would outgrow a
-    /// quarter of the set, it is dropped instead and the base moves to `tick`: readers whose
-    /// baseline predates it scan, which then costs no more than reading the log would.
-    #[cold]
-    pub(crate) fn log(&mut self, record: ChangeRecord, tick: Tick) {
-        if tick > *self.log_base {
-            Self::log_into(self.change_log, self.log_base, self.ids.len(), record, tick);
-        }
-    }
-
-    /// Prepares for a pass that may change up to `rows` rows at `tick`: when they could not all
-    /// fit in the change log, drops the log now (moving its base to `tick`) rather than filling
-    /// it row by row and dropping it part-way.
-    pub(crate) fn prepare_bulk(&mut self, rows: usize, tick: Tick) {
-        if tick > *self.log_base && self.change_log.len() + rows > (self.ids.len() / 4).max(64) {
-            self.change_log.clear();
-            *self.log_base = tick;
-        }
-    }
-
-    /// The body of [`Track::log`] over the two fields it touches, for loops that hold the
-    /// other tracking arrays borrowed.
-    #[cold]
-    pub(crate) fn log_into(
-        log: &mut Vec<ChangeRecord>,
-        base: &mut Tick,
-        rows: usize,
-        record: ChangeRecord,
-        tick: Tick,
-    ) {
-        if log.len() >= (rows / 4).max(64) {
-            log.clear();
-            *base = tick;
-        } else {
-            log.push(record);
-        }
-    }
-}
-
-/// The most entries a set's dirty list holds (see [`compact_dirty_rows`]).
-#[inline(always)]
-pub(crate) const fn dirty_bound(rows: usize) -> usize {
-    2 * rows + 64
-}
-
-/// Rebuilds a dirty list from the rows whose dirty mask is not empty, in row order. Entries of
-/// rows removed since they were listed pile up otherwise (removal does not search the list), so
-/// the list is compacted whenever it reaches [`dirty_bound`]; afterwards it holds at most one
-/// entry per row.
-#[cold]
-pub(crate) fn compact_dirty_rows(
-    list: &mut Vec<InstanceRef>,
-    dirty: &[u64],
-    dirty_words: usize,
-    ids: &[InstanceId],
-    slots: &[Slot],
-) {
-    list.clear();
-    if dirty_words == 0 {
-        return;
-    }
-    for (row, mask) in dirty.chunks_exact(dirty_words).enumerate() {
-        if mask.iter().any(|w| *w != 0) {
-            list.push(InstanceRef::new(ids[row], slots[row]));
-        }
     }
 }
 

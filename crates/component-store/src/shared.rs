@@ -50,29 +50,35 @@ impl SharedSet {
 
     /// The set for writing: copied first if a snapshot shares it, and without any atomic
     /// operation once this handle made it private.
-    #[inline]
+    #[inline(always)]
     #[expect(
         unsafe_code,
         reason = "skips Arc::make_mut's atomic check on private sets"
     )]
     pub(crate) fn make_mut(&mut self) -> &mut ComponentSet {
-        if *self.private.get_mut() {
-            debug_assert_eq!(Arc::strong_count(&self.arc), 1, "a private set is unshared");
-            // SAFETY: `private` is true, so by the module invariant this `Arc` is the only
-            // strong reference and no weak reference exists; `&mut self` excludes every other
-            // borrow of it. The data is therefore reachable only through this handle, and
-            // handing out `&mut` to it for the duration of the borrow is sound.
-            unsafe { &mut *Arc::as_ptr(&self.arc).cast_mut() }
-        } else {
-            *self.private.get_mut() = true;
-            let shared = Arc::as_ptr(&self.arc);
-            let set = Arc::make_mut(&mut self.arc);
-            if !std::ptr::eq(shared, set) {
-                // A copy: from here on its removals are not the other holders' history.
-                set.fork_timeline();
-            }
-            set
+        if !*self.private.get_mut() {
+            self.make_private();
         }
+        debug_assert_eq!(Arc::strong_count(&self.arc), 1, "a private set is unshared");
+        // SAFETY: `private` is true (set just above if it was not), so by the module invariant
+        // this `Arc` is the only strong reference and no weak reference exists; `&mut self`
+        // excludes every other borrow of it. The data is therefore reachable only through this
+        // handle, and handing out `&mut` to it for the duration of the borrow is sound.
+        unsafe { &mut *Arc::as_ptr(&self.arc).cast_mut() }
+    }
+
+    /// Makes the set unique to this handle (copying it if another handle shares it) and
+    /// records that it is.
+    #[cold]
+    #[inline(never)]
+    fn make_private(&mut self) {
+        let shared = Arc::as_ptr(&self.arc);
+        let set = Arc::make_mut(&mut self.arc);
+        if !std::ptr::eq(shared, set) {
+            // A copy: from here on its removals are not the other holders' history.
+            set.fork_timeline();
+        }
+        *self.private.get_mut() = true;
     }
 }
 

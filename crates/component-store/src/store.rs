@@ -18,9 +18,10 @@ use strata_arena::{ClassId, ClassRegistry, Doomed, InstanceId};
 
 use crate::column::Scalar;
 use crate::def::{ComponentDef, ComponentId, FieldId, InstalledDef, RefPolicy};
+use crate::dirty::FieldMask;
 use crate::error::StoreError;
 use crate::orphan::{OrphanRecord, Orphans};
-use crate::set::{ComponentSet, FieldMask, InstanceRef, Tick};
+use crate::set::{ComponentSet, InstanceRef, LoadScratch, Tick};
 use crate::shared::SharedSet;
 use crate::value::Value;
 
@@ -106,6 +107,8 @@ pub struct Store {
     dependents: Vec<Vec<ComponentId>>,
     /// Values rows held under an older schema version, kept for game migrations.
     migrations: Arc<HashMap<(InstanceId, ComponentId), OrphanRecord>>,
+    /// Buffers `load_from` reuses from one load to the next (never shared with snapshots).
+    load_scratch: LoadScratch,
 }
 
 impl Default for Store {
@@ -128,6 +131,7 @@ impl Store {
             events: Vec::new(),
             dependents: Vec::new(),
             migrations: Arc::default(),
+            load_scratch: LoadScratch::default(),
         }
     }
 
@@ -170,6 +174,7 @@ impl Store {
             events: Vec::new(),
             dependents: self.dependents.clone(),
             migrations: self.migrations.clone(),
+            load_scratch: LoadScratch::default(),
         }
     }
 
@@ -235,7 +240,7 @@ impl Store {
             .slot_set(component)
             .map(SharedSet::get)
             .ok_or(StoreError::UnknownComponent(component))?;
-        let renamed = *old.def.def.name != *def.name;
+        let renamed = *old.def().def.name != *def.name;
         if renamed && self.names.contains_key(&*def.name) {
             return Err(StoreError::DuplicateComponent(def.name.to_string()));
         }
@@ -248,7 +253,7 @@ impl Store {
                     component,
                 });
             }
-            at.check_slot(old.sparse.len(), rows.len(), || self.slot_extent())?;
+            at.check_slot(old.sparse_len(), rows.len(), || self.slot_extent())?;
             check_row(&installed, values)?;
         }
         let mut seen = HashSet::with_capacity(rows.len());
@@ -266,39 +271,20 @@ impl Store {
             .map(|field| {
                 std::iter::once(&field.name)
                     .chain(&field.former_names)
-                    .find_map(|name| old.def.field_id(name))
-                    .filter(|g| old.def.field(*g).is_some_and(|o| o.ty == field.ty))
+                    .find_map(|name| old.def().field_id(name))
+                    .filter(|g| old.def().field(*g).is_some_and(|o| o.ty == field.ty))
             })
             .collect();
-        let (old_observed, new_observed) = (old.def.def.observed, installed.def.observed);
-        let old_name = old.def.def.name.clone();
+        let (old_observed, new_observed) = (old.def().def.observed, installed.def.observed);
+        let old_name = old.def().def.name.clone();
         let tick = Tick(self.tick.0 + 1);
-        let mut set = ComponentSet::new(Arc::new(installed));
-        set.continue_removals(old);
-        let kept: HashSet<InstanceRef> = rows.iter().map(|(at, _)| *at).collect();
-        let lost: Vec<InstanceRef> = (0..old.len())
-            .map(|row| InstanceRef::new(old.ids[row], old.slots[row]))
-            .filter(|at| !kept.contains(at))
-            .collect();
-        for at in &lost {
-            set.removals.push(crate::set::Removal { id: at.id, tick });
-        }
-        let mut added = Vec::new();
-        for (at, values) in rows {
-            let row = set.push_row(at, values, tick);
-            match old.row_of(at) {
-                Some(before) => set.carry_tracking(row, old, before, &counterparts, tick),
-                None => added.push(at.id),
-            }
-        }
-        set.reset_change_log(tick);
-        set.rebuild_dirty_rows();
-        set.structural = old.structural + 1;
+        let (set, lost, added) =
+            ComponentSet::redefined(Arc::new(installed), old, rows, &counterparts, tick);
 
         self.tick = tick;
         if renamed {
             self.names.remove(&old_name);
-            self.names.insert(set.def.def.name.clone(), component);
+            self.names.insert(set.def().def.name.clone(), component);
             self.name_revision += 1;
         }
         self.sets[component.index()] = Some(SharedSet::new(set));
@@ -340,12 +326,9 @@ impl Store {
             .ok_or(StoreError::UnknownComponent(component))?;
         let types = OrphanRecord::types_of(&set);
         let records = (0..set.len())
-            .map(|row| {
-                let at = InstanceRef::new(set.ids[row], set.slots[row]);
-                (at, OrphanRecord::from_row(&set, row, &types))
-            })
+            .map(|row| (set.at(row), OrphanRecord::from_row(&set, row, &types)))
             .collect();
-        self.names.remove(&*set.def.def.name);
+        self.names.remove(&*set.def().def.name);
         self.name_revision += 1;
         self.rebuild_dependents();
         Ok(records)
@@ -355,7 +338,7 @@ impl Store {
     fn rebuild_dependents(&mut self) {
         let mut dependents = vec![Vec::new(); self.sets.len()];
         for dependent in self.components() {
-            for required in &dependent.def.def.requires {
+            for required in &dependent.def().def.requires {
                 if let Some(&id) = self.names.get(required) {
                     dependents[id.index()].push(dependent.id());
                 }
@@ -377,15 +360,17 @@ impl Store {
     }
 
     /// A component's set.
+    #[inline]
     pub fn set(&self, component: ComponentId) -> Result<&ComponentSet, StoreError> {
-        self.slot_set(component)
-            .map(SharedSet::get)
-            .ok_or(StoreError::UnknownComponent(component))
+        match self.slot_set(component) {
+            Some(set) => Ok(set),
+            None => Err(StoreError::UnknownComponent(component)),
+        }
     }
 
     /// A component's installed definition.
     pub fn def(&self, component: ComponentId) -> Result<&InstalledDef, StoreError> {
-        Ok(&self.set(component)?.def)
+        Ok(self.set(component)?.def())
     }
 
     /// A field's id by name.
@@ -397,6 +382,7 @@ impl Store {
         })
     }
 
+    #[inline]
     fn slot_set(&self, component: ComponentId) -> Option<&SharedSet> {
         self.sets.get(component.index())?.as_ref()
     }
@@ -429,12 +415,13 @@ impl Store {
 
     /// The row an instance holds in a component's set.
     pub fn row(&self, at: InstanceRef, component: ComponentId) -> Result<usize, StoreError> {
-        self.set(component)?
-            .row_of(at)
-            .ok_or(StoreError::MissingMembership {
+        match self.set(component)?.row_of(at) {
+            Some(row) => Ok(row),
+            None => Err(StoreError::MissingMembership {
                 id: at.id,
                 component,
-            })
+            }),
+        }
     }
 
     /// Adds a component to an instance of `class`: fields take the given values, the rest their
@@ -452,7 +439,7 @@ impl Store {
         values: impl IntoIterator<Item = (FieldId, Value)>,
     ) -> Result<usize, StoreError> {
         let set = self.set(component)?;
-        let def = &set.def;
+        let def = set.def();
         let mut row_values: Vec<Value> = def.fields().iter().map(|f| f.default.clone()).collect();
         for (field, value) in values {
             def.check_value(field, &value)?;
@@ -479,6 +466,7 @@ impl Store {
     }
 
     /// Adds a row of checked values (or defaults) after [`Store::check_add`].
+    #[inline]
     fn add_row(
         &mut self,
         at: InstanceRef,
@@ -493,16 +481,17 @@ impl Store {
 
     /// Adds a row of checked values (or defaults) for an instance [`Store::check_add`] already
     /// accepted: one tick, and an `Added` event when the component is observed.
+    #[inline]
     pub(crate) fn push_checked_row(
         &mut self,
         at: InstanceRef,
         component: ComponentId,
         values: Option<Vec<Value>>,
     ) -> Result<(&mut ComponentSet, usize), StoreError> {
-        let (set, tick, events) = self
-            .parts(component)
-            .ok_or(StoreError::UnknownComponent(component))?;
-        let observed = set.def.def.observed;
+        let Some((set, tick, events)) = self.parts(component) else {
+            return Err(StoreError::UnknownComponent(component));
+        };
+        let observed = set.def().def.observed;
         tick.0 += 1;
         let set = set.make_mut();
         let row = match values {
@@ -531,9 +520,9 @@ impl Store {
         component: ComponentId,
     ) -> Result<BulkInit<'_>, StoreError> {
         let set = self.set(component)?;
-        if !set.def.allows_class(class) {
+        if !set.def().allows_class(class) {
             return Err(StoreError::ClassNotAllowed {
-                component: set.def.name().to_owned(),
+                component: set.def().name().to_owned(),
                 class,
             });
         }
@@ -547,11 +536,17 @@ impl Store {
             return Ok(BulkInit { set, rows: 0..0 });
         }
         // Every slot is checked against its bound before the bitmap below is sized by them.
+        // The class is allowed (checked above): each slot needs only to be free and in range,
+        // decided by `check_add` in full where the quick test fails.
         let rows_after = set.len() + ats.len();
+        let sparse_len = set.sparse_len();
+        let mut max_slot = 0;
         for at in ats {
-            self.check_add(set, *at, class, rows_after)?;
+            if set.holder_at(at.slot).is_some() || !at.slot_near(sparse_len, rows_after) {
+                self.check_add_slow(set, *at, class, rows_after)?;
+            }
+            max_slot = max_slot.max(at.slot.index());
         }
-        let max_slot = ats.iter().map(|at| at.slot.index()).max().unwrap_or(0);
         let mut seen = vec![0u64; max_slot / 64 + 1];
         for at in ats {
             let (word, bit) = (at.slot.index() / 64, 1u64 << (at.slot.index() % 64));
@@ -560,11 +555,11 @@ impl Store {
             }
             seen[word] |= bit;
         }
-        let (set, tick, events) = self
-            .parts(component)
-            .ok_or(StoreError::UnknownComponent(component))?;
+        let Some((set, tick, events)) = self.parts(component) else {
+            return Err(StoreError::UnknownComponent(component));
+        };
         tick.0 += 1;
-        let observed = set.def.def.observed;
+        let observed = set.def().def.observed;
         let rows = set.make_mut().push_default_rows(ats, *tick);
         if observed {
             events.extend(ats.iter().map(|at| StoreEvent::Added {
@@ -602,11 +597,14 @@ impl Store {
     /// Removes a component from an instance, together with every component of the instance
     /// that requires it (transitively). Returns `false` when the instance did not hold it.
     pub fn remove(&mut self, at: InstanceRef, component: ComponentId) -> Result<bool, StoreError> {
-        if !self.set(component)?.contains(at) {
+        let Some(row) = self.set(component)?.row_of(at) else {
             return Ok(false);
+        };
+        self.remove_row(at.id, component, row);
+        if !self.dependents[component.index()].is_empty() {
+            let mut removed = Vec::new();
+            self.remove_dependents(at, component, &mut removed);
         }
-        let mut removed = Vec::new();
-        self.remove_with_dependents(at, component, &mut removed);
         Ok(true)
     }
 
@@ -645,29 +643,33 @@ impl Store {
 
     /// Removes one component's row of an instance; `false` when it had none.
     fn remove_one(&mut self, at: InstanceRef, component: ComponentId) -> bool {
-        let Some((set, tick, events)) = self.parts(component) else {
+        let Some(row) = self.slot_set(component).and_then(|set| set.row_of(at)) else {
             return false;
         };
-        let Some(row) = set.row_of(at) else {
-            return false;
+        self.remove_row(at.id, component, row);
+        true
+    }
+
+    /// Removes row `row` (held by `id`) of a component's set: one tick, a removal record, a
+    /// `Removed` event when the component is observed, and the row's migration input.
+    fn remove_row(&mut self, id: InstanceId, component: ComponentId, row: usize) {
+        let Some((set, tick, events)) = self.parts(component) else {
+            return;
         };
         tick.0 += 1;
-        let observed = set.def.def.observed;
+        let observed = set.def().def.observed;
         set.make_mut().swap_remove_row(row, *tick);
         if observed {
-            events.push(StoreEvent::Removed {
-                id: at.id,
-                component,
-            });
+            events.push(StoreEvent::Removed { id, component });
         }
         if !self.migrations.is_empty() {
-            Arc::make_mut(&mut self.migrations).remove(&(at.id, component));
+            Arc::make_mut(&mut self.migrations).remove(&(id, component));
         }
-        true
     }
 
     /// A set (not yet made private) beside the tick and event queue, for edits that need all
     /// three.
+    #[inline]
     fn parts(
         &mut self,
         component: ComponentId,
@@ -676,8 +678,8 @@ impl Store {
         Some((set, &mut self.tick, &mut self.events))
     }
 
-    /// A private set, another set (read-only, when asked for and different), the tick and the
-    /// event queue, all borrowed apart.
+    /// A set (not yet made private), another set (read-only, when asked for and different),
+    /// the tick and the event queue, all borrowed apart.
     #[allow(clippy::type_complexity, reason = "a tuple of disjoint borrows")]
     pub(crate) fn parts_split(
         &mut self,
@@ -685,7 +687,7 @@ impl Store {
         other: Option<ComponentId>,
     ) -> Result<
         (
-            &mut ComponentSet,
+            &mut SharedSet,
             Option<&ComponentSet>,
             &mut Tick,
             &mut Vec<StoreEvent>,
@@ -702,7 +704,6 @@ impl Store {
             .ok_or(StoreError::UnknownComponent(component))?;
         let set = target
             .as_mut()
-            .map(SharedSet::make_mut)
             .ok_or(StoreError::UnknownComponent(component))?;
         let other = match other {
             Some(o) if o.index() < index => before
@@ -716,15 +717,17 @@ impl Store {
         Ok((set, other, &mut self.tick, &mut self.events))
     }
 
-    /// A private set beside the tick and the event queue.
-    pub(crate) fn parts_mut(
+    /// A private set beside the buffers a load reuses.
+    pub(crate) fn load_parts(
         &mut self,
         component: ComponentId,
-    ) -> Result<(&mut ComponentSet, &mut Tick, &mut Vec<StoreEvent>), StoreError> {
-        let (set, tick, events) = self
-            .parts(component)
+    ) -> Result<(&mut ComponentSet, &mut LoadScratch), StoreError> {
+        let set = self
+            .sets
+            .get_mut(component.index())
+            .and_then(Option::as_mut)
             .ok_or(StoreError::UnknownComponent(component))?;
-        Ok((set.make_mut(), tick, events))
+        Ok((set.make_mut(), &mut self.load_scratch))
     }
 
     // ----- Field access. -----
@@ -737,10 +740,12 @@ impl Store {
         field: FieldId,
     ) -> Result<&T, StoreError> {
         let set = self.set(component)?;
-        let row = set.row_of(at).ok_or(StoreError::MissingMembership {
-            id: at.id,
-            component,
-        })?;
+        let Some(row) = set.row_of(at) else {
+            return Err(StoreError::MissingMembership {
+                id: at.id,
+                component,
+            });
+        };
         let values = set.checked_values::<T>(field)?;
         Ok(&values[row])
     }
@@ -753,15 +758,17 @@ impl Store {
         field: FieldId,
     ) -> Result<Value, StoreError> {
         let set = self.set(component)?;
-        let row = set.row_of(at).ok_or(StoreError::MissingMembership {
-            id: at.id,
-            component,
-        })?;
-        set.def.checked_field(field)?;
+        let Some(row) = set.row_of(at) else {
+            return Err(StoreError::MissingMembership {
+                id: at.id,
+                component,
+            });
+        };
+        set.def().checked_field(field)?;
         // The field exists and the row is present, so the column holds a value there.
         set.value(row, field)
             .ok_or_else(|| StoreError::RowOutOfRange {
-                component: set.def.name().to_owned(),
+                component: set.def().name().to_owned(),
                 row,
             })
     }
@@ -774,30 +781,29 @@ impl Store {
         field: FieldId,
         value: T,
     ) -> Result<bool, StoreError> {
-        let (set, tick, events) = self
-            .parts(component)
-            .ok_or(StoreError::UnknownComponent(component))?;
-        let row = set.row_of(at).ok_or(StoreError::MissingMembership {
-            id: at.id,
-            component,
-        })?;
-        let field_def = set.def.check_scalar_value(field, &value)?;
-        let values = set
-            .values::<T>(field)
-            .ok_or_else(|| set.def.type_mismatch(field_def, std::any::type_name::<T>()))?;
+        let Some((set, tick, events)) = self.parts(component) else {
+            return Err(StoreError::UnknownComponent(component));
+        };
+        let Some(row) = set.row_of(at) else {
+            return Err(StoreError::MissingMembership {
+                id: at.id,
+                component,
+            });
+        };
+        let def = set.def();
+        let field_def = def.check_scalar_value(field, &value)?;
+        let Some(values) = set.values::<T>(field) else {
+            return Err(def.type_mismatch(field_def, std::any::type_name::<T>()));
+        };
         if values[row].identical(&value) {
             return Ok(false);
         }
-        if set.def.reference_fields.contains(&field) {
+        if def.reference_fields.contains(&field) {
             return self.write_row(component, row, field, value.into_value());
         }
-        let observed = set.def.def.observed;
+        let observed = def.def.observed;
         tick.0 += 1;
-        let set = set.make_mut();
-        if let Some(values) = set.typed_mut::<T>(field) {
-            values[row] = value;
-        }
-        set.mark_changed(row, field, *tick);
+        set.make_mut().write_typed(row, field, value, *tick);
         if observed {
             events.push(StoreEvent::Changed {
                 id: at.id,
@@ -817,11 +823,13 @@ impl Store {
         value: Value,
     ) -> Result<bool, StoreError> {
         let set = self.set(component)?;
-        let row = set.row_of(at).ok_or(StoreError::MissingMembership {
-            id: at.id,
-            component,
-        })?;
-        set.def.check_value(field, &value)?;
+        let Some(row) = set.row_of(at) else {
+            return Err(StoreError::MissingMembership {
+                id: at.id,
+                component,
+            });
+        };
+        set.def().check_value(field, &value)?;
         if set.value(row, field).is_some_and(|v| v.identical(&value)) {
             return Ok(false);
         }
@@ -839,10 +847,10 @@ impl Store {
         value: Value,
     ) -> Result<bool, StoreError> {
         let set = self.set(component)?;
-        set.def.check_value(field, &value)?;
+        set.def().check_value(field, &value)?;
         if row >= set.len() {
             return Err(StoreError::RowOutOfRange {
-                component: set.def.name().to_owned(),
+                component: set.def().name().to_owned(),
                 row,
             });
         }
@@ -862,8 +870,8 @@ impl Store {
     ) -> Result<bool, StoreError> {
         let tick = Tick(self.tick.0 + 1);
         let set = self.set_mut(component)?;
-        let id = set.ids[row];
-        let observed = set.def.def.observed;
+        let id = set.ids()[row];
+        let observed = set.def().def.observed;
         if !set.write(row, field, value, tick) {
             return Ok(false);
         }
@@ -885,29 +893,17 @@ impl Store {
         std::mem::take(&mut self.events)
     }
 
-    /// The rows of a component whose fields changed since the last call, with the changed
-    /// fields; clears their masks. Rows removed since are skipped.
+    /// The rows of a component whose fields changed since the last call, in row order, with
+    /// the changed fields; cleans them. Rows removed since are not reported. Costs nothing when
+    /// no row is dirty, and otherwise follows the words of rows holding dirty ones.
     pub fn take_dirty(
         &mut self,
         component: ComponentId,
     ) -> Result<Vec<(InstanceId, FieldMask)>, StoreError> {
-        if self.set(component)?.dirty_rows.is_empty() {
+        if self.set(component)?.pending_dirty() == 0 {
             return Ok(Vec::new());
         }
-        let set = self.set_mut(component)?;
-        let pending = std::mem::take(&mut set.dirty_rows);
-        let w = set.dirty_words;
-        let mut out = Vec::with_capacity(pending.len());
-        for at in pending {
-            let Some(row) = set.row_of(at) else { continue };
-            let mask = set.dirty_mask(row);
-            if mask.is_empty() {
-                continue;
-            }
-            set.dirty[row * w..(row + 1) * w].fill(0);
-            out.push((at.id, mask));
-        }
-        Ok(out)
+        Ok(self.set_mut(component)?.take_dirty())
     }
 
     // ----- Orphans. -----
@@ -980,19 +976,28 @@ impl Store {
     /// The arena destroyed these instances: remove their rows and orphans, then apply the
     /// destruction policies of every reference to them. Each policy action first checks that
     /// its holder still holds the component, since an earlier action may have removed it.
+    /// Clears of direct reference fields come first for each target and set, in holder order;
+    /// the other policies follow, in holder then field order.
     pub fn on_destroyed(&mut self, doomed: &[Doomed]) -> DestroyOutcome {
         let mut outcome = DestroyOutcome::default();
+        self.on_destroyed_into(doomed, &mut outcome);
+        outcome
+    }
+
+    /// [`Store::on_destroyed`], appending what it did to `outcome` (whose lists a caller
+    /// reporting one destruction after another can clear and reuse, so reporting allocates
+    /// nothing once they have grown).
+    pub fn on_destroyed_into(&mut self, doomed: &[Doomed], outcome: &mut DestroyOutcome) {
         for d in doomed {
             let at = InstanceRef::new(d.id, d.slot);
             for index in 0..self.sets.len() {
-                let held = self.sets[index].as_ref().is_some_and(|s| s.contains(at));
-                if held {
-                    self.remove_with_dependents(
-                        at,
-                        ComponentId(index as u32),
-                        &mut outcome.removed,
-                    );
-                }
+                let component = ComponentId(index as u32);
+                let Some(row) = self.slot_set(component).and_then(|s| s.row_of(at)) else {
+                    continue;
+                };
+                self.remove_row(at.id, component, row);
+                outcome.removed.push((at.id, component));
+                self.remove_dependents(at, component, &mut outcome.removed);
             }
         }
         if !self.orphans.is_empty() {
@@ -1001,7 +1006,7 @@ impl Store {
                 orphans.remove_instance(d.id);
             }
         }
-        // Built only when some reference to a destroyed instance exists.
+        // Built only when some reference to a destroyed instance needs more than a clear.
         let mut doomed_ids: Option<HashSet<InstanceId>> = None;
         let mut destroy_seen = HashSet::new();
         for d in doomed {
@@ -1009,43 +1014,52 @@ impl Store {
                 let component = ComponentId(index as u32);
                 let referenced = self.sets[index]
                     .as_ref()
-                    .is_some_and(|s| s.refs.contains(d.id));
+                    .is_some_and(|s| s.references(d.id));
                 if !referenced {
                     continue;
                 }
                 // Take the target's entries out in one step, so the actions below never
-                // search its holder list again; entries of holders that still reference it
-                // afterwards (destroy requests) go back, keeping the index exact.
-                let Ok(set) = self.set_mut(component) else {
+                // search its holder list again. Clears of direct reference fields run in one
+                // pass over them; the other policies act on what is left, and the entries of
+                // holders that still reference the target afterwards (destroy requests) go
+                // back, keeping the index exact.
+                let Some((shared, tick, events)) = self.parts(component) else {
                     continue;
                 };
-                let entries = set.refs.take(d.id);
+                let set = shared.make_mut();
+                let observed = set.def().def.observed;
+                let entries = set.take_references(d.id);
+                outcome.cleared.reserve(entries.len());
+                let rest = set.clear_direct_references(d.id, entries, tick, |entry| {
+                    outcome.cleared.push((entry.holder, component, entry.field));
+                    if observed {
+                        events.push(StoreEvent::Changed {
+                            id: entry.holder,
+                            component,
+                            field: entry.field,
+                        });
+                    }
+                });
+                if rest.is_empty() {
+                    continue;
+                }
                 let doomed_ids =
                     doomed_ids.get_or_insert_with(|| doomed.iter().map(|d| d.id).collect());
-                for entry in &entries {
+                for entry in &rest {
                     self.apply_policy(
                         component,
                         *entry,
                         d.id,
                         doomed_ids,
                         &mut destroy_seen,
-                        &mut outcome,
+                        outcome,
                     );
                 }
                 if let Ok(set) = self.set_mut(component) {
-                    for entry in entries {
-                        let holder = InstanceRef::new(entry.holder, entry.holder_slot);
-                        let still = set
-                            .row_of(holder)
-                            .is_some_and(|row| set.holds_reference(row, entry.field, d.id));
-                        if still {
-                            set.refs.insert(d.id, entry);
-                        }
-                    }
+                    set.keep_references(d.id, &rest);
                 }
             }
         }
-        outcome
     }
 
     fn apply_policy(
@@ -1062,7 +1076,7 @@ impl Store {
         let Some(row) = set.row_of(holder) else {
             return;
         };
-        let Some(policy) = set.def.field(entry.field).map(|f| f.on_destroy) else {
+        let Some(policy) = set.def().field(entry.field).map(|f| f.on_destroy) else {
             return;
         };
         match policy {
@@ -1071,7 +1085,7 @@ impl Store {
                     set.column(entry.field),
                     Some(crate::column::Column::Reference(_))
                 );
-                let observed = set.def.def.observed;
+                let observed = set.def().def.observed;
                 let cleared = if direct {
                     let Some((set, tick, events)) = self.parts(component) else {
                         return;
@@ -1118,14 +1132,16 @@ impl Store {
     /// The arena released these slots. Rows still recorded for them (which only happens when a
     /// destruction was not reported) are evicted, and their orphans dropped.
     pub fn on_reclaimed(&mut self, reclaimed: &[Doomed]) {
-        let components: Vec<ComponentId> = self.components().map(ComponentSet::id).collect();
+        let mut removed = Vec::new();
         for d in reclaimed {
             let at = InstanceRef::new(d.id, d.slot);
-            for &component in &components {
-                if self.has(at, component) {
-                    let mut removed = Vec::new();
-                    self.remove_with_dependents(at, component, &mut removed);
-                }
+            for index in 0..self.sets.len() {
+                let component = ComponentId(index as u32);
+                let Some(row) = self.slot_set(component).and_then(|s| s.row_of(at)) else {
+                    continue;
+                };
+                self.remove_row(at.id, component, row);
+                self.remove_dependents(at, component, &mut removed);
             }
         }
         if !self.orphans.is_empty() {
@@ -1152,20 +1168,14 @@ impl RowInit<'_> {
 
     /// Sets a field, typed.
     pub fn set<T: Scalar>(&mut self, field: FieldId, value: T) -> Result<&mut Self, StoreError> {
-        if self.set.def.reference_fields.contains(&field) {
-            return self.set_value(field, value.into_value());
-        }
-        let row = self.row;
-        self.set.def.check_scalar_value(field, &value)?;
-        if let Some(values) = self.set.typed_mut::<T>(field) {
-            values[row] = value;
-        }
+        self.set.def().check_scalar_value(field, &value)?;
+        self.set.init_typed(self.row..self.row + 1, field, [value]);
         Ok(self)
     }
 
     /// Sets a field in dynamic form.
     pub fn set_value(&mut self, field: FieldId, value: Value) -> Result<&mut Self, StoreError> {
-        self.set.def.check_value(field, &value)?;
+        self.set.def().check_value(field, &value)?;
         self.set.init_field(self.row, field, value);
         Ok(self)
     }
@@ -1192,14 +1202,14 @@ impl BulkInit<'_> {
         field: FieldId,
         values: impl IntoIterator<Item = T>,
     ) -> Result<&mut Self, StoreError> {
-        self.set.def.check_scalar::<T>(field)?;
+        self.set.def().check_scalar::<T>(field)?;
         if self.rows.is_empty() {
             return Ok(self);
         }
         if T::RANGED {
             let values: Vec<T> = values.into_iter().take(self.rows.len()).collect();
             for value in &values {
-                self.set.def.check_scalar_value(field, value)?;
+                self.set.def().check_scalar_value(field, value)?;
             }
             return Ok(self.fill_checked(field, values));
         }
@@ -1212,16 +1222,9 @@ impl BulkInit<'_> {
         field: FieldId,
         values: impl IntoIterator<Item = T>,
     ) -> &mut Self {
-        let set = self.set.make_mut();
-        if set.def.reference_fields.contains(&field) {
-            for (row, value) in self.rows.clone().zip(values) {
-                set.init_field(row, field, value.into_value());
-            }
-        } else if let Some(column) = set.typed_mut::<T>(field) {
-            for (slot, value) in column[self.rows.clone()].iter_mut().zip(values) {
-                *slot = value;
-            }
-        }
+        self.set
+            .make_mut()
+            .init_typed(self.rows.clone(), field, values);
         self
     }
 }
@@ -1230,7 +1233,28 @@ impl Store {
     /// Whether an instance of `class` may take a row in `set` (one of this store's sets, which
     /// will hold `rows_after` rows once the operation is done): the checks every add runs
     /// before it stores anything.
+    #[inline]
     pub(crate) fn check_add(
+        &self,
+        set: &ComponentSet,
+        at: InstanceRef,
+        class: ClassId,
+        rows_after: usize,
+    ) -> Result<(), StoreError> {
+        // The common case in a few compares; anything else is decided (and explained) below.
+        if set.holder_at(at.slot).is_none()
+            && at.slot_near(set.sparse_len(), rows_after)
+            && set.def().allows_class(class)
+        {
+            return Ok(());
+        }
+        self.check_add_slow(set, at, class, rows_after)
+    }
+
+    /// [`Store::check_add`] in full.
+    #[cold]
+    #[inline(never)]
+    fn check_add_slow(
         &self,
         set: &ComponentSet,
         at: InstanceRef,
@@ -1253,10 +1277,10 @@ impl Store {
             }
             None => {}
         }
-        at.check_slot(set.sparse.len(), rows_after, || self.slot_extent())?;
-        if !set.def.allows_class(class) {
+        at.check_slot(set.sparse_len(), rows_after, || self.slot_extent())?;
+        if !set.def().allows_class(class) {
             return Err(StoreError::ClassNotAllowed {
-                component: set.def.name().to_owned(),
+                component: set.def().name().to_owned(),
                 class,
             });
         }
@@ -1266,7 +1290,7 @@ impl Store {
     /// The longest sparse array of the store's sets: how far its slots already reach.
     fn slot_extent(&self) -> usize {
         self.components()
-            .map(|set| set.sparse.len())
+            .map(ComponentSet::sparse_len)
             .max()
             .unwrap_or(0)
     }

@@ -1,11 +1,12 @@
 //! Live views of a set's columns by field name, and column writers for tight loops.
 //!
 //! Invariant: a `View` borrows its set, so it always reads the set's current buffers; it can
-//! never outlive a reallocation. A `ColumnWriter` keeps ticks, dirty masks, events and the
+//! never outlive a reallocation. A `ColumnWriter` keeps ticks, dirty bits, events and the
 //! reverse index exactly as single writes do: every value passes the definition's check
 //! (`InstalledDef::check_scalar_value`) before anything is stored, a write of an equal value
-//! changes nothing, and all the changes of one writer share one tick, taken at its first actual
-//! change.
+//! changes nothing (not even the set's sharing with snapshots: the set is made private at the
+//! first actual change, unless the writer reads another field of its own set), and all the
+//! changes of one writer share one tick, taken at its first actual change.
 
 use std::sync::Arc;
 
@@ -14,8 +15,10 @@ use strata_arena::InstanceId;
 use crate::column::{Column, Scalar};
 use crate::def::{ComponentId, FieldId, InstalledDef};
 use crate::error::StoreError;
-use crate::set::{ComponentSet, Tick, Track};
+use crate::set::{ComponentSet, Tick};
+use crate::shared::SharedSet;
 use crate::store::{Store, StoreEvent};
+use crate::track::TrackMut;
 
 /// A set's columns addressed by field name.
 #[derive(Clone, Copy)]
@@ -58,9 +61,10 @@ impl ComponentSet {
     }
 }
 
-/// Writes one field of a set row by row, with full change tracking. The set is made private and
-/// the column bound once, when the writer is created; each write then compares, stores, and
-/// records the change (changed tick, change log, dirty mask, event) like a single write.
+/// Writes one field of a set row by row, with full change tracking. The column is bound when
+/// the writer is created; the set is made private (copied, if a snapshot shares it) at the
+/// first write that changes a value. Each write then compares, stores, and records the change
+/// (changed tick, change log, dirty bit, event) like a single write.
 pub struct ColumnWriter<'a, T: Scalar> {
     target: Target<'a, T>,
     def: Arc<InstalledDef>,
@@ -72,14 +76,18 @@ pub struct ColumnWriter<'a, T: Scalar> {
     tick: Option<Tick>,
 }
 
-/// Where a writer stores: a bound typed column, or (for reference fields, whose writes must
-/// keep the reverse index exact) the set itself.
+/// Where a writer stores: the set as it is (nothing written yet, so it may still be shared), a
+/// bound typed column, or (for reference fields, whose writes must keep the reverse index
+/// exact) the private set itself.
 enum Target<'a, T: Scalar> {
+    Shared(&'a mut SharedSet),
     Bound {
         values: &'a mut [T],
-        track: Track<'a>,
+        track: TrackMut<'a>,
     },
     Set(&'a mut ComponentSet),
+    /// Only while `make_private` swaps one target for the next.
+    Moving,
 }
 
 impl Store {
@@ -94,7 +102,8 @@ impl Store {
 
     /// A writer for one typed field of a component and a typed read-only view of another field
     /// (of the same or another component), borrowed together: the shape of a system that
-    /// writes one column from another. Indexes are rows of each field's own set.
+    /// writes one column from another. Indexes are rows of each field's own set. A read of
+    /// another field of the written set makes that set private at once (the read borrows it).
     pub fn update_columns<W: Scalar, R: Scalar>(
         &mut self,
         component: ComponentId,
@@ -103,33 +112,32 @@ impl Store {
     ) -> Result<(ColumnWriter<'_, W>, &[R]), StoreError> {
         let write_set = self.set(component)?;
         write_set.checked_values::<W>(field)?;
-        let references = write_set.def.reference_fields.contains(&field);
+        let references = write_set.def().reference_fields().contains(&field);
         if let Some((rc, rf)) = read {
             self.set(rc)?.checked_values::<R>(rf)?;
             if rc == component && (rf == field || references) {
                 return Err(StoreError::AliasedColumns { component, field });
             }
         }
-        let (set, other, store_tick, events) = self.parts_split(component, read.map(|r| r.0))?;
-        let def = Arc::clone(&set.def);
+        let (shared, other, store_tick, events) = self.parts_split(component, read.map(|r| r.0))?;
+        let def = Arc::clone(shared.def_arc());
         let observed = def.def().observed;
         let same_set_read = read.filter(|(rc, _)| *rc == component).map(|(_, rf)| rf);
-        let (target, read_values): (Target<'_, W>, &[R]) = if references {
-            let values = match (read, other) {
-                (Some((_, rf)), Some(other)) => other.values::<R>(rf).unwrap_or(&[]),
-                _ => &[],
-            };
-            (Target::Set(set), values)
-        } else {
-            let (values, same, track) = set
-                .split_write::<W>(field, same_set_read)
-                .ok_or(StoreError::UnknownComponent(component))?;
-            let read_values = match (read, same, other) {
-                (Some(_), Some(column), _) => R::slice(column).unwrap_or(&[]),
-                (Some((_, rf)), None, Some(other)) => other.values::<R>(rf).unwrap_or(&[]),
-                _ => &[],
-            };
-            (Target::Bound { values, track }, read_values)
+        let other_values = match (read, other) {
+            (Some((_, rf)), Some(other)) => other.values::<R>(rf).unwrap_or(&[]),
+            _ => &[],
+        };
+        let (target, read_values): (Target<'_, W>, &[R]) = match same_set_read {
+            // Reading another field of the written set: bind both now.
+            Some(rf) => {
+                let (values, same, track) = shared
+                    .make_mut()
+                    .split_write::<W>(field, Some(rf))
+                    .ok_or(StoreError::UnknownComponent(component))?;
+                let read_values = same.and_then(R::slice).unwrap_or(&[]);
+                (Target::Bound { values, track }, read_values)
+            }
+            None => (Target::Shared(shared), other_values),
         };
         Ok((
             ColumnWriter {
@@ -151,18 +159,46 @@ impl<T: Scalar> ColumnWriter<'_, T> {
     /// The instance at a row, or `None` past the end (for checking a remembered row still
     /// holds the instance it was taken for).
     pub fn instance_at(&self, row: usize) -> Option<InstanceId> {
-        match &self.target {
-            Target::Bound { track, .. } => track.ids().get(row).copied(),
-            Target::Set(set) => set.ids.get(row).copied(),
-        }
+        self.ids().get(row).copied()
     }
 
     /// The current values, by row.
     pub fn values(&self) -> &[T] {
         match &self.target {
+            Target::Shared(set) => set.values::<T>(self.field).unwrap_or(&[]),
             Target::Bound { values, .. } => values,
             Target::Set(set) => set.values::<T>(self.field).unwrap_or(&[]),
+            Target::Moving => &[],
         }
+    }
+
+    /// The instance of each row.
+    pub fn ids(&self) -> &[InstanceId] {
+        match &self.target {
+            Target::Shared(set) => set.ids(),
+            Target::Bound { track, .. } => track.ids(),
+            Target::Set(set) => set.ids(),
+            Target::Moving => &[],
+        }
+    }
+
+    /// Makes the set private and binds the column for writing, if not done yet.
+    fn make_private(&mut self) {
+        if !matches!(self.target, Target::Shared(_)) {
+            return;
+        }
+        let Target::Shared(shared) = std::mem::replace(&mut self.target, Target::Moving) else {
+            return;
+        };
+        let set = shared.make_mut();
+        self.target = if set.def().reference_fields().contains(&self.field) {
+            Target::Set(set)
+        } else {
+            let (values, _, track) = set
+                .split_write::<T>(self.field, None)
+                .expect("the field's column holds T: update_columns checked it");
+            Target::Bound { values, track }
+        };
     }
 
     /// Checks that the field can hold `value` (an enum index must name a variant), as every
@@ -176,6 +212,19 @@ impl<T: Scalar> ColumnWriter<'_, T> {
         Ok(())
     }
 
+    /// The tick this writer's changes take.
+    #[inline]
+    fn tick(&self) -> Tick {
+        self.tick.unwrap_or(Tick(self.store_tick.0 + 1))
+    }
+
+    /// Notes that this writer changed something at `tick`.
+    #[inline]
+    fn changed_at(&mut self, tick: Tick) {
+        self.tick = Some(tick);
+        *self.store_tick = (*self.store_tick).max(tick);
+    }
+
     /// Writes `f(current, read)` into rows `0..n` (`n` the shorter of the column and `reads`),
     /// where row `i` reads `reads[i]`: the tight loop for a dense pass. Equal results change
     /// nothing. Returns how many rows changed; refused, changing nothing, when a result is a
@@ -185,63 +234,49 @@ impl<T: Scalar> ColumnWriter<'_, T> {
         reads: &[R],
         mut f: impl FnMut(&T, &R) -> T,
     ) -> Result<usize, StoreError> {
-        let tick = self.tick.unwrap_or(Tick(self.store_tick.0 + 1));
-        let field = self.field;
-        match &mut self.target {
-            // The common shape (one dirty word per row, no observer events, no value that can
-            // fall outside the field): a loop over zipped slices, with the change-log check
-            // against a hoisted base.
-            Target::Bound { values, track }
-                if track.dirty_words == 1 && !self.observed && !T::RANGED =>
-            {
-                track.prepare_bulk(values.len().min(reads.len()), tick);
-                track.reserve_dirty(values.len().min(reads.len()));
-                let bit = 1u64 << (field.index() % 64);
-                let mut base = *track.log_base;
-                let mut changed = 0;
-                let n = values.len().min(reads.len()).min(track.changed.len());
-                let rows = values[..n]
-                    .iter_mut()
-                    .zip(&reads[..n])
-                    .zip(track.changed[..n].iter_mut().zip(&mut track.dirty[..n]));
-                for (row, ((value, read), (changed_tick, mask))) in rows.enumerate() {
-                    let next = f(value, read);
-                    if value.identical(&next) {
-                        continue;
-                    }
-                    *value = next;
-                    changed += 1;
-                    let previous = std::mem::replace(changed_tick, tick);
-                    if previous <= base && tick > base {
-                        let at = crate::set::ChangeRecord {
-                            at: crate::set::InstanceRef::new(track.ids[row], track.slots[row]),
-                            row: row as u32,
-                        };
-                        Track::log_into(
-                            track.change_log,
-                            track.log_base,
-                            track.ids.len(),
-                            at,
-                            tick,
-                        );
-                        base = *track.log_base;
-                    }
-                    if *mask == 0 {
-                        track.dirty_rows.push(crate::set::InstanceRef::new(
-                            track.ids[row],
-                            track.slots[row],
-                        ));
-                    }
-                    *mask |= bit;
-                }
-                if changed > 0 {
-                    self.tick = Some(tick);
-                    *self.store_tick = (*self.store_tick).max(tick);
-                }
-                Ok(changed)
-            }
-            _ => self.update_indexed(reads.len(), |i| (i, i), |current, i| f(current, &reads[i])),
+        if self.observed || T::RANGED || matches!(self.target, Target::Set(_)) {
+            return self.update_indexed(
+                reads.len(),
+                |i| (i, i),
+                |current, i| f(current, &reads[i]),
+            );
         }
+        let tick = self.tick();
+        let field = self.field;
+        // While the set may be shared, compute without storing until a result differs.
+        let mut start = 0;
+        let mut first = None;
+        if let Target::Shared(set) = &self.target {
+            let values = set.values::<T>(field).unwrap_or(&[]);
+            let n = values.len().min(reads.len());
+            for (row, (value, read)) in values[..n].iter().zip(&reads[..n]).enumerate() {
+                let next = f(value, read);
+                if !value.identical(&next) {
+                    first = Some((row, next));
+                    break;
+                }
+            }
+            let Some((row, _)) = first else {
+                return Ok(0);
+            };
+            start = row + 1;
+            self.make_private();
+        }
+        let Target::Bound { values, track } = &mut self.target else {
+            return Ok(0);
+        };
+        let mut changed = 0;
+        if let Some((row, next)) = first {
+            track.prepare(values.len().min(reads.len()) - row, tick);
+            values[row] = next;
+            track.mark(row, field, tick);
+            changed += 1;
+        }
+        changed += track.dense(field, values, reads, start, tick, f);
+        if changed > 0 {
+            self.changed_at(tick);
+        }
+        Ok(changed)
     }
 
     /// Writes `f(current, k)` into row `rows(k).0` for `k` in `0..n`; the generic tight loop
@@ -273,15 +308,35 @@ impl<T: Scalar> ColumnWriter<'_, T> {
             }
             return Ok(changed);
         }
-        let tick = match self.tick {
-            Some(tick) => tick,
-            None => Tick(self.store_tick.0 + 1),
-        };
+        // While the set may be shared, compute without storing until a result differs.
+        let mut k = 0;
+        let mut first = None;
+        if let Target::Shared(set) = &self.target {
+            let values = set.values::<T>(self.field).unwrap_or(&[]);
+            while k < n && first.is_none() {
+                let (row, read) = rows(k);
+                k += 1;
+                if let Some(current) = values.get(row) {
+                    let next = f(current, read);
+                    if !current.identical(&next) {
+                        first = Some((row, next));
+                    }
+                }
+            }
+            if first.is_none() {
+                return Ok(0);
+            }
+        }
         let mut changed = 0;
+        if let Some((row, next)) = first {
+            changed += usize::from(self.store(row, next)?);
+        }
+        let tick = self.tick();
         match &mut self.target {
             Target::Bound { values, track } => {
-                track.prepare_bulk(n, tick);
-                for k in 0..n {
+                track.prepare(n - k, tick);
+                let mut changed_here = 0;
+                for k in k..n {
                     let (row, read) = rows(k);
                     let Some(current) = values.get_mut(row) else {
                         continue;
@@ -290,7 +345,7 @@ impl<T: Scalar> ColumnWriter<'_, T> {
                     if !current.identical(&next) {
                         *current = next;
                         track.mark(row, self.field, tick);
-                        changed += 1;
+                        changed_here += 1;
                         if self.observed {
                             self.events.push(StoreEvent::Changed {
                                 id: track.id(row),
@@ -300,9 +355,13 @@ impl<T: Scalar> ColumnWriter<'_, T> {
                         }
                     }
                 }
+                if changed_here > 0 {
+                    self.changed_at(tick);
+                }
+                changed += changed_here;
             }
-            Target::Set(_) => {
-                for k in 0..n {
+            Target::Set(_) | Target::Shared(_) | Target::Moving => {
+                for k in k..n {
                     let (row, read) = rows(k);
                     let Some(current) = self.values().get(row).cloned() else {
                         continue;
@@ -310,22 +369,9 @@ impl<T: Scalar> ColumnWriter<'_, T> {
                     let next = f(&current, read);
                     changed += usize::from(self.write(row, next)?);
                 }
-                return Ok(changed);
             }
         }
-        if changed > 0 {
-            self.tick = Some(tick);
-            *self.store_tick = (*self.store_tick).max(tick);
-        }
         Ok(changed)
-    }
-
-    /// The instance of each row.
-    pub fn ids(&self) -> &[InstanceId] {
-        match &self.target {
-            Target::Bound { track, .. } => track.ids(),
-            Target::Set(set) => set.ids(),
-        }
     }
 
     /// Writes row `row`; returns `false`, changing nothing, for an equal value. Refused,
@@ -340,18 +386,18 @@ impl<T: Scalar> ColumnWriter<'_, T> {
     /// [`ColumnWriter::write`] of a value already checked.
     #[inline]
     fn store(&mut self, row: usize, value: T) -> Result<bool, StoreError> {
-        let tick = match self.tick {
-            Some(tick) => tick,
-            None => Tick(self.store_tick.0 + 1),
-        };
-        let out_of_range = || StoreError::RowOutOfRange {
-            component: self.def.name().to_owned(),
-            row,
-        };
+        let tick = self.tick();
+        if matches!(self.target, Target::Shared(_)) {
+            match self.values().get(row) {
+                None => return Err(out_of_range(&self.def, row)),
+                Some(current) if current.identical(&value) => return Ok(false),
+                Some(_) => self.make_private(),
+            }
+        }
         let id = match &mut self.target {
             Target::Bound { values, track } => {
                 let Some(slot) = values.get_mut(row) else {
-                    return Err(out_of_range());
+                    return Err(out_of_range(&self.def, row));
                 };
                 if slot.identical(&value) {
                     return Ok(false);
@@ -362,18 +408,18 @@ impl<T: Scalar> ColumnWriter<'_, T> {
             }
             Target::Set(set) => {
                 match set.values::<T>(self.field).and_then(|v| v.get(row)) {
-                    None => return Err(out_of_range()),
+                    None => return Err(out_of_range(&self.def, row)),
                     Some(current) if current.identical(&value) => return Ok(false),
                     Some(_) => {}
                 }
                 if !set.write(row, self.field, value.into_value(), tick) {
                     return Ok(false);
                 }
-                set.ids[row]
+                set.ids()[row]
             }
+            Target::Shared(_) | Target::Moving => return Ok(false),
         };
-        self.tick = Some(tick);
-        *self.store_tick = (*self.store_tick).max(tick);
+        self.changed_at(tick);
         if self.observed {
             self.events.push(StoreEvent::Changed {
                 id,
@@ -382,5 +428,14 @@ impl<T: Scalar> ColumnWriter<'_, T> {
             });
         }
         Ok(true)
+    }
+}
+
+/// The refusal of a row past the end of `def`'s set.
+#[cold]
+fn out_of_range(def: &InstalledDef, row: usize) -> StoreError {
+    StoreError::RowOutOfRange {
+        component: def.name().to_owned(),
+        row,
     }
 }

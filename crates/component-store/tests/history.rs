@@ -349,3 +349,74 @@ fn a_redefinition_keeps_rows_as_they_were_and_removes_lost_rows_fully() {
     );
     assert_eq!(reader.read(&w.store), Ok(Removals::Ids(vec![lost.id])));
 }
+
+#[test]
+fn loads_of_sets_of_other_shapes_one_after_another_restore_each_exactly() {
+    let mut w = World::new();
+    let body = w.install(body());
+    let (mass, level) = (w.field(body, "mass"), w.field(body, "level"));
+    let tag = w.install(ComponentDef::new("Tag").field(FieldDef::number("weight", 0.0)));
+    let weight = w.field(tag, "weight");
+    let few: Vec<_> = (0..3).map(|_| w.spawn(ClassId::ENTITY)).collect();
+    let many: Vec<_> = (0..200).map(|_| w.spawn(ClassId::ENTITY)).collect();
+    for at in &few {
+        w.store.add(*at, ClassId::ENTITY, body, []).unwrap();
+    }
+    for at in &many {
+        w.store.add(*at, ClassId::ENTITY, tag, []).unwrap();
+    }
+    let (mut body_slot, mut tag_slot) = (SetSlot::new(), SetSlot::new());
+    w.store.save_into(body, &mut body_slot).unwrap();
+    w.store.save_into(tag, &mut tag_slot).unwrap();
+    w.store.take_dirty(body).unwrap();
+    w.store.take_dirty(tag).unwrap();
+
+    for round in 1..=3 {
+        // Change both sets (a removal, writes), then load them back alternately: the load of
+        // one set reuses what the load of the other left.
+        let value = f64::from(round) + 10.0;
+        w.store.write(few[0], body, mass, value).unwrap();
+        w.store
+            .write(few[1], body, level, i64::from(round))
+            .unwrap();
+        w.store.remove(few[2], body).unwrap();
+        for at in &many[..50] {
+            w.store.write(*at, tag, weight, value).unwrap();
+        }
+        w.store.remove(many[199], tag).unwrap();
+        w.store.load_from(body, &body_slot).unwrap();
+        let load_tick = w.store.tick();
+        w.store.load_from(tag, &tag_slot).unwrap();
+
+        let bodies = w.store.set(body).unwrap();
+        assert_eq!(bodies.len(), 3, "round {round}");
+        assert_eq!(*w.store.get::<f64>(few[0], body, mass).unwrap(), 1.0);
+        assert_eq!(*w.store.get::<i64>(few[1], body, level).unwrap(), 0);
+        let row2 = w.store.row(few[2], body).unwrap();
+        assert_eq!(
+            bodies.added_ticks()[row2],
+            load_tick,
+            "a restored newcomer is new"
+        );
+        let tags = w.store.set(tag).unwrap();
+        assert_eq!(tags.len(), 200);
+        assert!(
+            many.iter()
+                .all(|at| *w.store.get::<f64>(*at, tag, weight).unwrap() == 0.0)
+        );
+        // Rows the loads changed are dirty (the written rows' fields, back to what was saved,
+        // and the newcomers' none); nothing else is.
+        let mut dirty = w.store.take_dirty(body).unwrap();
+        dirty.sort_by_key(|(id, _)| *id);
+        let fields: Vec<_> = dirty
+            .iter()
+            .map(|(id, m)| (*id, m.fields().collect::<Vec<_>>()))
+            .collect();
+        assert_eq!(
+            fields,
+            vec![(few[0].id, vec![mass]), (few[1].id, vec![level])],
+            "round {round}"
+        );
+        assert_eq!(w.store.take_dirty(tag).unwrap().len(), 50, "round {round}");
+    }
+}

@@ -7,7 +7,8 @@
 //! mutation tick and the events observed components must queue. `requires` cascades, destruction
 //! policies, reclamation, snapshot slots, bulk adds and the explicit eviction of rows left by
 //! unreported destructions are simulated independently of the store's code; equal writes are
-//! bit-identical ones, and every set's dirty list must stay within its bound.
+//! bit-identical ones, every set counts exactly the rows with dirty fields, and every set's
+//! change log lists every row changed or added after each baseline it answers for.
 //! Instances come from an `Arena`, so destroyed instances' slots really are reused. Every stored
 //! store snapshot keeps the model copy taken with it and is re-checked after every later step.
 
@@ -726,27 +727,29 @@ fn check_store(store: &Store, model: &mut Model, ids: &[ComponentId], world: &[I
         let ms = &mut model.sets[c];
         let len = set.len();
         assert_eq!(len, ms.rows.len(), "{ctx}: {name}: row count");
-        assert!(
-            set.pending_dirty() <= 2 * len + 64,
-            "{ctx}: {name}: {} dirty-list entries for {len} rows",
-            set.pending_dirty()
+        assert_eq!(
+            set.pending_dirty(),
+            ms.rows.values().filter(|row| !row.dirty.is_empty()).count(),
+            "{ctx}: {name}: rows with dirty fields"
         );
         assert_eq!(set.slots().len(), len, "{ctx}: {name}: slots");
         assert_eq!(set.added_ticks().len(), len, "{ctx}: {name}: added ticks");
-        // The change log covers every baseline it answers for: each row changed after the
-        // baseline is listed.
+        // The change log covers every baseline it answers for: each row changed or added
+        // after the baseline is listed.
         for baseline in [0, model.tick / 2, model.tick.saturating_sub(3), model.tick] {
             if let Some(listed) = set.changes_since(Tick(baseline)) {
+                let rows: HashSet<usize> = listed.rows().collect();
+                assert!(
+                    rows.iter().all(|row| *row < len),
+                    "{ctx}: {name}: rows listed"
+                );
                 for row in 0..len {
-                    if set.changed_ticks()[row].0 > baseline {
-                        let at = InstanceRef::new(set.ids()[row], set.slots()[row]);
-                        assert!(
-                            listed
-                                .iter()
-                                .any(|r| r.at == at && r.resolve(set) == Some(row)),
-                            "{ctx}: {name}: change log misses a row"
-                        );
-                    }
+                    let changed = set.changed_ticks()[row].0 > baseline;
+                    let added = set.added_ticks()[row].0 > baseline;
+                    assert!(
+                        !(changed || added) || rows.contains(&row),
+                        "{ctx}: {name}: changes since {baseline} miss row {row}"
+                    );
                 }
             }
         }

@@ -253,3 +253,102 @@ fn a_destroyed_holder_loses_its_rows_and_index_entries() {
     assert_eq!(outcome.removed, vec![(holder.id, aim)]);
     assert!(w.store.set(aim).unwrap().references_to(t.id).is_empty());
 }
+
+#[test]
+fn destroying_a_popular_target_clears_every_holder_in_holder_order() {
+    let mut w = World::new();
+    let aim = w.install(
+        ComponentDef::new("Aim")
+            .field(FieldDef::reference("target", RefPolicy::Clear))
+            .observed(true),
+    );
+    let target = w.field(aim, "target");
+    let victim = w.spawn(ClassId::ENTITY);
+    // More holders than a small holder list keeps, added in shuffled order.
+    let mut holders: Vec<_> = (0..50).map(|_| w.spawn(ClassId::ENTITY)).collect();
+    let mut order: Vec<usize> = (0..holders.len()).collect();
+    order.sort_by_key(|i| (i * 37) % holders.len());
+    for &i in &order {
+        w.store.insert(holders[i], ClassId::ENTITY, aim).unwrap();
+        w.store
+            .write(holders[i], aim, target, Some(victim.id))
+            .unwrap();
+    }
+    w.store.drain_events();
+    let before = w.store.tick();
+    let outcome = w.destroy(victim.id);
+
+    holders.sort_by_key(|h| h.id);
+    let expected: Vec<_> = holders.iter().map(|h| (h.id, aim, target)).collect();
+    assert_eq!(outcome.cleared, expected, "every holder, in holder order");
+    let set = w.store.set(aim).unwrap();
+    assert!(set.references_to(victim.id).is_empty());
+    assert_eq!(set.referenced_targets(), 0);
+    let ticks: Vec<_> = holders
+        .iter()
+        .map(|h| set.changed_ticks()[set.row_of(*h).unwrap()])
+        .collect();
+    assert!(
+        ticks.windows(2).all(|t| t[0] < t[1]),
+        "a tick per clear, in order"
+    );
+    assert!(ticks[0] > before);
+    assert_eq!(w.store.tick(), ticks[ticks.len() - 1]);
+    for h in &holders {
+        assert_eq!(*w.store.get::<Option<_>>(*h, aim, target).unwrap(), None);
+    }
+    let events = w.store.drain_events();
+    let changed: Vec<_> = events
+        .iter()
+        .filter_map(|e| match e {
+            StoreEvent::Changed { id, .. } => Some(*id),
+            _ => None,
+        })
+        .collect();
+    assert_eq!(changed, holders.iter().map(|h| h.id).collect::<Vec<_>>());
+    let dirty = w.store.take_dirty(aim).unwrap();
+    assert_eq!(dirty.len(), holders.len());
+}
+
+#[test]
+fn a_reused_outcome_collects_each_destruction_in_turn() {
+    let mut w = World::new();
+    let aim =
+        w.install(ComponentDef::new("Aim").field(FieldDef::reference("target", RefPolicy::Clear)));
+    let target = w.field(aim, "target");
+    let (a, b) = (w.spawn(ClassId::ENTITY), w.spawn(ClassId::ENTITY));
+    let holders: Vec<_> = (0..4).map(|_| w.spawn(ClassId::ENTITY)).collect();
+    for (i, h) in holders.iter().enumerate() {
+        let t = if i % 2 == 0 { a.id } else { b.id };
+        w.store
+            .add(
+                *h,
+                ClassId::ENTITY,
+                aim,
+                [(target, Value::Reference(Some(t)))],
+            )
+            .unwrap();
+    }
+    w.store.insert(a, ClassId::ENTITY, aim).unwrap();
+    let mut outcome = strata_component_store::DestroyOutcome::default();
+    let doomed_a = w.arena.destroy(a.id).unwrap().doomed;
+    w.store.on_destroyed_into(&doomed_a, &mut outcome);
+    assert_eq!(outcome.removed, vec![(a.id, aim)]);
+    assert_eq!(
+        outcome.cleared,
+        vec![(holders[0].id, aim, target), (holders[2].id, aim, target)]
+    );
+    outcome.removed.clear();
+    outcome.cleared.clear();
+    let doomed_b = w.arena.destroy(b.id).unwrap().doomed;
+    w.store.on_destroyed_into(&doomed_b, &mut outcome);
+    assert!(outcome.removed.is_empty());
+    assert_eq!(
+        outcome.cleared,
+        vec![(holders[1].id, aim, target), (holders[3].id, aim, target)]
+    );
+    assert!(outcome.destroy.is_empty());
+    for h in &holders {
+        assert_eq!(*w.store.get::<Option<_>>(*h, aim, target).unwrap(), None);
+    }
+}

@@ -413,14 +413,11 @@ impl Query {
         match logged {
             // The logged term's own ticks first: they filter out rows logged before the
             // baseline without touching anything else.
-            Some((t, set, own_ticks, list)) => {
+            Some((t, _, own_ticks, list)) => {
                 let map = &cache.match_of_row[t];
                 let others = terms.len() > 1;
                 let dense = cache.dense[t];
-                for record in list {
-                    let Some(row) = record.resolve(set) else {
-                        continue;
-                    };
+                for row in list.rows() {
                     if own_ticks[row] <= baseline {
                         continue;
                     }

@@ -1,0 +1,276 @@
+//! `Tracking`: a set's change tracking: each row's added and changed ticks, its dirty fields,
+//! and the change log; and `TrackMut`, the tracking borrowed beside the rows' identities for
+//! writers that hold a column at the same time.
+//!
+//! Invariant: `added`, `changed` and the dirty bits hold one entry per row of the set and move
+//! with the rows (the set calls `swap_remove` before it moves the row itself). A row's changed
+//! tick is at least its added tick. For every baseline at or above the log's base, every row
+//! whose changed (or added) tick is after the baseline is found by one of two means: its
+//! present position is logged after the baseline, or it is in the run of rows at the end of the
+//! set whose added ticks are all after the baseline. So a write that raises a row's changed
+//! tick logs the row's position (once per tick), an add logs nothing, and a removal that moves
+//! into the hole a row changed after the log's base logs the row's new position at the
+//! removal's tick. (A row added after a baseline that never moved is at or past the set's
+//! shortest length since then, and every row there was added after the baseline; a row that
+//! moved since its last change was logged where it went.)
+
+use strata_arena::InstanceId;
+
+use crate::changes::ChangeLog;
+use crate::column::Scalar;
+use crate::def::FieldId;
+use crate::dirty::{DirtyBits, FieldMask};
+use crate::set::Tick;
+
+/// A set's change tracking (see the module invariant).
+#[derive(Clone, Debug)]
+pub(crate) struct Tracking {
+    added: Vec<Tick>,
+    changed: Vec<Tick>,
+    dirty: DirtyBits,
+    log: ChangeLog,
+}
+
+impl Tracking {
+    /// No rows, for a set of `fields` fields.
+    pub(crate) fn new(fields: usize) -> Self {
+        Self {
+            added: Vec::new(),
+            changed: Vec::new(),
+            dirty: DirtyBits::new(fields),
+            log: ChangeLog::default(),
+        }
+    }
+
+    /// The tick each row was added at.
+    pub(crate) fn added(&self) -> &[Tick] {
+        &self.added
+    }
+
+    /// The tick each row last changed at.
+    pub(crate) fn changed(&self) -> &[Tick] {
+        &self.changed
+    }
+
+    /// The tracking of a row appended at `tick`: added and changed then, nothing dirty, not
+    /// logged (it is at the end of the set).
+    #[inline]
+    pub(crate) fn push_row(&mut self, tick: Tick) {
+        self.added.push(tick);
+        self.changed.push(tick);
+        self.dirty.push_rows(1);
+    }
+
+    /// The tracking of `n` rows appended at `tick`.
+    pub(crate) fn push_rows(&mut self, n: usize, tick: Tick) {
+        let len = self.added.len() + n;
+        self.added.resize(len, tick);
+        self.changed.resize(len, tick);
+        self.dirty.push_rows(n);
+    }
+
+    /// Removes row `row` at `tick`, before the set moves its last row into its place: logs
+    /// the moved row's new position if it changed after the log's base.
+    #[inline]
+    pub(crate) fn swap_remove(&mut self, row: usize, tick: Tick) {
+        let last = self.added.len() - 1;
+        if row != last && self.changed[last] > self.log.base() && tick > self.log.base() {
+            self.log.push(tick, row, last);
+        }
+        self.added.swap_remove(row);
+        self.changed.swap_remove(row);
+        self.dirty.swap_remove(row);
+    }
+
+    /// The changes after `baseline`: the entries logged since and where the run of rows added
+    /// since starts, or `None` when the log's base is after `baseline`.
+    pub(crate) fn since(&self, baseline: Tick) -> Option<(&[u32], usize)> {
+        let logged = self.log.since(baseline)?;
+        let added_from = self
+            .added
+            .iter()
+            .rposition(|tick| *tick <= baseline)
+            .map_or(0, |row| row + 1);
+        Some((logged, added_from))
+    }
+
+    /// Forgets the change log: readers whose baseline is before `tick` scan.
+    pub(crate) fn reset_log(&mut self, tick: Tick) {
+        self.log.reset(tick);
+    }
+
+    /// How many entries the change log holds.
+    pub(crate) fn logged(&self) -> usize {
+        self.log.len()
+    }
+
+    /// The dirty fields of a row.
+    pub(crate) fn dirty_mask(&self, row: usize) -> FieldMask {
+        self.dirty.mask(row)
+    }
+
+    /// How many rows have a dirty field.
+    pub(crate) fn dirty_rows(&self) -> usize {
+        self.dirty.count()
+    }
+
+    /// Every row with a dirty field, in row order, with its dirty fields; cleans them all.
+    pub(crate) fn take_dirty(&mut self) -> Vec<(usize, FieldMask)> {
+        self.dirty.take()
+    }
+
+    /// Whether field `field` of row `row` is dirty.
+    pub(crate) fn dirty_contains(&self, row: usize, field: usize) -> bool {
+        self.dirty.contains(row, field)
+    }
+
+    /// Gives row `row` (just pushed) the tracking of a row it takes over from another set (the
+    /// one a redefinition or a load replaces): added at `added`; for each field `f`,
+    /// `fields(f)` says whether its value changed and whether it was dirty, and it is dirty if
+    /// either; changed at `tick` if any field's value changed, else at `changed`. The change
+    /// log is the caller's to reset.
+    pub(crate) fn carry(
+        &mut self,
+        row: usize,
+        added: Tick,
+        changed: Tick,
+        tick: Tick,
+        fields: impl Fn(usize) -> (bool, bool),
+    ) {
+        let mut any = false;
+        for field in 0..self.dirty.fields() {
+            let (value_changed, was_dirty) = fields(field);
+            any |= value_changed;
+            if value_changed || was_dirty {
+                self.dirty.mark(row, field);
+            }
+        }
+        self.added[row] = added;
+        self.changed[row] = if any { tick } else { changed };
+    }
+
+    /// Empties this tracking (keeping its buffers) for rows of a set of `fields` fields.
+    pub(crate) fn recycle(&mut self, fields: usize) {
+        self.added.clear();
+        self.changed.clear();
+        if self.dirty.fields() == fields {
+            self.dirty.truncate();
+        } else {
+            self.dirty = DirtyBits::new(fields);
+        }
+    }
+
+    /// Takes `other`'s rows' tracking (added and changed ticks, dirty bits) in place of this
+    /// one's, which `other` gets back, and forgets the change log at `tick`: for a load, which
+    /// builds the restored rows' tracking beside the set's.
+    pub(crate) fn replace_rows(&mut self, other: &mut Tracking, tick: Tick) {
+        std::mem::swap(&mut self.added, &mut other.added);
+        std::mem::swap(&mut self.changed, &mut other.changed);
+        std::mem::swap(&mut self.dirty, &mut other.dirty);
+        self.log.reset(tick);
+    }
+
+    /// The tracking borrowed beside the rows' identities.
+    pub(crate) fn borrow<'a>(&'a mut self, ids: &'a [InstanceId]) -> TrackMut<'a> {
+        TrackMut { track: self, ids }
+    }
+}
+
+/// A set's tracking borrowed beside its rows' identities, apart from its columns, so a writer
+/// can hold a column and record changes at once.
+pub(crate) struct TrackMut<'a> {
+    track: &'a mut Tracking,
+    ids: &'a [InstanceId],
+}
+
+impl TrackMut<'_> {
+    /// The instance at a row.
+    #[inline(always)]
+    pub(crate) fn id(&self, row: usize) -> InstanceId {
+        self.ids[row]
+    }
+
+    /// The instance of each row.
+    pub(crate) fn ids(&self) -> &[InstanceId] {
+        self.ids
+    }
+
+    /// Records a change of field `field` of row `row` at `tick`: the changed tick, a log entry
+    /// when the row's changed tick rises (and the log's base is below `tick`), the dirty bit.
+    #[inline(always)]
+    pub(crate) fn mark(&mut self, row: usize, field: FieldId, tick: Tick) {
+        let track = &mut *self.track;
+        let previous = std::mem::replace(&mut track.changed[row], tick);
+        if previous < tick && tick > track.log.base() {
+            track.log.push(tick, row, self.ids.len());
+        }
+        track.dirty.mark(row, field.index());
+    }
+
+    /// Prepares for a pass that may change up to `n` rows at `tick` (see
+    /// `ChangeLog::prepare`).
+    #[inline]
+    pub(crate) fn prepare(&mut self, n: usize, tick: Tick) {
+        self.track.log.prepare(n, self.ids.len(), tick);
+    }
+
+    /// Writes `f(value, read)` into field `field` of rows `start..n` (`n` the shorter of
+    /// `values` and `reads`), where `values` is that field's column: each result that differs
+    /// bit for bit is stored and recorded at `tick` like [`TrackMut::mark`], one word of dirty
+    /// bits at a time. Returns how many rows changed.
+    #[inline]
+    pub(crate) fn dense<T: Scalar, R>(
+        &mut self,
+        field: FieldId,
+        values: &mut [T],
+        reads: &[R],
+        start: usize,
+        tick: Tick,
+        mut f: impl FnMut(&T, &R) -> T,
+    ) -> usize {
+        let n = values.len().min(reads.len()).min(self.ids.len());
+        if start >= n {
+            return 0;
+        }
+        let track = &mut *self.track;
+        let logging = track.log.prepare(n - start, self.ids.len(), tick);
+        let field = field.index();
+        let mut count = 0;
+        let mut row = start;
+        while row < n {
+            let word = row / 64;
+            let end = ((word + 1) * 64).min(n);
+            let rows = values[row..end]
+                .iter_mut()
+                .zip(&reads[row..end])
+                .zip(&mut track.changed[row..end]);
+            let mut mask = 0u64;
+            if logging {
+                for (r, ((value, read), changed)) in (row..end).zip(rows) {
+                    let next = f(value, read);
+                    if !value.identical(&next) {
+                        *value = next;
+                        if *changed < tick {
+                            track.log.push(tick, r, self.ids.len());
+                        }
+                        *changed = tick;
+                        mask |= 1 << (r % 64);
+                    }
+                }
+            } else {
+                for (bit, ((value, read), changed)) in (row % 64..).zip(rows) {
+                    let next = f(value, read);
+                    if !value.identical(&next) {
+                        *value = next;
+                        *changed = tick;
+                        mask |= 1 << bit;
+                    }
+                }
+            }
+            track.dirty.mark_word(field, word, mask);
+            count += mask.count_ones() as usize;
+            row = end;
+        }
+        count
+    }
+}
