@@ -253,7 +253,9 @@ impl Arena {
         }
     }
 
-    /// Queues the `Created` event and journal entry of a single creation.
+    /// Queues the `Created` event (which the outbox folds into the previous event when that
+    /// announced the creation of the previous id under the same parent) and the journal entry
+    /// of a single creation.
     pub(crate) fn announce_created(&mut self, id: InstanceId, parent: Option<(InstanceId, Slot)>) {
         let parent = parent.map(|(p, _)| p);
         self.outbox.event(Event::Created { id, parent });

@@ -1,12 +1,14 @@
 //! `Outbox`: what the arena tells its consumers between drains: the queued events, the
 //! part-write log and the topology journal.
 //!
-//! Invariant: events are only appended, until a drain takes them all; journal sequence
-//! numbers only grow. Rewinding to a mark (construction rollback) removes exactly what was
+//! Invariant: events are only appended, until a drain takes them all, except that a creation
+//! announced right after the creation of the previous id under the same parent extends that
+//! announcement into (or as) one `CreatedRange`; journal sequence numbers only grow. Rewinding to a mark (construction rollback) removes exactly what was
 //! recorded after it: the events are truncated, the journals retract their entries without
 //! reissuing their sequence numbers.
 
 use crate::event::{Event, PartWrite, TopologyChange};
+use crate::id::InstanceId;
 use crate::journal::BoundedJournal;
 
 /// How many entries the part-write log retains before dropping its older half.
@@ -26,6 +28,9 @@ pub(crate) struct Outbox {
 #[derive(Clone, Copy, Debug)]
 pub(crate) struct OutboxMark {
     events: usize,
+    /// How many creations the last queued event announced, when it announced creations: a
+    /// later creation may extend it, and rewinding shrinks it back.
+    last_created: Option<u32>,
     topology_head: u64,
     part_head: u64,
 }
@@ -51,8 +56,19 @@ impl Outbox {
         &self.topology_log
     }
 
-    /// Queues an event.
+    /// Queues an event. A `Created` that continues the previous event's run of creations
+    /// (the next id, the same parent) extends that event instead, so creating many instances
+    /// one at a time queues one event, as `create_many` does.
     pub(crate) fn event(&mut self, event: Event) {
+        if let (Event::Created { id, parent }, Some(last)) = (&event, self.events.last_mut())
+            && let Some((first, count, last_parent)) = created_run(last)
+            && last_parent == *parent
+            && count < u32::MAX
+            && first.get().checked_add(u64::from(count)) == Some(id.get())
+        {
+            *last = created_event(first, count + 1, *parent);
+            return;
+        }
         self.events.push(event);
     }
 
@@ -74,6 +90,11 @@ impl Outbox {
     pub(crate) fn mark(&self) -> OutboxMark {
         OutboxMark {
             events: self.events.len(),
+            last_created: self
+                .events
+                .last()
+                .and_then(created_run)
+                .map(|(_, count, _)| count),
             topology_head: self.topology_log.head(),
             part_head: self.part_log.head(),
         }
@@ -83,7 +104,38 @@ impl Outbox {
     /// batch refuses draining).
     pub(crate) fn rewind(&mut self, mark: OutboxMark) {
         self.events.truncate(mark.events);
+        if let (Some(count), Some(last)) = (mark.last_created, self.events.last_mut())
+            && let Some((first, _, parent)) = created_run(last)
+        {
+            *last = created_event(first, count, parent);
+        }
         self.topology_log.retract_from(mark.topology_head);
         self.part_log.retract_from(mark.part_head);
+    }
+}
+
+/// The run of creations an event announces: its first id, how many, and their parent.
+fn created_run(event: &Event) -> Option<(InstanceId, u32, Option<InstanceId>)> {
+    match *event {
+        Event::Created { id, parent } => Some((id, 1, parent)),
+        Event::CreatedRange {
+            first,
+            count,
+            parent,
+        } => Some((first, count, parent)),
+        _ => None,
+    }
+}
+
+/// The event announcing `count` creations from `first` under `parent`.
+fn created_event(first: InstanceId, count: u32, parent: Option<InstanceId>) -> Event {
+    if count == 1 {
+        Event::Created { id: first, parent }
+    } else {
+        Event::CreatedRange {
+            first,
+            count,
+            parent,
+        }
     }
 }

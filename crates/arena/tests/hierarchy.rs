@@ -628,3 +628,55 @@ fn a_subtree_holding_a_locked_instance_is_neither_moved_nor_destroyed() {
     let sibling = p.arena.create(ClassId::PART, Some(holder)).unwrap();
     assert!(p.arena.set_parent(sibling, Some(p.workspace)).unwrap());
 }
+
+#[test]
+fn consecutive_creations_under_one_parent_share_one_event() {
+    let mut p = place();
+    p.arena.drain().unwrap();
+    let head = p.arena.topology_journal().head();
+    let a = p.arena.create(ClassId::FOLDER, Some(p.workspace)).unwrap();
+    let b = p.arena.create(ClassId::FOLDER, Some(p.workspace)).unwrap();
+    let c = p.arena.create(ClassId::FOLDER, Some(p.workspace)).unwrap();
+    let lone = p.arena.create(ClassId::PART, Some(a)).unwrap();
+    let after = p.arena.create(ClassId::PART, Some(p.workspace)).unwrap();
+    assert_eq!(
+        p.arena.pending_events(),
+        &[
+            Event::CreatedRange {
+                first: a,
+                count: 3,
+                parent: Some(p.workspace)
+            },
+            Event::Created {
+                id: lone,
+                parent: Some(a)
+            },
+            Event::Created {
+                id: after,
+                parent: Some(p.workspace)
+            },
+        ]
+    );
+    assert_eq!((b.get(), c.get()), (a.get() + 1, a.get() + 2));
+    // The journal keeps one entry per creation: its readers hold cursors into it.
+    assert_eq!(p.arena.topology_journal().head() - head, 5);
+}
+
+#[test]
+fn a_rollback_shrinks_a_creation_event_the_batch_extended() {
+    let mut p = place();
+    p.arena.drain().unwrap();
+    let a = p.arena.create(ClassId::FOLDER, Some(p.workspace)).unwrap();
+    let checkpoint = p.arena.checkpoint();
+    p.arena.create(ClassId::FOLDER, Some(p.workspace)).unwrap();
+    p.arena.create(ClassId::FOLDER, Some(p.workspace)).unwrap();
+    assert_eq!(p.arena.pending_events().len(), 1);
+    p.arena.rollback(checkpoint).unwrap();
+    assert_eq!(
+        p.arena.pending_events(),
+        &[Event::Created {
+            id: a,
+            parent: Some(p.workspace)
+        }]
+    );
+}

@@ -67,7 +67,6 @@ struct MNode {
 #[derive(Clone, Debug, PartialEq, Eq)]
 enum Ev {
     Created(InstanceId, Option<InstanceId>),
-    CreatedRange(InstanceId, u32, Option<InstanceId>),
     DescendantRemoving(Vec<InstanceId>, Vec<InstanceId>),
     ChildRemoved(InstanceId, InstanceId),
     ChildAdded(InstanceId, InstanceId),
@@ -76,14 +75,33 @@ enum Ev {
     Destroyed(Vec<InstanceId>),
 }
 
+/// Events as the model lists them: one `Created` per instance, whether the arena announced a
+/// creation alone or in a range (consecutive creations under one parent share one event).
+fn norm_events(events: &[Event]) -> Vec<Ev> {
+    events
+        .iter()
+        .flat_map(|event| match event {
+            Event::Created { id, parent } => vec![Ev::Created(*id, *parent)],
+            Event::CreatedRange {
+                first,
+                count,
+                parent,
+            } => (0..u64::from(*count))
+                .map(|k| {
+                    let id = InstanceId::new(first.get() + k).expect("ids of a range are non-zero");
+                    Ev::Created(id, *parent)
+                })
+                .collect(),
+            other => vec![norm_event(other)],
+        })
+        .collect()
+}
+
 fn norm_event(event: &Event) -> Ev {
     match event {
-        Event::Created { id, parent } => Ev::Created(*id, *parent),
-        Event::CreatedRange {
-            first,
-            count,
-            parent,
-        } => Ev::CreatedRange(*first, *count, *parent),
+        Event::Created { .. } | Event::CreatedRange { .. } => {
+            unreachable!("creations are expanded by norm_events")
+        }
         Event::DescendantRemoving { ancestors, moved } => {
             Ev::DescendantRemoving(ancestors.to_vec(), moved.as_slice().to_vec())
         }
@@ -1091,7 +1109,7 @@ impl Harness {
             .arena
             .drain()
             .unwrap_or_else(|e| panic!("{ctx}: drain refused: {e:?}"));
-        let events: Vec<Ev> = drained.events.iter().map(norm_event).collect();
+        let events = norm_events(&drained.events);
         assert_eq!(events, self.model.events, "{ctx}: drained events");
         let with_slots = |ids: &[InstanceId]| -> Vec<(InstanceId, Slot)> {
             ids.iter().map(|d| (*d, self.model.node(*d).slot)).collect()
@@ -1675,7 +1693,7 @@ impl Harness {
     fn check_all(&mut self, ctx: &str) {
         check_view(&self.arena, &self.model, &[], false, ctx);
         assert_eq!(self.arena.in_batch(), self.in_batch(), "{ctx}: batch open");
-        let events: Vec<Ev> = self.arena.pending_events().iter().map(norm_event).collect();
+        let events = norm_events(self.arena.pending_events());
         assert_eq!(events, self.model.events, "{ctx}: pending events");
         assert_eq!(
             self.arena.pending_reclamation(),
