@@ -64,8 +64,9 @@ pub enum Event {
         /// Its parent at creation.
         parent: Option<InstanceId>,
     },
-    /// `count` instances with consecutive ids from `first` were created together
-    /// (`Arena::create_many`), appended in id order under `parent`.
+    /// `count` instances with consecutive ids from `first` were created, appended in id order
+    /// under `parent`: by `Arena::create_many`, or by single creations that followed one
+    /// another with nothing else queued between them.
     CreatedRange {
         /// The first new id.
         first: InstanceId,
