@@ -70,6 +70,7 @@ mod error;
 mod handle;
 mod list;
 mod orphan;
+mod par;
 mod refs;
 mod set;
 mod shared;
@@ -88,6 +89,7 @@ pub use crate::error::StoreError;
 pub use crate::handle::{Binding, ComponentHandle, RemovalReader, Removals};
 pub use crate::list::ListAccessor;
 pub use crate::orphan::{FieldTypes, OrphanRecord, Orphans};
+pub use crate::par::{ChunkRunner, InOrder, ParWriter, Piece};
 pub use crate::set::{
     ChangeRecord, ComponentSet, FieldMask, InstanceRef, REMOVAL_LOG_CAPACITY, RefEntry, Removal,
     Tick, UNCHECKED_SLOT_LIMIT,

@@ -53,10 +53,12 @@
 //! ```
 
 mod error;
+mod par;
 mod query;
 mod spec;
 
 pub use crate::error::QueryError;
+pub use crate::par::Chunks;
 pub use crate::query::{
     ChangeWindow, Driver, MatchRef, Matches, Pass, PassIter, Query, TermColumn,
 };
