@@ -473,29 +473,31 @@ fn apply<T: Scalar, F: Fn(&T, usize, usize) -> T>(
     } = chunk;
     let mut out = PieceOut::default();
     if let (Piece::Rows(range), 1, false) = (&rows, marks.words, marks.observed) {
-        // The common shape: a run of rows with one dirty word each, no events: zipped slices.
+        // The common shape (a run of rows, one dirty word per row, no events), in blocks: the
+        // values first, then each block's ticks and masks, in bulk when every row changed.
         let n = range.len();
-        let rows = values[..n]
-            .iter_mut()
-            .zip(&mut changed[..n])
-            .zip(&mut dirty[..n]);
-        for (index, ((value, changed_tick), mask)) in rows.enumerate() {
-            let next = f(value, piece, index);
-            if value.identical(&next) {
-                continue;
-            }
-            *value = next;
-            out.changed += 1;
-            let previous = std::mem::replace(changed_tick, marks.tick);
-            if marks.log_open && previous <= marks.base {
-                out.logged.push((lo + index) as u32);
-            }
-            if *mask & marks.bit == 0 {
-                if *mask == 0 {
-                    out.dirtied.push((lo + index) as u32);
+        let mut start = 0;
+        while start < n {
+            let end = (start + BLOCK).min(n);
+            let mut diffs = 0u64;
+            for (j, value) in values[start..end].iter_mut().enumerate() {
+                let next = f(value, piece, start + j);
+                if !value.identical(&next) {
+                    *value = next;
+                    diffs |= 1 << j;
                 }
-                *mask |= marks.bit;
             }
+            if diffs != 0 {
+                record_block(
+                    diffs,
+                    &mut changed[start..end],
+                    &mut dirty[start..end],
+                    lo + start,
+                    marks,
+                    &mut out,
+                );
+            }
+            start = end;
         }
         return out;
     }
@@ -525,6 +527,62 @@ fn apply<T: Scalar, F: Fn(&T, usize, usize) -> T>(
         }
     }
     out
+}
+
+/// Rows per block of the common shape: one bit each in a `u64`.
+const BLOCK: usize = 64;
+
+/// Records the changes of one block of consecutive rows (`diffs` has bit `j` set when row
+/// `first + j` changed): the rows to log (changed tick at or below the base), changed ticks,
+/// dirty masks and the rows whose mask was empty, one dirty word per row. A block where every
+/// row changed fills its ticks and, when every mask already holds the field, leaves the masks.
+#[inline(always)]
+fn record_block(
+    diffs: u64,
+    changed: &mut [Tick],
+    dirty: &mut [u64],
+    first: usize,
+    marks: &Marks,
+    out: &mut PieceOut,
+) {
+    let full = diffs == u64::MAX >> (64 - changed.len());
+    let rows = |diffs: u64| {
+        let mut rest = diffs;
+        std::iter::from_fn(move || {
+            (rest != 0).then(|| {
+                let j = rest.trailing_zeros() as usize;
+                rest &= rest - 1;
+                j
+            })
+        })
+    };
+    if marks.log_open {
+        for j in rows(diffs) {
+            if changed[j] <= marks.base {
+                out.logged.push((first + j) as u32);
+            }
+        }
+    }
+    out.changed += diffs.count_ones() as usize;
+    if full {
+        changed.fill(marks.tick);
+        if dirty.iter().fold(u64::MAX, |all, mask| all & mask) & marks.bit != 0 {
+            return;
+        }
+    } else {
+        for j in rows(diffs) {
+            changed[j] = marks.tick;
+        }
+    }
+    for j in rows(diffs) {
+        let mask = &mut dirty[j];
+        if *mask & marks.bit == 0 {
+            if *mask == 0 {
+                out.dirtied.push((first + j) as u32);
+            }
+            *mask |= marks.bit;
+        }
+    }
 }
 
 /// Appends one piece's records: change-log entries (as [`Track::log`] would), dirty-list

@@ -295,3 +295,67 @@ fn a_parallel_writer_is_refused_for_a_field_it_cannot_write() {
         Err(StoreError::AliasedColumns { .. })
     ));
 }
+
+#[test]
+fn blocks_of_rows_keep_each_rows_dirty_state_and_log_the_rows_changed_at_the_base() {
+    let mut w = World::new();
+    let c = w.install(
+        ComponentDef::new("Plain")
+            .field(FieldDef::number("n", 0.0))
+            .field(FieldDef::number("m", 0.0)),
+    );
+    let (n, m) = (w.field(c, "n"), w.field(c, "m"));
+    let ats: Vec<InstanceRef> = (0..150)
+        .map(|_| {
+            let at = w.spawn(ClassId::ENTITY);
+            w.store.insert(at, ClassId::ENTITY, c).unwrap();
+            at
+        })
+        .collect();
+    w.store.take_dirty(c).unwrap();
+    // Rows 3 and 70 already have `n` dirty, row 5 only `m`: blocks of 64 mix the three.
+    for (row, field) in [(3, n), (70, n), (5, m)] {
+        w.store.write(ats[row], c, field, 9.0).unwrap();
+    }
+    let pieces = [Piece::Rows(0..100), Piece::Rows(100..150)];
+    let mut writer = w.store.par_writer::<f64>(c, n).unwrap();
+    assert_eq!(writer.update(&Threads, &pieces, |v, _, _| v + 1.0), Ok(150));
+    let dirty = w.store.take_dirty(c).unwrap();
+    let listed: Vec<InstanceId> = dirty.iter().map(|(id, _)| *id).collect();
+    let expected: Vec<InstanceId> = [3, 70, 5]
+        .into_iter()
+        .chain((0..150).filter(|row| ![3, 70, 5].contains(row)))
+        .map(|row| ats[row].id)
+        .collect();
+    assert_eq!(listed, expected);
+    for (id, mask) in &dirty {
+        assert!(mask.contains(n), "{id}");
+        assert_eq!(mask.contains(m), *id == ats[5].id, "{id}");
+    }
+
+    // That pass outgrew the change log, which now starts at its tick: every row's changed tick
+    // equals the base. A pass small enough for the log logs each row it changes again.
+    let base = w.store.tick();
+    assert!(
+        w.store
+            .set(c)
+            .unwrap()
+            .changes_since(base)
+            .unwrap()
+            .is_empty()
+    );
+    let some = [Piece::Rows(10..20), Piece::Rows(130..140)];
+    let mut writer = w.store.par_writer::<f64>(c, n).unwrap();
+    assert_eq!(writer.update(&Threads, &some, |v, _, _| v + 1.0), Ok(20));
+    let logged: Vec<u32> = w
+        .store
+        .set(c)
+        .unwrap()
+        .changes_since(base)
+        .unwrap()
+        .iter()
+        .map(|record| record.row)
+        .collect();
+    let expected: Vec<u32> = (10..20).chain(130..140).collect();
+    assert_eq!(logged, expected);
+}

@@ -91,7 +91,7 @@ impl Pass<'_> {
         W: Scalar + Send + Sync,
         R: Scalar + Sync,
     {
-        self.par_write::<W, R>(store, write, Some(read), chunks, |w, r| match r {
+        self.par_write::<W, R>(store, write, Some(read), chunks, move |w, r| match r {
             Some(r) => f(w, r),
             None => w.clone(),
         })
@@ -109,7 +109,7 @@ impl Pass<'_> {
     where
         W: Scalar + Send + Sync,
     {
-        self.par_write::<W, W>(store, write, None, chunks, |w, _| f(w))
+        self.par_write::<W, W>(store, write, None, chunks, move |w, _| f(w))
     }
 
     /// The body of both parallel passes; `f` is handed the read term's value when there is one.
@@ -177,10 +177,13 @@ impl Pass<'_> {
                 .collect(),
         };
         let (mut writer, reads) = store.par_update_columns::<W, R>(wc, wf, store_read)?;
-        let changed = writer.update(&Rayon, &pieces, |current, piece, i| {
-            let k = piece * chunk + i;
-            f(current, read.map(|_| &reads[read_row(k)]))
-        })?;
+        let changed = if read.is_some() {
+            writer.update(&Rayon, &pieces, move |current, piece, i| {
+                f(current, Some(&reads[read_row(piece * chunk + i)]))
+            })?
+        } else {
+            writer.update(&Rayon, &pieces, move |current, _, _| f(current, None))?
+        };
         Ok(changed)
     }
 

@@ -48,6 +48,8 @@ fn pool(threads: usize) -> &'static rayon::ThreadPool {
 enum Kind {
     /// `A.x` from itself; rows above 50 keep their value (equal writes).
     Number,
+    /// `A.x` from itself, every row changing.
+    Shift,
     /// `A.x += B.y` over the instances holding both (a second, filtering term).
     FromOther,
     /// `A.v` from `A.x` (another field of the written set).
@@ -85,6 +87,7 @@ fn recipe() -> impl Strategy<Value = Recipe> {
             any::<bool>(),
             prop_oneof![
                 Just(Kind::Number),
+                Just(Kind::Shift),
                 Just(Kind::FromOther),
                 Just(Kind::SameSet),
                 Just(Kind::Enum),
@@ -308,6 +311,7 @@ fn serial(
 ) -> Result<usize, QueryError> {
     match kind {
         Kind::Number => pass.update_each::<f64>(store, (0, X), number),
+        Kind::Shift => pass.update_each::<f64>(store, (0, X), |x| x + 1.0),
         Kind::FromOther => pass.update::<f64, f64>(store, (0, X), (1, Y), |x, y| x + y),
         Kind::SameSet => pass.update::<Vec3, f64>(store, (0, V), (0, X), |v, x| {
             Vec3::new(*x as f32, v.y + 1.0, v.z)
@@ -328,6 +332,7 @@ fn parallel(
 ) -> Result<usize, QueryError> {
     match kind {
         Kind::Number => pass.par_update_each::<f64>(store, (0, X), chunks, number),
+        Kind::Shift => pass.par_update_each::<f64>(store, (0, X), chunks, |x| x + 1.0),
         Kind::FromOther => pass.par_update::<f64, f64>(store, (0, X), (1, Y), chunks, |x, y| x + y),
         Kind::SameSet => pass.par_update::<Vec3, f64>(store, (0, V), (0, X), chunks, |v, x| {
             Vec3::new(*x as f32, v.y + 1.0, v.z)
@@ -346,13 +351,21 @@ proptest! {
         recipe in recipe(),
         runs in proptest::collection::vec(chunks(), 3),
     ) {
+        // Two passes: the second meets rows the first changed at the change log's base.
         let mut serial = World::build(&recipe);
-        let serial_changed = serial.pass(recipe.kind, None).unwrap();
+        let serial_changed = [
+            serial.pass(recipe.kind, None).unwrap(),
+            serial.pass(recipe.kind, None).unwrap(),
+        ];
         let serial_print = serial.print(true);
         let mut first: Option<Print> = None;
         for (threads, chunks) in runs {
+            let par = Some((threads, chunks));
             let mut world = World::build(&recipe);
-            let changed = world.pass(recipe.kind, Some((threads, chunks))).unwrap();
+            let changed = [
+                world.pass(recipe.kind, par).unwrap(),
+                world.pass(recipe.kind, par).unwrap(),
+            ];
             prop_assert_eq!(changed, serial_changed, "{} threads, {:?}", threads, chunks);
             let exact = world.print(false);
             match &first {
@@ -360,7 +373,8 @@ proptest! {
                 Some(first) => prop_assert_eq!(&exact, first, "{} threads, {:?}", threads, chunks),
             }
             let mut again = World::build(&recipe);
-            again.pass(recipe.kind, Some((threads, chunks))).unwrap();
+            again.pass(recipe.kind, par).unwrap();
+            again.pass(recipe.kind, par).unwrap();
             prop_assert_eq!(&again.print(true), &serial_print, "{} threads, {:?}", threads, chunks);
         }
     }
