@@ -346,8 +346,8 @@ fn range_writers(n: u64) -> Vec<Writer<Range<usize>>> {
 }
 
 /// One run of `overlay_parallel_write`: every writer records `value` for each row it owns into
-/// its overlay through a typed column handle, on `pool`, then `run_parallel_with_spare` commits
-/// the write sets in rank order.
+/// its overlay through a typed column handle (one `OverlayColumn::write_run` over its rows), on
+/// `pool`, then `run_parallel_with_spare` commits the write sets in rank order.
 fn write_through_overlays(
     store: &mut Store,
     pool: &rayon::ThreadPool,
@@ -363,10 +363,7 @@ fn write_through_overlays(
         writers,
         |rows, overlay| {
             let mut column = overlay.column::<f64>(component, field)?;
-            for row in rows.clone() {
-                column.write(row, value)?;
-            }
-            Ok(())
+            column.write_run(rows.start, rows.clone().map(|_| value))
         },
         &NoOrder,
         spare,
@@ -377,7 +374,7 @@ fn overlay_parallel_write() -> Workload {
     Workload::new(
         "overlay_parallel_write",
         PARALLEL_WRITE_SIZE,
-        "the writes of parallel_write through the overlay path for writers whose rows may overlap: 4 writers, each recording a contiguous quarter of the rows through a typed column handle (Overlay::column) into its own overlay over the shared store, on a 2-thread rayon pool (run_parallel_with_spare: log memory recycled across runs, as across frames); then the commit in rank order through the store's column writers (change ticks, dirty masks, change log)",
+        "the writes of parallel_write through the overlay path for writers whose rows may overlap: 4 writers on a 2-thread rayon pool, each recording its contiguous quarter of the rows into its own overlay over the shared store as one run of values (Overlay::column, OverlayColumn::write_run; run_parallel_with_spare: log memory recycled across runs, as across frames); then the commit in rank order: the writers' runs lie apart and their rows have not moved, so one parallel pass of the store's ParWriter writes them in place (a piece per 64k rows of a writer, compare-before-write, changed tick, dirty mask; change log, dirty list and events merged in rank order)",
         move |b| {
             let n = PARALLEL_WRITE_SIZE as usize;
             let (_, mut store, component, field, _) = world(n);

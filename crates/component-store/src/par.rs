@@ -240,9 +240,10 @@ impl<T: Scalar + Send + Sync> ParWriter<'_, T> {
         }
     }
 
-    /// Writes `f(current, piece, index)` into the row at position `index` of `pieces[piece]`,
-    /// for every row of every piece, the pieces on `runner` (each by exactly one task). Equal
-    /// results change nothing. The rows must ascend strictly within each piece, and no piece
+    /// Writes every row of every piece, the pieces on `runner` (each by exactly one task):
+    /// `f(piece)` gives the function of the rows of `pieces[piece]`, called with each row's
+    /// current value and its position in the piece, in the piece's order, and returning the
+    /// row's new value. Equal results change nothing. The rows must ascend strictly within each piece, and no piece
     /// may name a row another names nor one between two of another's rows; pieces may come in
     /// any order, which is the order their changes are recorded in (change log, dirty list,
     /// events), so the store ends the same for any runner and any thread count.
@@ -251,14 +252,15 @@ impl<T: Scalar + Send + Sync> ParWriter<'_, T> {
     /// [`StoreError::RowOutOfRange`] for a row past the set's, [`StoreError::OverlappingRows`]
     /// for rows out of order or named twice, and for a result the field cannot hold (see
     /// [`InstalledDef::check_scalar_value`]).
-    pub fn update<F>(
+    pub fn update<F, G>(
         &mut self,
         runner: &impl ChunkRunner,
         pieces: &[Piece<'_>],
         f: F,
     ) -> Result<usize, StoreError>
     where
-        F: Fn(&T, usize, usize) -> T + Sync,
+        F: Fn(usize) -> G + Sync,
+        G: FnMut(&T, usize) -> T,
     {
         let order = self.check_pieces(pieces)?;
         let total: usize = pieces.iter().map(Piece::len).sum();
@@ -278,10 +280,11 @@ impl<T: Scalar + Send + Sync> ParWriter<'_, T> {
                     .enumerate()
                     .flat_map(|(p, piece)| (0..piece.len()).map(move |i| (p, i)))
                     .collect();
+                let mut each: Vec<G> = (0..pieces.len()).map(&f).collect();
                 return writer.update_indexed(
                     flat.len(),
                     |k| (pieces[flat[k].0].row(flat[k].1), k),
-                    |current, k| f(current, flat[k].0, flat[k].1),
+                    |current, k| each[flat[k].0](current, flat[k].1),
                 );
             }
             ParTarget::Bound {
@@ -319,14 +322,15 @@ impl<T: Scalar + Send + Sync> ParWriter<'_, T> {
         );
         let outs: Vec<(usize, PieceOut)> = match &planned {
             Some(planned) => runner.run(chunks, &|chunk: Chunk<'_, '_, T>| {
-                let values = &planned[chunk.piece];
+                let values = planned[chunk.piece].as_slice();
                 (
                     chunk.piece,
-                    apply(chunk, &marks, &|_, _, i| values[i].clone()),
+                    apply(chunk, &marks, |_: &T, i: usize| values[i].clone()),
                 )
             }),
             None => runner.run(chunks, &|chunk: Chunk<'_, '_, T>| {
-                (chunk.piece, apply(chunk, &marks, &f))
+                let piece = chunk.piece;
+                (piece, apply(chunk, &marks, f(piece)))
             }),
         };
         // The merge follows the caller's order of the pieces, whatever order they ran in.
@@ -384,23 +388,25 @@ impl<T: Scalar + Send + Sync> ParWriter<'_, T> {
 
     /// Computes every result of a pass over a field that may refuse values, checking each,
     /// before anything is stored: per piece, its results in row order.
-    fn plan<F>(
+    fn plan<F, G>(
         &self,
         runner: &impl ChunkRunner,
         pieces: &[Piece<'_>],
         f: &F,
     ) -> Result<Vec<Vec<T>>, StoreError>
     where
-        F: Fn(&T, usize, usize) -> T + Sync,
+        F: Fn(usize) -> G + Sync,
+        G: FnMut(&T, usize) -> T,
     {
         let values = self.values();
         let (def, field) = (&*self.def, self.field);
         let inputs: Vec<(usize, &Piece<'_>)> = pieces.iter().enumerate().collect();
         runner
             .run(inputs, &|(p, piece): (usize, &Piece<'_>)| {
+                let mut g = f(p);
                 (0..piece.len())
                     .map(|i| {
-                        let next = f(&values[piece.row(i)], p, i);
+                        let next = g(&values[piece.row(i)], i);
                         def.check_scalar_value(field, &next)?;
                         Ok(next)
                     })
@@ -458,13 +464,13 @@ fn split<'c, 'r, T>(
 
 /// Writes one piece's rows in place: compare, store, changed tick, dirty mask; the rows to
 /// log, list as dirty and report are collected for the merge.
-fn apply<T: Scalar, F: Fn(&T, usize, usize) -> T>(
+fn apply<T: Scalar>(
     chunk: Chunk<'_, '_, T>,
     marks: &Marks,
-    f: &F,
+    mut f: impl FnMut(&T, usize) -> T,
 ) -> PieceOut {
     let Chunk {
-        piece,
+        piece: _,
         rows,
         lo,
         values,
@@ -481,7 +487,7 @@ fn apply<T: Scalar, F: Fn(&T, usize, usize) -> T>(
             let end = (start + BLOCK).min(n);
             let mut diffs = 0u64;
             for (j, value) in values[start..end].iter_mut().enumerate() {
-                let next = f(value, piece, start + j);
+                let next = f(value, start + j);
                 if !value.identical(&next) {
                     *value = next;
                     diffs |= 1 << j;
@@ -505,7 +511,7 @@ fn apply<T: Scalar, F: Fn(&T, usize, usize) -> T>(
         let row = rows.row(index);
         let at = row - lo;
         let value = &mut values[at];
-        let next = f(value, piece, index);
+        let next = f(value, index);
         if value.identical(&next) {
             continue;
         }

@@ -77,7 +77,7 @@ fn pieces_record_their_changes_in_the_order_given_whatever_the_runner() {
         let (mut w, c, n, ats) = counted(20);
         let tick = w.store.tick();
         let mut writer = w.store.par_writer::<f64>(c, n).unwrap();
-        let f = |value: &f64, piece: usize, i: usize| value + (piece * 100 + i) as f64 + 1.0;
+        let f = |piece: usize| move |value: &f64, i: usize| value + (piece * 100 + i) as f64 + 1.0;
         let changed = if threads {
             writer.update(&Threads, &pieces, f).unwrap()
         } else {
@@ -173,7 +173,7 @@ fn rows_named_twice_out_of_order_or_past_the_set_are_refused_and_change_nothing(
     for (pieces, error) in cases {
         let mut writer = w.store.par_writer::<f64>(c, n).unwrap();
         assert_eq!(
-            writer.update(&Threads, &pieces, |v, _, _| v + 1.0),
+            writer.update(&Threads, &pieces, |_| |v: &f64, _: usize| v + 1.0),
             Err(error)
         );
         let set = w.store.set(c).unwrap();
@@ -193,13 +193,9 @@ fn a_value_the_field_refuses_in_any_piece_changes_nothing() {
     for bad in [0usize, 14, 29] {
         let mut writer = w.store.par_writer::<u32>(c, mode).unwrap();
         let pieces = [Piece::Rows(0..10), Piece::Rows(10..20), Piece::Rows(20..30)];
-        let result = writer.update(
-            &Threads,
-            &pieces,
-            |_, piece, i| {
-                if piece * 10 + i == bad { 2 } else { 1 }
-            },
-        );
+        let result = writer.update(&Threads, &pieces, |piece| {
+            move |_: &u32, i: usize| if piece * 10 + i == bad { 2 } else { 1 }
+        });
         assert!(
             matches!(result, Err(StoreError::TypeMismatch { .. })),
             "{result:?}"
@@ -212,11 +208,9 @@ fn a_value_the_field_refuses_in_any_piece_changes_nothing() {
     // The same pass without the bad value goes through.
     let mut writer = w.store.par_writer::<u32>(c, mode).unwrap();
     let changed = writer
-        .update(
-            &Threads,
-            &[Piece::Rows(0..15), Piece::Rows(15..30)],
-            |_, _, _| 1,
-        )
+        .update(&Threads, &[Piece::Rows(0..15), Piece::Rows(15..30)], |_| {
+            |_: &u32, _: usize| 1
+        })
         .unwrap();
     assert_eq!(changed, 30);
 }
@@ -226,14 +220,17 @@ fn a_pass_that_changes_nothing_takes_no_tick() {
     let (mut w, c, n, _) = counted(10);
     let tick = w.store.tick();
     let mut writer = w.store.par_writer::<f64>(c, n).unwrap();
-    assert_eq!(writer.update(&InOrder, &[], |v, _, _| v + 1.0), Ok(0));
     assert_eq!(
-        writer.update(&InOrder, &[Piece::Rows(0..10)], |v, _, _| *v),
+        writer.update(&InOrder, &[], |_| |v: &f64, _: usize| v + 1.0),
+        Ok(0)
+    );
+    assert_eq!(
+        writer.update(&InOrder, &[Piece::Rows(0..10)], |_| |v: &f64, _: usize| *v),
         Ok(0)
     );
     // Bit identity: -0.0 over 0.0 is a change.
     assert_eq!(
-        writer.update(&InOrder, &[Piece::Rows(0..1)], |_, _, _| -0.0),
+        writer.update(&InOrder, &[Piece::Rows(0..1)], |_| |_: &f64, _: usize| -0.0),
         Ok(1)
     );
     assert_eq!(w.store.tick(), Tick(tick.0 + 1));
@@ -254,11 +251,9 @@ fn a_parallel_writer_of_a_reference_field_keeps_the_reverse_index() {
         .collect();
     let mut writer = w.store.par_writer::<Option<InstanceId>>(c, to).unwrap();
     let changed = writer
-        .update(
-            &Threads,
-            &[Piece::Rows(6..12), Piece::Rows(0..6)],
-            |_, _, _| Some(target),
-        )
+        .update(&Threads, &[Piece::Rows(6..12), Piece::Rows(0..6)], |_| {
+            move |_: &Option<InstanceId>, _: usize| Some(target)
+        })
         .unwrap();
     assert_eq!(changed, 12);
     let holders: Vec<InstanceId> = w
@@ -319,7 +314,10 @@ fn blocks_of_rows_keep_each_rows_dirty_state_and_log_the_rows_changed_at_the_bas
     }
     let pieces = [Piece::Rows(0..100), Piece::Rows(100..150)];
     let mut writer = w.store.par_writer::<f64>(c, n).unwrap();
-    assert_eq!(writer.update(&Threads, &pieces, |v, _, _| v + 1.0), Ok(150));
+    assert_eq!(
+        writer.update(&Threads, &pieces, |_| |v: &f64, _: usize| v + 1.0),
+        Ok(150)
+    );
     let dirty = w.store.take_dirty(c).unwrap();
     let listed: Vec<InstanceId> = dirty.iter().map(|(id, _)| *id).collect();
     let expected: Vec<InstanceId> = [3, 70, 5]
@@ -346,7 +344,10 @@ fn blocks_of_rows_keep_each_rows_dirty_state_and_log_the_rows_changed_at_the_bas
     );
     let some = [Piece::Rows(10..20), Piece::Rows(130..140)];
     let mut writer = w.store.par_writer::<f64>(c, n).unwrap();
-    assert_eq!(writer.update(&Threads, &some, |v, _, _| v + 1.0), Ok(20));
+    assert_eq!(
+        writer.update(&Threads, &some, |_| |v: &f64, _: usize| v + 1.0),
+        Ok(20)
+    );
     let logged: Vec<u32> = w
         .store
         .set(c)

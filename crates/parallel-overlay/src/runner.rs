@@ -7,7 +7,7 @@
 use rayon::prelude::*;
 use strata_component_store::Store;
 
-use crate::commit::{CommitReport, OrderOracle, commit, commit_with_spare};
+use crate::commit::{CommitReport, OrderOracle, commit_on};
 use crate::error::OverlayError;
 use crate::overlay::{Overlay, WriterRank};
 use crate::spare::Spare;
@@ -75,7 +75,9 @@ fn run_inner<W: Sync>(
                     None => Overlay::new(writer.rank, shared),
                 };
                 let outcome = run(&writer.work, &mut overlay);
-                (overlay.finish(), outcome)
+                // The commit below runs on this very store, unchanged since: see
+                // `Overlay::finish_in_place`.
+                (overlay.finish_in_place(), outcome)
             })
             .collect()
     });
@@ -88,9 +90,7 @@ fn run_inner<W: Sync>(
         }
         sets.push(set);
     }
-    report.commit = match spare {
-        Some(spare) => commit_with_spare(store, sets, oracle, spare),
-        None => commit(store, sets, oracle),
-    };
+    // The commit's parallel column passes run on the writers' pool.
+    report.commit = commit_on(store, sets, oracle, spare, Some(pool));
     report
 }

@@ -177,12 +177,17 @@ impl Pass<'_> {
                 .collect(),
         };
         let (mut writer, reads) = store.par_update_columns::<W, R>(wc, wf, store_read)?;
+        let f = &f;
         let changed = if read.is_some() {
-            writer.update(&Rayon, &pieces, move |current, piece, i| {
-                f(current, Some(&reads[read_row(piece * chunk + i)]))
+            let read_row = &read_row;
+            writer.update(&Rayon, &pieces, |piece| {
+                let first = piece * chunk;
+                move |current: &W, i: usize| f(current, Some(&reads[read_row(first + i)]))
             })?
         } else {
-            writer.update(&Rayon, &pieces, move |current, _, _| f(current, None))?
+            writer.update(&Rayon, &pieces, |_| {
+                move |current: &W, _: usize| f(current, None)
+            })?
         };
         Ok(changed)
     }
