@@ -28,6 +28,10 @@
 //!   destruction policies check their holder is still present before acting.
 //! - A snapshot never changes after later writes; list buffers are shared with it and copied on
 //!   the first write.
+//! - A parallel column pass ([`Store::par_writer`], [`ParWriter::update`]) writes disjoint
+//!   [`Piece`]s of rows from separate tasks, each row by exactly one, and records their changes
+//!   afterwards in the order the pieces were given, so the store ends the same whatever ran them
+//!   ([`ChunkRunner`]; the store itself starts no thread).
 //!
 //! # Example
 //!
