@@ -3,8 +3,11 @@
 //! Invariant: a writer keeps one log per (component, field) it writes, holding at most one
 //! entry per row (the latest value, the instance the row held, and the sequence number of that
 //! write); a repeated write replaces the entry's value and sequence. Each log records the
-//! allocation of the component's definition its field id was resolved against (fixed while the
-//! overlay borrows the store). A writer reads its own
+//! allocation of the component's definition its field id was resolved against, and the store
+//! and set structural revision its rows are rows of (all fixed while the overlay borrows the
+//! store). A finished write set keeps the instance of every logged row (`Overlay::finish`
+//! copies those a run left to the store), except one finished for `run_parallel`, whose commit
+//! meets the very rows it recorded. A writer reads its own
 //! latest write; every other read goes to the store, which no writer changes until commit, so
 //! no writer ever sees another's uncommitted writes, whatever lane or order they ran in.
 

@@ -2,7 +2,10 @@
 //!
 //! Invariant: every writer gets its own overlay over the same shared, unchanging view of the
 //! store; nothing is written to the store until all writers have finished, and the commit order
-//! is the writers' ranks, so the result is the same for any thread count.
+//! is the writers' ranks, so the result is the same for any thread count. The store stays
+//! borrowed from the first overlay to the end of the commit, so the commit meets exactly the
+//! rows the writers recorded (their runs' instances are not copied), and its parallel column
+//! passes run on the writers' pool.
 
 use rayon::prelude::*;
 use strata_component_store::Store;
