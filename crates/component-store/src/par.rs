@@ -20,8 +20,8 @@
 //! only once a task has found a row that changes. Reference fields, whose writes keep the
 //! reverse index, are written by one task through the store's column writer, in the same order.
 //! A piece's function that panics is caught by its task, which hands back what it stored (every
-//! row of it recorded, as the word in progress is recorded before the task returns); the merge
-//! runs as usual and the panic resumes after it. A runner that panics itself (or hands back too
+//! row of it recorded: a task computes a word's new values before it stores any of them); the
+//! merge runs as usual and the panic resumes after it. A runner that panics itself (or hands back too
 //! few outputs) is repaired after: every row at the pass's tick takes the field's dirty bit, the
 //! dirty count and summary are recounted, and the change log is forgotten.
 
@@ -390,7 +390,7 @@ impl<T: Scalar + Send + Sync> ParWriter<'_, T> {
     /// while a snapshot shares it, each piece's first change found by reading (the piece's
     /// length when it has none), or `None` when no piece changes anything.
     fn first_changes<F, G>(
-        &self,
+        &mut self,
         runner: &impl ChunkRunner,
         pieces: &[Piece<'_>],
         order: &[usize],
@@ -404,10 +404,14 @@ impl<T: Scalar + Send + Sync> ParWriter<'_, T> {
         let ParTarget::Own {
             set: OwnSet::Shared(set),
             ..
-        } = &self.target
+        } = &mut self.target
         else {
             return Some(starts);
         };
+        if set.is_private() {
+            // No snapshot shares it: nothing to keep shared.
+            return Some(starts);
+        }
         let values = set.values::<T>(self.field).unwrap_or(&[]);
         let firsts = runner.run(order.to_vec(), &|p: usize| {
             let (piece, mut g) = (&pieces[p], f(p));
@@ -595,40 +599,12 @@ fn split_values<'c, 'r, T>(
     chunks
 }
 
-/// What a task has stored of its piece so far: the changes recorded, and the word whose
-/// values it is storing with the rows of it already stored (recorded at the word's end, or,
-/// should the piece's function panic, before the task hands back what it did).
-struct Progress {
-    written: Written,
-    word: usize,
-    mask: u64,
-}
-
-impl Progress {
-    /// Records the changes of the word in progress.
-    #[inline(always)]
-    fn record(&mut self, track: &mut TrackPart<'_>, observed: bool) {
-        let (word, mask) = (self.word, std::mem::take(&mut self.mask));
-        if mask == 0 {
-            return;
-        }
-        track.record_word(word, mask);
-        self.written.changed += mask.count_ones() as usize;
-        if observed {
-            let mut rest = mask;
-            while rest != 0 {
-                let row = word * 64 + rest.trailing_zeros() as usize;
-                self.written.touched.push(row as u32);
-                rest &= rest - 1;
-            }
-        }
-    }
-}
-
 /// Writes one piece's rows in place from its start position, a word of 64 rows at a time:
-/// compare, store, then the word's changed ticks and dirty bits through the piece's share of
-/// the tracking. A panic of the piece's function is caught and handed back with what the piece
-/// stored until then, all of it recorded.
+/// the word's new values computed into a buffer first (so a panic of the piece's function
+/// stores nothing of the word it was computing), then compared with the old and stored, then
+/// the word's changed ticks and dirty bits recorded through the piece's share of the tracking.
+/// A panic of the piece's function is caught and handed back with what the piece stored until
+/// then, all of it recorded.
 fn write_chunk<T: Scalar>(
     chunk: Chunk<'_, '_, T>,
     mut g: impl FnMut(&T, usize) -> T,
@@ -642,15 +618,28 @@ fn write_chunk<T: Scalar>(
         values,
         mut track,
     } = chunk;
-    let mut progress = Progress {
-        written: Written {
-            changed: 0,
-            first: None,
-            touched: Vec::new(),
-            panic: None,
-        },
-        word: 0,
-        mask: 0,
+    let mut written = Written {
+        changed: 0,
+        first: None,
+        touched: Vec::new(),
+        panic: None,
+    };
+    let mut buffer: Vec<T> = Vec::with_capacity(64);
+    let mut record = |word: usize, mask: u64, first: usize, written: &mut Written| {
+        if mask == 0 {
+            return;
+        }
+        written.first.get_or_insert(first);
+        track.record_word(word, mask);
+        written.changed += mask.count_ones() as usize;
+        if observed {
+            let mut rest = mask;
+            while rest != 0 {
+                let row = word * 64 + rest.trailing_zeros() as usize;
+                written.touched.push(row as u32);
+                rest &= rest - 1;
+            }
+        }
     };
     let run = catch_unwind(AssertUnwindSafe(|| match &rows {
         Piece::Rows(range) => {
@@ -659,53 +648,95 @@ fn write_chunk<T: Scalar>(
                 let word = row / 64;
                 let end = ((word + 1) * 64).min(range.end);
                 let position = row - range.start;
-                let bit = row % 64;
-                progress.word = word;
-                for (j, value) in values[row - lo..end - lo].iter_mut().enumerate() {
-                    let next = g(value, position + j);
-                    if !value.identical(&next) {
-                        *value = next;
-                        progress.mask |= 1 << (bit + j);
-                    }
-                }
-                if progress.mask != 0 && progress.written.first.is_none() {
-                    let first = word * 64 + progress.mask.trailing_zeros() as usize;
-                    progress.written.first = Some(first - range.start);
-                }
-                progress.record(&mut track, observed);
+                let mask = store_word(
+                    &mut values[row - lo..end - lo],
+                    &mut buffer,
+                    |j, current| g(current, position + j),
+                ) << (row % 64);
+                let first = word * 64 + mask.trailing_zeros() as usize - range.start;
+                record(word, mask, first, &mut written);
                 row = end;
             }
         }
         Piece::Listed(listed) => {
-            for (i, &row) in listed.iter().enumerate().skip(start) {
-                let row = row as usize;
-                if row / 64 != progress.word {
-                    progress.record(&mut track, observed);
-                    progress.word = row / 64;
+            let mut i = start;
+            while i < listed.len() {
+                let word = listed[i] as usize / 64;
+                let end = i + listed[i..]
+                    .iter()
+                    .take_while(|row| **row as usize / 64 == word)
+                    .count();
+                let group = &listed[i..end];
+                buffer.clear();
+                buffer.extend(
+                    group
+                        .iter()
+                        .enumerate()
+                        .map(|(k, row)| g(&values[*row as usize - lo], i + k)),
+                );
+                let mut mask = 0u64;
+                let mut first = None;
+                for (k, (row, next)) in group.iter().zip(buffer.drain(..)).enumerate() {
+                    let current = &mut values[*row as usize - lo];
+                    if !current.identical(&next) {
+                        *current = next;
+                        mask |= 1 << (row % 64);
+                        first.get_or_insert(i + k);
+                    }
                 }
-                let value = &mut values[row - lo];
-                let next = g(value, i);
-                if !value.identical(&next) {
-                    *value = next;
-                    progress.mask |= 1 << (row % 64);
-                    progress.written.first.get_or_insert(i);
-                }
+                record(word, mask, first.unwrap_or(i), &mut written);
+                i = end;
             }
-            progress.record(&mut track, observed);
         }
     }));
     if let Err(panic) = run {
-        if progress.mask != 0 && progress.written.first.is_none() {
-            // A run of rows notes its first change at the word's end, which the panic cut.
-            let first = progress.word * 64 + progress.mask.trailing_zeros() as usize;
-            progress.written.first = Some(first - rows.row(0));
-        }
-        progress.record(&mut track, observed);
-        progress.written.panic = Some(panic);
+        written.panic = Some(panic);
     }
     ChunkOut {
         piece,
-        written: progress.written,
+        written,
         done: track.done(),
     }
+}
+
+/// Stores `next(j, current)` into `values[j]` for every `j` (at most 64 rows) where it
+/// differs, bit for bit, from the current value; returns the mask of the rows that changed
+/// (bit `j` for `values[j]`). Every new value is computed into `buffer` before any is stored.
+#[inline(always)]
+fn store_word<T: Scalar>(
+    values: &mut [T],
+    buffer: &mut Vec<T>,
+    mut next: impl FnMut(usize, &T) -> T,
+) -> u64 {
+    buffer.clear();
+    buffer.extend(
+        values
+            .iter()
+            .enumerate()
+            .map(|(j, current)| next(j, current)),
+    );
+    let changed = values
+        .iter()
+        .zip(buffer.iter())
+        .filter(|(current, next)| !current.identical(next))
+        .count();
+    if changed == 0 {
+        return 0;
+    }
+    if changed == values.len() {
+        // Every row changed (the common case of a pass that writes new values): store them
+        // all in one sweep.
+        for (current, next) in values.iter_mut().zip(buffer.drain(..)) {
+            *current = next;
+        }
+        return u64::MAX >> (64 - values.len());
+    }
+    let mut mask = 0u64;
+    for (j, (current, next)) in values.iter_mut().zip(buffer.drain(..)).enumerate() {
+        if !current.identical(&next) {
+            *current = next;
+            mask |= 1 << j;
+        }
+    }
+    mask
 }
