@@ -1,9 +1,13 @@
-//! Workloads of the parallel overlay (`strata-parallel-overlay`): recording and committing a
-//! million field writes from several writers, against writing them directly; and Strata's side of
-//! the head-to-head `parallel_write` (the peers' sides are in `peers/`).
+//! Workloads of parallel field writes: Strata's side of the head-to-head `parallel_write` (a
+//! parallel query pass, `Pass::par_update_each`; the peers' sides are in `peers/`), and the
+//! parallel overlay (`strata-parallel-overlay`): `overlay_parallel_write`, the same writes from
+//! four overlay writers, then recording and committing a million field writes from several
+//! writers, against writing them directly.
 //!
-//! Invariant: each sample starts from a private copy of the same store (the copy is made and
-//! touched in setup), so no timed region pays for a copy-on-write of the set.
+//! Invariant: the two `parallel_write` workloads keep one store across samples, as the peers
+//! keep one world, and every run writes a value no earlier run wrote, so every write is a
+//! change; every other workload starts each sample from a private copy of the same store (the
+//! copy is made and touched in setup), so no timed region pays for a copy-on-write of the set.
 
 use std::hint::black_box;
 use std::ops::Range;
@@ -16,14 +20,17 @@ use strata_parallel_overlay::{
     NoOrder, Overlay, OverlayError, RunReport, Spare, Writer, WriterRank, commit, run_parallel,
     run_parallel_with_spare,
 };
+use strata_query::{Chunks, Query, QuerySpec};
 
-use crate::harness::Workload;
+use crate::harness::{Bencher, Workload};
 
 const MILLION: usize = 1_000_000;
 
-/// The entities of `parallel_write`, for Strata and every peer.
+/// The entities of `parallel_write`, for Strata and every peer (and of
+/// `overlay_parallel_write`).
 pub const PARALLEL_WRITE_SIZE: u64 = 1_000_000;
-/// The writers of `parallel_write`, each owning a contiguous range of the rows.
+/// The writers of `parallel_write` (Strata's chunks), each owning a contiguous range of the
+/// rows; also the overlay writers of `overlay_parallel_write`.
 pub const PARALLEL_WRITERS: u64 = 4;
 /// The threads of the pool `parallel_write` runs on.
 pub const PARALLEL_THREADS: usize = 2;
@@ -47,11 +54,18 @@ pub fn workloads() -> Vec<Workload> {
         run_and_commit(4, Path::Dynamic, Memory::Spare),
         direct_writes(),
         parallel_write(),
+        overlay_parallel_write(),
     ]
 }
 
 /// A store with `n` rows of a one-field number component.
 fn base(n: usize) -> (Store, ComponentId, FieldId, Vec<InstanceRef>) {
+    let (_, store, component, field, ats) = world(n);
+    (store, component, field, ats)
+}
+
+/// [`base`] with its arena.
+fn world(n: usize) -> (Arena, Store, ComponentId, FieldId, Vec<InstanceRef>) {
     let mut arena = Arena::standard();
     let mut store = Store::new();
     let component = match store.install(
@@ -75,7 +89,7 @@ fn base(n: usize) -> (Store, ComponentId, FieldId, Vec<InstanceRef>) {
     {
         panic!("benchmark fixture: {error}");
     }
-    (store, component, FieldId::from_index(0), ats)
+    (arena, store, component, FieldId::from_index(0), ats)
 }
 
 /// A private copy of the base store: snapshot, then one write so the set is copied now.
@@ -260,8 +274,65 @@ fn pool(threads: usize) -> rayon::ThreadPool {
     }
 }
 
-/// The writers of `parallel_write` over `n` rows: writer `w` has rank `system(w, w)` and owns
-/// the rows [`writer_rows`] gives it.
+/// Times `write_all` for the `parallel_write` workloads, handing it the run's number (1, 2, 3,
+/// ...) as the value to write, as the peers' side does: every write then changes the stored
+/// value without the store being reset between runs.
+fn time_parallel_writes(b: &mut Bencher, mut write_all: impl FnMut(f64) -> usize) {
+    let mut run = 0.0;
+    b.iter(|| {
+        run += 1.0;
+        write_all(run)
+    });
+}
+
+/// One run of `parallel_write`: a pass of the cached query over `Heat` writes `value` into
+/// every row, its matches cut into [`PARALLEL_WRITERS`] chunks on `pool`. Returns the rows
+/// changed.
+fn write_pass(
+    query: &mut Query,
+    arena: &Arena,
+    store: &mut Store,
+    pool: &rayon::ThreadPool,
+    field: FieldId,
+    value: f64,
+) -> usize {
+    let written = pool.install(|| {
+        let pass = query.run(arena, store)?;
+        pass.par_update_each::<f64>(
+            store,
+            (0, field),
+            Chunks::Count(PARALLEL_WRITERS as usize),
+            move |_| value,
+        )
+    });
+    match written {
+        Ok(written) => written,
+        Err(error) => panic!("benchmark fixture: {error}"),
+    }
+}
+
+fn parallel_write() -> Workload {
+    Workload::new(
+        "parallel_write",
+        PARALLEL_WRITE_SIZE,
+        "Pass::par_update_each of a cached query over Heat (stamp check) on a 2-thread rayon pool (ThreadPool::install): the matched rows cut into 4 contiguous chunks (Chunks::Count), each written in place by one task with compare-before-write, a u64 changed tick and a dirty mask per row, the chunks' change log, dirty list and events merged in chunk order",
+        move |b| {
+            let n = PARALLEL_WRITE_SIZE as usize;
+            let (arena, mut store, component, field, _) = world(n);
+            let pool = pool(PARALLEL_THREADS);
+            let mut query = match Query::new(QuerySpec::new().with(component)) {
+                Ok(query) => query,
+                Err(error) => panic!("benchmark fixture: {error}"),
+            };
+            time_parallel_writes(b, |value| {
+                write_pass(&mut query, &arena, &mut store, &pool, field, value)
+            });
+        },
+    )
+}
+
+/// The overlay writers of `overlay_parallel_write` over `n` rows: writer `w` has rank
+/// `system(w, w)` and owns the rows [`writer_rows`] gives it.
 fn range_writers(n: u64) -> Vec<Writer<Range<usize>>> {
     (0..PARALLEL_WRITERS)
         .map(|w| {
@@ -274,47 +345,47 @@ fn range_writers(n: u64) -> Vec<Writer<Range<usize>>> {
         .collect()
 }
 
-/// One run of `parallel_write`: every writer records `row as f64` for each row it owns into its
-/// overlay, on `pool`, then `run_parallel` commits the write sets in rank order.
-fn write_in_parallel(
+/// One run of `overlay_parallel_write`: every writer records `value` for each row it owns into
+/// its overlay through a typed column handle (one `OverlayColumn::write_run` over its rows), on
+/// `pool`, then `run_parallel_with_spare` commits the write sets in rank order.
+fn write_through_overlays(
     store: &mut Store,
     pool: &rayon::ThreadPool,
     writers: &[Writer<Range<usize>>],
     component: ComponentId,
     field: FieldId,
+    value: f64,
     spare: &Spare,
 ) -> RunReport {
     run_parallel_with_spare(
         store,
         pool,
         writers,
-        |rows, overlay| record(overlay, component, field, rows.clone()),
+        |rows, overlay| {
+            let mut column = overlay.column::<f64>(component, field)?;
+            column.write_run(rows.start, rows.clone().map(|_| value))
+        },
         &NoOrder,
         spare,
     )
 }
 
-fn parallel_write() -> Workload {
+fn overlay_parallel_write() -> Workload {
     Workload::new(
-        "parallel_write",
+        "overlay_parallel_write",
         PARALLEL_WRITE_SIZE,
-        "4 writers, each recording a contiguous quarter of the rows through a typed column handle (Overlay::column) into its own overlay over the shared store, on a 2-thread rayon pool (run_parallel_with_spare: log memory recycled across samples, as across frames); then the commit in rank order through the store's column writers (change ticks, dirty masks, change log)",
+        "the writes of parallel_write through the overlay path for writers whose rows may overlap: 4 writers on a 2-thread rayon pool, each recording its contiguous quarter of the rows into its own overlay over the shared store as one run of values (Overlay::column, OverlayColumn::write_run; run_parallel_with_spare: log memory recycled across runs, as across frames); then the commit in rank order: the writers' runs lie apart and their rows have not moved, so one parallel pass of the store's ParWriter writes them in place (a piece per 64k rows of a writer, compare-before-write, changed tick, dirty mask; change log, dirty list and events merged in rank order)",
         move |b| {
             let n = PARALLEL_WRITE_SIZE as usize;
-            let (base, component, field, ats) = base(n);
+            let (_, mut store, component, field, _) = world(n);
             let pool = pool(PARALLEL_THREADS);
             let writers = range_writers(PARALLEL_WRITE_SIZE);
             let spare = Spare::new();
-            // The private copy holds -1 at row 0 and 0 elsewhere, so every write of `row` is a
-            // change.
-            b.iter_with_setup(
-                || private_copy(&base, component, field, ats[0]),
-                |store| {
-                    write_in_parallel(store, &pool, &writers, component, field, &spare)
-                        .commit
-                        .applied
-                },
-            );
+            time_parallel_writes(b, |value| {
+                write_through_overlays(&mut store, &pool, &writers, component, field, value, &spare)
+                    .commit
+                    .applied
+            });
         },
     )
 }
@@ -339,46 +410,57 @@ mod tests {
         assert_eq!(uneven, [0..2, 2..5, 5..7, 7..10]);
     }
 
-    /// One run of `parallel_write` changes every row to its index, and nothing conflicts.
+    /// Runs of `parallel_write` change every row to the run's value, with change tracking.
     #[test]
-    fn parallel_write_changes_every_row_to_its_index() {
+    fn parallel_write_changes_every_row_with_tracking() {
         let n = 10_000;
-        let (base, component, field, ats) = base(n);
+        let (arena, mut store, component, field, ats) = world(n);
+        let pool = pool(PARALLEL_THREADS);
+        let mut query = Query::new(QuerySpec::new().with(component)).expect("a valid spec");
+        let mut changed =
+            Query::new(QuerySpec::new().with(component).changed(component)).expect("a valid spec");
+        changed.run(&arena, &store).expect("the query runs");
+        for value in [1.0, 2.0] {
+            let tick = store.tick();
+            let written = write_pass(&mut query, &arena, &mut store, &pool, field, value);
+            assert_eq!(written, n);
+            assert_eq!(store.tick().0, tick.0 + 1);
+            for at in &ats {
+                assert_eq!(store.get::<f64>(*at, component, field), Ok(&value));
+            }
+            assert_eq!(changed.run(&arena, &store).map(|pass| pass.len()), Ok(n));
+            assert_eq!(store.take_dirty(component).map(|dirty| dirty.len()), Ok(n));
+        }
+    }
+
+    /// Runs of `overlay_parallel_write` change every row to the run's value, and nothing
+    /// conflicts.
+    #[test]
+    fn overlay_parallel_write_changes_every_row() {
+        let n = 10_000;
+        let (_, mut store, component, field, ats) = world(n);
         let spare = Spare::new();
         // The second run records into the memory the first handed back.
-        for _ in 0..2 {
-            let mut store = private_copy(&base, component, field, ats[0]);
-            let report = write_in_parallel(
+        for value in [1.0, 2.0] {
+            let report = write_through_overlays(
                 &mut store,
                 &pool(PARALLEL_THREADS),
                 &range_writers(n as u64),
                 component,
                 field,
+                value,
                 &spare,
             );
-            check_parallel_write(&store, &report, component, field, &ats);
+            assert!(report.errors.is_empty(), "{:?}", report.errors);
+            assert_eq!(report.commit.writers, 4);
+            assert_eq!(report.commit.applied, n);
+            assert_eq!(report.commit.unchanged, 0);
+            assert!(report.commit.conflicts.is_empty());
+            assert!(report.commit.refusals.is_empty());
+            for at in &ats {
+                assert_eq!(store.get::<f64>(*at, component, field), Ok(&value));
+            }
             assert!(!spare.is_empty());
-        }
-        // The base store is untouched.
-        assert_eq!(base.get::<f64>(ats[1], component, field), Ok(&0.0));
-    }
-
-    fn check_parallel_write(
-        store: &Store,
-        report: &RunReport,
-        component: ComponentId,
-        field: FieldId,
-        ats: &[InstanceRef],
-    ) {
-        let n = ats.len();
-        assert!(report.errors.is_empty(), "{:?}", report.errors);
-        assert_eq!(report.commit.writers, 4);
-        assert_eq!(report.commit.applied, n);
-        assert_eq!(report.commit.unchanged, 0);
-        assert!(report.commit.conflicts.is_empty());
-        assert!(report.commit.refusals.is_empty());
-        for (row, at) in ats.iter().enumerate() {
-            assert_eq!(store.get::<f64>(*at, component, field), Ok(&(row as f64)));
         }
     }
 }

@@ -95,6 +95,16 @@ impl ChangeLog {
         true
     }
 
+    /// How many entries a pass at `tick` in a set of `rows` rows may log before
+    /// [`ChangeLog::prepare`] would forget the log instead: none when `tick` is at or below the
+    /// base.
+    pub(crate) fn room(&self, rows: usize, tick: Tick) -> usize {
+        if tick <= self.base {
+            return 0;
+        }
+        bound(rows).saturating_sub(self.ticks.len())
+    }
+
     /// The rows logged after `baseline`, or `None` when the log knows nothing of part of that
     /// time (`baseline` is before its base).
     pub(crate) fn since(&self, baseline: Tick) -> Option<&[u32]> {

@@ -1,6 +1,7 @@
 //! `DirtyBits`: which fields of which rows changed since the dirty state was last taken, kept
 //! as one bitset per field over the rows, a bitset of the rows with any dirty field, and a
-//! summary bitset of that one's non-zero words; and `FieldMask`, one row's dirty fields.
+//! summary bitset of that one's non-zero words; `DirtyPart`, one task's share of a field's bits
+//! in a parallel pass; and `FieldMask`, one row's dirty fields.
 //!
 //! Invariant: every bitset (each field's and `any`) holds exactly `rows.div_ceil(64)` words, and
 //! no bit at or past `rows` is set. Bit `row` of `any` is set iff bit `row` of some field's
@@ -8,7 +9,10 @@
 //! set for a zero word: readers skip it and clear it, but never for a word past `any`), and
 //! `summary` holds `any.len().div_ceil(64)` words. Removing a row moves the last row's bits into its place, as
 //! the set moves the last row's values, so bits always follow their rows. `dirty` is the number
-//! of bits set in `any`.
+//! of bits set in `any`. While a parallel pass holds shares of the bits (`split_field`, which
+//! borrows them all, so nothing reads them meanwhile), the shares' words may gain bits that
+//! `dirty` and `summary` do not count yet; `join` counts them (and marks the words two shares
+//! had in common), or `recount` after a pass that unwound.
 
 /// Which fields of a row changed since the dirty state was last taken.
 #[derive(Clone, PartialEq, Eq, Debug, Default)]
@@ -245,6 +249,136 @@ impl DirtyBits {
         self.rows = 0;
         self.dirty = 0;
         self.resize_words(0);
+    }
+
+    /// Field `field`'s bits cut into one share per stretch of rows, for the tasks of a parallel
+    /// pass: stretch `k` runs from `starts[k]` (ascending, distinct, below the rows) to
+    /// `starts[k + 1]`, the last to the end of the rows. Share `k` holds the words of the
+    /// field's bitset and of `any` that start in its stretch; the bits of the word its stretch
+    /// starts in, when that word starts before it, are kept aside for [`DirtyBits::join`], as
+    /// are the count and the summary, which the shares leave untouched until then.
+    pub(crate) fn split_field(&mut self, field: usize, starts: &[usize]) -> Vec<DirtyPart<'_>> {
+        let mut parts = Vec::with_capacity(starts.len());
+        let first = starts.first().map_or(0, |start| start.div_ceil(64));
+        let (_, mut bits) = self.fields[field].split_at_mut(first);
+        let (_, mut any) = self.any.split_at_mut(first);
+        let mut at = first;
+        for (k, &start) in starts.iter().enumerate() {
+            let end = starts
+                .get(k + 1)
+                .map_or(self.rows.div_ceil(64), |next| next.div_ceil(64));
+            let (own_bits, rest_bits) = std::mem::take(&mut bits).split_at_mut(end - at);
+            let (own_any, rest_any) = std::mem::take(&mut any).split_at_mut(end - at);
+            bits = rest_bits;
+            any = rest_any;
+            parts.push(DirtyPart {
+                first_word: at,
+                bits: own_bits,
+                any: own_any,
+                head_word: start / 64,
+                head: 0,
+                newly: 0,
+                summary: Vec::new(),
+            });
+            at = end;
+        }
+        parts
+    }
+
+    /// Completes a parallel pass over field `field` with what its shares did
+    /// ([`DirtyPart::done`]): the bits of the words shares kept aside, the count and the
+    /// summary.
+    pub(crate) fn join(&mut self, field: usize, done: impl IntoIterator<Item = DirtyDone>) {
+        for part in done {
+            self.dirty += part.newly;
+            for (word, bits) in part.summary {
+                self.summary[word] |= bits;
+            }
+            self.mark_word(field, part.head_word, part.head);
+        }
+    }
+
+    /// Recomputes the count and the summary from the bits: after a parallel pass unwound
+    /// before [`DirtyBits::join`], whatever its shares had marked.
+    #[cold]
+    pub(crate) fn recount(&mut self) {
+        self.dirty = self.any.iter().map(|word| word.count_ones() as usize).sum();
+        self.summary.fill(0);
+        for (word, bits) in self.any.iter().enumerate() {
+            if *bits != 0 {
+                self.summary[word / 64] |= 1 << (word % 64);
+            }
+        }
+    }
+}
+
+/// One task's share of a field's dirty bits in a parallel pass (see
+/// [`DirtyBits::split_field`]): the words of the field's bitset and of `any` that start in its
+/// stretch of rows. It marks those words in place; the bits of the word its stretch starts in
+/// (when that word starts before it and so belongs to the share before), how many rows became
+/// dirty and which summary bits to set wait in the share for [`DirtyBits::join`].
+pub(crate) struct DirtyPart<'a> {
+    /// The index of the first word held.
+    first_word: usize,
+    bits: &'a mut [u64],
+    any: &'a mut [u64],
+    /// The word the stretch starts in, and the bits marked in it while it is not held.
+    head_word: usize,
+    head: u64,
+    /// How many rows of the held words became dirty.
+    newly: usize,
+    /// Summary words (index, bits) of held words that became non-zero, ascending.
+    summary: Vec<(usize, u64)>,
+}
+
+/// What a [`DirtyPart`] leaves for [`DirtyBits::join`].
+pub(crate) struct DirtyDone {
+    head_word: usize,
+    head: u64,
+    newly: usize,
+    summary: Vec<(usize, u64)>,
+}
+
+impl DirtyPart<'_> {
+    /// Marks the field dirty in the rows of word `word` whose bits are set in `mask`: rows of
+    /// this share's stretch, in words that ascend from one call to the next.
+    #[inline(always)]
+    pub(crate) fn mark_word(&mut self, word: usize, mask: u64) {
+        let Some(at) = word.checked_sub(self.first_word) else {
+            debug_assert_eq!(word, self.head_word, "a share marks only its own rows");
+            self.head |= mask;
+            return;
+        };
+        let before = self.any[at];
+        self.bits[at] |= mask;
+        self.any[at] = before | mask;
+        let new = mask & !before;
+        if new != 0 {
+            self.newly += new.count_ones() as usize;
+            if before == 0 {
+                self.note_summary(word);
+            }
+        }
+    }
+
+    /// Notes that word `word` became non-zero.
+    #[inline]
+    fn note_summary(&mut self, word: usize) {
+        let (index, bit) = (word / 64, 1u64 << (word % 64));
+        match self.summary.last_mut() {
+            Some((last, bits)) if *last == index => *bits |= bit,
+            _ => self.summary.push((index, bit)),
+        }
+    }
+
+    /// What the share leaves for [`DirtyBits::join`].
+    pub(crate) fn done(self) -> DirtyDone {
+        DirtyDone {
+            head_word: self.head_word,
+            head: self.head,
+            newly: self.newly,
+            summary: self.summary,
+        }
     }
 }
 

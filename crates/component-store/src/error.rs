@@ -121,6 +121,16 @@ pub enum StoreError {
     /// replaced.
     #[error("the handle's definition of component {0:?} was replaced")]
     StaleDefinition(ComponentId),
+    /// A parallel pass named a row twice, or rows out of order within one of its pieces.
+    #[error(
+        "row {row} of component `{component}` is named twice or out of order by a parallel pass"
+    )]
+    OverlappingRows {
+        /// The component's name.
+        component: String,
+        /// The row.
+        row: usize,
+    },
     /// A column cannot be written while the same column (or, for reference fields, the same
     /// set) is borrowed for reading.
     #[error("field {field:?} of component {component:?} cannot be read while it is being written")]

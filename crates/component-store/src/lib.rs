@@ -33,6 +33,10 @@
 //!   destruction policies check their holder is still present before acting.
 //! - A snapshot never changes after later writes; list buffers are shared with it and copied on
 //!   the first write.
+//! - A parallel column pass ([`Store::par_writer`], [`ParWriter::update`]) writes disjoint
+//!   [`Piece`]s of rows from separate tasks, each row by exactly one, and records their changes
+//!   afterwards in the order the pieces were given, so the store ends the same whatever ran them
+//!   ([`ChunkRunner`]; the store itself starts no thread).
 //!
 //! # Example
 //!
@@ -77,6 +81,7 @@ mod error;
 mod handle;
 mod list;
 mod orphan;
+mod par;
 mod refs;
 mod set;
 mod shared;
@@ -98,6 +103,7 @@ pub use crate::error::StoreError;
 pub use crate::handle::{Binding, ComponentHandle, RemovalReader, Removals};
 pub use crate::list::ListAccessor;
 pub use crate::orphan::{FieldTypes, OrphanRecord, Orphans};
+pub use crate::par::{ChunkRunner, InOrder, ParWriter, Piece};
 pub use crate::set::{
     ComponentSet, InstanceRef, REMOVAL_LOG_CAPACITY, RefEntry, Removal, Tick, UNCHECKED_SLOT_LIMIT,
 };

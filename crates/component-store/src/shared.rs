@@ -43,6 +43,12 @@ impl SharedSet {
         }
     }
 
+    /// Whether this handle made the set private (so no other handle shares it, and
+    /// [`SharedSet::make_mut`] copies nothing).
+    pub(crate) fn is_private(&mut self) -> bool {
+        *self.private.get_mut()
+    }
+
     /// Whether two handles share one set.
     pub(crate) fn ptr_eq(&self, other: &SharedSet) -> bool {
         Arc::ptr_eq(&self.arc, &other.arc)

@@ -1,6 +1,9 @@
 //! `Tracking`: a set's change tracking: each row's added and changed ticks, its dirty fields,
-//! and the change log; and `TrackMut`, the tracking borrowed beside the rows' identities for
-//! writers that hold a column at the same time.
+//! and the change log; `TrackMut`, the tracking borrowed beside the rows' identities for
+//! writers that hold a column at the same time; and `TrackPart`, one task's share of it in a
+//! parallel pass (its rows' changed ticks and its share of one field's dirty bits), whose
+//! changes `TrackMut::join` and `TrackMut::log_pass` complete (the log entries the shares'
+//! changes call for are appended only then, in the pass's order).
 //!
 //! Invariant: `added`, `changed` and the dirty bits hold one entry per row of the set and move
 //! with the rows (the set calls `swap_remove` before it moves the row itself). A row's changed
@@ -19,7 +22,7 @@ use strata_arena::InstanceId;
 use crate::changes::ChangeLog;
 use crate::column::Scalar;
 use crate::def::FieldId;
-use crate::dirty::{DirtyBits, FieldMask};
+use crate::dirty::{DirtyBits, DirtyDone, DirtyPart, FieldMask};
 use crate::set::Tick;
 
 /// A set's change tracking (see the module invariant).
@@ -217,7 +220,8 @@ impl TrackMut<'_> {
     /// Writes `f(value, read)` into field `field` of rows `start..n` (`n` the shorter of
     /// `values` and `reads`), where `values` is that field's column: each result that differs
     /// bit for bit is stored and recorded at `tick` like [`TrackMut::mark`], one word of dirty
-    /// bits at a time. Returns how many rows changed.
+    /// bits at a time, the change log prepared at the first change for the rows from it on (as
+    /// every pass does). Returns how many rows changed.
     #[inline]
     pub(crate) fn dense<T: Scalar, R>(
         &mut self,
@@ -229,14 +233,29 @@ impl TrackMut<'_> {
         mut f: impl FnMut(&T, &R) -> T,
     ) -> usize {
         let n = values.len().min(reads.len()).min(self.ids.len());
-        if start >= n {
-            return 0;
+        let mut row = start;
+        // Nothing is prepared before the first change.
+        loop {
+            if row >= n {
+                return 0;
+            }
+            let next = f(&values[row], &reads[row]);
+            if !values[row].identical(&next) {
+                values[row] = next;
+                break;
+            }
+            row += 1;
         }
         let track = &mut *self.track;
-        let logging = track.log.prepare(n - start, self.ids.len(), tick);
+        let logging = track.log.prepare(n - row, self.ids.len(), tick);
+        if logging && track.changed[row] < tick {
+            track.log.push(tick, row, self.ids.len());
+        }
+        track.changed[row] = tick;
+        track.dirty.mark(row, field.index());
         let field = field.index();
-        let mut count = 0;
-        let mut row = start;
+        let mut count = 1;
+        row += 1;
         while row < n {
             let word = row / 64;
             let end = ((word + 1) * 64).min(n);
@@ -272,5 +291,158 @@ impl TrackMut<'_> {
             row = end;
         }
         count
+    }
+
+    /// The tracking of field `field` cut into one share per stretch of rows, for the tasks of
+    /// a parallel pass at `tick`: stretch `k` runs from `starts[k]` (ascending, distinct,
+    /// below the rows) to `starts[k + 1]`, the last to the end of the rows (see
+    /// `DirtyBits::split_field` for the dirty bits). With `collect`, each share lists the rows
+    /// it records whose changed tick was below `tick` (the change log's candidates), up to
+    /// `room` of them and one more; without, the pass must log through
+    /// [`TrackMut::log_pass`] with `now_only`. The shares touch nothing but their rows' changed
+    /// ticks and their own dirty words: [`TrackMut::join`] completes the pass.
+    pub(crate) fn split(
+        &mut self,
+        field: FieldId,
+        starts: &[usize],
+        tick: Tick,
+        collect: bool,
+    ) -> Vec<TrackPart<'_>> {
+        let room = self.track.log.room(self.ids.len(), tick);
+        let dirty = self.track.dirty.split_field(field.index(), starts);
+        let first = starts.first().copied().unwrap_or(0);
+        let (_, mut changed) = self.track.changed.split_at_mut(first);
+        let mut at = first;
+        let mut parts = Vec::with_capacity(starts.len());
+        for (k, dirty) in dirty.into_iter().enumerate() {
+            let end = starts.get(k + 1).copied().unwrap_or(self.ids.len());
+            let (own, rest) = std::mem::take(&mut changed).split_at_mut(end - at);
+            changed = rest;
+            parts.push(TrackPart {
+                lo: at,
+                changed: own,
+                dirty,
+                tick,
+                logged: collect.then(Vec::new),
+                room,
+            });
+            at = end;
+        }
+        parts
+    }
+
+    /// Completes a parallel pass over field `field` with what its shares did: their dirty
+    /// state, in any order.
+    pub(crate) fn join(&mut self, field: FieldId, done: impl IntoIterator<Item = DirtyDone>) {
+        self.track.dirty.join(field.index(), done);
+    }
+
+    /// Logs a pass at `tick` whose first change was `remaining` rows before its end, as the
+    /// serial writers do: the log is prepared for `remaining` entries (see
+    /// `ChangeLog::prepare`) and, if it still logs the pass, gets each of `rows` in turn, with
+    /// `now_only` only those whose changed tick is `tick` (a writer's first pass, where every
+    /// row it changed was below `tick` before, and no other row is at it).
+    pub(crate) fn log_pass(
+        &mut self,
+        remaining: usize,
+        tick: Tick,
+        rows: impl IntoIterator<Item = usize>,
+        now_only: bool,
+    ) {
+        let len = self.ids.len();
+        let track = &mut *self.track;
+        if !track.log.prepare(remaining, len, tick) {
+            return;
+        }
+        for row in rows {
+            if !now_only || track.changed[row] == tick {
+                track.log.push(tick, row, len);
+            }
+        }
+    }
+
+    /// Restores the invariants after a parallel pass over field `field` at `tick` was cut off
+    /// between its split and its join (its runner panicked): every row at `tick` (each changed
+    /// by this pass or, for a writer's later pass, by its earlier ones) gets the field's dirty
+    /// bit, the dirty count and summary are recomputed from the bits, and the change log is
+    /// forgotten (readers from before `tick` scan), since rows may have changed unlogged.
+    #[cold]
+    pub(crate) fn repair(&mut self, field: FieldId, tick: Tick) {
+        let track = &mut *self.track;
+        for (row, changed) in track.changed.iter().enumerate() {
+            if *changed == tick {
+                track.dirty.mark(row, field.index());
+            }
+        }
+        track.dirty.recount();
+        track.log.reset(tick);
+    }
+}
+
+/// One task's share of a set's tracking in a parallel pass (see [`TrackMut::split`]): the
+/// changed ticks of its stretch of rows and its share of one field's dirty bits.
+pub(crate) struct TrackPart<'a> {
+    /// The first row of the stretch.
+    lo: usize,
+    changed: &'a mut [Tick],
+    dirty: DirtyPart<'a>,
+    tick: Tick,
+    /// The rows recorded whose changed tick was below `tick`, when collected.
+    logged: Option<Vec<u32>>,
+    /// How many entries the change log has room for: a share past it stops collecting.
+    room: usize,
+}
+
+/// What a [`TrackPart`] leaves: its dirty state for [`TrackMut::join`], and the rows it
+/// collected for the change log.
+pub(crate) struct PartDone {
+    pub(crate) dirty: DirtyDone,
+    pub(crate) logged: Option<Vec<u32>>,
+}
+
+impl TrackPart<'_> {
+    /// Records a change at the part's tick of each row of word `word` whose bit is set in
+    /// `mask` (rows of this part's stretch, in words that ascend from one call to the next):
+    /// its changed tick, its dirty bit, and, when collected, the row if its changed tick was
+    /// below the tick. A word of 64 changed rows within the stretch takes its ticks in bulk.
+    #[inline(always)]
+    pub(crate) fn record_word(&mut self, word: usize, mask: u64) {
+        let first = word * 64;
+        if let Some(logged) = &mut self.logged
+            && logged.len() <= self.room
+        {
+            let mut rest = mask;
+            while rest != 0 {
+                let row = first + rest.trailing_zeros() as usize;
+                rest &= rest - 1;
+                if self.changed[row - self.lo] < self.tick {
+                    logged.push(row as u32);
+                }
+            }
+        }
+        match first.checked_sub(self.lo) {
+            Some(at) if mask == u64::MAX => self.changed[at..at + 64].fill(self.tick),
+            _ => {
+                let mut rest = mask;
+                while rest != 0 {
+                    let row = first + rest.trailing_zeros() as usize;
+                    rest &= rest - 1;
+                    debug_assert!(
+                        self.logged.is_some() || self.changed[row - self.lo] < self.tick,
+                        "a writer's first pass finds every changed tick below its own"
+                    );
+                    self.changed[row - self.lo] = self.tick;
+                }
+            }
+        }
+        self.dirty.mark_word(word, mask);
+    }
+
+    /// What the part leaves.
+    pub(crate) fn done(self) -> PartDone {
+        PartDone {
+            dirty: self.dirty.done(),
+            logged: self.logged,
+        }
     }
 }

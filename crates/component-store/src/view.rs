@@ -234,7 +234,9 @@ impl<T: Scalar> ColumnWriter<'_, T> {
         reads: &[R],
         mut f: impl FnMut(&T, &R) -> T,
     ) -> Result<usize, StoreError> {
-        if self.observed || T::RANGED || matches!(self.target, Target::Set(_)) {
+        // A reference field is written through the set (which keeps the reverse index), and its
+        // writer's target only becomes the set at the first change: ask the definition.
+        if self.observed || T::RANGED || self.def.reference_fields().contains(&self.field) {
             return self.update_indexed(
                 reads.len(),
                 |i| (i, i),
@@ -300,10 +302,15 @@ impl<T: Scalar> ColumnWriter<'_, T> {
                 };
                 let next = f(current, read);
                 self.check(&next)?;
-                planned.push((row, next));
+                planned.push((k, row, next));
             }
             let mut changed = 0;
-            for (row, next) in planned {
+            let mut prepared = false;
+            for (k, row, next) in planned {
+                if !prepared && self.values().get(row).is_some_and(|v| !v.identical(&next)) {
+                    self.prepare_at_first_change(n - k);
+                    prepared = true;
+                }
                 changed += usize::from(self.store(row, next)?);
             }
             return Ok(changed);
@@ -328,13 +335,15 @@ impl<T: Scalar> ColumnWriter<'_, T> {
             }
         }
         let mut changed = 0;
+        let mut prepared = false;
         if let Some((row, next)) = first {
+            self.prepare_at_first_change(n - (k - 1));
+            prepared = true;
             changed += usize::from(self.store(row, next)?);
         }
         let tick = self.tick();
         match &mut self.target {
             Target::Bound { values, track } => {
-                track.prepare(n - k, tick);
                 let mut changed_here = 0;
                 for k in k..n {
                     let (row, read) = rows(k);
@@ -344,6 +353,10 @@ impl<T: Scalar> ColumnWriter<'_, T> {
                     let next = f(current, read);
                     if !current.identical(&next) {
                         *current = next;
+                        if !prepared {
+                            track.prepare(n - k, tick);
+                            prepared = true;
+                        }
                         track.mark(row, self.field, tick);
                         changed_here += 1;
                         if self.observed {
@@ -372,6 +385,18 @@ impl<T: Scalar> ColumnWriter<'_, T> {
             }
         }
         Ok(changed)
+    }
+
+    /// Prepares the change log at a pass's first change for the `remaining` positions from it
+    /// to the pass's end (see `ChangeLog::prepare`), the set made private first; as every pass
+    /// does, serial or parallel, so they log alike. Writes through the set itself (reference
+    /// fields) log row by row instead.
+    fn prepare_at_first_change(&mut self, remaining: usize) {
+        self.make_private();
+        let tick = self.tick();
+        if let Target::Bound { track, .. } = &mut self.target {
+            track.prepare(remaining, tick);
+        }
     }
 
     /// Writes row `row`; returns `false`, changing nothing, for an equal value. Refused,

@@ -154,3 +154,72 @@ fn a_column_writer_that_changes_nothing_leaves_the_set_shared() {
     assert_eq!(*snapshot.get::<f64>(all[3], health, current).unwrap(), 0.0);
     assert_eq!(w.store.tick(), Tick(tick.0 + 1));
 }
+
+/// The rows `row >= from` of a two-field set of 256 rows written by a pass of each kind (a
+/// dense pass reading another field of its set, an indexed pass of a writer already bound, a
+/// parallel pass): the change log is prepared at each pass's first change for the rows from
+/// there on, so 56 changes at the end of 256 rows fit in its 64 entries and are listed, however
+/// many unchanged rows come first.
+#[test]
+fn a_pass_logs_its_changes_when_they_fit_from_its_first_change_on() {
+    let from = 200;
+    for kind in 0..3 {
+        let mut w = World::new();
+        let health = w.install(
+            ComponentDef::new("Health")
+                .field(FieldDef::number("current", 0.0))
+                .field(FieldDef::number("max", 0.0)),
+        );
+        let (current, max) = (w.field(health, "current"), w.field(health, "max"));
+        let ats: Vec<InstanceRef> = (0..256).map(|_| w.spawn(ClassId::ENTITY)).collect();
+        w.store.insert_many(&ats, ClassId::ENTITY, health).unwrap();
+        let before = w.store.tick();
+        let bump = |row: usize, value: &f64| if row >= from { value + 1.0 } else { *value };
+        match kind {
+            0 => {
+                let (mut writer, reads) = w
+                    .store
+                    .update_columns::<f64, f64>(health, current, Some((health, max)))
+                    .unwrap();
+                let rows: Vec<usize> = (0..reads.len()).collect();
+                let changed = writer.update_dense(&rows, |value, row| bump(*row, value));
+                assert_eq!(changed, Ok(256 - from));
+            }
+            1 => {
+                let mut writer = w.store.column_writer::<f64>(health, current).unwrap();
+                // Row 255 first: the writer is bound (and the row logged) before the pass.
+                assert_eq!(writer.write(255, 5.0), Ok(true));
+                let changed = writer.update_indexed(
+                    256,
+                    |k| (k, k),
+                    |value, row| {
+                        if row == 255 { *value } else { bump(row, value) }
+                    },
+                );
+                assert_eq!(changed, Ok(256 - from - 1));
+            }
+            _ => {
+                let mut writer = w.store.par_writer::<f64>(health, current).unwrap();
+                let pieces = [
+                    strata_component_store::Piece::Rows(0..128),
+                    strata_component_store::Piece::Rows(128..256),
+                ];
+                let changed = writer.update(&strata_component_store::InOrder, &pieces, |p| {
+                    move |value: &f64, i: usize| bump(p * 128 + i, value)
+                });
+                assert_eq!(changed, Ok(256 - from));
+            }
+        }
+        let expected: HashSet<usize> = (from..256).collect();
+        assert_eq!(
+            listed(&w, health, before),
+            Some(expected),
+            "pass kind {kind}"
+        );
+        assert_eq!(
+            w.store.set(health).unwrap().logged_changes(),
+            256 - from,
+            "pass kind {kind}"
+        );
+    }
+}

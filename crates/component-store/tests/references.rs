@@ -352,3 +352,41 @@ fn a_reused_outcome_collects_each_destruction_in_turn() {
         assert_eq!(*w.store.get::<Option<_>>(*h, aim, target).unwrap(), None);
     }
 }
+
+#[test]
+fn a_dense_column_pass_over_a_reference_field_writes_every_row_and_indexes_it() {
+    let mut w = World::new();
+    let aim =
+        w.install(ComponentDef::new("Aim").field(FieldDef::reference("target", RefPolicy::Clear)));
+    let target = w.field(aim, "target");
+    let goal = w.spawn(ClassId::ENTITY);
+    let holders: Vec<_> = (0..5)
+        .map(|_| {
+            let at = w.spawn(ClassId::ENTITY);
+            w.store.insert(at, ClassId::ENTITY, aim).unwrap();
+            at
+        })
+        .collect();
+    let tick = w.store.tick();
+    let mut writer = w
+        .store
+        .column_writer::<Option<strata_arena::InstanceId>>(aim, target)
+        .unwrap();
+    let changed = writer
+        .update_dense(&[(); 5], |_, ()| Some(goal.id))
+        .unwrap();
+    assert_eq!(changed, 5);
+    let set = w.store.set(aim).unwrap();
+    assert_eq!(
+        set.values::<Option<strata_arena::InstanceId>>(target)
+            .unwrap(),
+        &[Some(goal.id); 5]
+    );
+    assert!(set.changed_ticks().iter().all(|t| *t > tick));
+    let held: Vec<_> = set
+        .references_to(goal.id)
+        .iter()
+        .map(|e| e.holder)
+        .collect();
+    assert_eq!(held, holders.iter().map(|at| at.id).collect::<Vec<_>>());
+}

@@ -4,23 +4,32 @@
 //! Invariant: write sets apply in (tier, rank, writer id) order, and within a set each column's
 //! entries in sequence order, so the store that results depends only on the write sets, never
 //! on which thread ran which writer or which finished first. A writer holds one entry per
-//! (component, row, field), so its writes to different fields are independent and apply column
-//! by column. A column recorded against a definition the store has since replaced (another
-//! allocation) is refused entry by entry and writes nothing, since its field id may now name
-//! another field. A write whose row no longer holds its instance is applied through the
-//! instance's present row, or refused if the instance no longer holds the component. Every write goes
-//! through the store's own write paths (a typed column writer over each stretch of a scalar
-//! column's entries, the checked single-field setter otherwise), so equal values change
-//! nothing and ticks, dirty masks, change logs and events update as for any write.
+//! (component, row, field), so writes to different fields are independent: the commit applies
+//! column by column (columns in the order the first writer in commit order wrote them), each
+//! column's writers in commit order. A column recorded against a definition the store has since
+//! replaced (another allocation) is refused entry by entry and writes nothing, since its field id
+//! may now name another field. While the store and the set's structure are the ones a log was
+//! recorded against, every logged row still holds its instance and is written at its row;
+//! otherwise a write whose row no longer holds its instance is applied through the instance's
+//! present row, or refused if the instance no longer holds the component. Every write goes
+//! through the store's own write paths, so equal values change nothing and ticks, dirty bits,
+//! change logs and events update as for any write: a scalar column whose writers' rows ascend in
+//! their sequence order and lie apart from one another's, all still in place, is written in one
+//! parallel pass of the store's `ParWriter` (each writer's rows a piece, pieces in commit order);
+//! otherwise each stretch of a writer's entries goes through a typed column writer, and
+//! references, composites and refused values through the checked single-field setter.
 
 use std::fmt;
 
 use hashbrown::HashMap;
+use rayon::prelude::*;
 use strata_arena::InstanceId;
-use strata_component_store::{ComponentId, FieldId, InstanceRef, Scalar, Store, StoreError, Value};
+use strata_component_store::{
+    ChunkRunner, ComponentId, FieldId, InstanceRef, Piece, Scalar, Store, StoreError, Value,
+};
 
-use crate::log::{ColumnLog, Log};
-use crate::overlay::{SYSTEM_TIER, WriteSet, WriterRank};
+use crate::log::{ColumnLog, Log, Logged};
+use crate::overlay::{SYSTEM_TIER, WriteSet, WriterRank, WrittenColumn};
 use crate::spare::Spare;
 
 /// Whether the schedule orders two writers (so a conflict between them is intended). A
@@ -152,8 +161,11 @@ impl fmt::Display for CommitReport {
 /// The commit sorts the sets by [`WriterRank`] (tier, rank, id) itself, so the order they arrive
 /// in (the order writers finished, or any other) does not change the result. A rank names one
 /// writer: two sets under one rank have no order between them and apply in arrival order.
+/// Columns whose writers' rows lie apart are written in one parallel pass on the current rayon
+/// pool (call it inside `ThreadPool::install` to choose one); the result does not depend on the
+/// pool.
 pub fn commit(store: &mut Store, sets: Vec<WriteSet>, oracle: &impl OrderOracle) -> CommitReport {
-    commit_inner(store, sets, oracle, None)
+    commit_on(store, sets, oracle, None, None)
 }
 
 /// [`commit`], handing each applied log's memory to `spare` for the next overlays.
@@ -163,14 +175,17 @@ pub fn commit_with_spare(
     oracle: &impl OrderOracle,
     spare: &Spare,
 ) -> CommitReport {
-    commit_inner(store, sets, oracle, Some(spare))
+    commit_on(store, sets, oracle, Some(spare), None)
 }
 
-fn commit_inner(
+/// The commit, handing logs to `spare` when given, its parallel column passes on `pool` (the
+/// current rayon pool when `None`).
+pub(crate) fn commit_on(
     store: &mut Store,
     mut sets: Vec<WriteSet>,
     oracle: &impl OrderOracle,
     spare: Option<&Spare>,
+    pool: Option<&rayon::ThreadPool>,
 ) -> CommitReport {
     let _commit = tracing::debug_span!("overlay_commit", writers = sets.len()).entered();
     sets.sort_by_key(|s| s.rank);
@@ -178,47 +193,10 @@ fn commit_inner(
         writers: sets.len(),
         ..CommitReport::default()
     };
-    report.conflicts = conflicts(&sets, oracle);
-    for set in sets {
-        let writer = set.rank;
-        for column in set.columns {
-            if let Err(error) = current_definition(store, column.component, column.allocation) {
-                column.log.for_each_in_order(|_, instance| {
-                    report.refusals.push(Refusal {
-                        writer,
-                        instance: instance.id,
-                        component: column.component,
-                        field: column.field,
-                        error: error.clone(),
-                    });
-                });
-                if let Some(spare) = spare {
-                    spare.give_log(column.log);
-                }
-                continue;
-            }
-            let mut apply = Apply {
-                store: &mut *store,
-                report: &mut report,
-                writer,
-                component: column.component,
-                field: column.field,
-            };
-            let mut log = column.log;
-            match &mut log {
-                ColumnLog::Number(log) => apply.typed(log),
-                ColumnLog::Integer(log) => apply.typed(log),
-                ColumnLog::Boolean(log) => apply.typed(log),
-                ColumnLog::Text(log) => apply.typed(log),
-                ColumnLog::Enum(log) => apply.typed(log),
-                ColumnLog::Vector(log) => apply.typed(log),
-                ColumnLog::Transform(log) => apply.typed(log),
-                ColumnLog::Value(log) => apply.values(log),
-            }
-            if let Some(spare) = spare {
-                spare.give_log(log);
-            }
-        }
+    report.conflicts = conflicts(store, &sets, oracle);
+    let runner = Rayon(pool);
+    for group in by_column(sets) {
+        apply_column(store, &mut report, group, spare, &runner);
     }
     for conflict in report.conflicts.iter().filter(|c| !c.ordered) {
         tracing::debug!(
@@ -235,6 +213,197 @@ fn commit_inner(
         );
     }
     report
+}
+
+/// The columns of write sets already in commit order, grouped by (component, field): groups in
+/// the order the first writer in commit order wrote them, each group's writers in commit order.
+fn by_column(sets: Vec<WriteSet>) -> Vec<Vec<(WriterRank, WrittenColumn)>> {
+    let mut groups: Vec<Vec<(WriterRank, WrittenColumn)>> = Vec::new();
+    let mut group_of: HashMap<(ComponentId, FieldId), usize> = HashMap::new();
+    for set in sets {
+        let writer = set.rank;
+        for column in set.columns {
+            let key = (column.component, column.field);
+            let at = *group_of.entry(key).or_insert_with(|| {
+                groups.push(Vec::new());
+                groups.len() - 1
+            });
+            groups[at].push((writer, column));
+        }
+    }
+    groups
+}
+
+/// Applies every writer's log of one column, in commit order, and hands the logs to `spare`.
+fn apply_column(
+    store: &mut Store,
+    report: &mut CommitReport,
+    group: Vec<(WriterRank, WrittenColumn)>,
+    spare: Option<&Spare>,
+    runner: &Rayon<'_>,
+) {
+    let mut current = Vec::with_capacity(group.len());
+    for (writer, column) in group {
+        match current_definition(store, column.component, column.allocation) {
+            Ok(()) => current.push((writer, column)),
+            Err(error) => {
+                column.log.for_each_in_order(|_, instance| {
+                    report.refusals.push(Refusal {
+                        writer,
+                        instance: instance
+                            .expect("a set recorded against another definition was finished by Overlay::finish, which keeps its instances")
+                            .id,
+                        component: column.component,
+                        field: column.field,
+                        error: error.clone(),
+                    });
+                });
+                if let Some(spare) = spare {
+                    spare.give_log(column.log);
+                }
+            }
+        }
+    }
+    let applied_together = match current.first().map(|(_, c)| &c.log) {
+        Some(ColumnLog::Number(_)) => together::<f64>(store, report, &current, runner),
+        Some(ColumnLog::Integer(_)) => together::<i64>(store, report, &current, runner),
+        Some(ColumnLog::Boolean(_)) => together::<bool>(store, report, &current, runner),
+        Some(ColumnLog::Text(_)) => {
+            together::<std::sync::Arc<str>>(store, report, &current, runner)
+        }
+        Some(ColumnLog::Vector(_)) => {
+            together::<strata_arena::Vec3>(store, report, &current, runner)
+        }
+        Some(ColumnLog::Transform(_)) => {
+            together::<strata_arena::Transform>(store, report, &current, runner)
+        }
+        // Enum indexes may be refused one by one; references and composites keep indexes.
+        Some(ColumnLog::Enum(_) | ColumnLog::Value(_)) | None => false,
+    };
+    for (writer, column) in current {
+        if !applied_together {
+            let unmoved = column.rows.hold(store, column.component);
+            let mut apply = Apply {
+                store: &mut *store,
+                report: &mut *report,
+                writer,
+                component: column.component,
+                field: column.field,
+                unmoved,
+            };
+            let mut log = column.log;
+            match &mut log {
+                ColumnLog::Number(log) => apply.typed(log),
+                ColumnLog::Integer(log) => apply.typed(log),
+                ColumnLog::Boolean(log) => apply.typed(log),
+                ColumnLog::Text(log) => apply.typed(log),
+                ColumnLog::Enum(log) => apply.typed(log),
+                ColumnLog::Vector(log) => apply.typed(log),
+                ColumnLog::Transform(log) => apply.typed(log),
+                ColumnLog::Value(log) => apply.values(log),
+            }
+            if let Some(spare) = spare {
+                spare.give_log(log);
+            }
+        } else if let Some(spare) = spare {
+            spare.give_log(column.log);
+        }
+    }
+}
+
+/// Runs the pieces of a parallel column pass on a rayon pool (the current one when `None`).
+struct Rayon<'p>(Option<&'p rayon::ThreadPool>);
+
+impl ChunkRunner for Rayon<'_> {
+    fn run<I, O, F>(&self, inputs: Vec<I>, f: &F) -> Vec<O>
+    where
+        I: Send,
+        O: Send,
+        F: Fn(I) -> O + Sync,
+    {
+        if inputs.len() <= 1 {
+            return inputs.into_iter().map(f).collect();
+        }
+        let all = || inputs.into_par_iter().map(f).collect();
+        match self.0 {
+            Some(pool) => pool.install(all),
+            None => all(),
+        }
+    }
+}
+
+/// Rows per piece of a parallel column pass at most, when a writer's rows are cut further so
+/// that one writer's log can spread over several threads.
+const PIECE_ROWS: usize = 1 << 16;
+
+/// Writes every writer's log of one scalar column in one parallel pass of the store's
+/// `ParWriter`, when that gives what applying them one after another would: every log's rows
+/// still hold their instances, ascend in its sequence order, and lie apart from every other
+/// log's rows. Each log is a piece (cut into pieces of at most [`PIECE_ROWS`] rows), pieces in
+/// commit order, so the change log and events record the writes in commit order.
+/// Returns whether it did; otherwise nothing was written.
+fn together<T: Logged + Sync>(
+    store: &mut Store,
+    report: &mut CommitReport,
+    columns: &[(WriterRank, WrittenColumn)],
+    runner: &Rayon<'_>,
+) -> bool {
+    let Some((_, first)) = columns.first() else {
+        return false;
+    };
+    let (component, field) = (first.component, first.field);
+    let mut logs: Vec<&Log<T>> = Vec::with_capacity(columns.len());
+    let mut spans: Vec<(u32, u32)> = Vec::with_capacity(columns.len());
+    for (_, column) in columns {
+        let Some(log) = T::log_ref(&column.log) else {
+            return false;
+        };
+        if !column.rows.hold(store, component) || !log.ascending() {
+            return false;
+        }
+        if let Some(span) = column.log.row_span() {
+            spans.push(span);
+        }
+        logs.push(log);
+    }
+    spans.sort_unstable();
+    if spans.windows(2).any(|pair| pair[0].1 >= pair[1].0) {
+        return false;
+    }
+    let mut pieces: Vec<Piece<'_>> = Vec::new();
+    let mut sources: Vec<&[T]> = Vec::new();
+    for log in &logs {
+        let values = log.values.as_slice();
+        for (at, chunk) in values.chunks(PIECE_ROWS).enumerate() {
+            let from = at * PIECE_ROWS;
+            pieces.push(match log.run_start() {
+                Some(start) => {
+                    let start = start as usize + from;
+                    Piece::Rows(start..start + chunk.len())
+                }
+                None => Piece::Listed(&log.rows[from..from + chunk.len()]),
+            });
+            sources.push(chunk);
+        }
+    }
+    let total: usize = sources.iter().map(|s| s.len()).sum();
+    let Ok(mut writer) = store.par_writer::<T>(component, field) else {
+        return false;
+    };
+    let sources = &sources;
+    match writer.update(runner, &pieces, |piece| {
+        let values = sources[piece];
+        move |_: &T, i: usize| values[i].clone()
+    }) {
+        Ok(changed) => {
+            report.applied += changed;
+            report.unchanged += total - changed;
+            true
+        }
+        // The pieces were checked above and the values when recorded, so the store refuses
+        // nothing here; if it did, nothing was written and the writers go one by one.
+        Err(_) => false,
+    }
 }
 
 /// Whether the store's definition of `component` is still the one of `allocation`: the
@@ -258,6 +427,9 @@ struct Apply<'a> {
     writer: WriterRank,
     component: ComponentId,
     field: FieldId,
+    /// Whether the store and the set's structure are the ones the log was recorded against, so
+    /// every logged row still holds the instance it held then.
+    unmoved: bool,
 }
 
 impl Apply<'_> {
@@ -274,10 +446,13 @@ impl Apply<'_> {
                 let start = next;
                 while next < order.len() {
                     let p = order.at(next);
+                    let row = log.row(p) as usize;
+                    let holds = self.unmoved
+                        || log
+                            .instance(p)
+                            .is_some_and(|i| column.instance_at(row) == Some(i.id));
                     // A value the field cannot hold goes to the checked setter, which refuses it.
-                    if column.instance_at(log.rows[p] as usize) != Some(log.instances[p].id)
-                        || column.check(&log.values[p]).is_err()
-                    {
+                    if !holds || column.check(&log.values[p]).is_err() {
                         break;
                     }
                     next += 1;
@@ -285,7 +460,7 @@ impl Apply<'_> {
                 let changed = column
                     .update_indexed(
                         next - start,
-                        |k| (log.rows[order.at(start + k)] as usize, k),
+                        |k| (log.row(order.at(start + k)) as usize, k),
                         |_, k| log.values[order.at(start + k)].clone(),
                     )
                     .expect("every value of the stretch passed the writer's check");
@@ -294,11 +469,8 @@ impl Apply<'_> {
             }
             if next < order.len() {
                 let p = order.at(next);
-                self.one(
-                    log.rows[p],
-                    log.instances[p],
-                    log.values[p].clone().into_value(),
-                );
+                let instance = self.instance(log.instance(p), log.row(p));
+                self.one(log.row(p), instance, log.values[p].clone().into_value());
                 next += 1;
             }
         }
@@ -315,9 +487,24 @@ impl Apply<'_> {
         for k in 0..order.len() {
             let p = order.at(k);
             if let Some(value) = values[p].take() {
-                self.one(log.rows[p], log.instances[p], value);
+                let instance = self.instance(log.instance(p), log.row(p));
+                self.one(log.row(p), instance, value);
             }
         }
+    }
+
+    /// The instance a logged row held when written: kept by the log, or, while the rows are the
+    /// ones the log was recorded against, the row's holder now.
+    fn instance(&self, kept: Option<InstanceRef>, row: u32) -> InstanceRef {
+        if let Some(instance) = kept {
+            return instance;
+        }
+        let set = self.store.set(self.component).ok().filter(|_| self.unmoved);
+        set.and_then(|set| {
+            let row = row as usize;
+            Some(InstanceRef::new(*set.ids().get(row)?, *set.slots().get(row)?))
+        })
+        .expect("a log without its instances was recorded by run_parallel and is committed by it to the same store, whose rows cannot move in between")
     }
 
     /// Applies one write through the store's checked path: at its row while the row still holds
@@ -358,7 +545,7 @@ impl Apply<'_> {
 
 /// Fields written by more than one writer. Columns only one writer touched are skipped
 /// without looking at their rows.
-fn conflicts(sets: &[WriteSet], oracle: &impl OrderOracle) -> Vec<Conflict> {
+fn conflicts(store: &Store, sets: &[WriteSet], oracle: &impl OrderOracle) -> Vec<Conflict> {
     let mut writers_per_column: HashMap<(ComponentId, FieldId), Vec<(usize, usize)>> =
         HashMap::new();
     for (w, set) in sets.iter().enumerate() {
@@ -395,14 +582,24 @@ fn conflicts(sets: &[WriteSet], oracle: &impl OrderOracle) -> Vec<Conflict> {
             .unwrap_or(0);
         let mut owner = vec![usize::MAX; rows];
         for &(w, c) in &writers {
-            sets[w].columns[c].log.for_each_in_order(|row, instance| {
+            let column = &sets[w].columns[c];
+            // A log that kept no instances has its rows as recorded (see `Apply::instance`).
+            let holders = store
+                .set(component)
+                .ok()
+                .filter(|_| column.rows.hold(store, component));
+            column.log.for_each_in_order(|row, instance| {
                 let slot = &mut owner[row as usize];
                 if *slot != usize::MAX {
                     let (first, second) = (sets[*slot].rank, sets[w].rank);
+                    let instance = instance
+                        .map(|i| i.id)
+                        .or_else(|| holders.and_then(|set| set.ids().get(row as usize).copied()))
+                        .expect("a log without its instances was recorded by run_parallel and is committed by it to the same store, whose rows cannot move in between");
                     found.push(Conflict {
                         component,
                         field,
-                        instance: instance.id,
+                        instance,
                         first,
                         second,
                         ordered: oracle.ordered(first, second),

@@ -17,6 +17,15 @@
 //! [`run_parallel`] runs writers on a rayon pool and commits; with a [`Spare`]
 //! ([`run_parallel_with_spare`]) the memory of one frame's overlays is reused by the next.
 //!
+//! A writer that sweeps consecutive rows of a column (through [`OverlayColumn::write`] row
+//! after row, or [`OverlayColumn::write_run`] at once) records only the values. When the
+//! writers of a column swept rows that lie apart, and those rows have not moved since, the
+//! commit writes the whole column in one parallel pass of the store's
+//! [`ParWriter`](strata_component_store::ParWriter) (on the runner's pool, or the current rayon
+//! pool for [`commit`]), recording the changes in commit order; the result is the same as
+//! applying the writers one after another, with one tick for the column. Writers whose rows
+//! may overlap go one after another, in commit order, as always.
+//!
 //! # Example
 //!
 //! ```
@@ -56,6 +65,24 @@
 //! let set = overlay.finish();
 //! commit(&mut store, vec![set], &NoOrder);
 //! assert_eq!(*store.get::<i64>(at, score, n)?, 40);
+//!
+//! // Two writers each sweep their own rows as one run; the commit writes both in one pass.
+//! let more: Vec<InstanceRef> = arena
+//!     .create_many(ClassId::ENTITY, None, 99)?
+//!     .into_iter()
+//!     .map(|(id, slot)| InstanceRef::new(id, slot))
+//!     .collect();
+//! store.insert_many(&more, ClassId::ENTITY, score)?;
+//! let halves = [
+//!     Writer { rank: WriterRank::system(0, 1), work: 0..50 },
+//!     Writer { rank: WriterRank::system(1, 2), work: 50..100 },
+//! ];
+//! let report = run_parallel(&mut store, &pool, &halves, |rows, overlay| {
+//!     let mut column = overlay.column::<i64>(score, n)?;
+//!     column.write_run(rows.start, rows.clone().map(|row| row as i64))
+//! }, &NoOrder);
+//! assert_eq!((report.commit.applied, report.commit.conflicts.len()), (100, 0));
+//! assert_eq!(*store.get::<i64>(more[98], score, n)?, 99);
 //! # Ok::<(), Box<dyn std::error::Error>>(())
 //! ```
 //!

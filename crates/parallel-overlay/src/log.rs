@@ -2,16 +2,23 @@
 //!
 //! Invariant: a log holds at most one entry per row: the writer's latest value for that row,
 //! with the instance the row held when it was written and the sequence number of that latest
-//! write. A repeated write replaces the entry's value and sequence in place. `in_order` is true
-//! while the entries' sequences ascend with their positions; once a replacement breaks that,
-//! [`Log::order`] sorts positions by sequence. The row index (present only while the writer
-//! runs) maps a row to its entry: a hash map while the writer has touched few rows, a zeroed
-//! array indexed by row (whose untouched pages cost nothing) once it has touched more.
+//! write. A log starts as a run: while every write lands on the row after the previous one, entry
+//! `i` is row `start + i`, the entries are in sequence order, and only the values are kept (rows
+//! and sequences follow from the positions; instances are the store's and are copied only when
+//! the overlay finishes for a commit that may meet another store or a changed structure). The
+//! first write off the run spills it into parallel arrays of rows, instances, values and
+//! sequences (the run's sequences numbered from zero, below every later write's), and the log
+//! stays so. There, a repeated write replaces the entry's value and sequence in place;
+//! `in_order` is true while the entries' sequences ascend with their positions, and once a
+//! replacement breaks that, [`Log::order`] sorts positions by sequence. The row index (present
+//! only while the writer runs, and only once the run spilled) maps a row to its entry: a hash
+//! map while the writer has touched few rows, a zeroed array indexed by row (whose untouched
+//! pages cost nothing) once it has touched more.
 
 use std::sync::Arc;
 
 use hashbrown::HashMap;
-use strata_arena::{Transform, Vec3};
+use strata_arena::{InstanceId, Slot, Transform, Vec3};
 use strata_component_store::{FieldType, InstanceRef, Scalar, Value};
 
 use crate::spare::Spare;
@@ -91,9 +98,27 @@ impl RowIndex {
     }
 }
 
-/// One writer's entries for one column, as parallel arrays.
+/// The instances at the rows of a set, as the store holds them while a writer runs.
+#[derive(Clone, Copy)]
+pub(crate) struct Holders<'s> {
+    pub(crate) ids: &'s [InstanceId],
+    pub(crate) slots: &'s [Slot],
+}
+
+impl Holders<'_> {
+    /// The instance at a row of the set (rows a log holds are rows of the set).
+    fn at(&self, row: u32) -> InstanceRef {
+        let row = row as usize;
+        InstanceRef::new(self.ids[row], self.slots[row])
+    }
+}
+
+/// One writer's entries for one column: a run of values, or parallel arrays.
 #[derive(Clone, Debug, PartialEq)]
 pub struct Log<T> {
+    /// While `Some`, the log is a run starting at this row: entry `i` is row `start + i`, in
+    /// sequence order, and `rows` and `sequences` are empty (`instances` too, until captured).
+    run: Option<u32>,
     pub(crate) rows: Vec<u32>,
     pub(crate) instances: Vec<InstanceRef>,
     pub(crate) values: Vec<T>,
@@ -104,6 +129,7 @@ pub struct Log<T> {
 impl<T> Default for Log<T> {
     fn default() -> Self {
         Self {
+            run: None,
             rows: Vec::new(),
             instances: Vec::new(),
             values: Vec::new(),
@@ -115,16 +141,47 @@ impl<T> Default for Log<T> {
 
 impl<T> Log<T> {
     /// Records `value` for `row`, replacing this log's earlier entry for the row if it has one.
-    #[inline]
+    /// `holders` gives the instance at a row of the set.
+    #[inline(always)]
     pub(crate) fn record(
         &mut self,
         index: &mut RowIndex,
         spare: Option<&Spare>,
+        holders: Holders<'_>,
         row: u32,
-        instance: InstanceRef,
         value: T,
         sequence: u64,
     ) {
+        // The common case, a run going on, inline; the rest out of line.
+        if let Some(start) = self.run
+            && row as usize == start as usize + self.values.len()
+        {
+            self.values.push(value);
+            return;
+        }
+        self.record_off_run(index, spare, holders, row, value, sequence);
+    }
+
+    /// [`Log::record`] of a write that does not continue a run.
+    #[inline(never)]
+    fn record_off_run(
+        &mut self,
+        index: &mut RowIndex,
+        spare: Option<&Spare>,
+        holders: Holders<'_>,
+        row: u32,
+        value: T,
+        sequence: u64,
+    ) {
+        match self.run {
+            None if self.values.is_empty() => {
+                self.run = Some(row);
+                self.values.push(value);
+                return;
+            }
+            Some(start) => self.spill(index, spare, holders, start),
+            None => {}
+        }
         if let Some(position) = index.get(row) {
             let position = position as usize;
             self.values[position] = value;
@@ -136,21 +193,117 @@ impl<T> Log<T> {
         // (and positions + 1) fit.
         index.insert(row, self.rows.len() as u32, spare);
         self.rows.push(row);
-        self.instances.push(instance);
+        self.instances.push(holders.at(row));
         self.values.push(value);
         self.sequences.push(sequence);
     }
 
+    /// Records `values` at rows `start`, `start + 1`, ... with sequences from `first`, as that
+    /// many calls of [`Log::record`] would: appended at once while the log is a run ending at
+    /// `start` (or empty).
+    pub(crate) fn record_run(
+        &mut self,
+        index: &mut RowIndex,
+        spare: Option<&Spare>,
+        holders: Holders<'_>,
+        start: u32,
+        values: impl ExactSizeIterator<Item = T>,
+        first: u64,
+    ) {
+        if values.len() == 0 {
+            return;
+        }
+        match self.run {
+            Some(run) if start as usize == run as usize + self.values.len() => {
+                self.values.extend(values);
+            }
+            None if self.values.is_empty() => {
+                self.run = Some(start);
+                self.values.extend(values);
+            }
+            _ => {
+                for (i, value) in values.enumerate() {
+                    self.record(
+                        index,
+                        spare,
+                        holders,
+                        start + i as u32,
+                        value,
+                        first + i as u64,
+                    );
+                }
+            }
+        }
+    }
+
+    /// Turns a run into parallel arrays: its rows, their instances, sequences from zero (below
+    /// every later write's, since the writer has made at least that many writes), indexed.
+    #[cold]
+    fn spill(
+        &mut self,
+        index: &mut RowIndex,
+        spare: Option<&Spare>,
+        holders: Holders<'_>,
+        start: u32,
+    ) {
+        self.run = None;
+        let n = self.values.len() as u32;
+        self.rows.extend(start..start + n);
+        self.instances.truncate(0);
+        self.instances
+            .extend((start..start + n).map(|row| holders.at(row)));
+        self.sequences.extend(0..u64::from(n));
+        for (position, row) in (start..start + n).enumerate() {
+            index.insert(row, position as u32, spare);
+        }
+    }
+
     /// The latest value recorded for `row`.
     pub(crate) fn get(&self, index: &RowIndex, row: u32) -> Option<&T> {
-        index
-            .get(row)
-            .and_then(|position| self.values.get(position as usize))
+        match self.run {
+            Some(start) => self.values.get(row.checked_sub(start)? as usize),
+            None => index
+                .get(row)
+                .and_then(|position| self.values.get(position as usize)),
+        }
     }
 
     /// Entries.
     pub(crate) fn len(&self) -> usize {
-        self.rows.len()
+        self.values.len()
+    }
+
+    /// The first row, while the log is a run.
+    pub(crate) fn run_start(&self) -> Option<u32> {
+        self.run
+    }
+
+    /// The row of the entry at `position`.
+    #[inline]
+    pub(crate) fn row(&self, position: usize) -> u32 {
+        match self.run {
+            Some(start) => start + position as u32,
+            None => self.rows[position],
+        }
+    }
+
+    /// The instance the row of the entry at `position` held when it was written, if the log
+    /// keeps it (a run keeps its instances only once captured).
+    #[inline]
+    pub(crate) fn instance(&self, position: usize) -> Option<InstanceRef> {
+        self.instances.get(position).copied()
+    }
+
+    /// Copies the instances of a run's rows from the set, for a commit that may need them.
+    pub(crate) fn capture(&mut self, holders: Holders<'_>) {
+        if let Some(start) = self.run
+            && self.instances.len() < self.values.len()
+        {
+            let n = self.values.len() as u32;
+            self.instances.clear();
+            self.instances
+                .extend((start..start + n).map(|row| holders.at(row)));
+        }
     }
 
     /// Entry positions in sequence order.
@@ -163,8 +316,14 @@ impl<T> Log<T> {
         Order::Sorted(order)
     }
 
+    /// Whether the entries' rows ascend strictly in sequence order (a run, or arrays written so).
+    pub(crate) fn ascending(&self) -> bool {
+        self.run.is_some() || (self.in_order && self.rows.windows(2).all(|pair| pair[0] < pair[1]))
+    }
+
     /// Empties the log, keeping its memory.
     fn clear(&mut self) {
+        self.run = None;
         self.rows.clear();
         self.instances.clear();
         self.values.clear();
@@ -262,8 +421,8 @@ impl ColumnLog {
         &mut self,
         index: &mut RowIndex,
         spare: Option<&Spare>,
+        holders: Holders<'_>,
         row: u32,
-        instance: InstanceRef,
         value: Value,
         sequence: u64,
     ) -> Result<(), &'static str> {
@@ -271,11 +430,11 @@ impl ColumnLog {
         each_log!(self,
         log => {
             let value = Scalar::from_value(value).ok_or(kind)?;
-            log.record(index, spare, row, instance, value, sequence);
+            log.record(index, spare, holders, row, value, sequence);
             Ok(())
         },
         log => {
-            log.record(index, spare, row, instance, value, sequence);
+            log.record(index, spare, holders, row, value, sequence);
             Ok(())
         })
     }
@@ -302,23 +461,32 @@ impl ColumnLog {
         each_log!(self, log => log.capacity_bytes())
     }
 
-    /// Visits the rows and instances of the entries in sequence order.
-    pub(crate) fn for_each_in_order(&self, mut f: impl FnMut(u32, InstanceRef)) {
+    /// Visits the rows of the entries in sequence order, with the instance each row held when
+    /// it was written, when the log keeps it (see [`Log::instance`]).
+    pub(crate) fn for_each_in_order(&self, mut f: impl FnMut(u32, Option<InstanceRef>)) {
         each_log!(self, log => {
             let order = log.order();
             for k in 0..order.len() {
                 let p = order.at(k);
-                f(log.rows[p], log.instances[p]);
+                f(log.row(p), log.instance(p));
             }
         })
     }
 
     /// The lowest and highest row written, if any.
     pub(crate) fn row_span(&self) -> Option<(u32, u32)> {
-        each_log!(self, log => log.rows.iter().fold(None, |span, &row| match span {
-            None => Some((row, row)),
-            Some((min, max)) => Some((row.min(min), row.max(max))),
-        }))
+        each_log!(self, log => match log.run_start() {
+            Some(start) => Some((start, start + (log.len() as u32).checked_sub(1)?)),
+            None => log.rows.iter().fold(None, |span, &row| match span {
+                None => Some((row, row)),
+                Some((min, max)) => Some((row.min(min), row.max(max))),
+            }),
+        })
+    }
+
+    /// Copies the instances of a run's rows (see [`Log::capture`]).
+    pub(crate) fn capture(&mut self, holders: Holders<'_>) {
+        each_log!(self, log => log.capture(holders))
     }
 }
 
@@ -329,12 +497,21 @@ pub trait Logged: Scalar + Send {
     /// The typed log, when the column log holds this type.
     #[doc(hidden)]
     fn log_mut(column: &mut ColumnLog) -> Option<&mut Log<Self>>;
+    /// The typed log, when the column log holds this type.
+    #[doc(hidden)]
+    fn log_ref(column: &ColumnLog) -> Option<&Log<Self>>;
 }
 
 macro_rules! logged {
     ($t:ty, $variant:ident) => {
         impl Logged for $t {
             fn log_mut(column: &mut ColumnLog) -> Option<&mut Log<Self>> {
+                match column {
+                    ColumnLog::$variant(log) => Some(log),
+                    _ => None,
+                }
+            }
+            fn log_ref(column: &ColumnLog) -> Option<&Log<Self>> {
                 match column {
                     ColumnLog::$variant(log) => Some(log),
                     _ => None,

@@ -3,20 +3,24 @@
 //! Invariant: a writer keeps one log per (component, field) it writes, holding at most one
 //! entry per row (the latest value, the instance the row held, and the sequence number of that
 //! write); a repeated write replaces the entry's value and sequence. Each log records the
-//! allocation of the component's definition its field id was resolved against (fixed while the
-//! overlay borrows the store). A writer reads its own
+//! allocation of the component's definition its field id was resolved against, and the store
+//! and set structural revision its rows are rows of (all fixed while the overlay borrows the
+//! store). A finished write set keeps the instance of every logged row (`Overlay::finish`
+//! copies those a run left to the store), except one finished for `run_parallel`, whose commit
+//! meets the very rows it recorded. A writer reads its own
 //! latest write; every other read goes to the store, which no writer changes until commit, so
 //! no writer ever sees another's uncommitted writes, whatever lane or order they ran in.
 
 use std::fmt;
 
-use strata_arena::{ClassId, InstanceId, Slot};
+use strata_arena::ClassId;
 use strata_component_store::{
-    ComponentId, ComponentSet, FieldId, FieldType, InstanceRef, Scalar, Store, StoreError, Value,
+    ComponentId, ComponentSet, FieldId, FieldType, InstanceRef, Scalar, Store, StoreError, StoreId,
+    Value,
 };
 
 use crate::error::OverlayError;
-use crate::log::{ColumnLog, Log, Logged, RowIndex};
+use crate::log::{ColumnLog, Holders, Log, Logged, RowIndex};
 use crate::spare::Spare;
 
 /// The tier of writers that run first at commit: execution groups, ranked by hierarchy order.
@@ -74,8 +78,28 @@ struct ColumnState {
     field: FieldId,
     /// The allocation of the definition `field` belongs to.
     allocation: u64,
+    /// The rows the log's rows are rows of (see [`Rows`]).
+    rows: Rows,
     index: RowIndex,
     log: ColumnLog,
+}
+
+/// Which rows a log was recorded against: the store and the set's structural revision. While
+/// both are the same at commit, every logged row still holds the instance it held when written.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) struct Rows {
+    pub(crate) store: StoreId,
+    pub(crate) structure: u64,
+}
+
+impl Rows {
+    /// Whether `store` still has the rows this was taken from, for `component`.
+    pub(crate) fn hold(&self, store: &Store, component: ComponentId) -> bool {
+        self.store == store.id()
+            && store
+                .set(component)
+                .is_ok_and(|set| set.structural_revision() == self.structure)
+    }
 }
 
 /// One writer's overlay over a store it only reads.
@@ -235,8 +259,10 @@ impl<'s> Overlay<'s> {
         Ok(OverlayColumn {
             log,
             index,
-            ids: set.ids(),
-            slots: set.slots(),
+            holders: Holders {
+                ids: set.ids(),
+                slots: set.slots(),
+            },
             established,
             spare: *spare,
             sequence,
@@ -284,6 +310,10 @@ impl<'s> Overlay<'s> {
             component,
             field,
             allocation: set.def().allocation(),
+            rows: Rows {
+                store: self.store.id(),
+                structure: set.structural_revision(),
+            },
             index: RowIndex::new(set.len()),
             log,
         });
@@ -307,19 +337,21 @@ impl<'s> Overlay<'s> {
             component: def.name().to_owned(),
             row,
         })?;
+        debug_assert_eq!(
+            set.ids().get(row as usize),
+            Some(&instance.id),
+            "a recorded row holds the instance it was written for"
+        );
         let hit = self.column_state(component, field, &field_def.ty, set);
         let column = &mut self.columns[hit];
         let sequence = self.sequence + 1;
+        let holders = Holders {
+            ids: set.ids(),
+            slots: set.slots(),
+        };
         column
             .log
-            .record_value(
-                &mut column.index,
-                self.spare,
-                row,
-                instance,
-                value,
-                sequence,
-            )
+            .record_value(&mut column.index, self.spare, holders, row, value, sequence)
             .map_err(|found| def.type_mismatch(field_def, found))?;
         self.sequence = sequence;
         Ok(())
@@ -360,22 +392,45 @@ impl<'s> Overlay<'s> {
     }
 
     /// Ends the writer's run: its writes, detached from the store borrow, ready to commit. The
-    /// row indexes are dropped here; the commit needs only the logs.
+    /// row indexes are dropped here; the commit needs only the logs, and the instances their
+    /// rows held, which are copied now for logs that kept only values (a commit into another
+    /// store, or after rows moved, goes by instance).
     pub fn finish(self) -> WriteSet {
+        let store = self.store;
+        self.finish_with(|component, log| {
+            if let Ok(set) = store.set(component) {
+                log.capture(Holders {
+                    ids: set.ids(),
+                    slots: set.slots(),
+                });
+            }
+        })
+    }
+
+    /// [`Overlay::finish`] for a commit into the store this overlay reads, before anything
+    /// else changes its structure (as `run_parallel` commits): the logs' rows still hold their
+    /// instances then, so a run's are not copied.
+    pub(crate) fn finish_in_place(self) -> WriteSet {
+        self.finish_with(|_, _| {})
+    }
+
+    fn finish_with(self, mut capture: impl FnMut(ComponentId, &mut ColumnLog)) -> WriteSet {
         let spare = self.spare;
         WriteSet {
             rank: self.rank,
             columns: self
                 .columns
                 .into_iter()
-                .map(|c| {
+                .map(|mut c| {
                     if let Some(spare) = spare {
                         c.index.give_to(spare);
                     }
+                    capture(c.component, &mut c.log);
                     WrittenColumn {
                         component: c.component,
                         field: c.field,
                         allocation: c.allocation,
+                        rows: c.rows,
                         log: c.log,
                     }
                 })
@@ -391,8 +446,7 @@ impl<'s> Overlay<'s> {
 pub struct OverlayColumn<'o, 's, T: Logged> {
     log: &'o mut Log<T>,
     index: &'o mut RowIndex,
-    ids: &'s [InstanceId],
-    slots: &'s [Slot],
+    holders: Holders<'s>,
     established: &'s [T],
     spare: Option<&'s Spare>,
     sequence: &'o mut u64,
@@ -403,26 +457,27 @@ pub struct OverlayColumn<'o, 's, T: Logged> {
 impl<T: Logged> OverlayColumn<'_, '_, T> {
     /// Rows of the set.
     pub fn len(&self) -> usize {
-        self.ids.len()
+        self.holders.ids.len()
     }
 
     /// Whether the set has no rows.
     pub fn is_empty(&self) -> bool {
-        self.ids.is_empty()
+        self.holders.ids.is_empty()
     }
 
     /// The instance at a row.
     pub fn instance(&self, row: usize) -> Option<InstanceRef> {
-        Some(InstanceRef::new(*self.ids.get(row)?, *self.slots.get(row)?))
+        Some(InstanceRef::new(
+            *self.holders.ids.get(row)?,
+            *self.holders.slots.get(row)?,
+        ))
     }
 
     /// Records a write of `value` at `row`; a repeated write replaces this writer's earlier
     /// value and takes a new sequence number.
     #[inline]
     pub fn write(&mut self, row: usize, value: T) -> Result<(), OverlayError> {
-        let (Some(&id), Some(&slot), Ok(key)) =
-            (self.ids.get(row), self.slots.get(row), u32::try_from(row))
-        else {
+        let (true, Ok(key)) = (row < self.holders.ids.len(), u32::try_from(row)) else {
             return Err(StoreError::RowOutOfRange {
                 component: self.component.to_owned(),
                 row,
@@ -433,10 +488,42 @@ impl<T: Logged> OverlayColumn<'_, '_, T> {
         self.log.record(
             self.index,
             self.spare,
+            self.holders,
             key,
-            InstanceRef::new(id, slot),
             value,
             *self.sequence,
+        );
+        Ok(())
+    }
+
+    /// Records `values` at rows `start`, `start + 1`, ... in that order: the same as writing
+    /// each with [`OverlayColumn::write`], in one step while this writer's writes to the column
+    /// have swept the rows up to `start` in order. Refused, recording nothing, when the rows
+    /// run past the set's.
+    pub fn write_run<I>(&mut self, start: usize, values: I) -> Result<(), OverlayError>
+    where
+        I: IntoIterator<Item = T>,
+        I::IntoIter: ExactSizeIterator,
+    {
+        let values = values.into_iter();
+        let rows = self.holders.ids.len();
+        let end = start.checked_add(values.len());
+        let (Some(end), Ok(first)) = (end.filter(|&end| end <= rows), u32::try_from(start)) else {
+            return Err(StoreError::RowOutOfRange {
+                component: self.component.to_owned(),
+                row: start.max(rows),
+            }
+            .into());
+        };
+        let sequence = *self.sequence + 1;
+        *self.sequence += (end - start) as u64;
+        self.log.record_run(
+            self.index,
+            self.spare,
+            self.holders,
+            first,
+            values,
+            sequence,
         );
         Ok(())
     }
@@ -466,6 +553,8 @@ pub(crate) struct WrittenColumn {
     /// The allocation of the definition `field` was resolved against: the commit refuses the
     /// column's writes when the store's definition is another one.
     pub(crate) allocation: u64,
+    /// The rows the log's rows are rows of.
+    pub(crate) rows: Rows,
     pub(crate) log: ColumnLog,
 }
 

@@ -2,12 +2,15 @@
 //!
 //! Invariant: every writer gets its own overlay over the same shared, unchanging view of the
 //! store; nothing is written to the store until all writers have finished, and the commit order
-//! is the writers' ranks, so the result is the same for any thread count.
+//! is the writers' ranks, so the result is the same for any thread count. The store stays
+//! borrowed from the first overlay to the end of the commit, so the commit meets exactly the
+//! rows the writers recorded (their runs' instances are not copied), and its parallel column
+//! passes run on the writers' pool.
 
 use rayon::prelude::*;
 use strata_component_store::Store;
 
-use crate::commit::{CommitReport, OrderOracle, commit, commit_with_spare};
+use crate::commit::{CommitReport, OrderOracle, commit_on};
 use crate::error::OverlayError;
 use crate::overlay::{Overlay, WriterRank};
 use crate::spare::Spare;
@@ -75,7 +78,9 @@ fn run_inner<W: Sync>(
                     None => Overlay::new(writer.rank, shared),
                 };
                 let outcome = run(&writer.work, &mut overlay);
-                (overlay.finish(), outcome)
+                // The commit below runs on this very store, unchanged since: see
+                // `Overlay::finish_in_place`.
+                (overlay.finish_in_place(), outcome)
             })
             .collect()
     });
@@ -88,9 +93,7 @@ fn run_inner<W: Sync>(
         }
         sets.push(set);
     }
-    report.commit = match spare {
-        Some(spare) => commit_with_spare(store, sets, oracle, spare),
-        None => commit(store, sets, oracle),
-    };
+    // The commit's parallel column passes run on the writers' pool.
+    report.commit = commit_on(store, sets, oracle, spare, Some(pool));
     report
 }

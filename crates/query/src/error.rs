@@ -26,6 +26,9 @@ pub enum QueryError {
     /// of its components changed: run the query again.
     #[error("the pass's matches are stale for this store: run the query again")]
     StaleMatches,
+    /// A parallel pass was asked for chunks of no rows, or for no chunks.
+    #[error("a parallel pass needs at least one row per chunk and at least one chunk")]
+    ZeroChunks,
     /// The store refused an access the query made.
     #[error(transparent)]
     Store(#[from] StoreError),

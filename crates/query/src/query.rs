@@ -785,8 +785,17 @@ impl<'q> Pass<'q> {
         Ok(changed?)
     }
 
+    /// The component of a required term.
+    pub(crate) fn term_component(&self, term: usize) -> Result<ComponentId, QueryError> {
+        self.spec
+            .with
+            .get(term)
+            .copied()
+            .ok_or(QueryError::NoSuchTerm(term))
+    }
+
     /// Refuses a store the matches were not built against, or whose structure moved since.
-    fn check(&self, store: &Store) -> Result<(), QueryError> {
+    pub(crate) fn check(&self, store: &Store) -> Result<(), QueryError> {
         self.stamp.verified_set(store, usize::MAX).map(|_| ())
     }
 }
