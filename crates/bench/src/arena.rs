@@ -209,7 +209,7 @@ fn snapshot_diff(n: u64, written: u64) -> Workload {
     Workload::new(
         "arena_snapshot_diff",
         n,
-        "pointer comparison, shared pages skipped",
+        "pages shared by both snapshots skipped by pointer comparison; the written pages compared record by record",
         move |b| {
             let (mut arena, _, children) = flat(n);
             let before = arena.snapshot();

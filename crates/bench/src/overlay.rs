@@ -315,7 +315,7 @@ fn parallel_write() -> Workload {
     Workload::new(
         "parallel_write",
         PARALLEL_WRITE_SIZE,
-        "Pass::par_update_each of a cached query over Heat (stamp check) on a 2-thread rayon pool (ThreadPool::install): the matched rows cut into 4 contiguous chunks (Chunks::Count), each written in place by one task with compare-before-write, a u64 changed tick and a dirty mask per row, the chunks' change log, dirty list and events merged in chunk order",
+        "Pass::par_update_each of a cached query over Heat (stamp check) on a 2-thread rayon pool (ThreadPool::install): the matched rows cut into 4 contiguous chunks (Chunks::Count), each written in place by one task with compare-before-write, a u64 changed tick, a dirty bit and a change-log position per changed row, the chunks' change log, dirty list and events merged in chunk order",
         move |b| {
             let n = PARALLEL_WRITE_SIZE as usize;
             let (arena, mut store, component, field, _) = world(n);
@@ -374,7 +374,7 @@ fn overlay_parallel_write() -> Workload {
     Workload::new(
         "overlay_parallel_write",
         PARALLEL_WRITE_SIZE,
-        "the writes of parallel_write through the overlay path for writers whose rows may overlap: 4 writers on a 2-thread rayon pool, each recording its contiguous quarter of the rows into its own overlay over the shared store as one run of values (Overlay::column, OverlayColumn::write_run; run_parallel_with_spare: log memory recycled across runs, as across frames); then the commit in rank order: the writers' runs lie apart and their rows have not moved, so one parallel pass of the store's ParWriter writes them in place (a piece per 64k rows of a writer, compare-before-write, changed tick, dirty mask; change log, dirty list and events merged in rank order)",
+        "the writes of parallel_write through the overlay path for writers whose rows may overlap: 4 writers on a 2-thread rayon pool, each recording its contiguous quarter of the rows into its own overlay over the shared store as one run of values (Overlay::column, OverlayColumn::write_run; run_parallel_with_spare: log memory recycled across runs, as across frames); then the commit in rank order: the writers' runs lie apart and their rows have not moved, so one parallel pass of the store's ParWriter writes them in place (a piece per 64k rows of a writer, compare-before-write, changed tick, dirty bit; change log, dirty list and events merged in rank order)",
         move |b| {
             let n = PARALLEL_WRITE_SIZE as usize;
             let (_, mut store, component, field, _) = world(n);

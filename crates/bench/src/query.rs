@@ -9,7 +9,8 @@ use std::hint::black_box;
 
 use strata_arena::{Arena, ClassId, InstanceId, Snapshot, Transform, Vec3};
 use strata_component_store::{
-    ComponentDef, ComponentId, FieldDef, FieldId, InstanceRef, RefPolicy, Scalar, Store, StoreError,
+    ComponentDef, ComponentId, DestroyOutcome, FieldDef, FieldId, InstanceRef, RefPolicy, Scalar,
+    Store, StoreError,
 };
 use strata_query::{Query, QuerySpec};
 
@@ -186,7 +187,7 @@ fn spawn(n: u64) -> Workload {
     Workload::new(
         "spawn",
         n,
-        "arena create (one Arc'd node, queued event) + 4 single inserts (typed default row, RowInit::set)",
+        "arena create (one 64-byte node record in a shared page; consecutive creations under one parent share one event) + 4 single inserts (typed default row, RowInit::set)",
         move |b| {
             b.iter_with_setup(empty_bodies, |(arena, store, body)| {
                 for i in 0..n {
@@ -245,7 +246,7 @@ fn iter2(n: u64) -> Workload {
     Workload::new(
         "iter2",
         n,
-        "cached query (stamp check), Pass::update writing Position from Velocity: dense slice walk, compare-before-write, changed tick + change log + dirty mask per row",
+        "cached query (stamp check), Pass::update writing Position from Velocity: dense slice walk, compare-before-write, changed tick, dirty bit and change-log position per changed row",
         move |b| {
             let mut world = bodies(n);
             b.iter(|| advance_all(&mut world));
@@ -310,7 +311,7 @@ fn frag_iter() -> Workload {
     Workload::new(
         "frag_iter",
         data::FRAG_KINDS * data::FRAG_PER_KIND,
-        "Data's own sparse set is contiguous whatever the other 26 kinds: one dense update pass negating every row (compare-before-write, changed tick, dirty mask)",
+        "Data's own sparse set is contiguous whatever the other 26 kinds: one dense update pass negating every row (compare-before-write, changed tick, dirty bit, change-log position)",
         move |b| {
             let mut world = fragmented();
             b.iter(|| frag_pass(&mut world));
@@ -545,9 +546,12 @@ fn despawn_then_respawn(world: &mut Movers) -> u64 {
         velocity,
     } = world;
     let mut n_despawned = 0;
+    let mut outcome = DestroyOutcome::default();
     for at in ats.iter().step_by(2) {
         let destruction = must(arena.destroy(at.id));
-        black_box(store.on_destroyed(&destruction.doomed));
+        outcome.clear();
+        store.on_destroyed_into(&destruction.doomed, &mut outcome);
+        black_box(&outcome);
         n_despawned += 1;
     }
     for _ in 0..2 {
@@ -576,7 +580,7 @@ fn despawn_respawn(n: u64) -> Workload {
     Workload::new(
         "despawn_respawn",
         n,
-        "arena destroy (tombstone + events) + Store::on_destroyed per entity; two drains (on_reclaimed) so slots are reused; then create + 2 inserts per entity",
+        "arena destroy (tombstone + events) + Store::on_destroyed_into (one outcome reused) per entity; two drains (on_reclaimed) so slots are reused; then create + 2 inserts per entity",
         move |b| {
             b.iter_with_setup(|| movers(n), despawn_then_respawn);
         },
@@ -616,9 +620,14 @@ fn referencing(n_holders: u64, n_targets: u64) -> Referencing {
 /// store cleared.
 fn destroy_targets(world: &mut Referencing) -> usize {
     let mut cleared = 0;
+    let mut outcome = DestroyOutcome::default();
     for t in &world.targets {
         let destruction = must(world.arena.destroy(*t));
-        cleared += world.store.on_destroyed(&destruction.doomed).cleared.len();
+        outcome.clear();
+        world
+            .store
+            .on_destroyed_into(&destruction.doomed, &mut outcome);
+        cleared += outcome.cleared.len();
     }
     cleared
 }
@@ -666,7 +675,7 @@ fn world_snapshot(n: u64) -> Workload {
     Workload::new(
         "world_snapshot",
         n,
-        "Arena::snapshot + Store::snapshot: copy-on-write, arena pages of Arc'd nodes and store sets shared behind Arc; nothing is copied until written (no peer has this operation)",
+        "Arena::snapshot + Store::snapshot: copy-on-write, arena pages of inline node records and store sets shared behind Arc; nothing is copied until written (no peer has this operation)",
         move |b| {
             let world = cloneable(n);
             b.iter(|| (world.arena.snapshot(), world.store.snapshot()));
@@ -692,7 +701,7 @@ fn world_clone_then_write(n: u64) -> Workload {
     Workload::new(
         "world_clone_then_write",
         n,
-        "Arena::snapshot + Store::snapshot, then Position x += 1 for every entity of the copy through a ColumnWriter: the first write deep-copies the Position set (sparse, ids, slots, columns, ticks, dirty masks, logs); Rotation, Velocity and the arena's pages stay shared",
+        "Arena::snapshot + Store::snapshot, then Position x += 1 for every entity of the copy through a ColumnWriter: the first write deep-copies the Position set (sparse, ids, slots, columns, ticks, dirty bitsets, change log); Rotation, Velocity and the arena's pages stay shared",
         move |b| {
             let world = cloneable(n);
             b.iter(|| clone_then_write(&world));

@@ -332,7 +332,7 @@ fn write_typed(n: u64) -> Workload {
         sized("store_write_typed", n),
         n,
         "Store::write::<f64>: sparse lookup with id check, typed compare, reference-field check, \
-         Arc::make_mut on the set, tick, dirty mask and dirty-row record",
+         Arc::make_mut on the set, tick, dirty bit and change-log position",
         move |b| {
             write_every_row(b, n, |store, health, instances, round| {
                 let mut changed = 0;
@@ -357,7 +357,7 @@ fn write_value(n: u64) -> Workload {
         n,
         "Store::write_value(Value::Number): sparse lookup with id check, type check, compare \
          against the current value read as a Value, Arc::make_mut on the set, Column::replace, \
-         tick, dirty mask and dirty-row record",
+         tick, dirty bit and change-log position",
         move |b| {
             write_every_row(b, n, |store, health, instances, round| {
                 let mut changed = 0;
@@ -381,7 +381,7 @@ fn column_writer(n: u64) -> Workload {
         sized("store_column_writer", n),
         n,
         "ColumnWriter::<f64> by row: typed compare, the set made private once per writer, one \
-         tick shared by the writer, dirty mask and dirty-row record",
+         tick shared by the writer, dirty bit and change-log position",
         move |b| {
             write_every_row(b, n, |store, health, instances, round| {
                 let mut writer = must(store.column_writer::<f64>(health.component, health.field));

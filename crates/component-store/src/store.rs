@@ -92,6 +92,15 @@ pub struct DestroyOutcome {
     pub destroy: Vec<InstanceId>,
 }
 
+impl DestroyOutcome {
+    /// Empties the lists, keeping their memory for the next [`Store::on_destroyed_into`].
+    pub fn clear(&mut self) {
+        self.removed.clear();
+        self.cleared.clear();
+        self.destroy.clear();
+    }
+}
+
 /// The component sets of one world.
 #[derive(Debug)]
 pub struct Store {
