@@ -259,12 +259,12 @@ impl TrackMut<'_> {
         while row < n {
             let word = row / 64;
             let end = ((word + 1) * 64).min(n);
-            let rows = values[row..end]
-                .iter_mut()
-                .zip(&reads[row..end])
-                .zip(&mut track.changed[row..end]);
             let mut mask = 0u64;
             if logging {
+                let rows = values[row..end]
+                    .iter_mut()
+                    .zip(&reads[row..end])
+                    .zip(&mut track.changed[row..end]);
                 for (r, ((value, read), changed)) in (row..end).zip(rows) {
                     let next = f(value, read);
                     if !value.identical(&next) {
@@ -276,7 +276,42 @@ impl TrackMut<'_> {
                         mask |= 1 << (r % 64);
                     }
                 }
+            } else if !std::mem::needs_drop::<T>() {
+                // Plain values: every result is stored (storing the same bits changes nothing),
+                // so the loop has no branch, and the word's ticks follow its mask afterwards.
+                let first_bit = row % 64;
+                let mut bits = 0u64;
+                for (j, (value, read)) in values[row..end]
+                    .iter_mut()
+                    .zip(&reads[row..end])
+                    .enumerate()
+                {
+                    let next = f(value, read);
+                    bits |= u64::from(!value.identical(&next)) << j;
+                    *value = next;
+                }
+                mask = bits << first_bit;
+                let width = end - row;
+                let full = if width == 64 {
+                    u64::MAX
+                } else {
+                    ((1u64 << width) - 1) << first_bit
+                };
+                let changed = &mut track.changed[row..end];
+                if mask == full {
+                    changed.fill(tick);
+                } else {
+                    let mut rest = mask;
+                    while rest != 0 {
+                        changed[rest.trailing_zeros() as usize - first_bit] = tick;
+                        rest &= rest - 1;
+                    }
+                }
             } else {
+                let rows = values[row..end]
+                    .iter_mut()
+                    .zip(&reads[row..end])
+                    .zip(&mut track.changed[row..end]);
                 for (bit, ((value, read), changed)) in (row % 64..).zip(rows) {
                     let next = f(value, read);
                     if !value.identical(&next) {
