@@ -413,20 +413,26 @@ scalar!(
     }
 );
 
-/// Whether two vectors are the same bit for bit.
+/// Whether two vectors are the same bit for bit (every component compared, without a branch,
+/// so passes over vector columns can vectorise).
+#[inline(always)]
 pub(crate) fn same_vector(a: &Vec3, b: &Vec3) -> bool {
-    a.x.to_bits() == b.x.to_bits()
-        && a.y.to_bits() == b.y.to_bits()
-        && a.z.to_bits() == b.z.to_bits()
+    ((a.x.to_bits() ^ b.x.to_bits())
+        | (a.y.to_bits() ^ b.y.to_bits())
+        | (a.z.to_bits() ^ b.z.to_bits()))
+        == 0
 }
 
-/// Whether two transforms are the same bit for bit.
+/// Whether two transforms are the same bit for bit (every element compared, without a
+/// branch).
+#[inline(always)]
 pub(crate) fn same_transform(a: &Transform, b: &Transform) -> bool {
     a.rows
         .iter()
         .flatten()
         .zip(b.rows.iter().flatten())
-        .all(|(x, y)| x.to_bits() == y.to_bits())
+        .fold(0u32, |differ, (x, y)| differ | (x.to_bits() ^ y.to_bits()))
+        == 0
 }
 scalar!(
     Option<InstanceId>,

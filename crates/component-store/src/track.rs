@@ -281,14 +281,11 @@ impl TrackMut<'_> {
                 // so the loop has no branch, and the word's ticks follow its mask afterwards.
                 let first_bit = row % 64;
                 let mut bits = 0u64;
-                for (j, (value, read)) in values[row..end]
-                    .iter_mut()
-                    .zip(&reads[row..end])
-                    .enumerate()
-                {
-                    let next = f(value, read);
-                    bits |= u64::from(!value.identical(&next)) << j;
-                    *value = next;
+                let (word_values, word_reads) = (&mut values[row..end], &reads[row..end]);
+                for j in 0..word_values.len().min(word_reads.len()) {
+                    let next = f(&word_values[j], &word_reads[j]);
+                    bits |= u64::from(!word_values[j].identical(&next)) << j;
+                    word_values[j] = next;
                 }
                 mask = bits << first_bit;
                 let width = end - row;
