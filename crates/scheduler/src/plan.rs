@@ -242,10 +242,64 @@ impl Plan {
     }
 }
 
-/// Builds the plan of `systems`, indexed by id (`None` for removed ids).
+/// Builds the plan of `systems`, indexed by id (`None` for removed ids), in steps: index names
+/// and sets, turn declarations into edges, stop the cycles, order each stage, collect the
+/// diagnostics and assemble the planned systems.
 pub(crate) fn build<B>(systems: &[Option<&System<B>>]) -> Plan {
-    let n = systems.len();
-    let mut names: HashMap<&str, usize> = HashMap::with_capacity(n);
+    let Index {
+        names,
+        sets,
+        enabled,
+    } = index(systems);
+    // Declarations into edges. Each declaration gets an ordinal in the documented diagnostic
+    // order; what it produced is kept with it, so diagnostics found after the cycles (edges to a
+    // stopped system) take their place among the others.
+    let Declared {
+        edges,
+        links,
+        noted,
+    } = declare(systems, &names, &sets, &enabled);
+    let (edges, reasons) = edges.finish();
+    let successors = Rows::new(
+        systems.len(),
+        edges
+            .iter()
+            .map(|edge| (edge.from.index() as usize, edge.to.index() as usize)),
+    );
+    let Cycles { cycles, stopped } = find_cycles(systems, &enabled, &edges, &successors);
+    let Ordered {
+        order,
+        position,
+        stage_starts,
+        reach,
+    } = order_stages(systems, &enabled, &stopped, &edges, &successors);
+    let diagnostics = diagnose(systems, noted, &links, &stopped, &cycles);
+    Plan {
+        systems: planned_systems(systems, &enabled, &stopped, &position),
+        order,
+        stage_starts,
+        edges,
+        reasons,
+        cycles,
+        reach,
+        diagnostics,
+    }
+}
+
+/// The lookups a build resolves declarations with.
+struct Index<'a> {
+    /// Each live system's index, by name.
+    names: HashMap<&'a str, usize>,
+    /// Each set's live members, in index order, by set name.
+    sets: HashMap<&'a str, Vec<usize>>,
+    /// Whether the system at each index is live and enabled.
+    enabled: Vec<bool>,
+}
+
+/// The indexing step: returns every live system's index by name, every set's members, and
+/// which systems are enabled.
+fn index<'a, B>(systems: &[Option<&'a System<B>>]) -> Index<'a> {
+    let mut names: HashMap<&str, usize> = HashMap::with_capacity(systems.len());
     let mut sets: HashMap<&str, Vec<usize>> = HashMap::new();
     for (i, system) in systems.iter().enumerate() {
         let Some(system) = system else { continue };
@@ -254,46 +308,64 @@ pub(crate) fn build<B>(systems: &[Option<&System<B>>]) -> Plan {
             sets.entry(set).or_default().push(i);
         }
     }
-    let enabled: Vec<bool> = systems
+    let enabled = systems
         .iter()
         .map(|system| system.is_some_and(|system| system.enabled))
         .collect();
-    let stage_of = |i: usize| systems[i].map(System::stage);
-    let name_of = |i: usize| systems[i].map_or_else(String::new, |s| s.name.to_string());
+    Index {
+        names,
+        sets,
+        enabled,
+    }
+}
 
-    // Declarations into edges. Each declaration gets an ordinal in the documented diagnostic
-    // order; what it produced is kept with it, so diagnostics found after the cycles (edges to a
-    // stopped system) take their place among the others.
-    let Declared {
-        edges,
-        links,
-        mut noted,
-    } = declare(systems, &names, &sets, &enabled);
-    let (edges, reasons) = edges.finish();
-    let successors = Rows::new(
-        n,
-        edges
-            .iter()
-            .map(|edge| (edge.from.index() as usize, edge.to.index() as usize)),
-    );
+/// The stage of the system at index `i`, or `None` for a removed id.
+fn stage_of<B>(systems: &[Option<&System<B>>], i: usize) -> Option<Stage> {
+    systems[i].map(System::stage)
+}
 
-    // Cycles: strongly connected components of more than one system (self edges are never
-    // added, so a single system is never a cycle).
+/// The name of the system at index `i`, or an empty string for a removed id.
+fn name_of<B>(systems: &[Option<&System<B>>], i: usize) -> String {
+    systems[i].map_or_else(String::new, |s| s.name.to_string())
+}
+
+/// The hierarchy-order key of the live system at index `i`: its hierarchy position, then its
+/// index (registration order).
+fn order_key<'s, B>(systems: &[Option<&'s System<B>>], i: usize) -> (&'s HierarchyKey, usize) {
+    let system = systems[i].expect("only live systems take part in the graph");
+    (&system.hierarchy, i)
+}
+
+/// The systems stopped in cycles.
+struct Cycles {
+    /// The cycles, by stage, then by their first member's hierarchy order.
+    cycles: Vec<Cycle>,
+    /// For each index, the cycle that stopped the system, if any.
+    stopped: Vec<Option<usize>>,
+}
+
+/// The cycle step: finds the strongly connected components of more than one enabled system
+/// (self edges are never added, so a single system is never a cycle) and returns them as
+/// [`Cycle`] records in report order, with the cycle index of every stopped system.
+fn find_cycles<B>(
+    systems: &[Option<&System<B>>],
+    enabled: &[bool],
+    edges: &[Edge],
+    successors: &Rows,
+) -> Cycles {
+    let n = systems.len();
     let mut graph: DiGraph<usize, ()> = DiGraph::with_capacity(n, edges.len());
     let mut node_of: Vec<Option<NodeIndex>> = vec![None; n];
     for i in (0..n).filter(|&i| enabled[i]) {
         node_of[i] = Some(graph.add_node(i));
     }
-    for edge in &edges {
+    for edge in edges {
         let (from, to) = (edge.from.index() as usize, edge.to.index() as usize);
         if let (Some(a), Some(b)) = (node_of[from], node_of[to]) {
             graph.add_edge(a, b, ());
         }
     }
-    let key = |i: usize| {
-        let system = systems[i].expect("only live systems take part in the graph");
-        (&system.hierarchy, i)
-    };
+    let key = |i: usize| order_key(systems, i);
     let mut components: Vec<Vec<usize>> = tarjan_scc(&graph)
         .into_iter()
         .filter(|component| component.len() > 1)
@@ -305,7 +377,7 @@ pub(crate) fn build<B>(systems: &[Option<&System<B>>]) -> Plan {
         .collect();
     components.sort_by_key(|members| {
         let first = members[0];
-        (stage_of(first).map(Stage::index), key(first))
+        (stage_of(systems, first).map(Stage::index), key(first))
     });
     let mut stopped: Vec<Option<usize>> = vec![None; n];
     let mut cycles = Vec::with_capacity(components.len());
@@ -313,20 +385,45 @@ pub(crate) fn build<B>(systems: &[Option<&System<B>>]) -> Plan {
         for &i in members {
             stopped[i] = Some(c);
         }
-        let chain = cycle_chain(members, &successors, &key);
+        let chain = cycle_chain(members, successors, &key);
         cycles.push(Cycle {
-            stage: stage_of(members[0]).unwrap_or(Stage::Frame(crate::Phase::Update)),
+            stage: stage_of(systems, members[0]).unwrap_or(Stage::Frame(crate::Phase::Update)),
             chain: chain.into_iter().map(id).collect(),
             members: members.iter().copied().map(id).collect(),
-            names: members.iter().map(|&i| name_of(i)).collect(),
+            names: members.iter().map(|&i| name_of(systems, i)).collect(),
         });
     }
+    Cycles { cycles, stopped }
+}
 
-    // Each stage in topological order, ties broken by hierarchy order (Kahn's algorithm over a
-    // priority queue). Only edges between scheduled systems count.
+/// The scheduled systems in run order, stage by stage, with each stage's reachability.
+struct Ordered {
+    /// Every scheduled system in run order.
+    order: Vec<SystemId>,
+    /// For each index, the system's scheduled position, if it is scheduled.
+    position: Vec<Option<u32>>,
+    /// `stage_starts[s]..stage_starts[s + 1]` is stage `s`'s slice of `order`.
+    stage_starts: [u32; Stage::COUNT + 1],
+    /// Each stage's reachability, over positions within the stage.
+    reach: Vec<Reach>,
+}
+
+/// The ordering step: puts each stage in topological order, ties broken by hierarchy order
+/// (Kahn's algorithm over a priority queue), and records each stage's reachability. Only edges
+/// between scheduled systems (enabled and not stopped) count. Returns the run order, every
+/// system's position, where each stage starts, and the reachability of each stage.
+fn order_stages<B>(
+    systems: &[Option<&System<B>>],
+    enabled: &[bool],
+    stopped: &[Option<usize>],
+    edges: &[Edge],
+    successors: &Rows,
+) -> Ordered {
+    let n = systems.len();
+    let key = |i: usize| order_key(systems, i);
     let scheduled = |i: usize| enabled[i] && stopped[i].is_none();
     let mut waiting_on = vec![0_usize; n];
-    for edge in &edges {
+    for edge in edges {
         let (from, to) = (edge.from.index() as usize, edge.to.index() as usize);
         if scheduled(from) && scheduled(to) {
             waiting_on[to] += 1;
@@ -334,7 +431,7 @@ pub(crate) fn build<B>(systems: &[Option<&System<B>>]) -> Plan {
     }
     let mut by_stage: Vec<Vec<usize>> = vec![Vec::new(); Stage::COUNT];
     for i in (0..n).filter(|&i| scheduled(i)) {
-        if let Some(stage) = stage_of(i) {
+        if let Some(stage) = stage_of(systems, i) {
             by_stage[stage.index()].push(i);
         }
     }
@@ -343,7 +440,7 @@ pub(crate) fn build<B>(systems: &[Option<&System<B>>]) -> Plan {
     let mut stage_starts = [0_u32; Stage::COUNT + 1];
     let mut reach = Vec::with_capacity(Stage::COUNT);
     let mut ready: BinaryHeap<Reverse<(&HierarchyKey, usize)>> = BinaryHeap::new();
-    let (mut offsets, mut targets) = (Vec::new(), Vec::new());
+    let mut rows = StageRows::default();
     for (s, members) in by_stage.iter().enumerate() {
         let start = order.len();
         stage_starts[s] = start as u32;
@@ -366,28 +463,65 @@ pub(crate) fn build<B>(systems: &[Option<&System<B>>]) -> Plan {
             }
         }
         debug_assert_eq!(order.len() - start, members.len(), "cycles were removed");
-        // The stage's edges in local positions, for its reachability.
-        offsets.clear();
-        targets.clear();
-        offsets.push(0);
-        for system in &order[start..] {
+        reach.push(rows.stage_reach(&order[start..], start, &position, successors));
+    }
+    stage_starts[Stage::COUNT] = order.len() as u32;
+    Ordered {
+        order,
+        position,
+        stage_starts,
+        reach,
+    }
+}
+
+/// Buffers for one stage's edges in local positions, reused from stage to stage.
+#[derive(Default)]
+struct StageRows {
+    offsets: Vec<usize>,
+    targets: Vec<usize>,
+}
+
+impl StageRows {
+    /// The reachability step of one ordered stage: `stage_order` is the stage's slice of the
+    /// run order, starting at position `start`. Returns the [`Reach`] of the stage's edges in
+    /// positions local to the stage (edges to systems that are not scheduled are left out).
+    fn stage_reach(
+        &mut self,
+        stage_order: &[SystemId],
+        start: usize,
+        position: &[Option<u32>],
+        successors: &Rows,
+    ) -> Reach {
+        self.offsets.clear();
+        self.targets.clear();
+        self.offsets.push(0);
+        for system in stage_order {
             let i = system.index() as usize;
-            targets.extend(
+            self.targets.extend(
                 successors
                     .of(i)
                     .iter()
                     .filter_map(|&next| position[next].map(|p| p as usize - start)),
             );
-            offsets.push(targets.len());
+            self.offsets.push(self.targets.len());
         }
-        reach.push(Reach::from_rows(order.len() - start, &offsets, &targets));
+        Reach::from_rows(stage_order.len(), &self.offsets, &self.targets)
     }
-    stage_starts[Stage::COUNT] = order.len() as u32;
+}
 
-    // A declaration joining a running system to a stopped one: the running one was ordered as
-    // if it were absent, so say which order does not hold.
+/// The diagnostics step: adds a warning for each declaration joining a running system to a
+/// stopped one (the running one was ordered as if it were absent, so it says which order does
+/// not hold) to the diagnostics `declare` noted, and returns them all in declaration order,
+/// followed by the cycles.
+fn diagnose<B>(
+    systems: &[Option<&System<B>>],
+    mut noted: Vec<(usize, Diagnostic)>,
+    links: &[Link<'_>],
+    stopped: &[Option<usize>],
+    cycles: &[Cycle],
+) -> ScheduleDiagnostics {
     noted.extend(links.iter().filter_map(|link| {
-        link.stopped_neighbour(&stopped, name_of)
+        link.stopped_neighbour(stopped, |i| name_of(systems, i))
             .map(|diagnostic| (link.ordinal, diagnostic))
     }));
     // A stable sort: within one declaration, the order the diagnostics were found.
@@ -396,10 +530,21 @@ pub(crate) fn build<B>(systems: &[Option<&System<B>>]) -> Plan {
     for (_, diagnostic) in noted {
         diagnostics.push(diagnostic);
     }
-    for cycle in &cycles {
+    for cycle in cycles {
         diagnostics.push(Diagnostic::Cycle(cycle.clone()));
     }
-    let planned = systems
+    diagnostics
+}
+
+/// The assembly step: returns what the plan keeps about each system, indexed by id (`None` for
+/// removed ids), with the state the build gave it.
+fn planned_systems<B>(
+    systems: &[Option<&System<B>>],
+    enabled: &[bool],
+    stopped: &[Option<usize>],
+    position: &[Option<u32>],
+) -> Vec<Option<PlannedSystem>> {
+    systems
         .iter()
         .enumerate()
         .map(|(i, system)| {
@@ -416,26 +561,71 @@ pub(crate) fn build<B>(systems: &[Option<&System<B>>]) -> Plan {
                 },
             })
         })
-        .collect();
-    Plan {
-        systems: planned,
-        order,
-        stage_starts,
-        edges,
-        reasons,
-        cycles,
-        reach,
-        diagnostics,
-    }
+        .collect()
 }
 
 /// What the declarations of the enabled systems produced: the edges, each edge's declaration
 /// (to report it if one end is stopped), and the diagnostics, each with its declaration's
 /// ordinal in the documented diagnostic order.
+#[derive(Default)]
 struct Declared<'a> {
     edges: Edges,
     links: Vec<Link<'a>>,
     noted: Vec<(usize, Diagnostic)>,
+}
+
+/// One declaration being resolved: `declarer` said `relation` `target`.
+struct Site<'a> {
+    /// The declaration's place in the diagnostic order.
+    ordinal: usize,
+    declarer: usize,
+    name: &'a Arc<str>,
+    stage: Stage,
+    relation: Relation,
+    target: &'a Arc<str>,
+}
+
+impl Site<'_> {
+    /// The declaration as diagnostics report it.
+    fn declaration(&self) -> Declaration {
+        Declaration {
+            system: id(self.declarer),
+            name: self.name.to_string(),
+            relation: self.relation,
+            target: self.target.to_string(),
+        }
+    }
+
+    /// The diagnostic for a target `other` in another stage than the declarer's.
+    fn cross_stage<B>(&self, systems: &[Option<&System<B>>], other: usize) -> Diagnostic {
+        Diagnostic::CrossStage {
+            declaration: self.declaration(),
+            stage: self.stage,
+            other: id(other),
+            other_name: name_of(systems, other),
+            other_stage: stage_of(systems, other).unwrap_or(self.stage),
+        }
+    }
+}
+
+impl<'a> Declared<'a> {
+    /// Notes a diagnostic about the declaration at `site`.
+    fn note(&mut self, site: &Site<'a>, diagnostic: Diagnostic) {
+        self.noted.push((site.ordinal, diagnostic));
+    }
+
+    /// Adds the edge the declaration at `site` makes with `other`, and keeps the declaration.
+    fn edge(&mut self, site: &Site<'a>, other: usize, via_set: bool) {
+        self.edges
+            .add(site.declarer, other, site.relation, site.target, via_set);
+        self.links.push(Link {
+            ordinal: site.ordinal,
+            declarer: site.declarer,
+            other,
+            relation: site.relation,
+            target: site.target,
+        });
+    }
 }
 
 /// Resolves every declaration's target to systems or set members and turns it into edges and
@@ -446,100 +636,113 @@ fn declare<'a, B>(
     sets: &HashMap<&str, Vec<usize>>,
     enabled: &[bool],
 ) -> Declared<'a> {
-    let stage_of = |i: usize| systems[i].map(System::stage);
-    let name_of = |i: usize| systems[i].map_or_else(String::new, |s| s.name.to_string());
-    let mut noted: Vec<(usize, Diagnostic)> = Vec::new();
-    let mut links: Vec<Link<'a>> = Vec::new();
-    let mut edges = Edges::default();
+    let mut declared = Declared::default();
     let mut ordinal = 0_usize;
     for (i, system) in systems.iter().enumerate() {
         let Some(system) = system.filter(|system| system.enabled) else {
             continue;
         };
-        let stage = system.stage();
-        let declared = [
+        let declarations = [
             (Relation::Before, &system.before),
             (Relation::After, &system.after),
         ];
-        for (relation, targets) in declared {
+        for (relation, targets) in declarations {
             for target in targets {
-                let k = ordinal;
-                ordinal += 1;
-                let mut link = |other: usize| {
-                    links.push(Link {
-                        ordinal: k,
-                        declarer: i,
-                        other,
-                        relation,
-                        target,
-                    });
-                };
-                let mut note = |diagnostic: Diagnostic| noted.push((k, diagnostic));
-                let declaration = || Declaration {
-                    system: id(i),
-                    name: system.name.to_string(),
+                let site = Site {
+                    ordinal,
+                    declarer: i,
+                    name: &system.name,
+                    stage: system.stage(),
                     relation,
-                    target: target.to_string(),
+                    target,
                 };
-                let cross = |other: usize| Diagnostic::CrossStage {
-                    declaration: declaration(),
-                    stage,
-                    other: id(other),
-                    other_name: name_of(other),
-                    other_stage: stage_of(other).unwrap_or(stage),
-                };
+                ordinal += 1;
                 if let Some(&other) = names.get(&**target) {
-                    if other == i {
-                        note(Diagnostic::SelfTarget {
-                            declaration: declaration(),
-                        });
-                    } else if !enabled[other] {
-                        note(Diagnostic::DisabledTarget {
-                            declaration: declaration(),
-                        });
-                    } else if stage_of(other) != Some(stage) {
-                        note(cross(other));
-                    } else {
-                        edges.add(i, other, relation, target, false);
-                        link(other);
-                    }
+                    declare_on_system(&mut declared, &site, systems, enabled, other);
                 } else if let Some(members) = sets.get(&**target) {
-                    let (mut any_enabled, mut any_disabled) = (false, false);
-                    for &other in members.iter().filter(|&&other| other != i) {
-                        if !enabled[other] {
-                            any_disabled = true;
-                            continue;
-                        }
-                        any_enabled = true;
-                        if stage_of(other) != Some(stage) {
-                            note(cross(other));
-                        } else {
-                            edges.add(i, other, relation, target, true);
-                            link(other);
-                        }
-                    }
-                    if any_disabled && !any_enabled {
-                        note(Diagnostic::DisabledTarget {
-                            declaration: declaration(),
-                        });
-                    } else if !any_disabled && !any_enabled {
-                        // Sets exist only through their members, so the declarer is the only one.
-                        note(Diagnostic::SelfOnlySet {
-                            declaration: declaration(),
-                        });
-                    }
+                    declare_on_set(&mut declared, &site, systems, enabled, members);
                 } else {
-                    note(Diagnostic::MissingTarget {
-                        declaration: declaration(),
-                    });
+                    declared.note(
+                        &site,
+                        Diagnostic::MissingTarget {
+                            declaration: site.declaration(),
+                        },
+                    );
                 }
             }
         }
     }
-    Declared {
-        edges,
-        links,
-        noted,
+    declared
+}
+
+/// Resolves a declaration whose target names the system `other`: an edge when `other` is
+/// another enabled system of the declarer's stage, a diagnostic otherwise.
+fn declare_on_system<'a, B>(
+    declared: &mut Declared<'a>,
+    site: &Site<'a>,
+    systems: &[Option<&System<B>>],
+    enabled: &[bool],
+    other: usize,
+) {
+    if other == site.declarer {
+        declared.note(
+            site,
+            Diagnostic::SelfTarget {
+                declaration: site.declaration(),
+            },
+        );
+    } else if !enabled[other] {
+        declared.note(
+            site,
+            Diagnostic::DisabledTarget {
+                declaration: site.declaration(),
+            },
+        );
+    } else if stage_of(systems, other) != Some(site.stage) {
+        declared.note(site, site.cross_stage(systems, other));
+    } else {
+        declared.edge(site, other, false);
+    }
+}
+
+/// Resolves a declaration whose target names a set: an edge to every other enabled member of
+/// the declarer's stage, a diagnostic for each member in another stage, and one when no other
+/// member is enabled.
+fn declare_on_set<'a, B>(
+    declared: &mut Declared<'a>,
+    site: &Site<'a>,
+    systems: &[Option<&System<B>>],
+    enabled: &[bool],
+    members: &[usize],
+) {
+    let (mut any_enabled, mut any_disabled) = (false, false);
+    for &other in members.iter().filter(|&&other| other != site.declarer) {
+        if !enabled[other] {
+            any_disabled = true;
+            continue;
+        }
+        any_enabled = true;
+        if stage_of(systems, other) != Some(site.stage) {
+            declared.note(site, site.cross_stage(systems, other));
+        } else {
+            declared.edge(site, other, true);
+        }
+    }
+    if any_disabled && !any_enabled {
+        declared.note(
+            site,
+            Diagnostic::DisabledTarget {
+                declaration: site.declaration(),
+            },
+        );
+    } else if !any_disabled && !any_enabled {
+        // Sets exist only through their members, so the declarer is the only one.
+        declared.note(
+            site,
+            Diagnostic::SelfOnlySet {
+                declaration: site.declaration(),
+            },
+        );
     }
 }
 
