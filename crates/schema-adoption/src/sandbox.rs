@@ -556,6 +556,10 @@ impl SchemaVm {
     }
 
     /// A field table's type and default; `depth` counts the enclosing types, this one included.
+    ///
+    /// Checks the nesting depth, charges the node and refuses options on an inner type, then
+    /// reads the kind: [`plain_type`] builds the kinds that hold no other field; list, map,
+    /// struct and optional build their inner types through this function, one level deeper.
     fn field_type(
         &self,
         name: &str,
@@ -563,7 +567,7 @@ impl SchemaVm {
         depth: usize,
         tally: &mut Tally,
     ) -> Result<(FieldType, Value), SchemaError> {
-        let bad = |what: &str| invalid_schema(format!("field `{name}`: {what}"));
+        let bad = |what: &str| field_error(name, what);
         if depth > MAX_NESTING {
             return Err(bad(&format!(
                 "field types nest more than {MAX_NESTING} deep (does a field table contain itself?)"
@@ -577,82 +581,10 @@ impl SchemaVm {
         }
         let kind: String = t.raw_get("kind").map_err(|e| bad(&e.to_string()))?;
         let default: LuaValue = t.raw_get("default").unwrap_or(LuaValue::Nil);
+        if let Some(plain) = plain_type(name, &kind, t, &default, tally)? {
+            return Ok(plain);
+        }
         Ok(match kind.as_str() {
-            "number" => {
-                let v = match default {
-                    LuaValue::Nil => 0.0,
-                    other => {
-                        as_number(&other).ok_or_else(|| bad("number default must be a number"))?
-                    }
-                };
-                (FieldType::Number, Value::Number(v))
-            }
-            "integer" => {
-                let v = match default {
-                    LuaValue::Nil => 0,
-                    other => as_integer(&other)
-                        .ok_or_else(|| bad("integer default must be a whole number"))?,
-                };
-                (FieldType::Integer, Value::Integer(v))
-            }
-            "boolean" => {
-                let v = match default {
-                    LuaValue::Nil => false,
-                    LuaValue::Boolean(b) => b,
-                    _ => return Err(bad("boolean default must be true or false")),
-                };
-                (FieldType::Boolean, Value::Boolean(v))
-            }
-            "text" => {
-                let v = match default {
-                    LuaValue::Nil => String::new(),
-                    other => string(&other).ok_or_else(|| bad("text default must be a string"))?,
-                };
-                tally.charge(v.len())?;
-                (FieldType::Text, Value::Text(v.into()))
-            }
-            "enum" => {
-                let variants = names(
-                    &t.raw_get("variants").unwrap_or(LuaValue::Nil),
-                    &format!("field `{name}`: enum variants"),
-                    tally,
-                )?;
-                if variants.is_empty() {
-                    return Err(bad("an enum needs at least one variant"));
-                }
-                let index = match default {
-                    LuaValue::Nil => 0,
-                    other => {
-                        let d = string(&other)
-                            .ok_or_else(|| bad("enum default must be a variant name"))?;
-                        variants
-                            .iter()
-                            .position(|v| **v == *d)
-                            .ok_or_else(|| bad(&format!("enum default `{d}` is not a variant")))?
-                    }
-                };
-                (FieldType::Enum(variants.into()), Value::Enum(index as u32))
-            }
-            "vector" => {
-                let c = |k: &str| -> Result<f32, SchemaError> {
-                    match t.raw_get::<LuaValue>(k).unwrap_or(LuaValue::Nil) {
-                        LuaValue::Nil => Ok(0.0),
-                        other => as_number(&other)
-                            .map(|v| v as f32)
-                            .ok_or_else(|| bad("vector components must be numbers")),
-                    }
-                };
-                (
-                    FieldType::Vector,
-                    Value::Vector(Vec3::new(c("x")?, c("y")?, c("z")?)),
-                )
-            }
-            "transform" => (
-                FieldType::Transform,
-                Value::Transform(Box::new(Transform::IDENTITY)),
-            ),
-            "ref" => (FieldType::Reference, Value::Reference(None)),
-            "buffer" => (FieldType::Buffer, Value::Buffer(Arc::from(Vec::new()))),
             "list" => {
                 let element = self
                     .field_table(name, &t.raw_get("element").unwrap_or(LuaValue::Nil))
@@ -663,52 +595,8 @@ impl SchemaVm {
                     Value::List(ListValue::EMPTY),
                 )
             }
-            "map" => {
-                let key = self
-                    .field_table(name, &t.raw_get("key").unwrap_or(LuaValue::Nil))
-                    .map_err(|_| bad("map needs a key field, such as map(text(), number())"))?;
-                let value = self
-                    .field_table(name, &t.raw_get("value").unwrap_or(LuaValue::Nil))
-                    .map_err(|_| bad("map needs a value field, such as map(text(), number())"))?;
-                let (key, _) = self.field_type(name, &key, depth + 1, tally)?;
-                if !matches!(
-                    key,
-                    FieldType::Text | FieldType::Integer | FieldType::Boolean | FieldType::Enum(_)
-                ) {
-                    return Err(bad("map keys must be text, integer, boolean or enum"));
-                }
-                let (value, _) = self.field_type(name, &value, depth + 1, tally)?;
-                (
-                    FieldType::Map(Box::new(key), Box::new(value)),
-                    Value::Map(Arc::default()),
-                )
-            }
-            "struct" => {
-                let LuaValue::Table(members) =
-                    t.raw_get::<LuaValue>("members").unwrap_or(LuaValue::Nil)
-                else {
-                    return Err(bad("struct needs a table of member fields"));
-                };
-                let mut list = Vec::new();
-                for pair in members.pairs::<LuaValue, LuaValue>() {
-                    let (key, value) = pair.map_err(|e| bad(&e.to_string()))?;
-                    let member =
-                        string(&key).ok_or_else(|| bad("struct member names must be strings"))?;
-                    let path = format!("{name}.{member}");
-                    tally.charge(path.len() + member.len())?;
-                    let table = self.field_table(&path, &value)?;
-                    let (ty, default) = self.field_type(&path, &table, depth + 1, tally)?;
-                    list.push(StructField {
-                        name: member.into(),
-                        ty,
-                        default,
-                    });
-                }
-                list.sort_by(|a, b| a.name.cmp(&b.name));
-                let ty = FieldType::Struct(list.into());
-                let default = ty.zero();
-                (ty, default)
-            }
+            "map" => self.map_type(name, t, depth, tally)?,
+            "struct" => self.struct_type(name, t, depth, tally)?,
             "optional" => {
                 let inner = self
                     .field_table(name, &t.raw_get("inner").unwrap_or(LuaValue::Nil))
@@ -721,6 +609,179 @@ impl SchemaVm {
             other => return Err(bad(&format!("unknown field kind `{other}`"))),
         })
     }
+
+    /// The map step of [`SchemaVm::field_type`]: reads the key and value fields of the map table
+    /// `t` at `depth` and returns the map type with an empty map as its default. Keys must be
+    /// text, integer, boolean or enum.
+    fn map_type(
+        &self,
+        name: &str,
+        t: &Table,
+        depth: usize,
+        tally: &mut Tally,
+    ) -> Result<(FieldType, Value), SchemaError> {
+        let bad = |what: &str| field_error(name, what);
+        let key = self
+            .field_table(name, &t.raw_get("key").unwrap_or(LuaValue::Nil))
+            .map_err(|_| bad("map needs a key field, such as map(text(), number())"))?;
+        let value = self
+            .field_table(name, &t.raw_get("value").unwrap_or(LuaValue::Nil))
+            .map_err(|_| bad("map needs a value field, such as map(text(), number())"))?;
+        let (key, _) = self.field_type(name, &key, depth + 1, tally)?;
+        if !matches!(
+            key,
+            FieldType::Text | FieldType::Integer | FieldType::Boolean | FieldType::Enum(_)
+        ) {
+            return Err(bad("map keys must be text, integer, boolean or enum"));
+        }
+        let (value, _) = self.field_type(name, &value, depth + 1, tally)?;
+        Ok((
+            FieldType::Map(Box::new(key), Box::new(value)),
+            Value::Map(Arc::default()),
+        ))
+    }
+
+    /// The struct step of [`SchemaVm::field_type`]: reads every member field of the struct table
+    /// `t` at `depth` (each named `name.member` in errors, its path charged to `tally`) and
+    /// returns the struct type, members sorted by name, with the struct of the members'
+    /// defaults as its default.
+    fn struct_type(
+        &self,
+        name: &str,
+        t: &Table,
+        depth: usize,
+        tally: &mut Tally,
+    ) -> Result<(FieldType, Value), SchemaError> {
+        let bad = |what: &str| field_error(name, what);
+        let LuaValue::Table(members) = t.raw_get::<LuaValue>("members").unwrap_or(LuaValue::Nil)
+        else {
+            return Err(bad("struct needs a table of member fields"));
+        };
+        let mut list = Vec::new();
+        for pair in members.pairs::<LuaValue, LuaValue>() {
+            let (key, value) = pair.map_err(|e| bad(&e.to_string()))?;
+            let member = string(&key).ok_or_else(|| bad("struct member names must be strings"))?;
+            let path = format!("{name}.{member}");
+            tally.charge(path.len() + member.len())?;
+            let table = self.field_table(&path, &value)?;
+            let (ty, default) = self.field_type(&path, &table, depth + 1, tally)?;
+            list.push(StructField {
+                name: member.into(),
+                ty,
+                default,
+            });
+        }
+        list.sort_by(|a, b| a.name.cmp(&b.name));
+        let ty = FieldType::Struct(list.into());
+        let default = ty.zero();
+        Ok((ty, default))
+    }
+}
+
+/// The error for the field `name`: `what` is wrong with it.
+fn field_error(name: &str, what: &str) -> SchemaError {
+    invalid_schema(format!("field `{name}`: {what}"))
+}
+
+/// The plain-kind step of [`SchemaVm::field_type`]: returns the type and default of a field of
+/// a kind that holds no other field (number, integer, boolean, text, enum, vector, transform,
+/// ref, buffer), reading `default` (the field table's default, `nil` when absent) or, for a
+/// vector, the components of `t`; `None` for any other kind. Text defaults and enum variants
+/// are charged to `tally`.
+fn plain_type(
+    name: &str,
+    kind: &str,
+    t: &Table,
+    default: &LuaValue,
+    tally: &mut Tally,
+) -> Result<Option<(FieldType, Value)>, SchemaError> {
+    let bad = |what: &str| field_error(name, what);
+    Ok(Some(match kind {
+        "number" => {
+            let v = match default {
+                LuaValue::Nil => 0.0,
+                other => as_number(other).ok_or_else(|| bad("number default must be a number"))?,
+            };
+            (FieldType::Number, Value::Number(v))
+        }
+        "integer" => {
+            let v = match default {
+                LuaValue::Nil => 0,
+                other => as_integer(other)
+                    .ok_or_else(|| bad("integer default must be a whole number"))?,
+            };
+            (FieldType::Integer, Value::Integer(v))
+        }
+        "boolean" => {
+            let v = match default {
+                LuaValue::Nil => false,
+                LuaValue::Boolean(b) => *b,
+                _ => return Err(bad("boolean default must be true or false")),
+            };
+            (FieldType::Boolean, Value::Boolean(v))
+        }
+        "text" => {
+            let v = match default {
+                LuaValue::Nil => String::new(),
+                other => string(other).ok_or_else(|| bad("text default must be a string"))?,
+            };
+            tally.charge(v.len())?;
+            (FieldType::Text, Value::Text(v.into()))
+        }
+        "enum" => enum_type(name, t, default, tally)?,
+        "vector" => {
+            let c = |k: &str| -> Result<f32, SchemaError> {
+                match t.raw_get::<LuaValue>(k).unwrap_or(LuaValue::Nil) {
+                    LuaValue::Nil => Ok(0.0),
+                    other => as_number(&other)
+                        .map(|v| v as f32)
+                        .ok_or_else(|| bad("vector components must be numbers")),
+                }
+            };
+            (
+                FieldType::Vector,
+                Value::Vector(Vec3::new(c("x")?, c("y")?, c("z")?)),
+            )
+        }
+        "transform" => (
+            FieldType::Transform,
+            Value::Transform(Box::new(Transform::IDENTITY)),
+        ),
+        "ref" => (FieldType::Reference, Value::Reference(None)),
+        "buffer" => (FieldType::Buffer, Value::Buffer(Arc::from(Vec::new()))),
+        _ => return Ok(None),
+    }))
+}
+
+/// The enum step of [`plain_type`]: reads the variants of the enum table `t` (charged to
+/// `tally`; at least one) and returns the enum type with `default`, a variant name, as its
+/// default (the first variant when `default` is `nil`).
+fn enum_type(
+    name: &str,
+    t: &Table,
+    default: &LuaValue,
+    tally: &mut Tally,
+) -> Result<(FieldType, Value), SchemaError> {
+    let bad = |what: &str| field_error(name, what);
+    let variants = names(
+        &t.raw_get("variants").unwrap_or(LuaValue::Nil),
+        &format!("field `{name}`: enum variants"),
+        tally,
+    )?;
+    if variants.is_empty() {
+        return Err(bad("an enum needs at least one variant"));
+    }
+    let index = match default {
+        LuaValue::Nil => 0,
+        other => {
+            let d = string(other).ok_or_else(|| bad("enum default must be a variant name"))?;
+            variants
+                .iter()
+                .position(|v| **v == *d)
+                .ok_or_else(|| bad(&format!("enum default `{d}` is not a variant")))?
+        }
+    };
+    Ok((FieldType::Enum(variants.into()), Value::Enum(index as u32)))
 }
 
 fn arg(args: &[LuaValue], index: usize) -> LuaValue {
