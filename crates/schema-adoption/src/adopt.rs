@@ -14,7 +14,7 @@ use std::sync::Arc;
 
 use strata_arena::{ClassId, InstanceId};
 use strata_component_store::{
-    ComponentDef, FieldType, FieldTypes, InstanceRef, OrphanRecord, Value,
+    ComponentDef, FieldDef, FieldType, FieldTypes, InstanceRef, OrphanRecord, Value,
 };
 
 use crate::convert::convert;
@@ -227,24 +227,11 @@ pub fn adopt(
     class_of: impl Fn(InstanceId) -> Option<ClassId>,
 ) -> Adopted {
     let mut adopted = Adopted {
-        report: ComponentReport {
-            component: def.name.to_string(),
-            version: def.version,
-            fields: def
-                .fields
-                .iter()
-                .map(|f| FieldReport {
-                    field: f.name.to_string(),
-                    ..FieldReport::default()
-                })
-                .collect(),
-            ..ComponentReport::default()
-        },
+        report: empty_report(def),
         ..Adopted::default()
     };
     let report = &mut adopted.report;
-    let mut claimed: Vec<bool> = Vec::new();
-    let mut by_name: Vec<Option<usize>> = Vec::new();
+    let mut claims = Claims::default();
     for row in rows {
         let id = row.at.id;
         let class_ok = class_of(id).is_some_and(|c| allowed.is_none_or(|a| a.contains(&c)));
@@ -253,86 +240,11 @@ pub fn adopt(
             adopted.unadopted.push(row);
             continue;
         }
-        // Current names claim their source fields first; then, in definition order, a field
-        // without one takes the first former name whose source field nobody claimed. A source
-        // field goes to one field at most.
-        claimed.clear();
-        claimed.resize(row.fields.len(), false);
-        by_name.clear();
-        by_name.extend(def.fields.iter().map(|field| {
-            let i = row.fields.iter().position(|s| s.name == field.name)?;
-            claimed[i] = true;
-            Some(i)
-        }));
-        let mut values = Vec::with_capacity(def.fields.len());
-        for ((field, field_report), &by_name) in
-            def.fields.iter().zip(&mut report.fields).zip(&by_name)
-        {
-            let (source, former) = match by_name {
-                Some(i) => (Some(i), None),
-                None => field
-                    .former_names
-                    .iter()
-                    .find_map(|former| {
-                        row.fields
-                            .iter()
-                            .enumerate()
-                            .position(|(i, s)| !claimed[i] && s.name == *former)
-                            .map(|i| (Some(i), Some(former.clone())))
-                    })
-                    .unwrap_or((None, None)),
-            };
-            let Some(i) = source else {
-                field_report.defaulted.record(id);
-                values.push(field.default.clone());
-                continue;
-            };
-            claimed[i] = true;
-            let source = &row.fields[i];
-            match convert(&source.value, row.type_of(i), &field.ty) {
-                Some(value) => {
-                    values.push(value);
-                    match former {
-                        None => field_report.kept.record(id),
-                        Some(former) => {
-                            let entry = match field_report
-                                .renamed_from
-                                .iter_mut()
-                                .find(|(name, _)| **name == *former)
-                            {
-                                Some(entry) => entry,
-                                None => {
-                                    field_report
-                                        .renamed_from
-                                        .push((former.to_string(), Outcome::default()));
-                                    field_report
-                                        .renamed_from
-                                        .last_mut()
-                                        .expect("an entry was just pushed")
-                                }
-                            };
-                            entry.1.record(id);
-                        }
-                    }
-                }
-                None => {
-                    field_report.reset.record(id);
-                    values.push(field.default.clone());
-                }
-            }
-        }
-        for (source, claimed) in row.fields.iter().zip(&claimed) {
+        claims.claim_current_names(def, &row);
+        let values = adopt_fields(def, &row, &mut claims, &mut report.fields);
+        for (source, claimed) in row.fields.iter().zip(&claims.claimed) {
             if !claimed {
-                let entry = match report.dropped.iter_mut().find(|(n, _)| **n == *source.name) {
-                    Some(entry) => entry,
-                    None => {
-                        report
-                            .dropped
-                            .push((source.name.to_string(), Outcome::default()));
-                        report.dropped.last_mut().expect("an entry was just pushed")
-                    }
-                };
-                entry.1.record(id);
+                named(&mut report.dropped, &source.name).record(id);
             }
         }
         if row.version < def.version {
@@ -344,4 +256,120 @@ pub fn adopt(
     }
     report.dropped.sort_by(|a, b| a.0.cmp(&b.0));
     adopted
+}
+
+/// The report of adopting onto `def` before any row: the component, its version, and one empty
+/// field report per field of the definition, in definition order.
+fn empty_report(def: &ComponentDef) -> ComponentReport {
+    ComponentReport {
+        component: def.name.to_string(),
+        version: def.version,
+        fields: def
+            .fields
+            .iter()
+            .map(|f| FieldReport {
+                field: f.name.to_string(),
+                ..FieldReport::default()
+            })
+            .collect(),
+        ..ComponentReport::default()
+    }
+}
+
+/// Which source fields of one row are claimed, and by which field; the buffers are reused from
+/// row to row.
+#[derive(Default)]
+struct Claims {
+    /// Per source field of the row: whether a field of the definition has claimed it.
+    claimed: Vec<bool>,
+    /// Per field of the definition: the source field of the same name, if the row has one.
+    by_name: Vec<Option<usize>>,
+}
+
+impl Claims {
+    /// The first claiming step for `row`: every field of `def` claims the source field of its
+    /// current name. Resets what the previous row claimed.
+    fn claim_current_names(&mut self, def: &ComponentDef, row: &SourceRow) {
+        let claimed = &mut self.claimed;
+        claimed.clear();
+        claimed.resize(row.fields.len(), false);
+        self.by_name.clear();
+        self.by_name.extend(def.fields.iter().map(|field| {
+            let i = row.fields.iter().position(|s| s.name == field.name)?;
+            claimed[i] = true;
+            Some(i)
+        }));
+    }
+
+    /// The second claiming step, for `field`, the field at `at` in definition order: returns the
+    /// source field it takes its value from and, when that came through a former name, the name.
+    /// A field without a source field of its current name takes the first of its former names
+    /// whose source field nobody claimed. The source field returned is marked claimed.
+    fn source_of(
+        &mut self,
+        at: usize,
+        field: &FieldDef,
+        row: &SourceRow,
+    ) -> Option<(usize, Option<Arc<str>>)> {
+        let (i, former) = match self.by_name[at] {
+            Some(i) => (i, None),
+            None => field.former_names.iter().find_map(|former| {
+                row.fields
+                    .iter()
+                    .enumerate()
+                    .position(|(i, s)| !self.claimed[i] && s.name == *former)
+                    .map(|i| (i, Some(former.clone())))
+            })?,
+        };
+        self.claimed[i] = true;
+        Some((i, former))
+    }
+}
+
+/// The value step for one adopted row: returns its values in the definition's field order, each
+/// converted from the source field the field claims (its current name first, then a former
+/// name), or the default when there is none or it does not convert, and records each outcome in
+/// `field_reports`. `claims` must hold the row's current-name claims.
+fn adopt_fields(
+    def: &ComponentDef,
+    row: &SourceRow,
+    claims: &mut Claims,
+    field_reports: &mut [FieldReport],
+) -> Vec<Value> {
+    let id = row.at.id;
+    let mut values = Vec::with_capacity(def.fields.len());
+    for (at, (field, field_report)) in def.fields.iter().zip(field_reports).enumerate() {
+        let Some((i, former)) = claims.source_of(at, field, row) else {
+            field_report.defaulted.record(id);
+            values.push(field.default.clone());
+            continue;
+        };
+        let source = &row.fields[i];
+        match convert(&source.value, row.type_of(i), &field.ty) {
+            Some(value) => {
+                values.push(value);
+                match former {
+                    None => field_report.kept.record(id),
+                    Some(former) => named(&mut field_report.renamed_from, &former).record(id),
+                }
+            }
+            None => {
+                field_report.reset.record(id);
+                values.push(field.default.clone());
+            }
+        }
+    }
+    values
+}
+
+/// The outcome kept under `name` in `entries`, added at the end when it is not there yet.
+fn named<'a>(entries: &'a mut Vec<(String, Outcome)>, name: &str) -> &'a mut Outcome {
+    let at = match entries.iter().position(|(n, _)| n == name) {
+        Some(at) => at,
+        None => {
+            entries.push((name.to_owned(), Outcome::default()));
+            entries.len() - 1
+        }
+    };
+    &mut entries[at].1
 }
