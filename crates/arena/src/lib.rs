@@ -74,6 +74,7 @@ mod lifecycle;
 mod math;
 mod node;
 mod outbox;
+mod reserve;
 mod revision;
 mod snapshot;
 mod state;
@@ -87,14 +88,15 @@ pub use crate::class::{
 pub use crate::copy::{CloneMap, ExternalRefs, Graft};
 pub use crate::error::ArenaError;
 pub use crate::event::{
-    Doomed, Event, Lineage, MovedIds, PartWrite, PartWriteKind, TopologyChange,
+    DestroyedBatch, Doomed, Event, Lineage, MovedIds, PartWrite, PartWriteKind, TopologyChange,
 };
 pub use crate::id::{ArenaId, Guid, IdRange, InstanceId, PersistentId, Slot};
 pub use crate::journal::{BoundedJournal, HistoryUnavailable, JournalRead};
-pub use crate::lifecycle::{Destruction, DoomedList, Drained, LifecycleScope};
+pub use crate::lifecycle::{BulkDestruction, Destruction, DoomedList, Drained, LifecycleScope};
 pub use crate::math::{Color3, Transform, UDim2, Vec3};
 pub use crate::node::Node;
 pub use crate::outbox::{PART_LOG_CAPACITY, TOPOLOGY_LOG_CAPACITY};
+pub use crate::reserve::Reservation;
 pub use crate::revision::{Revision, Revisions};
 pub use crate::snapshot::{Ancestors, Children, Descendants, Snapshot, SnapshotDiff};
 pub use crate::state::{
