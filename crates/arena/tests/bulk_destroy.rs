@@ -5,7 +5,7 @@
 
 mod common;
 
-use common::{assert_refused_unchanged, children, place};
+use common::{assert_refused_unchanged, children};
 use strata_arena::{Arena, ArenaError, ClassId, Doomed, Event, InstanceId, TopologyChange};
 
 /// Two arenas built by the same steps from the same seed: a workspace with folders holding
