@@ -188,8 +188,9 @@ fn run(ops: Vec<Op>) {
                 let distinct = ids.iter().collect::<HashSet<_>>().len() == ids.len();
                 let accept = distinct
                     && ids.iter().all(|id| {
-                        !m.held(*id)
-                            && !(id.get() < InstanceId::CLIENT_RANGE_START && id.get() < m.next)
+                        let retired =
+                            id.get() < InstanceId::CLIENT_RANGE_START && id.get() < m.next;
+                        !m.held(*id) && !retired
                     });
                 let live = arena.live_count();
                 match arena.reserve_at(&ids) {
