@@ -1,10 +1,11 @@
 //! Creation: single, bulk and explicit-id creation, and the steps every creation shares (copies
-//! included).
+//! and published reservations included).
 //!
 //! Invariant: a creation validates the class, the parent and the room for its ids and slots
 //! before anything changes; then one clock tick covers the whole run, every new instance is
-//! appended in id order to its parent's children, and single and bulk creation differ only in
-//! how they announce it (`Created` per instance, or one `CreatedRange`).
+//! appended in order to its parent's children, and single, bulk and published creation differ
+//! only in where their ids and slots come from and how they announce it (`Created` per
+//! instance, or one `CreatedRange` or `CreatedList`).
 
 use std::sync::Arc;
 

@@ -2,7 +2,8 @@
 //!
 //! Invariant: every event describing a subtree shares one collected id list (`MovedIds`) and
 //! one ancestor chain (`Lineage`) instead of copying them per event; lists are ordered pre-order
-//! from the subtree root, and lineages nearest ancestor first.
+//! from the subtree root, and lineages nearest ancestor first. A bulk destruction's event and
+//! journal entry share one `DestroyedBatch`, and a published list's share one id list.
 
 use std::sync::Arc;
 

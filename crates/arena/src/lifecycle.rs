@@ -1,4 +1,5 @@
-//! Destruction, lifecycle scopes and two-drain reclamation.
+//! Destruction (one subtree with `destroy`, many with `destroy_many`, which announces them
+//! with one event and one journal entry), lifecycle scopes and two-drain reclamation.
 //!
 //! An instance goes through separate transitions: live → destroyed (a tombstone: detached, not
 //! live, not writable, out of the tag and persistent-id indexes, still holding its slot) →
