@@ -165,4 +165,13 @@ pub enum StoreError {
     /// snapshot included), was unregistered already, or its component was uninstalled.
     #[error("observer {0:?} is not registered in this store")]
     UnknownObserver(ObserverId),
+    /// A reference or enum field's column cannot be handed out whole (`Store::column_mut`):
+    /// the store must check and index every value written to it; use a column writer.
+    #[error("field {field:?} of component {component:?} needs checked writes: use a column writer")]
+    UncheckedColumn {
+        /// The component.
+        component: ComponentId,
+        /// The field.
+        field: FieldId,
+    },
 }

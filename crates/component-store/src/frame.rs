@@ -317,10 +317,11 @@ impl Frame {
         }
     }
 
-    /// Whether a column's writes are counted.
+    /// The value-write counter, when a column's writes are counted.
     #[inline]
-    pub(crate) fn tracks(&self, component: ComponentId, field: FieldId) -> bool {
-        !self.tracked.is_empty() && self.tracked.contains(&(component, field))
+    pub(crate) fn counter(&mut self, component: ComponentId, field: FieldId) -> Option<&mut u64> {
+        (!self.tracked.is_empty() && self.tracked.contains(&(component, field)))
+            .then_some(&mut self.value_count)
     }
 
     pub(crate) fn value_count(&self) -> u64 {

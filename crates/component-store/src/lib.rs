@@ -74,6 +74,7 @@
 
 mod changes;
 mod column;
+mod column_mut;
 mod copy;
 mod def;
 mod dirty;
@@ -95,6 +96,7 @@ mod view;
 
 pub use crate::changes::Changes;
 pub use crate::column::{Column, Scalar};
+pub use crate::column_mut::ColumnMut;
 pub use crate::copy::CopyPair;
 pub use crate::def::{
     ComponentDef, ComponentId, FieldDef, FieldId, FieldType, InstalledDef, RefPolicy, StructField,

@@ -973,17 +973,6 @@ impl Store {
         self.frame.value_count()
     }
 
-    /// Counts `n` explicit writes to a column when it is tracked.
-    #[inline]
-    pub(crate) fn count_values(&mut self, component: ComponentId, field: FieldId, n: u64) {
-        self.frame.count_values(component, field, n);
-    }
-
-    /// Marks a whole column dirty for the frame.
-    pub(crate) fn mark_whole_dirty(&mut self, component: ComponentId) {
-        self.frame.mark_whole(component);
-    }
-
     /// A set (not yet made private) beside the tick and event queue, for edits that need all
     /// three.
     #[inline]
@@ -1008,6 +997,7 @@ impl Store {
             Option<&ComponentSet>,
             &mut Tick,
             &mut Vec<StoreEvent>,
+            &mut Frame,
         ),
         StoreError,
     > {
@@ -1031,7 +1021,13 @@ impl Store {
                 .and_then(|s| s.as_ref().map(SharedSet::get)),
             _ => None,
         };
-        Ok((set, other, &mut self.tick, &mut self.events))
+        Ok((
+            set,
+            other,
+            &mut self.tick,
+            &mut self.events,
+            &mut self.frame,
+        ))
     }
 
     /// A private set beside the buffers a load reuses.
@@ -1116,7 +1112,10 @@ impl Store {
             return Ok(false);
         }
         if def.reference_fields.contains(&field) {
-            return self.write_row(component, row, field, value.into_value());
+            let changed = self.write_row(component, row, field, value.into_value())?;
+            self.frame
+                .count_values(component, field, u64::from(changed));
+            return Ok(changed);
         }
         let observed = def.def.observed;
         tick.0 += 1;
@@ -1128,6 +1127,7 @@ impl Store {
                 field,
             });
         }
+        self.frame.count_values(component, field, 1);
         Ok(true)
     }
 
@@ -1150,7 +1150,10 @@ impl Store {
         if set.value(row, field).is_some_and(|v| v.identical(&value)) {
             return Ok(false);
         }
-        self.write_row(component, row, field, value)
+        let changed = self.write_row(component, row, field, value)?;
+        self.frame
+            .count_values(component, field, u64::from(changed));
+        Ok(changed)
     }
 
     /// Writes a field at a row in dynamic form: the value is checked against the field's type;
@@ -1174,7 +1177,10 @@ impl Store {
         if set.value(row, field).is_some_and(|v| v.identical(&value)) {
             return Ok(false);
         }
-        self.write_row(component, row, field, value)
+        let changed = self.write_row(component, row, field, value)?;
+        self.frame
+            .count_values(component, field, u64::from(changed));
+        Ok(changed)
     }
 
     /// Writes a checked, different value at a row.
