@@ -169,9 +169,9 @@ proptest! {
                     }
                 }
                 Op::Write(i, v) => {
-                    if model.values.contains_key(&pool[i].id) {
+                    if let Some(slot) = model.values.get_mut(&pool[i].id) {
                         let changed = w.store.write(pool[i], c, f, v).unwrap();
-                        let old = model.values.insert(pool[i].id, v).unwrap();
+                        let old = std::mem::replace(slot, v);
                         prop_assert_eq!(changed, old != v);
                         if changed {
                             model.dirty.insert(pool[i].id);
