@@ -103,7 +103,8 @@ impl Store {
     ///     arena.classes(),
     /// )?;
     /// let value = store.field(speed, "value")?;
-    /// let a = InstanceRef::of(&arena, arena.create(ClassId::ENTITY, None)?)?;
+    /// let a = arena.create(ClassId::ENTITY, None)?;
+    /// let a = InstanceRef::of(&arena, a)?;
     /// store.add(a, ClassId::ENTITY, speed, [])?;
     /// store.end_frame();
     /// assert_eq!(store.frame_dirty(speed)?, FrameDirty::Clean);

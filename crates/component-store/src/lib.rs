@@ -37,6 +37,14 @@
 //!   [`Piece`]s of rows from separate tasks, each row by exactly one, and records their changes
 //!   afterwards in the order the pieces were given, so the store ends the same whatever ran them
 //!   ([`ChunkRunner`]; the store itself starts no thread).
+//! - Lifecycle observers ([`Store::observe`], [`Observer`], example there) hear every row
+//!   added, removed (values still readable) and moved, and each set's activation and
+//!   deactivation; registration replays nothing, and snapshots carry no observers.
+//! - Incremental consumers read what changed in the frame ([`Store::is_dirty`],
+//!   [`Store::frame_dirty`]; reads mark nothing, writes mark what they change,
+//!   [`Store::column_mut`] marks the whole column) and the structural residue after a count
+//!   ([`Store::structural_since`], or [`StructuralMissed`]: refresh); [`Store::end_frame`]
+//!   clears both.
 //!
 //! # Example
 //!

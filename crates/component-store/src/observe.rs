@@ -54,7 +54,8 @@ type SetFn = Box<dyn FnMut(&ComponentSet) + Send>;
 ///             removed.lock().unwrap().push(format!("removed {rows:?} at {value}"));
 ///         }),
 /// )?;
-/// let hero = InstanceRef::of(&arena, arena.create(ClassId::ENTITY, None)?)?;
+/// let hero = arena.create(ClassId::ENTITY, None)?;
+/// let hero = InstanceRef::of(&arena, hero)?;
 /// store.insert(hero, ClassId::ENTITY, health)?.set(current, 40.0)?;
 /// store.remove(hero, health)?;
 /// assert_eq!(*seen.lock().unwrap(), ["added 0..=0", "removed 0..=0 at 40"]);
