@@ -6,6 +6,7 @@
 use strata_arena::{ClassId, InstanceId};
 
 use crate::def::{ComponentId, FieldId};
+use crate::observe::ObserverId;
 
 /// Why a store operation was refused.
 #[derive(Clone, Debug, PartialEq, thiserror::Error)]
@@ -159,5 +160,18 @@ pub enum StoreError {
     SlotFromOtherStore {
         /// The set being loaded.
         component: ComponentId,
+    },
+    /// No observer is registered in this store under that id: it came from another store (a
+    /// snapshot included), was unregistered already, or its component was uninstalled.
+    #[error("observer {0:?} is not registered in this store")]
+    UnknownObserver(ObserverId),
+    /// A reference or enum field's column cannot be handed out whole (`Store::column_mut`):
+    /// the store must check and index every value written to it; use a column writer.
+    #[error("field {field:?} of component {component:?} needs checked writes: use a column writer")]
+    UncheckedColumn {
+        /// The component.
+        component: ComponentId,
+        /// The field.
+        field: FieldId,
     },
 }

@@ -37,6 +37,14 @@
 //!   [`Piece`]s of rows from separate tasks, each row by exactly one, and records their changes
 //!   afterwards in the order the pieces were given, so the store ends the same whatever ran them
 //!   ([`ChunkRunner`]; the store itself starts no thread).
+//! - Lifecycle observers ([`Store::observe`], [`Observer`], example there) hear every row
+//!   added, removed (values still readable) and moved, and each set's activation and
+//!   deactivation; registration replays nothing, and snapshots carry no observers.
+//! - Incremental consumers read what changed in the frame ([`Store::is_dirty`],
+//!   [`Store::frame_dirty`]; reads mark nothing, writes mark what they change,
+//!   [`Store::column_mut`] marks the whole column) and the structural residue after a count
+//!   ([`Store::structural_since`], or [`StructuralMissed`]: refresh); [`Store::end_frame`]
+//!   clears both.
 //!
 //! # Example
 //!
@@ -74,12 +82,15 @@
 
 mod changes;
 mod column;
+mod column_mut;
 mod copy;
 mod def;
 mod dirty;
 mod error;
+mod frame;
 mod handle;
 mod list;
+mod observe;
 mod orphan;
 mod par;
 mod refs;
@@ -93,6 +104,7 @@ mod view;
 
 pub use crate::changes::Changes;
 pub use crate::column::{Column, Scalar};
+pub use crate::column_mut::ColumnMut;
 pub use crate::copy::CopyPair;
 pub use crate::def::{
     ComponentDef, ComponentId, FieldDef, FieldId, FieldType, InstalledDef, RefPolicy, StructField,
@@ -100,8 +112,10 @@ pub use crate::def::{
 };
 pub use crate::dirty::FieldMask;
 pub use crate::error::StoreError;
+pub use crate::frame::{FrameDirty, RESIDUE_CAPACITY, StructuralMissed, StructuralResidue};
 pub use crate::handle::{Binding, ComponentHandle, RemovalReader, Removals};
 pub use crate::list::ListAccessor;
+pub use crate::observe::{Observer, ObserverId};
 pub use crate::orphan::{FieldTypes, OrphanRecord, Orphans};
 pub use crate::par::{ChunkRunner, InOrder, ParWriter, Piece};
 pub use crate::set::{

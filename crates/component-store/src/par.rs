@@ -186,7 +186,8 @@ impl Store {
                 return Err(StoreError::AliasedColumns { component, field });
             }
         }
-        let (shared, other, store_tick, events) = self.parts_split(component, read.map(|r| r.0))?;
+        let (shared, other, store_tick, events, _) =
+            self.parts_split(component, read.map(|r| r.0))?;
         let same_set_read = read.filter(|(rc, _)| *rc == component).map(|(_, rf)| rf);
         let other_values = match (read, other) {
             (Some((_, rf)), Some(other)) => other.values::<R>(rf).unwrap_or(&[]),

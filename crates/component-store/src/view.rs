@@ -74,6 +74,9 @@ pub struct ColumnWriter<'a, T: Scalar> {
     field: FieldId,
     observed: bool,
     tick: Option<Tick>,
+    /// The store's value-write counter, when this column's writes are counted
+    /// (`Store::track_value_count`); the public write methods add the rows they changed.
+    counter: Option<&'a mut u64>,
 }
 
 /// Where a writer stores: the set as it is (nothing written yet, so it may still be shared), a
@@ -119,9 +122,11 @@ impl Store {
                 return Err(StoreError::AliasedColumns { component, field });
             }
         }
-        let (shared, other, store_tick, events) = self.parts_split(component, read.map(|r| r.0))?;
+        let (shared, other, store_tick, events, frame) =
+            self.parts_split(component, read.map(|r| r.0))?;
         let def = Arc::clone(shared.def_arc());
         let observed = def.def().observed;
+        let counter = frame.counter(component, field);
         let same_set_read = read.filter(|(rc, _)| *rc == component).map(|(_, rf)| rf);
         let other_values = match (read, other) {
             (Some((_, rf)), Some(other)) => other.values::<R>(rf).unwrap_or(&[]),
@@ -149,6 +154,7 @@ impl Store {
                 field,
                 observed,
                 tick: None,
+                counter,
             },
             read_values,
         ))
@@ -232,16 +238,31 @@ impl<T: Scalar> ColumnWriter<'_, T> {
     pub fn update_dense<R>(
         &mut self,
         reads: &[R],
+        f: impl FnMut(&T, &R) -> T,
+    ) -> Result<usize, StoreError> {
+        let changed = self.dense_pass(reads, f)?;
+        self.count(changed);
+        Ok(changed)
+    }
+
+    /// Adds `changed` writes to the value-write counter, when this column is counted.
+    #[inline]
+    fn count(&mut self, changed: usize) {
+        if let Some(counter) = &mut self.counter {
+            **counter += changed as u64;
+        }
+    }
+
+    /// [`ColumnWriter::update_dense`] without counting.
+    fn dense_pass<R>(
+        &mut self,
+        reads: &[R],
         mut f: impl FnMut(&T, &R) -> T,
     ) -> Result<usize, StoreError> {
         // A reference field is written through the set (which keeps the reverse index), and its
         // writer's target only becomes the set at the first change: ask the definition.
         if self.observed || T::RANGED || self.def.reference_fields().contains(&self.field) {
-            return self.update_indexed(
-                reads.len(),
-                |i| (i, i),
-                |current, i| f(current, &reads[i]),
-            );
+            return self.indexed_pass(reads.len(), |i| (i, i), |current, i| f(current, &reads[i]));
         }
         let tick = self.tick();
         let field = self.field;
@@ -287,6 +308,18 @@ impl<T: Scalar> ColumnWriter<'_, T> {
     /// changed; refused, changing nothing, when a result is a value the field cannot hold
     /// (see [`ColumnWriter::check`]).
     pub fn update_indexed(
+        &mut self,
+        n: usize,
+        rows: impl FnMut(usize) -> (usize, usize),
+        f: impl FnMut(&T, usize) -> T,
+    ) -> Result<usize, StoreError> {
+        let changed = self.indexed_pass(n, rows, f)?;
+        self.count(changed);
+        Ok(changed)
+    }
+
+    /// [`ColumnWriter::update_indexed`] without counting.
+    fn indexed_pass(
         &mut self,
         n: usize,
         mut rows: impl FnMut(usize) -> (usize, usize),
@@ -380,7 +413,8 @@ impl<T: Scalar> ColumnWriter<'_, T> {
                         continue;
                     };
                     let next = f(&current, read);
-                    changed += usize::from(self.write(row, next)?);
+                    self.check(&next)?;
+                    changed += usize::from(self.store(row, next)?);
                 }
             }
         }
@@ -405,7 +439,9 @@ impl<T: Scalar> ColumnWriter<'_, T> {
     #[inline]
     pub fn write(&mut self, row: usize, value: T) -> Result<bool, StoreError> {
         self.check(&value)?;
-        self.store(row, value)
+        let changed = self.store(row, value)?;
+        self.count(usize::from(changed));
+        Ok(changed)
     }
 
     /// [`ColumnWriter::write`] of a value already checked.

@@ -136,6 +136,8 @@ fn initialisers_check_the_variant_range_before_the_row_is_visible() {
         Some(out_of_range("enum variant 3")),
         "RowInit::set"
     );
+    // The writer reports its row to observers when dropped, so it holds the store till then.
+    drop(init);
     assert_eq!(*w.store.get::<u32>(a, c, mood).unwrap(), 0);
 
     let b2 = w.spawn(ClassId::ENTITY);
@@ -145,6 +147,7 @@ fn initialisers_check_the_variant_range_before_the_row_is_visible() {
         Some(out_of_range("enum variant 7")),
         "BulkInit::fill"
     );
+    drop(bulk);
     assert_eq!(
         *w.store.get::<u32>(b, c, mood).unwrap(),
         0,
