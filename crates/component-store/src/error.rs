@@ -6,6 +6,7 @@
 use strata_arena::{ClassId, InstanceId};
 
 use crate::def::{ComponentId, FieldId};
+use crate::observe::ObserverId;
 
 /// Why a store operation was refused.
 #[derive(Clone, Debug, PartialEq, thiserror::Error)]
@@ -181,4 +182,8 @@ pub enum StoreError {
         /// How many instances the spawn adds.
         len: usize,
     },
+    /// No observer is registered in this store under that id: it came from another store (a
+    /// snapshot included), was unregistered already, or its component was uninstalled.
+    #[error("observer {0:?} is not registered in this store")]
+    UnknownObserver(ObserverId),
 }

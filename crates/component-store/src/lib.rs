@@ -78,8 +78,10 @@ mod copy;
 mod def;
 mod dirty;
 mod error;
+mod frame;
 mod handle;
 mod list;
+mod observe;
 mod orphan;
 mod par;
 mod refs;
@@ -101,8 +103,10 @@ pub use crate::def::{
 };
 pub use crate::dirty::FieldMask;
 pub use crate::error::StoreError;
+pub use crate::frame::{FrameDirty, RESIDUE_CAPACITY, StructuralMissed, StructuralResidue};
 pub use crate::handle::{Binding, ComponentHandle, RemovalReader, Removals};
 pub use crate::list::ListAccessor;
+pub use crate::observe::{Observer, ObserverId};
 pub use crate::orphan::{FieldTypes, OrphanRecord, Orphans};
 pub use crate::par::{ChunkRunner, InOrder, ParWriter, Piece};
 pub use crate::set::{

@@ -765,7 +765,7 @@ fn apply_spawn(
         take_back(store, &placed);
         return fail(arena, reservation, error.into());
     }
-    store.publish_placed(&components, &ats, tick);
+    store.publish_placed(&placed, &ats, tick);
     published.spawned += ats.len();
     Ok(())
 }
