@@ -627,3 +627,67 @@ fn discarding_releases_every_reservation() {
         assert!(!f.w.arena.is_live(id));
     }
 }
+
+#[test]
+fn observers_hear_a_batch_once_per_component_after_the_initializer() {
+    use std::sync::{Arc, Mutex};
+    use strata_component_store::Observer;
+    let mut f = fixture();
+    let calls = Arc::new(Mutex::new(Vec::new()));
+    let (added, removed, moved) = (calls.clone(), calls.clone(), calls.clone());
+    let current = f.current;
+    f.w.store
+        .observe(
+            f.health,
+            Observer::new()
+                .on_added(move |set, rows| {
+                    let values = set.values::<f64>(current).unwrap()[rows.clone()].to_vec();
+                    added
+                        .lock()
+                        .unwrap()
+                        .push(format!("added {rows:?} {values:?}"));
+                })
+                .on_removed(move |set, rows| {
+                    let ids = set.ids()[rows.clone()].len();
+                    removed
+                        .lock()
+                        .unwrap()
+                        .push(format!("removed {rows:?} ({ids} readable)"));
+                })
+                .on_moved(move |_, _, old, new| {
+                    moved.lock().unwrap().push(format!("moved {old}->{new}"));
+                }),
+        )
+        .unwrap();
+    let (health, current) = (f.health, f.current);
+    let mut stage = Stage::new(&f.w.arena, &f.w.store);
+    let ticket = stage
+        .spawn(
+            &mut f.w.arena,
+            3,
+            ClassId::ENTITY,
+            None,
+            &[health],
+            move |rows| {
+                rows.column_mut::<f64>(health, current)?.fill(5.0);
+                Ok::<(), StoreError>(())
+            },
+        )
+        .unwrap();
+    assert!(
+        calls.lock().unwrap().is_empty(),
+        "nothing observable before the commit"
+    );
+    stage.commit(&mut f.w.arena, &mut f.w.store).unwrap();
+    let members: Vec<InstanceRef> = ids_of(&ticket).iter().map(|id| f.w.at(*id)).collect();
+    stage.remove(&members[..1], health);
+    stage.commit(&mut f.w.arena, &mut f.w.store).unwrap();
+    assert_eq!(
+        *calls.lock().unwrap(),
+        vec![
+            "added 0..=2 [5.0, 5.0, 5.0]".to_owned(),
+            "moved 2->0".to_owned(),
+            "removed 2..=2 (1 readable)".to_owned(),
+        ]
+    );
+}
