@@ -319,6 +319,7 @@ impl Frame {
 
     /// Whether a column's writes are counted.
     #[inline]
+    #[allow(dead_code, reason = "not called yet on this branch")]
     pub(crate) fn tracks(&self, component: ComponentId, field: FieldId) -> bool {
         !self.tracked.is_empty() && self.tracked.contains(&(component, field))
     }

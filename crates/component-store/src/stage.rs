@@ -153,7 +153,7 @@ pub struct Published {
 #[error("staged operation {failed} failed after {} were published: {cause}", published.ops)]
 pub struct CommitError {
     /// What the operations before the failing one published (they stay).
-    pub published: Published,
+    pub published: Box<Published>,
     /// The failing operation's index among those the commit started with (0 for a foreign
     /// arena or store).
     pub failed: usize,
@@ -551,6 +551,10 @@ impl Stage {
     /// released and every later operation dropped; [`CommitError`] says how much of each.
     /// A foreign arena or store is refused before anything applies, and the stage keeps its
     /// operations.
+    #[allow(
+        clippy::result_large_err,
+        reason = "the error carries what was published; a commit is rare next to what it applies"
+    )]
     pub fn commit(
         &mut self,
         arena: &mut Arena,
@@ -565,7 +569,7 @@ impl Stage {
         };
         if let Some(cause) = foreign {
             return Err(CommitError {
-                published: Published::default(),
+                published: Box::default(),
                 failed: 0,
                 cause,
                 released: 0,
@@ -586,7 +590,7 @@ impl Stage {
                     dropped += 1;
                 }
                 return Err(CommitError {
-                    published,
+                    published: Box::new(published),
                     failed: index,
                     cause,
                     released,

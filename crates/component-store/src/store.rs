@@ -980,6 +980,7 @@ impl Store {
     }
 
     /// Marks a whole column dirty for the frame.
+    #[allow(dead_code, reason = "not called yet on this branch")]
     pub(crate) fn mark_whole_dirty(&mut self, component: ComponentId) {
         self.frame.mark_whole(component);
     }
