@@ -97,6 +97,7 @@ mod refs;
 mod set;
 mod shared;
 mod slots;
+mod stage;
 mod store;
 mod track;
 mod value;
@@ -122,6 +123,9 @@ pub use crate::set::{
     ComponentSet, InstanceRef, REMOVAL_LOG_CAPACITY, RefEntry, Removal, Tick, UNCHECKED_SLOT_LIMIT,
 };
 pub use crate::slots::SetSlot;
+pub use crate::stage::{
+    CommitError, CommitFailure, InitError, Published, SpawnRows, SpawnTicket, Stage, StageError,
+};
 pub use crate::store::{BulkInit, DestroyOutcome, Lineage, RowInit, Store, StoreEvent, StoreId};
 pub use crate::value::{ListValue, MapKey, Value};
 pub use crate::view::{ColumnWriter, View};
