@@ -1,6 +1,10 @@
 //! Strata's side of the head-to-head workloads: the same names, data and work as the peer
 //! libraries' (`peers/`), through the arena, the component store and queries.
 //!
+//! The four `bulk_` workloads of [`crate::data`] are not here yet: they go through the
+//! component store's staged bulk operations, which Strata's side will use once they exist; until
+//! then those names have peer records only.
+//!
 //! Invariant: every workload builds its world in setup from the values of [`crate::data`] and
 //! times only the work its name describes; each sample starts from the same state, so its
 //! figure is comparable with the peers' on the same run.
