@@ -5,7 +5,11 @@
 //! an id of the arena's own range below the counter was handed out (or retired) for good, and a
 //! creation counter (which, with the seed, gives a GUID) is never given twice. Ids are taken
 //! only after the whole run was checked to fit the range. A slot is in the free pool at most
-//! once, only after the slot was emptied, and leaves it when a creation takes it.
+//! once, only after the slot was emptied, and leaves it when a creation or a reservation takes
+//! it. Fresh slots are always taken at the state's high-water mark (`slot_len`): a reservation
+//! that takes fresh slots raises that mark over vacant entries at once (`Arena::reserve`), so
+//! every slot below the mark is occupied, in the free pool, or held by exactly one reservation,
+//! and no creation can take a reserved slot. A released reservation gives its slots back here.
 
 use crate::error::ArenaError;
 use crate::id::{IdRange, InstanceId, Slot};
@@ -137,6 +141,11 @@ impl SlotPool {
             "slot room is checked first"
         );
         slots.extend((0..(count - reused) as u32).map(|k| Slot(slot_len + k)));
+    }
+
+    /// How many free slots the pool holds.
+    pub(crate) fn free_len(&self) -> usize {
+        self.free.len()
     }
 
     /// Returns an emptied slot to the pool.

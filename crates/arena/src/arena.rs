@@ -3,13 +3,14 @@
 //! the queued events and journals (`outbox`), the reclamation queues (`lifecycle`) and the
 //! open construction batches (`batch`). Creation is in `create`, writes, tags and persistent
 //! ids in `write`, reparenting and the structural steps moves and destruction share in
-//! `hierarchy`, destruction and reclamation in `lifecycle`, clone and graft in `copy`.
+//! `hierarchy`, destruction (single and bulk) and reclamation in `lifecycle`, clone and graft in
+//! `copy`, reservations and their publication in `reserve`.
 //!
 //! Invariant: every mutation validates before it changes anything, so a refused operation
 //! leaves the arena as it was. Every change advances the clock once and records the new value in
 //! each revision domain it touches; a write that would store an equal value through a
 //! specialised setter changes nothing at all (no revision, no log entry, no privatised node).
-//! Token serials (checkpoints, lifecycle scopes) only grow, so no two tokens share one.
+//! Token serials (checkpoints, lifecycle scopes, reservations) only grow, so no two tokens share one.
 
 use std::ops::Deref;
 use std::sync::Arc;
@@ -23,6 +24,7 @@ use crate::id::{IdRange, InstanceId, Slot};
 use crate::journal::{BoundedJournal, HistoryUnavailable, JournalRead};
 use crate::lifecycle::Reclamation;
 use crate::outbox::Outbox;
+use crate::reserve::Reservations;
 use crate::snapshot::Snapshot;
 
 /// The live instance hierarchy.
@@ -36,6 +38,8 @@ pub struct Arena {
     pub(crate) outbox: Outbox,
     pub(crate) reclamation: Reclamation,
     pub(crate) batches: BatchLog,
+    /// The outstanding reservations.
+    pub(crate) reservations: Reservations,
     /// The last serial handed to a checkpoint or lifecycle-scope token.
     token_serial: u64,
     /// Buffers kept between operations so the common ones allocate nothing.
@@ -94,6 +98,7 @@ impl Arena {
             outbox: Outbox::new(),
             reclamation: Reclamation::default(),
             batches: BatchLog::default(),
+            reservations: Reservations::default(),
             token_serial: 0,
             scratch: Scratch::default(),
         }

@@ -17,6 +17,17 @@ use crate::id::{InstanceId, Slot};
 use crate::revision::{Domain, Revision};
 use crate::snapshot::{Cold, Record};
 
+/// Where the slots of a run of new instances come from.
+#[derive(Clone, Copy, Debug)]
+pub(crate) enum SlotSource<'a> {
+    /// The free pool, then fresh slots from the high-water mark.
+    Pool,
+    /// Consecutive vacant slots from this one on, held by a reservation.
+    Run(Slot),
+    /// These vacant slots, held by a reservation, one per instance.
+    List(&'a [Slot]),
+}
+
 /// The largest slot buffer a creation keeps for the next one (a bulk creation larger than this
 /// frees its own).
 const SLOT_SCRATCH_KEPT: usize = 4096;
@@ -75,7 +86,8 @@ impl Arena {
     }
 
     /// Inserts an instance under an id chosen elsewhere (replication). The id must lie inside an
-    /// id range (`u64::MAX` does not), must not be held by a live instance or tombstone, and an
+    /// id range (`u64::MAX` does not), must not be held by a live instance, a tombstone or a
+    /// reservation ([`ArenaError::IdReserved`]), and an
     /// id of this arena's own range must not have been issued by it already; inserting one moves
     /// the arena's counter past it.
     pub fn insert_with_id(
@@ -94,6 +106,9 @@ impl Arena {
         }
         if self.state.find(id).is_some() {
             return Err(ArenaError::IdInUse(id));
+        }
+        if self.reservations.holds(id) {
+            return Err(ArenaError::IdReserved(id));
         }
         if self.ids.is_retired(id) {
             return Err(ArenaError::IdRetired(id));
@@ -146,13 +161,8 @@ impl Arena {
     /// The steps every creation shares (single, bulk, explicit id, copy), for `count >= 1`
     /// instances of `class` with consecutive ids from `first`, each starting from `cold` (`None`
     /// for the class's defaults, which new nodes then read from the class instead of holding a
-    /// copy). Everything is validated: the ids are free, slot room was checked, `parent` is live
-    /// and allows the class. One clock tick; each node is placed with its GUID counter and
-    /// flags and appended, in id order, to `parent`'s children; the construction log follows;
-    /// then families, animation, world membership (part-write log, collision) and GUI layouts
-    /// as the class declares. Events and the topology journal are the caller's
-    /// ([`Arena::announce_created`]), since single and bulk creation announce differently.
-    /// `placed` sees each new id and slot, in order.
+    /// copy), in slots taken from the free pool. Everything is validated: the ids are free, slot
+    /// room was checked, `parent` is live and allows the class. See [`Arena::place_at`].
     pub(crate) fn place_run(
         &mut self,
         first: InstanceId,
@@ -160,6 +170,34 @@ impl Arena {
         class: ClassId,
         cold: Option<Arc<Cold>>,
         parent: Option<(InstanceId, Slot)>,
+        placed: impl FnMut(InstanceId, Slot),
+    ) -> Revision {
+        let nth = move |offset: usize| {
+            InstanceId::new(first.get() + offset as u64)
+                .expect("ids of a validated run are non-zero")
+        };
+        self.place_at(nth, count, class, cold, parent, SlotSource::Pool, placed)
+    }
+
+    /// Places `count >= 1` validated instances of `class`, the `k`-th with id `nth(k)`, in the
+    /// slots `slots` names (taken from the free pool, or held by a reservation). One clock tick;
+    /// each node is placed with its GUID counter and flags and appended, in order, to `parent`'s
+    /// children; the construction log follows; then families, animation, world membership
+    /// (part-write log, collision) and GUI layouts as the class declares. Events and the
+    /// topology journal are the caller's ([`Arena::announce_created`]), since single, bulk and
+    /// published creations announce differently. `placed` sees each new id and slot, in order.
+    #[expect(
+        clippy::too_many_arguments,
+        reason = "the shared core of every creation path; each caller names its own source of ids and slots"
+    )]
+    pub(crate) fn place_at(
+        &mut self,
+        nth: impl Fn(usize) -> InstanceId + Copy,
+        count: u32,
+        class: ClassId,
+        cold: Option<Arc<Cold>>,
+        parent: Option<(InstanceId, Slot)>,
+        source: SlotSource<'_>,
         mut placed: impl FnMut(InstanceId, Slot),
     ) -> Revision {
         let at = self.state.revisions_mut().tick();
@@ -170,10 +208,6 @@ impl Arena {
         let in_world = parent.is_some_and(|(_, parent_slot)| self.inherits_world(parent_slot));
         let logs_entry = in_world && traits.part_log;
         let in_batch = self.batches.is_open();
-        let nth = |offset: usize| {
-            InstanceId::new(first.get() + offset as u64)
-                .expect("ids of a validated run are non-zero")
-        };
         let first_counter = self.ids.creations(count);
         let new_record = |offset: usize| {
             let mut record = Record::new(
@@ -202,14 +236,23 @@ impl Arena {
             placed(id, slot);
         };
         if count == 1 {
-            let slot = self.slots.take(self.state.slot_len());
+            let slot = match source {
+                SlotSource::Pool => self.slots.take(self.state.slot_len()),
+                SlotSource::Run(first) => first,
+                SlotSource::List(slots) => slots[0],
+            };
             self.state.place(slot, new_record(0), parent_slot);
             placed(self, 0, slot);
         } else {
             let mut slots = std::mem::take(&mut self.scratch.slots);
             slots.clear();
-            self.slots
-                .take_many(count, self.state.slot_len(), &mut slots);
+            match source {
+                SlotSource::Pool => self
+                    .slots
+                    .take_many(count, self.state.slot_len(), &mut slots),
+                SlotSource::Run(first) => slots.extend((0..count).map(|k| Slot(first.0 + k))),
+                SlotSource::List(given) => slots.extend_from_slice(given),
+            }
             self.state.place_run(&slots, parent_slot, new_record);
             for (offset, &slot) in slots.iter().enumerate() {
                 placed(self, offset, slot);
@@ -218,15 +261,15 @@ impl Arena {
                 self.scratch.slots = slots;
             }
         }
-        self.mark_created(first, count, traits, parent.is_some(), in_world, at);
+        self.mark_created(nth, count, traits, parent.is_some(), in_world, at);
         at
     }
 
     /// The revision domains, family caches and GUI layouts a run of `count` new instances of a
-    /// class with `traits` from `first` touches, at `at`.
+    /// class with `traits` (the `k`-th with id `nth(k)`) touches, at `at`.
     fn mark_created(
         &mut self,
-        first: InstanceId,
+        nth: impl Fn(usize) -> InstanceId,
         count: u32,
         traits: ClassTraits,
         parented: bool,
@@ -241,13 +284,10 @@ impl Arena {
             self.state.revisions_mut().record(Domain::Collision, at);
         }
         if parented && traits.gui.is_some() {
-            let nth = |offset: u64| {
-                InstanceId::new(first.get() + offset).expect("ids of a validated run are non-zero")
-            };
             let created = if count == 1 {
-                MovedIds::One(first)
+                MovedIds::One(nth(0))
             } else {
-                MovedIds::from_vec((0..u64::from(count)).map(nth).collect())
+                MovedIds::from_vec((0..count as usize).map(nth).collect())
             };
             self.invalidate_created_gui(traits, &created, at);
         }
@@ -263,7 +303,7 @@ impl Arena {
     }
 
     /// Queues the one `CreatedRange` event and journal entry of a bulk creation.
-    fn announce_created_range(
+    pub(crate) fn announce_created_range(
         &mut self,
         first: InstanceId,
         count: u32,

@@ -69,6 +69,19 @@ pub enum ArenaError {
     /// The id lies outside every id range: `u64::MAX`, one past the end of the client range.
     #[error("instance id {0} lies outside every id range")]
     IdOutOfRange(InstanceId),
+    /// The id is held by an outstanding reservation ([`crate::Reservation`]).
+    #[error("instance id {0} is held by a reservation")]
+    IdReserved(InstanceId),
+    /// The same id appears twice in one list of ids.
+    #[error("instance id {0} is listed twice")]
+    DuplicateId(InstanceId),
+    /// A raw id value is zero or lies outside every id range.
+    #[error("{0} is not a valid instance id")]
+    InvalidRawId(u64),
+    /// The reservation was already published or released (or its arena's reservations were
+    /// otherwise closed): it holds nothing any more.
+    #[error("the reservation is no longer held")]
+    StaleReservation,
     /// The id range has no ids left.
     #[error("the {0:?} id range is exhausted")]
     IdSpaceExhausted(IdRange),
@@ -115,7 +128,7 @@ pub enum ArenaError {
     /// The checkpoint's batch was already closed (directly, or by closing an outer batch).
     #[error("the checkpoint's batch is already closed")]
     StaleCheckpoint,
-    /// The checkpoint or lifecycle-scope token was issued by another arena.
+    /// The checkpoint, lifecycle-scope token or reservation was issued by another arena.
     #[error("the token was issued by another arena")]
     ForeignToken,
     /// A lifecycle scope needs a destroyed instance that has not been reclaimed.

@@ -75,6 +75,15 @@ pub enum Event {
         /// Their parent at creation.
         parent: Option<InstanceId>,
     },
+    /// The instances of one reservation that is not a contiguous run of ids were published
+    /// (`Arena::publish`), appended in list order under `parent`. A published contiguous run is
+    /// announced as a `CreatedRange`.
+    CreatedList {
+        /// The new ids, in child order.
+        ids: Arc<[InstanceId]>,
+        /// Their parent at creation.
+        parent: Option<InstanceId>,
+    },
     /// A subtree is leaving the descendants of every listed ancestor.
     DescendantRemoving {
         /// The old ancestors, nearest first.
@@ -114,6 +123,11 @@ pub enum Event {
         /// The subtree, root first.
         subtree: MovedIds,
     },
+    /// Several subtrees were destroyed in one step (`Arena::destroy_many`). This one event
+    /// stands for everything `destroy` would have queued for each root: its removal from its
+    /// parent (`DescendantRemoving`, `ChildRemoved`) and its `Destroyed`. The nodes stay
+    /// readable as tombstones until the drain after the one that returned this event.
+    DestroyedMany(Arc<DestroyedBatch>),
 }
 
 /// An entry of the topology journal.
@@ -149,6 +163,27 @@ pub enum TopologyChange {
         /// The subtree, root first.
         subtree: MovedIds,
     },
+    /// The instances of one published reservation that is not a contiguous run of ids were
+    /// allocated together (a contiguous run is journaled as `CreatedRange`).
+    CreatedList {
+        /// The new ids, in child order.
+        ids: Arc<[InstanceId]>,
+        /// Their parent at creation.
+        parent: Option<InstanceId>,
+    },
+    /// Several subtrees were destroyed in one step; it shares its description with the
+    /// `Event::DestroyedMany` of the same change.
+    DestroyedMany(Arc<DestroyedBatch>),
+}
+
+/// What one `Arena::destroy_many` destroyed, shared by its event and its journal entry.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct DestroyedBatch {
+    /// Each destroyed subtree root with the parent it left (`None` for a root without one), in
+    /// the order `destroy_many` documents.
+    pub roots: Vec<(InstanceId, Option<InstanceId>)>,
+    /// Every destroyed instance: each root's subtree in pre-order, root first, roots in order.
+    pub destroyed: Vec<InstanceId>,
 }
 
 /// Why an instance appears in the part-write log.

@@ -3,7 +3,8 @@
 //! The arena owns instance identity ([`InstanceId`], never reused; [`Slot`], reused after
 //! reclamation), the class registry, the nodes of the hierarchy with their built-in state,
 //! copy-on-write [`Snapshot`]s, revision domains, bounded journals, queued events, destruction
-//! with tombstones and two-drain reclamation, construction batches, and clone and graft.
+//! (single and bulk) with tombstones and two-drain reclamation, reservations published at one
+//! barrier, construction batches, and clone and graft.
 //!
 //! Invariants a downstream crate can rely on:
 //! - An id resolves to the same instance for as long as it resolves at all; after reclamation
@@ -25,6 +26,10 @@
 //!   from another arena, is refused.
 //! - Slots are released only by the drain after the one that reported their destruction, so
 //!   slot-keyed storage beside the arena (the component store) can clean up on `reclaimed`.
+//! - Nothing a [`Reservation`] holds is live, findable, in a children list or announced before
+//!   [`Arena::publish`]; no creation takes its ids or slots, and [`Arena::release`] retires its
+//!   ids and frees its slots. A publication and an [`Arena::destroy_many`] each queue one event
+//!   and one journal entry for the whole batch.
 //!
 //! # Example
 //!
@@ -58,6 +63,45 @@
 //! assert_eq!(second.reclaimed, destruction.doomed);
 //! # Ok::<(), Box<dyn std::error::Error>>(())
 //! ```
+//!
+//! # Staged bulk creation and destruction
+//!
+//! ```
+//! use strata_arena::{Arena, ClassId, Event};
+//!
+//! let mut arena = Arena::standard();
+//! let folder = arena.create(ClassId::FOLDER, None)?;
+//! arena.drain()?;
+//!
+//! // Reserve first: the ids and slots are held, nothing exists yet.
+//! let reservation = arena.reserve(1000)?;
+//! let first = reservation.first().expect("a non-empty reservation");
+//! assert!(!arena.is_live(first));
+//! // Slot-keyed storage fills its rows here, from `reservation.iter()` (id, slot).
+//! assert_eq!(reservation.iter().len(), 1000);
+//!
+//! // One barrier publishes the whole batch: one event, one journal entry.
+//! arena.check_publish(&reservation, ClassId::PART, Some(folder))?;
+//! arena
+//!     .publish(reservation, ClassId::PART, Some(folder))
+//!     .map_err(|(_, error)| error)?;
+//! assert_eq!(arena.children(folder).count(), 1000);
+//! assert!(matches!(arena.pending_events(), [Event::CreatedRange { count: 1000, .. }]));
+//!
+//! // A cancelled batch gives its slots back; its ids are never issued again.
+//! let cancelled = arena.reserve(10)?;
+//! let retired = cancelled.first().expect("ten ids");
+//! arena.release(cancelled)?;
+//! assert!(arena.create(ClassId::PART, Some(folder))? > retired);
+//!
+//! // Bulk destruction: one event for every destroyed subtree.
+//! arena.drain()?;
+//! let doomed: Vec<_> = arena.children(folder).collect();
+//! let destruction = arena.destroy_many(&doomed)?;
+//! assert_eq!(destruction.doomed.len(), 1001);
+//! assert!(matches!(arena.drain()?.events.as_slice(), [Event::DestroyedMany(_)]));
+//! # Ok::<(), strata_arena::ArenaError>(())
+//! ```
 
 mod allocator;
 mod arena;
@@ -74,6 +118,7 @@ mod lifecycle;
 mod math;
 mod node;
 mod outbox;
+mod reserve;
 mod revision;
 mod snapshot;
 mod state;
@@ -87,14 +132,15 @@ pub use crate::class::{
 pub use crate::copy::{CloneMap, ExternalRefs, Graft};
 pub use crate::error::ArenaError;
 pub use crate::event::{
-    Doomed, Event, Lineage, MovedIds, PartWrite, PartWriteKind, TopologyChange,
+    DestroyedBatch, Doomed, Event, Lineage, MovedIds, PartWrite, PartWriteKind, TopologyChange,
 };
 pub use crate::id::{ArenaId, Guid, IdRange, InstanceId, PersistentId, Slot};
 pub use crate::journal::{BoundedJournal, HistoryUnavailable, JournalRead};
-pub use crate::lifecycle::{Destruction, DoomedList, Drained, LifecycleScope};
+pub use crate::lifecycle::{BulkDestruction, Destruction, DoomedList, Drained, LifecycleScope};
 pub use crate::math::{Color3, Transform, UDim2, Vec3};
 pub use crate::node::Node;
 pub use crate::outbox::{PART_LOG_CAPACITY, TOPOLOGY_LOG_CAPACITY};
+pub use crate::reserve::Reservation;
 pub use crate::revision::{Revision, Revisions};
 pub use crate::snapshot::{Ancestors, Children, Descendants, Snapshot, SnapshotDiff};
 pub use crate::state::{

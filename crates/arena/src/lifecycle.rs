@@ -13,9 +13,11 @@
 //! scopes (subjects with their token serials) are kept by the snapshot the arena reads through,
 //! since its reads consult them.
 
+use std::sync::Arc;
+
 use crate::arena::Arena;
 use crate::error::ArenaError;
-use crate::event::{Doomed, Event, MovedIds, TopologyChange};
+use crate::event::{DestroyedBatch, Doomed, Event, MovedIds, TopologyChange};
 use crate::hierarchy::{Detached, Membership, Subtree};
 use crate::id::{ArenaId, InstanceId};
 use crate::revision::Domain;
@@ -111,6 +113,19 @@ impl PartialEq<DoomedList> for Vec<Doomed> {
     fn eq(&self, other: &DoomedList) -> bool {
         self.as_slice() == other.as_slice()
     }
+}
+
+/// What a [`Arena::destroy_many`] did: the roots it destroyed and every instance of their
+/// subtrees with the slot it keeps until reclamation.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct BulkDestruction {
+    /// The destroyed subtree roots: the listed ids that are not inside another listed id's
+    /// subtree, in list order (each once).
+    pub roots: Vec<InstanceId>,
+    /// Every destroyed instance: each root's subtree in pre-order, root first, roots in the
+    /// order of `roots`. The same list the equivalent `destroy` calls, one per root in that
+    /// order, would return one after the other.
+    pub doomed: Vec<Doomed>,
 }
 
 /// What a drain returned.
@@ -214,6 +229,109 @@ impl Arena {
         });
         self.outbox.event(Event::Destroyed { subtree: moved });
         Ok(Destruction { root: id, doomed })
+    }
+
+    /// Destroys many instances, each with its subtree, in one step.
+    ///
+    /// Every id is validated before anything changes: an unknown or destroyed id, one whose
+    /// parent is locked, one whose subtree holds a locked instance, or an open construction
+    /// batch refuses the whole call and nothing is destroyed. An id inside another listed id's
+    /// subtree (or listed twice) is fine: it is destroyed once, with that subtree. The roots
+    /// (the listed ids not inside another listed id's subtree) keep the list order.
+    ///
+    /// Each subtree goes exactly as [`Arena::destroy`] would take it (detached, tombstones out of
+    /// the tag and persistent-id indexes, parts leaving the world logged, two-drain
+    /// reclamation), under one clock tick, and the whole call is announced by ONE
+    /// [`Event::DestroyedMany`] and ONE [`TopologyChange::DestroyedMany`] instead of each
+    /// root's detach and `Destroyed` events. An empty list changes nothing.
+    ///
+    /// ```
+    /// use strata_arena::{Arena, ClassId, Event};
+    ///
+    /// let mut arena = Arena::standard();
+    /// let folder = arena.create(ClassId::FOLDER, None)?;
+    /// let parts = arena.create_many(ClassId::PART, Some(folder), 3)?;
+    /// let ids: Vec<_> = parts.iter().map(|(id, _)| *id).collect();
+    /// arena.drain()?;
+    ///
+    /// let destruction = arena.destroy_many(&ids)?;
+    /// assert_eq!(destruction.roots, ids);
+    /// assert_eq!(arena.children(folder).count(), 0);
+    /// let drained = arena.drain()?;
+    /// assert!(matches!(drained.events.as_slice(), [Event::DestroyedMany(_)]));
+    /// assert_eq!(arena.drain()?.reclaimed, destruction.doomed);
+    /// # Ok::<(), strata_arena::ArenaError>(())
+    /// ```
+    pub fn destroy_many(&mut self, ids: &[InstanceId]) -> Result<BulkDestruction, ArenaError> {
+        if self.batches.is_open() {
+            return Err(ArenaError::BatchInProgress(
+                "destruction cannot be rolled back",
+            ));
+        }
+        let mut listed = hashbrown::HashSet::with_capacity(ids.len());
+        for &id in ids {
+            let record = self.state.live_record(id)?;
+            if record.is_parent_locked() {
+                return Err(ArenaError::ParentLocked(id));
+            }
+            listed.insert(id);
+        }
+        let mut roots = Vec::new();
+        let mut subtrees = Vec::new();
+        let mut taken = hashbrown::HashSet::with_capacity(ids.len());
+        for &id in ids {
+            if self.state.ancestors(id).any(|a| listed.contains(&a)) || !taken.insert(id) {
+                continue;
+            }
+            let slot = self.state.live_slot(id)?;
+            let subtree = self.collect_subtree(slot);
+            if let Some(locked) = subtree.info().locked_below {
+                return Err(ArenaError::LockedDescendant { root: id, locked });
+            }
+            roots.push(id);
+            subtrees.push(subtree);
+        }
+        if subtrees.is_empty() {
+            return Ok(BulkDestruction::default());
+        }
+        let at = self.state.revisions_mut().tick();
+        self.state.revisions_mut().record(Domain::Topology, at);
+        let mut batch = DestroyedBatch {
+            roots: Vec::with_capacity(roots.len()),
+            destroyed: Vec::new(),
+        };
+        let mut doomed = Vec::new();
+        for subtree in subtrees {
+            let (root, root_slot) = subtree.root();
+            let old_parent = self
+                .state
+                .record_at(root_slot)
+                .and_then(|r| self.state.parent_of(r));
+            let old_layer = subtree.info().gui_layer_context(self, root);
+            if old_parent.is_some() {
+                self.state.unlink(root_slot);
+            }
+            self.invalidate_gui(subtree.moved(), subtree.info(), old_layer, at);
+            self.update_world_membership(&subtree, Membership::Cleared, at);
+            let info = subtree.info();
+            self.membership_changed(info.families, at);
+            if info.animation {
+                self.state.revisions_mut().record(Domain::Animation, at);
+            }
+            if self.state.entomb(subtree.slots()) {
+                self.state.revisions_mut().record(Domain::Tags, at);
+            }
+            doomed.extend_from_slice(&self.reclamation.doom(&subtree));
+            batch.roots.push((root, old_parent));
+            batch
+                .destroyed
+                .extend_from_slice(subtree.moved().as_slice());
+        }
+        let batch = Arc::new(batch);
+        self.outbox
+            .topology(TopologyChange::DestroyedMany(Arc::clone(&batch)));
+        self.outbox.event(Event::DestroyedMany(batch));
+        Ok(BulkDestruction { roots, doomed })
     }
 
     /// Returns the queued events and advances reclamation by one step: slots of instances

@@ -92,6 +92,9 @@ fn norm_events(events: &[Event]) -> Vec<Ev> {
                     Ev::Created(id, *parent)
                 })
                 .collect(),
+            Event::CreatedList { ids, parent } => {
+                ids.iter().map(|id| Ev::Created(*id, *parent)).collect()
+            }
             other => vec![norm_event(other)],
         })
         .collect()
@@ -99,7 +102,7 @@ fn norm_events(events: &[Event]) -> Vec<Ev> {
 
 fn norm_event(event: &Event) -> Ev {
     match event {
-        Event::Created { .. } | Event::CreatedRange { .. } => {
+        Event::Created { .. } | Event::CreatedRange { .. } | Event::CreatedList { .. } => {
             unreachable!("creations are expanded by norm_events")
         }
         Event::DescendantRemoving { ancestors, moved } => {
@@ -112,6 +115,7 @@ fn norm_event(event: &Event) -> Ev {
             Ev::DescendantAdded(ancestors.to_vec(), moved.as_slice().to_vec())
         }
         Event::Destroyed { subtree } => Ev::Destroyed(subtree.as_slice().to_vec()),
+        Event::DestroyedMany(batch) => Ev::Destroyed(batch.destroyed.clone()),
     }
 }
 
@@ -121,6 +125,7 @@ enum Topo {
     CreatedRange(InstanceId, u32, Option<InstanceId>),
     Reparented(InstanceId, Option<InstanceId>, Option<InstanceId>),
     Destroyed(Vec<InstanceId>),
+    CreatedList(Vec<InstanceId>, Option<InstanceId>),
 }
 
 fn norm_topology(change: &TopologyChange) -> Topo {
@@ -133,6 +138,8 @@ fn norm_topology(change: &TopologyChange) -> Topo {
         } => Topo::CreatedRange(*first, *count, *parent),
         TopologyChange::Reparented { id, from, to } => Topo::Reparented(*id, *from, *to),
         TopologyChange::Destroyed { subtree } => Topo::Destroyed(subtree.as_slice().to_vec()),
+        TopologyChange::CreatedList { ids, parent } => Topo::CreatedList(ids.to_vec(), *parent),
+        TopologyChange::DestroyedMany(batch) => Topo::Destroyed(batch.destroyed.clone()),
     }
 }
 

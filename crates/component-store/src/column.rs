@@ -191,6 +191,33 @@ impl Column {
         each_column!(self, v => { v.swap_remove(row); });
     }
 
+    /// Exchanges two rows.
+    #[inline]
+    pub(crate) fn swap_rows(&mut self, a: usize, b: usize) {
+        each_column!(self, v => v.swap(a, b))
+    }
+
+    /// Stores a copy of `source`'s row `source_row` (same kind of column) at `row`.
+    pub(crate) fn assign_from(&mut self, row: usize, source: &Column, source_row: usize) {
+        match (self, source) {
+            (Column::Number(d), Column::Number(s)) => d[row] = s[source_row],
+            (Column::Integer(d), Column::Integer(s)) => d[row] = s[source_row],
+            (Column::Boolean(d), Column::Boolean(s)) => d[row] = s[source_row],
+            (Column::Text(d), Column::Text(s)) => d[row] = s[source_row].clone(),
+            (Column::Enum(d), Column::Enum(s)) => d[row] = s[source_row],
+            (Column::Vector(d), Column::Vector(s)) => d[row] = s[source_row],
+            (Column::Transform(d), Column::Transform(s)) => d[row] = s[source_row],
+            (Column::Reference(d), Column::Reference(s)) => d[row] = s[source_row],
+            (Column::List(d), Column::List(s)) => d[row] = s[source_row].clone(),
+            (Column::Value(d), Column::Value(s)) => d[row] = s[source_row].clone(),
+            (dest, source) => unreachable!(
+                "columns of one field have one kind ({} vs {})",
+                dest.kind(),
+                source.kind()
+            ),
+        }
+    }
+
     /// Appends a copy of `source`'s row `row` (same kind of column).
     #[inline]
     pub(crate) fn push_from(&mut self, source: &Column, row: usize) {

@@ -63,7 +63,11 @@ impl Store {
         for (pair, component, values) in planned {
             // Checked above for the rows the sets will hold, and the copies are distinct
             // slots: stored without checking again.
-            self.push_checked_row(pair.copy, component, Some(values))?;
+            let (set, row, observers) =
+                self.push_checked_row(pair.copy, component, Some(values))?;
+            if observers.watches(component) {
+                observers.added(component, set, row..=row);
+            }
         }
         for pair in pairs {
             let records: Vec<_> = self.orphans().of(pair.source.id).to_vec();

@@ -192,6 +192,38 @@ impl DirtyBits {
         }
     }
 
+    /// Moves row `from`'s bits into row `to` (a row being removed, whose dirty state goes),
+    /// clearing them at `from`: a step of a compaction that truncates the rows afterwards.
+    #[inline]
+    pub(crate) fn move_row(&mut self, from: usize, to: usize) {
+        let (from_word, from_bit) = (from / 64, 1u64 << (from % 64));
+        let (word, bit) = (to / 64, 1u64 << (to % 64));
+        if (self.any[from_word] & from_bit) | (self.any[word] & bit) != 0 {
+            self.move_bits(word, bit, from_word, from_bit);
+        }
+    }
+
+    /// Keeps the first `len` rows: the dirty state of the others goes with them.
+    pub(crate) fn truncate_rows(&mut self, len: usize) {
+        if len >= self.rows {
+            return;
+        }
+        for row in len..self.rows {
+            let (word, bit) = (row / 64, 1u64 << (row % 64));
+            if self.any[word] & bit != 0 {
+                self.dirty -= 1;
+                for bits in self.fields.iter_mut().chain(std::iter::once(&mut self.any)) {
+                    bits[word] &= !bit;
+                }
+            }
+        }
+        self.rows = len;
+        let words = len.div_ceil(64);
+        if words != self.any.len() {
+            self.resize_words(words);
+        }
+    }
+
     /// Moves bit `last_bit` of word `last_word` into bit `bit` of word `word` in every bitset,
     /// clearing it where it was.
     #[cold]

@@ -6,6 +6,7 @@
 use strata_arena::{ClassId, InstanceId};
 
 use crate::def::{ComponentId, FieldId};
+use crate::observe::ObserverId;
 
 /// Why a store operation was refused.
 #[derive(Clone, Debug, PartialEq, thiserror::Error)]
@@ -160,4 +161,29 @@ pub enum StoreError {
         /// The set being loaded.
         component: ComponentId,
     },
+    /// A staged spawn's initializer asked for a component the spawn does not add.
+    #[error("component {0:?} is not one of the spawn's components")]
+    NotInSpawn(ComponentId),
+    /// A staged spawn's initializer asked for a raw column of a field whose values only a
+    /// checked setter may store (a reference field, whose reverse index must follow each
+    /// value).
+    #[error("field {field:?} of component {component:?} takes values through a checked setter")]
+    CheckedFieldOnly {
+        /// The component.
+        component: ComponentId,
+        /// The field.
+        field: FieldId,
+    },
+    /// A staged spawn's initializer named an instance past the spawn's count.
+    #[error("the spawn has {len} instances, not {index}")]
+    SpawnIndexOutOfRange {
+        /// The index given.
+        index: usize,
+        /// How many instances the spawn adds.
+        len: usize,
+    },
+    /// No observer is registered in this store under that id: it came from another store (a
+    /// snapshot included), was unregistered already, or its component was uninstalled.
+    #[error("observer {0:?} is not registered in this store")]
+    UnknownObserver(ObserverId),
 }

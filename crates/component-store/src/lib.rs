@@ -78,14 +78,17 @@ mod copy;
 mod def;
 mod dirty;
 mod error;
+mod frame;
 mod handle;
 mod list;
+mod observe;
 mod orphan;
 mod par;
 mod refs;
 mod set;
 mod shared;
 mod slots;
+mod stage;
 mod store;
 mod track;
 mod value;
@@ -100,14 +103,19 @@ pub use crate::def::{
 };
 pub use crate::dirty::FieldMask;
 pub use crate::error::StoreError;
+pub use crate::frame::{FrameDirty, RESIDUE_CAPACITY, StructuralMissed, StructuralResidue};
 pub use crate::handle::{Binding, ComponentHandle, RemovalReader, Removals};
 pub use crate::list::ListAccessor;
+pub use crate::observe::{Observer, ObserverId};
 pub use crate::orphan::{FieldTypes, OrphanRecord, Orphans};
 pub use crate::par::{ChunkRunner, InOrder, ParWriter, Piece};
 pub use crate::set::{
     ComponentSet, InstanceRef, REMOVAL_LOG_CAPACITY, RefEntry, Removal, Tick, UNCHECKED_SLOT_LIMIT,
 };
 pub use crate::slots::SetSlot;
+pub use crate::stage::{
+    CommitError, CommitFailure, InitError, Published, SpawnRows, SpawnTicket, Stage, StageError,
+};
 pub use crate::store::{BulkInit, DestroyOutcome, Lineage, RowInit, Store, StoreEvent, StoreId};
 pub use crate::value::{ListValue, MapKey, Value};
 pub use crate::view::{ColumnWriter, View};

@@ -543,9 +543,22 @@ impl ComponentSet {
         ats: &[InstanceRef],
         tick: Tick,
     ) -> std::ops::Range<usize> {
+        let def = self.def.clone();
+        self.push_rows_from(&def.defaults, ats, tick)
+    }
+
+    /// Appends rows for many instances whose slots hold no row (checked by the caller), all
+    /// at one tick, every field a copy of `template`'s row 0 (one one-row column per field, of
+    /// this set's kinds, values checked): each column extended once. Returns the new rows.
+    pub(crate) fn push_rows_from(
+        &mut self,
+        template: &[Column],
+        ats: &[InstanceRef],
+        tick: Tick,
+    ) -> std::ops::Range<usize> {
         let start = self.ids.len();
         let n = ats.len();
-        for (column, default) in self.columns.iter_mut().zip(&self.def.defaults) {
+        for (column, default) in self.columns.iter_mut().zip(template) {
             column.extend_from(default, 0, n);
         }
         if let Some(max) = ats.iter().map(|at| at.slot.index()).max()
@@ -566,6 +579,145 @@ impl ComponentSet {
         }
         self.structural += 1;
         start..start + n
+    }
+
+    /// Takes back rows `len..` appended since the set had `len` rows, which were never
+    /// published (a staged spawn that failed): their slots become absent and their references
+    /// leave the index. Nothing is logged: as far as any reader knows, the rows never were.
+    pub(crate) fn truncate_unpublished(&mut self, len: usize) {
+        if len >= self.ids.len() {
+            return;
+        }
+        for row in len..self.ids.len() {
+            if !self.def.reference_fields.is_empty() {
+                self.unindex_row(row);
+            }
+            self.sparse[self.slots[row].index()] = ABSENT;
+        }
+        for column in &mut self.columns {
+            column.truncate(len);
+        }
+        self.ids.truncate(len);
+        self.slots.truncate(len);
+        self.track.truncate(len);
+        self.structural += 1;
+    }
+
+    /// Moves the rows in `rows` (rows of this set, repeats allowed) to the end of the set at
+    /// `tick`, each kept row that must make room swapped into a removed row's place, in every
+    /// column, and reported to `moved` (its instance, old row, new row). Returns the length
+    /// the set will have once [`ComponentSet::truncate_removed`] drops them: the removed rows'
+    /// values stay readable at the end until then. The caller calls that next, with no other
+    /// change between.
+    pub(crate) fn gather_to_tail(
+        &mut self,
+        rows: &[usize],
+        tick: Tick,
+        mut moved: impl FnMut(InstanceId, usize, usize),
+    ) -> usize {
+        let n = self.ids.len();
+        let mut marked = vec![0u64; n.div_ceil(64)];
+        let mut count = 0;
+        for &row in rows {
+            let (word, bit) = (row / 64, 1u64 << (row % 64));
+            if marked[word] & bit == 0 {
+                marked[word] |= bit;
+                count += 1;
+            }
+        }
+        let new_len = n - count;
+        if count == n || count == 0 {
+            return new_len;
+        }
+        let is_marked = |row: usize| marked[row / 64] & (1 << (row % 64)) != 0;
+        // Holes: removed rows before the new end; keepers: kept rows after it. There are as
+        // many of each.
+        let mut keeper = new_len;
+        for hole in 0..new_len {
+            if !is_marked(hole) {
+                continue;
+            }
+            while is_marked(keeper) {
+                keeper += 1;
+            }
+            for column in &mut self.columns {
+                column.swap_rows(hole, keeper);
+            }
+            self.ids.swap(hole, keeper);
+            self.slots.swap(hole, keeper);
+            self.sparse[self.slots[hole].index()] = hole as u32;
+            self.sparse[self.slots[keeper].index()] = keeper as u32;
+            self.track.move_row(keeper, hole, tick);
+            moved(self.ids[hole], keeper, hole);
+            keeper += 1;
+        }
+        new_len
+    }
+
+    /// Drops rows `len..` at `tick` after [`ComponentSet::gather_to_tail`]: a removal record
+    /// each, their slots absent, their references out of the index, every column truncated
+    /// once.
+    pub(crate) fn truncate_removed(&mut self, len: usize, tick: Tick) {
+        let n = self.ids.len();
+        if len >= n {
+            return;
+        }
+        let references = !self.def.reference_fields.is_empty();
+        for row in len..n {
+            if references {
+                self.unindex_row(row);
+            }
+            self.sparse[self.slots[row].index()] = ABSENT;
+            self.removals.push(Removal {
+                id: self.ids[row],
+                tick,
+            });
+        }
+        for column in &mut self.columns {
+            column.truncate(len);
+        }
+        self.ids.truncate(len);
+        self.slots.truncate(len);
+        self.track.truncate(len);
+        self.structural += 1;
+    }
+
+    /// Stores `template`'s row 0 (a one-row column of this field's kind, value checked) in
+    /// field `field` of each row of `rows` where it differs bit for bit, keeping the reverse
+    /// index exact and recording each change at `tick`; `changed` hears of each changed row.
+    pub(crate) fn assign_rows(
+        &mut self,
+        rows: &[usize],
+        field: FieldId,
+        template: &Column,
+        tick: Tick,
+        mut changed: impl FnMut(usize),
+    ) {
+        let references = self.def.reference_fields.contains(&field);
+        for &row in rows {
+            if self.columns[field.index()].same_cell(row, template, 0) {
+                continue;
+            }
+            if references {
+                self.unindex_field(row, field);
+            }
+            self.columns[field.index()].assign_from(row, template, 0);
+            if references {
+                self.index_field(row, field);
+            }
+            self.mark_changed(row, field, tick);
+            changed(row);
+        }
+    }
+
+    /// A field's values as a mutable typed slice over `rows`, for filling rows being
+    /// initialised (no tick, nothing marked): `None` when the column does not hold `T`.
+    pub(crate) fn init_slice<T: Scalar>(
+        &mut self,
+        field: FieldId,
+        rows: std::ops::Range<usize>,
+    ) -> Option<&mut [T]> {
+        T::slice_mut(self.columns.get_mut(field.index())?)?.get_mut(rows)
     }
 
     /// Swap-removes a row at `tick`, logging the removal. Returns the instance that held it.

@@ -116,6 +116,8 @@ impl Store {
             });
         }
         let tick = Tick(self.tick().0 + 1);
+        // Observers see every present row go, then every restored row come (see above).
+        self.notify_replaced(component, true);
         let (set, scratch) = self.load_parts(component)?;
         let saved = SavedRows {
             ids: &slot.ids,
@@ -125,6 +127,7 @@ impl Store {
         };
         set.restore(saved, tick, scratch);
         self.advance_tick_to(tick);
+        self.notify_replaced(component, false);
         Ok(())
     }
 }

@@ -10,6 +10,7 @@
 //! removes a row on another instance's behalf. The store never calls into the arena: the arena's
 //! owner reports destruction (`on_destroyed`) and reclamation (`on_reclaimed`).
 
+use std::ops::RangeInclusive;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
 
@@ -20,6 +21,8 @@ use crate::column::Scalar;
 use crate::def::{ComponentDef, ComponentId, FieldId, InstalledDef, RefPolicy};
 use crate::dirty::FieldMask;
 use crate::error::StoreError;
+use crate::frame::{Frame, FrameDirty, StructuralMissed, StructuralResidue};
+use crate::observe::{Call, Observer, ObserverId, Observers};
 use crate::orphan::{OrphanRecord, Orphans};
 use crate::set::{ComponentSet, InstanceRef, LoadScratch, Tick};
 use crate::shared::SharedSet;
@@ -118,6 +121,10 @@ pub struct Store {
     migrations: Arc<HashMap<(InstanceId, ComponentId), OrphanRecord>>,
     /// Buffers `load_from` reuses from one load to the next (never shared with snapshots).
     load_scratch: LoadScratch,
+    /// Lifecycle observers (never carried by snapshots).
+    observers: Observers,
+    /// Dirty state, structural counter and value counters since the last `end_frame`.
+    frame: Frame,
 }
 
 impl Default for Store {
@@ -141,6 +148,8 @@ impl Store {
             dependents: Vec::new(),
             migrations: Arc::default(),
             load_scratch: LoadScratch::default(),
+            observers: Observers::default(),
+            frame: Frame::default(),
         }
     }
 
@@ -166,7 +175,9 @@ impl Store {
     }
 
     /// A copy sharing every set; the first write to a set afterwards copies that set only.
-    /// The copy has a new identity, the same lineage, and no pending events.
+    /// The copy has a new identity, the same lineage, and no pending events. It carries no
+    /// observers (they live in the store that registered them, not in its sets); it carries
+    /// the frame state (dirty state, structural count and residue, value counters) as it is.
     pub fn snapshot(&self) -> Store {
         Store {
             id: StoreId::fresh(),
@@ -184,6 +195,8 @@ impl Store {
             dependents: self.dependents.clone(),
             migrations: self.migrations.clone(),
             load_scratch: LoadScratch::default(),
+            observers: Observers::default(),
+            frame: self.frame.clone(),
         }
     }
 
@@ -287,6 +300,11 @@ impl Store {
         let (old_observed, new_observed) = (old.def().def.observed, installed.def.observed);
         let old_name = old.def().def.name.clone();
         let tick = Tick(self.tick.0 + 1);
+        // Observers see the old rows go (readable in the old set), then the new rows come.
+        self.notify_replaced(component, true);
+        let Some(old) = self.slot_set(component).map(SharedSet::get) else {
+            return Err(StoreError::UnknownComponent(component));
+        };
         let (set, lost, added) =
             ComponentSet::redefined(Arc::new(installed), old, rows, &counterparts, tick);
 
@@ -297,6 +315,7 @@ impl Store {
             self.name_revision += 1;
         }
         self.sets[component.index()] = Some(SharedSet::new(set));
+        self.notify_replaced(component, false);
         self.rebuild_dependents();
         if old_observed {
             self.events
@@ -328,6 +347,12 @@ impl Store {
         &mut self,
         component: ComponentId,
     ) -> Result<Vec<(InstanceRef, OrphanRecord)>, StoreError> {
+        self.set(component)?;
+        // Observers see every row go (still readable) and the set deactivate, then are
+        // dropped with the component.
+        self.notify_replaced(component, true);
+        self.observers.forget(component);
+        self.frame.forget(component);
         let set = self
             .sets
             .get_mut(component.index())
@@ -457,8 +482,11 @@ impl Store {
                 *slot = value;
             }
         }
-        self.add_row(at, class, component, Some(row_values))
-            .map(|(_, row)| row)
+        let (set, row, observers) = self.add_row(at, class, component, Some(row_values))?;
+        if observers.watches(component) {
+            observers.added(component, set, row..=row);
+        }
+        Ok(row)
     }
 
     /// Adds a component with every field at its default (copied from typed default columns,
@@ -470,8 +498,15 @@ impl Store {
         class: ClassId,
         component: ComponentId,
     ) -> Result<RowInit<'_>, StoreError> {
-        let (set, row) = self.add_row(at, class, component, None)?;
-        Ok(RowInit { set, row })
+        let (set, row, observers) = self.add_row(at, class, component, None)?;
+        let observers = observers
+            .watches(component)
+            .then_some((observers, component));
+        Ok(RowInit {
+            set,
+            row,
+            observers,
+        })
     }
 
     /// Adds a row of checked values (or defaults) after [`Store::check_add`].
@@ -482,38 +517,45 @@ impl Store {
         class: ClassId,
         component: ComponentId,
         values: Option<Vec<Value>>,
-    ) -> Result<(&mut ComponentSet, usize), StoreError> {
+    ) -> Result<(&mut ComponentSet, usize, &mut Observers), StoreError> {
         let set = self.set(component)?;
         self.check_add(set, at, class, set.len() + 1)?;
         self.push_checked_row(at, component, values)
     }
 
     /// Adds a row of checked values (or defaults) for an instance [`Store::check_add`] already
-    /// accepted: one tick, and an `Added` event when the component is observed.
+    /// accepted: one tick, an `Added` event when the component is observed, and the row counted
+    /// as a structural change. The caller reports the row to lifecycle observers (returned
+    /// beside the set) once its values are final.
     #[inline]
     pub(crate) fn push_checked_row(
         &mut self,
         at: InstanceRef,
         component: ComponentId,
         values: Option<Vec<Value>>,
-    ) -> Result<(&mut ComponentSet, usize), StoreError> {
-        let Some((set, tick, events)) = self.parts(component) else {
+    ) -> Result<(&mut ComponentSet, usize, &mut Observers), StoreError> {
+        let Some(set) = self
+            .sets
+            .get_mut(component.index())
+            .and_then(Option::as_mut)
+        else {
             return Err(StoreError::UnknownComponent(component));
         };
         let observed = set.def().def.observed;
-        tick.0 += 1;
+        self.tick.0 += 1;
         let set = set.make_mut();
         let row = match values {
-            Some(values) => set.push_row(at, values, *tick),
-            None => set.push_default_row(at, *tick),
+            Some(values) => set.push_row(at, values, self.tick),
+            None => set.push_default_row(at, self.tick),
         };
         if observed {
-            events.push(StoreEvent::Added {
+            self.events.push(StoreEvent::Added {
                 id: at.id,
                 component,
             });
         }
-        Ok((set, row))
+        self.frame.added(component, set, row..=row);
+        Ok((set, row, &mut self.observers))
     }
 
     /// Adds a component with default values to many instances of one class in one step: one
@@ -542,7 +584,11 @@ impl Store {
                 .get_mut(component.index())
                 .and_then(Option::as_mut)
                 .ok_or(StoreError::UnknownComponent(component))?;
-            return Ok(BulkInit { set, rows: 0..0 });
+            return Ok(BulkInit {
+                set,
+                rows: 0..0,
+                observers: None,
+            });
         }
         // Every slot is checked against its bound before the bitmap below is sized by them.
         // The class is allowed (checked above): each slot needs only to be free and in range,
@@ -564,19 +610,33 @@ impl Store {
             }
             seen[word] |= bit;
         }
-        let Some((set, tick, events)) = self.parts(component) else {
+        let Some(set) = self
+            .sets
+            .get_mut(component.index())
+            .and_then(Option::as_mut)
+        else {
             return Err(StoreError::UnknownComponent(component));
         };
-        tick.0 += 1;
+        self.tick.0 += 1;
         let observed = set.def().def.observed;
-        let rows = set.make_mut().push_default_rows(ats, *tick);
+        let rows = set.make_mut().push_default_rows(ats, self.tick);
         if observed {
-            events.extend(ats.iter().map(|at| StoreEvent::Added {
+            self.events.extend(ats.iter().map(|at| StoreEvent::Added {
                 id: at.id,
                 component,
             }));
         }
-        Ok(BulkInit { set, rows })
+        self.frame
+            .added(component, set.get(), rows.start..=rows.end - 1);
+        let observers = self
+            .observers
+            .watches(component)
+            .then_some((&mut self.observers, component));
+        Ok(BulkInit {
+            set,
+            rows,
+            observers,
+        })
     }
 
     /// Removes, in every component, a row held at `at`'s slot by another instance: one destroyed
@@ -660,20 +720,269 @@ impl Store {
     }
 
     /// Removes row `row` (held by `id`) of a component's set: one tick, a removal record, a
-    /// `Removed` event when the component is observed, and the row's migration input.
+    /// `Removed` event when the component is observed, and the row's migration input. Lifecycle
+    /// observers see `on_removed(row..=row)` before the row goes, then the move of the last row
+    /// into the hole (when it was not the removed one), then the deactivation of a set left
+    /// empty; the frame state counts each.
     fn remove_row(&mut self, id: InstanceId, component: ComponentId, row: usize) {
+        self.notify_removing(component, row..=row);
         let Some((set, tick, events)) = self.parts(component) else {
             return;
         };
         tick.0 += 1;
         let observed = set.def().def.observed;
-        set.make_mut().swap_remove_row(row, *tick);
+        let set = set.make_mut();
+        set.swap_remove_row(row, *tick);
+        let last = set.len();
+        let moved = set.ids().get(row).copied();
         if observed {
             events.push(StoreEvent::Removed { id, component });
         }
         if !self.migrations.is_empty() {
             Arc::make_mut(&mut self.migrations).remove(&(id, component));
         }
+        if let Some(moved) = moved {
+            self.notify_moved(component, moved, last, row);
+        }
+        self.notify_emptied_if(component);
+    }
+
+    // ----- Lifecycle observers and the hooks every structural edit calls. -----
+
+    /// Registers lifecycle callbacks for a component's rows. Registration replays nothing: the
+    /// observer hears of rows added, removed and moved from now on. Observers of one component
+    /// run in registration order. A callback gets the set by shared reference, so it cannot
+    /// change the store. Observers live in this store value: a [`Store::snapshot`] has none,
+    /// and [`Store::uninstall`] drops the component's observers with it.
+    ///
+    /// Refused, changing nothing, for a component not installed
+    /// ([`StoreError::UnknownComponent`]).
+    pub fn observe(
+        &mut self,
+        component: ComponentId,
+        observer: Observer,
+    ) -> Result<ObserverId, StoreError> {
+        self.set(component)?;
+        Ok(self.observers.register(component, observer))
+    }
+
+    /// Unregisters an observer and hands it back. Refused, changing nothing, for an id this
+    /// store did not give, or already took back, or whose component was uninstalled
+    /// ([`StoreError::UnknownObserver`]).
+    pub fn unobserve(&mut self, id: ObserverId) -> Result<Observer, StoreError> {
+        self.observers
+            .unregister(id)
+            .ok_or(StoreError::UnknownObserver(id))
+    }
+
+    /// Rows `rows` of `component` were added (they exist, with their final values): counts the
+    /// structural change and tells the component's observers (`on_activated` first when the
+    /// rows are the set's first).
+    pub(crate) fn notify_added(&mut self, component: ComponentId, rows: RangeInclusive<usize>) {
+        let Some(set) = self.sets.get(component.index()).and_then(Option::as_ref) else {
+            return;
+        };
+        self.frame.added(component, set.get(), rows.clone());
+        if self.observers.watches(component) {
+            self.observers.added(component, set.get(), rows);
+        }
+    }
+
+    /// Rows `rows` of `component` are about to be removed (still readable): counts the
+    /// structural change, leaves the component dirty for the frame, and tells its observers.
+    pub(crate) fn notify_removing(&mut self, component: ComponentId, rows: RangeInclusive<usize>) {
+        let Some(set) = self.sets.get(component.index()).and_then(Option::as_ref) else {
+            return;
+        };
+        self.frame.removing(component, set.get(), rows.clone());
+        if self.observers.watches(component) {
+            self.observers
+                .call(component, set.get(), Call::Removed(rows));
+        }
+    }
+
+    /// A removal moved `id` from row `old` to row `new` of `component` (already done): counts
+    /// the structural change, marks the row dirty for the frame, and tells the observers.
+    pub(crate) fn notify_moved(
+        &mut self,
+        component: ComponentId,
+        id: InstanceId,
+        old: usize,
+        new: usize,
+    ) {
+        let Some(set) = self.sets.get(component.index()).and_then(Option::as_ref) else {
+            return;
+        };
+        let set = set.get();
+        if new < set.len() {
+            self.frame.moved(component, set.at(new));
+        }
+        if self.observers.watches(component) {
+            self.observers
+                .call(component, set, Call::Moved(id, old, new));
+        }
+    }
+
+    /// Tells the observers of `component` that its set became inactive, when it is now empty.
+    pub(crate) fn notify_emptied_if(&mut self, component: ComponentId) {
+        if !self.observers.watches(component) {
+            return;
+        }
+        if let Some(set) = self.sets.get(component.index()).and_then(Option::as_ref)
+            && set.is_empty()
+        {
+            self.observers.call(component, set.get(), Call::Deactivated);
+        }
+    }
+
+    /// Reports a whole set replaced (a load or a redefinition) to the hooks: before, call with
+    /// `before == true` (every row removed, deactivation); after, with `false` (activation, every
+    /// row added), and the set counts as dirty as a whole for the frame.
+    pub(crate) fn notify_replaced(&mut self, component: ComponentId, before: bool) {
+        let Some(len) = self.slot_set(component).map(|s| s.len()) else {
+            return;
+        };
+        if before {
+            if len > 0 {
+                self.notify_removing(component, 0..=len - 1);
+                if self.observers.watches(component)
+                    && let Some(set) = self.sets.get(component.index()).and_then(Option::as_ref)
+                {
+                    self.observers.call(component, set.get(), Call::Deactivated);
+                }
+            }
+        } else {
+            if len > 0 {
+                self.notify_added(component, 0..=len - 1);
+            }
+            self.frame.mark_whole(component);
+        }
+    }
+
+    // ----- Dirty state for incremental consumers, and structural counters. -----
+
+    /// Whether anything of a component is dirty since the last [`Store::end_frame`]: a row
+    /// added, removed, moved or written (an actual change: an equal write is no write), a
+    /// [`Store::column_mut`], or a mark ([`Store::mark_dirty`], [`Store::mark_rows_dirty`]).
+    /// Reading marks nothing. Refused for a component not installed.
+    pub fn is_dirty(&self, component: ComponentId) -> Result<bool, StoreError> {
+        let set = self.set(component)?;
+        Ok(self.frame.is_dirty(component, set))
+    }
+
+    /// What of a component is dirty since the last [`Store::end_frame`]: clean, the whole
+    /// column, or the dirty rows (see [`FrameDirty`]). Refused for a component not installed.
+    pub fn frame_dirty(&self, component: ComponentId) -> Result<FrameDirty, StoreError> {
+        let set = self.set(component)?;
+        Ok(self.frame.dirty(component, set))
+    }
+
+    /// Marks an instance's row of a component dirty for the frame, after a write the store
+    /// could not see (through a value read out and written back elsewhere, say). Changes no
+    /// tick and no value. Refused, changing nothing, for a component not installed or an
+    /// instance without the component ([`StoreError::MissingMembership`]).
+    pub fn mark_dirty(
+        &mut self,
+        at: InstanceRef,
+        component: ComponentId,
+    ) -> Result<(), StoreError> {
+        self.row(at, component)?;
+        self.frame.mark(component, at);
+        Ok(())
+    }
+
+    /// Marks rows `rows` of a component dirty for the frame (see [`Store::mark_dirty`]).
+    /// Refused, changing nothing, for a component not installed or a range past the set's rows
+    /// ([`StoreError::RowOutOfRange`]).
+    pub fn mark_rows_dirty(
+        &mut self,
+        component: ComponentId,
+        rows: RangeInclusive<usize>,
+    ) -> Result<(), StoreError> {
+        let set = self.set(component)?;
+        if rows.is_empty() {
+            return Ok(());
+        }
+        if *rows.end() >= set.len() {
+            return Err(StoreError::RowOutOfRange {
+                component: set.def().name().to_owned(),
+                row: *rows.end(),
+            });
+        }
+        if rows.clone().count() > crate::frame::RESIDUE_CAPACITY {
+            self.frame.mark_whole(component);
+            return Ok(());
+        }
+        let Some(set) = self.sets.get(component.index()).and_then(Option::as_ref) else {
+            return Ok(());
+        };
+        for row in rows {
+            self.frame.mark(component, set.at(row));
+        }
+        Ok(())
+    }
+
+    /// Ends the frame: dirty state clears for every component, and the structural window
+    /// reopens at the present [`Store::structural_count`] with no residue. The engine calls it
+    /// once per frame, after every consumer has read. Per-row dirty fields
+    /// ([`Store::take_dirty`]) and change ticks are not touched.
+    pub fn end_frame(&mut self) {
+        self.frame.end(self.tick);
+    }
+
+    /// The structural change count: it rises by one for every range of rows added, every range
+    /// of rows removed and every row a removal moved, in any component, and never falls.
+    pub fn structural_count(&self) -> u64 {
+        self.frame.count()
+    }
+
+    /// The structural changes after `count` (a value of [`Store::structural_count`] read
+    /// earlier in this window): the components whose membership changed, the instances that got
+    /// a row, and those that lost or moved one. [`StructuralMissed`] when `count` predates the
+    /// window (it opened at the last [`Store::end_frame`]), is past the present count, or the
+    /// window's residue overflowed its bound ([`RESIDUE_CAPACITY`](crate::RESIDUE_CAPACITY)
+    /// instances per list): refresh completely, then continue from the present count.
+    pub fn structural_since(&self, count: u64) -> Result<StructuralResidue<'_>, StructuralMissed> {
+        self.frame.since(count)
+    }
+
+    /// Turns on (or off) the counting of explicit writes to one column (checked setters such
+    /// as [`Store::write`], column writers): [`Store::value_count`] adds each write that
+    /// changes a value of it from now on (an equal write is no write). Refused, changing
+    /// nothing, for a component not installed or a field it lacks.
+    pub fn track_value_count(
+        &mut self,
+        component: ComponentId,
+        field: FieldId,
+        on: bool,
+    ) -> Result<(), StoreError> {
+        let set = self.set(component)?;
+        if set.def().field(field).is_none() {
+            return Err(StoreError::UnknownField {
+                component: set.def().name().to_owned(),
+                field: format!("{field:?}"),
+            });
+        }
+        self.frame.track_value_count(component, field, on);
+        Ok(())
+    }
+
+    /// The number of explicit value writes to tracked columns (see
+    /// [`Store::track_value_count`]) since tracking began, over all of them. Never falls.
+    pub fn value_count(&self) -> u64 {
+        self.frame.value_count()
+    }
+
+    /// Counts `n` explicit writes to a column when it is tracked.
+    #[inline]
+    pub(crate) fn count_values(&mut self, component: ComponentId, field: FieldId, n: u64) {
+        self.frame.count_values(component, field, n);
+    }
+
+    /// Marks a whole column dirty for the frame.
+    #[allow(dead_code, reason = "not called yet on this branch")]
+    pub(crate) fn mark_whole_dirty(&mut self, component: ComponentId) {
+        self.frame.mark_whole(component);
     }
 
     /// A set (not yet made private) beside the tick and event queue, for edits that need all
@@ -1164,9 +1473,22 @@ impl Store {
 
 /// A writer for the fields of a row just added by [`Store::insert`]; its writes are part of the
 /// add and take no ticks of their own.
+///
+/// Lifecycle observers of the component see the row (`on_added`) when this writer is dropped,
+/// with the values it set.
 pub struct RowInit<'a> {
     set: &'a mut ComponentSet,
     row: usize,
+    /// The store's observers, when the component has some: told of the row on drop.
+    observers: Option<(&'a mut Observers, ComponentId)>,
+}
+
+impl Drop for RowInit<'_> {
+    fn drop(&mut self) {
+        if let Some((observers, component)) = self.observers.take() {
+            observers.added(component, self.set, self.row..=self.row);
+        }
+    }
 }
 
 impl RowInit<'_> {
@@ -1193,9 +1515,28 @@ impl RowInit<'_> {
 /// A writer for the fields of rows just added by [`Store::insert_many`]; its writes are part
 /// of the add and take no ticks of their own. With no new rows it checks field types and
 /// changes nothing (the set is not even made private).
+///
+/// Lifecycle observers of the component see the new rows (one `on_added` for the whole range)
+/// when this writer is dropped, with the values it filled.
 pub struct BulkInit<'a> {
     set: &'a mut SharedSet,
     rows: std::ops::Range<usize>,
+    /// The store's observers, when the component has some: told of the rows on drop.
+    observers: Option<(&'a mut Observers, ComponentId)>,
+}
+
+impl Drop for BulkInit<'_> {
+    fn drop(&mut self) {
+        if let Some((observers, component)) = self.observers.take()
+            && !self.rows.is_empty()
+        {
+            observers.added(
+                component,
+                self.set.get(),
+                self.rows.start..=self.rows.end - 1,
+            );
+        }
+    }
 }
 
 impl BulkInit<'_> {
@@ -1338,4 +1679,288 @@ pub(crate) fn clear_target(value: &mut Value, target: InstanceId) -> bool {
     }
     changed |= value.rewrite_references(&mut |t| (t != target).then_some(t));
     changed
+}
+
+/// Bulk row operations behind [`crate::Stage`]: each touches every affected column once per
+/// batch, at one tick per batch.
+impl Store {
+    /// Checks that every instance of `ats` (of class `class`) may take a default row of
+    /// `component` (see [`Store::insert_many`]), changing nothing.
+    pub(crate) fn check_place(
+        &self,
+        ats: &[InstanceRef],
+        class: ClassId,
+        component: ComponentId,
+    ) -> Result<(), StoreError> {
+        let set = self.set(component)?;
+        if !set.def().allows_class(class) {
+            return Err(StoreError::ClassNotAllowed {
+                component: set.def().name().to_owned(),
+                class,
+            });
+        }
+        let rows_after = set.len() + ats.len();
+        let sparse_len = set.sparse_len();
+        for at in ats {
+            if set.holder_at(at.slot).is_some() || !at.slot_near(sparse_len, rows_after) {
+                self.check_add_slow(set, *at, class, rows_after)?;
+            }
+        }
+        Ok(())
+    }
+
+    /// Appends default rows of `component` for `ats` (checked by [`Store::check_place`], slots
+    /// distinct) at `tick`, without advancing the store's tick or queueing events: rows not
+    /// yet published. Returns the set's length before and the new rows.
+    pub(crate) fn place_unpublished(
+        &mut self,
+        ats: &[InstanceRef],
+        component: ComponentId,
+        tick: Tick,
+    ) -> Result<std::ops::Range<usize>, StoreError> {
+        let set = self.set_mut(component)?;
+        Ok(set.push_default_rows(ats, tick))
+    }
+
+    /// Takes back rows of `component` placed by [`Store::place_unpublished`] (the set had
+    /// `len` rows before).
+    pub(crate) fn take_back_unpublished(&mut self, component: ComponentId, len: usize) {
+        if let Ok(set) = self.set_mut(component) {
+            set.truncate_unpublished(len);
+        }
+    }
+
+    /// Publishes rows placed by [`Store::place_unpublished`] (`placed`: each component with
+    /// its new rows) at `tick`: the store's tick moves there, each component's observers hear
+    /// of the whole range in one call, then observed components queue an `Added` event per
+    /// instance.
+    pub(crate) fn publish_placed(
+        &mut self,
+        placed: &[(ComponentId, std::ops::Range<usize>)],
+        ats: &[InstanceRef],
+        tick: Tick,
+    ) {
+        self.advance_tick_to(tick);
+        for (component, rows) in placed {
+            if !rows.is_empty() {
+                self.notify_added(*component, rows.start..=rows.end - 1);
+            }
+        }
+        for &(component, _) in placed {
+            let observed = self
+                .slot_set(component)
+                .is_some_and(|s| s.def().def.observed);
+            if observed {
+                self.events.extend(ats.iter().map(|at| StoreEvent::Added {
+                    id: at.id,
+                    component,
+                }));
+            }
+        }
+    }
+
+    /// The one-row columns of a row of `component` holding `values` (checked against the
+    /// definition here) and defaults elsewhere.
+    pub(crate) fn template_row(
+        &self,
+        component: ComponentId,
+        values: &[(FieldId, Value)],
+    ) -> Result<Vec<crate::column::Column>, StoreError> {
+        let def = self.def(component)?;
+        for (field, value) in values {
+            def.check_value(*field, value)?;
+        }
+        let mut template = def.defaults.clone();
+        for (field, value) in values {
+            template[field.index()].replace(0, value.clone());
+        }
+        Ok(template)
+    }
+
+    /// Adds `component` to every instance of `members` lacking it, and stores `values` in the
+    /// given fields of every member holding it, at one tick (none when nothing changes).
+    /// Members are `(instance, class)`; repeated ones count once. Refused, changing nothing,
+    /// as [`Store::add`] refuses any one of the adds. Returns how many rows were added and
+    /// how many members already held the component.
+    pub(crate) fn set_many(
+        &mut self,
+        members: &[(InstanceRef, ClassId)],
+        component: ComponentId,
+        values: &[(FieldId, Value)],
+    ) -> Result<(usize, usize), StoreError> {
+        let template = self.template_row(component, values)?;
+        let set = self.set(component)?;
+        let mut holders = Vec::new();
+        let mut newcomers = Vec::new();
+        let max_slot = members
+            .iter()
+            .map(|(at, _)| at.slot.index())
+            .max()
+            .unwrap_or(0);
+        let mut seen = vec![0u64; max_slot / 64 + 1];
+        for (at, _) in members {
+            let (word, bit) = (at.slot.index() / 64, 1u64 << (at.slot.index() % 64));
+            if seen[word] & bit != 0 {
+                continue;
+            }
+            seen[word] |= bit;
+            match set.row_of(*at) {
+                Some(row) => holders.push(row),
+                None => newcomers.push(*at),
+            }
+        }
+        if !newcomers.is_empty() {
+            let rows_after = set.len() + newcomers.len();
+            for (at, class) in members {
+                if set.row_of(*at).is_none() {
+                    self.check_add(set, *at, *class, rows_after)?;
+                }
+            }
+        }
+        let tick = Tick(self.tick.0 + 1);
+        let Some((shared, store_tick, events)) = self.parts(component) else {
+            return Err(StoreError::UnknownComponent(component));
+        };
+        let observed = shared.def().def.observed;
+        if newcomers.is_empty() && values.is_empty() {
+            return Ok((0, holders.len()));
+        }
+        let set = shared.make_mut();
+        let mut any = false;
+        let mut added = 0..0;
+        if !newcomers.is_empty() {
+            added = set.push_rows_from(&template, &newcomers, tick);
+            any = true;
+            if observed {
+                events.extend(newcomers.iter().map(|at| StoreEvent::Added {
+                    id: at.id,
+                    component,
+                }));
+            }
+        }
+        let mut changed = Vec::new();
+        let mut written = Vec::with_capacity(values.len());
+        for (field, _) in values {
+            changed.clear();
+            let mut count = 0u64;
+            set.assign_rows(&holders, *field, &template[field.index()], tick, |row| {
+                any = true;
+                count += 1;
+                if observed {
+                    changed.push(row);
+                }
+            });
+            written.push((*field, count));
+            events.extend(changed.iter().map(|row| StoreEvent::Changed {
+                id: set.ids()[*row],
+                component,
+                field: *field,
+            }));
+        }
+        if any {
+            *store_tick = tick;
+        }
+        if !added.is_empty() {
+            self.notify_added(component, added.start..=added.end - 1);
+        }
+        for (field, count) in written {
+            self.count_values(component, field, count);
+        }
+        Ok((newcomers.len(), holders.len()))
+    }
+
+    /// Removes `component` from every instance of `ats` holding it, in one compaction pass at
+    /// one tick (rows to remove gathered at the end, each column truncated once), then, the
+    /// same way, every component of those instances that requires it (transitively). Records
+    /// what it removed in `removed`; returns how many rows of `component` went.
+    pub(crate) fn remove_many(
+        &mut self,
+        ats: &[InstanceRef],
+        component: ComponentId,
+        removed: &mut Vec<(InstanceId, ComponentId)>,
+    ) -> Result<usize, StoreError> {
+        let set = self.set(component)?;
+        let rows: Vec<usize> = ats.iter().filter_map(|at| set.row_of(*at)).collect();
+        let count = self.remove_rows_bulk(component, &rows, removed);
+        if count > 0 && !self.dependents[component.index()].is_empty() {
+            for dependent in self.dependents[component.index()].clone() {
+                self.remove_many(ats, dependent, removed)?;
+            }
+        }
+        Ok(count)
+    }
+
+    /// Removes rows `rows` (repeats allowed) of a component's set at one new tick: removal
+    /// records, `Removed` events when observed, migration input dropped. Returns how many.
+    fn remove_rows_bulk(
+        &mut self,
+        component: ComponentId,
+        rows: &[usize],
+        removed: &mut Vec<(InstanceId, ComponentId)>,
+    ) -> usize {
+        if rows.is_empty() {
+            return 0;
+        }
+        let tick = Tick(self.tick.0 + 1);
+        let Some((shared, store_tick, _)) = self.parts(component) else {
+            return 0;
+        };
+        *store_tick = tick;
+        let observed = shared.def().def.observed;
+        let set = shared.make_mut();
+        let mut moves = Vec::new();
+        let len = set.gather_to_tail(rows, tick, |id, old, new| moves.push((id, old, new)));
+        let end = set.len();
+        for (id, old, new) in moves {
+            self.notify_moved(component, id, old, new);
+        }
+        self.notify_removing(component, len..=end - 1);
+        let Some((shared, _, events)) = self.parts(component) else {
+            return 0;
+        };
+        let set = shared.make_mut();
+        let gone = &set.ids()[len..];
+        let first = removed.len();
+        removed.extend(gone.iter().map(|id| (*id, component)));
+        if observed {
+            events.extend(
+                gone.iter()
+                    .map(|id| StoreEvent::Removed { id: *id, component }),
+            );
+        }
+        set.truncate_removed(len, tick);
+        self.notify_emptied_if(component);
+        if !self.migrations.is_empty() {
+            let migrations = Arc::make_mut(&mut self.migrations);
+            for key in &removed[first..] {
+                migrations.remove(key);
+            }
+        }
+        removed.len() - first
+    }
+
+    /// [`Store::on_destroyed_into`] with the destroyed instances' own rows removed set by set
+    /// in one compaction pass each (a set all of whose rows go is truncated once), before the
+    /// reference policies run as there. `outcome.removed` lists those rows component by
+    /// component rather than instance by instance.
+    pub(crate) fn on_destroyed_bulk(&mut self, doomed: &[Doomed], outcome: &mut DestroyOutcome) {
+        let mut rows = Vec::new();
+        for index in 0..self.sets.len() {
+            let component = ComponentId(index as u32);
+            let Some(set) = self.slot_set(component) else {
+                continue;
+            };
+            rows.clear();
+            if set.is_empty() {
+                continue;
+            }
+            rows.extend(
+                doomed
+                    .iter()
+                    .filter_map(|d| set.row_of(InstanceRef::new(d.id, d.slot))),
+            );
+            self.remove_rows_bulk(component, &rows, &mut outcome.removed);
+        }
+        self.on_destroyed_into(doomed, outcome);
+    }
 }

@@ -85,6 +85,28 @@ impl Tracking {
         self.dirty.swap_remove(row);
     }
 
+    /// Moves row `from`'s tracking into row `to` (a row being removed, `to < from`) at
+    /// `tick`, for a compaction that truncates the rows from some point on afterwards: logs
+    /// the moved row's new position if it changed after the log's base, as a swap-removal does.
+    #[inline]
+    pub(crate) fn move_row(&mut self, from: usize, to: usize, tick: Tick) {
+        if self.changed[from] > self.log.base() && tick > self.log.base() {
+            self.log.push(tick, to, self.added.len());
+        }
+        self.added[to] = self.added[from];
+        self.changed[to] = self.changed[from];
+        self.dirty.move_row(from, to);
+    }
+
+    /// Keeps the first `len` rows' tracking (the rows after them were removed, or never
+    /// published). Positions logged past `len` stay in the log: readers re-check what they
+    /// find, and skip rows past the end.
+    pub(crate) fn truncate(&mut self, len: usize) {
+        self.added.truncate(len);
+        self.changed.truncate(len);
+        self.dirty.truncate_rows(len);
+    }
+
     /// The changes after `baseline`: the entries logged since and where the run of rows added
     /// since starts, or `None` when the log's base is after `baseline`.
     pub(crate) fn since(&self, baseline: Tick) -> Option<(&[u32], usize)> {

@@ -206,6 +206,24 @@ impl Query {
         })
     }
 
+    /// The committed membership now, copied: every match (refreshed first), as the store
+    /// addresses it, in instance-id order. For staging a bulk operation over the query's
+    /// members (`Stage::set`, `Stage::remove`, `Stage::despawn`): the copy never gains an
+    /// instance spawned afterwards, whether staged before or after it is taken.
+    pub fn capture(
+        &mut self,
+        arena: &Snapshot,
+        store: &Store,
+    ) -> Result<Vec<InstanceRef>, QueryError> {
+        let matches = self.matches(arena, store)?;
+        Ok(matches
+            .ids()
+            .iter()
+            .zip(matches.slots())
+            .map(|(id, slot)| InstanceRef::new(*id, *slot))
+            .collect())
+    }
+
     /// Starts a pass: refreshes the cache, and for a query with change filters selects the
     /// matches whose rows were added or changed since the previous pass began, then moves the
     /// baseline to the store tick now (writes made during this pass stay eligible for the next

@@ -416,6 +416,26 @@ impl Snapshot {
         untagged
     }
 
+    /// Raises the slot high-water mark to `slot_len` over vacant slots (a reservation holding
+    /// fresh slots), so no creation takes them; the records come later, through `place` or
+    /// `place_run`.
+    pub(crate) fn extend_vacant(&mut self, slot_len: u32) {
+        if slot_len <= self.slot_len {
+            return;
+        }
+        let pages = (slot_len as usize).div_ceil(PAGE_LEN);
+        while self.pages.len() < pages {
+            self.pages.push(Arc::new(Page::new()));
+        }
+        for page in (self.slot_len as usize / PAGE_LEN)..pages {
+            let len = (slot_len as usize - page * PAGE_LEN).min(PAGE_LEN);
+            if self.pages[page].entries().len() < len {
+                Arc::make_mut(&mut self.pages[page]).extend_vacant(len);
+            }
+        }
+        self.slot_len = slot_len;
+    }
+
     /// Shrinks the slot high-water mark (construction rollback of appended slots, already
     /// vacated).
     pub(crate) fn truncate_slots(&mut self, slot_len: u32) {

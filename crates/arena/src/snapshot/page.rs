@@ -54,6 +54,12 @@ impl Page {
         }
     }
 
+    /// Appends vacant slots until the page holds `len` entries (fresh slots held by a
+    /// reservation).
+    pub(super) fn extend_vacant(&mut self, len: usize) {
+        self.slots.resize_with(len.max(self.slots.len()), || None);
+    }
+
     pub(super) fn take(&mut self, index: usize) -> Option<Record> {
         self.slots.get_mut(index)?.take()
     }

@@ -1,0 +1,922 @@
+//! `Stage`: staged bulk work and scalar edits on one store and one arena, published together
+//! at an explicit barrier ([`Stage::commit`]).
+//!
+//! Invariant: a stage holds its operations in the order they were issued and applies them in
+//! that order; every staged spawn holds an arena reservation (ids reserved, nothing alive) from
+//! staging until it is published, cancelled, discarded or released by a failed commit, and
+//! nothing else holds it. A spawn's rows exist only between placement and publication inside
+//! one commit; if anything goes wrong in between they are taken back before the commit
+//! returns. Member lists are copies taken at staging, so nothing staged later (a spawn
+//! included) ever joins them.
+
+use std::error::Error;
+use std::ops::{Range, RangeInclusive};
+use std::panic::{AssertUnwindSafe, catch_unwind};
+use std::sync::atomic::{AtomicU64, Ordering};
+
+use strata_arena::{Arena, ArenaError, ArenaId, ClassId, InstanceId, Reservation, Slot};
+
+use crate::column::{Column, Scalar};
+use crate::def::{ComponentId, FieldId, FieldType};
+use crate::error::StoreError;
+use crate::set::{InstanceRef, Tick};
+use crate::store::{DestroyOutcome, Store, StoreId};
+use crate::value::Value;
+
+static NEXT_STAGE: AtomicU64 = AtomicU64::new(1);
+
+/// What an initializer may return as its error.
+pub type InitError = Box<dyn Error + Send + Sync + 'static>;
+
+type Init = Box<dyn FnMut(&mut SpawnRows<'_>) -> Result<(), InitError>>;
+
+/// A staged spawn, as its caller holds it: the ids reserved for it.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct SpawnTicket {
+    stage: u64,
+    serial: u64,
+    first: InstanceId,
+    len: usize,
+    ids: Option<Vec<InstanceId>>,
+}
+
+impl SpawnTicket {
+    /// The first reserved id.
+    pub fn first(&self) -> InstanceId {
+        self.first
+    }
+
+    /// Every reserved id, in spawn order, when they are not the `len` consecutive ids from
+    /// [`SpawnTicket::first`]; `None` when they are.
+    pub fn ids(&self) -> Option<&[InstanceId]> {
+        self.ids.as_deref()
+    }
+
+    /// How many instances the spawn adds.
+    pub fn len(&self) -> usize {
+        self.len
+    }
+
+    /// Always false: a spawn adds at least one instance.
+    pub fn is_empty(&self) -> bool {
+        self.len == 0
+    }
+
+    /// The `k`-th reserved id.
+    pub fn id(&self, k: usize) -> Option<InstanceId> {
+        if k >= self.len {
+            return None;
+        }
+        match &self.ids {
+            Some(ids) => ids.get(k).copied(),
+            None => InstanceId::new(self.first.get() + k as u64),
+        }
+    }
+}
+
+/// Why an operation could not be staged. Nothing was staged or reserved.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum StageError {
+    /// The arena given is not the one the stage was made for.
+    #[error("the stage belongs to another arena")]
+    ForeignArena,
+    /// The ticket was not issued by this stage, or its spawn was published, cancelled or
+    /// dropped already.
+    #[error("no staged spawn matches the ticket")]
+    UnknownTicket,
+    /// A spawn of no instances.
+    #[error("a spawn adds at least one instance")]
+    EmptySpawn,
+    /// The arena refused the reservation (ids or slots exhausted, an id alive or retired, a
+    /// bad class or parent).
+    #[error(transparent)]
+    Arena(#[from] ArenaError),
+}
+
+/// Why a commit stopped.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum CommitFailure {
+    /// The arena given is not the one the stage was made for; nothing was applied and the
+    /// stage keeps its operations.
+    #[error("the stage belongs to another arena")]
+    ForeignArena,
+    /// The store given is not the one the stage was made for (a snapshot is another store);
+    /// nothing was applied and the stage keeps its operations.
+    #[error("the stage belongs to another store")]
+    ForeignStore,
+    /// A spawn's initializer returned an error.
+    #[error("a spawn's initializer failed: {0}")]
+    Init(InitError),
+    /// A spawn's initializer panicked; the panic is caught and not resumed, and this is its
+    /// message.
+    #[error("a spawn's initializer panicked: {0}")]
+    Panic(String),
+    /// The store refused the operation (a class not allowed, an occupied slot, a value that
+    /// does not fit, an unknown component or field, an initializer's out-of-range value).
+    #[error(transparent)]
+    Store(#[from] StoreError),
+    /// The arena refused the operation (a parent gone, a locked instance).
+    #[error(transparent)]
+    Arena(#[from] ArenaError),
+}
+
+/// What a commit published.
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct Published {
+    /// Operations applied, in order.
+    pub ops: usize,
+    /// Instances spawned.
+    pub spawned: usize,
+    /// Rows added by `set` batches (members that lacked the component).
+    pub added: usize,
+    /// Members of `set` batches that already held the component (their fields replaced; an
+    /// equal value changes nothing).
+    pub replaced: usize,
+    /// Rows removed by `remove` batches (dependents' rows not counted).
+    pub removed: usize,
+    /// Instances destroyed by `despawn` batches and `destroy` edits, subtrees included.
+    pub despawned: usize,
+    /// Batch members skipped: gone by the time their batch applied (destroyed, or their slot
+    /// taken by another instance), or, for `remove`, not holding the component.
+    pub skipped: usize,
+    /// Scalar edits applied.
+    pub edits: usize,
+    /// What the store did for the destroyed instances: their rows, references cleared, and
+    /// holders whose `DestroyHolder` policy asks the arena's owner to destroy them.
+    pub destroyed: DestroyOutcome,
+}
+
+/// A commit that stopped at an operation: what was published before it stays published.
+#[derive(Debug, thiserror::Error)]
+#[error("staged operation {failed} failed after {} were published: {cause}", published.ops)]
+pub struct CommitError {
+    /// What the operations before the failing one published (they stay).
+    pub published: Box<Published>,
+    /// The failing operation's index among those the commit started with (0 for a foreign
+    /// arena or store).
+    pub failed: usize,
+    /// Why it failed.
+    pub cause: CommitFailure,
+    /// Reservations released: the failing spawn's own and those of every later spawn.
+    pub released: usize,
+    /// Later operations dropped without being applied.
+    pub dropped: usize,
+}
+
+enum Op {
+    Spawn(Box<Spawn>),
+    Set {
+        members: Vec<InstanceRef>,
+        component: ComponentId,
+        values: Vec<(FieldId, Value)>,
+    },
+    Remove {
+        members: Vec<InstanceRef>,
+        component: ComponentId,
+    },
+    Despawn {
+        members: Vec<InstanceRef>,
+    },
+    Write {
+        at: InstanceRef,
+        component: ComponentId,
+        field: FieldId,
+        value: Value,
+    },
+    Add {
+        at: InstanceRef,
+        class: ClassId,
+        component: ComponentId,
+        values: Vec<(FieldId, Value)>,
+    },
+    RemoveOne {
+        at: InstanceRef,
+        component: ComponentId,
+    },
+    Destroy {
+        id: InstanceId,
+    },
+}
+
+struct Spawn {
+    serial: u64,
+    reservation: Reservation,
+    class: ClassId,
+    parent: Option<InstanceId>,
+    components: Vec<ComponentId>,
+    init: Option<Init>,
+}
+
+/// An ordered queue of staged work bound to one store and one arena: bulk spawns (ids
+/// reserved now, instances alive at the commit), bulk `set`/`remove`/`despawn` over member
+/// lists captured when they are staged, and scalar edits, all applied in issue order by
+/// [`Stage::commit`].
+///
+/// # Example
+///
+/// ```
+/// use strata_arena::{Arena, ClassId};
+/// use strata_component_store::{ComponentDef, FieldDef, Stage, Store, Value};
+///
+/// let mut arena = Arena::standard();
+/// let mut store = Store::new();
+/// let health = store.install(
+///     ComponentDef::new("Health").field(FieldDef::number("current", 100.0)),
+///     arena.classes(),
+/// )?;
+/// let current = store.field(health, "current")?;
+///
+/// let mut stage = Stage::new(&arena, &store);
+/// let ticket = stage.spawn(&mut arena, 1000, ClassId::ENTITY, None, &[health], move |rows| {
+///     let values = rows.column_mut::<f64>(health, current)?;
+///     for (k, value) in values.iter_mut().enumerate() {
+///         *value = k as f64;
+///     }
+///     Ok::<(), strata_component_store::StoreError>(())
+/// })?;
+/// assert!(!arena.is_live(ticket.first()), "nothing is alive before the commit");
+///
+/// let published = stage.commit(&mut arena, &mut store)?;
+/// assert_eq!(published.spawned, 1000);
+/// assert_eq!(store.set(health)?.len(), 1000);
+///
+/// // Halve everyone's health, then remove the component from all of them.
+/// let members: Vec<_> = (0..1000)
+///     .map(|k| strata_component_store::InstanceRef::of(&arena, ticket.id(k).unwrap()))
+///     .collect::<Result<_, _>>()?;
+/// stage.set(&members, health, vec![(current, Value::Number(50.0))]);
+/// stage.remove(&members, health);
+/// let published = stage.commit(&mut arena, &mut store)?;
+/// assert_eq!((published.replaced, published.removed), (1000, 1000));
+/// assert!(store.set(health)?.is_empty());
+/// # Ok::<(), Box<dyn std::error::Error>>(())
+/// ```
+pub struct Stage {
+    id: u64,
+    arena: ArenaId,
+    store: StoreId,
+    next_serial: u64,
+    ops: Vec<Op>,
+}
+
+impl std::fmt::Debug for Stage {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Stage")
+            .field("arena", &self.arena)
+            .field("store", &self.store)
+            .field("ops", &self.ops.len())
+            .finish()
+    }
+}
+
+impl Stage {
+    /// An empty stage for `arena` and `store` (the store value itself: a snapshot is another).
+    pub fn new(arena: &Arena, store: &Store) -> Self {
+        Self {
+            id: NEXT_STAGE.fetch_add(1, Ordering::Relaxed),
+            arena: arena.arena_id(),
+            store: store.id(),
+            next_serial: 0,
+            ops: Vec::new(),
+        }
+    }
+
+    /// How many operations are staged.
+    pub fn len(&self) -> usize {
+        self.ops.len()
+    }
+
+    /// Whether nothing is staged.
+    pub fn is_empty(&self) -> bool {
+        self.ops.is_empty()
+    }
+
+    fn check_arena(&self, arena: &Arena) -> Result<(), StageError> {
+        if arena.arena_id() == self.arena {
+            Ok(())
+        } else {
+            Err(StageError::ForeignArena)
+        }
+    }
+
+    /// Stages a spawn of `count` instances of `class` under `parent`, each with `components`
+    /// (every field at its default, listed components counted once): their ids are reserved
+    /// now, but nothing is alive, queryable or observable before the commit. At the commit,
+    /// once the rows are placed with their defaults and before anything is published,
+    /// `init` fills them through [`SpawnRows`]; then the arena publishes the instances (one
+    /// event for the batch), the store's tick moves, and observed components queue their
+    /// events.
+    ///
+    /// Refused, reserving nothing: a foreign arena, a count of zero, and what the arena
+    /// refuses (ids or slots exhausted, a bad class or parent).
+    pub fn spawn<E>(
+        &mut self,
+        arena: &mut Arena,
+        count: usize,
+        class: ClassId,
+        parent: Option<InstanceId>,
+        components: &[ComponentId],
+        init: impl FnMut(&mut SpawnRows<'_>) -> Result<(), E> + 'static,
+    ) -> Result<SpawnTicket, StageError>
+    where
+        E: Into<InitError>,
+    {
+        self.check_arena(arena)?;
+        if count == 0 {
+            return Err(StageError::EmptySpawn);
+        }
+        let reservation = arena.reserve(count)?;
+        self.stage_spawn(arena, reservation, class, parent, components, init)
+    }
+
+    /// [`Stage::spawn`] at the given ids (replication, restoring a save): refused, reserving
+    /// nothing, when an id is alive, retired, repeated or outside the arena's ranges.
+    pub fn spawn_at<E>(
+        &mut self,
+        arena: &mut Arena,
+        ids: &[InstanceId],
+        class: ClassId,
+        parent: Option<InstanceId>,
+        components: &[ComponentId],
+        init: impl FnMut(&mut SpawnRows<'_>) -> Result<(), E> + 'static,
+    ) -> Result<SpawnTicket, StageError>
+    where
+        E: Into<InitError>,
+    {
+        self.check_arena(arena)?;
+        if ids.is_empty() {
+            return Err(StageError::EmptySpawn);
+        }
+        let reservation = arena.reserve_at(ids)?;
+        self.stage_spawn(arena, reservation, class, parent, components, init)
+    }
+
+    /// [`Stage::spawn_at`] from raw id values (as saved or sent): refused, reserving nothing,
+    /// also when a value is no valid id.
+    pub fn spawn_at_raw<E>(
+        &mut self,
+        arena: &mut Arena,
+        ids: &[u64],
+        class: ClassId,
+        parent: Option<InstanceId>,
+        components: &[ComponentId],
+        init: impl FnMut(&mut SpawnRows<'_>) -> Result<(), E> + 'static,
+    ) -> Result<SpawnTicket, StageError>
+    where
+        E: Into<InitError>,
+    {
+        self.check_arena(arena)?;
+        if ids.is_empty() {
+            return Err(StageError::EmptySpawn);
+        }
+        let reservation = arena.reserve_at_raw(ids)?;
+        self.stage_spawn(arena, reservation, class, parent, components, init)
+    }
+
+    fn stage_spawn<E>(
+        &mut self,
+        arena: &mut Arena,
+        reservation: Reservation,
+        class: ClassId,
+        parent: Option<InstanceId>,
+        components: &[ComponentId],
+        mut init: impl FnMut(&mut SpawnRows<'_>) -> Result<(), E> + 'static,
+    ) -> Result<SpawnTicket, StageError>
+    where
+        E: Into<InitError>,
+    {
+        let Some(first) = reservation.first() else {
+            release(arena, reservation);
+            return Err(StageError::EmptySpawn);
+        };
+        if let Err(error) = arena.check_publish(&reservation, class, parent) {
+            release(arena, reservation);
+            return Err(error.into());
+        }
+        let mut unique = Vec::with_capacity(components.len());
+        for component in components {
+            if !unique.contains(component) {
+                unique.push(*component);
+            }
+        }
+        let serial = self.next_serial;
+        self.next_serial += 1;
+        let ticket = SpawnTicket {
+            stage: self.id,
+            serial,
+            first,
+            len: reservation.len(),
+            ids: reservation.ids().map(<[InstanceId]>::to_vec),
+        };
+        let init: Init = Box::new(move |rows| init(rows).map_err(Into::into));
+        self.ops.push(Op::Spawn(Box::new(Spawn {
+            serial,
+            reservation,
+            class,
+            parent,
+            components: unique,
+            init: Some(init),
+        })));
+        Ok(ticket)
+    }
+
+    /// Cancels a staged spawn: its reservation is released now (the ids retired, never
+    /// reused), its initializer never runs, and no event ever announces it. Refused for a
+    /// foreign arena and for a ticket of no spawn staged here.
+    pub fn cancel(&mut self, arena: &mut Arena, ticket: &SpawnTicket) -> Result<(), StageError> {
+        self.check_arena(arena)?;
+        if ticket.stage != self.id {
+            return Err(StageError::UnknownTicket);
+        }
+        let position = self
+            .ops
+            .iter()
+            .position(|op| matches!(op, Op::Spawn(s) if s.serial == ticket.serial))
+            .ok_or(StageError::UnknownTicket)?;
+        if let Op::Spawn(spawn) = self.ops.remove(position) {
+            release(arena, spawn.reservation);
+        }
+        Ok(())
+    }
+
+    /// Stages adding `component` to every member lacking it, and storing `values` in those
+    /// fields of every member (defaults elsewhere for the new rows). `members` is copied now
+    /// (take a query's committed membership with `Query::capture`): nothing staged later
+    /// joins it. Members gone when the batch applies are skipped and counted.
+    pub fn set(
+        &mut self,
+        members: &[InstanceRef],
+        component: ComponentId,
+        values: Vec<(FieldId, Value)>,
+    ) {
+        self.ops.push(Op::Set {
+            members: members.to_vec(),
+            component,
+            values,
+        });
+    }
+
+    /// Stages removing `component` (and the components requiring it) from every member, in
+    /// one compaction pass per set. Members gone, or not holding it, when the batch applies
+    /// are skipped and counted.
+    pub fn remove(&mut self, members: &[InstanceRef], component: ComponentId) {
+        self.ops.push(Op::Remove {
+            members: members.to_vec(),
+            component,
+        });
+    }
+
+    /// Stages destroying every member (with its subtree) in one arena batch (one event), its
+    /// rows removed set by set in one pass each. Members gone when the batch applies are
+    /// skipped and counted.
+    pub fn despawn(&mut self, members: &[InstanceRef]) {
+        self.ops.push(Op::Despawn {
+            members: members.to_vec(),
+        });
+    }
+
+    /// Stages a typed field write (see [`Store::write`]), applied in issue order.
+    pub fn write<T: Scalar>(
+        &mut self,
+        at: InstanceRef,
+        component: ComponentId,
+        field: FieldId,
+        value: T,
+    ) {
+        self.write_value(at, component, field, value.into_value());
+    }
+
+    /// Stages a field write in dynamic form (see [`Store::write_value`]).
+    pub fn write_value(
+        &mut self,
+        at: InstanceRef,
+        component: ComponentId,
+        field: FieldId,
+        value: Value,
+    ) {
+        self.ops.push(Op::Write {
+            at,
+            component,
+            field,
+            value,
+        });
+    }
+
+    /// Stages adding a component to one instance (see [`Store::add`]).
+    pub fn add(
+        &mut self,
+        at: InstanceRef,
+        class: ClassId,
+        component: ComponentId,
+        values: Vec<(FieldId, Value)>,
+    ) {
+        self.ops.push(Op::Add {
+            at,
+            class,
+            component,
+            values,
+        });
+    }
+
+    /// Stages removing a component from one instance (see [`Store::remove`]); an instance
+    /// not holding it then is no failure.
+    pub fn remove_one(&mut self, at: InstanceRef, component: ComponentId) {
+        self.ops.push(Op::RemoveOne { at, component });
+    }
+
+    /// Stages destroying one instance and its subtree (`Arena::destroy`, then
+    /// [`Store::on_destroyed`]).
+    pub fn destroy(&mut self, id: InstanceId) {
+        self.ops.push(Op::Destroy { id });
+    }
+
+    /// Drops everything staged, releasing every reservation. Refused for a foreign arena,
+    /// changing nothing.
+    pub fn discard(&mut self, arena: &mut Arena) -> Result<(), StageError> {
+        self.check_arena(arena)?;
+        for op in self.ops.drain(..) {
+            if let Op::Spawn(spawn) = op {
+                release(arena, spawn.reservation);
+            }
+        }
+        Ok(())
+    }
+
+    /// Applies every staged operation in issue order, emptying the stage. On a failure (an
+    /// initializer's error or panic, an operation the arena or store refuses), the
+    /// operations before it stay published, nothing of the failing one remains (a spawn's
+    /// rows are taken back and its reservation released), every later spawn's reservation is
+    /// released and every later operation dropped; [`CommitError`] says how much of each.
+    /// A foreign arena or store is refused before anything applies, and the stage keeps its
+    /// operations.
+    #[allow(
+        clippy::result_large_err,
+        reason = "the error carries what was published; a commit is rare next to what it applies"
+    )]
+    pub fn commit(
+        &mut self,
+        arena: &mut Arena,
+        store: &mut Store,
+    ) -> Result<Published, CommitError> {
+        let foreign = if arena.arena_id() != self.arena {
+            Some(CommitFailure::ForeignArena)
+        } else if store.id() != self.store {
+            Some(CommitFailure::ForeignStore)
+        } else {
+            None
+        };
+        if let Some(cause) = foreign {
+            return Err(CommitError {
+                published: Box::default(),
+                failed: 0,
+                cause,
+                released: 0,
+                dropped: 0,
+            });
+        }
+        let mut published = Published::default();
+        let mut ops = std::mem::take(&mut self.ops).into_iter().enumerate();
+        while let Some((index, op)) = ops.next() {
+            let own = usize::from(matches!(op, Op::Spawn(_)));
+            if let Err(cause) = apply(op, arena, store, &mut published) {
+                let mut released = own;
+                let mut dropped = 0;
+                for (_, op) in ops {
+                    if let Op::Spawn(spawn) = op {
+                        released += usize::from(release(arena, spawn.reservation));
+                    }
+                    dropped += 1;
+                }
+                return Err(CommitError {
+                    published: Box::new(published),
+                    failed: index,
+                    cause,
+                    released,
+                    dropped,
+                });
+            }
+            published.ops += 1;
+        }
+        Ok(published)
+    }
+}
+
+/// Releases a reservation this stage held. The arena refuses only a reservation of another
+/// arena or one it no longer holds, which a stage never has (it checks the arena before
+/// touching any, and gives each up once); returns whether it was released.
+fn release(arena: &mut Arena, reservation: Reservation) -> bool {
+    arena.release(reservation).is_ok()
+}
+
+/// The live members of a batch (by id and slot), with their classes; counts the others.
+fn live_members(
+    arena: &Arena,
+    members: &[InstanceRef],
+    skipped: &mut usize,
+) -> Vec<(InstanceRef, ClassId)> {
+    let mut live = Vec::with_capacity(members.len());
+    for at in members {
+        match arena.class(at.id) {
+            Some(class) if arena.is_live(at.id) && arena.slot_of(at.id) == Some(at.slot) => {
+                live.push((*at, class));
+            }
+            _ => *skipped += 1,
+        }
+    }
+    live
+}
+
+fn apply(
+    op: Op,
+    arena: &mut Arena,
+    store: &mut Store,
+    published: &mut Published,
+) -> Result<(), CommitFailure> {
+    match op {
+        Op::Spawn(spawn) => apply_spawn(*spawn, arena, store, published),
+        Op::Set {
+            members,
+            component,
+            values,
+        } => {
+            let live = live_members(arena, &members, &mut published.skipped);
+            let (added, replaced) = store.set_many(&live, component, &values)?;
+            published.added += added;
+            published.replaced += replaced;
+            Ok(())
+        }
+        Op::Remove { members, component } => {
+            let live = live_members(arena, &members, &mut published.skipped);
+            let ats: Vec<InstanceRef> = live.into_iter().map(|(at, _)| at).collect();
+            let mut removed = Vec::new();
+            let count = store.remove_many(&ats, component, &mut removed)?;
+            published.skipped += ats.len() - count.min(ats.len());
+            published.removed += count;
+            Ok(())
+        }
+        Op::Despawn { members } => {
+            let live = live_members(arena, &members, &mut published.skipped);
+            if live.is_empty() {
+                return Ok(());
+            }
+            let ids: Vec<InstanceId> = live.iter().map(|(at, _)| at.id).collect();
+            let destruction = arena.destroy_many(&ids)?;
+            published.despawned += destruction.doomed.len();
+            store.on_destroyed_bulk(&destruction.doomed, &mut published.destroyed);
+            Ok(())
+        }
+        Op::Write {
+            at,
+            component,
+            field,
+            value,
+        } => {
+            store.write_value(at, component, field, value)?;
+            published.edits += 1;
+            Ok(())
+        }
+        Op::Add {
+            at,
+            class,
+            component,
+            values,
+        } => {
+            store.add(at, class, component, values)?;
+            published.edits += 1;
+            Ok(())
+        }
+        Op::RemoveOne { at, component } => {
+            store.remove(at, component)?;
+            published.edits += 1;
+            Ok(())
+        }
+        Op::Destroy { id } => {
+            let destruction = arena.destroy(id)?;
+            let doomed = destruction.doomed.as_slice();
+            published.despawned += doomed.len();
+            store.on_destroyed_into(doomed, &mut published.destroyed);
+            published.edits += 1;
+            Ok(())
+        }
+    }
+}
+
+fn apply_spawn(
+    spawn: Spawn,
+    arena: &mut Arena,
+    store: &mut Store,
+    published: &mut Published,
+) -> Result<(), CommitFailure> {
+    let Spawn {
+        reservation,
+        class,
+        parent,
+        components,
+        init,
+        ..
+    } = spawn;
+    let fail = |arena: &mut Arena, reservation: Reservation, cause: CommitFailure| {
+        release(arena, reservation);
+        Err(cause)
+    };
+    if let Err(error) = arena.check_publish(&reservation, class, parent) {
+        return fail(arena, reservation, error.into());
+    }
+    let ats: Vec<InstanceRef> = reservation
+        .iter()
+        .map(|(id, slot)| InstanceRef::new(id, slot))
+        .collect();
+    for &component in &components {
+        if let Err(error) = store.check_place(&ats, class, component) {
+            return fail(arena, reservation, error.into());
+        }
+    }
+    let tick = Tick(store.tick().0 + 1);
+    let mut placed: Vec<(ComponentId, Range<usize>)> = Vec::with_capacity(components.len());
+    for &component in &components {
+        match store.place_unpublished(&ats, component, tick) {
+            Ok(rows) => placed.push((component, rows)),
+            Err(error) => {
+                take_back(store, &placed);
+                return fail(arena, reservation, error.into());
+            }
+        }
+    }
+    if let Some(mut init) = init {
+        let mut rows = SpawnRows {
+            store,
+            placed: &placed,
+            ats: &ats,
+        };
+        let outcome = catch_unwind(AssertUnwindSafe(|| init(&mut rows)));
+        let cause = match outcome {
+            Ok(Ok(())) => None,
+            Ok(Err(error)) => Some(CommitFailure::Init(error)),
+            Err(panic) => Some(CommitFailure::Panic(panic_message(panic.as_ref()))),
+        };
+        if let Some(cause) = cause {
+            take_back(store, &placed);
+            return fail(arena, reservation, cause);
+        }
+        if let Err(error) = check_ranged(store, &placed) {
+            take_back(store, &placed);
+            return fail(arena, reservation, CommitFailure::Init(Box::new(error)));
+        }
+    }
+    if let Err((reservation, error)) = arena.publish(reservation, class, parent) {
+        take_back(store, &placed);
+        return fail(arena, reservation, error.into());
+    }
+    store.publish_placed(&placed, &ats, tick);
+    published.spawned += ats.len();
+    Ok(())
+}
+
+fn take_back(store: &mut Store, placed: &[(ComponentId, Range<usize>)]) {
+    for (component, rows) in placed {
+        store.take_back_unpublished(*component, rows.start);
+    }
+}
+
+/// Checks the values an initializer stored through raw slices where a slice can hold what the
+/// field cannot (enum indexes past the variants).
+fn check_ranged(store: &Store, placed: &[(ComponentId, Range<usize>)]) -> Result<(), StoreError> {
+    for (component, rows) in placed {
+        let set = store.set(*component)?;
+        for (index, field) in set.def().fields().iter().enumerate() {
+            let FieldType::Enum(_) = field.ty else {
+                continue;
+            };
+            let field_id = FieldId(index as u16);
+            if let Some(Column::Enum(values)) = set.column(field_id) {
+                for value in &values[rows.clone()] {
+                    set.def().check_scalar_value(field_id, value)?;
+                }
+            }
+        }
+    }
+    Ok(())
+}
+
+fn panic_message(panic: &(dyn std::any::Any + Send)) -> String {
+    if let Some(message) = panic.downcast_ref::<&str>() {
+        (*message).to_owned()
+    } else if let Some(message) = panic.downcast_ref::<String>() {
+        message.clone()
+    } else {
+        "a panic without a message".to_owned()
+    }
+}
+
+/// The rows of a staged spawn, placed with their defaults and not yet published, for its
+/// initializer to fill: per component, one contiguous row range, and typed column slices over
+/// exactly those rows. Writes here take no tick and mark nothing dirty: they are part of the
+/// spawn.
+pub struct SpawnRows<'a> {
+    store: &'a mut Store,
+    placed: &'a [(ComponentId, Range<usize>)],
+    ats: &'a [InstanceRef],
+}
+
+impl SpawnRows<'_> {
+    /// How many instances the spawn adds.
+    pub fn len(&self) -> usize {
+        self.ats.len()
+    }
+
+    /// Always false: a spawn adds at least one instance.
+    pub fn is_empty(&self) -> bool {
+        self.ats.is_empty()
+    }
+
+    /// The `k`-th instance's id.
+    pub fn id(&self, k: usize) -> Option<InstanceId> {
+        self.ats.get(k).map(|at| at.id)
+    }
+
+    /// The `k`-th instance's slot.
+    pub fn slot(&self, k: usize) -> Option<Slot> {
+        self.ats.get(k).map(|at| at.slot)
+    }
+
+    /// The `k`-th instance as the store addresses it.
+    pub fn instance(&self, k: usize) -> Option<InstanceRef> {
+        self.ats.get(k).copied()
+    }
+
+    fn placed(&self, component: ComponentId) -> Result<Range<usize>, StoreError> {
+        self.placed
+            .iter()
+            .find(|(c, _)| *c == component)
+            .map(|(_, rows)| rows.clone())
+            .ok_or(StoreError::NotInSpawn(component))
+    }
+
+    /// The rows of `component` the spawn placed, `first..=last`: the `k`-th instance's row is
+    /// `first + k`.
+    pub fn rows(&self, component: ComponentId) -> Result<RangeInclusive<usize>, StoreError> {
+        let rows = self.placed(component)?;
+        Ok(rows.start..=rows.end - 1)
+    }
+
+    /// A field's values over exactly the spawn's rows, for filling in place (element `k` is
+    /// the `k`-th instance's). Refused for a component the spawn does not add
+    /// ([`StoreError::NotInSpawn`]), a field whose column does not hold `T`, and a reference
+    /// field ([`StoreError::CheckedFieldOnly`]: use [`SpawnRows::set_reference`]). Enum
+    /// indexes stored here are checked after the initializer returns: one past the variants
+    /// fails the spawn.
+    pub fn column_mut<T: Scalar>(
+        &mut self,
+        component: ComponentId,
+        field: FieldId,
+    ) -> Result<&mut [T], StoreError> {
+        let rows = self.placed(component)?;
+        let def = self.store.def(component)?;
+        let field_def = def.check_scalar::<T>(field)?;
+        if def.reference_fields.contains(&field) {
+            return Err(StoreError::CheckedFieldOnly { component, field });
+        }
+        let mismatch = def.type_mismatch(field_def, std::any::type_name::<T>());
+        self.store
+            .set_mut(component)?
+            .init_slice::<T>(field, rows)
+            .ok_or(mismatch)
+    }
+
+    /// Stores a checked value in field `field` of the `k`-th instance's row (any kind,
+    /// references included: the reverse index follows).
+    pub fn set_value(
+        &mut self,
+        component: ComponentId,
+        k: usize,
+        field: FieldId,
+        value: Value,
+    ) -> Result<(), StoreError> {
+        let rows = self.placed(component)?;
+        if k >= rows.len() {
+            return Err(StoreError::SpawnIndexOutOfRange {
+                index: k,
+                len: rows.len(),
+            });
+        }
+        self.store.def(component)?.check_value(field, &value)?;
+        self.store
+            .set_mut(component)?
+            .init_field(rows.start + k, field, value);
+        Ok(())
+    }
+
+    /// Stores a reference in field `field` of the `k`-th instance's row, keeping the reverse
+    /// index exact.
+    pub fn set_reference(
+        &mut self,
+        component: ComponentId,
+        k: usize,
+        field: FieldId,
+        target: Option<InstanceId>,
+    ) -> Result<(), StoreError> {
+        self.set_value(component, k, field, Value::Reference(target))
+    }
+}
