@@ -23,7 +23,7 @@
 //! | `world_clone_then_write` | 100k | 100k | copy the same world, then [`Position::nudge`] every entity of the copy, so a deferred copy is paid too |
 //! | `parallel_write` | 1M | 1M | write every `Heat` of 1M entities in parallel on a 2-thread pool, split among 4 writers where the library lets the split be chosen, every write a change |
 //! | `bulk_spawn` | 1M | 1M | spawn 1M entities with the four components of `spawn` ([`body`]) through the library's bulk path, into a fresh world |
-//! | `bulk_set` | 1M | 1M | add [`Tagged`] to every member of a query over 1M bodies, the `k`-th member getting [`tagged`]`(k)`; the members are collected inside the timed region |
+//! | `bulk_set` | 1M | 1M | add [`Tagged`] ([`TAGGED`]) to every member of a query over 1M bodies; the members are collected inside the timed region |
 //! | `bulk_remove` | 1M | 1M | remove [`Tagged`] from every member of a query over 1M bodies that all hold it; the members are collected inside the timed region |
 //! | `bulk_despawn` | 1M | 1M | despawn every member of a query over 1M bodies, leaving the world empty; the members are collected inside the timed region |
 //!
@@ -287,12 +287,9 @@ pub fn is_small(i: u64, n_big: u64, n_small: u64) -> bool {
     i.is_multiple_of((n_big / n_small.max(1)).max(1))
 }
 
-/// The [`Tagged`] `bulk_set` gives the `k`-th member of its query (in the query's order, which
-/// is spawn order for every library's world of bodies): `k` itself, so the value of a body's
-/// [`Tagged`] equals the `x` of its [`position`].
-pub fn tagged(k: u64) -> Tagged {
-    Tagged(k as f64)
-}
+/// The [`Tagged`] `bulk_set` gives every member of its query, and the bodies of `bulk_remove`
+/// hold: one value for all, since a bulk set stores one value in every member.
+pub const TAGGED: Tagged = Tagged(1.0);
 
 /// The frames of one sample of `changed_filter_frames`.
 pub const FRAMES: u64 = 10;

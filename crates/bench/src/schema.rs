@@ -362,6 +362,8 @@ fn redefine(n: usize) -> Workload {
                     let mut rows = must(store.insert_many(&entities, ClassId::ENTITY, health));
                     must(rows.fill(current, (0..n).map(|i| (i % 100) as f64)));
                     must(rows.fill(max, (0..n).map(|i| 100 + (i % 7) as i64)));
+                    // The insert handle reports its rows to observers when dropped; drop it before moving the store.
+                    drop(rows);
                     (store, sync)
                 },
                 |(store, sync)| {

@@ -17,8 +17,8 @@ use super::{
     ADD_REMOVE_SIZE, ADDED_B, BULK_SIZE, Big, CHANGED_SIZE, CHANGED_STRIDE, ChangedWork,
     DESPAWN_SIZE, Data, ENTITY_SIZES, FRAG_KINDS, FRAG_PER_KIND, Heat, JOIN_SIZES,
     PARALLEL_THREADS, PARALLEL_WRITE_SIZE, PARALLEL_WRITERS, Position, REFERENCE_SIZES, Rotation,
-    SMALL, Small, Spawn, Tagged, Transform, Velocity, a, big, body, for_each_kind, fragment,
-    is_small, position, tagged, tally, time_parallel_writes, velocity, written_groups,
+    SMALL, Small, Spawn, TAGGED, Tagged, Transform, Velocity, a, big, body, for_each_kind,
+    fragment, is_small, position, tally, time_parallel_writes, velocity, written_groups,
 };
 use crate::harness::Workload;
 
@@ -461,16 +461,11 @@ fn bulk_spawn(n: u64) -> Workload {
 }
 
 /// The routine of `bulk_set`: the query's members collected, then one `World::insert_batch`
-/// giving the `k`-th [`Tagged`]`(k)`; returns how many were tagged.
+/// giving each [`TAGGED`]; returns how many were tagged.
 fn tag_all(world: &mut World, query: &mut BodyQuery) -> usize {
     let members: Vec<Entity> = query.iter(world).collect();
     let n_tagged = members.len();
-    world.insert_batch(
-        members
-            .into_iter()
-            .enumerate()
-            .map(|(k, id)| (id, tagged(k as u64))),
-    );
+    world.insert_batch(members.into_iter().map(|id| (id, TAGGED)));
     n_tagged
 }
 
@@ -485,14 +480,14 @@ fn bulk_set(n: u64) -> Workload {
     )
 }
 
-/// A world of `n` bodies that all carry [`Tagged`] too (`tagged(i)` for the `i`-th), and its
+/// A world of `n` bodies that all carry [`Tagged`] too ([`TAGGED`]), and its
 /// cached [`BodyQuery`].
 fn tagged_bodies(n: u64) -> (World, BodyQuery) {
     let mut world = World::new();
     world
         .spawn_batch((0..n).map(|i| {
             let (t, p, r, v) = body(i);
-            (t, p, r, v, tagged(i))
+            (t, p, r, v, TAGGED)
         }))
         .for_each(drop);
     let query = world.query_filtered();
@@ -670,7 +665,7 @@ mod tests {
             .map(|(p, t)| (*p, *t))
             .collect();
         assert_eq!(tags.len(), 1000);
-        assert!(tags.iter().all(|(p, t)| *t == tagged(p.x as u64)));
+        assert!(tags.iter().all(|(_, t)| *t == TAGGED));
         assert_eq!(query.iter(&world).count(), 1000);
     }
 

@@ -24,8 +24,8 @@ use super::{
     ADD_REMOVE_SIZE, ADDED_B, BULK_SIZE, Big, CHANGED_SIZE, CHANGED_STRIDE, CLONE_SIZE,
     ChangedWork, DESPAWN_SIZE, Data, ENTITY_SIZES, FRAG_KINDS, FRAG_PER_KIND, Heat, JOIN_SIZES,
     PARALLEL_WRITE_SIZE, PARALLEL_WRITERS, Position, REFERENCE_SIZES, Rotation, SMALL, Small,
-    Spawn, Tagged, Transform, Velocity, a, big, body, for_each_kind, fragment, is_small, position,
-    rayon_pool, rotation, tagged, tally, time_parallel_writes, velocity, written_groups,
+    Spawn, TAGGED, Tagged, Transform, Velocity, a, big, body, for_each_kind, fragment, is_small,
+    position, rayon_pool, rotation, tally, time_parallel_writes, velocity, written_groups,
 };
 use crate::harness::Workload;
 
@@ -565,12 +565,12 @@ fn bulk_spawn(n: u64) -> Workload {
 }
 
 /// The routine of `bulk_set`: the query's members collected, then [`Tagged`] inserted into
-/// each (`tagged(k)` for the `k`-th); returns how many were tagged.
+/// each ([`TAGGED`]); returns how many were tagged.
 fn tag_all(world: &mut World) -> u64 {
     let members = body_members(world);
     let mut n_tagged = 0;
-    for (k, &id) in members.iter().enumerate() {
-        n_tagged += u64::from(world.insert_one(id, tagged(k as u64)).is_ok());
+    for &id in &members {
+        n_tagged += u64::from(world.insert_one(id, TAGGED).is_ok());
     }
     n_tagged
 }
@@ -586,13 +586,13 @@ fn bulk_set(n: u64) -> Workload {
     )
 }
 
-/// A world of `n` bodies that all carry [`Tagged`] too (`tagged(i)` for the `i`-th).
+/// A world of `n` bodies that all carry [`Tagged`] too ([`TAGGED`]).
 fn tagged_bodies(n: u64) -> World {
     let mut world = World::new();
     world
         .spawn_batch((0..n).map(|i| {
             let (t, p, r, v) = body(i);
-            (t, p, r, v, tagged(i))
+            (t, p, r, v, TAGGED)
         }))
         .for_each(drop);
     world
@@ -819,7 +819,7 @@ mod tests {
             .map(|(p, t)| (*p, *t))
             .collect();
         assert_eq!(tags.len(), 1000);
-        assert!(tags.iter().all(|(p, t)| *t == tagged(p.x as u64)));
+        assert!(tags.iter().all(|(_, t)| *t == TAGGED));
         assert_eq!(body_members(&mut world).len(), 1000);
     }
 

@@ -21,9 +21,9 @@ use super::kinds::*;
 use super::{
     ADD_REMOVE_SIZE, ADDED_B, BULK_SIZE, Big, CHANGED_SIZE, CHANGED_STRIDE, CLONE_SIZE,
     ChangedWork, DESPAWN_SIZE, Data, ENTITY_SIZES, FRAG_KINDS, FRAG_PER_KIND, Heat, JOIN_SIZES,
-    PARALLEL_WRITE_SIZE, Position, REFERENCE_SIZES, Rotation, SMALL, Small, Spawn, Tagged,
+    PARALLEL_WRITE_SIZE, Position, REFERENCE_SIZES, Rotation, SMALL, Small, Spawn, TAGGED, Tagged,
     Transform, Velocity, a, big, body, for_each_kind, fragment, is_small, position, rayon_pool,
-    rotation, tagged, tally, time_parallel_writes, velocity, written_groups,
+    rotation, tally, time_parallel_writes, velocity, written_groups,
 };
 use crate::harness::Workload;
 
@@ -549,7 +549,7 @@ fn bulk_spawn(n: u64) -> Workload {
 }
 
 /// The routine of `bulk_set`: the query's members collected, the [`Tagged`] sparse set
-/// reserved for them, then [`Tagged`] added to each (`tagged(k)` for the `k`-th); returns how
+/// reserved for them, then [`Tagged`] added to each ([`TAGGED`]); returns how
 /// many were tagged.
 fn tag_all(world: &World) -> usize {
     let members = body_members(world);
@@ -557,8 +557,8 @@ fn tag_all(world: &World) -> usize {
         .borrow::<(EntitiesView<'_>, ViewMut<'_, Tagged>)>()
         .expect(FREE_BORROW);
     tags.reserve(members.len());
-    for (k, &id) in members.iter().enumerate() {
-        entities.add_component(id, &mut tags, tagged(k as u64));
+    for &id in &members {
+        entities.add_component(id, &mut tags, TAGGED);
     }
     members.len()
 }
@@ -574,13 +574,13 @@ fn bulk_set(n: u64) -> Workload {
     )
 }
 
-/// A world of `n` bodies that all carry [`Tagged`] too (`tagged(i)` for the `i`-th).
+/// A world of `n` bodies that all carry [`Tagged`] too ([`TAGGED`]).
 fn tagged_bodies(n: u64) -> World {
     let mut world = World::new();
     world
         .bulk_add_entity((0..n).map(|i| {
             let (t, p, r, v) = body(i);
-            (t, p, r, v, tagged(i))
+            (t, p, r, v, TAGGED)
         }))
         .for_each(drop);
     world
@@ -802,7 +802,7 @@ mod tests {
         let pairs: Vec<(Position, Tagged)> =
             (&positions, &tags).iter().map(|(p, t)| (*p, *t)).collect();
         assert_eq!(pairs.len(), 1000);
-        assert!(pairs.iter().all(|(p, t)| *t == tagged(p.x as u64)));
+        assert!(pairs.iter().all(|(_, t)| *t == TAGGED));
     }
 
     #[test]
