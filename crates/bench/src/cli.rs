@@ -500,10 +500,11 @@ fn run_with_progress(
     let outcome = measure(workload, config);
     match &outcome {
         Ok(record) => eprintln!(
-            "median {}, {} per item, {} samples",
+            "median {}, {} per item, {} samples, allocations per run {}",
             report::format_duration_ns(record.median_ns),
             report::format_duration_ns(record.ns_per_item),
-            record.samples
+            record.samples,
+            report::format_allocations(record.alloc_calls, record.alloc_bytes)
         ),
         Err(err) => eprintln!("failed: {err}"),
     }
@@ -774,6 +775,8 @@ mod tests {
             peak_rss_bytes: Some(4 << 20),
             mechanism: "a way".to_owned(),
             samples: 3,
+            alloc_calls: Some(12),
+            alloc_bytes: Some(4096),
         }
     }
 

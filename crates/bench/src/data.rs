@@ -22,6 +22,13 @@
 //! | `world_snapshot` | 100k | 100k | Strata only: a copy-on-write snapshot of the same world, nothing copied until written |
 //! | `world_clone_then_write` | 100k | 100k | copy the same world, then [`Position::nudge`] every entity of the copy, so a deferred copy is paid too |
 //! | `parallel_write` | 1M | 1M | write every `Heat` of 1M entities in parallel on a 2-thread pool, split among 4 writers where the library lets the split be chosen, every write a change |
+//! | `bulk_spawn` | 1M | 1M | spawn 1M entities with the four components of `spawn` ([`body`]) through the library's bulk path, into a fresh world |
+//! | `bulk_set` | 1M | 1M | add [`Tagged`] ([`TAGGED`]) to every member of a query over 1M bodies; the members are collected inside the timed region |
+//! | `bulk_remove` | 1M | 1M | remove [`Tagged`] from every member of a query over 1M bodies that all hold it; the members are collected inside the timed region |
+//! | `bulk_despawn` | 1M | 1M | despawn every member of a query over 1M bodies, leaving the world empty; the members are collected inside the timed region |
+//!
+//! The four `bulk_` workloads start every sample from a fresh world built in setup, for every
+//! library, and report the allocations of one run as well as its time.
 //!
 //! Strata's number fields are f64 and its `Vec3` and `Transform` hold f32, so the one-number
 //! components here ([`Data`], [`Big`], [`Small`], the [`kinds`], [`Heat`]) hold an f64 and the
@@ -57,6 +64,8 @@ pub const DESPAWN_SIZE: u64 = 100_000;
 pub const REFERENCE_SIZES: (u64, u64) = (10_000, 100);
 /// The entities of `world_clone`.
 pub const CLONE_SIZE: u64 = 100_000;
+/// The entities of `bulk_spawn`, `bulk_set`, `bulk_remove` and `bulk_despawn`.
+pub const BULK_SIZE: u64 = 1_000_000;
 /// Declares the plain components every library's fixtures are built from; with the `peers`
 /// feature they derive `bevy_ecs` and `shipyard` components (hecs takes any
 /// `Send + Sync + 'static` type). Takes struct items.
@@ -111,6 +120,8 @@ components! {
     pub struct Small(pub f64);
     /// The one number `parallel_write` writes, as Strata's one-field `Heat`.
     pub struct Heat(pub f64);
+    /// The one-number component `bulk_set` adds to every body and `bulk_remove` takes away.
+    pub struct Tagged(pub f64);
 }
 
 /// Expands `$m!(Kind, $args...)` once per fragment kind of `frag_iter`, `A` to `Z`.
@@ -275,6 +286,10 @@ pub const SMALL: Small = Small(1.0);
 pub fn is_small(i: u64, n_big: u64, n_small: u64) -> bool {
     i.is_multiple_of((n_big / n_small.max(1)).max(1))
 }
+
+/// The [`Tagged`] `bulk_set` gives every member of its query, and the bodies of `bulk_remove`
+/// hold: one value for all, since a bulk set stores one value in every member.
+pub const TAGGED: Tagged = Tagged(1.0);
 
 /// The frames of one sample of `changed_filter_frames`.
 pub const FRAMES: u64 = 10;

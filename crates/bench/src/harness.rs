@@ -8,11 +8,19 @@
 //! routine that drops it is timed doing so. A [`Summary`] is only ever built from at least one timed sample.
 //! A workload is identified by its [`WorkloadKey`] (library, name and size), never by its name
 //! alone, since peer libraries register the same names as Strata for the same work.
+//!
+//! Allocations are counted in one extra run after the samples, never in a timed one: only where
+//! the process runs on [`crate::alloc::CountingAllocator`], each measuring method runs the routine
+//! once more (with a fresh setup, or one more sample of frames for [`Bencher::iter_frames`]),
+//! counting exactly what the timed region would hold (the routine, not its setup, its
+//! preparation or the drop of its output), and that count is the record's allocations per run.
+//! The counted run's time is not a sample.
 
 use std::fmt;
 use std::hint::black_box;
 use std::time::{Duration, Instant};
 
+use crate::alloc::{self, Allocations};
 use crate::error::BenchError;
 use crate::report::BenchRecord;
 use crate::rss;
@@ -161,24 +169,27 @@ impl Workload {
     /// Runs the body under `config` and summarises the timed runs.
     pub fn measure(&mut self, config: SampleConfig) -> Result<Summary, BenchError> {
         self.measure_with_peak(config, PeakScope::Off)
-            .map(|(summary, _)| summary)
+            .map(|measured| measured.summary)
     }
 
     /// Runs the body under `config`; unless `scope` is [`PeakScope::Off`], also returns the
-    /// peak resident memory through the body's first (warm-up) run.
+    /// peak resident memory through the body's first (warm-up) run, and the allocations of one
+    /// run where they are counted.
     fn measure_with_peak(
         &mut self,
         config: SampleConfig,
         scope: PeakScope,
-    ) -> Result<(Summary, Option<u64>), BenchError> {
+    ) -> Result<Measured, BenchError> {
         let mut bencher = Bencher {
             config,
             outcome: Outcome::NotRun,
             track_peak: scope.tracks_peak(),
             peak_rss_bytes: None,
+            allocations: None,
         };
         (self.body)(&mut bencher);
         let peak_rss_bytes = bencher.peak_rss_bytes;
+        let allocations = bencher.allocations;
         let summary = match bencher.outcome {
             Outcome::NotRun => Err(BenchError::NoMeasurement {
                 workload: self.name.clone(),
@@ -192,7 +203,11 @@ impl Workload {
                 })
             }
         }?;
-        Ok((summary, peak_rss_bytes))
+        Ok(Measured {
+            summary,
+            peak_rss_bytes,
+            allocations,
+        })
     }
 
     /// Measures the workload and its peak resident memory in a process that may already have
@@ -225,7 +240,11 @@ impl Workload {
         config: SampleConfig,
         scope: PeakScope,
     ) -> Result<BenchRecord, BenchError> {
-        let (summary, peak_rss_bytes) = self.measure_with_peak(config, scope)?;
+        let Measured {
+            summary,
+            peak_rss_bytes,
+            allocations,
+        } = self.measure_with_peak(config, scope)?;
         Ok(BenchRecord {
             library: self.library.clone(),
             workload: self.name.clone(),
@@ -237,8 +256,18 @@ impl Workload {
             peak_rss_bytes,
             mechanism: self.mechanism.clone(),
             samples: summary.samples,
+            alloc_calls: allocations.map(|a| a.calls),
+            alloc_bytes: allocations.map(|a| a.bytes),
         })
     }
+}
+
+/// What one measurement of a workload found.
+struct Measured {
+    summary: Summary,
+    peak_rss_bytes: Option<u64>,
+    /// The allocations of the one counted run, where they were counted.
+    allocations: Option<Allocations>,
 }
 
 /// What identifies one workload: the library it measures, its name and its size.
@@ -340,7 +369,7 @@ enum Outcome {
 /// The timer handed to a workload body; the body calls exactly one of its methods exactly once.
 ///
 /// Each method does one untimed warm-up run first, then samples until the [`SampleConfig`] is
-/// satisfied. Inputs and outputs pass through [`black_box`], so the optimiser can neither drop
+/// satisfied, then, where allocations can be counted, one counted run (see the module doc). Inputs and outputs pass through [`black_box`], so the optimiser can neither drop
 /// the routine nor compute it ahead of time.
 pub struct Bencher {
     config: SampleConfig,
@@ -349,6 +378,8 @@ pub struct Bencher {
     track_peak: bool,
     /// The peak read right after the warm-up run.
     peak_rss_bytes: Option<u64>,
+    /// The allocations of the counted run after the samples, where they were counted.
+    allocations: Option<Allocations>,
 }
 
 impl Bencher {
@@ -384,6 +415,11 @@ impl Bencher {
             samples.push(nanos(batch.timed) / runs as f64);
         }
         self.outcome = Outcome::Measured(samples);
+        if alloc::is_installed() {
+            let (output, allocations) = alloc::count(|| black_box(routine()));
+            drop(output);
+            self.allocations = allocations;
+        }
     }
 
     /// Times `routine` on a fresh input from `setup` per run, lent to it mutably.
@@ -396,14 +432,13 @@ impl Bencher {
         mut setup: impl FnMut() -> S,
         mut routine: impl FnMut(&mut S) -> O,
     ) {
-        self.sample_each(move || {
+        self.sample_each(move |counted| {
             let mut input = setup();
-            let start = Instant::now();
-            let output = black_box(routine(black_box(&mut input)));
-            let elapsed = start.elapsed();
+            let (output, elapsed, allocations) =
+                run_routine(counted, || routine(black_box(&mut input)));
             drop(output);
             drop(input);
-            elapsed
+            (elapsed, allocations)
         });
     }
 
@@ -417,13 +452,11 @@ impl Bencher {
         mut setup: impl FnMut() -> S,
         mut routine: impl FnMut(S) -> O,
     ) {
-        self.sample_each(move || {
+        self.sample_each(move |counted| {
             let input = setup();
-            let start = Instant::now();
-            let output = black_box(routine(black_box(input)));
-            let elapsed = start.elapsed();
+            let (output, elapsed, allocations) = run_routine(counted, || routine(black_box(input)));
             drop(output);
-            elapsed
+            (elapsed, allocations)
         });
     }
 
@@ -443,35 +476,48 @@ impl Bencher {
         mut routine: impl FnMut(&mut S) -> O,
     ) {
         let mut frame = 0;
-        self.sample_each(move || {
+        self.sample_each(move |counted| {
             let mut outputs = Vec::with_capacity(frames as usize);
             let mut timed = Duration::ZERO;
+            let mut allocations = counted.then(Allocations::default);
             for _ in 0..frames {
                 prepare(&mut state, frame);
                 frame += 1;
-                let start = Instant::now();
-                let output = black_box(routine(black_box(&mut state)));
-                timed += start.elapsed();
+                let (output, elapsed, counts) =
+                    run_routine(counted, || routine(black_box(&mut state)));
+                timed += elapsed;
+                allocations = match (allocations, counts) {
+                    (Some(sum), Some(counts)) => Some(Allocations {
+                        calls: sum.calls + counts.calls,
+                        bytes: sum.bytes + counts.bytes,
+                    }),
+                    _ => None,
+                };
                 outputs.push(output);
             }
             drop(outputs);
-            timed
+            (timed, allocations)
         });
     }
 
-    /// Runs `one_run` once as a warm-up, then samples it one run per sample.
-    fn sample_each(&mut self, mut one_run: impl FnMut() -> Duration) {
+    /// Runs `one_run` once as a warm-up, then samples it one run per sample, then, where
+    /// allocations can be counted, runs it once more counting them (`one_run(true)`; the
+    /// others get `false`).
+    fn sample_each(&mut self, mut one_run: impl FnMut(bool) -> (Duration, Option<Allocations>)) {
         if !self.begin() {
             return;
         }
-        one_run();
+        one_run(false);
         self.record_peak();
         let mut samples = Vec::new();
         let started = Instant::now();
         while !self.config.is_done(samples.len(), started.elapsed()) {
-            samples.push(nanos(one_run()));
+            samples.push(nanos(one_run(false).0));
         }
         self.outcome = Outcome::Measured(samples);
+        if alloc::is_installed() {
+            self.allocations = one_run(true).1;
+        }
     }
 
     /// Reads the peak resident memory once the warm-up run is over.
@@ -490,6 +536,26 @@ impl Bencher {
                 false
             }
         }
+    }
+}
+
+/// Runs `routine` once between two clock reads and returns its output and time; when
+/// `counted`, the same region also counts allocations (`None` where they cannot be counted).
+fn run_routine<O>(
+    counted: bool,
+    routine: impl FnOnce() -> O,
+) -> (O, Duration, Option<Allocations>) {
+    let timed = || {
+        let start = Instant::now();
+        let output = black_box(routine());
+        (output, start.elapsed())
+    };
+    if counted {
+        let ((output, elapsed), allocations) = alloc::count(timed);
+        (output, elapsed, allocations)
+    } else {
+        let (output, elapsed) = timed();
+        (output, elapsed, None)
     }
 }
 
@@ -806,6 +872,8 @@ mod tests {
         assert_eq!(record.workload, "sleep");
         assert_eq!((record.size, record.items, record.samples), (1000, 500, 5));
         assert_eq!(record.ns_per_item, record.median_ns / 500.0);
+        // Unit tests run on the default allocator: no counted run, no counts.
+        assert_eq!((record.alloc_calls, record.alloc_bytes), (None, None));
         assert!(record.min_ns <= record.median_ns);
         if cfg!(target_os = "linux") {
             assert!(record.peak_rss_bytes.is_some_and(|bytes| bytes > 0));

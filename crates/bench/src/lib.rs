@@ -26,6 +26,7 @@
 //! assert_eq!(sum.name(), "vec_sum");
 //! ```
 
+pub mod alloc;
 pub mod arena;
 pub mod cli;
 pub mod data;

@@ -4,6 +4,11 @@
 
 use std::process::ExitCode;
 
+/// Counts the allocations of one run of each workload (see `strata_bench::alloc`); outside
+/// that counted run it only checks a flag per allocation.
+#[global_allocator]
+static ALLOCATOR: strata_bench::alloc::CountingAllocator = strata_bench::alloc::CountingAllocator;
+
 fn main() -> ExitCode {
     strata_bench::cli::main_with(
         std::env::args().skip(1),

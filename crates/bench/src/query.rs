@@ -1,6 +1,10 @@
 //! Strata's side of the head-to-head workloads: the same names, data and work as the peer
 //! libraries' (`peers/`), through the arena, the component store and queries.
 //!
+//! The four `bulk_` workloads go through the component store's [`Stage`]: staged work published
+//! at one commit, over the members a query captures inside the timed region (as the peers
+//! collect theirs).
+//!
 //! Invariant: every workload builds its world in setup from the values of [`crate::data`] and
 //! times only the work its name describes; each sample starts from the same state, so its
 //! figure is comparable with the peers' on the same run.
@@ -9,8 +13,8 @@ use std::hint::black_box;
 
 use strata_arena::{Arena, ClassId, InstanceId, Snapshot, Transform, Vec3};
 use strata_component_store::{
-    ComponentDef, ComponentId, DestroyOutcome, FieldDef, FieldId, InstanceRef, RefPolicy, Scalar,
-    Store, StoreError,
+    ComponentDef, ComponentId, DestroyOutcome, FieldDef, FieldId, InstanceRef, Published,
+    RefPolicy, Scalar, Stage, Store, StoreError, Value,
 };
 use strata_query::{Query, QuerySpec};
 
@@ -36,6 +40,10 @@ pub fn workloads() -> Vec<Workload> {
         reference_cleanup(10_000, 100),
         world_snapshot(data::CLONE_SIZE),
         world_clone_then_write(data::CLONE_SIZE),
+        bulk_spawn(data::BULK_SIZE),
+        bulk_set(data::BULK_SIZE),
+        bulk_remove(data::BULK_SIZE),
+        bulk_despawn(data::BULK_SIZE),
     ]
 }
 
@@ -709,6 +717,160 @@ fn world_clone_then_write(n: u64) -> Workload {
     )
 }
 
+/// The routine of `bulk_spawn`: one staged spawn of `n` bodies with the four components, the
+/// initializer filling each column in place over the spawn's rows with the values of
+/// [`data::body`], published at one commit; returns what the commit published.
+fn stage_bodies(arena: &mut Arena, store: &mut Store, body: Body, n: u64) -> Published {
+    let mut stage = Stage::new(arena, store);
+    let components = [body.transform, body.position, body.rotation, body.velocity];
+    must(stage.spawn(
+        arena,
+        n as usize,
+        ClassId::ENTITY,
+        None,
+        &components,
+        move |rows| {
+            let fill = |column: &mut [Vec3], value: fn(u64) -> Vec3| {
+                for (k, cell) in column.iter_mut().enumerate() {
+                    *cell = value(k as u64);
+                }
+            };
+            for (k, cell) in rows
+                .column_mut::<Transform>(body.transform, FIRST)?
+                .iter_mut()
+                .enumerate()
+            {
+                *cell = data::transform(k as u64).into();
+            }
+            fill(rows.column_mut::<Vec3>(body.position, FIRST)?, |k| {
+                data::position(k).into()
+            });
+            fill(rows.column_mut::<Vec3>(body.rotation, FIRST)?, |k| {
+                data::rotation(k).into()
+            });
+            fill(rows.column_mut::<Vec3>(body.velocity, FIRST)?, |k| {
+                data::velocity(k).into()
+            });
+            Ok::<(), StoreError>(())
+        },
+    ));
+    must(stage.commit(arena, store))
+}
+
+fn bulk_spawn(n: u64) -> Workload {
+    Workload::new(
+        "bulk_spawn",
+        n,
+        "Stage::spawn + commit into a fresh world: 1M consecutive ids reserved, 4 columns placed once with defaults and filled in place by the initializer; beyond the peers: 1M arena node records (64 bytes each) published with one batch event, added/changed ticks and dirty state per row, observer and structural-counter bookkeeping per batch",
+        move |b| {
+            b.iter_with_setup(empty_bodies, |(arena, store, body)| {
+                stage_bodies(arena, store, *body, n).spawned
+            });
+        },
+    )
+}
+
+/// The world of `bulk_set`, `bulk_remove` and `bulk_despawn`: `n` bodies (with [`data::TAGGED`]
+/// too when `tagged`), the `Tagged` component, and the query over the four body components.
+struct BulkWorld {
+    arena: Arena,
+    store: Store,
+    tagged: ComponentId,
+    query: Query,
+}
+
+fn bulk_world(n: u64, tagged: bool) -> BulkWorld {
+    let (mut arena, mut store, body) = empty_bodies();
+    let tagged_component = number_component(&arena, &mut store, "Tagged");
+    let ats = body.spawn_batch(&mut arena, &mut store, n);
+    if tagged {
+        let values = (0..n).map(|_| data::TAGGED.0);
+        must(insert_many_with(&mut store, &ats, tagged_component, values));
+    }
+    let mut query = must(Query::new(
+        QuerySpec::new()
+            .with(body.transform)
+            .with(body.position)
+            .with(body.rotation)
+            .with(body.velocity),
+    ));
+    must(query.refresh(&arena, &store));
+    BulkWorld {
+        arena,
+        store,
+        tagged: tagged_component,
+        query,
+    }
+}
+
+/// Captures the query's members, stages `work` over them and commits; returns what the commit
+/// published.
+fn over_members(
+    world: &mut BulkWorld,
+    work: impl FnOnce(&mut Stage, &[InstanceRef], ComponentId),
+) -> Published {
+    let members = must(world.query.capture(&world.arena, &world.store));
+    let mut stage = Stage::new(&world.arena, &world.store);
+    work(&mut stage, &members, world.tagged);
+    must(stage.commit(&mut world.arena, &mut world.store))
+}
+
+/// The routine of `bulk_set`: every member gets `Tagged` = [`data::TAGGED`].
+fn tag_all(world: &mut BulkWorld) -> Published {
+    over_members(world, |stage, members, tagged| {
+        stage.set(
+            members,
+            tagged,
+            vec![(FIRST, Value::Number(data::TAGGED.0))],
+        );
+    })
+}
+
+fn bulk_set(n: u64) -> Workload {
+    Workload::new(
+        "bulk_set",
+        n,
+        "Query::capture (members copied) + Stage::set + commit: the Tagged column grown once and filled, the other 4 sets untouched (no move); beyond the peers: added/changed ticks and dirty state per row, one observer range and one structural-counter entry per batch",
+        move |b| {
+            b.iter_with_setup(|| bulk_world(n, false), tag_all);
+        },
+    )
+}
+
+/// The routine of `bulk_remove`: `Tagged` removed from every member.
+fn untag_all(world: &mut BulkWorld) -> Published {
+    over_members(world, |stage, members, tagged| {
+        stage.remove(members, tagged)
+    })
+}
+
+fn bulk_remove(n: u64) -> Workload {
+    Workload::new(
+        "bulk_remove",
+        n,
+        "Query::capture + Stage::remove + commit: one compaction pass over the Tagged set, the other 4 untouched; beyond the peers: a removal-log entry per row, dirty state and the structural counter, removed values readable by observers before they go",
+        move |b| {
+            b.iter_with_setup(|| bulk_world(n, true), untag_all);
+        },
+    )
+}
+
+/// The routine of `bulk_despawn`: every member destroyed.
+fn despawn_all(world: &mut BulkWorld) -> Published {
+    over_members(world, |stage, members, _| stage.despawn(members))
+}
+
+fn bulk_despawn(n: u64) -> Workload {
+    Workload::new(
+        "bulk_despawn",
+        n,
+        "Query::capture + Stage::despawn + commit: one arena destroy batch (one event), each of the 4 sets compacted in one pass; beyond the peers: 1M arena tombstones (ids never reused), removal-log entries per row, reverse-reference checks, dirty state and the structural counter",
+        move |b| {
+            b.iter_with_setup(|| bulk_world(n, false), despawn_all);
+        },
+    )
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -990,5 +1152,73 @@ mod tests {
                 world.store.set(c).expect("installed").values::<Vec3>(FIRST)
             );
         }
+    }
+
+    #[test]
+    fn bulk_spawn_publishes_every_body_with_the_shared_values() {
+        let (mut arena, mut store, body) = empty_bodies();
+        let published = stage_bodies(&mut arena, &mut store, body, 1000);
+        assert_eq!(published.spawned, 1000);
+        let set = store.set(body.position).expect("installed");
+        let ats: Vec<InstanceRef> = set
+            .ids()
+            .iter()
+            .zip(set.slots())
+            .map(|(id, slot)| InstanceRef::new(*id, *slot))
+            .collect();
+        assert_eq!(ats.len(), 1000);
+        assert!(ats.iter().all(|at| arena.is_live(at.id)));
+        check_bodies(&store, &body, &ats);
+    }
+
+    #[test]
+    fn bulk_set_tags_every_body() {
+        let mut world = bulk_world(1000, false);
+        let members = world
+            .query
+            .capture(&world.arena, &world.store)
+            .expect("the query runs");
+        assert_eq!(members.len(), 1000);
+        assert_eq!(tag_all(&mut world).added, 1000);
+        for at in &members {
+            assert_eq!(
+                value::<f64>(&world.store, *at, world.tagged),
+                data::TAGGED.0
+            );
+        }
+    }
+
+    #[test]
+    fn bulk_remove_untags_every_body_and_keeps_it() {
+        let mut world = bulk_world(1000, true);
+        assert_eq!(
+            world.store.set(world.tagged).expect("installed").len(),
+            1000
+        );
+        assert_eq!(untag_all(&mut world).removed, 1000);
+        assert!(world.store.set(world.tagged).expect("installed").is_empty());
+        let members = world
+            .query
+            .capture(&world.arena, &world.store)
+            .expect("the query runs");
+        assert_eq!(members.len(), 1000);
+    }
+
+    #[test]
+    fn bulk_despawn_empties_the_world() {
+        let mut world = bulk_world(1000, false);
+        let members = world
+            .query
+            .capture(&world.arena, &world.store)
+            .expect("the query runs");
+        assert_eq!(despawn_all(&mut world).despawned, 1000);
+        assert!(members.iter().all(|at| !world.arena.is_live(at.id)));
+        let left = world
+            .query
+            .capture(&world.arena, &world.store)
+            .expect("the query runs");
+        assert!(left.is_empty());
+        let position = named(&world.store, "Position");
+        assert!(world.store.set(position).expect("installed").is_empty());
     }
 }

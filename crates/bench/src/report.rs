@@ -71,6 +71,15 @@ pub struct BenchRecord {
     pub mechanism: String,
     /// How many samples the median and minimum come from.
     pub samples: usize,
+    /// The allocation calls (`alloc`, `alloc_zeroed`, `realloc`) of one run, counted in an
+    /// extra run after the samples over exactly the timed region; absent where not counted
+    /// (the process was not running on `strata_bench::alloc::CountingAllocator`, as in files
+    /// written before the field existed). Process-wide: a parallel routine's pool threads count.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub alloc_calls: Option<u64>,
+    /// The bytes those calls asked for (the new size for `realloc`); absent where not counted.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub alloc_bytes: Option<u64>,
 }
 
 impl BenchRecord {
@@ -191,6 +200,15 @@ pub fn format_bytes(bytes: Option<u64>) -> String {
     }
 }
 
+/// Formats the allocations of one run as `calls · bytes` (`3 · 1.50 KiB`), or `n/a` when they
+/// were not counted.
+pub fn format_allocations(calls: Option<u64>, bytes: Option<u64>) -> String {
+    match calls {
+        Some(calls) => format!("{calls} · {}", format_bytes(bytes)),
+        None => "n/a".to_owned(),
+    }
+}
+
 /// Formats a workload size compactly: `1M`, `10k`, `200`.
 pub fn format_size(size: u64) -> String {
     if size != 0 && size.is_multiple_of(1_000_000) {
@@ -302,13 +320,13 @@ fn libraries(report: &Report) -> Vec<&str> {
 
 fn records_table(results: &[BenchRecord]) -> String {
     let mut out = String::from(
-        "| workload | size | library | median | min | ns/item | peak RSS | mechanism |\n\
-         |---|---:|---|---:|---:|---:|---:|---|\n",
+        "| workload | size | library | median | min | ns/item | peak RSS | allocs/run | mechanism |\n\
+         |---|---:|---|---:|---:|---:|---:|---:|---|\n",
     );
     for r in results {
         let _ = writeln!(
             out,
-            "| {} | {} | {} | {} | {} | {} | {} | {} |",
+            "| {} | {} | {} | {} | {} | {} | {} | {} | {} |",
             escape_cell(&r.workload),
             format_size(r.size),
             escape_cell(&r.library),
@@ -316,6 +334,7 @@ fn records_table(results: &[BenchRecord]) -> String {
             format_duration_ns(r.min_ns),
             format_duration_ns(r.ns_per_item),
             format_bytes(r.peak_rss_bytes),
+            format_allocations(r.alloc_calls, r.alloc_bytes),
             escape_cell(&r.mechanism),
         );
     }
@@ -738,6 +757,8 @@ mod tests {
             peak_rss_bytes: Some(3 * 1024 * 1024),
             mechanism: format!("{library} way"),
             samples: 10,
+            alloc_calls: Some(2),
+            alloc_bytes: Some(1536),
         }
     }
 
@@ -770,6 +791,7 @@ mod tests {
     fn json_shape_is_stable() {
         let mut only = record("strata", "arena_create", 1_000_000, 2.5e7);
         only.peak_rss_bytes = None;
+        (only.alloc_calls, only.alloc_bytes) = (None, None);
         let value = serde_json::to_value(report(vec![only])).expect("a report encodes");
         let keys = |v: &serde_json::Value| {
             let mut keys: Vec<String> = v.as_object().expect("an object").keys().cloned().collect();
@@ -813,6 +835,13 @@ mod tests {
         assert_eq!(first["ns_per_item"], 25.0);
         assert!(first["peak_rss_bytes"].is_null());
         assert_eq!(value["machine"]["rustc"], serde_json::Value::Null);
+        // Counted allocations add two fields; uncounted ones leave them out.
+        let counted = serde_json::to_value(record("strata", "arena_create", 1_000_000, 2.5e7))
+            .expect("a record encodes");
+        let counted_keys = keys(&counted);
+        assert_eq!(counted_keys.len(), 12, "{counted_keys:?}");
+        assert_eq!(counted["alloc_calls"], 2);
+        assert_eq!(counted["alloc_bytes"], 1536);
     }
 
     #[test]
@@ -829,8 +858,16 @@ mod tests {
         old.as_object_mut()
             .expect("an object")
             .remove("unsupported");
+        let results = old["results"].as_array_mut().expect("an array");
+        for field in ["alloc_calls", "alloc_bytes"] {
+            results[0].as_object_mut().expect("an object").remove(field);
+        }
         let back: Report = serde_json::from_value(old).expect("an old report decodes");
         assert!(back.unsupported.is_empty());
+        assert_eq!(
+            (back.results[0].alloc_calls, back.results[0].alloc_bytes),
+            (None, None)
+        );
         assert_eq!(
             back.results[0].key().to_string(),
             "strata/arena_create/1000"
@@ -848,6 +885,9 @@ mod tests {
         assert_eq!(format_bytes(None), "n/a");
         assert_eq!(format_bytes(Some(512)), "512 B");
         assert_eq!(format_bytes(Some(1536)), "1.50 KiB");
+        assert_eq!(format_allocations(Some(2), Some(1536)), "2 · 1.50 KiB");
+        assert_eq!(format_allocations(Some(0), Some(0)), "0 · 0 B");
+        assert_eq!(format_allocations(None, None), "n/a");
         assert_eq!(format_bytes(Some(300 * 1024 * 1024)), "300 MiB");
         assert_eq!(format_bytes(Some(3 * 1024 * 1024 * 1024)), "3.00 GiB");
         assert_eq!(format_size(1_000_000), "1M");
@@ -871,6 +911,7 @@ mod tests {
         let mut piped = record("strata", "arena_lookup", 10_000, 45_600.0);
         piped.mechanism = "slot | map".to_owned();
         piped.peak_rss_bytes = None;
+        (piped.alloc_calls, piped.alloc_bytes) = (None, None);
         let text = render_markdown(&report(vec![
             record("strata", "arena_create", 1_000_000, 2.5e7),
             piped,
@@ -879,10 +920,10 @@ mod tests {
             text,
             "# Strata benchmark results\n\n\
              2026-03-21T10:00:00Z · linux x86_64 · 2 cores · Test CPU\n\n\
-             | workload | size | library | median | min | ns/item | peak RSS | mechanism |\n\
-             |---|---:|---|---:|---:|---:|---:|---|\n\
-             | arena_create | 1M | strata | 25.0 ms | 22.5 ms | 25.0 ns | 3.00 MiB | strata way |\n\
-             | arena_lookup | 10k | strata | 45.6 µs | 41.0 µs | 4.56 ns | n/a | slot \\| map |\n"
+             | workload | size | library | median | min | ns/item | peak RSS | allocs/run | mechanism |\n\
+             |---|---:|---|---:|---:|---:|---:|---:|---|\n\
+             | arena_create | 1M | strata | 25.0 ms | 22.5 ms | 25.0 ns | 3.00 MiB | 2 · 1.50 KiB | strata way |\n\
+             | arena_lookup | 10k | strata | 45.6 µs | 41.0 µs | 4.56 ns | n/a | n/a | slot \\| map |\n"
         );
     }
 

@@ -88,6 +88,15 @@ fn each_workload_runs_in_its_own_process() {
             "arena_clone_subtree"
         ]
     );
+    // The binary runs on the counting allocator, so every record counts one run's allocations.
+    assert!(
+        report
+            .results
+            .iter()
+            .all(|r| r.alloc_calls.is_some() && r.alloc_bytes.is_some()),
+        "{:?}",
+        report.results
+    );
     if cfg!(target_os = "linux") {
         let peak = |index: usize| {
             report.results[index]

@@ -8,17 +8,17 @@
 use std::hint::black_box;
 
 use bevy_ecs::batching::BatchingStrategy;
-use bevy_ecs::prelude::{Changed, Component, Entity, Query, QueryState, World};
+use bevy_ecs::prelude::{Changed, Component, Entity, Query, QueryState, With, World};
 use bevy_ecs::system::SystemState;
 use bevy_tasks::{ComputeTaskPool, TaskPoolBuilder};
 
 use super::kinds::*;
 use super::{
-    ADD_REMOVE_SIZE, ADDED_B, Big, CHANGED_SIZE, CHANGED_STRIDE, ChangedWork, DESPAWN_SIZE, Data,
-    ENTITY_SIZES, FRAG_KINDS, FRAG_PER_KIND, Heat, JOIN_SIZES, PARALLEL_THREADS,
-    PARALLEL_WRITE_SIZE, PARALLEL_WRITERS, Position, REFERENCE_SIZES, SMALL, Small, Spawn,
-    Velocity, a, big, body, for_each_kind, fragment, is_small, position, tally,
-    time_parallel_writes, velocity, written_groups,
+    ADD_REMOVE_SIZE, ADDED_B, BULK_SIZE, Big, CHANGED_SIZE, CHANGED_STRIDE, ChangedWork,
+    DESPAWN_SIZE, Data, ENTITY_SIZES, FRAG_KINDS, FRAG_PER_KIND, Heat, JOIN_SIZES,
+    PARALLEL_THREADS, PARALLEL_WRITE_SIZE, PARALLEL_WRITERS, Position, REFERENCE_SIZES, Rotation,
+    SMALL, Small, Spawn, TAGGED, Tagged, Transform, Velocity, a, big, body, for_each_kind,
+    fragment, is_small, position, tally, time_parallel_writes, velocity, written_groups,
 };
 use crate::harness::Workload;
 
@@ -43,6 +43,10 @@ pub fn workloads() -> Vec<Workload> {
     workloads.push(despawn_respawn(DESPAWN_SIZE));
     workloads.push(reference_cleanup(REFERENCE_SIZES.0, REFERENCE_SIZES.1));
     workloads.push(parallel_write(PARALLEL_WRITE_SIZE));
+    workloads.push(bulk_spawn(BULK_SIZE));
+    workloads.push(bulk_set(BULK_SIZE));
+    workloads.push(bulk_remove(BULK_SIZE));
+    workloads.push(bulk_despawn(BULK_SIZE));
     workloads.into_iter().map(|w| w.library(LIBRARY)).collect()
 }
 
@@ -425,6 +429,120 @@ fn parallel_write(n: u64) -> Workload {
     )
 }
 
+/// The query of the `bulk_` workloads: the entities carrying all four components of `spawn`.
+type BodyQuery = QueryState<
+    Entity,
+    (
+        With<Transform>,
+        With<Position>,
+        With<Rotation>,
+        With<Velocity>,
+    ),
+>;
+
+/// A world of `n` bodies and its cached [`BodyQuery`].
+fn queried_bodies(n: u64) -> (World, BodyQuery) {
+    let mut world = bodies(n);
+    let query = world.query_filtered();
+    (world, query)
+}
+
+fn bulk_spawn(n: u64) -> Workload {
+    Workload::new(
+        "bulk_spawn",
+        n,
+        "World::spawn_batch into a fresh world: one table of 4 columns reserved from the size hint, added/changed ticks set per row",
+        move |b| {
+            b.iter_with_setup(World::new, |world| {
+                world.spawn_batch((0..n).map(body)).count()
+            });
+        },
+    )
+}
+
+/// The routine of `bulk_set`: the query's members collected, then one `World::insert_batch`
+/// giving each [`TAGGED`]; returns how many were tagged.
+fn tag_all(world: &mut World, query: &mut BodyQuery) -> usize {
+    let members: Vec<Entity> = query.iter(world).collect();
+    let n_tagged = members.len();
+    world.insert_batch(members.into_iter().map(|id| (id, TAGGED)));
+    n_tagged
+}
+
+fn bulk_set(n: u64) -> Workload {
+    Workload::new(
+        "bulk_set",
+        n,
+        "cached QueryState<Entity, With<4 components>> collected, then World::insert_batch: the archetype edge found once, a table move per entity (4 columns copied), ticks set",
+        move |b| {
+            b.iter_with_setup(|| queried_bodies(n), |(world, query)| tag_all(world, query));
+        },
+    )
+}
+
+/// A world of `n` bodies that all carry [`Tagged`] too ([`TAGGED`]), and its
+/// cached [`BodyQuery`].
+fn tagged_bodies(n: u64) -> (World, BodyQuery) {
+    let mut world = World::new();
+    world
+        .spawn_batch((0..n).map(|i| {
+            let (t, p, r, v) = body(i);
+            (t, p, r, v, TAGGED)
+        }))
+        .for_each(drop);
+    let query = world.query_filtered();
+    (world, query)
+}
+
+/// The routine of `bulk_remove`: the query's members collected, then [`Tagged`] removed from
+/// each; returns how many were visited.
+fn untag_all(world: &mut World, query: &mut BodyQuery) -> usize {
+    let members: Vec<Entity> = query.iter(world).collect();
+    for &id in &members {
+        world.entity_mut(id).remove::<Tagged>();
+    }
+    members.len()
+}
+
+fn bulk_remove(n: u64) -> Workload {
+    Workload::new(
+        "bulk_remove",
+        n,
+        "cached QueryState<Entity, With<4 components>> collected, then EntityWorldMut::remove::<Tagged> per entity (no batch remove in bevy_ecs): a table move per entity (4 columns copied), cached archetype edge",
+        move |b| {
+            b.iter_with_setup(
+                || tagged_bodies(n),
+                |(world, query)| untag_all(world, query),
+            );
+        },
+    )
+}
+
+/// The routine of `bulk_despawn`: the query's members collected, then each despawned; returns
+/// how many were despawned.
+fn despawn_all(world: &mut World, query: &mut BodyQuery) -> u64 {
+    let members: Vec<Entity> = query.iter(world).collect();
+    let mut n_despawned = 0;
+    for &id in &members {
+        n_despawned += u64::from(world.despawn(id));
+    }
+    n_despawned
+}
+
+fn bulk_despawn(n: u64) -> Workload {
+    Workload::new(
+        "bulk_despawn",
+        n,
+        "cached QueryState<Entity, With<4 components>> collected, then World::despawn per entity (no batch despawn in bevy_ecs): a swap-remove from the table per entity, despawn hooks and observers checked",
+        move |b| {
+            b.iter_with_setup(
+                || queried_bodies(n),
+                |(world, query)| despawn_all(world, query),
+            );
+        },
+    )
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -525,5 +643,51 @@ mod tests {
         let heats: Vec<f64> = world.query::<&Heat>().iter(&world).map(|h| h.0).collect();
         assert_eq!(heats.len(), 10_000);
         assert!(heats.iter().all(|h| *h == 1.0));
+    }
+
+    #[test]
+    fn bulk_spawn_spawns_every_body() {
+        let mut world = World::new();
+        assert_eq!(world.spawn_batch((0..1000).map(body)).count(), 1000);
+        let mut query: BodyQuery = world.query_filtered();
+        assert_eq!(query.iter(&world).count(), 1000);
+        let positions: Vec<Position> = world.query::<&Position>().iter(&world).copied().collect();
+        assert_eq!(positions[7], position(7));
+    }
+
+    #[test]
+    fn bulk_set_tags_every_body_with_its_value() {
+        let (mut world, mut query) = queried_bodies(1000);
+        assert_eq!(tag_all(&mut world, &mut query), 1000);
+        let tags: Vec<(Position, Tagged)> = world
+            .query::<(&Position, &Tagged)>()
+            .iter(&world)
+            .map(|(p, t)| (*p, *t))
+            .collect();
+        assert_eq!(tags.len(), 1000);
+        assert!(tags.iter().all(|(_, t)| *t == TAGGED));
+        assert_eq!(query.iter(&world).count(), 1000);
+    }
+
+    #[test]
+    fn bulk_remove_untags_every_body_and_keeps_it() {
+        let (mut world, mut query) = tagged_bodies(1000);
+        assert_eq!(world.query::<&Tagged>().iter(&world).count(), 1000);
+        assert_eq!(untag_all(&mut world, &mut query), 1000);
+        assert_eq!(world.query::<&Tagged>().iter(&world).count(), 0);
+        assert_eq!(query.iter(&world).count(), 1000);
+    }
+
+    #[test]
+    fn bulk_despawn_empties_the_world() {
+        let (mut world, mut query) = queried_bodies(1000);
+        let members: Vec<Entity> = query.iter(&world).collect();
+        // bevy_ecs keeps entities of its own (such as the one holding its resources).
+        let spawned_before = world.entities().count_spawned();
+        assert_eq!(despawn_all(&mut world, &mut query), 1000);
+        assert_eq!(query.iter(&world).count(), 0);
+        assert!(members.iter().all(|id| world.get_entity(*id).is_err()));
+        assert_eq!(world.entities().count_spawned(), spawned_before - 1000);
+        assert_eq!(world.query::<&Position>().iter(&world).count(), 0);
     }
 }

@@ -21,11 +21,11 @@ use rayon::prelude::*;
 
 use super::kinds::*;
 use super::{
-    ADD_REMOVE_SIZE, ADDED_B, Big, CHANGED_SIZE, CHANGED_STRIDE, CLONE_SIZE, ChangedWork,
-    DESPAWN_SIZE, Data, ENTITY_SIZES, FRAG_KINDS, FRAG_PER_KIND, Heat, JOIN_SIZES,
+    ADD_REMOVE_SIZE, ADDED_B, BULK_SIZE, Big, CHANGED_SIZE, CHANGED_STRIDE, CLONE_SIZE,
+    ChangedWork, DESPAWN_SIZE, Data, ENTITY_SIZES, FRAG_KINDS, FRAG_PER_KIND, Heat, JOIN_SIZES,
     PARALLEL_WRITE_SIZE, PARALLEL_WRITERS, Position, REFERENCE_SIZES, Rotation, SMALL, Small,
-    Spawn, Velocity, a, big, body, for_each_kind, fragment, is_small, position, rayon_pool,
-    rotation, tally, time_parallel_writes, velocity, written_groups,
+    Spawn, TAGGED, Tagged, Transform, Velocity, a, big, body, for_each_kind, fragment, is_small,
+    position, rayon_pool, rotation, tally, time_parallel_writes, velocity, written_groups,
 };
 use crate::harness::Workload;
 
@@ -52,6 +52,10 @@ pub fn workloads() -> Vec<Workload> {
     workloads.push(world_clone(CLONE_SIZE));
     workloads.push(world_clone_then_write(CLONE_SIZE));
     workloads.push(parallel_write(PARALLEL_WRITE_SIZE));
+    workloads.push(bulk_spawn(BULK_SIZE));
+    workloads.push(bulk_set(BULK_SIZE));
+    workloads.push(bulk_remove(BULK_SIZE));
+    workloads.push(bulk_despawn(BULK_SIZE));
     workloads.into_iter().map(|w| w.library(LIBRARY)).collect()
 }
 
@@ -539,6 +543,105 @@ fn parallel_write(n: u64) -> Workload {
     )
 }
 
+/// The query of the `bulk_` workloads: the entities carrying all four components of `spawn`.
+type BodyQuery<'a> = hecs::With<Entity, (&'a Transform, &'a Position, &'a Rotation, &'a Velocity)>;
+
+/// The members of [`BodyQuery`], in the query's order.
+fn body_members(world: &mut World) -> Vec<Entity> {
+    world.query_mut::<BodyQuery<'_>>().into_iter().collect()
+}
+
+fn bulk_spawn(n: u64) -> Workload {
+    Workload::new(
+        "bulk_spawn",
+        n,
+        "World::spawn_batch into a fresh world: one archetype of 4 columns reserved from the size hint, ids allocated per entity",
+        move |b| {
+            b.iter_with_setup(World::new, |world| {
+                world.spawn_batch((0..n).map(body)).count()
+            });
+        },
+    )
+}
+
+/// The routine of `bulk_set`: the query's members collected, then [`Tagged`] inserted into
+/// each ([`TAGGED`]); returns how many were tagged.
+fn tag_all(world: &mut World) -> u64 {
+    let members = body_members(world);
+    let mut n_tagged = 0;
+    for &id in &members {
+        n_tagged += u64::from(world.insert_one(id, TAGGED).is_ok());
+    }
+    n_tagged
+}
+
+fn bulk_set(n: u64) -> Workload {
+    Workload::new(
+        "bulk_set",
+        n,
+        "query_mut::<With<Entity, 4 components>> collected, then World::insert_one per entity (no batch insert in hecs): an archetype move per entity (4 columns copied), cached edge",
+        move |b| {
+            b.iter_with_setup(|| bodies(n), tag_all);
+        },
+    )
+}
+
+/// A world of `n` bodies that all carry [`Tagged`] too ([`TAGGED`]).
+fn tagged_bodies(n: u64) -> World {
+    let mut world = World::new();
+    world
+        .spawn_batch((0..n).map(|i| {
+            let (t, p, r, v) = body(i);
+            (t, p, r, v, TAGGED)
+        }))
+        .for_each(drop);
+    world
+}
+
+/// The routine of `bulk_remove`: the query's members collected, then [`Tagged`] removed from
+/// each; returns how many lost it.
+fn untag_all(world: &mut World) -> u64 {
+    let members = body_members(world);
+    let mut n_untagged = 0;
+    for &id in &members {
+        n_untagged += u64::from(world.remove_one::<Tagged>(id).is_ok());
+    }
+    n_untagged
+}
+
+fn bulk_remove(n: u64) -> Workload {
+    Workload::new(
+        "bulk_remove",
+        n,
+        "query_mut::<With<Entity, 4 components>> collected, then World::remove_one::<Tagged> per entity (no batch remove in hecs): an archetype move per entity (4 columns copied), cached edge",
+        move |b| {
+            b.iter_with_setup(|| tagged_bodies(n), untag_all);
+        },
+    )
+}
+
+/// The routine of `bulk_despawn`: the query's members collected, then each despawned; returns
+/// how many were despawned.
+fn despawn_all(world: &mut World) -> u64 {
+    let members = body_members(world);
+    let mut n_despawned = 0;
+    for &id in &members {
+        n_despawned += u64::from(world.despawn(id).is_ok());
+    }
+    n_despawned
+}
+
+fn bulk_despawn(n: u64) -> Workload {
+    Workload::new(
+        "bulk_despawn",
+        n,
+        "query_mut::<With<Entity, 4 components>> collected, then World::despawn per entity (no batch despawn in hecs; World::clear would not be a query's members): a swap-remove from the archetype per entity, id freed",
+        move |b| {
+            b.iter_with_setup(|| bodies(n), despawn_all);
+        },
+    )
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -691,5 +794,49 @@ mod tests {
                 .count(),
             PARALLEL_WRITERS as usize
         );
+    }
+
+    #[test]
+    fn bulk_spawn_spawns_every_body() {
+        let mut world = World::new();
+        assert_eq!(world.spawn_batch((0..1000).map(body)).count(), 1000);
+        assert_eq!(body_members(&mut world).len(), 1000);
+        let positions: Vec<Position> = world
+            .query_mut::<&Position>()
+            .into_iter()
+            .copied()
+            .collect();
+        assert_eq!(positions[7], position(7));
+    }
+
+    #[test]
+    fn bulk_set_tags_every_body_with_its_value() {
+        let mut world = bodies(1000);
+        assert_eq!(tag_all(&mut world), 1000);
+        let tags: Vec<(Position, Tagged)> = world
+            .query_mut::<(&Position, &Tagged)>()
+            .into_iter()
+            .map(|(p, t)| (*p, *t))
+            .collect();
+        assert_eq!(tags.len(), 1000);
+        assert!(tags.iter().all(|(_, t)| *t == TAGGED));
+        assert_eq!(body_members(&mut world).len(), 1000);
+    }
+
+    #[test]
+    fn bulk_remove_untags_every_body_and_keeps_it() {
+        let mut world = tagged_bodies(1000);
+        assert_eq!(world.query_mut::<&Tagged>().into_iter().count(), 1000);
+        assert_eq!(untag_all(&mut world), 1000);
+        assert_eq!(world.query_mut::<&Tagged>().into_iter().count(), 0);
+        assert_eq!(body_members(&mut world).len(), 1000);
+    }
+
+    #[test]
+    fn bulk_despawn_empties_the_world() {
+        let mut world = bodies(1000);
+        assert_eq!(despawn_all(&mut world), 1000);
+        assert!(world.is_empty());
+        assert!(body_members(&mut world).is_empty());
     }
 }

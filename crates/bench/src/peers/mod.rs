@@ -24,7 +24,7 @@ use crate::report::Unsupported;
 pub use crate::overlay::{PARALLEL_THREADS, PARALLEL_WRITE_SIZE, PARALLEL_WRITERS};
 
 /// The workload names in run order; each library's workloads are sorted into it.
-const ORDER: [&str; 13] = [
+const ORDER: [&str; 17] = [
     "spawn",
     "spawn_batch",
     "iter2",
@@ -38,6 +38,10 @@ const ORDER: [&str; 13] = [
     "world_clone",
     "world_clone_then_write",
     "parallel_write",
+    "bulk_spawn",
+    "bulk_set",
+    "bulk_remove",
+    "bulk_despawn",
 ];
 
 /// Every peer workload, grouped by workload and size so the libraries of one comparison run
@@ -129,6 +133,7 @@ mod tests {
                     "reference_cleanup" => &[REFERENCE_SIZES.0],
                     "world_clone" | "world_clone_then_write" => &[CLONE_SIZE],
                     "parallel_write" => &[PARALLEL_WRITE_SIZE],
+                    "bulk_spawn" | "bulk_set" | "bulk_remove" | "bulk_despawn" => &[BULK_SIZE],
                     _ => unreachable!(),
                 };
                 let is_unsupported = unsupported

@@ -19,11 +19,11 @@ use shipyard::{
 
 use super::kinds::*;
 use super::{
-    ADD_REMOVE_SIZE, ADDED_B, Big, CHANGED_SIZE, CHANGED_STRIDE, CLONE_SIZE, ChangedWork,
-    DESPAWN_SIZE, Data, ENTITY_SIZES, FRAG_KINDS, FRAG_PER_KIND, Heat, JOIN_SIZES,
-    PARALLEL_WRITE_SIZE, Position, REFERENCE_SIZES, Rotation, SMALL, Small, Spawn, Transform,
-    Velocity, a, big, body, for_each_kind, fragment, is_small, position, rayon_pool, rotation,
-    tally, time_parallel_writes, velocity, written_groups,
+    ADD_REMOVE_SIZE, ADDED_B, BULK_SIZE, Big, CHANGED_SIZE, CHANGED_STRIDE, CLONE_SIZE,
+    ChangedWork, DESPAWN_SIZE, Data, ENTITY_SIZES, FRAG_KINDS, FRAG_PER_KIND, Heat, JOIN_SIZES,
+    PARALLEL_WRITE_SIZE, Position, REFERENCE_SIZES, Rotation, SMALL, Small, Spawn, TAGGED, Tagged,
+    Transform, Velocity, a, big, body, for_each_kind, fragment, is_small, position, rayon_pool,
+    rotation, tally, time_parallel_writes, velocity, written_groups,
 };
 use crate::harness::Workload;
 
@@ -54,6 +54,10 @@ pub fn workloads() -> Vec<Workload> {
     workloads.push(world_clone(CLONE_SIZE));
     workloads.push(world_clone_then_write(CLONE_SIZE));
     workloads.push(parallel_write(PARALLEL_WRITE_SIZE));
+    workloads.push(bulk_spawn(BULK_SIZE));
+    workloads.push(bulk_set(BULK_SIZE));
+    workloads.push(bulk_remove(BULK_SIZE));
+    workloads.push(bulk_despawn(BULK_SIZE));
     workloads.into_iter().map(|w| w.library(LIBRARY)).collect()
 }
 
@@ -514,6 +518,120 @@ fn parallel_write(n: u64) -> Workload {
     )
 }
 
+/// The members of the query of the `bulk_` workloads: the entities carrying all four
+/// components of `spawn`, in the query's order.
+fn body_members(world: &World) -> Vec<EntityId> {
+    let (transforms, positions, rotations, velocities) = world
+        .borrow::<(
+            View<'_, Transform>,
+            View<'_, Position>,
+            View<'_, Rotation>,
+            View<'_, Velocity>,
+        )>()
+        .expect(FREE_BORROW);
+    (&transforms, &positions, &rotations, &velocities)
+        .iter()
+        .ids()
+        .collect()
+}
+
+fn bulk_spawn(n: u64) -> Workload {
+    Workload::new(
+        "bulk_spawn",
+        n,
+        "World::bulk_add_entity into a fresh world: 4 sparse sets reserved from the size hint, ids allocated in one block",
+        move |b| {
+            b.iter_with_setup(World::new, |world| {
+                world.bulk_add_entity((0..n).map(body)).count()
+            });
+        },
+    )
+}
+
+/// The routine of `bulk_set`: the query's members collected, the [`Tagged`] sparse set
+/// reserved for them, then [`Tagged`] added to each ([`TAGGED`]); returns how
+/// many were tagged.
+fn tag_all(world: &World) -> usize {
+    let members = body_members(world);
+    let (entities, mut tags) = world
+        .borrow::<(EntitiesView<'_>, ViewMut<'_, Tagged>)>()
+        .expect(FREE_BORROW);
+    tags.reserve(members.len());
+    for &id in &members {
+        entities.add_component(id, &mut tags, TAGGED);
+    }
+    members.len()
+}
+
+fn bulk_set(n: u64) -> Workload {
+    Workload::new(
+        "bulk_set",
+        n,
+        "(&View x4).iter().ids() collected, then SparseSet::reserve and EntitiesView::add_component per entity on the Tagged sparse set (no bulk add to existing entities in shipyard; no move of the other 4)",
+        move |b| {
+            b.iter_with_setup(|| bodies(n), |world| tag_all(world));
+        },
+    )
+}
+
+/// A world of `n` bodies that all carry [`Tagged`] too ([`TAGGED`]).
+fn tagged_bodies(n: u64) -> World {
+    let mut world = World::new();
+    world
+        .bulk_add_entity((0..n).map(|i| {
+            let (t, p, r, v) = body(i);
+            (t, p, r, v, TAGGED)
+        }))
+        .for_each(drop);
+    world
+}
+
+/// The routine of `bulk_remove`: the query's members collected, then [`Tagged`] deleted from
+/// each; returns how many lost it.
+fn untag_all(world: &World) -> u64 {
+    let members = body_members(world);
+    let mut tags = world.borrow::<ViewMut<'_, Tagged>>().expect(FREE_BORROW);
+    let mut n_untagged = 0;
+    for &id in &members {
+        n_untagged += u64::from(shipyard::Delete::delete(&mut tags, id));
+    }
+    n_untagged
+}
+
+fn bulk_remove(n: u64) -> Workload {
+    Workload::new(
+        "bulk_remove",
+        n,
+        "(&View x4).iter().ids() collected, then Delete::delete per entity on the Tagged sparse set (swap-remove from its dense array; ViewMut::clear would empty the whole set, not a query's members)",
+        move |b| {
+            b.iter_with_setup(|| tagged_bodies(n), |world| untag_all(world));
+        },
+    )
+}
+
+/// The routine of `bulk_despawn`: the query's members collected, then each deleted with all
+/// its components; returns how many were deleted.
+fn despawn_all(world: &World) -> u64 {
+    let members = body_members(world);
+    let mut all_storages = world.borrow::<AllStoragesViewMut<'_>>().expect(FREE_BORROW);
+    let mut n_deleted = 0;
+    for &id in &members {
+        n_deleted += u64::from(all_storages.delete_entity(id));
+    }
+    n_deleted
+}
+
+fn bulk_despawn(n: u64) -> Workload {
+    Workload::new(
+        "bulk_despawn",
+        n,
+        "(&View x4).iter().ids() collected, then AllStorages::delete_entity per entity (every storage asked, a swap-remove from each of the 4 sparse sets, id freed)",
+        move |b| {
+            b.iter_with_setup(|| bodies(n), |world| despawn_all(world));
+        },
+    )
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -661,5 +779,50 @@ mod tests {
         let heats = world.borrow::<View<'_, Heat>>().expect(FREE_BORROW);
         assert_eq!(heats.len(), 10_000);
         assert!(heats.iter().all(|h| h.0 == 1.0));
+    }
+
+    #[test]
+    fn bulk_spawn_spawns_every_body() {
+        let mut world = World::new();
+        assert_eq!(world.bulk_add_entity((0..1000).map(body)).count(), 1000);
+        assert_eq!(body_members(&world).len(), 1000);
+        let positions = world.borrow::<View<'_, Position>>().expect(FREE_BORROW);
+        let positions: Vec<Position> = positions.iter().copied().collect();
+        assert_eq!(positions[7], position(7));
+    }
+
+    #[test]
+    fn bulk_set_tags_every_body_with_its_value() {
+        let world = bodies(1000);
+        assert_eq!(tag_all(&world), 1000);
+        let (positions, tags) = world
+            .borrow::<(View<'_, Position>, View<'_, Tagged>)>()
+            .expect(FREE_BORROW);
+        assert_eq!(tags.len(), 1000);
+        let pairs: Vec<(Position, Tagged)> =
+            (&positions, &tags).iter().map(|(p, t)| (*p, *t)).collect();
+        assert_eq!(pairs.len(), 1000);
+        assert!(pairs.iter().all(|(_, t)| *t == TAGGED));
+    }
+
+    #[test]
+    fn bulk_remove_untags_every_body_and_keeps_it() {
+        let world = tagged_bodies(1000);
+        assert_eq!(untag_all(&world), 1000);
+        let tags = world.borrow::<View<'_, Tagged>>().expect(FREE_BORROW);
+        assert!(tags.is_empty());
+        drop(tags);
+        assert_eq!(body_members(&world).len(), 1000);
+    }
+
+    #[test]
+    fn bulk_despawn_empties_the_world() {
+        let world = bodies(1000);
+        let members = body_members(&world);
+        assert_eq!(despawn_all(&world), 1000);
+        assert!(body_members(&world).is_empty());
+        let entities = world.borrow::<EntitiesView<'_>>().expect(FREE_BORROW);
+        assert!(members.iter().all(|id| !entities.is_alive(*id)));
+        assert_eq!(entities.iter().count(), 0);
     }
 }
