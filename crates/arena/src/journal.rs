@@ -73,6 +73,51 @@ impl<T> BoundedJournal<T> {
         seq
     }
 
+    /// Appends every entry of `entries` in order, leaving exactly what pushing them one by one
+    /// leaves (the same retained entries, sequence numbers, floor and head), but writing only
+    /// the entries that survive: a batch larger than the journal skips the ones a full journal
+    /// would drop at once. Returns the sequence number of the first (the head before).
+    pub fn extend<I>(&mut self, entries: I) -> u64
+    where
+        I: IntoIterator<Item = T>,
+        I::IntoIter: ExactSizeIterator,
+    {
+        let first = self.head;
+        let entries = entries.into_iter();
+        let (held, added) = (self.entries.len(), entries.len());
+        let (capacity, half) = (self.capacity, self.capacity / 2);
+        // How many of the held and added entries single pushes would drop: none until the
+        // journal is full, then `half` on the push that finds it full and on every `half`-th
+        // push after.
+        let dropped = match (held + added).checked_sub(capacity) {
+            None | Some(0) => 0,
+            Some(past) => past.div_ceil(half) * half,
+        };
+        if dropped > 0 {
+            // The last entry dropped: a held one, or an added one (numbered from the head).
+            let last = if dropped <= held {
+                self.entries.get(dropped - 1).map(|(seq, _)| *seq)
+            } else {
+                Some(first + (dropped - held - 1) as u64)
+            };
+            if let Some(last) = last {
+                self.floor = last + 1;
+            }
+            self.entries.drain(..dropped.min(held));
+            let floor = self.floor;
+            self.retracted.retain(|&(_, end)| end >= floor);
+        }
+        let skipped = dropped.saturating_sub(held);
+        self.entries.extend(
+            entries
+                .enumerate()
+                .skip(skipped)
+                .map(|(k, entry)| (first + k as u64, entry)),
+        );
+        self.head = first + added as u64;
+        first
+    }
+
     /// The sequence number the next entry will get: the cursor a reader stores after reading.
     pub fn head(&self) -> u64 {
         self.head

@@ -20,7 +20,7 @@ use crate::arena::Arena;
 use crate::error::ArenaError;
 use crate::event::{DestroyedBatch, Doomed, Event, MovedIds, TopologyChange};
 use crate::hierarchy::{Detached, Membership, Subtree};
-use crate::id::{ArenaId, InstanceId};
+use crate::id::{ArenaId, InstanceId, Slot};
 use crate::revision::Domain;
 use crate::snapshot::{Record, Snapshot};
 
@@ -269,22 +269,44 @@ impl Arena {
                 "destruction cannot be rolled back",
             ));
         }
-        let mut listed = hashbrown::HashSet::with_capacity(ids.len());
+        // The listed instances and the roots taken so far, as bits over slots (a live
+        // instance's slot is its own).
+        let words = (self.state.slot_len() as usize).div_ceil(64);
+        let (mut listed, mut taken) = (vec![0u64; words], vec![0u64; words]);
+        let bit = |slot: Slot| (slot.index() / 64, 1u64 << (slot.index() % 64));
+        let mut slots = Vec::with_capacity(ids.len());
         for &id in ids {
-            let record = self.state.live_record(id)?;
-            if record.is_parent_locked() {
+            let slot = self.state.live_slot(id)?;
+            let parent_locked = self
+                .state
+                .record_at(slot)
+                .is_some_and(Record::is_parent_locked);
+            if parent_locked {
                 return Err(ArenaError::ParentLocked(id));
             }
-            listed.insert(id);
+            let (word, mask) = bit(slot);
+            listed[word] |= mask;
+            slots.push(slot);
         }
+        let is_listed = |slot: Option<Slot>| {
+            slot.is_some_and(|slot| {
+                let (word, mask) = bit(slot);
+                listed.get(word).is_some_and(|w| w & mask != 0)
+            })
+        };
         let mut roots = Vec::new();
         let mut subtrees = Vec::new();
-        let mut taken = hashbrown::HashSet::with_capacity(ids.len());
-        for &id in ids {
-            if self.state.ancestors(id).any(|a| listed.contains(&a)) || !taken.insert(id) {
+        for (&id, &slot) in ids.iter().zip(&slots) {
+            let (word, mask) = bit(slot);
+            if taken[word] & mask != 0
+                || self
+                    .state
+                    .ancestors(id)
+                    .any(|a| is_listed(self.state.slot_of(a)))
+            {
                 continue;
             }
-            let slot = self.state.live_slot(id)?;
+            taken[word] |= mask;
             let subtree = self.collect_subtree(slot);
             if let Some(locked) = subtree.info().locked_below {
                 return Err(ArenaError::LockedDescendant { root: id, locked });

@@ -164,3 +164,46 @@ fn journal_cursors_from_inside_a_rolled_back_batch_are_refused() {
     let fresh = p.arena.part_log().head();
     assert_eq!(p.arena.part_writes_since(fresh).unwrap().count(), 0);
 }
+
+mod bulk_append {
+    use proptest::prelude::*;
+    use strata_arena::BoundedJournal;
+
+    /// Everything a reader can observe of a journal: its bounds and, for every cursor from
+    /// zero to past the head, what `read_since` gives.
+    fn observe(journal: &BoundedJournal<u32>) -> (u64, u64, usize, Vec<Option<Vec<(u64, u32)>>>) {
+        let reads = (0..=journal.head() + 1)
+            .map(|cursor| {
+                journal
+                    .read_since(cursor)
+                    .ok()
+                    .map(|read| read.map(|(seq, entry)| (seq, *entry)).collect())
+            })
+            .collect();
+        (journal.floor(), journal.head(), journal.len(), reads)
+    }
+
+    proptest! {
+        /// `extend` leaves exactly what pushing the same entries one by one leaves, whatever
+        /// the capacity, what the journal held before and how large the batch is.
+        #[test]
+        fn extending_a_journal_equals_pushing_each_entry(
+            capacity in 2usize..12,
+            batches in proptest::collection::vec(0usize..40, 1..6),
+        ) {
+            let mut pushed = BoundedJournal::new(capacity);
+            let mut extended = BoundedJournal::new(capacity);
+            let mut next = 0u32;
+            for batch in batches {
+                let entries: Vec<u32> = (next..next + batch as u32).collect();
+                next += batch as u32;
+                let head = pushed.head();
+                for entry in &entries {
+                    pushed.push(*entry);
+                }
+                prop_assert_eq!(extended.extend(entries), head);
+                prop_assert_eq!(observe(&extended), observe(&pushed));
+            }
+        }
+    }
+}

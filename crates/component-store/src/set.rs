@@ -668,11 +668,10 @@ impl ComponentSet {
                 self.unindex_row(row);
             }
             self.sparse[self.slots[row].index()] = ABSENT;
-            self.removals.push(Removal {
-                id: self.ids[row],
-                tick,
-            });
         }
+        // One append: a batch larger than the log writes only the records it keeps.
+        self.removals
+            .extend(self.ids[len..n].iter().map(|&id| Removal { id, tick }));
         for column in &mut self.columns {
             column.truncate(len);
         }

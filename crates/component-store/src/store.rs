@@ -1323,6 +1323,12 @@ impl Store {
                 self.remove_dependents(at, component, &mut outcome.removed);
             }
         }
+        self.after_destroyed(doomed, outcome);
+    }
+
+    /// What follows the removal of destroyed instances' rows: their orphan records go, and
+    /// every reference to them is cleared or acted on by its field's policy.
+    fn after_destroyed(&mut self, doomed: &[Doomed], outcome: &mut DestroyOutcome) {
         if !self.orphans.is_empty() {
             let orphans = Arc::make_mut(&mut self.orphans);
             for d in doomed {
@@ -1332,8 +1338,19 @@ impl Store {
         // Built only when some reference to a destroyed instance needs more than a clear.
         let mut doomed_ids: Option<HashSet<InstanceId>> = None;
         let mut destroy_seen = HashSet::new();
+        // Only sets whose reverse index holds a target can reference a destroyed instance.
+        let referencing: Vec<usize> = (0..self.sets.len())
+            .filter(|&index| {
+                self.sets[index]
+                    .as_ref()
+                    .is_some_and(|s| s.referenced_targets() > 0)
+            })
+            .collect();
+        if referencing.is_empty() {
+            return;
+        }
         for d in doomed {
-            for index in 0..self.sets.len() {
+            for &index in &referencing {
                 let component = ComponentId(index as u32);
                 let referenced = self.sets[index]
                     .as_ref()
@@ -1966,6 +1983,7 @@ impl Store {
             );
             self.remove_rows_bulk(component, &rows, &mut outcome.removed);
         }
-        self.on_destroyed_into(doomed, outcome);
+        // Every row of the doomed instances is gone: what is left is what follows removal.
+        self.after_destroyed(doomed, outcome);
     }
 }
