@@ -169,9 +169,13 @@ mod bulk_append {
     use proptest::prelude::*;
     use strata_arena::BoundedJournal;
 
+    /// What `read_since` gives for one cursor: the (sequence number, entry) pairs, or nothing
+    /// when the cursor cannot be served.
+    type Read = Option<Vec<(u64, u32)>>;
+
     /// Everything a reader can observe of a journal: its bounds and, for every cursor from
     /// zero to past the head, what `read_since` gives.
-    fn observe(journal: &BoundedJournal<u32>) -> (u64, u64, usize, Vec<Option<Vec<(u64, u32)>>>) {
+    fn observe(journal: &BoundedJournal<u32>) -> (u64, u64, usize, Vec<Read>) {
         let reads = (0..=journal.head() + 1)
             .map(|cursor| {
                 journal
