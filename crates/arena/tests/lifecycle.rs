@@ -340,3 +340,16 @@ fn a_destruction_lists_its_instances_whatever_their_number() {
     let all: Vec<Doomed> = one.into_iter().chain(two).collect();
     assert_eq!(reclaimed, all);
 }
+
+#[test]
+fn live_class_at_names_only_a_live_instance_at_its_own_slot() {
+    let mut arena = strata_arena::Arena::standard();
+    let a = arena.create(ClassId::ENTITY, None).unwrap();
+    let b = arena.create(ClassId::ENTITY, None).unwrap();
+    let (sa, sb) = (arena.slot_of(a).unwrap(), arena.slot_of(b).unwrap());
+    assert_eq!(arena.live_class_at(a, sa), Some(ClassId::ENTITY));
+    assert_eq!(arena.live_class_at(a, sb), None, "another instance's slot");
+    arena.destroy(a).unwrap();
+    assert_eq!(arena.live_class_at(a, sa), None, "a tombstone");
+    assert_eq!(arena.live_class_at(b, sb), Some(ClassId::ENTITY));
+}

@@ -618,11 +618,9 @@ fn live_members(
 ) -> Vec<(InstanceRef, ClassId)> {
     let mut live = Vec::with_capacity(members.len());
     for at in members {
-        match arena.class(at.id) {
-            Some(class) if arena.is_live(at.id) && arena.slot_of(at.id) == Some(at.slot) => {
-                live.push((*at, class));
-            }
-            _ => *skipped += 1,
+        match arena.live_class_at(at.id, at.slot) {
+            Some(class) => live.push((*at, class)),
+            None => *skipped += 1,
         }
     }
     live

@@ -644,6 +644,15 @@ impl Snapshot {
         matches!(self.find(id), Some((_, record)) if !record.is_destroyed())
     }
 
+    /// The class of `id` when it is live and held at `slot` (a checked instance reference
+    /// still names it): one look at the slot's record, no id lookup.
+    #[inline]
+    pub fn live_class_at(&self, id: InstanceId, slot: Slot) -> Option<ClassId> {
+        self.record_at(slot)
+            .filter(|record| record.id() == id && !record.is_destroyed())
+            .map(Record::class)
+    }
+
     /// The physical slot of a live instance or tombstone; `None` once reclaimed.
     pub fn slot_of(&self, id: InstanceId) -> Option<Slot> {
         self.find(id).map(|(slot, _)| slot)
