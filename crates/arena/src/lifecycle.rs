@@ -295,7 +295,7 @@ impl Arena {
             })
         };
         let mut roots = Vec::new();
-        let mut subtrees = Vec::new();
+        let mut root_slots = Vec::new();
         for (&id, &slot) in ids.iter().zip(&slots) {
             let (word, mask) = bit(slot);
             if taken[word] & mask != 0
@@ -307,14 +307,16 @@ impl Arena {
                 continue;
             }
             taken[word] |= mask;
-            let subtree = self.collect_subtree(slot);
-            if let Some(locked) = subtree.info().locked_below {
+            // Checked now, collected again when destroyed: the roots' subtrees are disjoint,
+            // and holding a million collected subtrees at once would cost more than walking
+            // each twice.
+            if let Some(locked) = self.collect_subtree(slot).info().locked_below {
                 return Err(ArenaError::LockedDescendant { root: id, locked });
             }
             roots.push(id);
-            subtrees.push(subtree);
+            root_slots.push(slot);
         }
-        if subtrees.is_empty() {
+        if root_slots.is_empty() {
             return Ok(BulkDestruction::default());
         }
         let at = self.state.revisions_mut().tick();
@@ -324,7 +326,8 @@ impl Arena {
             destroyed: Vec::new(),
         };
         let mut doomed = Vec::new();
-        for subtree in subtrees {
+        for slot in root_slots {
+            let subtree = self.collect_subtree(slot);
             let (root, root_slot) = subtree.root();
             let old_parent = self
                 .state
