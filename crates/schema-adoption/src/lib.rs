@@ -129,6 +129,7 @@ mod error;
 mod eval;
 mod library;
 mod sandbox;
+mod scan;
 mod schema;
 mod sync;
 

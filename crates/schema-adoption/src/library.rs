@@ -17,6 +17,8 @@ use std::fmt;
 
 use mlua::{Function, Lua, MultiValue, Table, Value as LuaValue};
 
+use crate::scan;
+
 /// The longest string a value operation takes or makes, in bytes (1 MiB).
 pub const TEXT_CAP: usize = 1 << 20;
 
@@ -44,20 +46,23 @@ fn cap(message: String) -> mlua::Error {
     mlua::Error::external(CapExceeded(message))
 }
 
-/// The length of a string argument, refused past `TEXT_CAP`; 0 for anything else.
-fn text_arg(operation: &str, value: Option<&LuaValue>) -> mlua::Result<usize> {
-    match value {
-        Some(LuaValue::String(s)) => {
-            let len = s.as_bytes().len();
-            if len > TEXT_CAP {
-                Err(cap(format!(
-                    "{operation}: a string of {len} bytes is over the cap of {TEXT_CAP}"
-                )))
-            } else {
-                Ok(len)
-            }
-        }
-        _ => Ok(0),
+/// The length of a string argument, refused past `TEXT_CAP`. A number counts as the string
+/// Luau turns it into (string operations take numbers as their decimal text); anything else
+/// counts 0, and Luau reports it as a bad argument.
+fn text_arg(lua: &Lua, operation: &str, value: Option<&LuaValue>) -> mlua::Result<usize> {
+    let len = match value {
+        Some(LuaValue::String(s)) => s.as_bytes().len(),
+        Some(number @ (LuaValue::Integer(_) | LuaValue::Number(_))) => lua
+            .coerce_string(number.clone())?
+            .map_or(0, |s| s.as_bytes().len()),
+        _ => 0,
+    };
+    if len > TEXT_CAP {
+        Err(cap(format!(
+            "{operation}: a string of {len} bytes is over the cap of {TEXT_CAP}"
+        )))
+    } else {
+        Ok(len)
     }
 }
 
@@ -71,10 +76,21 @@ fn result_cap(operation: &str, len: f64) -> mlua::Result<()> {
     }
 }
 
-fn number(value: Option<&LuaValue>) -> Option<f64> {
+/// A number argument as Luau reads it: a number, or a string Luau converts to one.
+fn number(lua: &Lua, value: Option<&LuaValue>) -> mlua::Result<Option<f64>> {
     match value {
-        Some(LuaValue::Integer(i)) => Some(*i as f64),
-        Some(LuaValue::Number(n)) => Some(*n),
+        Some(LuaValue::Integer(i)) => Ok(Some(*i as f64)),
+        Some(LuaValue::Number(n)) => Ok(Some(*n)),
+        Some(text @ LuaValue::String(_)) => lua.coerce_number(text.clone()),
+        _ => Ok(None),
+    }
+}
+
+/// A value that is a number, without conversion (for ordering keys).
+fn plain_number(value: &LuaValue) -> Option<f64> {
+    match value {
+        LuaValue::Integer(i) => Some(*i as f64),
+        LuaValue::Number(n) => Some(*n),
         _ => None,
     }
 }
@@ -132,6 +148,7 @@ impl Library {
         out.push(("assert", LuaValue::Function(assert_function(lua)?)));
         out.push(("error", LuaValue::Function(error_function(lua)?)));
         out.push(("pairs", LuaValue::Function(pairs_function(lua)?)));
+        out.push((scan::ITERATE, LuaValue::Function(iterate_function(lua)?)));
         out.push((
             "tostring",
             LuaValue::Function(tostring_function(lua, globals.get("tostring")?)?),
@@ -148,10 +165,10 @@ impl Library {
 fn checked(
     lua: &Lua,
     native: Function,
-    check: impl Fn(&MultiValue) -> mlua::Result<()> + 'static,
+    check: impl Fn(&Lua, &MultiValue) -> mlua::Result<()> + 'static,
 ) -> mlua::Result<Function> {
-    lua.create_function(move |_, args: MultiValue| {
-        check(&args)?;
+    lua.create_function(move |lua, args: MultiValue| {
+        check(lua, &args)?;
         native.call::<MultiValue>(args)
     })
 }
@@ -162,17 +179,17 @@ fn string_library(lua: &Lua, native: &Table) -> mlua::Result<Table> {
         let operation = format!("string.{name}");
         string.raw_set(
             name,
-            checked(lua, native.get(name)?, move |args| {
-                text_arg(&operation, args.front()).map(drop)
+            checked(lua, native.get(name)?, move |lua, args| {
+                text_arg(lua, &operation, args.front()).map(drop)
             })?,
         )?;
     }
     string.raw_set(
         "rep",
-        checked(lua, native.get("rep")?, |args| {
-            let len = text_arg("string.rep", args.front())?;
-            let separator = text_arg("string.rep", args.get(2))?;
-            let count = number(args.get(1)).unwrap_or(0.0).floor();
+        checked(lua, native.get("rep")?, |lua, args| {
+            let len = text_arg(lua, "string.rep", args.front())?;
+            let separator = text_arg(lua, "string.rep", args.get(2))?;
+            let count = number(lua, args.get(1))?.unwrap_or(0.0).floor();
             if count > 0.0 {
                 result_cap(
                     "string.rep",
@@ -184,7 +201,7 @@ fn string_library(lua: &Lua, native: &Table) -> mlua::Result<Table> {
     )?;
     string.raw_set(
         "format",
-        checked(lua, native.get("format")?, |args| {
+        checked(lua, native.get("format")?, |lua, args| {
             let mut args = args.iter();
             let format = match args.next() {
                 Some(LuaValue::String(s)) => s.as_bytes().to_vec(),
@@ -204,7 +221,7 @@ fn string_library(lua: &Lua, native: &Table) -> mlua::Result<Table> {
                     | LuaValue::Integer(_)
                     | LuaValue::Number(_) => {}
                     LuaValue::String(_) => {
-                        text_arg("string.format", Some(value))?;
+                        text_arg(lua, "string.format", Some(value))?;
                     }
                     other => {
                         return Err(mlua::Error::runtime(format!(
@@ -273,7 +290,7 @@ fn table_library(lua: &Lua, native: &Table) -> mlua::Result<Table> {
     let table = lua.create_table()?;
     table.raw_set(
         "insert",
-        checked(lua, native.get("insert")?, |args| {
+        checked(lua, native.get("insert")?, |_, args| {
             if let (3, Some(LuaValue::Table(list))) = (args.len(), args.front()) {
                 let len = list.raw_len();
                 if len > ITEM_CAP {
@@ -287,13 +304,13 @@ fn table_library(lua: &Lua, native: &Table) -> mlua::Result<Table> {
     )?;
     table.raw_set(
         "concat",
-        checked(lua, native.get("concat")?, |args| {
+        checked(lua, native.get("concat")?, |lua, args| {
             let Some(LuaValue::Table(list)) = args.front() else {
                 return Ok(()); // Luau reports the bad argument.
             };
-            let separator = text_arg("table.concat", args.get(1))?;
-            let first = number(args.get(2)).unwrap_or(1.0);
-            let last = number(args.get(3)).unwrap_or(list.raw_len() as f64);
+            let separator = text_arg(lua, "table.concat", args.get(1))?;
+            let first = number(lua, args.get(2))?.unwrap_or(1.0);
+            let last = number(lua, args.get(3))?.unwrap_or(list.raw_len() as f64);
             if last < first {
                 return Ok(());
             }
@@ -306,10 +323,8 @@ fn table_library(lua: &Lua, native: &Table) -> mlua::Result<Table> {
             let mut len = separator as f64 * (count - 1.0);
             let mut index = first;
             while index <= last {
-                len += match list.raw_get::<LuaValue>(index)? {
-                    LuaValue::String(s) => s.as_bytes().len() as f64,
-                    _ => 64.0,
-                };
+                len +=
+                    text_arg(lua, "table.concat", Some(&list.raw_get::<LuaValue>(index)?))? as f64;
                 index += 1.0;
             }
             result_cap("table.concat", len)
@@ -328,7 +343,7 @@ fn tostring_function(lua: &Lua, native: Function) -> mlua::Result<Function> {
             | LuaValue::Integer(_)
             | LuaValue::Number(_)
             | LuaValue::String(_) => {
-                text_arg("tostring", Some(&value))?;
+                text_arg(lua, "tostring", Some(&value))?;
                 native.call::<LuaValue>(value)
             }
             other => Ok(LuaValue::String(lua.create_string(other.type_name())?)),
@@ -337,8 +352,8 @@ fn tostring_function(lua: &Lua, native: Function) -> mlua::Result<Function> {
 }
 
 fn tonumber_function(lua: &Lua, native: Function) -> mlua::Result<Function> {
-    checked(lua, native, |args| {
-        text_arg("tonumber", args.front()).map(drop)
+    checked(lua, native, |lua, args| {
+        text_arg(lua, "tonumber", args.front()).map(drop)
     })
 }
 
@@ -375,7 +390,7 @@ fn key_order(a: &LuaValue, b: &LuaValue) -> Ordering {
     match (a, b) {
         (LuaValue::Boolean(x), LuaValue::Boolean(y)) => x.cmp(y),
         (LuaValue::String(x), LuaValue::String(y)) => x.as_bytes().cmp(&y.as_bytes()),
-        _ => match (number(Some(a)), number(Some(b))) {
+        _ => match (plain_number(a), plain_number(b)) {
             (Some(x), Some(y)) => x.total_cmp(&y),
             _ => rank(a).cmp(&rank(b)),
         },
@@ -422,5 +437,18 @@ fn pairs_function(lua: &Lua) -> mlua::Result<Function> {
                 None => (LuaValue::Nil, LuaValue::Nil),
             })
         })
+    })
+}
+
+/// The check `scan.rs` wraps around every generic `for` head: the loop must iterate a function
+/// (what `pairs` and `ipairs` return), never a table, whose built-in walk follows an order that
+/// can depend on memory addresses.
+fn iterate_function(lua: &Lua) -> mlua::Result<Function> {
+    lua.create_function(|_, args: MultiValue| match args.front() {
+        Some(LuaValue::Function(_)) => Ok(args),
+        other => Err(mlua::Error::runtime(format!(
+            "a for loop iterates pairs(t), ipairs(t) or another function, not a {} value: walking a table directly follows an order that can depend on memory addresses",
+            other.map_or("nil", LuaValue::type_name)
+        ))),
     })
 }

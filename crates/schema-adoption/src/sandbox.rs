@@ -5,7 +5,9 @@
 //! functions with size caps). There is no world, no service, no `require`, `getfenv`,
 //! `setfenv`, `loadstring`, `debug`, `os`, `io`, `collectgarbage`, `setmetatable`, `next`,
 //! randomness, clock, or `pcall` (which could swallow a budget error). Method calls on strings
-//! reach the same operations, and every shared table is read-only.
+//! reach the same operations, and every shared table is read-only. Before it compiles, a source
+//! goes through `scan.rs`, which routes every generic `for` through the environment's check that
+//! it iterates a function (`pairs`, `ipairs`), never a table in its address-dependent order.
 //!
 //! Invariant: every evaluation is bounded: a source longer than the budget allows is refused
 //! before it is compiled (compiling runs outside the other limits); memory to the budget above
@@ -36,6 +38,7 @@ use strata_component_store::{
 
 use crate::error::SchemaError;
 use crate::library::{CapExceeded, Library};
+use crate::scan;
 use crate::schema::Schema;
 
 /// How much one evaluation may use.
@@ -185,6 +188,10 @@ impl SchemaVm {
                 limit: self.budget.source,
             });
         }
+        let source = scan::guard_iteration(source).map_err(|refused| SchemaError::Invalid {
+            message: refused.message,
+            line: Some(refused.line),
+        })?;
         self.meter.interrupts.set(0);
         self.meter.limit.set(self.budget.instructions);
         self.meter.tripped.set(None);
@@ -196,7 +203,7 @@ impl SchemaVm {
             .set_memory_limit(used + self.budget.memory)
             .map_err(vm_error)?;
 
-        let result = self.run(chunk_name, source);
+        let result = self.run(chunk_name, &source);
 
         // Lift the limits and collect whatever the evaluation left, failure or not.
         self.meter.deadline.set(None);

@@ -40,6 +40,11 @@ fn the_same_source_always_gives_the_same_definition() {
         "assert(false, {})",
         "local t = {} t[{}] = 'a' t[{}] = 'b' t[{}] = 'c' local s = '' for _, v in pairs(t) do s = s .. v end return component { fields = { f = text(s) } }",
         "local t = {} t[number] = 'a' t[text] = 'b' t[list] = 'c' local s = '' for _, v in pairs(t) do s = s .. v end return component { fields = { f = text(s) } }",
+        // Luau's generalised iteration walks a table itself, in an order that follows the
+        // addresses of table and function keys.
+        "local t = {} for i = 1, 64 do t[{}] = string.char(64 + i % 26) end local s = '' for _, v in t do s = s .. v end return component { fields = { f = text(s) } }",
+        "local s = '' for k in number() do s = s .. type(k) end return component { fields = { f = text(s) } }",
+        "local t = { [number] = 'a', [text] = 'b', [list] = 'c', [map] = 'd' } local s = '' for _, v in t do s = s .. v end return component { fields = { f = text(s) } }",
     ];
     let between = "math.randomseed(42) string.x = 1 leaked = 1 return component { fields = {} }";
     for source in sources {
@@ -52,6 +57,48 @@ fn the_same_source_always_gives_the_same_definition() {
             "{source}: an address leaked: {shown}"
         );
     }
+}
+
+#[test]
+fn a_loop_may_not_walk_a_table_itself() {
+    let vm = SchemaVm::new().unwrap();
+    let sources = [
+        "local t = { a = 1 }\nfor k, v in t do end",
+        "local t = {}\nlocal function same(x) return x end\nfor k in same(t) do end",
+        "local t = {}\nfor k in `{1}` do end",
+    ];
+    for source in sources {
+        match vm.evaluate("Walk", source) {
+            Err(SchemaError::Runtime { message, line }) => {
+                assert!(message.contains("for loop iterates pairs(t)"), "{message}");
+                assert_eq!(line, Some(source.lines().count() as u32), "{source}");
+            }
+            other => panic!("{source}: {other:?}"),
+        }
+    }
+    match vm.evaluate("Reserved", "local __strata_iterate = pairs") {
+        Err(SchemaError::Invalid { message, line }) => {
+            assert!(message.contains("reserved"), "{message}");
+            assert_eq!(line, Some(1));
+        }
+        other => panic!("{other:?}"),
+    }
+    // Iterating functions, `pairs` and `ipairs` among them, works as before.
+    let schema = vm
+        .evaluate(
+            "Walks",
+            r#"local names = {}
+            for _, v in ipairs({ "b", "a" }) do table.insert(names, v) end
+            for k in pairs({ z = 1, y = 2 }) do table.insert(names, k) end
+            local function count(limit)
+                local n = 0
+                return function() n = n + 1 if n <= limit then return n end return nil end
+            end
+            for n in count(2) do table.insert(names, tostring(n)) end
+            return component { fields = { f = text(table.concat(names, ",")) } }"#,
+        )
+        .unwrap();
+    assert_eq!(schema.fields[0].default, Value::Text("b,a,y,z,1,2".into()));
 }
 
 #[test]
