@@ -4,12 +4,10 @@
 
 #![allow(clippy::unwrap_used, reason = "test fixtures fail loudly on purpose")]
 
-use std::hash::{Hash, Hasher};
-
 use proptest::prelude::*;
 use strata_arena::{Arena, ClassId};
 use strata_component_store::{
-    ComponentDef, ComponentId, FieldDef, FieldId, InstanceRef, Store, StoreError, Value,
+    ComponentDef, ComponentId, FieldDef, FieldId, InstanceRef, Store, StoreError, Tick, Value,
 };
 use strata_parallel_overlay::{
     NoOrder, Overlay, OverlayError, WriteSet, Writer, WriterRank, commit, run_parallel,
@@ -24,14 +22,26 @@ struct World {
 }
 
 fn world(count: usize) -> World {
+    world_of(
+        ComponentDef::new("Score").field(FieldDef::integer("n", 0)),
+        count,
+    )
+}
+
+/// A world whose `Score` is observed, so every change is also an event.
+fn observed_world(count: usize) -> World {
+    world_of(
+        ComponentDef::new("Score")
+            .field(FieldDef::integer("n", 0))
+            .observed(true),
+        count,
+    )
+}
+
+fn world_of(score: ComponentDef, count: usize) -> World {
     let mut arena = Arena::standard();
     let mut store = Store::new();
-    let score = store
-        .install(
-            ComponentDef::new("Score").field(FieldDef::integer("n", 0)),
-            arena.classes(),
-        )
-        .unwrap();
+    let score = store.install(score, arena.classes()).unwrap();
     let n = store.field(score, "n").unwrap();
     let members: Vec<InstanceRef> = (0..count)
         .map(|_| {
@@ -160,12 +170,13 @@ fn a_stale_row_falls_back_to_the_instance_and_a_removed_component_is_refused() {
 
 /// While writers run, the store is borrowed (by `run_parallel`, and shared by every overlay),
 /// so the only structural route a running writer has is its overlay's, which refuses; the
-/// store's own structural methods cannot be reached at all (the `compile_fail` examples in the
-/// crate docs). Through the real runner: each writer's structural request is reported as its
-/// error, its field writes made before it still commit, and the committed store's structure is
-/// exactly as before (members, slots, structural revision, removal log).
+/// store's own structural methods cannot be reached at all (`tests/compile_fail.rs` holds
+/// programs that try, and the borrow errors they fail with). Through the real runner: each
+/// writer's structural request is reported as its error, its field writes made before it
+/// still commit, and the committed store's structure is exactly as before (members, slots,
+/// structural revision, removal log).
 #[test]
-fn structural_operations_are_refused_while_writers_are_active() {
+fn a_writer_asking_its_overlay_for_a_structural_change_is_refused_and_keeps_its_earlier_writes() {
     let mut w = world(3);
     let (a, b) = (w.members[0], w.members[1]);
     let loner = {
@@ -267,22 +278,28 @@ fn equal_writes_at_commit_do_not_tick_and_real_ones_track_like_ordinary_writes()
 }
 
 /// A hash of everything a commit can change: values, ticks, the store tick.
-fn fingerprint(store: &Store, score: ComponentId, n: FieldId) -> u64 {
+/// Everything a commit leaves behind in `Score`: each row's id, value, added and changed ticks
+/// and dirty fields (in id order), the rows the change log lists (as ids, in its order), the
+/// store tick, and the events the commit queued (drained).
+fn fingerprint(store: &mut Store, score: ComponentId, n: FieldId) -> String {
+    let events = store.drain_events();
     let set = store.set(score).unwrap();
-    let mut hasher = std::collections::hash_map::DefaultHasher::new();
     let mut rows: Vec<_> = (0..set.len())
         .map(|r| {
             (
                 set.ids()[r],
                 set.values::<i64>(n).unwrap()[r],
+                set.added_ticks()[r],
                 set.changed_ticks()[r],
+                set.dirty_mask(r),
             )
         })
         .collect();
-    rows.sort();
-    rows.hash(&mut hasher);
-    store.tick().hash(&mut hasher);
-    hasher.finish()
+    rows.sort_by_key(|row| row.0);
+    let logged: Option<Vec<_>> = set
+        .changes_since(Tick(0))
+        .map(|changes| changes.rows().map(|r| set.ids()[r]).collect());
+    format!("{rows:?} {logged:?} {:?} {events:?}", store.tick())
 }
 
 /// One writer of the arrival-order test: group (else system) tier, rank within the tier, its
@@ -365,16 +382,17 @@ proptest! {
     #![proptest_config(ProptestConfig { cases: 64, failure_persistence: None, ..ProptestConfig::default() })]
 
     /// The commit orders write sets itself: whatever order they arrive in (finishing order on
-    /// 1 to 8 lanes, then shuffled), the store ends identical (values, change ticks, store tick)
-    /// to one that received them in (tier, rank, id) order, and so does `run_parallel` on any
-    /// number of lanes.
+    /// 1 to 8 lanes, then shuffled), the store ends identical (values, added and change ticks,
+    /// dirty fields, the change log, the store tick and the events queued) to one that received
+    /// them in (tier, rank, id) order, and so does `run_parallel` on any number of lanes.
     #[test]
     fn the_committed_store_is_the_same_for_any_arrival_order_lane_count_and_finishing_order(
         plans in plans(),
         lanes in 1usize..=8,
         keys in prop::collection::vec(any::<u32>(), 8),
     ) {
-        let mut reference = world(12);
+        let mut reference = observed_world(12);
+        reference.store.drain_events();
         let mut sets: Vec<WriteSet> = plans
             .iter()
             .enumerate()
@@ -382,14 +400,16 @@ proptest! {
             .collect();
         sets.sort_by_key(WriteSet::rank);
         commit(&mut reference.store, sets, &NoOrder);
-        let expected = fingerprint(&reference.store, reference.score, reference.n);
+        let expected = fingerprint(&mut reference.store, reference.score, reference.n);
 
-        let mut arrived = world(12);
+        let mut arrived = observed_world(12);
+        arrived.store.drain_events();
         let sets = arrivals(&arrived, &plans, lanes, &keys);
         commit(&mut arrived.store, sets, &NoOrder);
-        prop_assert_eq!(fingerprint(&arrived.store, arrived.score, arrived.n), expected);
+        prop_assert_eq!(&fingerprint(&mut arrived.store, arrived.score, arrived.n), &expected);
 
-        let mut run = world(12);
+        let mut run = observed_world(12);
+        run.store.drain_events();
         let writers: Vec<Writer<(usize, Plan)>> = plans
             .iter()
             .enumerate()
@@ -411,7 +431,7 @@ proptest! {
             },
             &NoOrder,
         );
-        prop_assert_eq!(fingerprint(&run.store, run.score, run.n), expected);
+        prop_assert_eq!(fingerprint(&mut run.store, run.score, run.n), expected);
     }
 }
 
@@ -749,7 +769,7 @@ fn run_frames(
     instances: usize,
     frames: usize,
     spare: Option<&strata_parallel_overlay::Spare>,
-) -> (u64, Vec<usize>) {
+) -> (String, Vec<usize>) {
     let mut w = world(instances);
     let writers: Vec<Writer<Vec<(usize, i64)>>> = writes
         .iter()
@@ -798,7 +818,7 @@ fn run_frames(
             }
         }
     }
-    (fingerprint(&w.store, w.score, w.n), sizes)
+    (fingerprint(&mut w.store, w.score, w.n), sizes)
 }
 
 proptest! {

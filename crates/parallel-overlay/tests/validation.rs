@@ -101,3 +101,36 @@ fn a_refused_write_gets_the_store_s_own_error() {
         assert!(overlay.is_empty());
     }
 }
+
+/// The commit compares numbers bit for bit, as the store's other write routes do: `-0.0` over
+/// `0.0` is applied, a NaN over the same NaN is unchanged and takes no tick.
+#[test]
+fn the_commit_compares_numbers_bit_for_bit() {
+    let mut arena = Arena::standard();
+    let mut store = Store::new();
+    let heat = store
+        .install(
+            ComponentDef::new("Heat").field(FieldDef::number("t", 0.0)),
+            arena.classes(),
+        )
+        .unwrap();
+    let t = store.field(heat, "t").unwrap();
+    let id = arena.create(ClassId::ENTITY, None).unwrap();
+    let at = InstanceRef::of(&arena, id).unwrap();
+    store.add(at, ClassId::ENTITY, heat, []).unwrap();
+    let write = |store: &mut Store, value: f64| {
+        let mut overlay = Overlay::new(WriterRank::system(0, 1), store);
+        overlay.set(at, heat, t, value).unwrap();
+        let set = overlay.finish();
+        commit(store, vec![set], &NoOrder)
+    };
+    let report = write(&mut store, -0.0);
+    assert_eq!((report.applied, report.unchanged), (1, 0));
+    assert!(store.get::<f64>(at, heat, t).unwrap().is_sign_negative());
+    let report = write(&mut store, f64::NAN);
+    assert_eq!((report.applied, report.unchanged), (1, 0));
+    let tick = store.tick();
+    let report = write(&mut store, f64::NAN);
+    assert_eq!((report.applied, report.unchanged), (0, 1));
+    assert_eq!(store.tick(), tick);
+}
