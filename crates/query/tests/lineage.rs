@@ -120,3 +120,25 @@ fn a_cache_built_against_one_arena_is_not_reused_for_another() {
     assert_eq!(selected(&mut hot, &snapshot, &store), vec![b.id]);
     assert_eq!(hot.generation(), generation);
 }
+
+/// A class filter reads the arena too: another arena whose instance of the same id and slot has
+/// another class, at the same revisions, is not served the first arena's classes.
+#[test]
+fn a_class_filter_built_against_one_arena_is_not_reused_for_another() {
+    let mut store = Store::new();
+    let mut red = Arena::standard();
+    let mut blue = Arena::standard();
+    let (c, _) = health(&red, &mut store);
+    let a = spawn(&mut red, &mut store, c);
+    blue.create(ClassId::FOLDER, None).unwrap();
+    assert_eq!(blue.slot_of(a.id), Some(a.slot));
+    assert_eq!(red.revisions(), blue.revisions());
+
+    let mut entities = Query::new(QuerySpec::new().with(c).class(ClassId::ENTITY)).unwrap();
+    assert_eq!(selected(&mut entities, &red, &store), vec![a.id]);
+    assert_eq!(
+        selected(&mut entities, &blue, &store),
+        Vec::<InstanceId>::new()
+    );
+    assert_eq!(selected(&mut entities, &red, &store), vec![a.id]);
+}

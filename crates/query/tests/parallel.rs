@@ -673,3 +673,35 @@ fn an_observed_component_gets_one_event_per_changed_row_in_match_order() {
         .collect();
     assert_eq!(events, expected);
 }
+
+/// A parallel pass tells values apart bit for bit, as every other write route does: `-0.0`
+/// over `0.0` is a change, and a NaN over the same NaN is none.
+#[test]
+fn a_parallel_pass_compares_numbers_bit_for_bit() {
+    let (arena, mut store, heat, ats) = heated(1_000);
+    let mut all = Query::new(QuerySpec::new().with(heat)).unwrap();
+    let mut pass = |store: &mut Store, value: f64| {
+        pool(2)
+            .install(|| {
+                all.run(&arena, store).unwrap().par_update_each::<f64>(
+                    store,
+                    (0, X),
+                    Chunks::Count(4),
+                    |_| value,
+                )
+            })
+            .unwrap()
+    };
+    assert_eq!(pass(&mut store, -0.0), ats.len(), "the sign is a change");
+    let set = store.set(heat).unwrap();
+    assert!(
+        set.values::<f64>(X)
+            .unwrap()
+            .iter()
+            .all(|t| t.is_sign_negative())
+    );
+    assert_eq!(pass(&mut store, f64::NAN), ats.len());
+    let tick = store.tick();
+    assert_eq!(pass(&mut store, f64::NAN), 0, "the same NaN is no change");
+    assert_eq!(store.tick(), tick);
+}
