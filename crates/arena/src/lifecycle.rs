@@ -363,7 +363,8 @@ impl Arena {
     /// Returns the queued events and advances reclamation by one step: slots of instances
     /// reported by the previous drain are released, and instances destroyed since then become
     /// reclaimable (their tombstones stay readable through lifecycle scopes until the next
-    /// drain).
+    /// drain). Reservations whose tokens were dropped without publication or release are
+    /// released first (see [`Reservation`](crate::Reservation)).
     ///
     /// Refused while a construction batch or a lifecycle scope is open.
     pub fn drain(&mut self) -> Result<Drained, ArenaError> {
@@ -373,6 +374,7 @@ impl Arena {
         if self.state.scope_open() {
             return Err(ArenaError::ScopeOpen);
         }
+        self.sweep_abandoned();
         let reclaimed = self.reclamation.advance();
         self.state
             .reclaim(&reclaimed, |slot| self.slots.release(slot));

@@ -15,6 +15,11 @@
 //! below the state's high-water mark and out of the free pool, so no creation takes it. The
 //! registry (`Reservations`) knows exactly the live reservations by serial; a reservation leaves
 //! it when it is published or released, and a token whose serial it does not know is refused.
+//! A token dropped without either leaves what it held in the registry's inbox, and the arena
+//! releases it at its next drain or reservation (`Arena::sweep_abandoned`), so nothing a
+//! reservation holds is lost for good.
+
+use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
 
 use hashbrown::{HashMap, HashSet};
 
@@ -32,13 +37,72 @@ use crate::id::{ArenaId, InstanceId, Slot};
 /// its slots back. A reservation names its arena and carries a serial, so one from another
 /// arena is refused ([`ArenaError::ForeignToken`]) and one its arena no longer holds is refused
 /// ([`ArenaError::StaleReservation`]). It is not `Clone`: publishing or releasing consumes it.
-#[derive(Debug, PartialEq, Eq)]
+/// A reservation dropped without either is released by its arena at the arena's next
+/// [`Arena::drain`] or reservation: its ids stay retired and its slots return to the pool.
+#[derive(Debug)]
 #[must_use = "a reservation holds ids and slots until it is published or released"]
 pub struct Reservation {
     arena: ArenaId,
     serial: u64,
     ids: ReservedIds,
     slots: ReservedSlots,
+    /// Where the token leaves what it holds if it is dropped unconsumed; `None` once
+    /// publication or release consumed it.
+    inbox: Option<Inbox>,
+}
+
+impl PartialEq for Reservation {
+    fn eq(&self, other: &Self) -> bool {
+        (self.arena, self.serial, &self.ids, &self.slots)
+            == (other.arena, other.serial, &other.ids, &other.slots)
+    }
+}
+
+impl Eq for Reservation {}
+
+impl Drop for Reservation {
+    fn drop(&mut self) {
+        let Some(inbox) = self.inbox.take() else {
+            return;
+        };
+        let abandoned = Abandoned {
+            serial: self.serial,
+            ids: std::mem::replace(
+                &mut self.ids,
+                ReservedIds::Run {
+                    first: None,
+                    len: 0,
+                },
+            ),
+            slots: std::mem::replace(
+                &mut self.slots,
+                ReservedSlots::Run {
+                    first: Slot(0),
+                    len: 0,
+                },
+            ),
+        };
+        inbox.lock().push(abandoned);
+    }
+}
+
+/// What a reservation dropped unconsumed held, waiting for its arena to release it.
+#[derive(Debug)]
+struct Abandoned {
+    serial: u64,
+    ids: ReservedIds,
+    slots: ReservedSlots,
+}
+
+/// The abandoned reservations of one arena, shared with every token it issued.
+#[derive(Clone, Debug, Default)]
+struct Inbox(Arc<Mutex<Vec<Abandoned>>>);
+
+impl Inbox {
+    fn lock(&self) -> MutexGuard<'_, Vec<Abandoned>> {
+        // Pushing and taking cannot panic halfway, so a poisoned list is still whole.
+        self.0.lock().unwrap_or_else(PoisonError::into_inner)
+    }
 }
 
 /// The ids of a reservation.
@@ -153,12 +217,14 @@ pub(crate) struct Reservations {
     held: HashMap<u64, Option<(u64, u64)>>,
     /// The ids of every live reservation made from an explicit list that is not one run.
     listed: HashSet<InstanceId>,
+    /// Tokens dropped unconsumed leave what they held here.
+    inbox: Inbox,
 }
 
 impl Reservations {
-    /// How many reservations are live.
+    /// How many reservations are live and still held by a token.
     pub(crate) fn len(&self) -> usize {
-        self.held.len()
+        self.held.len() - self.inbox.lock().len()
     }
 
     /// Whether a live reservation holds `id`.
@@ -192,13 +258,18 @@ impl Reservations {
         }
     }
 
-    fn close(&mut self, reservation: &Reservation) {
-        self.held.remove(&reservation.serial);
-        if let ReservedIds::List(ids) = &reservation.ids {
+    fn close(&mut self, serial: u64, ids: &ReservedIds) {
+        self.held.remove(&serial);
+        if let ReservedIds::List(ids) = ids {
             for id in ids {
                 self.listed.remove(id);
             }
         }
+    }
+
+    /// Takes what dropped tokens left behind.
+    fn take_abandoned(&mut self) -> Vec<Abandoned> {
+        std::mem::take(&mut *self.inbox.lock())
     }
 }
 
@@ -236,6 +307,7 @@ impl Arena {
     /// ```
     pub fn reserve(&mut self, count: usize) -> Result<Reservation, ArenaError> {
         self.refuse_reservation_in_batch()?;
+        self.sweep_abandoned();
         let count32 = u32::try_from(count).map_err(|_| ArenaError::SlotsExhausted)?;
         let ids = if count == 0 {
             ReservedIds::Run {
@@ -268,6 +340,7 @@ impl Arena {
     /// already issued ([`ArenaError::IdRetired`]); no room for the slots.
     pub fn reserve_at(&mut self, ids: &[InstanceId]) -> Result<Reservation, ArenaError> {
         self.refuse_reservation_in_batch()?;
+        self.sweep_abandoned();
         let count32 = u32::try_from(ids.len()).map_err(|_| ArenaError::SlotsExhausted)?;
         let mut seen = HashSet::with_capacity(ids.len());
         for &id in ids {
@@ -349,7 +422,7 @@ impl Arena {
     /// parent, or release it).
     pub fn publish(
         &mut self,
-        reservation: Reservation,
+        mut reservation: Reservation,
         class: ClassId,
         parent: Option<InstanceId>,
     ) -> Result<(), (Reservation, ArenaError)> {
@@ -357,7 +430,9 @@ impl Arena {
             Ok(parent) => parent,
             Err(error) => return Err((reservation, error)),
         };
-        self.reservations.close(&reservation);
+        reservation.inbox = None;
+        self.reservations
+            .close(reservation.serial, &reservation.ids);
         let Some(first) = reservation.first() else {
             return Ok(());
         };
@@ -391,10 +466,33 @@ impl Arena {
     ///
     /// Refused, changing nothing, for another arena's reservation
     /// ([`ArenaError::ForeignToken`]) or one no longer held ([`ArenaError::StaleReservation`]).
-    pub fn release(&mut self, reservation: Reservation) -> Result<(), ArenaError> {
+    pub fn release(&mut self, mut reservation: Reservation) -> Result<(), ArenaError> {
         self.check_token(&reservation)?;
-        self.reservations.close(&reservation);
-        match &reservation.slots {
+        reservation.inbox = None;
+        self.give_back(reservation.serial, &reservation.ids, &reservation.slots);
+        Ok(())
+    }
+
+    /// How many reservations are outstanding: held by a token, neither published nor released.
+    pub fn reserved_count(&self) -> usize {
+        self.reservations.len()
+    }
+
+    /// Releases what tokens dropped without publication or release held, as
+    /// [`Arena::release`] would have. Runs at every drain and reservation, never inside a
+    /// construction batch.
+    pub(crate) fn sweep_abandoned(&mut self) {
+        for abandoned in self.reservations.take_abandoned() {
+            if self.reservations.is_live(abandoned.serial) {
+                self.give_back(abandoned.serial, &abandoned.ids, &abandoned.slots);
+            }
+        }
+    }
+
+    /// Takes a reservation out of the registry and returns its slots to the free pool.
+    fn give_back(&mut self, serial: u64, ids: &ReservedIds, slots: &ReservedSlots) {
+        self.reservations.close(serial, ids);
+        match slots {
             ReservedSlots::Run { first, len } => {
                 let len = u32::try_from(*len).expect("reservations are checked to fit u32");
                 for k in (0..len).rev() {
@@ -407,12 +505,6 @@ impl Arena {
                 }
             }
         }
-        Ok(())
-    }
-
-    /// How many reservations are outstanding (neither published nor released).
-    pub fn reserved_count(&self) -> usize {
-        self.reservations.len()
     }
 
     /// The checks of `check_publish`; returns the parent with its slot.
@@ -480,6 +572,7 @@ impl Arena {
             serial,
             ids,
             slots,
+            inbox: Some(self.reservations.inbox.clone()),
         }
     }
 }
@@ -492,6 +585,7 @@ mod tests {
     /// whatever it claims to hold.
     fn forged(reservation: &Reservation) -> Reservation {
         Reservation {
+            inbox: None,
             arena: reservation.arena,
             serial: reservation.serial,
             ids: ReservedIds::Run {

@@ -226,6 +226,44 @@ fn release_retires_the_ids_and_frees_the_slots() {
     p.arena.release(again).unwrap();
 }
 
+/// A token dropped without publication or release gives back what it held at the arena's
+/// next drain, as a release would: the ids stay retired, the slots return to the pool, and a
+/// stage dropped with spawns in it leaks nothing.
+#[test]
+fn a_dropped_reservation_is_released_at_the_next_drain() {
+    let mut p = place();
+    let r = p.arena.reserve(3).unwrap();
+    let ids: Vec<_> = r.iter().map(|(i, _)| i).collect();
+    let slots = reserved_slots(&r);
+    let (far, near) = (id((1 << 52) + 9), id((1 << 52) + 7));
+    let listed = p.arena.reserve_at(&[far, near]).unwrap();
+    let slots: HashSet<Slot> = slots.union(&reserved_slots(&listed)).copied().collect();
+    assert_eq!(p.arena.reserved_count(), 2);
+    drop(r);
+    drop(listed);
+    assert_eq!(p.arena.reserved_count(), 0, "no token holds them");
+    let events = p.arena.pending_events().len();
+    let drained = p.arena.drain().unwrap();
+    assert_eq!(drained.events.len(), events, "nothing is announced");
+    let made = p
+        .arena
+        .create_many(ClassId::PART, Some(p.workspace), 5)
+        .unwrap();
+    assert!(made.iter().all(|(i, _)| !ids.contains(i)));
+    let reused: HashSet<_> = made.iter().map(|(_, s)| *s).collect();
+    assert_eq!(reused, slots, "every slot the two held is back in the pool");
+    for released in &ids {
+        assert_eq!(
+            p.arena.reserve_at(&[*released]).unwrap_err(),
+            ArenaError::IdRetired(*released)
+        );
+    }
+    // The explicit ids of the other range are held no longer: they can be reserved again.
+    let again = p.arena.reserve_at(&[near, far]).unwrap();
+    p.arena.release(again).unwrap();
+    assert_eq!(p.arena.reserved_count(), 0);
+}
+
 #[test]
 fn a_refused_publish_changes_nothing_and_keeps_the_reservation_usable() {
     let mut p = place();
@@ -290,6 +328,7 @@ fn another_arenas_reservation_is_refused() {
     let mut a = place();
     let mut b = place();
     let r = b.arena.reserve(1).unwrap();
+    let held = r.slot(0);
     assert_eq!(r.arena(), b.arena.arena_id());
     assert_eq!(
         a.arena.check_publish(&r, ClassId::PART, None),
@@ -301,7 +340,16 @@ fn another_arenas_reservation_is_refused() {
     let before = observe(&a.arena);
     assert_eq!(a.arena.release(r).unwrap_err(), ArenaError::ForeignToken);
     assert_eq!(observe(&a.arena), before);
-    assert_eq!(b.arena.reserved_count(), 1);
+    // The refused release consumed the token, so no token holds the reservation any more:
+    // its own arena takes it back at its next drain.
+    assert_eq!(b.arena.reserved_count(), 0);
+    b.arena.drain().unwrap();
+    let made = b.arena.create(ClassId::PART, None).unwrap();
+    assert_eq!(
+        b.arena.slot_of(made),
+        held,
+        "the slot it held is free again"
+    );
 }
 
 #[test]
