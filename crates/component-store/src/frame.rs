@@ -8,8 +8,10 @@
 //! the per-write routes therefore pay nothing here. `count` rises by one for each structural
 //! event (a range of rows added, a range of rows removed, one row moved), never falls, and
 //! `window_start` is its value when the window opened. The residue lists (`added`, `touched`)
-//! hold `(count, id)` in count order and at most `RESIDUE_CAPACITY` entries each; one more sets
-//! `overflowed`, after which readers are told they missed the window until it reopens.
+//! hold `(count, id)` in count order and at most `RESIDUE_CAPACITY` entries each; an event that
+//! would take either past that reopens the window at once (`window_start` becomes the count of
+//! that event and both lists empty), so readers from before it are told they missed the window
+//! and a reader that refreshed afterwards continues from the present count.
 //! `described[c]` is the count of component `c`'s latest membership change in the window, 0
 //! for none.
 
@@ -52,10 +54,10 @@ impl FrameDirty {
     }
 }
 
-/// A consumer's count predates the structural window (it opened at the last
-/// [`Store::end_frame`](crate::Store::end_frame)), or the window's residue overflowed
-/// [`RESIDUE_CAPACITY`]: refresh completely, then continue from
-/// [`Store::structural_count`](crate::Store::structural_count).
+/// A consumer's count predates the structural window, which opens at every
+/// [`Store::end_frame`](crate::Store::end_frame) and again whenever the residue would grow past
+/// [`RESIDUE_CAPACITY`] (or the count is from the future): refresh completely, then continue
+/// from [`Store::structural_count`](crate::Store::structural_count).
 #[derive(Clone, Copy, Debug, PartialEq, Eq, thiserror::Error)]
 #[error("the structural residue no longer reaches back to count {asked}: refresh completely")]
 pub struct StructuralMissed {
@@ -115,7 +117,6 @@ pub(crate) struct Frame {
     tick: Tick,
     count: u64,
     window_start: u64,
-    overflowed: bool,
     described: Vec<u64>,
     added: Vec<(u64, InstanceId)>,
     touched: Vec<(u64, InstanceId)>,
@@ -140,12 +141,11 @@ impl Frame {
         self.described[component.index()] = self.count;
     }
 
-    fn push(list: &mut Vec<(u64, InstanceId)>, overflowed: &mut bool, entry: (u64, InstanceId)) {
-        if list.len() < RESIDUE_CAPACITY {
-            list.push(entry);
-        } else {
-            *overflowed = true;
-        }
+    /// Opens the residue window at the present count: readers from before it missed it.
+    fn reopen(&mut self) {
+        self.window_start = self.count;
+        self.added.clear();
+        self.touched.clear();
     }
 
     /// Rows `rows` of `set` were added.
@@ -156,12 +156,9 @@ impl Frame {
         rows: RangeInclusive<usize>,
     ) {
         self.describe(component);
-        if self.overflowed {
-            return;
-        }
         let ids = set.ids().get(rows).unwrap_or(&[]);
         if self.added.len() + ids.len() > RESIDUE_CAPACITY {
-            self.overflowed = true;
+            self.reopen();
             return;
         }
         let count = self.count;
@@ -177,12 +174,9 @@ impl Frame {
     ) {
         self.describe(component);
         self.dirt_mut(component).removed = true;
-        if self.overflowed {
-            return;
-        }
         let ids = set.ids().get(rows).unwrap_or(&[]);
         if self.touched.len() + ids.len() > RESIDUE_CAPACITY {
-            self.overflowed = true;
+            self.reopen();
             return;
         }
         let count = self.count;
@@ -192,8 +186,11 @@ impl Frame {
     /// A removal moved `at` to another row.
     pub(crate) fn moved(&mut self, component: ComponentId, at: InstanceRef) {
         self.describe(component);
-        let entry = (self.count, at.id);
-        Self::push(&mut self.touched, &mut self.overflowed, entry);
+        if self.touched.len() < RESIDUE_CAPACITY {
+            self.touched.push((self.count, at.id));
+        } else {
+            self.reopen();
+        }
         self.mark(component, at);
     }
 
@@ -267,11 +264,8 @@ impl Frame {
     /// Closes the window at store tick `tick`: dirty state and residue clear.
     pub(crate) fn end(&mut self, tick: Tick) {
         self.tick = tick;
-        self.window_start = self.count;
-        self.overflowed = false;
+        self.reopen();
         self.described.clear();
-        self.added.clear();
-        self.touched.clear();
         for dirt in &mut self.dirt {
             dirt.whole = false;
             dirt.removed = false;
@@ -284,7 +278,7 @@ impl Frame {
     }
 
     pub(crate) fn since(&self, asked: u64) -> Result<StructuralResidue<'_>, StructuralMissed> {
-        if asked < self.window_start || asked > self.count || self.overflowed {
+        if asked < self.window_start || asked > self.count {
             return Err(StructuralMissed { asked });
         }
         let from = |list: &'_ [(u64, InstanceId)]| list.partition_point(|(at, _)| *at <= asked);

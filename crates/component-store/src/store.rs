@@ -939,9 +939,10 @@ impl Store {
     /// The structural changes after `count` (a value of [`Store::structural_count`] read
     /// earlier in this window): the components whose membership changed, the instances that got
     /// a row, and those that lost or moved one. [`StructuralMissed`] when `count` predates the
-    /// window (it opened at the last [`Store::end_frame`]), is past the present count, or the
-    /// window's residue overflowed its bound ([`RESIDUE_CAPACITY`](crate::RESIDUE_CAPACITY)
-    /// instances per list): refresh completely, then continue from the present count.
+    /// window or is past the present count: the window opens at every [`Store::end_frame`], and
+    /// again at any event that would take the residue past its bound
+    /// ([`RESIDUE_CAPACITY`](crate::RESIDUE_CAPACITY) instances per list). Then refresh
+    /// completely and continue from the present count, in the same frame.
     pub fn structural_since(&self, count: u64) -> Result<StructuralResidue<'_>, StructuralMissed> {
         self.frame.since(count)
     }

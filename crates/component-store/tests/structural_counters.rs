@@ -87,6 +87,48 @@ fn a_count_before_the_window_or_after_an_overflow_is_missed() {
     assert!(w.store.structural_since(w.store.structural_count()).is_ok());
 }
 
+/// A consumer told it missed the residue refreshes, then continues from the count it was
+/// told to: the window reopens at the overflow, not only at the end of the frame.
+#[test]
+fn a_consumer_that_refreshed_after_an_overflow_continues_in_the_same_frame() {
+    let mut w = World::new();
+    let c = w.install(ComponentDef::new("A"));
+    let seen = w.store.structural_count();
+    let many: Vec<InstanceRef> = (0..=RESIDUE_CAPACITY)
+        .map(|_| w.spawn(ClassId::ENTITY))
+        .collect();
+    w.store.insert_many(&many, ClassId::ENTITY, c).unwrap();
+    assert_eq!(
+        w.store.structural_since(seen).unwrap_err(),
+        StructuralMissed { asked: seen }
+    );
+    // The consumer refreshes from the store, then asks from the present count.
+    let refreshed = w.store.structural_count();
+    assert!(w.store.structural_since(refreshed).is_ok());
+    let late = w.spawn(ClassId::ENTITY);
+    w.store.add(late, ClassId::ENTITY, c, []).unwrap();
+    w.store.remove(many[0], c).unwrap();
+    let residue = w.store.structural_since(refreshed).unwrap();
+    assert_eq!(residue.added().collect::<Vec<_>>(), [late.id]);
+    assert_eq!(
+        residue.touched().collect::<Vec<InstanceId>>(),
+        [many[0].id, late.id],
+        "the removed instance, then the last row moved into its place"
+    );
+    // A single event past the capacity reopens the window too: readers from before it miss.
+    let before = w.store.structural_count();
+    let mut moved = 0;
+    for at in &many[1..] {
+        w.store.remove(*at, c).unwrap();
+        moved += 1;
+        if w.store.structural_since(before).is_err() {
+            break;
+        }
+    }
+    assert!(moved <= RESIDUE_CAPACITY);
+    assert!(w.store.structural_since(w.store.structural_count()).is_ok());
+}
+
 #[test]
 fn value_counts_follow_explicit_writes_to_tracked_columns_only() {
     let mut w = World::new();
