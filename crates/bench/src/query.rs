@@ -840,7 +840,7 @@ fn bulk_set(n: u64) -> Workload {
 /// The routine of `bulk_remove`: `Tagged` removed from every member.
 fn untag_all(world: &mut BulkWorld) -> Published {
     over_members(world, |stage, members, tagged| {
-        stage.remove(members, tagged)
+        stage.remove(members, tagged);
     })
 }
 
@@ -857,7 +857,9 @@ fn bulk_remove(n: u64) -> Workload {
 
 /// The routine of `bulk_despawn`: every member destroyed.
 fn despawn_all(world: &mut BulkWorld) -> Published {
-    over_members(world, |stage, members, _| stage.despawn(members))
+    over_members(world, |stage, members, _| {
+        stage.despawn(members);
+    })
 }
 
 fn bulk_despawn(n: u64) -> Workload {

@@ -13,7 +13,7 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
 
 use hashbrown::{HashMap, HashSet};
-use strata_arena::{ClassId, ClassRegistry, Transform, Vec3};
+use strata_arena::{ClassId, ClassRegistry, InstanceId, Transform, Vec3};
 
 use crate::column::Scalar;
 use crate::error::StoreError;
@@ -167,6 +167,44 @@ pub enum RefPolicy {
     DestroyHolder,
 }
 
+/// Makes the value a field starts with in each new row, in place of the field's fixed
+/// default: called once per row created while the definition is installed (by
+/// [`Store::add`](crate::Store::add), [`Store::insert`](crate::Store::insert),
+/// [`Store::insert_many`](crate::Store::insert_many), a staged spawn's placement and the new
+/// rows of a bulk set), in row order and before the row is visible, with the instance the row
+/// is for. A factory with state (a counter, a generator) therefore advances once per row. A
+/// value given for the field explicitly (an add's values, a bulk set's) is used instead, and
+/// adoption and redefinition, which convert existing rows, fill fields with the fixed default.
+/// Its values are checked like any write: one that does not fit the field refuses the whole
+/// operation, with nothing added.
+#[derive(Clone)]
+pub struct DefaultFactory(Arc<dyn Fn(InstanceId) -> Value + Send + Sync>);
+
+impl DefaultFactory {
+    /// A factory from a function of the new row's instance.
+    pub fn new(make: impl Fn(InstanceId) -> Value + Send + Sync + 'static) -> Self {
+        Self(Arc::new(make))
+    }
+
+    /// The value for a new row of `id`.
+    pub fn make(&self, id: InstanceId) -> Value {
+        (self.0)(id)
+    }
+}
+
+impl PartialEq for DefaultFactory {
+    /// Two factories are equal when they are the same function.
+    fn eq(&self, other: &Self) -> bool {
+        Arc::ptr_eq(&self.0, &other.0)
+    }
+}
+
+impl std::fmt::Debug for DefaultFactory {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("DefaultFactory(..)")
+    }
+}
+
 /// One field of a component definition.
 #[derive(Clone, Debug, PartialEq)]
 pub struct FieldDef {
@@ -180,6 +218,8 @@ pub struct FieldDef {
     pub former_names: Vec<Arc<str>>,
     /// What happens when a referenced instance is destroyed (reference-holding fields only).
     pub on_destroy: RefPolicy,
+    /// Makes each new row's value in place of `default` (fields that hold no reference only).
+    pub factory: Option<DefaultFactory>,
 }
 
 impl FieldDef {
@@ -191,7 +231,19 @@ impl FieldDef {
             default,
             former_names: Vec::new(),
             on_destroy: RefPolicy::Clear,
+            factory: None,
         }
+    }
+
+    /// Gives the field a [`DefaultFactory`]: each new row's value is `make(id)` rather than
+    /// the fixed default, which conversions still use.
+    #[must_use]
+    pub fn with_factory(
+        mut self,
+        make: impl Fn(InstanceId) -> Value + Send + Sync + 'static,
+    ) -> Self {
+        self.factory = Some(DefaultFactory::new(make));
+        self
     }
 
     /// A number field.
@@ -394,6 +446,8 @@ pub struct InstalledDef {
     pub(crate) reference_fields: Vec<FieldId>,
     /// Each field's default as a one-row column, so new rows copy typed values.
     pub(crate) defaults: Vec<crate::column::Column>,
+    /// The fields whose new rows take their values from a factory.
+    factories: Vec<(FieldId, DefaultFactory)>,
 }
 
 impl InstalledDef {
@@ -422,6 +476,12 @@ impl InstalledDef {
                     field.name,
                     field.default.kind_name(),
                     field.ty.name()
+                )));
+            }
+            if field.factory.is_some() && field.ty.can_reference() {
+                return Err(invalid(format!(
+                    "field `{}`: a default factory cannot make references",
+                    field.name
                 )));
             }
             if field.on_destroy != RefPolicy::Clear && !field.ty.can_reference() {
@@ -460,6 +520,12 @@ impl InstalledDef {
                 column
             })
             .collect();
+        let factories = def
+            .fields
+            .iter()
+            .enumerate()
+            .filter_map(|(i, f)| Some((FieldId(i as u16), f.factory.clone()?)))
+            .collect();
         Ok(Self {
             id,
             def,
@@ -468,7 +534,36 @@ impl InstalledDef {
             field_index,
             reference_fields,
             defaults,
+            factories,
         })
+    }
+
+    /// Whether any field takes new rows' values from a factory.
+    pub(crate) fn has_factories(&self) -> bool {
+        !self.factories.is_empty()
+    }
+
+    /// Runs every factory once for each new row of `ids` (in row order), except for fields in
+    /// `given`, checking each value: per factory field, its values by row.
+    pub(crate) fn make_defaults(
+        &self,
+        ids: &[InstanceId],
+        given: &[FieldId],
+    ) -> Result<Vec<(FieldId, Vec<Value>)>, StoreError> {
+        let mut made = Vec::with_capacity(self.factories.len());
+        for (field, factory) in &self.factories {
+            if given.contains(field) {
+                continue;
+            }
+            let mut values = Vec::with_capacity(ids.len());
+            for id in ids {
+                let value = factory.make(*id);
+                self.check_value(*field, &value)?;
+                values.push(value);
+            }
+            made.push((*field, values));
+        }
+        Ok(made)
     }
 
     /// The component's id.

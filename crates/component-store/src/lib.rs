@@ -108,8 +108,8 @@ pub use crate::column::{Column, Scalar};
 pub use crate::column_mut::ColumnMut;
 pub use crate::copy::CopyPair;
 pub use crate::def::{
-    ComponentDef, ComponentId, FieldDef, FieldId, FieldType, InstalledDef, RefPolicy, StructField,
-    check_former_names,
+    ComponentDef, ComponentId, DefaultFactory, FieldDef, FieldId, FieldType, InstalledDef,
+    RefPolicy, StructField, check_former_names,
 };
 pub use crate::dirty::FieldMask;
 pub use crate::error::StoreError;
@@ -124,7 +124,8 @@ pub use crate::set::{
 };
 pub use crate::slots::SetSlot;
 pub use crate::stage::{
-    CommitError, CommitFailure, InitError, Published, SpawnRows, SpawnTicket, Stage, StageError,
+    CommitError, CommitFailure, InitError, OpId, Published, SpawnRows, SpawnTicket, Stage,
+    StageError,
 };
 pub use crate::store::{BulkInit, DestroyOutcome, Lineage, RowInit, Store, StoreEvent, StoreId};
 pub use crate::value::{ListValue, MapKey, Value};

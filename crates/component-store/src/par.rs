@@ -126,6 +126,8 @@ enum ParTarget<'a, T: Scalar> {
         set: OwnSet<'a, T>,
         store_tick: &'a mut Tick,
         events: &'a mut Vec<StoreEvent>,
+        /// The store's value-write counter, when this column's writes are counted.
+        counter: Option<&'a mut u64>,
     },
     Serial(ColumnWriter<'a, T>),
 }
@@ -186,8 +188,9 @@ impl Store {
                 return Err(StoreError::AliasedColumns { component, field });
             }
         }
-        let (shared, other, store_tick, events, _) =
+        let (shared, other, store_tick, events, frame) =
             self.parts_split(component, read.map(|r| r.0))?;
+        let counter = frame.counter(component, field);
         let same_set_read = read.filter(|(rc, _)| *rc == component).map(|(_, rf)| rf);
         let other_values = match (read, other) {
             (Some((_, rf)), Some(other)) => other.values::<R>(rf).unwrap_or(&[]),
@@ -210,6 +213,7 @@ impl Store {
                 set,
                 store_tick,
                 events,
+                counter,
             },
             def,
             component,
@@ -469,6 +473,7 @@ impl<T: Scalar + Send + Sync> ParWriter<'_, T> {
             set: OwnSet::Bound { values, track },
             store_tick,
             events,
+            counter,
         } = &mut self.target
         else {
             return Ok(0);
@@ -560,6 +565,9 @@ impl<T: Scalar + Send + Sync> ParWriter<'_, T> {
         }
         **store_tick = (**store_tick).max(tick);
         self.tick = Some(tick);
+        if let Some(counter) = counter {
+            **counter += changed as u64;
+        }
         if let Some(panic) = panic {
             // Every row stored before a function panicked is recorded: pass the panic on.
             resume_unwind(panic);

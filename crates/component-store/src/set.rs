@@ -530,6 +530,18 @@ impl ComponentSet {
         row
     }
 
+    /// Stores values a definition's factories made (see `InstalledDef::make_defaults`) into
+    /// the new rows from `start`, before anything reads them. Factory fields hold no
+    /// references, so the reverse index is untouched.
+    pub(crate) fn store_made(&mut self, start: usize, made: Vec<(FieldId, Vec<Value>)>) {
+        for (field, values) in made {
+            let column = &mut self.columns[field.index()];
+            for (k, value) in values.into_iter().enumerate() {
+                column.replace(start + k, value);
+            }
+        }
+    }
+
     /// Makes the sparse array cover `len` slots.
     #[cold]
     fn grow_sparse(&mut self, len: usize) {

@@ -1,13 +1,17 @@
 //! `Stage`: staged bulk work and scalar edits on one store and one arena, published together
 //! at an explicit barrier ([`Stage::commit`]).
 //!
-//! Invariant: a stage holds its operations in the order they were issued and applies them in
-//! that order; every staged spawn holds an arena reservation (ids reserved, nothing alive) from
-//! staging until it is published, cancelled, discarded or released by a failed commit, and
-//! nothing else holds it. A spawn's rows exist only between placement and publication inside
-//! one commit; if anything goes wrong in between they are taken back before the commit
-//! returns. Member lists are copies taken at staging, so nothing staged later (a spawn
-//! included) ever joins them.
+//! Invariant: a stage holds its operations in the order they were issued, each under an
+//! [`OpId`] unique in the stage, and applies them in that order; every staged spawn holds an
+//! arena reservation (ids reserved, nothing alive) from staging until it is published,
+//! cancelled, discarded or released by a failed commit, and nothing else holds it (a stage
+//! dropped with spawns in it drops their reservations, which the arena releases at its next
+//! drain). Before applying anything a commit checks every operation against what cannot change
+//! during it (the components, fields, classes and value types the store accepts), so such a
+//! refusal applies nothing and the stage keeps everything. A spawn's rows exist only between
+//! placement and publication inside one commit; if anything goes wrong in between they are
+//! taken back before the commit returns. Member lists are copies taken at staging, so nothing
+//! staged later (a spawn included) ever joins them.
 
 use std::error::Error;
 use std::ops::{Range, RangeInclusive};
@@ -30,17 +34,81 @@ pub type InitError = Box<dyn Error + Send + Sync + 'static>;
 
 type Init = Box<dyn FnMut(&mut SpawnRows<'_>) -> Result<(), InitError>>;
 
-/// A staged spawn, as its caller holds it: the ids reserved for it.
+/// One staged operation, as a commit reports it: ids follow the order operations were
+/// staged in, and are never reused within a stage.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub struct OpId(u64);
+
+impl OpId {
+    /// The operation's position in its stage's issue order (0 for the first ever staged).
+    pub fn get(self) -> u64 {
+        self.0
+    }
+}
+
+/// The slots a spawn's instances will occupy.
+#[derive(Clone, Debug, PartialEq, Eq)]
+enum TicketSlots {
+    /// Consecutive fresh slots from the first.
+    Run(Slot),
+    /// Slots that include recycled ones, in spawn order.
+    List(Vec<Slot>),
+}
+
+/// A staged spawn, as its caller holds it: the operation, the ids reserved for it and the
+/// slots its instances will occupy, so later staged edits can name them before they exist.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct SpawnTicket {
     stage: u64,
-    serial: u64,
+    op: OpId,
     first: InstanceId,
     len: usize,
     ids: Option<Vec<InstanceId>>,
+    slots: TicketSlots,
 }
 
 impl SpawnTicket {
+    /// The spawn's operation.
+    pub fn op(&self) -> OpId {
+        self.op
+    }
+
+    /// The slot the `k`-th instance will occupy.
+    pub fn slot(&self, k: usize) -> Option<Slot> {
+        if k >= self.len {
+            return None;
+        }
+        match &self.slots {
+            TicketSlots::Run(first) => {
+                Some(Slot::from_index(u32::try_from(first.index() + k).ok()?))
+            }
+            TicketSlots::List(slots) => slots.get(k).copied(),
+        }
+    }
+
+    /// Every slot, in spawn order, when they are not one run of fresh slots (some were
+    /// recycled from destroyed instances); `None` when they are `slot(0)`, `slot(0) + 1`, ...
+    pub fn slots(&self) -> Option<&[Slot]> {
+        match &self.slots {
+            TicketSlots::Run(_) => None,
+            TicketSlots::List(slots) => Some(slots),
+        }
+    }
+
+    /// The `k`-th instance as the store addresses it, for edits staged after the spawn (they
+    /// apply once it is published).
+    pub fn instance(&self, k: usize) -> Option<InstanceRef> {
+        Some(InstanceRef::new(self.id(k)?, self.slot(k)?))
+    }
+
+    /// Every instance of the spawn, in spawn order.
+    pub fn instances(&self) -> impl ExactSizeIterator<Item = InstanceRef> + '_ {
+        (0..self.len).map(|k| {
+            self.instance(k)
+                .expect("k is below the spawn's length, and a ticket holds a slot per id")
+        })
+    }
+
     /// The first reserved id.
     pub fn first(&self) -> InstanceId {
         self.first
@@ -85,6 +153,9 @@ pub enum StageError {
     /// dropped already.
     #[error("no staged spawn matches the ticket")]
     UnknownTicket,
+    /// No operation of this stage has the id: it was applied, cancelled or dropped already.
+    #[error("no staged operation has the id {0:?}")]
+    UnknownOp(OpId),
     /// A spawn of no instances.
     #[error("a spawn adds at least one instance")]
     EmptySpawn,
@@ -125,8 +196,8 @@ pub enum CommitFailure {
 /// What a commit published.
 #[derive(Clone, Debug, Default, PartialEq)]
 pub struct Published {
-    /// Operations applied, in order.
-    pub ops: usize,
+    /// The operations applied, in the order they applied (issue order).
+    pub applied: Vec<OpId>,
     /// Instances spawned.
     pub spawned: usize,
     /// Rows added by `set` batches (members that lacked the component).
@@ -148,21 +219,32 @@ pub struct Published {
     pub destroyed: DestroyOutcome,
 }
 
-/// A commit that stopped at an operation: what was published before it stays published.
+/// A commit that stopped: exactly what survived, by operation.
+///
+/// Either nothing was applied and the stage keeps every operation (`kept`: a foreign arena or
+/// store, or an operation naming a component, field, class or value the store refuses, all
+/// checked before anything applies), or the commit stopped at `failed` while applying (an
+/// initializer's error or panic, or a refusal that depends on what the operations before it
+/// did: a member without the component, a parent destroyed by then): the operations in
+/// `published.applied` stay published, nothing of the failing one remains, and every later
+/// operation is dropped (`dropped`), the reservations of the failing and later spawns released
+/// (`released`).
 #[derive(Debug, thiserror::Error)]
-#[error("staged operation {failed} failed after {} were published: {cause}", published.ops)]
+#[error("staged operation {failed:?} failed after {} were published: {cause}", published.applied.len())]
 pub struct CommitError {
     /// What the operations before the failing one published (they stay).
     pub published: Box<Published>,
-    /// The failing operation's index among those the commit started with (0 for a foreign
-    /// arena or store).
-    pub failed: usize,
+    /// The failing operation (`None` for a foreign arena or store).
+    pub failed: Option<OpId>,
     /// Why it failed.
     pub cause: CommitFailure,
-    /// Reservations released: the failing spawn's own and those of every later spawn.
-    pub released: usize,
-    /// Later operations dropped without being applied.
-    pub dropped: usize,
+    /// The spawns whose reservations were released: the failing one (if a spawn) and every
+    /// later one.
+    pub released: Vec<OpId>,
+    /// The operations after the failing one, dropped without being applied.
+    pub dropped: Vec<OpId>,
+    /// Whether nothing was applied and the stage still holds every operation.
+    pub kept: bool,
 }
 
 enum Op {
@@ -201,7 +283,6 @@ enum Op {
 }
 
 struct Spawn {
-    serial: u64,
     reservation: Reservation,
     class: ClassId,
     parent: Option<InstanceId>,
@@ -257,8 +338,8 @@ pub struct Stage {
     id: u64,
     arena: ArenaId,
     store: StoreId,
-    next_serial: u64,
-    ops: Vec<Op>,
+    next_op: u64,
+    ops: Vec<(OpId, Op)>,
 }
 
 impl std::fmt::Debug for Stage {
@@ -278,9 +359,22 @@ impl Stage {
             id: NEXT_STAGE.fetch_add(1, Ordering::Relaxed),
             arena: arena.arena_id(),
             store: store.id(),
-            next_serial: 0,
+            next_op: 0,
             ops: Vec::new(),
         }
+    }
+
+    /// Queues an operation under the next id.
+    fn push(&mut self, op: Op) -> OpId {
+        let id = OpId(self.next_op);
+        self.next_op += 1;
+        self.ops.push((id, op));
+        id
+    }
+
+    /// The staged operations, in issue order.
+    pub fn ops(&self) -> impl ExactSizeIterator<Item = OpId> + '_ {
+        self.ops.iter().map(|(id, _)| *id)
     }
 
     /// How many operations are staged.
@@ -401,25 +495,29 @@ impl Stage {
                 unique.push(*component);
             }
         }
-        let serial = self.next_serial;
-        self.next_serial += 1;
-        let ticket = SpawnTicket {
-            stage: self.id,
-            serial,
-            first,
-            len: reservation.len(),
-            ids: reservation.ids().map(<[InstanceId]>::to_vec),
+        let slots = if reservation.slots_contiguous() {
+            TicketSlots::Run(reservation.slot(0).unwrap_or(Slot::from_index(0)))
+        } else {
+            TicketSlots::List(reservation.iter().map(|(_, slot)| slot).collect())
         };
+        let len = reservation.len();
+        let ids = reservation.ids().map(<[InstanceId]>::to_vec);
         let init: Init = Box::new(move |rows| init(rows).map_err(Into::into));
-        self.ops.push(Op::Spawn(Box::new(Spawn {
-            serial,
+        let op = self.push(Op::Spawn(Box::new(Spawn {
             reservation,
             class,
             parent,
             components: unique,
             init: Some(init),
         })));
-        Ok(ticket)
+        Ok(SpawnTicket {
+            stage: self.id,
+            op,
+            first,
+            len,
+            ids,
+            slots,
+        })
     }
 
     /// Cancels a staged spawn: its reservation is released now (the ids retired, never
@@ -430,12 +528,23 @@ impl Stage {
         if ticket.stage != self.id {
             return Err(StageError::UnknownTicket);
         }
+        match self.cancel_op(arena, ticket.op) {
+            Err(StageError::UnknownOp(_)) => Err(StageError::UnknownTicket),
+            other => other,
+        }
+    }
+
+    /// Cancels any staged operation: it is never applied, and a spawn's reservation is
+    /// released now (as [`Stage::cancel`]). Refused for a foreign arena and for an id of no
+    /// operation staged here.
+    pub fn cancel_op(&mut self, arena: &mut Arena, op: OpId) -> Result<(), StageError> {
+        self.check_arena(arena)?;
         let position = self
             .ops
             .iter()
-            .position(|op| matches!(op, Op::Spawn(s) if s.serial == ticket.serial))
-            .ok_or(StageError::UnknownTicket)?;
-        if let Op::Spawn(spawn) = self.ops.remove(position) {
+            .position(|(id, _)| *id == op)
+            .ok_or(StageError::UnknownOp(op))?;
+        if let (_, Op::Spawn(spawn)) = self.ops.remove(position) {
             release(arena, spawn.reservation);
         }
         Ok(())
@@ -450,31 +559,31 @@ impl Stage {
         members: &[InstanceRef],
         component: ComponentId,
         values: Vec<(FieldId, Value)>,
-    ) {
-        self.ops.push(Op::Set {
+    ) -> OpId {
+        self.push(Op::Set {
             members: members.to_vec(),
             component,
             values,
-        });
+        })
     }
 
     /// Stages removing `component` (and the components requiring it) from every member, in
     /// one compaction pass per set. Members gone, or not holding it, when the batch applies
     /// are skipped and counted.
-    pub fn remove(&mut self, members: &[InstanceRef], component: ComponentId) {
-        self.ops.push(Op::Remove {
+    pub fn remove(&mut self, members: &[InstanceRef], component: ComponentId) -> OpId {
+        self.push(Op::Remove {
             members: members.to_vec(),
             component,
-        });
+        })
     }
 
     /// Stages destroying every member (with its subtree) in one arena batch (one event), its
     /// rows removed set by set in one pass each. Members gone when the batch applies are
     /// skipped and counted.
-    pub fn despawn(&mut self, members: &[InstanceRef]) {
-        self.ops.push(Op::Despawn {
+    pub fn despawn(&mut self, members: &[InstanceRef]) -> OpId {
+        self.push(Op::Despawn {
             members: members.to_vec(),
-        });
+        })
     }
 
     /// Stages a typed field write (see [`Store::write`]), applied in issue order.
@@ -484,8 +593,8 @@ impl Stage {
         component: ComponentId,
         field: FieldId,
         value: T,
-    ) {
-        self.write_value(at, component, field, value.into_value());
+    ) -> OpId {
+        self.write_value(at, component, field, value.into_value())
     }
 
     /// Stages a field write in dynamic form (see [`Store::write_value`]).
@@ -495,48 +604,51 @@ impl Stage {
         component: ComponentId,
         field: FieldId,
         value: Value,
-    ) {
-        self.ops.push(Op::Write {
+    ) -> OpId {
+        self.push(Op::Write {
             at,
             component,
             field,
             value,
-        });
+        })
     }
 
-    /// Stages adding a component to one instance (see [`Store::add`]).
+    /// Stages adding a component to one instance (see [`Store::add`]). `class` is checked
+    /// against the definition before the commit applies anything; when the add applies, the
+    /// instance must be live (an earlier operation may have destroyed it) and its own class is
+    /// the one the store checks.
     pub fn add(
         &mut self,
         at: InstanceRef,
         class: ClassId,
         component: ComponentId,
         values: Vec<(FieldId, Value)>,
-    ) {
-        self.ops.push(Op::Add {
+    ) -> OpId {
+        self.push(Op::Add {
             at,
             class,
             component,
             values,
-        });
+        })
     }
 
     /// Stages removing a component from one instance (see [`Store::remove`]); an instance
     /// not holding it then is no failure.
-    pub fn remove_one(&mut self, at: InstanceRef, component: ComponentId) {
-        self.ops.push(Op::RemoveOne { at, component });
+    pub fn remove_one(&mut self, at: InstanceRef, component: ComponentId) -> OpId {
+        self.push(Op::RemoveOne { at, component })
     }
 
     /// Stages destroying one instance and its subtree (`Arena::destroy`, then
     /// [`Store::on_destroyed`]).
-    pub fn destroy(&mut self, id: InstanceId) {
-        self.ops.push(Op::Destroy { id });
+    pub fn destroy(&mut self, id: InstanceId) -> OpId {
+        self.push(Op::Destroy { id })
     }
 
     /// Drops everything staged, releasing every reservation. Refused for a foreign arena,
     /// changing nothing.
     pub fn discard(&mut self, arena: &mut Arena) -> Result<(), StageError> {
         self.check_arena(arena)?;
-        for op in self.ops.drain(..) {
+        for (_, op) in self.ops.drain(..) {
             if let Op::Spawn(spawn) = op {
                 release(arena, spawn.reservation);
             }
@@ -544,13 +656,19 @@ impl Stage {
         Ok(())
     }
 
-    /// Applies every staged operation in issue order, emptying the stage. On a failure (an
-    /// initializer's error or panic, an operation the arena or store refuses), the
-    /// operations before it stay published, nothing of the failing one remains (a spawn's
-    /// rows are taken back and its reservation released), every later spawn's reservation is
-    /// released and every later operation dropped; [`CommitError`] says how much of each.
-    /// A foreign arena or store is refused before anything applies, and the stage keeps its
-    /// operations.
+    /// Applies every staged operation in issue order, emptying the stage.
+    ///
+    /// First every operation is checked against what no operation of a stage can change: the
+    /// arena and store are the stage's, every component named is installed, every field and
+    /// value fits the definition, every class the definition allows. A refusal there applies
+    /// nothing and the stage keeps its operations ([`CommitError::kept`]).
+    ///
+    /// Then the operations apply in order. On a failure (an initializer's error or panic, or a
+    /// refusal that depends on the operations before: a member lacking the component, an
+    /// instance gone, a parent destroyed), the operations before it stay published, nothing of
+    /// the failing one remains (a spawn's rows are taken back and its reservation released),
+    /// every later spawn's reservation is released and every later operation dropped;
+    /// [`CommitError`] names each of them.
     #[allow(
         clippy::result_large_err,
         reason = "the error carries what was published; a commit is rare next to what it applies"
@@ -560,47 +678,114 @@ impl Stage {
         arena: &mut Arena,
         store: &mut Store,
     ) -> Result<Published, CommitError> {
-        let foreign = if arena.arena_id() != self.arena {
-            Some(CommitFailure::ForeignArena)
-        } else if store.id() != self.store {
-            Some(CommitFailure::ForeignStore)
-        } else {
-            None
+        let refused = |failed: Option<OpId>, cause: CommitFailure| CommitError {
+            published: Box::default(),
+            failed,
+            cause,
+            released: Vec::new(),
+            dropped: Vec::new(),
+            kept: true,
         };
-        if let Some(cause) = foreign {
-            return Err(CommitError {
-                published: Box::default(),
-                failed: 0,
-                cause,
-                released: 0,
-                dropped: 0,
-            });
+        if arena.arena_id() != self.arena {
+            return Err(refused(None, CommitFailure::ForeignArena));
+        }
+        if store.id() != self.store {
+            return Err(refused(None, CommitFailure::ForeignStore));
+        }
+        for (id, op) in &self.ops {
+            if let Err(error) = check_static(op, store) {
+                return Err(refused(Some(*id), error.into()));
+            }
         }
         let mut published = Published::default();
-        let mut ops = std::mem::take(&mut self.ops).into_iter().enumerate();
-        while let Some((index, op)) = ops.next() {
-            let own = usize::from(matches!(op, Op::Spawn(_)));
+        let mut ops = std::mem::take(&mut self.ops).into_iter();
+        while let Some((id, op)) = ops.next() {
+            let own = matches!(op, Op::Spawn(_));
             if let Err(cause) = apply(op, arena, store, &mut published) {
-                let mut released = own;
-                let mut dropped = 0;
-                for (_, op) in ops {
-                    if let Op::Spawn(spawn) = op {
-                        released += usize::from(release(arena, spawn.reservation));
+                let mut released = Vec::new();
+                if own {
+                    released.push(id);
+                }
+                let mut dropped = Vec::new();
+                for (later, op) in ops {
+                    if let Op::Spawn(spawn) = op
+                        && release(arena, spawn.reservation)
+                    {
+                        released.push(later);
                     }
-                    dropped += 1;
+                    dropped.push(later);
                 }
                 return Err(CommitError {
                     published: Box::new(published),
-                    failed: index,
+                    failed: Some(id),
                     cause,
                     released,
                     dropped,
+                    kept: false,
                 });
             }
-            published.ops += 1;
+            published.applied.push(id);
         }
         Ok(published)
     }
+}
+
+/// The checks of an operation that hold for the whole commit (nothing a stage applies
+/// installs, removes or redefines a component): components installed, fields and values that
+/// fit, classes allowed.
+fn check_static(op: &Op, store: &Store) -> Result<(), StoreError> {
+    let values_fit = |component: ComponentId, values: &[(FieldId, Value)]| {
+        let def = store.def(component)?;
+        for (field, value) in values {
+            def.check_value(*field, value)?;
+        }
+        Ok::<_, StoreError>(def)
+    };
+    let allows = |component: ComponentId, class: ClassId| {
+        let def = store.def(component)?;
+        if def.allows_class(class) {
+            Ok(())
+        } else {
+            Err(StoreError::ClassNotAllowed {
+                component: def.name().to_owned(),
+                class,
+            })
+        }
+    };
+    match op {
+        Op::Spawn(spawn) => {
+            for &component in &spawn.components {
+                allows(component, spawn.class)?;
+            }
+        }
+        Op::Set {
+            component, values, ..
+        } => {
+            values_fit(*component, values)?;
+        }
+        Op::Remove { component, .. } | Op::RemoveOne { component, .. } => {
+            store.def(*component)?;
+        }
+        Op::Write {
+            component,
+            field,
+            value,
+            ..
+        } => {
+            store.def(*component)?.check_value(*field, value)?;
+        }
+        Op::Add {
+            class,
+            component,
+            values,
+            ..
+        } => {
+            values_fit(*component, values)?;
+            allows(*component, *class)?;
+        }
+        Op::Despawn { .. } | Op::Destroy { .. } => {}
+    }
+    Ok(())
 }
 
 /// Releases a reservation this stage held. The arena refuses only a reservation of another
@@ -677,10 +862,18 @@ fn apply(
         }
         Op::Add {
             at,
-            class,
+            class: _,
             component,
             values,
         } => {
+            // The store cannot tell a destroyed instance from a live one; the arena can.
+            let Some(class) = arena.live_class_at(at.id, at.slot) else {
+                return Err(CommitFailure::Arena(if arena.slot_of(at.id).is_some() {
+                    ArenaError::DestroyedInstance(at.id)
+                } else {
+                    ArenaError::UnknownInstance(at.id)
+                }));
+            };
             store.add(at, class, component, values)?;
             published.edits += 1;
             Ok(())

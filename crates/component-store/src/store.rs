@@ -475,14 +475,16 @@ impl Store {
         let set = self.set(component)?;
         let def = set.def();
         let mut row_values: Vec<Value> = def.fields().iter().map(|f| f.default.clone()).collect();
+        let mut given = Vec::new();
         for (field, value) in values {
             def.check_value(field, &value)?;
             // In range: `check_value` found the field, and there is one value per field.
             if let Some(slot) = row_values.get_mut(field.index()) {
                 *slot = value;
+                given.push(field);
             }
         }
-        let (set, row, observers) = self.add_row(at, class, component, Some(row_values))?;
+        let (set, row, observers) = self.add_row(at, class, component, Some(row_values), &given)?;
         if observers.watches(component) {
             observers.added(component, set, row..=row);
         }
@@ -498,7 +500,7 @@ impl Store {
         class: ClassId,
         component: ComponentId,
     ) -> Result<RowInit<'_>, StoreError> {
-        let (set, row, observers) = self.add_row(at, class, component, None)?;
+        let (set, row, observers) = self.add_row(at, class, component, None, &[])?;
         let observers = observers
             .watches(component)
             .then_some((observers, component));
@@ -509,7 +511,8 @@ impl Store {
         })
     }
 
-    /// Adds a row of checked values (or defaults) after [`Store::check_add`].
+    /// Adds a row of checked values (or defaults) after [`Store::check_add`]; the fields'
+    /// factories make the values of the fields not in `given`.
     #[inline]
     fn add_row(
         &mut self,
@@ -517,9 +520,27 @@ impl Store {
         class: ClassId,
         component: ComponentId,
         values: Option<Vec<Value>>,
+        given: &[FieldId],
     ) -> Result<(&mut ComponentSet, usize, &mut Observers), StoreError> {
         let set = self.set(component)?;
         self.check_add(set, at, class, set.len() + 1)?;
+        let values = if set.def().has_factories() {
+            let mut values = values.unwrap_or_else(|| {
+                set.def()
+                    .fields()
+                    .iter()
+                    .map(|f| f.default.clone())
+                    .collect()
+            });
+            for (field, mut made) in set.def().make_defaults(&[at.id], given)? {
+                if let (Some(slot), Some(value)) = (values.get_mut(field.index()), made.pop()) {
+                    *slot = value;
+                }
+            }
+            Some(values)
+        } else {
+            values
+        };
         self.push_checked_row(at, component, values)
     }
 
@@ -610,6 +631,12 @@ impl Store {
             }
             seen[word] |= bit;
         }
+        let made = if set.def().has_factories() {
+            let ids: Vec<InstanceId> = ats.iter().map(|at| at.id).collect();
+            set.def().make_defaults(&ids, &[])?
+        } else {
+            Vec::new()
+        };
         let Some(set) = self
             .sets
             .get_mut(component.index())
@@ -620,6 +647,7 @@ impl Store {
         self.tick.0 += 1;
         let observed = set.def().def.observed;
         let rows = set.make_mut().push_default_rows(ats, self.tick);
+        set.make_mut().store_made(rows.start, made);
         if observed {
             self.events.extend(ats.iter().map(|at| StoreEvent::Added {
                 id: at.id,
@@ -948,7 +976,8 @@ impl Store {
     }
 
     /// Turns on (or off) the counting of explicit writes to one column (checked setters such
-    /// as [`Store::write`], column writers): [`Store::value_count`] adds each write that
+    /// as [`Store::write`], column writers, parallel passes, bulk sets, [`Store::column_mut`]):
+    /// [`Store::value_count`] adds each write that
     /// changes a value of it from now on (an equal write is no write). Refused, changing
     /// nothing, for a component not installed or a field it lacks.
     pub fn track_value_count(
@@ -1741,8 +1770,17 @@ impl Store {
         component: ComponentId,
         tick: Tick,
     ) -> Result<std::ops::Range<usize>, StoreError> {
+        let def = self.def(component)?;
+        let made = if def.has_factories() {
+            let ids: Vec<InstanceId> = ats.iter().map(|at| at.id).collect();
+            def.make_defaults(&ids, &[])?
+        } else {
+            Vec::new()
+        };
         let set = self.set_mut(component)?;
-        Ok(set.push_default_rows(ats, tick))
+        let rows = set.push_default_rows(ats, tick);
+        set.store_made(rows.start, made);
+        Ok(rows)
     }
 
     /// Takes back rows of `component` placed by [`Store::place_unpublished`] (the set had
@@ -1840,6 +1878,13 @@ impl Store {
                 }
             }
         }
+        let made = if set.def().has_factories() && !newcomers.is_empty() {
+            let ids: Vec<InstanceId> = newcomers.iter().map(|at| at.id).collect();
+            let given: Vec<FieldId> = values.iter().map(|(field, _)| *field).collect();
+            set.def().make_defaults(&ids, &given)?
+        } else {
+            Vec::new()
+        };
         let tick = Tick(self.tick.0 + 1);
         let Some((shared, store_tick, events)) = self.parts(component) else {
             return Err(StoreError::UnknownComponent(component));
@@ -1853,6 +1898,7 @@ impl Store {
         let mut added = 0..0;
         if !newcomers.is_empty() {
             added = set.push_rows_from(&template, &newcomers, tick);
+            set.store_made(added.start, made);
             any = true;
             if observed {
                 events.extend(newcomers.iter().map(|at| StoreEvent::Added {
@@ -1894,7 +1940,8 @@ impl Store {
 
     /// Removes `component` from every instance of `ats` holding it, in one compaction pass at
     /// one tick (rows to remove gathered at the end, each column truncated once), then, the
-    /// same way, every component of those instances that requires it (transitively). Records
+    /// same way, every component that requires it (transitively) from the instances that lost
+    /// it. Records
     /// what it removed in `removed`; returns how many rows of `component` went.
     pub(crate) fn remove_many(
         &mut self,
@@ -1904,10 +1951,18 @@ impl Store {
     ) -> Result<usize, StoreError> {
         let set = self.set(component)?;
         let rows: Vec<usize> = ats.iter().filter_map(|at| set.row_of(*at)).collect();
+        // Dependents go from the instances that lose the component, as for one instance.
+        let lost: Vec<InstanceRef> = if self.dependents[component.index()].is_empty() {
+            Vec::new()
+        } else {
+            rows.iter()
+                .map(|&row| InstanceRef::new(set.ids()[row], set.slots()[row]))
+                .collect()
+        };
         let count = self.remove_rows_bulk(component, &rows, removed);
-        if count > 0 && !self.dependents[component.index()].is_empty() {
+        if count > 0 && !lost.is_empty() {
             for dependent in self.dependents[component.index()].clone() {
-                self.remove_many(ats, dependent, removed)?;
+                self.remove_many(&lost, dependent, removed)?;
             }
         }
         Ok(count)

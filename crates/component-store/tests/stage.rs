@@ -100,7 +100,7 @@ fn nothing_reserved_is_visible_before_the_commit() {
     let tick = f.w.store.tick();
     let published = stage.commit(&mut f.w.arena, &mut f.w.store).unwrap();
     assert_eq!(published.spawned, 5);
-    assert_eq!(published.ops, 1);
+    assert_eq!(published.applied.len(), 1);
     for id in ids_of(&ticket) {
         assert!(f.w.arena.is_live(id));
         let at = f.w.at(id);
@@ -190,7 +190,9 @@ fn a_failing_initializer_publishes_nothing_of_its_spawn() {
     let tick = f.w.store.tick();
     let error = stage.commit(&mut f.w.arena, &mut f.w.store).unwrap_err();
     assert!(matches!(error.cause, CommitFailure::Init(ref e) if e.to_string() == "no"));
-    assert_eq!((error.failed, error.released, error.dropped), (0, 1, 0));
+    assert_eq!(error.failed, Some(ticket.op()));
+    assert_eq!(error.released, [ticket.op()]);
+    assert!(error.dropped.is_empty() && !error.kept);
     assert_eq!(f.w.store.tick(), tick, "no tick");
     assert!(
         f.w.store.set(f.health).unwrap().is_empty(),
@@ -290,7 +292,7 @@ fn cancelling_a_spawn_suppresses_its_initializer_and_events_and_retires_its_ids(
         Err(StageError::UnknownTicket)
     ));
     let published = stage.commit(&mut f.w.arena, &mut f.w.store).unwrap();
-    assert_eq!(published.ops, 0);
+    assert!(published.applied.is_empty());
     assert!(!*ran.borrow(), "the initializer never ran");
     assert_eq!(created_events(f.w.arena.pending_events()), 0);
     assert!(f.w.store.drain_events().is_empty());
@@ -316,7 +318,7 @@ fn a_failed_commit_keeps_what_was_published_and_releases_the_rest() {
         )
         .unwrap();
     let x = f.w.spawn(ClassId::ENTITY);
-    stage.set(&[x], f.tag, vec![]);
+    let set = stage.set(&[x], f.tag, vec![]);
     let failing = stage
         .spawn(
             &mut f.w.arena,
@@ -327,19 +329,24 @@ fn a_failed_commit_keeps_what_was_published_and_releases_the_rest() {
             |_| -> Result<(), StoreError> { panic!("broken initializer") },
         )
         .unwrap();
-    stage.write(x, f.tag, f.n, 9_i64);
+    let write = stage.write(x, f.tag, f.n, 9_i64);
     let later = stage
         .spawn(&mut f.w.arena, 2, ClassId::ENTITY, None, &[f.tag], no_init)
         .unwrap();
 
     let error = stage.commit(&mut f.w.arena, &mut f.w.store).unwrap_err();
     assert!(matches!(error.cause, CommitFailure::Panic(ref m) if m == "broken initializer"));
-    assert_eq!(error.failed, 2);
-    assert_eq!(error.published.ops, 2);
+    assert_eq!(error.failed, Some(failing.op()));
+    assert_eq!(error.published.applied, [first.op(), set]);
     assert_eq!(error.published.spawned, 2);
     assert_eq!(error.published.added, 1);
-    assert_eq!(error.released, 2, "the failing spawn's and the later one's");
-    assert_eq!(error.dropped, 2);
+    assert_eq!(
+        error.released,
+        [failing.op(), later.op()],
+        "the failing spawn's and the later one's"
+    );
+    assert_eq!(error.dropped, [write, later.op()]);
+    assert!(!error.kept);
     assert!(stage.is_empty());
 
     for id in ids_of(&first) {
@@ -622,7 +629,13 @@ fn discarding_releases_every_reservation() {
     stage.discard(&mut f.w.arena).unwrap();
     assert_eq!(f.w.arena.reserved_count(), 0);
     assert!(stage.is_empty());
-    assert_eq!(stage.commit(&mut f.w.arena, &mut f.w.store).unwrap().ops, 0);
+    assert!(
+        stage
+            .commit(&mut f.w.arena, &mut f.w.store)
+            .unwrap()
+            .applied
+            .is_empty()
+    );
     for id in ids_of(&ticket) {
         assert!(!f.w.arena.is_live(id));
     }
