@@ -225,6 +225,85 @@ impl Store {
     }
 }
 
+/// The pass a merge records.
+struct PassOf {
+    component: ComponentId,
+    field: FieldId,
+    tick: Tick,
+    collect: bool,
+}
+
+/// Records what every piece of a pass did, in the caller's piece order, whatever order the
+/// runner finished them in: dirty words joined, the pass's rows from its first change handed to
+/// the change log, a `Changed` event per changed row of an observed component. Returns how many
+/// rows changed (`None` when none did) and the first panic a piece's function raised.
+fn merge(
+    outs: Vec<ChunkOut>,
+    pieces: &[Piece<'_>],
+    track: &mut TrackMut<'_>,
+    events: &mut Vec<StoreEvent>,
+    pass: &PassOf,
+) -> (Option<usize>, Option<Box<dyn std::any::Any + Send>>) {
+    let mut by_piece: Vec<Option<Written>> = (0..pieces.len()).map(|_| None).collect();
+    let mut dirty = Vec::with_capacity(outs.len());
+    let mut logged = Vec::new();
+    for out in outs {
+        dirty.push(out.done.dirty);
+        logged.push((out.piece, out.done.logged));
+        by_piece[out.piece] = Some(out.written);
+    }
+    track.join(pass.field, dirty);
+    // The first change in the caller's order, as a position of the whole pass.
+    let total: usize = pieces.iter().map(Piece::len).sum();
+    let mut offset = 0;
+    let mut first = None;
+    for (p, piece) in pieces.iter().enumerate() {
+        if let Some(at) = by_piece[p].as_ref().and_then(|out| out.first) {
+            first = Some(offset + at);
+            break;
+        }
+        offset += piece.len();
+    }
+    let Some(first) = first else {
+        let panic = by_piece
+            .iter_mut()
+            .flatten()
+            .find_map(|out| out.panic.take());
+        return (None, panic);
+    };
+    if pass.collect {
+        // A second pass of this writer: rows it changed before are at the tick already.
+        logged.sort_unstable_by_key(|(piece, _)| *piece);
+        let rows = logged
+            .iter()
+            .flat_map(|(_, rows)| rows.iter().flatten().map(|row| *row as usize));
+        track.log_pass(total - first, pass.tick, rows, false);
+    } else {
+        let rows = pieces.iter().zip(&by_piece).flat_map(|(piece, out)| {
+            let from = out
+                .as_ref()
+                .and_then(|out| out.first)
+                .unwrap_or(piece.len());
+            (from..piece.len()).map(|i| piece.row(i))
+        });
+        track.log_pass(total - first, pass.tick, rows, true);
+    }
+    let mut changed = 0;
+    let mut panic = None;
+    for out in by_piece.iter_mut().flatten() {
+        changed += out.changed;
+        for &row in &out.touched {
+            events.push(StoreEvent::Changed {
+                id: track.id(row as usize),
+                component: pass.component,
+                field: pass.field,
+            });
+        }
+        panic = panic.or(out.panic.take());
+    }
+    (Some(changed), panic)
+}
+
 /// One piece's rows of the set, for the task that writes it.
 struct Chunk<'c, 'r, T> {
     /// The piece's position in the caller's order.
@@ -503,66 +582,19 @@ impl<T: Scalar + Send + Sync> ParWriter<'_, T> {
                 }
             }
         };
-        let mut by_piece: Vec<Option<Written>> = (0..pieces.len()).map(|_| None).collect();
-        let mut dirty = Vec::with_capacity(outs.len());
-        let mut logged = Vec::new();
-        for out in outs {
-            dirty.push(out.done.dirty);
-            logged.push((out.piece, out.done.logged));
-            by_piece[out.piece] = Some(out.written);
-        }
-        track.join(field, dirty);
-        // The first change in the caller's order, as a position of the whole pass.
-        let total: usize = pieces.iter().map(Piece::len).sum();
-        let mut offset = 0;
-        let mut first = None;
-        for (p, piece) in pieces.iter().enumerate() {
-            if let Some(at) = by_piece[p].as_ref().and_then(|out| out.first) {
-                first = Some(offset + at);
-                break;
-            }
-            offset += piece.len();
-        }
-        let Some(first) = first else {
-            if let Some(panic) = by_piece
-                .iter_mut()
-                .flatten()
-                .find_map(|out| out.panic.take())
-            {
+        let pass = PassOf {
+            component: self.component,
+            field,
+            tick,
+            collect,
+        };
+        let (changed, panic) = merge(outs, pieces, track, events, &pass);
+        let Some(changed) = changed else {
+            if let Some(panic) = panic {
                 resume_unwind(panic);
             }
             return Ok(0);
         };
-        if collect {
-            // A second pass of this writer: rows it changed before are at the tick already.
-            logged.sort_unstable_by_key(|(piece, _)| *piece);
-            let rows = logged
-                .iter()
-                .flat_map(|(_, rows)| rows.iter().flatten().map(|row| *row as usize));
-            track.log_pass(total - first, tick, rows, false);
-        } else {
-            let rows = pieces.iter().zip(&by_piece).flat_map(|(piece, out)| {
-                let from = out
-                    .as_ref()
-                    .and_then(|out| out.first)
-                    .unwrap_or(piece.len());
-                (from..piece.len()).map(|i| piece.row(i))
-            });
-            track.log_pass(total - first, tick, rows, true);
-        }
-        let mut changed = 0;
-        let mut panic = None;
-        for out in by_piece.iter_mut().flatten() {
-            changed += out.changed;
-            for &row in &out.touched {
-                events.push(StoreEvent::Changed {
-                    id: track.id(row as usize),
-                    component: self.component,
-                    field,
-                });
-            }
-            panic = panic.or(out.panic.take());
-        }
         **store_tick = (**store_tick).max(tick);
         self.tick = Some(tick);
         if let Some(counter) = counter {

@@ -253,10 +253,44 @@ impl SchemaSync {
         let pending =
             self.apply_renames(arena, store, &wanted, &renames, &mut installed, &mut report);
 
-        // Added and changed definitions; the instance behind every name is refreshed, so a
-        // duplicate that took over is the one followed from now on.
-        for (name, found) in &wanted {
-            if renames.iter().any(|(_, new, _)| new == name) {
+        // Added and changed definitions.
+        let changes = Changes {
+            wanted: &wanted,
+            renames: &renames,
+            first_meeting,
+        };
+        self.apply_definitions(arena, store, &changes, &mut installed, &mut report);
+
+        // Definitions that left (or whose instance now defines a name held by another
+        // component): their rows go back to orphans.
+        remove_gone(store, &mut installed, &wanted, &pending, &mut report);
+        let mut history = self.bound.take().map(|b| b.history).unwrap_or_default();
+        for (name, i) in &installed {
+            history.insert(name.clone(), i.definition);
+        }
+        self.bound = Some(Bound {
+            store: store.id(),
+            seen: (revisions.0, revisions.1, store.name_revision()),
+            installed,
+            history,
+            diagnostics: report.diagnostics.clone(),
+        });
+        report
+    }
+
+    /// Installs the wanted definitions that are new and redefines those whose source changed
+    /// (renamed ones excepted: `apply_renames` took them); the instance behind every name is
+    /// refreshed, so a duplicate that took over is the one followed from now on.
+    fn apply_definitions(
+        &mut self,
+        arena: &Snapshot,
+        store: &mut Store,
+        changes: &Changes<'_>,
+        installed: &mut BTreeMap<Arc<str>, Installed>,
+        report: &mut SyncReport,
+    ) {
+        for (name, found) in changes.wanted {
+            if changes.renames.iter().any(|(_, new, _)| new == name) {
                 continue;
             }
             if let Some(i) = installed.get_mut(name) {
@@ -275,7 +309,7 @@ impl SchemaSync {
             let existing = installed
                 .get(name)
                 .map(|i| i.component)
-                .or_else(|| store.component(name).filter(|_| first_meeting));
+                .or_else(|| store.component(name).filter(|_| changes.first_meeting));
             let known = installed.get(name).is_some_and(|i| i.source.is_some());
             let outcome = match existing {
                 // A component of this name whose source is unknown: keep it if it already
@@ -308,22 +342,6 @@ impl SchemaSync {
                 }),
             }
         }
-
-        // Definitions that left (or whose instance now defines a name held by another
-        // component): their rows go back to orphans.
-        remove_gone(store, &mut installed, &wanted, &pending, &mut report);
-        let mut history = self.bound.take().map(|b| b.history).unwrap_or_default();
-        for (name, i) in &installed {
-            history.insert(name.clone(), i.definition);
-        }
-        self.bound = Some(Bound {
-            store: store.id(),
-            seen: (revisions.0, revisions.1, store.name_revision()),
-            installed,
-            history,
-            diagnostics: report.diagnostics.clone(),
-        });
-        report
     }
 
     /// Redefines each renamed component under its new name, recording the new name only once
@@ -470,6 +488,14 @@ type Rename = (Arc<str>, Arc<str>, ComponentId);
 /// another name, when that name is free. In a store met for the first time, a component already
 /// under the new name is taken over instead; in the store last synced, one installed by other
 /// code makes the store refuse the rename, and the sync says so. One rename per new name.
+/// What a sync compares the store's components with: the definitions wanted by name, the
+/// renames planned, and whether the store is met for the first time.
+struct Changes<'a> {
+    wanted: &'a BTreeMap<Arc<str>, Found>,
+    renames: &'a [Rename],
+    first_meeting: bool,
+}
+
 fn planned_renames(
     installed: &BTreeMap<Arc<str>, Installed>,
     wanted: &BTreeMap<Arc<str>, Found>,
