@@ -261,6 +261,33 @@ impl Frame {
         }
     }
 
+    /// The frame state a store snapshot carries, at a cost that does not grow with the frame's
+    /// work: the dirty window and counters as they are, the structural window opened at the
+    /// present count (the residue lists stay here, so a count from before is missed there), and
+    /// every component with marked rows counted as dirty whole (a superset of what it had).
+    pub(crate) fn snapshot(&self) -> Self {
+        let dirt = self
+            .dirt
+            .iter()
+            .map(|dirt| Dirt {
+                whole: dirt.whole || !dirt.marked.is_empty(),
+                removed: dirt.removed,
+                marked: Vec::new(),
+            })
+            .collect();
+        Self {
+            tick: self.tick,
+            count: self.count,
+            window_start: self.count,
+            described: self.described.clone(),
+            added: Vec::new(),
+            touched: Vec::new(),
+            dirt,
+            tracked: self.tracked.clone(),
+            value_count: self.value_count,
+        }
+    }
+
     /// Closes the window at store tick `tick`: dirty state and residue clear.
     pub(crate) fn end(&mut self, tick: Tick) {
         self.tick = tick;

@@ -176,8 +176,11 @@ impl Store {
 
     /// A copy sharing every set; the first write to a set afterwards copies that set only.
     /// The copy has a new identity, the same lineage, and no pending events. It carries no
-    /// observers (they live in the store that registered them, not in its sets); it carries
-    /// the frame state (dirty state, structural count and residue, value counters) as it is.
+    /// observers (they live in the store that registered them, not in its sets). It carries the
+    /// frame state at a cost independent of the frame's work: dirty state (a component with
+    /// explicitly marked or moved rows counts as dirty whole there), the structural count and
+    /// value counters as they are, and a structural window opened at the snapshot (a count
+    /// from before it is [`StructuralMissed`] there).
     pub fn snapshot(&self) -> Store {
         Store {
             id: StoreId::fresh(),
@@ -196,7 +199,7 @@ impl Store {
             migrations: self.migrations.clone(),
             load_scratch: LoadScratch::default(),
             observers: Observers::default(),
-            frame: self.frame.clone(),
+            frame: self.frame.snapshot(),
         }
     }
 

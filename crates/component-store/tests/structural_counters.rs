@@ -162,3 +162,37 @@ fn value_counts_follow_explicit_writes_to_tracked_columns_only() {
     w.store.write(at, c, fx, 12.0).unwrap();
     assert_eq!(w.store.value_count(), 5);
 }
+
+/// A snapshot costs the same whatever the frame did: it takes no copy of the residue. Its own
+/// structural window opens at the snapshot, and rows marked in the frame count as dirty whole
+/// there, so no consumer of the snapshot misses a change.
+#[test]
+fn a_snapshot_opens_its_structural_window_and_keeps_every_dirty_row_dirty() {
+    let mut w = World::new();
+    let c = w.install(ComponentDef::new("A"));
+    let start = w.store.structural_count();
+    let ats: Vec<InstanceRef> = (0..3).map(|_| w.spawn(ClassId::ENTITY)).collect();
+    for at in &ats {
+        w.store.add(*at, ClassId::ENTITY, c, []).unwrap();
+    }
+    w.store.end_frame();
+    let marked = w.store.structural_count();
+    w.store.mark_dirty(ats[1], c).unwrap();
+    let snapshot = w.store.snapshot();
+    assert_eq!(snapshot.structural_count(), w.store.structural_count());
+    assert!(snapshot.structural_since(start).is_err());
+    assert!(snapshot.structural_since(marked).is_ok());
+    assert!(
+        w.store.structural_since(marked).is_ok(),
+        "the store keeps its residue"
+    );
+    assert_eq!(
+        snapshot.frame_dirty(c).unwrap(),
+        strata_component_store::FrameDirty::Whole,
+        "the marked row's component is dirty whole in the snapshot"
+    );
+    assert!(matches!(
+        w.store.frame_dirty(c).unwrap(),
+        strata_component_store::FrameDirty::Rows { ref rows, .. } if rows.len() == 1
+    ));
+}
