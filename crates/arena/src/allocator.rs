@@ -84,6 +84,13 @@ impl IdAllocator {
         }
     }
 
+    /// Records that every id of the own range below `next` was issued (an arena rebuilt from
+    /// an image continues above everything the imaged arena issued).
+    pub(crate) fn inserted_below(&mut self, next: u64) {
+        let end = self.own_range.end();
+        self.next_id = self.next_id.max(next.min(end));
+    }
+
     /// Takes `count` creation counters and returns the first.
     pub(crate) fn creations(&mut self, count: u32) -> u64 {
         let first = self.created + 1;

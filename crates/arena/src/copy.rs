@@ -296,6 +296,7 @@ impl Arena {
         let mut counts = CopyCounts::default();
         let mut root_slot = None;
         for (node, &(_, copy)) in nodes.iter().zip(&map.pairs) {
+            let mut refers = false;
             let cold = node.data.as_ref().map(|data| {
                 let mut data = data.clone();
                 data.for_each_reference_mut(|reference| {
@@ -312,9 +313,13 @@ impl Arena {
                             resolved
                         }
                     };
+                    refers |= reference.is_some();
                 });
                 Arc::new(Cold::new(data))
             });
+            if refers {
+                self.state.note_referrer(copy);
+            }
             let link = node
                 .parent
                 .and_then(|p| map.get(p))

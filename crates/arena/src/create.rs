@@ -122,6 +122,29 @@ impl Arena {
         Ok(())
     }
 
+    /// Inserts an instance of an image into a fresh arena: at its id, under its parent (listed
+    /// before it), checked as [`Arena::insert_with_id`] checks except for an own-range id below
+    /// the counter, since images list instances in pre-order rather than id order (the caller
+    /// refuses ids listed twice).
+    pub(crate) fn insert_imaged(
+        &mut self,
+        id: InstanceId,
+        class: ClassId,
+        parent: Option<InstanceId>,
+    ) -> Result<(), ArenaError> {
+        if id.get() >= id.range().end() {
+            return Err(ArenaError::IdOutOfRange(id));
+        }
+        if self.state.find(id).is_some() {
+            return Err(ArenaError::IdInUse(id));
+        }
+        let parent = self.check_new_child(class, parent)?;
+        self.slots.check_room(1, self.state.slot_len())?;
+        self.ids.inserted(id);
+        self.place_run(id, 1, class, None, parent, |_, _| {});
+        Ok(())
+    }
+
     /// Validates the class and the parent of an instance about to be created.
     pub(crate) fn check_new_child(
         &self,

@@ -134,6 +134,13 @@ pub enum ArenaError {
     /// A lifecycle scope needs a destroyed instance that has not been reclaimed.
     #[error("instance {0} is not a tombstone awaiting reclamation")]
     NotATombstone(InstanceId),
+    /// An arena image is inconsistent in a way no other error names (a child listed before
+    /// its parent, a GUID held twice).
+    #[error("invalid arena image: {reason}")]
+    InvalidImage {
+        /// What is wrong.
+        reason: String,
+    },
     /// The lifecycle scope token does not match the open scopes.
     #[error("the lifecycle scope is not open")]
     ScopeNotOpen,

@@ -113,6 +113,7 @@ mod error;
 mod event;
 mod hierarchy;
 mod id;
+mod image;
 mod journal;
 mod lifecycle;
 mod math;
@@ -135,6 +136,7 @@ pub use crate::event::{
     DestroyedBatch, Doomed, Event, Lineage, MovedIds, PartWrite, PartWriteKind, TopologyChange,
 };
 pub use crate::id::{ArenaId, Guid, IdRange, InstanceId, PersistentId, Slot};
+pub use crate::image::{ArenaImage, ImageNode};
 pub use crate::journal::{BoundedJournal, HistoryUnavailable, JournalRead};
 pub use crate::lifecycle::{BulkDestruction, Destruction, DoomedList, Drained, LifecycleScope};
 pub use crate::math::{Color3, Transform, UDim2, Vec3};

@@ -229,7 +229,17 @@ impl Arena {
             subtree: moved.clone(),
         });
         self.outbox.event(Event::Destroyed { subtree: moved });
+        self.clear_dangling_references();
         Ok(Destruction { root: id, doomed })
+    }
+
+    /// Clears every built-in and attribute reference a live instance holds to an instance that
+    /// is no longer live, as a write of that instance (revision, families, logs).
+    fn clear_dangling_references(&mut self) {
+        for (slot, dead) in self.state.dangling_references() {
+            self.mark_written(slot, crate::write::WriteScope::State);
+            self.state.clear_references(slot, &dead);
+        }
     }
 
     /// Destroys many instances, each with its subtree, in one step.
@@ -357,6 +367,7 @@ impl Arena {
         self.outbox
             .topology(TopologyChange::DestroyedMany(Arc::clone(&batch)));
         self.outbox.event(Event::DestroyedMany(batch));
+        self.clear_dangling_references();
         Ok(BulkDestruction { roots, doomed })
     }
 

@@ -41,7 +41,9 @@ impl<'a> Node<'a> {
 
     /// The GUID given at creation.
     pub fn guid(self) -> Guid {
-        self.snapshot.guid_of(self.record.guid_counter())
+        self.record
+            .kept_guid()
+            .unwrap_or_else(|| self.snapshot.guid_of(self.record.guid_counter()))
     }
 
     /// The persistent id, if one was assigned.

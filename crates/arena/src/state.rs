@@ -405,6 +405,18 @@ pub struct NodeData {
 }
 
 impl NodeData {
+    /// The instances referenced from built-in state and attributes (each reference once).
+    pub fn reference_targets(&self) -> impl Iterator<Item = InstanceId> + '_ {
+        self.state
+            .references()
+            .into_iter()
+            .filter_map(|(_, target)| target)
+            .chain(self.attributes.iter().filter_map(|(_, value)| match value {
+                AttrValue::Reference(target) => *target,
+                _ => None,
+            }))
+    }
+
     /// Visits every instance reference in built-in state and attributes.
     pub fn for_each_reference_mut(&mut self, mut f: impl FnMut(&mut Option<InstanceId>)) {
         self.state.for_each_reference_mut(&mut f);

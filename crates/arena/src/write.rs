@@ -38,6 +38,8 @@ impl Arena {
         let slot = self.state.live_slot(id)?;
         self.guard_batch_write(id)?;
         self.mark_written(slot, WriteScope::State);
+        // Whatever the caller writes may be a reference: destruction checks this node.
+        self.state.note_referrer(id);
         Ok(NodeMut::new(self.state.data_mut(slot)))
     }
 
@@ -78,6 +80,9 @@ impl Arena {
             return Ok(false);
         }
         self.mark_written(slot, WriteScope::Meta);
+        if let Some(AttrValue::Reference(Some(_))) = value {
+            self.state.note_referrer(id);
+        }
         self.state.data_mut(slot).attributes.set(name, value);
         Ok(true)
     }
@@ -92,6 +97,13 @@ impl Arena {
             return Ok(false);
         }
         self.mark_written(slot, WriteScope::State);
+        if state
+            .references()
+            .iter()
+            .any(|(_, target)| target.is_some())
+        {
+            self.state.note_referrer(id);
+        }
         self.state.data_mut(slot).state = state;
         Ok(true)
     }

@@ -353,3 +353,59 @@ fn live_class_at_names_only_a_live_instance_at_its_own_slot() {
     assert_eq!(arena.live_class_at(a, sa), None, "a tombstone");
     assert_eq!(arena.live_class_at(b, sb), Some(ClassId::ENTITY));
 }
+
+/// Destroying an instance clears every built-in and attribute reference a live instance holds
+/// to it (or to anything in its subtree), as a write of the holder; references to live
+/// instances stay.
+#[test]
+fn destruction_clears_built_in_and_attribute_references_to_the_destroyed() {
+    use strata_arena::{AttrValue, BuiltinState, ModelState};
+    let mut p = place();
+    let arena = &mut p.arena;
+    let model = arena.create(ClassId::MODEL, Some(p.workspace)).unwrap();
+    let part = arena.create(ClassId::PART, Some(model)).unwrap();
+    let other = arena.create(ClassId::PART, Some(p.workspace)).unwrap();
+    let holder = arena.create(ClassId::FOLDER, None).unwrap();
+    let state = BuiltinState::Model(Box::new(ModelState {
+        primary_part: Some(part),
+        ..ModelState::default()
+    }));
+    arena.set_state(model, state).unwrap();
+    arena
+        .set_attribute(holder, "target", Some(AttrValue::Reference(Some(part))))
+        .unwrap();
+    arena
+        .set_attribute(holder, "keep", Some(AttrValue::Reference(Some(other))))
+        .unwrap();
+    {
+        let mut node = arena.node_mut(other).unwrap();
+        node.attributes_mut()
+            .set("back", Some(AttrValue::Reference(Some(holder))));
+    }
+    let before = arena.get(holder).unwrap().revision();
+    arena.destroy(part).unwrap();
+    let data = arena.get(holder).unwrap().data();
+    assert_eq!(
+        data.attributes.get("target"),
+        Some(&AttrValue::Reference(None))
+    );
+    assert_eq!(
+        data.attributes.get("keep"),
+        Some(&AttrValue::Reference(Some(other))),
+        "a reference to a live instance stays"
+    );
+    assert!(
+        arena.get(holder).unwrap().revision() > before,
+        "the holder was written"
+    );
+    let BuiltinState::Model(model_state) = &arena.get(model).unwrap().data().state else {
+        panic!("a model keeps its state kind");
+    };
+    assert_eq!(model_state.primary_part, None);
+    // Destroying a subtree clears references into any of it; written through generic access.
+    arena.destroy(holder).unwrap();
+    assert_eq!(
+        arena.get(other).unwrap().data().attributes.get("back"),
+        Some(&AttrValue::Reference(None))
+    );
+}

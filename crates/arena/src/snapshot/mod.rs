@@ -70,6 +70,10 @@ pub struct Snapshot {
     persistent_index: PersistentIndex,
     layouts: LayoutIndex,
     family_cache: Vec<OnceLock<Arc<[InstanceId]>>>,
+    /// Instances whose data may hold an instance reference (built-in state or attributes): a
+    /// superset of the live ones that do, pruned whenever a destruction finds an entry that no
+    /// longer holds one or is no longer live.
+    referrers: PSet<InstanceId>,
     /// The open lifecycle scopes, innermost last: each subject with its token's serial.
     scope: Vec<(InstanceId, u64)>,
 }
@@ -111,6 +115,7 @@ impl Snapshot {
             persistent_index: pmap(),
             layouts: pmap(),
             family_cache: (0..families).map(|_| OnceLock::new()).collect(),
+            referrers: PSet::new(),
             scope: Vec::new(),
         }
     }
@@ -521,6 +526,11 @@ impl Snapshot {
         unindex_tag(&mut self.tag_index, id, tag);
     }
 
+    /// Gives the live node at `slot` the GUID it had in an image.
+    pub(crate) fn set_guid(&mut self, slot: Slot, guid: Guid) {
+        self.cold_mut(slot).guid = Some(guid);
+    }
+
     /// Gives the live node at `slot` the persistent id `pid` (which no other live node holds)
     /// or none, keeping the index in step.
     pub(crate) fn set_persistent_id(&mut self, slot: Slot, pid: Option<PersistentId>) {
@@ -584,6 +594,60 @@ impl Snapshot {
             }
         }
         self.layouts = layouts;
+    }
+
+    // ----- References held in node data. -----
+
+    /// Notes that `id`'s data may hold an instance reference (it is kept in `referrers`).
+    pub(crate) fn note_referrer(&mut self, id: InstanceId) {
+        if !self.referrers.contains(&id) {
+            self.referrers.insert(id);
+        }
+    }
+
+    /// The live instances whose built-in state or attributes reference an instance that is no
+    /// longer live, with the dead targets each holds. Entries of `referrers` that are no
+    /// longer live or hold no reference at all leave it.
+    pub(crate) fn dangling_references(&mut self) -> Vec<(Slot, Vec<InstanceId>)> {
+        let mut dangling = Vec::new();
+        let mut prune = Vec::new();
+        for &id in &self.referrers {
+            let Some(slot) = self.live_slot(id).ok() else {
+                prune.push(id);
+                continue;
+            };
+            let Some(record) = self.record_at(slot) else {
+                prune.push(id);
+                continue;
+            };
+            let data = self.data_of(record);
+            let mut any = false;
+            let mut dead = Vec::new();
+            for target in data.reference_targets() {
+                any = true;
+                if !self.is_live(target) && !dead.contains(&target) {
+                    dead.push(target);
+                }
+            }
+            if !any {
+                prune.push(id);
+            } else if !dead.is_empty() {
+                dangling.push((slot, dead));
+            }
+        }
+        for id in prune {
+            self.referrers.remove(&id);
+        }
+        dangling
+    }
+
+    /// Clears, in the live node at `slot`, every reference to one of `dead`.
+    pub(crate) fn clear_references(&mut self, slot: Slot, dead: &[InstanceId]) {
+        self.data_mut(slot).for_each_reference_mut(|target| {
+            if target.is_some_and(|t| dead.contains(&t)) {
+                *target = None;
+            }
+        });
     }
 
     // ----- Lifecycle scopes. -----

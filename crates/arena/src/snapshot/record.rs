@@ -18,7 +18,7 @@
 use std::sync::Arc;
 
 use crate::class::ClassId;
-use crate::id::{InstanceId, PersistentId, Slot};
+use crate::id::{Guid, InstanceId, PersistentId, Slot};
 use crate::revision::Revision;
 use crate::state::NodeData;
 
@@ -58,15 +58,19 @@ pub(crate) struct Cold {
     pub(crate) data: NodeData,
     pub(super) tags: Box<[Arc<str>]>,
     pub(super) persistent_id: Option<PersistentId>,
+    /// The GUID of an instance rebuilt from an image, which keeps the GUID it had; `None` for
+    /// every instance this arena created, whose GUID derives from its creation counter.
+    pub(super) guid: Option<Guid>,
 }
 
 impl Cold {
-    /// Cold data holding `data`, with no tags and no persistent id.
+    /// Cold data holding `data`, with no tags, no persistent id and a derived GUID.
     pub(crate) fn new(data: NodeData) -> Self {
         Self {
             data,
             tags: Box::default(),
             persistent_id: None,
+            guid: None,
         }
     }
 }
@@ -160,6 +164,11 @@ impl Record {
 
     pub(crate) fn persistent_id(&self) -> Option<PersistentId> {
         self.cold.as_deref().and_then(|cold| cold.persistent_id)
+    }
+
+    /// The GUID the node keeps from an image, if it was rebuilt from one.
+    pub(crate) fn kept_guid(&self) -> Option<Guid> {
+        self.cold.as_deref().and_then(|cold| cold.guid)
     }
 
     pub(crate) fn is_destroyed(&self) -> bool {
