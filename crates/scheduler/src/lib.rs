@@ -74,6 +74,6 @@ mod system;
 pub use crate::diagnostics::{Cycle, Declaration, Diagnostic, ScheduleDiagnostics, Severity};
 pub use crate::error::ScheduleError;
 pub use crate::plan::{Edge, EdgeReason, Plan, PlannedSystem, SystemState};
-pub use crate::schedule::{FixedStep, FrameReport, RunCtx, Schedule};
+pub use crate::schedule::{Due, FixedStep, FrameReport, RunCtx, Schedule};
 pub use crate::stats::SystemStats;
 pub use crate::system::{AsSystemId, HierarchyKey, Phase, Relation, Stage, System, SystemId};

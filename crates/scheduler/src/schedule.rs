@@ -8,7 +8,7 @@
 //! never stops the systems after it.
 
 use std::sync::Arc;
-use std::time::Instant;
+use std::time::{Duration, Instant};
 
 use hashbrown::HashMap;
 
@@ -96,6 +96,44 @@ impl RunCtx {
     /// Reports `n` visited rows.
     pub fn add_visited_rows(&mut self, n: u64) {
         self.visited_rows += n;
+    }
+}
+
+/// One due system of a group handed to [`Schedule::run_frame_grouped`]'s runner.
+#[derive(Debug)]
+pub struct Due<'a, B> {
+    id: SystemId,
+    name: Arc<str>,
+    body: &'a mut B,
+    ctx: RunCtx,
+    took: Option<Duration>,
+}
+
+impl<B> Due<'_, B> {
+    /// The system.
+    pub fn id(&self) -> SystemId {
+        self.id
+    }
+
+    /// The system's name.
+    pub fn name(&self) -> &str {
+        &self.name
+    }
+
+    /// Its body and its run context, apart, so a runner can hand both to the body.
+    pub fn parts(&mut self) -> (&mut B, &mut RunCtx) {
+        (self.body, &mut self.ctx)
+    }
+
+    /// The run context.
+    pub fn ctx(&self) -> &RunCtx {
+        &self.ctx
+    }
+
+    /// Records how long this system's own call took (on a parallel lane, say), in place of the
+    /// group's wall time.
+    pub fn set_duration(&mut self, took: Duration) {
+        self.took = Some(took);
     }
 }
 
@@ -378,21 +416,8 @@ impl<B> Schedule<B> {
             fixed_steps_dropped: 0,
             errors: Vec::new(),
         };
+        let steps = self.advance_fixed(dt, &mut report);
         let step = self.fixed.seconds;
-        let owed_time = self.fixed_carried + dt;
-        let owed = ((owed_time + TIME_EPSILON) / step).floor();
-        let steps = owed.min(f64::from(self.fixed.max_steps)) as u32;
-        report.fixed_steps = steps;
-        report.fixed_steps_dropped = (owed - f64::from(steps)) as u64;
-        if report.fixed_steps_dropped > 0 {
-            tracing::debug!(
-                dropped = report.fixed_steps_dropped,
-                max_steps = self.fixed.max_steps,
-                "fixed-step block dropped the steps beyond its limit"
-            );
-        }
-        self.fixed_carried = (owed_time - owed * step).max(0.0);
-
         for stage in Stage::ALL {
             match stage {
                 Stage::Frame(_) => self.run_stage(stage, dt, &mut run, &mut report),
@@ -449,17 +474,200 @@ impl<B> Schedule<B> {
             let started = Instant::now();
             let result = span.in_scope(|| run(id, &mut slot.system.body, &mut ctx));
             let took = started.elapsed();
-            let stats = &mut slot.stats;
-            stats.runs += 1;
-            stats.last_duration = took;
-            stats.total_duration += took;
-            stats.component_reads += ctx.component_reads;
-            stats.field_writes += ctx.field_writes;
-            stats.visited_rows += ctx.visited_rows;
+            slot.stats.record(
+                took,
+                ctx.component_reads,
+                ctx.field_writes,
+                ctx.visited_rows,
+                result.is_err(),
+            );
             report.runs += 1;
             if let Err(error) = result {
                 tracing::debug!(system = &*slot.system.name, "system returned an error");
-                stats.errors += 1;
+                report.errors.push((id, error));
+            }
+        }
+    }
+
+    /// [`Schedule::run_frame`] for a caller that runs some systems together (on parallel
+    /// lanes, say): within each stage, the due systems are taken in scheduled order and every
+    /// maximal run of consecutive systems whose body `together` accepts is handed to `run` as
+    /// one group; every other system is a group of its own. `run` gets each group's [`Due`]
+    /// systems in scheduled order and returns one result per system, in the same order (a
+    /// missing one counts as `Ok`). A system's duration is what the runner recorded with
+    /// [`Due::set_duration`], otherwise the wall time of its group's call. Everything else is
+    /// as [`Schedule::run_frame`]: stage order, the fixed block, intervals, statistics and
+    /// errors that never stop the frame.
+    pub fn run_frame_grouped<E>(
+        &mut self,
+        dt: f64,
+        together: impl Fn(&B) -> bool,
+        mut run: impl FnMut(&mut [Due<'_, B>]) -> Vec<Result<(), E>>,
+    ) -> Result<FrameReport<E>, ScheduleError> {
+        if !(dt.is_finite() && dt >= 0.0) {
+            return Err(ScheduleError::InvalidDelta(dt));
+        }
+        let _frame = tracing::debug_span!("frame", dt).entered();
+        self.build();
+        let mut report = FrameReport {
+            runs: 0,
+            fixed_steps: 0,
+            fixed_steps_dropped: 0,
+            errors: Vec::new(),
+        };
+        let steps = self.advance_fixed(dt, &mut report);
+        let step = self.fixed.seconds;
+        for stage in Stage::ALL {
+            match stage {
+                Stage::Frame(_) => self.run_grouped(stage, dt, &together, &mut run, &mut report),
+                Stage::Fixed(Phase::First) => {
+                    for _ in 0..steps {
+                        for phase in Phase::ALL {
+                            let stage = Stage::Fixed(phase);
+                            self.run_grouped(stage, step, &together, &mut run, &mut report);
+                        }
+                    }
+                }
+                Stage::Fixed(_) => {}
+            }
+        }
+        Ok(report)
+    }
+
+    /// Moves the fixed-step accumulator on by `dt`; returns the steps this frame runs.
+    fn advance_fixed<E>(&mut self, dt: f64, report: &mut FrameReport<E>) -> u32 {
+        let step = self.fixed.seconds;
+        let owed_time = self.fixed_carried + dt;
+        let owed = ((owed_time + TIME_EPSILON) / step).floor();
+        let steps = owed.min(f64::from(self.fixed.max_steps)) as u32;
+        report.fixed_steps = steps;
+        report.fixed_steps_dropped = (owed - f64::from(steps)) as u64;
+        if report.fixed_steps_dropped > 0 {
+            tracing::debug!(
+                dropped = report.fixed_steps_dropped,
+                max_steps = self.fixed.max_steps,
+                "fixed-step block dropped the steps beyond its limit"
+            );
+        }
+        self.fixed_carried = (owed_time - owed * step).max(0.0);
+        steps
+    }
+
+    /// The due systems of one stage with the time each run stands for, interval waits
+    /// advanced.
+    fn due_in(&mut self, stage: Stage, dt: f64) -> Vec<(SystemId, f64)> {
+        let mut due = Vec::new();
+        for &id in self.plan.stage_order(stage) {
+            let Some(slot) = self
+                .slots
+                .get_mut(id.index() as usize)
+                .and_then(Option::as_mut)
+            else {
+                continue;
+            };
+            match slot.system.interval {
+                None => due.push((id, dt)),
+                Some(interval) => {
+                    slot.waited += dt;
+                    if slot.waited + TIME_EPSILON >= interval {
+                        due.push((id, std::mem::take(&mut slot.waited)));
+                    }
+                }
+            }
+        }
+        due
+    }
+
+    /// One pass over one stage, its due systems handed to `run` group by group.
+    fn run_grouped<E>(
+        &mut self,
+        stage: Stage,
+        dt: f64,
+        together: &impl Fn(&B) -> bool,
+        run: &mut impl FnMut(&mut [Due<'_, B>]) -> Vec<Result<(), E>>,
+        report: &mut FrameReport<E>,
+    ) {
+        let _stage = tracing::debug_span!("stage", ?stage).entered();
+        let due = self.due_in(stage, dt);
+        let mut at = 0;
+        while at < due.len() {
+            let joins = |(id, _): &(SystemId, f64)| {
+                self.slot(*id).is_ok_and(|slot| together(&slot.system.body))
+            };
+            let mut end = at + 1;
+            if joins(&due[at]) {
+                while end < due.len() && joins(&due[end]) {
+                    end += 1;
+                }
+            }
+            self.run_group(stage, &due[at..end], run, report);
+            at = end;
+        }
+    }
+
+    /// Runs one group of due systems (distinct ids, scheduled order) and records what it did.
+    fn run_group<E>(
+        &mut self,
+        stage: Stage,
+        group: &[(SystemId, f64)],
+        run: &mut impl FnMut(&mut [Due<'_, B>]) -> Vec<Result<(), E>>,
+        report: &mut FrameReport<E>,
+    ) {
+        let ctx = |id: SystemId, dt: f64| RunCtx {
+            system: id,
+            stage,
+            dt,
+            component_reads: 0,
+            field_writes: 0,
+            visited_rows: 0,
+        };
+        // Each group's bodies are borrowed apart: a lone system directly, a larger group by
+        // splitting the slots once.
+        let mut slots: Vec<&mut Slot<B>> = if let [(id, _)] = group {
+            self.slots
+                .get_mut(id.index() as usize)
+                .and_then(Option::as_mut)
+                .into_iter()
+                .collect()
+        } else {
+            let mut by_index: Vec<Option<&mut Slot<B>>> =
+                self.slots.iter_mut().map(Option::as_mut).collect();
+            group
+                .iter()
+                .filter_map(|(id, _)| by_index.get_mut(id.index() as usize)?.take())
+                .collect()
+        };
+        let mut due: Vec<Due<'_, B>> = slots
+            .iter_mut()
+            .zip(group)
+            .map(|(slot, (id, dt))| Due {
+                id: *id,
+                name: slot.system.name.clone(),
+                body: &mut slot.system.body,
+                ctx: ctx(*id, *dt),
+                took: None,
+            })
+            .collect();
+        let started = Instant::now();
+        let results = run(&mut due);
+        let elapsed = started.elapsed();
+        let outcomes: Vec<(SystemId, RunCtx, Duration)> = due
+            .into_iter()
+            .map(|d| (d.id, d.ctx, d.took.unwrap_or(elapsed)))
+            .collect();
+        let mut results = results.into_iter();
+        for (slot, (id, ctx, took)) in slots.iter_mut().zip(outcomes) {
+            let result = results.next().unwrap_or(Ok(()));
+            slot.stats.record(
+                took,
+                ctx.component_reads,
+                ctx.field_writes,
+                ctx.visited_rows,
+                result.is_err(),
+            );
+            report.runs += 1;
+            if let Err(error) = result {
+                tracing::debug!(system = &*slot.system.name, "system returned an error");
                 report.errors.push((id, error));
             }
         }
