@@ -1264,6 +1264,42 @@ impl Store {
 
     // ----- Orphans. -----
 
+    /// A row of `component` as a raw record: field name → value, with the types the values
+    /// are stored under (as a removed definition leaves its rows). For moving rows to another
+    /// store (a graft, a save file), where adoption reads them under that store's definition.
+    pub fn record(
+        &self,
+        at: InstanceRef,
+        component: ComponentId,
+    ) -> Result<OrphanRecord, StoreError> {
+        let set = self.set(component)?;
+        let row = set.row_of(at).ok_or(StoreError::MissingMembership {
+            id: at.id,
+            component,
+        })?;
+        Ok(OrphanRecord::from_row(
+            set,
+            row,
+            &OrphanRecord::types_of(set),
+        ))
+    }
+
+    /// Every row of `component` as a raw record (see [`Store::record`]), in row order, the
+    /// types shared by all of them.
+    pub fn records(
+        &self,
+        component: ComponentId,
+    ) -> Result<Vec<(InstanceRef, OrphanRecord)>, StoreError> {
+        let set = self.set(component)?;
+        let types = OrphanRecord::types_of(set);
+        Ok((0..set.len())
+            .map(|row| {
+                let at = InstanceRef::new(set.ids()[row], set.slots()[row]);
+                (at, OrphanRecord::from_row(set, row, &types))
+            })
+            .collect())
+    }
+
     /// Keeps a saved record whose definition is not installed, for the instance `at`. A record
     /// for the same component replaces the previous one.
     pub fn add_orphan(&mut self, at: InstanceRef, record: OrphanRecord) {

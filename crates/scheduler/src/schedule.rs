@@ -120,6 +120,11 @@ impl<B> Due<'_, B> {
         &self.name
     }
 
+    /// Its body.
+    pub fn body(&self) -> &B {
+        self.body
+    }
+
     /// Its body and its run context, apart, so a runner can hand both to the body.
     pub fn parts(&mut self) -> (&mut B, &mut RunCtx) {
         (self.body, &mut self.ctx)
@@ -336,6 +341,16 @@ impl<B> Schedule<B> {
     /// Time carried towards the next fixed step, in seconds (less than one step).
     pub fn fixed_carried(&self) -> f64 {
         self.fixed_carried
+    }
+
+    /// Sets the time the fixed block carries into the next frame (restoring a saved or
+    /// snapshotted schedule); a negative or non-finite value counts as none.
+    pub fn set_fixed_carried(&mut self, carried: f64) {
+        self.fixed_carried = if carried.is_finite() && carried >= 0.0 {
+            carried
+        } else {
+            0.0
+        };
     }
 
     /// Time an interval system has accumulated towards its next run, in seconds.

@@ -142,4 +142,4 @@ pub use crate::eval::{CacheLimit, Evaluator};
 pub use crate::library::{ITEM_CAP, TEXT_CAP};
 pub use crate::sandbox::{Budget, SchemaVm};
 pub use crate::schema::Schema;
-pub use crate::sync::{SchemaSync, SyncDiagnostic, SyncReport};
+pub use crate::sync::{SchemaSync, SyncDiagnostic, SyncReport, adopt_orphans_of};

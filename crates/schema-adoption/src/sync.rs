@@ -481,13 +481,26 @@ impl SchemaSync {
     }
 }
 
+/// Adopts the orphan records of one installed component, whatever defined it (a definition in
+/// the hierarchy or code that installed it directly): the same adoption a sync makes, onto the
+/// component's present definition, with its report. `None` when no orphan has its name.
+pub fn adopt_orphans_of(
+    arena: &Snapshot,
+    store: &mut Store,
+    component: ComponentId,
+) -> Result<Option<ComponentReport>, SchemaError> {
+    let def = store.def(component)?.def().clone();
+    let name = def.name.clone();
+    if !store.orphans().has_component(&name) {
+        return Ok(None);
+    }
+    let (_, report) = redefine(arena, store, component, def, &name)?;
+    Ok(Some(report))
+}
+
 /// A rename: the component's old name, its new name, the component.
 type Rename = (Arc<str>, Arc<str>, ComponentId);
 
-/// The renames a sync attempts: each component whose definition instance is now wanted under
-/// another name, when that name is free. In a store met for the first time, a component already
-/// under the new name is taken over instead; in the store last synced, one installed by other
-/// code makes the store refuse the rename, and the sync says so. One rename per new name.
 /// What a sync compares the store's components with: the definitions wanted by name, the
 /// renames planned, and whether the store is met for the first time.
 struct Changes<'a> {
@@ -496,6 +509,10 @@ struct Changes<'a> {
     first_meeting: bool,
 }
 
+/// The renames a sync attempts: each component whose definition instance is now wanted under
+/// another name, when that name is free. In a store met for the first time, a component already
+/// under the new name is taken over instead; in the store last synced, one installed by other
+/// code makes the store refuse the rename, and the sync says so. One rename per new name.
 fn planned_renames(
     installed: &BTreeMap<Arc<str>, Installed>,
     wanted: &BTreeMap<Arc<str>, Found>,

@@ -1,0 +1,314 @@
+//! Components through the scene: definitions in Rust or Luau, adding and removing, typed,
+//! dynamic and by-name reads and writes, handles, queries and their passes, removal readers,
+//! and staged bulk work.
+//!
+//! Invariant: every instance reference handed to the store is made from the arena
+//! ([`Scene::instance_ref`]), so a row is only ever added for a live instance at its own slot;
+//! a staged batch is committed only through [`Scene::commit`], which follows the destroy
+//! requests its despawns make, as [`Scene::destroy`] does.
+
+use strata_arena::InstanceId;
+use strata_component_store::{
+    CommitError, ComponentDef, ComponentHandle, ComponentId, FieldId, Published, RemovalReader,
+    Removals, Scalar, Stage, Value,
+};
+use strata_query::{Chunks, Pass, Query, QuerySpec};
+
+use crate::error::WorldError;
+use crate::instances::DestroyReport;
+use crate::scene::Scene;
+
+impl Scene {
+    /// Installs a component defined in Rust. Rows saved or kept under its name before (orphans
+    /// of a loaded world, or of a removed definition) are adopted onto it at once.
+    pub fn define(&mut self, def: ComponentDef) -> Result<ComponentId, WorldError> {
+        let component = self.store.install(def, self.arena.classes())?;
+        if let Some(report) =
+            strata_schema_adoption::adopt_orphans_of(&self.arena, &mut self.store, component)?
+        {
+            self.adoptions.push(report);
+        }
+        Ok(component)
+    }
+
+    /// The installed component named `name`.
+    pub fn component(&self, name: &str) -> Result<ComponentId, WorldError> {
+        self.store
+            .component(name)
+            .ok_or_else(|| WorldError::UnknownComponent(name.to_owned()))
+    }
+
+    /// A component's field by name.
+    pub fn field(&self, component: ComponentId, name: &str) -> Result<FieldId, WorldError> {
+        self.store
+            .field(component, name)
+            .map_err(|_| WorldError::UnknownField {
+                component: self
+                    .store
+                    .def(component)
+                    .map_or_else(|_| format!("{component:?}"), |d| d.name().to_owned()),
+                field: name.to_owned(),
+            })
+    }
+
+    /// A component and one of its fields, both by name.
+    pub fn field_named(
+        &self,
+        component: &str,
+        field: &str,
+    ) -> Result<(ComponentId, FieldId), WorldError> {
+        let component = self.component(component)?;
+        Ok((component, self.field(component, field)?))
+    }
+
+    /// Adds a component to a live instance, with `values` in the given fields and defaults
+    /// (or the fields' factories) elsewhere.
+    pub fn add(
+        &mut self,
+        id: InstanceId,
+        component: ComponentId,
+        values: impl IntoIterator<Item = (FieldId, Value)>,
+    ) -> Result<(), WorldError> {
+        let at = self.instance_ref(id)?;
+        let class = self.arena.node(id)?.class();
+        self.store.add(at, class, component, values)?;
+        self.count_writes(1);
+        Ok(())
+    }
+
+    /// [`Scene::add`] with the component and its fields named.
+    pub fn add_named(
+        &mut self,
+        id: InstanceId,
+        component: &str,
+        values: &[(&str, Value)],
+    ) -> Result<(), WorldError> {
+        let c = self.component(component)?;
+        let values = values
+            .iter()
+            .map(|(name, value)| Ok((self.field(c, name)?, value.clone())))
+            .collect::<Result<Vec<_>, WorldError>>()?;
+        self.add(id, c, values)
+    }
+
+    /// Removes a component (and the components that require it) from a live instance; `false`
+    /// when it did not hold it.
+    pub fn remove(&mut self, id: InstanceId, component: ComponentId) -> Result<bool, WorldError> {
+        let at = self.instance_ref(id)?;
+        let removed = self.store.remove(at, component)?;
+        self.count_writes(u64::from(removed));
+        Ok(removed)
+    }
+
+    /// Whether a live instance holds a component.
+    pub fn has(&self, id: InstanceId, component: ComponentId) -> bool {
+        self.instance_ref(id)
+            .is_ok_and(|at| self.store.has(at, component))
+    }
+
+    /// A field's value, typed.
+    pub fn get<T: Scalar>(
+        &self,
+        id: InstanceId,
+        component: ComponentId,
+        field: FieldId,
+    ) -> Result<&T, WorldError> {
+        let at = self.instance_ref(id)?;
+        self.count_reads(1);
+        Ok(self.store.get::<T>(at, component, field)?)
+    }
+
+    /// A field's value in dynamic form.
+    pub fn get_value(
+        &self,
+        id: InstanceId,
+        component: ComponentId,
+        field: FieldId,
+    ) -> Result<Value, WorldError> {
+        let at = self.instance_ref(id)?;
+        self.count_reads(1);
+        Ok(self.store.get_value(at, component, field)?)
+    }
+
+    /// A field's value, the component and field named.
+    pub fn get_named(
+        &self,
+        id: InstanceId,
+        component: &str,
+        field: &str,
+    ) -> Result<Value, WorldError> {
+        let (c, f) = self.field_named(component, field)?;
+        self.get_value(id, c, f)
+    }
+
+    /// Writes a field, typed; `false` when the value was already equal (bit for bit).
+    pub fn write<T: Scalar>(
+        &mut self,
+        id: InstanceId,
+        component: ComponentId,
+        field: FieldId,
+        value: T,
+    ) -> Result<bool, WorldError> {
+        let at = self.instance_ref(id)?;
+        let changed = self.store.write(at, component, field, value)?;
+        self.count_writes(1);
+        Ok(changed)
+    }
+
+    /// Writes a field in dynamic form; `false` when the value was already equal.
+    pub fn write_value(
+        &mut self,
+        id: InstanceId,
+        component: ComponentId,
+        field: FieldId,
+        value: Value,
+    ) -> Result<bool, WorldError> {
+        let at = self.instance_ref(id)?;
+        let changed = self.store.write_value(at, component, field, value)?;
+        self.count_writes(1);
+        Ok(changed)
+    }
+
+    /// Writes a field, the component and field named.
+    pub fn write_named(
+        &mut self,
+        id: InstanceId,
+        component: &str,
+        field: &str,
+        value: Value,
+    ) -> Result<bool, WorldError> {
+        let (c, f) = self.field_named(component, field)?;
+        self.write_value(id, c, f, value)
+    }
+
+    /// A handle on a component a live instance holds: it resolves the instance's present row
+    /// on every access, and reports missing membership once the component is gone.
+    pub fn handle(
+        &self,
+        id: InstanceId,
+        component: ComponentId,
+    ) -> Result<ComponentHandle, WorldError> {
+        let at = self.instance_ref(id)?;
+        Ok(ComponentHandle::new(&self.store, at, component)?)
+    }
+
+    /// A query for `spec` (its cache lives in the query; keep it to reuse it).
+    pub fn query(&self, spec: QuerySpec) -> Result<Query, WorldError> {
+        Ok(Query::new(spec)?)
+    }
+
+    /// The live instances a query matches, in id order.
+    pub fn matches(&self, query: &mut Query) -> Result<Vec<InstanceId>, WorldError> {
+        let matches = query.matches(&self.arena, &self.store)?;
+        self.count_rows(matches.len() as u64);
+        Ok(matches.ids().to_vec())
+    }
+
+    /// Runs a query's pass, for reading: its selection (the rows changed or added since the
+    /// query's previous pass, for a query with change filters), columns and rows.
+    pub fn pass<'q>(&self, query: &'q mut Query) -> Result<Pass<'q>, WorldError> {
+        let pass = query.run(&self.arena, &self.store)?;
+        self.count_rows(pass.len() as u64);
+        Ok(pass)
+    }
+
+    /// A pass writing `write` (term, field) from `read` (term, field) on every selected
+    /// match: `W = f(W, R)`, with change tracking. Returns how many rows changed.
+    pub fn update<W: Scalar, R: Scalar>(
+        &mut self,
+        query: &mut Query,
+        write: (usize, FieldId),
+        read: (usize, FieldId),
+        f: impl FnMut(&W, &R) -> W,
+    ) -> Result<usize, WorldError> {
+        let pass = query.run(&self.arena, &self.store)?;
+        self.count_rows(pass.len() as u64);
+        let changed = pass.update(&mut self.store, write, read, f)?;
+        self.count_writes(changed as u64);
+        Ok(changed)
+    }
+
+    /// A pass writing `write` (term, field) from itself on every selected match.
+    pub fn update_each<W: Scalar>(
+        &mut self,
+        query: &mut Query,
+        write: (usize, FieldId),
+        f: impl FnMut(&W) -> W,
+    ) -> Result<usize, WorldError> {
+        let pass = query.run(&self.arena, &self.store)?;
+        self.count_rows(pass.len() as u64);
+        let changed = pass.update_each(&mut self.store, write, f)?;
+        self.count_writes(changed as u64);
+        Ok(changed)
+    }
+
+    /// [`Scene::update_each`] cut into contiguous chunks on the current rayon pool (the
+    /// world's, inside a system): the result is the same for any thread count.
+    pub fn par_update_each<W: Scalar + Send + Sync>(
+        &mut self,
+        query: &mut Query,
+        write: (usize, FieldId),
+        chunks: Chunks,
+        f: impl Fn(&W) -> W + Sync,
+    ) -> Result<usize, WorldError> {
+        let pass = query.run(&self.arena, &self.store)?;
+        self.count_rows(pass.len() as u64);
+        let changed = pass.par_update_each(&mut self.store, write, chunks, f)?;
+        self.count_writes(changed as u64);
+        Ok(changed)
+    }
+
+    /// A removal reader on a component, starting at the present head of its removal log.
+    pub fn removal_reader(&self, component: ComponentId) -> Result<RemovalReader, WorldError> {
+        Ok(RemovalReader::new(&self.store, component)?)
+    }
+
+    /// The instances that lost the reader's component since its last read (sorted, each
+    /// once), or that history was missed.
+    pub fn removed(&self, reader: &mut RemovalReader) -> Result<Removals, WorldError> {
+        Ok(reader.read(&self.store)?)
+    }
+
+    /// An empty stage for bulk work on this scene (see [`Stage`]).
+    pub fn stage(&self) -> Stage {
+        Stage::new(&self.arena, &self.store)
+    }
+
+    /// Commits a stage built on this scene, then follows the destroy requests its despawns'
+    /// reference policies made, as [`Scene::destroy`] does. Returns what was published and
+    /// what those requests destroyed.
+    #[allow(
+        clippy::result_large_err,
+        reason = "the error carries what was published; a commit is rare next to what it applies"
+    )]
+    pub fn commit(&mut self, stage: &mut Stage) -> Result<(Published, DestroyReport), CommitError> {
+        let result = stage.commit(&mut self.arena, &mut self.store);
+        let mut report = DestroyReport::default();
+        let requests = match &result {
+            Ok(published) => published.destroyed.destroy.clone(),
+            Err(error) => error.published.destroyed.destroy.clone(),
+        };
+        self.forget_dead_orphan_references();
+        self.follow_destroy_requests(requests, &mut report);
+        result.map(|published| (published, report))
+    }
+
+    /// The values a row kept from an older version of its component's schema (pending
+    /// migration input), if it has any.
+    pub fn migration_input(
+        &self,
+        id: InstanceId,
+        component: ComponentId,
+    ) -> Option<&strata_component_store::OrphanRecord> {
+        self.store.migration_input(id, component)
+    }
+
+    /// Takes a row's pending migration input (a migration consumed it).
+    pub fn take_migration_input(
+        &mut self,
+        id: InstanceId,
+        component: ComponentId,
+    ) -> Option<strata_component_store::OrphanRecord> {
+        self.store.take_migration_input(id, component)
+    }
+}

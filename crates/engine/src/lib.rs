@@ -1,0 +1,107 @@
+//! Strata's engine facade: one [`World`] joining the instance arena, the component store,
+//! queries, component schemas in Luau, the system scheduler and parallel overlays, with a
+//! frame loop and save files. It adds glue, never a second implementation of a layer.
+//!
+//! A world holds a [`Scene`] (the hierarchy and the components, and every operation on them,
+//! which the world derefs to) and its systems. Destroying an instance reaches the component
+//! store (removal records, reference policies followed until none is left, references to the
+//! destroyed cleared wherever they are held); cloning and grafting copy component rows with the
+//! instances; Luau definitions anywhere in the hierarchy are synced at the start of each frame.
+//! [`World::step`] runs the systems phase by phase, with a fixed-step block, interval systems,
+//! serial systems one at a time and runs of parallel systems together on a thread pool, their
+//! writes committed in scheduled order, so a frame gives the same world for any thread count.
+//! [`World::save`] and [`World::load`] write and read a versioned, checksummed file.
+//!
+//! # Example
+//!
+//! ```
+//! use strata::prelude::*;
+//!
+//! let mut world = World::with_threads(2)?;
+//! let position = world.define(ComponentDef::new("Position").field(FieldDef::vector("v", Vec3::ZERO)))?;
+//! let velocity = world.define(ComponentDef::new("Velocity").field(FieldDef::vector("v", Vec3::ONE)))?;
+//! let v = world.field(position, "v")?;
+//! let workspace = world.workspace();
+//! for _ in 0..3 {
+//!     let id = world.create(ClassId::PART, Some(workspace))?;
+//!     world.add(id, position, [])?;
+//!     world.add(id, velocity, [])?;
+//! }
+//!
+//! // Position += Velocity * dt, every frame.
+//! let mut movers = world.query(QuerySpec::new().with(position).with(velocity))?;
+//! world.add_system(SystemSpec::new("move", move |ctx: &mut Ctx| {
+//!     let dt = ctx.dt() as f32;
+//!     ctx.update::<Vec3, Vec3>(&mut movers, (0, v), (1, v), |p, d| {
+//!         Vec3::new(p.x + d.x * dt, p.y + d.y * dt, p.z + d.z * dt)
+//!     })?;
+//!     Ok(())
+//! }))?;
+//! world.step(0.5)?;
+//! world.step(0.5)?;
+//!
+//! // Save and load: the same world, byte for byte.
+//! let mut file = Vec::new();
+//! world.save(&mut file)?;
+//! let mut loaded = World::load(file.as_slice())?;
+//! loaded.define(ComponentDef::new("Position").field(FieldDef::vector("v", Vec3::ZERO)))?;
+//! loaded.define(ComponentDef::new("Velocity").field(FieldDef::vector("v", Vec3::ONE)))?;
+//! let mut again = Vec::new();
+//! loaded.save(&mut again)?;
+//! assert_eq!(file, again);
+//! let parts = loaded.children(loaded.workspace())?;
+//! assert_eq!(parts.len(), 3);
+//! let (p, v) = loaded.field_named("Position", "v")?;
+//! assert_eq!(*loaded.get::<Vec3>(parts[0], p, v)?, Vec3::new(1.0, 1.0, 1.0));
+//! # Ok::<(), Box<dyn std::error::Error>>(())
+//! ```
+
+mod components;
+mod copy;
+mod definitions;
+mod error;
+mod hash;
+mod instances;
+mod save;
+mod scene;
+mod stats;
+mod systems;
+mod world;
+
+pub use crate::error::{LoadError, SaveError, SystemError, WorldError};
+pub use crate::instances::DestroyReport;
+pub use crate::save::MAGIC;
+pub use crate::scene::Scene;
+pub use crate::stats::format_duration;
+pub use crate::systems::{Ctx, ParCtx, SystemBody, SystemResult, SystemSpec};
+pub use crate::world::{FrameEvents, World};
+
+/// The layers, for what the prelude does not name.
+pub mod layers {
+    pub use strata_arena as arena;
+    pub use strata_component_store as store;
+    pub use strata_parallel_overlay as overlay;
+    pub use strata_query as query;
+    pub use strata_scheduler as scheduler;
+    pub use strata_schema_adoption as schema;
+}
+
+/// What a user of the facade needs, in one `use strata::prelude::*`.
+pub mod prelude {
+    pub use crate::{
+        Ctx, DestroyReport, FrameEvents, LoadError, ParCtx, SaveError, Scene, SystemBody,
+        SystemError, SystemResult, SystemSpec, World, WorldError,
+    };
+    pub use strata_arena::{
+        AttrValue, BuiltinState, ClassId, Color3, Event, ExternalRefs, Guid, InstanceId,
+        PersistentId, Snapshot, Transform, UDim2, Vec3,
+    };
+    pub use strata_component_store::{
+        ComponentDef, ComponentHandle, ComponentId, DefaultFactory, FieldDef, FieldId, FieldType,
+        InstanceRef, RefPolicy, RemovalReader, Removals, Scalar, Stage, StoreEvent, Value,
+    };
+    pub use strata_parallel_overlay::{CommitReport, Conflict, Refusal};
+    pub use strata_query::{Chunks, Pass, Query, QuerySpec};
+    pub use strata_scheduler::{Phase, SystemId, SystemStats};
+    pub use strata_schema_adoption::SyncReport;
+}

@@ -1,0 +1,182 @@
+//! The records of save format version 1: plain serde types, versioned on their own, so the file
+//! format never follows the in-memory layout of a layer. `convert.rs` turns them into the
+//! layers' types and back.
+//!
+//! Invariant: these types change only together with `FORMAT_VERSION`; a record of version 1 is
+//! read by every later build that reads version 1.
+
+use serde::{Deserialize, Serialize};
+
+/// The version of the records below.
+pub(crate) const FORMAT_VERSION: u32 = 1;
+
+/// A saved world.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub(crate) struct SavedWorld {
+    /// 0: the server range (ids from 1); 1: the client-local range (from 2^52).
+    pub(crate) own_range: u8,
+    /// The next id the arena's own counter would issue.
+    pub(crate) next_id: u64,
+    /// The frame the world would step next.
+    pub(crate) frame: u64,
+    /// The fixed-step cadence: seconds per step and the most steps per frame.
+    pub(crate) fixed_step: (f64, u32),
+    /// The time the fixed-step block carries to the next frame.
+    pub(crate) fixed_carried: f64,
+    /// The game root and the world container.
+    pub(crate) game: u64,
+    pub(crate) workspace: u64,
+    /// Every live instance, in pre-order.
+    pub(crate) instances: Vec<SavedInstance>,
+    /// Every component row and every orphan record (a row whose definition was not installed),
+    /// as raw records, by instance id then component name. Loading keeps them as orphans, and
+    /// each is adopted once its definition is installed.
+    pub(crate) records: Vec<SavedRecord>,
+}
+
+/// One live instance.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub(crate) struct SavedInstance {
+    pub(crate) id: u64,
+    pub(crate) class: String,
+    /// 0 for none.
+    pub(crate) parent: u64,
+    pub(crate) guid: u128,
+    pub(crate) persistent_id: Option<u64>,
+    pub(crate) name: String,
+    pub(crate) attributes: Vec<(String, SavedAttr)>,
+    pub(crate) state: SavedState,
+    pub(crate) tags: Vec<String>,
+    pub(crate) parent_locked: bool,
+}
+
+/// An attribute value.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub(crate) enum SavedAttr {
+    Bool(bool),
+    Number(f64),
+    Integer(i64),
+    Text(String),
+    Vector([f32; 3]),
+    Color([f32; 3]),
+    Transform([[f32; 4]; 4]),
+    Reference(Option<u64>),
+}
+
+/// Built-in state.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub(crate) enum SavedState {
+    Plain,
+    Part {
+        transform: [[f32; 4]; 4],
+        size: [f32; 3],
+        anchored: bool,
+        can_collide: bool,
+        color: [f32; 3],
+        transparency: f32,
+    },
+    Model {
+        primary_part: Option<u64>,
+        pivot: [[f32; 4]; 4],
+    },
+    Light {
+        brightness: f32,
+        range: f32,
+        color: [f32; 3],
+        enabled: bool,
+    },
+    Sound {
+        sound_id: String,
+        volume: f32,
+        playing: bool,
+        looped: bool,
+    },
+    Camera {
+        transform: [[f32; 4]; 4],
+        field_of_view: f32,
+        subject: Option<u64>,
+    },
+    GuiLayer {
+        enabled: bool,
+        display_order: i32,
+    },
+    GuiElement {
+        position: [f32; 4],
+        size: [f32; 4],
+        visible: bool,
+        z_index: i32,
+    },
+    ComponentDefinition {
+        source: String,
+    },
+    Animation {
+        animation_id: String,
+        looped: bool,
+        speed: f32,
+    },
+}
+
+/// A component row or orphan record.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub(crate) struct SavedRecord {
+    pub(crate) instance: u64,
+    pub(crate) component: String,
+    pub(crate) version: u32,
+    /// Field name → value, each value as its nodes in pre-order.
+    pub(crate) fields: Vec<(String, Vec<ValueNode>)>,
+    /// The type each field was stored under, as its nodes in pre-order, when the record keeps
+    /// it.
+    pub(crate) types: Option<Vec<(String, Vec<TypeNode>)>>,
+}
+
+/// One node of a value written in pre-order. Values nest (lists, maps, structs, optionals),
+/// but a saved value is a flat list of nodes, so decoding a file never recurses on its
+/// contents: a container node gives how many values follow it as its elements (a map's
+/// entries are a key node, then a value).
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub(crate) enum ValueNode {
+    Number(f64),
+    Integer(i64),
+    Boolean(bool),
+    Text(String),
+    Enum(u32),
+    Vector([f32; 3]),
+    Transform([[f32; 4]; 4]),
+    Reference(Option<u64>),
+    /// A list of this many elements.
+    List(u32),
+    /// A map of this many entries, each a key node then a value.
+    Map(u32),
+    /// A struct of this many members, by position.
+    Struct(u32),
+    /// An optional holding the value that follows.
+    Some,
+    /// An empty optional.
+    None,
+    Buffer(Vec<u8>),
+}
+
+/// One node of a field type written in pre-order, flat for the same reason as `ValueNode`:
+/// `List` and `Optional` are followed by their element type, `Map` by its key and value types,
+/// `Struct(n)` by `n` members, each a `Member` node followed by the member's type.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub(crate) enum TypeNode {
+    Number,
+    Integer,
+    Boolean,
+    Text,
+    Enum(Vec<String>),
+    Vector,
+    Transform,
+    Reference,
+    List,
+    Map,
+    Struct(u32),
+    /// A struct member: its name and its default value's nodes.
+    Member {
+        name: String,
+        default: Vec<ValueNode>,
+    },
+    Optional,
+    Buffer,
+}

@@ -1,0 +1,268 @@
+//! Save files: a world written to a versioned, checksummed binary file and read back.
+//!
+//! Layout: an 8-byte magic (`STRATASV`), the format version (`u32`, little-endian), the
+//! version of Strata that wrote it (a `u16` length and that many bytes of UTF-8, at most
+//! `MAX_VERSION_LEN`), the payload's length (`u64`) and its CRC-32 (`u32`, computed with
+//! `crc32fast`), then the payload: a `SavedWorld` (`format.rs`) encoded with postcard.
+//!
+//! Invariant: a save holds everything a world holds but its systems and listeners (code, not
+//! data) and its caches: every live instance with its ids, GUID, persistent id, class, place in
+//! the hierarchy, name, attributes, built-in state (Luau definitions' sources included) and tags;
+//! every component row and orphan record, as raw records; the id counter, the frame number and
+//! the fixed-step block's cadence and carry. Saving the same world twice writes the same bytes,
+//! and so does saving a world loaded from a save without changes in between. Loading never
+//! trusts a length it has not checked against the bytes it actually has (the payload is read
+//! as it arrives, never preallocated from the header; containers in it are decoded against the
+//! bytes left), checks the checksum before decoding, checks everything it decodes before it
+//! builds (ids, references, nesting, classes, the hierarchy), and builds a new world, so a
+//! refused file leaves the caller's world untouched.
+
+mod convert;
+mod format;
+
+use std::io::{Read, Write};
+use std::path::Path;
+
+use hashbrown::HashSet;
+use strata_arena::{Arena, ArenaImage, ClassId, ClassRegistry, InstanceId};
+use strata_component_store::{InstanceRef, Store};
+
+use self::format::{FORMAT_VERSION, SavedWorld};
+use crate::error::{LoadError, SaveError};
+use crate::scene::Scene;
+use crate::world::World;
+
+/// The first bytes of every save file.
+pub const MAGIC: [u8; 8] = *b"STRATASV";
+
+/// The longest Strata version string a header holds.
+const MAX_VERSION_LEN: usize = 64;
+
+/// The largest payload a save may declare (16 GiB): a length past it is refused unread.
+const MAX_PAYLOAD: u64 = 16 << 30;
+
+impl World {
+    /// Writes the world to `writer` (see the module docs). Returns the bytes written.
+    pub fn save(&self, mut writer: impl Write) -> Result<u64, SaveError> {
+        let payload =
+            postcard::to_stdvec(&self.saved()).map_err(|e| SaveError::Encode(e.to_string()))?;
+        let version = env!("CARGO_PKG_VERSION").as_bytes();
+        let mut header = Vec::with_capacity(32 + version.len());
+        header.extend_from_slice(&MAGIC);
+        header.extend_from_slice(&FORMAT_VERSION.to_le_bytes());
+        header.extend_from_slice(&(version.len() as u16).to_le_bytes());
+        header.extend_from_slice(version);
+        header.extend_from_slice(&(payload.len() as u64).to_le_bytes());
+        header.extend_from_slice(&crc32fast::hash(&payload).to_le_bytes());
+        writer.write_all(&header)?;
+        writer.write_all(&payload)?;
+        writer.flush()?;
+        Ok((header.len() + payload.len()) as u64)
+    }
+
+    /// [`World::save`] into a new file at `path` (replacing one that is there).
+    pub fn save_to_path(&self, path: impl AsRef<Path>) -> Result<u64, SaveError> {
+        let file = std::fs::File::create(path)?;
+        let mut writer = std::io::BufWriter::new(file);
+        let written = self.save(&mut writer)?;
+        writer.flush()?;
+        Ok(written)
+    }
+
+    /// Reads a world saved by [`World::save`], on as many threads as [`World::new`] uses.
+    /// Rows of components defined in Luau are adopted at once (their definitions are part of
+    /// the save); rows of components defined in Rust stay orphans until the same definition is
+    /// given again with [`Scene::define`], which adopts them. Rows saved under an older version
+    /// of their schema keep their old values as migration input.
+    pub fn load(reader: impl Read) -> Result<World, LoadError> {
+        let threads = std::thread::available_parallelism().map_or(1, usize::from);
+        Self::load_with_threads(reader, threads)
+    }
+
+    /// [`World::load`] on `threads` threads.
+    pub fn load_with_threads(reader: impl Read, threads: usize) -> Result<World, LoadError> {
+        let saved = read_saved(reader)?;
+        build(&saved, threads)
+    }
+
+    /// [`World::load`] from the file at `path`.
+    pub fn load_from_path(path: impl AsRef<Path>) -> Result<World, LoadError> {
+        let file = std::fs::File::open(path)?;
+        Self::load(std::io::BufReader::new(file))
+    }
+
+    /// The world as save records.
+    fn saved(&self) -> SavedWorld {
+        let scene: &Scene = self;
+        let image = scene.arena.image();
+        let mut records = Vec::new();
+        for set in scene.store.components() {
+            if let Ok(rows) = scene.store.records(set.id()) {
+                records.extend(rows.into_iter().map(|(at, record)| (at.id, record)));
+            }
+        }
+        records.extend(
+            scene
+                .store
+                .orphans()
+                .iter()
+                .map(|(at, record)| (at.id, record.clone())),
+        );
+        records.sort_by(|a, b| (a.0, &a.1.component).cmp(&(b.0, &b.1.component)));
+        let fixed = self.fixed_step();
+        SavedWorld {
+            own_range: convert::range_code(image.own_range),
+            next_id: image.next_id,
+            frame: self.frame(),
+            fixed_step: (fixed.seconds(), fixed.max_steps()),
+            fixed_carried: self.fixed_carried(),
+            game: scene.game().get(),
+            workspace: scene.workspace().get(),
+            instances: image.nodes.iter().map(convert::save_instance).collect(),
+            records: records
+                .iter()
+                .map(|(id, record)| convert::save_record(*id, record))
+                .collect(),
+        }
+    }
+}
+
+/// Reads and checks the header, the payload and its checksum, and decodes the payload.
+fn read_saved(mut reader: impl Read) -> Result<SavedWorld, LoadError> {
+    let mut fixed = [0u8; 14];
+    read_exact(&mut reader, &mut fixed, "the header")?;
+    if fixed[..8] != MAGIC {
+        return Err(LoadError::NotASave);
+    }
+    let version = u32::from_le_bytes([fixed[8], fixed[9], fixed[10], fixed[11]]);
+    if version != FORMAT_VERSION {
+        return Err(LoadError::UnsupportedVersion {
+            found: version,
+            supported: FORMAT_VERSION,
+        });
+    }
+    let version_len = usize::from(u16::from_le_bytes([fixed[12], fixed[13]]));
+    if version_len > MAX_VERSION_LEN {
+        return Err(LoadError::Corrupt(format!(
+            "the header's version string of {version_len} bytes is over {MAX_VERSION_LEN}"
+        )));
+    }
+    let mut writer_version = vec![0u8; version_len];
+    read_exact(&mut reader, &mut writer_version, "the header")?;
+    if std::str::from_utf8(&writer_version).is_err() {
+        return Err(LoadError::Corrupt(
+            "the header's version is not UTF-8".into(),
+        ));
+    }
+    let mut sizes = [0u8; 12];
+    read_exact(&mut reader, &mut sizes, "the header")?;
+    let length = u64::from_le_bytes(sizes[..8].try_into().expect("eight bytes"));
+    let expected = u32::from_le_bytes(sizes[8..].try_into().expect("four bytes"));
+    if length > MAX_PAYLOAD {
+        return Err(LoadError::Corrupt(format!(
+            "the header declares a payload of {length} bytes, over the limit of {MAX_PAYLOAD}"
+        )));
+    }
+    // Read as it arrives: the buffer grows with the bytes actually there.
+    let mut payload = Vec::new();
+    reader.by_ref().take(length).read_to_end(&mut payload)?;
+    if payload.len() as u64 != length {
+        return Err(LoadError::Truncated(format!(
+            "the payload has {} of its {length} bytes",
+            payload.len()
+        )));
+    }
+    let mut extra = [0u8; 1];
+    if reader.read(&mut extra)? != 0 {
+        return Err(LoadError::Corrupt("bytes follow the payload".into()));
+    }
+    let found = crc32fast::hash(&payload);
+    if found != expected {
+        return Err(LoadError::Checksum { expected, found });
+    }
+    postcard::from_bytes(&payload).map_err(|e| LoadError::Corrupt(e.to_string()))
+}
+
+fn read_exact(reader: &mut impl Read, buf: &mut [u8], what: &str) -> Result<(), LoadError> {
+    match reader.read_exact(buf) {
+        Ok(()) => Ok(()),
+        Err(e) if e.kind() == std::io::ErrorKind::UnexpectedEof => {
+            Err(LoadError::Truncated(format!("{what} ends early")))
+        }
+        Err(e) => Err(e.into()),
+    }
+}
+
+/// Builds a world from checked save records.
+fn build(saved: &SavedWorld, threads: usize) -> Result<World, LoadError> {
+    let corrupt = LoadError::Corrupt;
+    let nodes = saved
+        .instances
+        .iter()
+        .map(convert::load_instance)
+        .collect::<Result<Vec<_>, _>>()
+        .map_err(corrupt)?;
+    let ids: HashSet<InstanceId> = nodes.iter().map(|n| n.id).collect();
+    for node in &nodes {
+        if let Some(target) = convert::instance_references(node).find(|t| !ids.contains(t)) {
+            return Err(LoadError::Corrupt(format!(
+                "instance {} refers to {target}, which the save does not hold",
+                node.id
+            )));
+        }
+    }
+    let image = ArenaImage {
+        own_range: convert::range_of(saved.own_range).map_err(corrupt)?,
+        next_id: saved.next_id,
+        nodes,
+    };
+    let arena = Arena::from_image(std::sync::Arc::new(ClassRegistry::standard()), &image)
+        .map_err(|e| LoadError::Rebuild(e.into()))?;
+    let game = convert::id(saved.game).map_err(corrupt)?;
+    let workspace = convert::id(saved.workspace).map_err(corrupt)?;
+    let class_is =
+        |id: InstanceId, class: ClassId| arena.get(id).is_some_and(|n| n.class() == class);
+    if !class_is(game, ClassId::DATA_MODEL) || !class_is(workspace, ClassId::WORKSPACE) {
+        return Err(LoadError::Corrupt(
+            "the game or the workspace is not an instance of its class".into(),
+        ));
+    }
+    let mut store = Store::new();
+    let mut seen: HashSet<(InstanceId, &str)> = HashSet::with_capacity(saved.records.len());
+    for saved_record in &saved.records {
+        let id = convert::id(saved_record.instance).map_err(corrupt)?;
+        if !seen.insert((id, saved_record.component.as_str())) {
+            return Err(LoadError::Corrupt(format!(
+                "instance {id} holds component `{}` twice",
+                saved_record.component
+            )));
+        }
+        let at = InstanceRef::of(&arena, id).map_err(|_| {
+            LoadError::Corrupt(format!("a record names {id}, which the save does not hold"))
+        })?;
+        let record = convert::load_record(saved_record).map_err(corrupt)?;
+        if let Some(target) = convert::record_references(&record)
+            .into_iter()
+            .find(|t| !ids.contains(t))
+        {
+            return Err(LoadError::Corrupt(format!(
+                "a `{}` record of {id} refers to {target}, which the save does not hold",
+                record.component
+            )));
+        }
+        store.add_orphan(at, record);
+    }
+    let fixed = strata_scheduler::FixedStep::new(saved.fixed_step.0, saved.fixed_step.1)
+        .map_err(|e| LoadError::Corrupt(e.to_string()))?;
+    if !(saved.fixed_carried.is_finite() && saved.fixed_carried >= 0.0) {
+        return Err(LoadError::Corrupt(
+            "the fixed-step carry is not a time".into(),
+        ));
+    }
+    let mut scene = Scene::from_parts(arena, store, game, workspace).map_err(LoadError::Rebuild)?;
+    scene.sync_definitions();
+    scene.syncs.clear();
+    let mut world = World::from_scene(scene, threads).map_err(LoadError::Rebuild)?;
+    world.set_clock(saved.frame, fixed, saved.fixed_carried);
+    Ok(world)
+}

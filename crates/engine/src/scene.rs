@@ -1,0 +1,134 @@
+//! `Scene`: a world's instances and components (the arena, the component store and the sync
+//! of Luau definitions) with every operation on them. A [`World`](crate::World) derefs to its
+//! scene, and so does a serial system's [`Ctx`](crate::Ctx), so game code outside and inside
+//! systems uses one API.
+//!
+//! Invariant: the arena and the store stay in step. Every instance the store holds a row for is
+//! live in the arena or a tombstone awaiting reclamation: components are added only to live
+//! instances through references made from the arena ([`InstanceRef::of`]); every destruction
+//! goes through [`Scene::destroy`] (or a staged batch committed by [`Scene::commit`]), which hands
+//! the store its removals, applies the reference policies and follows the destroy requests they
+//! make until none is left; every reclamation is reported to the store by the frame loop. The
+//! arena and the store are private to this crate: callers read them through [`Scene::arena`] and
+//! [`Scene::store`] and change them only through the scene.
+
+use std::cell::Cell;
+
+use strata_arena::{Arena, ClassId, InstanceId, Snapshot};
+use strata_component_store::{InstanceRef, Store};
+use strata_schema_adoption::{ComponentReport, SchemaSync, SyncReport};
+
+use crate::error::WorldError;
+
+/// A world's instances and components (see the module docs).
+pub struct Scene {
+    pub(crate) arena: Arena,
+    pub(crate) store: Store,
+    pub(crate) sync: SchemaSync,
+    game: InstanceId,
+    workspace: InstanceId,
+    /// What a running system reports to its statistics.
+    counts: Counts,
+    /// Definition syncs made since the frame's events were last taken.
+    pub(crate) syncs: Vec<SyncReport>,
+    /// Adoptions of orphans onto components defined in Rust since then.
+    pub(crate) adoptions: Vec<ComponentReport>,
+}
+
+/// What the scene's operations did, for the statistics of the system that asked.
+#[derive(Debug, Default)]
+pub(crate) struct Counts {
+    pub(crate) reads: Cell<u64>,
+    pub(crate) writes: Cell<u64>,
+    pub(crate) rows: Cell<u64>,
+}
+
+impl Counts {
+    /// Takes the counts (reads, writes, rows) and starts again from zero.
+    pub(crate) fn take(&self) -> (u64, u64, u64) {
+        (self.reads.take(), self.writes.take(), self.rows.take())
+    }
+}
+
+impl std::fmt::Debug for Scene {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Scene")
+            .field("live", &self.arena.live_count())
+            .field("store", &self.store.id())
+            .finish_non_exhaustive()
+    }
+}
+
+impl Scene {
+    /// A scene with the standard classes: a `DataModel` (the game) with a `Workspace` under it.
+    pub(crate) fn new() -> Result<Self, WorldError> {
+        let mut arena = Arena::standard();
+        let game = arena.create(ClassId::DATA_MODEL, None)?;
+        let workspace = arena.create(ClassId::WORKSPACE, Some(game))?;
+        Self::from_parts(arena, Store::new(), game, workspace)
+    }
+
+    /// A scene over an arena and a store that are in step.
+    pub(crate) fn from_parts(
+        arena: Arena,
+        store: Store,
+        game: InstanceId,
+        workspace: InstanceId,
+    ) -> Result<Self, WorldError> {
+        Ok(Self {
+            arena,
+            store,
+            sync: SchemaSync::new()?,
+            game,
+            workspace,
+            counts: Counts::default(),
+            syncs: Vec::new(),
+            adoptions: Vec::new(),
+        })
+    }
+
+    /// The root of the hierarchy (a `DataModel`).
+    pub fn game(&self) -> InstanceId {
+        self.game
+    }
+
+    /// The world container (a `Workspace` under the game): parts under it are in the world.
+    pub fn workspace(&self) -> InstanceId {
+        self.workspace
+    }
+
+    /// The hierarchy, for reading: classes, parents and children, names, attributes, built-in
+    /// state, tags, revisions and journals.
+    pub fn arena(&self) -> &Snapshot {
+        &self.arena
+    }
+
+    /// The component store, for reading: sets, columns, ticks, dirty state, removal logs.
+    pub fn store(&self) -> &Store {
+        &self.store
+    }
+
+    /// A checked reference to a live instance, as the store addresses it.
+    pub fn instance_ref(&self, id: InstanceId) -> Result<InstanceRef, WorldError> {
+        if !self.arena.is_live(id) {
+            return Err(WorldError::NotLive(id));
+        }
+        Ok(InstanceRef::of(&self.arena, id)?)
+    }
+
+    pub(crate) fn counts(&self) -> &Counts {
+        &self.counts
+    }
+
+    pub(crate) fn count_reads(&self, n: u64) {
+        self.counts.reads.set(self.counts.reads.get() + n);
+    }
+
+    pub(crate) fn count_writes(&self, n: u64) {
+        self.counts.writes.set(self.counts.writes.get() + n);
+    }
+
+    pub(crate) fn count_rows(&self, n: u64) {
+        self.counts.rows.set(self.counts.rows.get() + n);
+    }
+}

@@ -1,0 +1,433 @@
+//! Systems written in Rust: [`SystemSpec`] (a name, a body, where and when it runs, what it
+//! writes), the [`SystemBody`] trait other layers implement (the Luau scripting layer, say), and
+//! the two contexts a body runs with: [`Ctx`] for a serial system (the whole scene, structural
+//! changes included) and [`ParCtx`] for a parallel one (the established state to read, an
+//! overlay to write).
+//!
+//! Invariant: a parallel system writes only through its overlay, and only the fields it
+//! declared ([`SystemSpec::writes`]); anything else it asks for is refused with a typed error and
+//! records nothing. Its reads see the state established before its group began, and its own
+//! writes.
+
+use std::ops::{Deref, DerefMut};
+
+use strata_arena::{InstanceId, Snapshot};
+use strata_component_store::{ComponentId, FieldId, InstanceRef, Scalar, Store, Value};
+use strata_parallel_overlay::{Logged, Overlay};
+use strata_query::{Pass, Query};
+use strata_scheduler::{HierarchyKey, Phase, System};
+
+use crate::error::{SystemError, WorldError};
+use crate::scene::Scene;
+
+/// What a system's run returns.
+pub type SystemResult = Result<(), SystemError>;
+
+/// A system's body: what the world calls each time the system is due.
+///
+/// A serial body gets the whole scene through [`Ctx`]; a parallel one
+/// ([`SystemBody::is_parallel`]) runs on a lane beside the other parallel systems scheduled next
+/// to it, through [`ParCtx`]. Closures become bodies through [`SystemSpec::new`] and
+/// [`SystemSpec::parallel`]; other layers implement the trait.
+pub trait SystemBody: Send {
+    /// Whether the body runs on a parallel lane, writing through an overlay.
+    fn is_parallel(&self) -> bool {
+        false
+    }
+
+    /// Runs a serial body.
+    fn run(&mut self, ctx: &mut Ctx<'_>) -> SystemResult;
+
+    /// Runs a parallel body. The default refuses: a body that says it is parallel implements
+    /// it.
+    fn run_parallel(&mut self, ctx: &mut ParCtx<'_>) -> SystemResult {
+        let _ = ctx;
+        Err(SystemError::failed("this system has no parallel body"))
+    }
+}
+
+/// A system's body as the world keeps it, with the fields it declared it writes.
+pub(crate) struct Body {
+    pub(crate) inner: Box<dyn SystemBody>,
+    pub(crate) writes: Vec<(ComponentId, FieldId)>,
+    pub(crate) reads: Vec<ComponentId>,
+}
+
+impl Body {
+    pub(crate) fn is_parallel(&self) -> bool {
+        self.inner.is_parallel()
+    }
+}
+
+struct SerialFn<F>(F);
+
+impl<F> SystemBody for SerialFn<F>
+where
+    F: FnMut(&mut Ctx<'_>) -> SystemResult + Send,
+{
+    fn run(&mut self, ctx: &mut Ctx<'_>) -> SystemResult {
+        (self.0)(ctx)
+    }
+}
+
+struct ParallelFn<F>(F);
+
+impl<F> SystemBody for ParallelFn<F>
+where
+    F: FnMut(&mut ParCtx<'_>) -> SystemResult + Send,
+{
+    fn is_parallel(&self) -> bool {
+        true
+    }
+
+    fn run(&mut self, _ctx: &mut Ctx<'_>) -> SystemResult {
+        Err(SystemError::failed("a parallel system runs on a lane"))
+    }
+
+    fn run_parallel(&mut self, ctx: &mut ParCtx<'_>) -> SystemResult {
+        (self.0)(ctx)
+    }
+}
+
+/// A system to add to a world: a name, a body, and where and when it runs.
+///
+/// A new system runs in [`Phase::Update`] every frame, in no set, with no declared order.
+pub struct SystemSpec {
+    pub(crate) system: System<Body>,
+}
+
+impl std::fmt::Debug for SystemSpec {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("SystemSpec")
+            .field("name", &self.system.name())
+            .field("phase", &self.system.phase())
+            .finish_non_exhaustive()
+    }
+}
+
+impl SystemSpec {
+    /// A serial system: `run` gets the whole scene, structural changes included.
+    pub fn new(name: &str, run: impl FnMut(&mut Ctx<'_>) -> SystemResult + Send + 'static) -> Self {
+        Self::from_body(name, Box::new(SerialFn(run)))
+    }
+
+    /// A parallel system: `run` reads the state established before its group began and writes
+    /// through its own overlay, on a lane beside the parallel systems scheduled next to it;
+    /// the writes commit in scheduled order after the group. Declare every field it writes with
+    /// [`SystemSpec::writes`].
+    pub fn parallel(
+        name: &str,
+        run: impl FnMut(&mut ParCtx<'_>) -> SystemResult + Send + 'static,
+    ) -> Self {
+        Self::from_body(name, Box::new(ParallelFn(run)))
+    }
+
+    /// A system with a body of another layer's making.
+    pub fn from_body(name: &str, body: Box<dyn SystemBody>) -> Self {
+        Self {
+            system: System::new(
+                name,
+                Body {
+                    inner: body,
+                    writes: Vec::new(),
+                    reads: Vec::new(),
+                },
+            ),
+        }
+    }
+
+    /// Runs in `phase`.
+    pub fn in_phase(mut self, phase: Phase) -> Self {
+        self.system = self.system.in_phase(phase);
+        self
+    }
+
+    /// Runs in the fixed-step block, once per fixed step.
+    pub fn in_fixed_block(mut self) -> Self {
+        self.system = self.system.in_fixed_block();
+        self
+    }
+
+    /// Belongs to the set named `set`.
+    pub fn in_set(mut self, set: &str) -> Self {
+        self.system = self.system.in_set(set);
+        self
+    }
+
+    /// Runs before the system or every member of the set named `target`.
+    pub fn before(mut self, target: &str) -> Self {
+        self.system = self.system.before(target);
+        self
+    }
+
+    /// Runs after the system or every member of the set named `target`.
+    pub fn after(mut self, target: &str) -> Self {
+        self.system = self.system.after(target);
+        self
+    }
+
+    /// Runs at most once per `seconds` of its stage's time, with the time accumulated.
+    pub fn with_interval(mut self, seconds: f64) -> Self {
+        self.system = self.system.with_interval(seconds);
+        self
+    }
+
+    /// Its place in hierarchy order (ties between unordered systems break by it).
+    pub fn with_hierarchy(mut self, key: impl Into<HierarchyKey>) -> Self {
+        self.system = self.system.with_hierarchy(key);
+        self
+    }
+
+    /// Starts disabled.
+    pub fn disabled(mut self) -> Self {
+        self.system = self.system.disabled();
+        self
+    }
+
+    /// Declares that the system reads `component` (shown in the schedule's dump).
+    pub fn reads(mut self, component: ComponentId) -> Self {
+        let body = self.system.body_mut();
+        if !body.reads.contains(&component) {
+            body.reads.push(component);
+        }
+        self
+    }
+
+    /// Declares that the system writes `field` of `component`. A parallel system may write
+    /// only what it declares.
+    pub fn writes(mut self, component: ComponentId, field: FieldId) -> Self {
+        let body = self.system.body_mut();
+        if !body.writes.contains(&(component, field)) {
+            body.writes.push((component, field));
+        }
+        self
+    }
+
+    /// The system's name.
+    pub fn name(&self) -> &str {
+        self.system.name()
+    }
+}
+
+/// What a serial system runs with: the whole scene (it derefs to [`Scene`]), the time its run
+/// stands for, and the frame number.
+pub struct Ctx<'w> {
+    pub(crate) scene: &'w mut Scene,
+    pub(crate) dt: f64,
+    pub(crate) frame: u64,
+}
+
+impl Ctx<'_> {
+    /// The seconds this run stands for: the frame's time, the fixed step, or for an interval
+    /// system the time accumulated since its previous run.
+    pub fn dt(&self) -> f64 {
+        self.dt
+    }
+
+    /// The frame being stepped (0 for the first).
+    pub fn frame(&self) -> u64 {
+        self.frame
+    }
+}
+
+impl Deref for Ctx<'_> {
+    type Target = Scene;
+
+    fn deref(&self) -> &Scene {
+        self.scene
+    }
+}
+
+impl DerefMut for Ctx<'_> {
+    fn deref_mut(&mut self) -> &mut Scene {
+        self.scene
+    }
+}
+
+/// What a parallel system runs with: the state established before its group began (the arena
+/// and the store, read-only), its own overlay for writes, and the time its run stands for.
+pub struct ParCtx<'a> {
+    pub(crate) arena: &'a Snapshot,
+    pub(crate) overlay: Overlay<'a>,
+    pub(crate) writes: &'a [(ComponentId, FieldId)],
+    pub(crate) dt: f64,
+    pub(crate) frame: u64,
+    pub(crate) rows: u64,
+}
+
+impl<'a> ParCtx<'a> {
+    /// The seconds this run stands for.
+    pub fn dt(&self) -> f64 {
+        self.dt
+    }
+
+    /// The frame being stepped.
+    pub fn frame(&self) -> u64 {
+        self.frame
+    }
+
+    /// The hierarchy as it was when the group began.
+    pub fn arena(&self) -> &'a Snapshot {
+        self.arena
+    }
+
+    /// The store as it was when the group began.
+    pub fn store(&self) -> &'a Store {
+        self.overlay.store()
+    }
+
+    fn at(&self, id: InstanceId) -> Result<InstanceRef, WorldError> {
+        if !self.arena.is_live(id) {
+            return Err(WorldError::NotLive(id));
+        }
+        Ok(InstanceRef::of(self.arena, id)?)
+    }
+
+    fn declared(&self, component: ComponentId, field: FieldId) -> Result<(), WorldError> {
+        if self.writes.contains(&(component, field)) {
+            Ok(())
+        } else {
+            Err(WorldError::UndeclaredWrite { component, field })
+        }
+    }
+
+    /// A field's value: this system's latest write to it in this run, otherwise the
+    /// established value.
+    pub fn get<T: Scalar>(
+        &mut self,
+        id: InstanceId,
+        component: ComponentId,
+        field: FieldId,
+    ) -> Result<T, WorldError> {
+        let at = self.at(id)?;
+        Ok(self.overlay.get::<T>(at, component, field)?)
+    }
+
+    /// A field's value in dynamic form (own write first).
+    pub fn get_value(
+        &mut self,
+        id: InstanceId,
+        component: ComponentId,
+        field: FieldId,
+    ) -> Result<Value, WorldError> {
+        let at = self.at(id)?;
+        Ok(self.overlay.read(at, component, field)?)
+    }
+
+    /// Records a write of a declared field; it commits after the group, in scheduled order.
+    pub fn write<T: Scalar>(
+        &mut self,
+        id: InstanceId,
+        component: ComponentId,
+        field: FieldId,
+        value: T,
+    ) -> Result<(), WorldError> {
+        self.declared(component, field)?;
+        let at = self.at(id)?;
+        Ok(self.overlay.set(at, component, field, value)?)
+    }
+
+    /// Records a write of a declared field in dynamic form.
+    pub fn write_value(
+        &mut self,
+        id: InstanceId,
+        component: ComponentId,
+        field: FieldId,
+        value: Value,
+    ) -> Result<(), WorldError> {
+        self.declared(component, field)?;
+        let at = self.at(id)?;
+        Ok(self.overlay.write(at, component, field, value)?)
+    }
+
+    /// A query's pass over the established state, for reading.
+    pub fn pass<'q>(&mut self, query: &'q mut Query) -> Result<Pass<'q>, WorldError> {
+        let pass = query.run(self.arena, self.overlay.store())?;
+        self.rows += pass.len() as u64;
+        Ok(pass)
+    }
+
+    /// Records `write = f(write)` (term, field) for every selected match of a query, through
+    /// this system's overlay (reading its own earlier writes first). Returns how many values it
+    /// recorded that differ from the ones they replace.
+    pub fn update_each<W: Logged + Clone>(
+        &mut self,
+        query: &mut Query,
+        write: (usize, FieldId),
+        mut f: impl FnMut(&W) -> W,
+    ) -> Result<usize, WorldError> {
+        let (term, field) = write;
+        let component = pass_component(query, term)?;
+        self.declared(component, field)?;
+        let pass = query.run(self.arena, self.overlay.store())?;
+        self.rows += pass.len() as u64;
+        let rows: Vec<usize> = pass.iter().filter_map(|m| m.row(term)).collect();
+        let mut column = self.overlay.column::<W>(component, field)?;
+        let mut recorded = 0;
+        for row in rows {
+            let Some(current) = column.get(row).cloned() else {
+                continue;
+            };
+            let next = f(&current);
+            if !next.identical(&current) {
+                column.write(row, next)?;
+                recorded += 1;
+            }
+        }
+        Ok(recorded)
+    }
+
+    /// Records `write = f(write, read)` (each a term and field of the query) for every
+    /// selected match, `read` taken from the established state.
+    pub fn update<W: Logged + Clone, R: Scalar + Clone>(
+        &mut self,
+        query: &mut Query,
+        write: (usize, FieldId),
+        read: (usize, FieldId),
+        mut f: impl FnMut(&W, &R) -> W,
+    ) -> Result<usize, WorldError> {
+        let (term, field) = write;
+        let (read_term, read_field) = read;
+        let component = pass_component(query, term)?;
+        let read_component = pass_component(query, read_term)?;
+        self.declared(component, field)?;
+        let store = self.overlay.store();
+        let pass = query.run(self.arena, store)?;
+        self.rows += pass.len() as u64;
+        let reads = store.set(read_component)?.checked_values::<R>(read_field)?;
+        let pairs: Vec<(usize, R)> = pass
+            .iter()
+            .filter_map(|m| Some((m.row(term)?, reads.get(m.row(read_term)?)?.clone())))
+            .collect();
+        let mut column = self.overlay.column::<W>(component, field)?;
+        let mut recorded = 0;
+        for (row, input) in pairs {
+            let Some(current) = column.get(row).cloned() else {
+                continue;
+            };
+            let next = f(&current, &input);
+            if !next.identical(&current) {
+                column.write(row, next)?;
+                recorded += 1;
+            }
+        }
+        Ok(recorded)
+    }
+}
+
+/// The component a query's term `term` requires.
+fn pass_component(query: &Query, term: usize) -> Result<ComponentId, WorldError> {
+    query
+        .spec()
+        .required()
+        .get(term)
+        .copied()
+        .ok_or(WorldError::Query(strata_query::QueryError::NoSuchTerm(
+            term,
+        )))
+}
+
+/// The serial context for one run.
+pub(crate) fn serial_ctx(scene: &mut Scene, dt: f64, frame: u64) -> Ctx<'_> {
+    Ctx { scene, dt, frame }
+}

@@ -1,0 +1,459 @@
+//! `World`: a scene, the systems that run on it, and the frame loop.
+//!
+//! Invariant: a frame always does the same steps in the same order: sync the Luau definitions;
+//! run the schedule (phases in order, the fixed-step block between `PreUpdate` and `Update`,
+//! interval systems when due, systems stopped in a cycle never), serial systems one at a time
+//! with the whole scene and each run of consecutive parallel systems together on the pool, their
+//! overlays committed in scheduled order once the run has finished; then drain the arena
+//! (its events delivered to lifecycle listeners, destroyed subtrees readable in a lifecycle scope
+//! while they are), report reclaimed slots to the store, take the store's events and clear its
+//! frame state. A frame's result depends on the world and `dt` only: not on the thread count,
+//! nor on which lane finished first.
+
+use std::ops::{Deref, DerefMut};
+use std::panic::{AssertUnwindSafe, catch_unwind};
+use std::time::Instant;
+
+use rayon::prelude::*;
+use strata_arena::{Event, InstanceId, Snapshot};
+use strata_component_store::StoreEvent;
+use strata_parallel_overlay::{
+    CommitReport, Overlay, Spare, SystemOrder, WriterRank, commit_with_spare,
+};
+use strata_scheduler::{Due, FixedStep, Plan, Schedule, SystemId, SystemStats};
+use strata_schema_adoption::{ComponentReport, SyncReport};
+
+use crate::error::{SystemError, WorldError};
+use crate::scene::Scene;
+use crate::systems::{Body, ParCtx, SystemSpec, serial_ctx};
+
+/// What one frame did, readable after it (see [`World::step`]).
+#[derive(Debug, Default)]
+pub struct FrameEvents {
+    /// The frame these events belong to (0 for the first).
+    pub frame: u64,
+    /// The arena's events since the previous frame's end: creations, moves, destructions.
+    pub lifecycle: Vec<Event>,
+    /// The store's events for observed components: rows added and removed, fields changed.
+    pub components: Vec<StoreEvent>,
+    /// Each parallel group's commit: writes applied, conflicts (with whether the schedule
+    /// orders the two writers), refusals and relocated rows.
+    pub commits: Vec<CommitReport>,
+    /// Definition syncs that changed something: additions, redefinitions, renames, removals,
+    /// with their adoption reports.
+    pub definitions: Vec<SyncReport>,
+    /// Adoptions of saved or orphaned rows onto components defined in Rust.
+    pub adoptions: Vec<ComponentReport>,
+    /// The systems whose runs failed (an error returned, or a panic caught), by name.
+    pub errors: Vec<(String, SystemError)>,
+    /// Fixed steps the frame ran.
+    pub fixed_steps: u32,
+    /// Whole fixed steps owed beyond the frame's limit, dropped.
+    pub fixed_steps_dropped: u64,
+}
+
+/// A listener of the arena's events, called at the end of each frame.
+type Listener = Box<dyn FnMut(&Event, &Snapshot)>;
+
+/// A scene, the systems that run on it, and the frame loop (see the module docs). It derefs to
+/// its [`Scene`], so instances and components are reached the same way outside systems and
+/// inside serial ones.
+pub struct World {
+    scene: Scene,
+    schedule: Schedule<Body>,
+    /// The schedule's plan as of its last build, for writer ranks and the conflict oracle.
+    plan: Plan,
+    pool: rayon::ThreadPool,
+    threads: usize,
+    spare: Spare,
+    frame: u64,
+    events: FrameEvents,
+    listeners: Vec<Listener>,
+}
+
+impl std::fmt::Debug for World {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("World")
+            .field("frame", &self.frame)
+            .field("threads", &self.threads)
+            .field("systems", &self.schedule.len())
+            .field("scene", &self.scene)
+            .finish_non_exhaustive()
+    }
+}
+
+impl Deref for World {
+    type Target = Scene;
+
+    fn deref(&self) -> &Scene {
+        &self.scene
+    }
+}
+
+impl DerefMut for World {
+    fn deref_mut(&mut self) -> &mut Scene {
+        &mut self.scene
+    }
+}
+
+fn pool(threads: usize) -> Result<rayon::ThreadPool, WorldError> {
+    if threads == 0 {
+        return Err(WorldError::Threads {
+            threads,
+            reason: "a world needs at least one thread".into(),
+        });
+    }
+    rayon::ThreadPoolBuilder::new()
+        .num_threads(threads)
+        .thread_name(|i| format!("strata-lane-{i}"))
+        .build()
+        .map_err(|e| WorldError::Threads {
+            threads,
+            reason: e.to_string(),
+        })
+}
+
+impl World {
+    /// A world with the standard classes (a `DataModel` with a `Workspace`), no components and
+    /// no systems, running parallel systems on as many threads as the machine has.
+    pub fn new() -> Result<Self, WorldError> {
+        let threads = std::thread::available_parallelism().map_or(1, usize::from);
+        Self::with_threads(threads)
+    }
+
+    /// [`World::new`] on `threads` threads.
+    pub fn with_threads(threads: usize) -> Result<Self, WorldError> {
+        Self::from_scene(Scene::new()?, threads)
+    }
+
+    pub(crate) fn from_scene(scene: Scene, threads: usize) -> Result<Self, WorldError> {
+        Ok(Self {
+            scene,
+            schedule: Schedule::new(),
+            plan: Plan::default(),
+            pool: pool(threads)?,
+            threads,
+            spare: Spare::new(),
+            frame: 0,
+            events: FrameEvents::default(),
+            listeners: Vec::new(),
+        })
+    }
+
+    /// The scene.
+    pub fn scene(&self) -> &Scene {
+        &self.scene
+    }
+
+    /// The scene, for changing.
+    pub fn scene_mut(&mut self) -> &mut Scene {
+        &mut self.scene
+    }
+
+    /// How many threads parallel systems run on.
+    pub fn threads(&self) -> usize {
+        self.threads
+    }
+
+    /// Runs parallel systems on `threads` threads from the next frame on. The result of a frame
+    /// does not depend on it.
+    pub fn set_threads(&mut self, threads: usize) -> Result<(), WorldError> {
+        self.pool = pool(threads)?;
+        self.threads = threads;
+        Ok(())
+    }
+
+    /// The fixed-step block's cadence: `seconds` per step, at most `max_steps` steps a frame.
+    pub fn set_fixed_step(&mut self, seconds: f64, max_steps: u32) -> Result<(), WorldError> {
+        self.schedule
+            .set_fixed_step(FixedStep::new(seconds, max_steps)?);
+        Ok(())
+    }
+
+    /// The fixed-step block's cadence.
+    pub fn fixed_step(&self) -> FixedStep {
+        self.schedule.fixed_step()
+    }
+
+    /// The time the fixed-step block carries to the next frame, in seconds.
+    pub fn fixed_carried(&self) -> f64 {
+        self.schedule.fixed_carried()
+    }
+
+    /// Sets the frame counter and the fixed-step block as a save or a snapshot had them.
+    pub(crate) fn set_clock(&mut self, frame: u64, fixed: FixedStep, carried: f64) {
+        self.frame = frame;
+        self.schedule.set_fixed_step(fixed);
+        self.schedule.set_fixed_carried(carried);
+    }
+
+    /// The number of the next frame [`World::step`] runs (how many frames ran so far).
+    pub fn frame(&self) -> u64 {
+        self.frame
+    }
+
+    /// Adds a system. Refused for a name already taken.
+    pub fn add_system(&mut self, spec: SystemSpec) -> Result<SystemId, WorldError> {
+        Ok(self.schedule.add(spec.system)?)
+    }
+
+    /// Removes a system.
+    pub fn remove_system(&mut self, id: SystemId) -> Result<(), WorldError> {
+        self.schedule.remove(id)?;
+        Ok(())
+    }
+
+    /// Enables or disables a system.
+    pub fn set_system_enabled(&mut self, id: SystemId, enabled: bool) -> Result<(), WorldError> {
+        Ok(self.schedule.set_enabled(id, enabled)?)
+    }
+
+    /// The system named `name`.
+    pub fn system_id(&self, name: &str) -> Option<SystemId> {
+        self.schedule.id(name)
+    }
+
+    /// The schedule's plan (built first if systems changed): order, cycles, diagnostics,
+    /// reachability, `dump` and `to_dot`.
+    pub fn plan(&mut self) -> &Plan {
+        self.schedule.build()
+    }
+
+    /// Every system with its statistics, in scheduled order (then the unscheduled ones).
+    pub fn stats(&self) -> Vec<(SystemId, String, SystemStats)> {
+        let mut ids: Vec<SystemId> = self.schedule.ids().collect();
+        let plan = self.schedule.plan();
+        ids.sort_by_key(|id| (plan.position(*id).unwrap_or(u32::MAX), id.index()));
+        ids.into_iter()
+            .filter_map(|id| {
+                let name = self.schedule.system(id).ok()?.name().to_owned();
+                Some((id, name, *self.schedule.stats(id).ok()?))
+            })
+            .collect()
+    }
+
+    /// [`World::stats`] as a text table: runs, mean and longest duration, reads, writes,
+    /// visited rows and errors per system.
+    pub fn stats_table(&self) -> String {
+        crate::stats::table(&self.stats())
+    }
+
+    /// Listens to the arena's events: called at the end of every frame for each event, with
+    /// the hierarchy to read; for a destruction, inside a lifecycle scope on each destroyed
+    /// root, so the destroyed subtree is readable (never writable) while the listener runs.
+    pub fn on_lifecycle(&mut self, listener: impl FnMut(&Event, &Snapshot) + 'static) {
+        self.listeners.push(Box::new(listener));
+    }
+
+    /// What the last frame did.
+    pub fn events(&self) -> &FrameEvents {
+        &self.events
+    }
+
+    /// Runs one frame of `dt` seconds (see the module docs) and returns what it did. Refused,
+    /// changing nothing, for a negative or non-finite `dt`.
+    pub fn step(&mut self, dt: f64) -> Result<&FrameEvents, WorldError> {
+        if !(dt.is_finite() && dt >= 0.0) {
+            return Err(strata_scheduler::ScheduleError::InvalidDelta(dt).into());
+        }
+        let frame = self.frame;
+        let _span = tracing::info_span!("world_frame", frame, dt).entered();
+        let mut events = FrameEvents {
+            frame,
+            ..FrameEvents::default()
+        };
+        self.scene.sync_definitions();
+        if self.schedule.is_stale() {
+            self.plan = self.schedule.build().clone();
+        }
+        let Self {
+            scene,
+            schedule,
+            plan,
+            pool,
+            spare,
+            ..
+        } = self;
+        let mut commits = Vec::new();
+        let report = schedule.run_frame_grouped(dt, Body::is_parallel, |group| {
+            run_group(scene, plan, pool, spare, frame, group, &mut commits)
+        })?;
+        events.commits = commits;
+        events.fixed_steps = report.fixed_steps;
+        events.fixed_steps_dropped = report.fixed_steps_dropped;
+        for (id, error) in report.errors {
+            let name = self
+                .schedule
+                .system(id)
+                .map_or_else(|_| format!("{id:?}"), |s| s.name().to_owned());
+            events.errors.push((name, error));
+        }
+        self.end_frame(&mut events)?;
+        self.events = events;
+        self.frame += 1;
+        Ok(&self.events)
+    }
+
+    /// The end of a frame: drain the arena, deliver its events, report reclaimed slots, take
+    /// the store's events and definition syncs, clear the store's frame state.
+    fn end_frame(&mut self, events: &mut FrameEvents) -> Result<(), WorldError> {
+        let drained = self.scene.arena.drain()?;
+        for event in &drained.events {
+            self.deliver(event)?;
+        }
+        self.scene.store.on_reclaimed(&drained.reclaimed);
+        events.lifecycle = drained.events;
+        events.components = self.scene.store.drain_events();
+        events.definitions = std::mem::take(&mut self.scene.syncs);
+        events.adoptions = std::mem::take(&mut self.scene.adoptions);
+        self.scene.store.end_frame();
+        Ok(())
+    }
+
+    /// Hands one arena event to every listener, in a lifecycle scope on each destroyed root.
+    fn deliver(&mut self, event: &Event) -> Result<(), WorldError> {
+        if self.listeners.is_empty() {
+            return Ok(());
+        }
+        let roots: Vec<InstanceId> = match event {
+            Event::Destroyed { subtree } => vec![subtree.root()],
+            Event::DestroyedMany(batch) => batch.roots.iter().map(|(root, _)| *root).collect(),
+            _ => Vec::new(),
+        };
+        let listeners = &mut self.listeners;
+        if roots.is_empty() {
+            for listener in listeners.iter_mut() {
+                listener(event, &self.scene.arena);
+            }
+            return Ok(());
+        }
+        for root in roots {
+            self.scene.arena.with_lifecycle_scope(root, |view| {
+                for listener in listeners.iter_mut() {
+                    listener(event, view);
+                }
+            })?;
+        }
+        Ok(())
+    }
+}
+
+/// The message of a caught panic.
+pub(crate) fn panic_message(panic: &(dyn std::any::Any + Send)) -> String {
+    if let Some(message) = panic.downcast_ref::<&str>() {
+        (*message).to_owned()
+    } else if let Some(message) = panic.downcast_ref::<String>() {
+        message.clone()
+    } else {
+        "a panic without a message".to_owned()
+    }
+}
+
+/// Runs one group the schedule hands over: a serial system alone with the whole scene, or a
+/// run of parallel systems on the pool, committed after they all finished.
+fn run_group(
+    scene: &mut Scene,
+    plan: &Plan,
+    pool: &rayon::ThreadPool,
+    spare: &Spare,
+    frame: u64,
+    group: &mut [Due<'_, Body>],
+    commits: &mut Vec<CommitReport>,
+) -> Vec<Result<(), SystemError>> {
+    match group {
+        [due] if !due.body().is_parallel() => vec![run_serial(scene, frame, due)],
+        group => run_parallel(scene, plan, pool, spare, frame, group, commits),
+    }
+}
+
+fn run_serial(scene: &mut Scene, frame: u64, due: &mut Due<'_, Body>) -> Result<(), SystemError> {
+    let _span = tracing::info_span!("system", name = due.name()).entered();
+    let (body, run) = due.parts();
+    let dt = run.dt();
+    scene.counts().take();
+    let outcome = {
+        let mut ctx = serial_ctx(scene, dt, frame);
+        catch_unwind(AssertUnwindSafe(|| body.inner.run(&mut ctx)))
+    };
+    let (reads, writes, rows) = scene.counts().take();
+    run.add_component_reads(reads);
+    run.add_field_writes(writes);
+    run.add_visited_rows(rows);
+    match outcome {
+        Ok(result) => result,
+        Err(panic) => Err(SystemError::Panicked(panic_message(panic.as_ref()))),
+    }
+}
+
+/// What one lane hands back: its result, its overlay's writes, and its counts.
+struct Lane {
+    result: Result<(), SystemError>,
+    set: strata_parallel_overlay::WriteSet,
+    rows: u64,
+    took: std::time::Duration,
+}
+
+fn run_parallel(
+    scene: &mut Scene,
+    plan: &Plan,
+    pool: &rayon::ThreadPool,
+    spare: &Spare,
+    frame: u64,
+    group: &mut [Due<'_, Body>],
+    commits: &mut Vec<CommitReport>,
+) -> Vec<Result<(), SystemError>> {
+    let (arena, store) = (&scene.arena, &scene.store);
+    let lanes: Vec<Lane> = pool.install(|| {
+        group
+            .par_iter_mut()
+            .map(|due| {
+                let id = due.id();
+                let _span = tracing::info_span!("system", name = due.name()).entered();
+                let rank = WriterRank::system(
+                    u64::from(plan.position(id).unwrap_or(u32::MAX)),
+                    u64::from(id.index()),
+                );
+                let (body, run) = due.parts();
+                let started = Instant::now();
+                let mut ctx = ParCtx {
+                    arena,
+                    overlay: Overlay::with_spare(rank, store, spare),
+                    writes: &body.writes,
+                    dt: run.dt(),
+                    frame,
+                    rows: 0,
+                };
+                let outcome = catch_unwind(AssertUnwindSafe(|| body.inner.run_parallel(&mut ctx)));
+                let result = match outcome {
+                    Ok(result) => result,
+                    Err(panic) => Err(SystemError::Panicked(panic_message(panic.as_ref()))),
+                };
+                let rows = ctx.rows;
+                let set = ctx.overlay.finish();
+                Lane {
+                    result,
+                    set,
+                    rows,
+                    took: started.elapsed(),
+                }
+            })
+            .collect()
+    });
+    let mut sets = Vec::with_capacity(lanes.len());
+    let mut results = Vec::with_capacity(lanes.len());
+    for (due, lane) in group.iter_mut().zip(lanes) {
+        let (_, run) = due.parts();
+        run.add_component_reads(lane.set.reads());
+        run.add_field_writes(lane.set.writes());
+        run.add_visited_rows(lane.rows);
+        due.set_duration(lane.took);
+        sets.push(lane.set);
+        results.push(lane.result);
+    }
+    let oracle = SystemOrder(plan.order_oracle());
+    let report = pool.install(|| commit_with_spare(&mut scene.store, sets, &oracle, spare));
+    if !report.conflicts.is_empty() || !report.refusals.is_empty() || report.writers > 0 {
+        commits.push(report);
+    }
+    results
+}
