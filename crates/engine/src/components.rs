@@ -31,6 +31,27 @@ impl Scene {
         Ok(component)
     }
 
+    /// Adopts every orphan record whose component is installed (whatever defined it); the
+    /// reports go to the frame's events.
+    pub(crate) fn adopt_pending_orphans(&mut self) {
+        if self.store.orphans().is_empty() {
+            return;
+        }
+        let pending: Vec<ComponentId> = self
+            .store
+            .components()
+            .filter(|set| self.store.orphans().has_component(set.def().name()))
+            .map(|set| set.id())
+            .collect();
+        for component in pending {
+            if let Ok(Some(report)) =
+                strata_schema_adoption::adopt_orphans_of(&self.arena, &mut self.store, component)
+            {
+                self.adoptions.push(report);
+            }
+        }
+    }
+
     /// The installed component named `name`.
     pub fn component(&self, name: &str) -> Result<ComponentId, WorldError> {
         self.store
@@ -242,18 +263,42 @@ impl Scene {
         Ok(changed)
     }
 
-    /// [`Scene::update_each`] cut into contiguous chunks on the current rayon pool (the
-    /// world's, inside a system): the result is the same for any thread count.
+    /// [`Scene::update_each`] cut into contiguous chunks on the world's thread pool: the
+    /// result is the same for any thread count and chunking.
     pub fn par_update_each<W: Scalar + Send + Sync>(
         &mut self,
         query: &mut Query,
         write: (usize, FieldId),
         chunks: Chunks,
-        f: impl Fn(&W) -> W + Sync,
+        f: impl Fn(&W) -> W + Sync + Send,
     ) -> Result<usize, WorldError> {
         let pass = query.run(&self.arena, &self.store)?;
         self.count_rows(pass.len() as u64);
-        let changed = pass.par_update_each(&mut self.store, write, chunks, f)?;
+        let store = &mut self.store;
+        let changed = match &self.pool {
+            Some(pool) => pool.install(|| pass.par_update_each(store, write, chunks, f))?,
+            None => pass.par_update_each(store, write, chunks, f)?,
+        };
+        self.count_writes(changed as u64);
+        Ok(changed)
+    }
+
+    /// [`Scene::update`] cut into contiguous chunks on the world's thread pool.
+    pub fn par_update<W: Scalar + Send + Sync, R: Scalar + Sync>(
+        &mut self,
+        query: &mut Query,
+        write: (usize, FieldId),
+        read: (usize, FieldId),
+        chunks: Chunks,
+        f: impl Fn(&W, &R) -> W + Sync + Send,
+    ) -> Result<usize, WorldError> {
+        let pass = query.run(&self.arena, &self.store)?;
+        self.count_rows(pass.len() as u64);
+        let store = &mut self.store;
+        let changed = match &self.pool {
+            Some(pool) => pool.install(|| pass.par_update(store, write, read, chunks, f))?,
+            None => pass.par_update(store, write, read, chunks, f)?,
+        };
         self.count_writes(changed as u64);
         Ok(changed)
     }

@@ -115,7 +115,7 @@ impl Scene {
             let at = self.instance_ref(copy)?;
             self.store.add_orphan(at, record);
         }
-        self.sync.adopt_orphans(&self.arena, &mut self.store);
+        self.adopt_pending_orphans();
         map.root().ok_or(WorldError::NotLive(root))
     }
 

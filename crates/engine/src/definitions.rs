@@ -43,10 +43,16 @@ impl Scene {
     /// Brings the store's Luau-defined components in step with the hierarchy's definitions now:
     /// new ones installed (adopting saved rows of their name), changed ones redefined (rows
     /// converted), renamed ones moved, removed ones turned back into orphans. Cheap when
-    /// nothing changed. The report is also kept for the frame's events.
+    /// nothing changed. A report that changed something or holds diagnostics is also kept for
+    /// the frame's events.
     pub fn sync_definitions(&mut self) -> SyncReport {
         let report = self.sync.sync(&self.arena, &mut self.store);
-        if !report.skipped {
+        let did = !(report.added.is_empty()
+            && report.changed.is_empty()
+            && report.renamed.is_empty()
+            && report.removed.is_empty()
+            && report.diagnostics.is_empty());
+        if !report.skipped && did {
             self.syncs.push(report.clone());
         }
         report

@@ -7,7 +7,9 @@
 //! rows in instance-id order, each row's ticks, values and dirty fields; orphan records; the
 //! store's tick; for a world also the frame number and the fixed-step carry). Floating-point
 //! values enter by their exact decimal form, so `-0.0` and `0.0` differ. Slots, cache state and
-//! identities of the process (arena and store ids) do not enter it.
+//! identities of the process (arena and store ids) do not enter it. GUIDs and persistent ids
+//! do: two worlds hash alike only if they hold the same identities, as worlds made with one
+//! seed (`World::with_seed`) or loaded from one save do.
 
 use std::fmt::Write as _;
 

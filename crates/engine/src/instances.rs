@@ -9,7 +9,7 @@
 //! into it; and every holder a `DestroyHolder` policy names is destroyed the same way, if it is
 //! still live when its turn comes, until no request is left.
 
-use strata_arena::{AttrValue, BuiltinState, ClassId, Doomed, InstanceId, NodeMut};
+use strata_arena::{AttrValue, BuiltinState, ClassId, Doomed, InstanceId, NodeMut, PersistentId};
 use strata_component_store::{ComponentId, DestroyOutcome, FieldId};
 
 use crate::error::WorldError;
@@ -125,6 +125,27 @@ impl Scene {
     ) -> Result<R, WorldError> {
         let mut node = self.arena.node_mut(id)?;
         Ok(edit(&mut node))
+    }
+
+    /// A live instance's persistent id, assigned now if it has none (persistent ids survive
+    /// saves and match instances across worlds in grafts).
+    pub fn ensure_persistent_id(&mut self, id: InstanceId) -> Result<PersistentId, WorldError> {
+        Ok(self.arena.ensure_persistent_id(id)?)
+    }
+
+    /// A live instance's persistent id, if it has one.
+    pub fn persistent_id(&self, id: InstanceId) -> Result<Option<PersistentId>, WorldError> {
+        Ok(self.arena.node(id)?.persistent_id())
+    }
+
+    /// Gives a live instance a persistent id (refused when another instance holds it), or
+    /// takes its away; `false` when nothing changed.
+    pub fn set_persistent_id(
+        &mut self,
+        id: InstanceId,
+        pid: Option<PersistentId>,
+    ) -> Result<bool, WorldError> {
+        Ok(self.arena.set_persistent_id(id, pid)?)
     }
 
     /// Tags a live instance; `false` when it already had the tag.

@@ -30,7 +30,7 @@
 //!
 //! // Position += Velocity * dt, every frame.
 //! let mut movers = world.query(QuerySpec::new().with(position).with(velocity))?;
-//! world.add_system(SystemSpec::new("move", move |ctx: &mut Ctx| {
+//! world.add_system(SystemSpec::new("move", move |ctx: &mut Ctx<'_>| {
 //!     let dt = ctx.dt() as f32;
 //!     ctx.update::<Vec3, Vec3>(&mut movers, (0, v), (1, v), |p, d| {
 //!         Vec3::new(p.x + d.x * dt, p.y + d.y * dt, p.z + d.z * dt)

@@ -13,6 +13,7 @@
 //! [`Scene::store`] and change them only through the scene.
 
 use std::cell::Cell;
+use std::sync::Arc;
 
 use strata_arena::{Arena, ClassId, InstanceId, Snapshot};
 use strata_component_store::{InstanceRef, Store};
@@ -33,6 +34,8 @@ pub struct Scene {
     pub(crate) syncs: Vec<SyncReport>,
     /// Adoptions of orphans onto components defined in Rust since then.
     pub(crate) adoptions: Vec<ComponentReport>,
+    /// The world's thread pool, which parallel passes run on.
+    pub(crate) pool: Option<Arc<rayon::ThreadPool>>,
 }
 
 /// What the scene's operations did, for the statistics of the system that asked.
@@ -60,9 +63,13 @@ impl std::fmt::Debug for Scene {
 }
 
 impl Scene {
-    /// A scene with the standard classes: a `DataModel` (the game) with a `Workspace` under it.
-    pub(crate) fn new() -> Result<Self, WorldError> {
-        let mut arena = Arena::standard();
+    /// A scene with the standard classes: a `DataModel` (the game) with a `Workspace` under it;
+    /// GUIDs and persistent ids from `seed` when given, from a seed of the arena's own otherwise.
+    pub(crate) fn new(seed: Option<u64>) -> Result<Self, WorldError> {
+        let mut arena = match seed {
+            Some(seed) => Arena::standard().with_seed(seed),
+            None => Arena::standard(),
+        };
         let game = arena.create(ClassId::DATA_MODEL, None)?;
         let workspace = arena.create(ClassId::WORKSPACE, Some(game))?;
         Self::from_parts(arena, Store::new(), game, workspace)
@@ -84,6 +91,7 @@ impl Scene {
             counts: Counts::default(),
             syncs: Vec::new(),
             adoptions: Vec::new(),
+            pool: None,
         })
     }
 

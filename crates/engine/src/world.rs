@@ -12,6 +12,7 @@
 
 use std::ops::{Deref, DerefMut};
 use std::panic::{AssertUnwindSafe, catch_unwind};
+use std::sync::Arc;
 use std::time::Instant;
 
 use rayon::prelude::*;
@@ -63,7 +64,7 @@ pub struct World {
     schedule: Schedule<Body>,
     /// The schedule's plan as of its last build, for writer ranks and the conflict oracle.
     plan: Plan,
-    pool: rayon::ThreadPool,
+    pool: Arc<rayon::ThreadPool>,
     threads: usize,
     spare: Spare,
     frame: u64,
@@ -96,7 +97,7 @@ impl DerefMut for World {
     }
 }
 
-fn pool(threads: usize) -> Result<rayon::ThreadPool, WorldError> {
+fn pool(threads: usize) -> Result<Arc<rayon::ThreadPool>, WorldError> {
     if threads == 0 {
         return Err(WorldError::Threads {
             threads,
@@ -107,6 +108,7 @@ fn pool(threads: usize) -> Result<rayon::ThreadPool, WorldError> {
         .num_threads(threads)
         .thread_name(|i| format!("strata-lane-{i}"))
         .build()
+        .map(Arc::new)
         .map_err(|e| WorldError::Threads {
             threads,
             reason: e.to_string(),
@@ -123,15 +125,25 @@ impl World {
 
     /// [`World::new`] on `threads` threads.
     pub fn with_threads(threads: usize) -> Result<Self, WorldError> {
-        Self::from_scene(Scene::new()?, threads)
+        Self::from_scene(Scene::new(None)?, threads)
     }
 
-    pub(crate) fn from_scene(scene: Scene, threads: usize) -> Result<Self, WorldError> {
+    /// [`World::with_threads`] with GUIDs and persistent ids drawn from `seed` rather than
+    /// from a seed of the world's own: two worlds made with one seed and given the same
+    /// operations hold the same identities (replays, comparisons across thread counts). Worlds
+    /// that run side by side should not share a seed, or their identities would meet.
+    pub fn with_seed(threads: usize, seed: u64) -> Result<Self, WorldError> {
+        Self::from_scene(Scene::new(Some(seed))?, threads)
+    }
+
+    pub(crate) fn from_scene(mut scene: Scene, threads: usize) -> Result<Self, WorldError> {
+        let pool = pool(threads)?;
+        scene.pool = Some(Arc::clone(&pool));
         Ok(Self {
             scene,
             schedule: Schedule::new(),
             plan: Plan::default(),
-            pool: pool(threads)?,
+            pool,
             threads,
             spare: Spare::new(),
             frame: 0,
@@ -159,6 +171,7 @@ impl World {
     /// does not depend on it.
     pub fn set_threads(&mut self, threads: usize) -> Result<(), WorldError> {
         self.pool = pool(threads)?;
+        self.scene.pool = Some(Arc::clone(&self.pool));
         self.threads = threads;
         Ok(())
     }

@@ -129,11 +129,20 @@ impl World {
 
 /// Reads and checks the header, the payload and its checksum, and decodes the payload.
 fn read_saved(mut reader: impl Read) -> Result<SavedWorld, LoadError> {
-    let mut fixed = [0u8; 14];
-    read_exact(&mut reader, &mut fixed, "the header")?;
-    if fixed[..8] != MAGIC {
+    let mut magic = Vec::with_capacity(MAGIC.len());
+    reader
+        .by_ref()
+        .take(MAGIC.len() as u64)
+        .read_to_end(&mut magic)?;
+    if magic[..] != MAGIC[..magic.len()] {
         return Err(LoadError::NotASave);
     }
+    if magic.len() < MAGIC.len() {
+        return Err(LoadError::Truncated("the header ends early".into()));
+    }
+    let mut fixed = [0u8; 14];
+    fixed[..8].copy_from_slice(&MAGIC);
+    read_exact(&mut reader, &mut fixed[8..], "the header")?;
     let version = u32::from_le_bytes([fixed[8], fixed[9], fixed[10], fixed[11]]);
     if version != FORMAT_VERSION {
         return Err(LoadError::UnsupportedVersion {
