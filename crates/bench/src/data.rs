@@ -26,6 +26,8 @@
 //! | `bulk_set` | 1M | 1M | add [`Tagged`] ([`TAGGED`]) to every member of a query over 1M bodies; the members are collected inside the timed region |
 //! | `bulk_remove` | 1M | 1M | remove [`Tagged`] from every member of a query over 1M bodies that all hold it; the members are collected inside the timed region |
 //! | `bulk_despawn` | 1M | 1M | despawn every member of a query over 1M bodies, leaving the world empty; the members are collected inside the timed region |
+//! | `schedule` | 40k | 1 frame | one frame of the library's scheduler running three systems that swap [`schedule::A`] with `B`, `C` with `D` and `C` with `E`, over 10k entities each of (A, B), (A, B, C), (A, B, C, D) and (A, B, C, E), on a 2-thread pool |
+//! | `frame_overhead` | 100 | 1 frame | one frame of the library's scheduler running 100 systems that do nothing |
 //!
 //! The four `bulk_` workloads start every sample from a fresh world built in setup, for every
 //! library, and report the allocations of one run as well as its time.
@@ -156,6 +158,34 @@ macro_rules! for_each_kind {
     };
 }
 pub(crate) use for_each_kind;
+
+/// The components of `schedule`: one f64 each.
+pub mod schedule {
+    components! {
+        /// Swapped with `B` by the first system.
+        pub struct A(pub f64);
+        /// Swapped with `A`.
+        pub struct B(pub f64);
+        /// Swapped with `D`, then with `E`.
+        pub struct C(pub f64);
+        /// Swapped with `C`.
+        pub struct D(pub f64);
+        /// Swapped with `C`.
+        pub struct E(pub f64);
+    }
+
+    /// Entities in each of the four groups.
+    pub const GROUP: u64 = 10_000;
+
+    /// The value of component `k` (0 for `A` .. 4 for `E`) of the `i`-th entity: distinct for
+    /// every component of an entity, so every swap changes both values.
+    pub fn value(i: u64, k: u64) -> f64 {
+        (i * 5 + k) as f64 + 0.5
+    }
+}
+
+/// The systems of `frame_overhead`.
+pub const EMPTY_SYSTEMS: u64 = 100;
 
 /// The 26 fragment kinds `A`..`Z` of `frag_iter` (`A` and `B` also serve `add_remove`), in a
 /// module of their own so a glob import brings exactly them.

@@ -41,6 +41,7 @@ mod rss;
 pub mod scheduler;
 pub mod schema;
 pub mod store;
+pub mod world;
 
 pub use error::BenchError;
 pub use harness::{
@@ -57,6 +58,7 @@ pub fn all_workloads() -> Vec<Workload> {
     workloads.extend(schema::workloads());
     workloads.extend(scheduler::workloads());
     workloads.extend(overlay::workloads());
+    workloads.extend(world::workloads());
     #[cfg(feature = "peers")]
     workloads.extend(peers::workloads());
     workloads

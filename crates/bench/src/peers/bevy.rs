@@ -8,17 +8,19 @@
 use std::hint::black_box;
 
 use bevy_ecs::batching::BatchingStrategy;
-use bevy_ecs::prelude::{Changed, Component, Entity, Query, QueryState, With, World};
+use bevy_ecs::prelude::{Changed, Component, Entity, Query, QueryState, Schedule, With, World};
+use bevy_ecs::schedule::{IntoScheduleConfigs, MultiThreadedExecutor};
+use bevy_ecs::system::ScheduleSystem;
 use bevy_ecs::system::SystemState;
 use bevy_tasks::{ComputeTaskPool, TaskPoolBuilder};
 
 use super::kinds::*;
 use super::{
     ADD_REMOVE_SIZE, ADDED_B, BULK_SIZE, Big, CHANGED_SIZE, CHANGED_STRIDE, ChangedWork,
-    DESPAWN_SIZE, Data, ENTITY_SIZES, FRAG_KINDS, FRAG_PER_KIND, Heat, JOIN_SIZES,
+    DESPAWN_SIZE, Data, EMPTY_SYSTEMS, ENTITY_SIZES, FRAG_KINDS, FRAG_PER_KIND, Heat, JOIN_SIZES,
     PARALLEL_THREADS, PARALLEL_WRITE_SIZE, PARALLEL_WRITERS, Position, REFERENCE_SIZES, Rotation,
     SMALL, Small, Spawn, TAGGED, Tagged, Transform, Velocity, a, big, body, for_each_kind,
-    fragment, is_small, position, tally, time_parallel_writes, velocity, written_groups,
+    fragment, is_small, position, schedule, tally, time_parallel_writes, velocity, written_groups,
 };
 use crate::harness::Workload;
 
@@ -47,6 +49,8 @@ pub fn workloads() -> Vec<Workload> {
     workloads.push(bulk_set(BULK_SIZE));
     workloads.push(bulk_remove(BULK_SIZE));
     workloads.push(bulk_despawn(BULK_SIZE));
+    workloads.push(schedule_workload());
+    workloads.push(frame_overhead());
     workloads.into_iter().map(|w| w.library(LIBRARY)).collect()
 }
 
@@ -543,6 +547,115 @@ fn bulk_despawn(n: u64) -> Workload {
     )
 }
 
+fn ab(mut q: Query<'_, '_, (&mut schedule::A, &mut schedule::B)>) {
+    for (mut a, mut b) in &mut q {
+        std::mem::swap(&mut a.0, &mut b.0);
+    }
+}
+
+fn cd(mut q: Query<'_, '_, (&mut schedule::C, &mut schedule::D)>) {
+    for (mut c, mut d) in &mut q {
+        std::mem::swap(&mut c.0, &mut d.0);
+    }
+}
+
+fn ce(mut q: Query<'_, '_, (&mut schedule::C, &mut schedule::E)>) {
+    for (mut c, mut e) in &mut q {
+        std::mem::swap(&mut c.0, &mut e.0);
+    }
+}
+
+/// The four groups of `schedule`, `group` entities each.
+fn schedule_groups(group: u64) -> World {
+    use schedule::{A, B, C, D, E, value};
+    let mut world = World::new();
+    let mut i = 0;
+    let mut next = || {
+        i += 1;
+        i - 1
+    };
+    for _ in 0..group {
+        let i = next();
+        world.spawn((A(value(i, 0)), B(value(i, 1))));
+    }
+    for _ in 0..group {
+        let i = next();
+        world.spawn((A(value(i, 0)), B(value(i, 1)), C(value(i, 2))));
+    }
+    for _ in 0..group {
+        let i = next();
+        world.spawn((
+            A(value(i, 0)),
+            B(value(i, 1)),
+            C(value(i, 2)),
+            D(value(i, 3)),
+        ));
+    }
+    for _ in 0..group {
+        let i = next();
+        world.spawn((
+            A(value(i, 0)),
+            B(value(i, 1)),
+            C(value(i, 2)),
+            E(value(i, 4)),
+        ));
+    }
+    world
+}
+
+/// A schedule on the multi-threaded executor (bevy's ComputeTaskPool of 2 threads).
+fn threaded_schedule() -> Schedule {
+    compute_pool();
+    let mut schedule = Schedule::default();
+    schedule.set_executor(MultiThreadedExecutor::new());
+    schedule
+}
+
+/// The three systems of `schedule`.
+fn swapping_schedule() -> Schedule {
+    let mut schedule = threaded_schedule();
+    schedule.add_systems((ab, cd, ce));
+    schedule
+}
+
+fn schedule_workload() -> Workload {
+    let group = schedule::GROUP;
+    Workload::new(
+        "schedule",
+        4 * group,
+        "Schedule::run on the multi-threaded executor (ComputeTaskPool of 2 threads): ab, cd and ce, each a Query of two &mut components swapping in place through Mut (change ticks set); cd and ce both take &mut C, so the executor runs them one after the other",
+        move |b| {
+            let mut world = schedule_groups(group);
+            let mut schedule = swapping_schedule();
+            b.iter(|| schedule.run(&mut world));
+        },
+    )
+}
+
+fn empty() {}
+
+/// A schedule of [`EMPTY_SYSTEMS`] instances of `system`.
+fn repeated<M>(system: impl IntoScheduleConfigs<ScheduleSystem, M> + Copy) -> Schedule {
+    let mut schedule = threaded_schedule();
+    for _ in 0..EMPTY_SYSTEMS {
+        schedule.add_systems(system);
+    }
+    schedule
+}
+
+fn frame_overhead() -> Workload {
+    Workload::new(
+        "frame_overhead",
+        EMPTY_SYSTEMS,
+        "Schedule::run on the multi-threaded executor (ComputeTaskPool of 2 threads) of 100 systems that do nothing",
+        move |b| {
+            let mut world = World::new();
+            let mut schedule = repeated(empty);
+            b.iter(|| schedule.run(&mut world));
+        },
+    )
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -689,5 +802,48 @@ mod tests {
         assert!(members.iter().all(|id| world.get_entity(*id).is_err()));
         assert_eq!(world.entities().count_spawned(), spawned_before - 1000);
         assert_eq!(world.query::<&Position>().iter(&world).count(), 0);
+    }
+
+    #[test]
+    fn a_schedule_run_swaps_every_pair() {
+        use schedule::{A, B, C, D, E, value};
+        let mut world = schedule_groups(100);
+        let mut schedule = swapping_schedule();
+        schedule.run(&mut world);
+        let mut seen = 0;
+        let mut rows = world.query::<(&A, &B, Option<&C>, Option<&D>, Option<&E>)>();
+        for (a, b, c, d, e) in rows.iter(&world) {
+            // The entity's index, from the smaller of its A and B values (its A before the run).
+            let i = ((a.0.min(b.0) - 0.5) as u64) / 5;
+            assert_eq!((a.0, b.0), (value(i, 1), value(i, 0)));
+            match (c, d, e) {
+                (Some(c), Some(d), None) => assert_eq!((c.0, d.0), (value(i, 3), value(i, 2))),
+                (Some(c), None, Some(e)) => assert_eq!((c.0, e.0), (value(i, 4), value(i, 2))),
+                (Some(c), None, None) => assert_eq!(c.0, value(i, 2)),
+                (None, None, None) => {}
+                other => panic!("unexpected row {other:?}"),
+            }
+            seen += 1;
+        }
+        assert_eq!(seen, 400);
+        schedule.run(&mut world);
+        let restored = rows.iter(&world).filter(|(a, b, ..)| a.0 < b.0).count();
+        assert_eq!(restored, 400, "a second run swaps everything back");
+    }
+
+    #[derive(bevy_ecs::prelude::Resource, Default)]
+    struct Calls(u64);
+
+    fn counted(mut calls: bevy_ecs::prelude::ResMut<'_, Calls>) {
+        calls.0 += 1;
+    }
+
+    #[test]
+    fn a_repeated_schedule_runs_every_instance() {
+        let mut world = World::new();
+        world.init_resource::<Calls>();
+        let mut schedule = repeated(counted);
+        schedule.run(&mut world);
+        assert_eq!(world.resource::<Calls>().0, EMPTY_SYSTEMS);
     }
 }

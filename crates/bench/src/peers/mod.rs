@@ -24,7 +24,7 @@ use crate::report::Unsupported;
 pub use crate::overlay::{PARALLEL_THREADS, PARALLEL_WRITE_SIZE, PARALLEL_WRITERS};
 
 /// The workload names in run order; each library's workloads are sorted into it.
-const ORDER: [&str; 17] = [
+const ORDER: [&str; 19] = [
     "spawn",
     "spawn_batch",
     "iter2",
@@ -42,6 +42,8 @@ const ORDER: [&str; 17] = [
     "bulk_set",
     "bulk_remove",
     "bulk_despawn",
+    "schedule",
+    "frame_overhead",
 ];
 
 /// Every peer workload, grouped by workload and size so the libraries of one comparison run
@@ -62,6 +64,8 @@ pub fn unsupported() -> Vec<Unsupported> {
     let no_world_copy = "bevy_ecs 0.20 has no way to clone a World or copy entities into \
                          another World (EntityCloner clones entities within one world); \
                          rebuilding a world entity by entity would measure something else";
+    let no_scheduler = "hecs has no scheduler or system abstraction: running three functions one \
+                        after another would measure something else";
     ["world_clone", "world_clone_then_write"]
         .into_iter()
         .map(|workload| Unsupported {
@@ -69,6 +73,11 @@ pub fn unsupported() -> Vec<Unsupported> {
             workload: workload.to_owned(),
             reason: no_world_copy.to_owned(),
         })
+        .chain(["schedule", "frame_overhead"].map(|workload| Unsupported {
+            library: hecs::LIBRARY.to_owned(),
+            workload: workload.to_owned(),
+            reason: no_scheduler.to_owned(),
+        }))
         .collect()
 }
 
@@ -134,6 +143,8 @@ mod tests {
                     "world_clone" | "world_clone_then_write" => &[CLONE_SIZE],
                     "parallel_write" => &[PARALLEL_WRITE_SIZE],
                     "bulk_spawn" | "bulk_set" | "bulk_remove" | "bulk_despawn" => &[BULK_SIZE],
+                    "schedule" => &[4 * schedule::GROUP],
+                    "frame_overhead" => &[EMPTY_SYSTEMS],
                     _ => unreachable!(),
                 };
                 let is_unsupported = unsupported

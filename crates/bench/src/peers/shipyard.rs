@@ -11,6 +11,7 @@
 use std::hint::black_box;
 
 use rayon::prelude::*;
+use shipyard::scheduler::IntoWorkloadSystem;
 use shipyard::sparse_set::SparseSet;
 use shipyard::{
     AllStoragesViewMut, EntitiesView, EntitiesViewMut, EntityId, IntoIter, View, ViewMut, World,
@@ -20,10 +21,10 @@ use shipyard::{
 use super::kinds::*;
 use super::{
     ADD_REMOVE_SIZE, ADDED_B, BULK_SIZE, Big, CHANGED_SIZE, CHANGED_STRIDE, CLONE_SIZE,
-    ChangedWork, DESPAWN_SIZE, Data, ENTITY_SIZES, FRAG_KINDS, FRAG_PER_KIND, Heat, JOIN_SIZES,
-    PARALLEL_WRITE_SIZE, Position, REFERENCE_SIZES, Rotation, SMALL, Small, Spawn, TAGGED, Tagged,
-    Transform, Velocity, a, big, body, for_each_kind, fragment, is_small, position, rayon_pool,
-    rotation, tally, time_parallel_writes, velocity, written_groups,
+    ChangedWork, DESPAWN_SIZE, Data, EMPTY_SYSTEMS, ENTITY_SIZES, FRAG_KINDS, FRAG_PER_KIND, Heat,
+    JOIN_SIZES, PARALLEL_WRITE_SIZE, Position, REFERENCE_SIZES, Rotation, SMALL, Small, Spawn,
+    TAGGED, Tagged, Transform, Velocity, a, big, body, for_each_kind, fragment, is_small, position,
+    rayon_pool, rotation, schedule, tally, time_parallel_writes, velocity, written_groups,
 };
 use crate::harness::Workload;
 
@@ -58,6 +59,8 @@ pub fn workloads() -> Vec<Workload> {
     workloads.push(bulk_set(BULK_SIZE));
     workloads.push(bulk_remove(BULK_SIZE));
     workloads.push(bulk_despawn(BULK_SIZE));
+    workloads.push(schedule_workload());
+    workloads.push(frame_overhead());
     workloads.into_iter().map(|w| w.library(LIBRARY)).collect()
 }
 
@@ -632,6 +635,104 @@ fn bulk_despawn(n: u64) -> Workload {
     )
 }
 
+fn ab(mut a: ViewMut<'_, schedule::A>, mut b: ViewMut<'_, schedule::B>) {
+    for (a, b) in (&mut a, &mut b).iter() {
+        std::mem::swap(&mut a.0, &mut b.0);
+    }
+}
+
+fn cd(mut c: ViewMut<'_, schedule::C>, mut d: ViewMut<'_, schedule::D>) {
+    for (c, d) in (&mut c, &mut d).iter() {
+        std::mem::swap(&mut c.0, &mut d.0);
+    }
+}
+
+fn ce(mut c: ViewMut<'_, schedule::C>, mut e: ViewMut<'_, schedule::E>) {
+    for (c, e) in (&mut c, &mut e).iter() {
+        std::mem::swap(&mut c.0, &mut e.0);
+    }
+}
+
+/// The four groups of `schedule`, `group` entities each.
+fn schedule_groups(group: u64) -> World {
+    use schedule::{A, B, C, D, E, value};
+    let mut world = World::new();
+    let mut i = 0;
+    for k in 0..4 {
+        for _ in 0..group {
+            let (a, b) = (A(value(i, 0)), B(value(i, 1)));
+            match k {
+                0 => world.add_entity((a, b)),
+                1 => world.add_entity((a, b, C(value(i, 2)))),
+                2 => world.add_entity((a, b, C(value(i, 2)), D(value(i, 3)))),
+                _ => world.add_entity((a, b, C(value(i, 2)), E(value(i, 4)))),
+            };
+            i += 1;
+        }
+    }
+    world
+}
+
+/// Adds the workload of `schedule`'s three systems to `world`, as "schedule".
+fn add_swapping(world: &World) {
+    if let Err(error) = shipyard::Workload::new("schedule")
+        .with_system(ab)
+        .with_system(cd)
+        .with_system(ce)
+        .add_to_world(world)
+    {
+        panic!("benchmark fixture: {error:?}");
+    }
+}
+
+fn schedule_workload() -> Workload {
+    let group = schedule::GROUP;
+    Workload::new(
+        "schedule",
+        4 * group,
+        "World::run_workload inside a 2-thread rayon pool's install: a workload of ab, cd and ce, each two ViewMut swapping in place (untracked storages); cd and ce both borrow C mutably, so the scheduler puts them in different batches",
+        move |b| {
+            let pool = rayon_pool();
+            let world = schedule_groups(group);
+            add_swapping(&world);
+            b.iter(|| {
+                pool.install(|| world.run_workload("schedule"))
+                    .expect(FREE_BORROW)
+            });
+        },
+    )
+}
+
+fn empty() {}
+
+/// Adds a workload of [`EMPTY_SYSTEMS`] instances of `system` to `world`, as "empty".
+fn add_repeated<B, R>(world: &World, system: impl IntoWorkloadSystem<B, R> + Copy + 'static) {
+    let mut workload = shipyard::Workload::new("empty");
+    for _ in 0..EMPTY_SYSTEMS {
+        workload = workload.with_system(system);
+    }
+    if let Err(error) = workload.add_to_world(world) {
+        panic!("benchmark fixture: {error:?}");
+    }
+}
+
+fn frame_overhead() -> Workload {
+    Workload::new(
+        "frame_overhead",
+        EMPTY_SYSTEMS,
+        "World::run_workload inside a 2-thread rayon pool's install: a workload of 100 systems that do nothing",
+        move |b| {
+            let pool = rayon_pool();
+            let world = World::new();
+            add_repeated(&world, empty);
+            b.iter(|| {
+                pool.install(|| world.run_workload("empty"))
+                    .expect(FREE_BORROW)
+            });
+        },
+    )
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -824,5 +925,54 @@ mod tests {
         let entities = world.borrow::<EntitiesView<'_>>().expect(FREE_BORROW);
         assert!(members.iter().all(|id| !entities.is_alive(*id)));
         assert_eq!(entities.iter().count(), 0);
+    }
+
+    #[test]
+    fn a_schedule_run_swaps_every_pair() {
+        use schedule::{A, B, C, D, E, value};
+        use shipyard::Get;
+        let world = schedule_groups(100);
+        add_swapping(&world);
+        world.run_workload("schedule").expect(FREE_BORROW);
+        let (a, b, c, d, e) = world
+            .borrow::<(
+                View<'_, A>,
+                View<'_, B>,
+                View<'_, C>,
+                View<'_, D>,
+                View<'_, E>,
+            )>()
+            .expect(FREE_BORROW);
+        let mut seen = 0;
+        for (id, (a, b)) in (&a, &b).iter().with_id() {
+            let i = ((a.0.min(b.0) - 0.5) as u64) / 5;
+            assert_eq!((a.0, b.0), (value(i, 1), value(i, 0)));
+            match ((&c).get(id).ok(), (&d).get(id).ok(), (&e).get(id).ok()) {
+                (Some(c), Some(d), None) => assert_eq!((c.0, d.0), (value(i, 3), value(i, 2))),
+                (Some(c), None, Some(e)) => assert_eq!((c.0, e.0), (value(i, 4), value(i, 2))),
+                (Some(c), None, None) => assert_eq!(c.0, value(i, 2)),
+                (None, None, None) => {}
+                other => panic!("unexpected row {other:?}"),
+            }
+            seen += 1;
+        }
+        assert_eq!(seen, 400);
+    }
+
+    static CALLS: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
+
+    fn counted() {
+        CALLS.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+    }
+
+    #[test]
+    fn a_repeated_workload_runs_every_instance() {
+        let world = World::new();
+        add_repeated(&world, counted);
+        world.run_workload("empty").expect(FREE_BORROW);
+        assert_eq!(
+            CALLS.load(std::sync::atomic::Ordering::Relaxed),
+            EMPTY_SYSTEMS
+        );
     }
 }
