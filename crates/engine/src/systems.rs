@@ -361,18 +361,27 @@ impl<'a> ParCtx<'a> {
         self.declared(component, field)?;
         let pass = query.run(self.arena, self.overlay.store())?;
         self.rows += pass.len() as u64;
-        let rows: Vec<usize> = pass.iter().filter_map(|m| m.row(term)).collect();
+        let matches = pass.matches();
+        let rows = matches.rows(term)?;
         let mut column = self.overlay.column::<W>(component, field)?;
-        let mut recorded = 0;
-        for row in rows {
-            let Some(current) = column.get(row).cloned() else {
-                continue;
+        let (mut recorded, mut failed) = (0, None);
+        for_each_selected(pass.selection(), rows.len(), |k| {
+            let row = rows[k] as usize;
+            let Some(current) = column.get(row) else {
+                return true;
             };
-            let next = f(&current);
-            if !next.identical(&current) {
-                column.write(row, next)?;
-                recorded += 1;
+            let next = f(current);
+            if next.identical(current) {
+                return true;
             }
+            match column.write(row, next) {
+                Ok(()) => recorded += 1,
+                Err(error) => failed = Some(error),
+            }
+            failed.is_none()
+        });
+        if let Some(error) = failed {
+            return Err(error.into());
         }
         Ok(recorded)
     }
@@ -395,23 +404,51 @@ impl<'a> ParCtx<'a> {
         let pass = query.run(self.arena, store)?;
         self.rows += pass.len() as u64;
         let reads = store.set(read_component)?.checked_values::<R>(read_field)?;
-        let pairs: Vec<(usize, R)> = pass
-            .iter()
-            .filter_map(|m| Some((m.row(term)?, reads.get(m.row(read_term)?)?.clone())))
-            .collect();
+        let matches = pass.matches();
+        let (rows, read_rows) = (matches.rows(term)?, matches.rows(read_term)?);
         let mut column = self.overlay.column::<W>(component, field)?;
-        let mut recorded = 0;
-        for (row, input) in pairs {
-            let Some(current) = column.get(row).cloned() else {
-                continue;
+        let (mut recorded, mut failed) = (0, None);
+        for_each_selected(pass.selection(), rows.len(), |k| {
+            let (row, read_row) = (rows[k] as usize, read_rows[k] as usize);
+            let (Some(input), Some(current)) = (reads.get(read_row), column.get(row)) else {
+                return true;
             };
-            let next = f(&current, &input);
-            if !next.identical(&current) {
-                column.write(row, next)?;
-                recorded += 1;
+            let next = f(current, input);
+            if next.identical(current) {
+                return true;
             }
+            match column.write(row, next) {
+                Ok(()) => recorded += 1,
+                Err(error) => failed = Some(error),
+            }
+            failed.is_none()
+        });
+        if let Some(error) = failed {
+            return Err(error.into());
         }
         Ok(recorded)
+    }
+}
+
+/// Calls `visit` with each selected match index of a pass (`selection` when the pass has one,
+/// every index below `len` otherwise) until it returns false.
+#[inline(always)]
+fn for_each_selected(selection: Option<&[u32]>, len: usize, mut visit: impl FnMut(usize) -> bool) {
+    match selection {
+        Some(selected) => {
+            for &k in selected {
+                if !visit(k as usize) {
+                    return;
+                }
+            }
+        }
+        None => {
+            for k in 0..len {
+                if !visit(k) {
+                    return;
+                }
+            }
+        }
     }
 }
 

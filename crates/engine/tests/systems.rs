@@ -245,3 +245,53 @@ fn a_parallel_system_writes_only_what_it_declared_and_values_that_fit() {
         Vec3::ZERO
     );
 }
+
+#[test]
+fn a_parallel_pass_with_a_change_filter_updates_only_the_rows_changed_since_its_last_pass() {
+    let mut f = fixture(2);
+    let (health, current, velocity, v) = (f.health, f.current, f.velocity, f.v);
+    let ids = parts(&mut f, 4);
+    for id in &ids {
+        f.world.add(*id, velocity, []).unwrap();
+    }
+    let mut changed = f
+        .world
+        .query(QuerySpec::new().with(velocity).with(health).changed(health))
+        .unwrap();
+    let mut plain = f.world.query(QuerySpec::new().with(health)).unwrap();
+    f.world
+        .add_system(
+            SystemSpec::parallel("follow", move |ctx: &mut ParCtx<'_>| {
+                ctx.update::<Vec3, f64>(&mut changed, (0, v), (1, current), |p, hp| {
+                    Vec3::new(p.x + *hp as f32, p.y, p.z)
+                })?;
+                Ok(())
+            })
+            .writes(velocity, v),
+        )
+        .unwrap();
+    f.world
+        .add_system(
+            SystemSpec::parallel("count", move |ctx: &mut ParCtx<'_>| {
+                ctx.update_each::<f64>(&mut plain, (0, current), |hp| *hp)?;
+                Ok(())
+            })
+            .writes(health, current),
+        )
+        .unwrap();
+    // The first pass sees every row; only the two written after it are seen by the second.
+    f.world.step(0.1).unwrap();
+    f.world.write::<f64>(ids[1], health, current, 1.0).unwrap();
+    f.world.write::<f64>(ids[3], health, current, 3.0).unwrap();
+    f.world.step(0.1).unwrap();
+    let xs: Vec<f32> = ids
+        .iter()
+        .map(|id| f.world.get::<Vec3>(*id, velocity, v).unwrap().x)
+        .collect();
+    assert_eq!(xs, [100.0, 102.0, 102.0, 106.0]);
+    let stats = f.world.stats();
+    let follow = stats.iter().find(|(_, n, _)| n == "follow").unwrap();
+    assert_eq!(follow.2.field_writes, 4 + 2);
+    let count = stats.iter().find(|(_, n, _)| n == "count").unwrap();
+    assert_eq!(count.2.field_writes, 0, "identical values are not recorded");
+}
