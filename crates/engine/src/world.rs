@@ -372,10 +372,32 @@ fn run_group(
     frame: u64,
     group: &mut [Due<'_, Body>],
     commits: &mut Vec<CommitReport>,
-) -> Vec<Result<(), SystemError>> {
+) -> GroupResults {
     match group {
-        [due] if !due.body().is_parallel() => vec![run_serial(scene, frame, due)],
-        group => run_parallel(scene, plan, pool, spare, frame, group, commits),
+        [due] if !due.body().is_parallel() => {
+            GroupResults::One(Some(run_serial(scene, frame, due)))
+        }
+        group => GroupResults::Many(
+            run_parallel(scene, plan, pool, spare, frame, group, commits).into_iter(),
+        ),
+    }
+}
+
+/// The results of one group's systems, in scheduled order: a serial system's without an
+/// allocation.
+enum GroupResults {
+    One(Option<Result<(), SystemError>>),
+    Many(std::vec::IntoIter<Result<(), SystemError>>),
+}
+
+impl Iterator for GroupResults {
+    type Item = Result<(), SystemError>;
+
+    fn next(&mut self) -> Option<Self::Item> {
+        match self {
+            Self::One(result) => result.take(),
+            Self::Many(results) => results.next(),
+        }
     }
 }
 

@@ -99,6 +99,14 @@ impl RunCtx {
     }
 }
 
+/// The time since `clock`, which becomes now.
+fn lap(clock: &mut Instant) -> Duration {
+    let now = Instant::now();
+    let elapsed = now.saturating_duration_since(*clock);
+    *clock = now;
+    elapsed
+}
+
 /// One due system of a group handed to [`Schedule::run_frame_grouped`]'s runner.
 #[derive(Debug)]
 pub struct Due<'a, B> {
@@ -459,7 +467,13 @@ impl<B> Schedule<B> {
         report: &mut FrameReport<E>,
     ) {
         let _stage = tracing::debug_span!("stage", ?stage).entered();
-        for &id in self.plan.stage_order(stage) {
+        let order = self.plan.stage_order(stage);
+        if order.is_empty() {
+            return;
+        }
+        // One clock read per call, as in `run_grouped`.
+        let mut clock = Instant::now();
+        for &id in order {
             let Some(slot) = self
                 .slots
                 .get_mut(id.index() as usize)
@@ -486,9 +500,8 @@ impl<B> Schedule<B> {
                 visited_rows: 0,
             };
             let span = tracing::trace_span!("system", name = &*slot.system.name, id = id.index());
-            let started = Instant::now();
             let result = span.in_scope(|| run(id, &mut slot.system.body, &mut ctx));
-            let took = started.elapsed();
+            let took = lap(&mut clock);
             slot.stats.record(
                 took,
                 ctx.component_reads,
@@ -508,16 +521,18 @@ impl<B> Schedule<B> {
     /// lanes, say): within each stage, the due systems are taken in scheduled order and every
     /// maximal run of consecutive systems whose body `together` accepts is handed to `run` as
     /// one group; every other system is a group of its own. `run` gets each group's [`Due`]
-    /// systems in scheduled order and returns one result per system, in the same order (a
-    /// missing one counts as `Ok`). A system's duration is what the runner recorded with
-    /// [`Due::set_duration`], otherwise the wall time of its group's call. Everything else is
+    /// systems in scheduled order and returns one result per system, in the same order, as any
+    /// iterable (a `Vec`, or `Some(result)` for a lone system without an allocation; a missing
+    /// one counts as `Ok`). A system's duration is what the runner recorded with
+    /// [`Due::set_duration`], otherwise the wall time of its group's call (timed from the end
+    /// of the group before it in the stage). Everything else is
     /// as [`Schedule::run_frame`]: stage order, the fixed block, intervals, statistics and
     /// errors that never stop the frame.
-    pub fn run_frame_grouped<E>(
+    pub fn run_frame_grouped<E, R: IntoIterator<Item = Result<(), E>>>(
         &mut self,
         dt: f64,
         together: impl Fn(&B) -> bool,
-        mut run: impl FnMut(&mut [Due<'_, B>]) -> Vec<Result<(), E>>,
+        mut run: impl FnMut(&mut [Due<'_, B>]) -> R,
     ) -> Result<FrameReport<E>, ScheduleError> {
         if !(dt.is_finite() && dt >= 0.0) {
             return Err(ScheduleError::InvalidDelta(dt));
@@ -571,8 +586,9 @@ impl<B> Schedule<B> {
     /// The due systems of one stage with the time each run stands for, interval waits
     /// advanced.
     fn due_in(&mut self, stage: Stage, dt: f64) -> Vec<(SystemId, f64)> {
-        let mut due = Vec::new();
-        for &id in self.plan.stage_order(stage) {
+        let order = self.plan.stage_order(stage);
+        let mut due = Vec::with_capacity(order.len());
+        for &id in order {
             let Some(slot) = self
                 .slots
                 .get_mut(id.index() as usize)
@@ -594,16 +610,23 @@ impl<B> Schedule<B> {
     }
 
     /// One pass over one stage, its due systems handed to `run` group by group.
-    fn run_grouped<E>(
+    fn run_grouped<E, R: IntoIterator<Item = Result<(), E>>>(
         &mut self,
         stage: Stage,
         dt: f64,
         together: &impl Fn(&B) -> bool,
-        run: &mut impl FnMut(&mut [Due<'_, B>]) -> Vec<Result<(), E>>,
+        run: &mut impl FnMut(&mut [Due<'_, B>]) -> R,
         report: &mut FrameReport<E>,
     ) {
         let _stage = tracing::debug_span!("stage", ?stage).entered();
         let due = self.due_in(stage, dt);
+        if due.is_empty() {
+            return;
+        }
+        // One clock read per group: each group's call is timed from the end of the previous
+        // group's (or the stage's start) to its own end, which counts the few nanoseconds of
+        // bookkeeping between two groups towards the later one.
+        let mut clock = Instant::now();
         let mut at = 0;
         while at < due.len() {
             let joins = |(id, _): &(SystemId, f64)| {
@@ -615,17 +638,18 @@ impl<B> Schedule<B> {
                     end += 1;
                 }
             }
-            self.run_group(stage, &due[at..end], run, report);
+            self.run_group(stage, &due[at..end], &mut clock, run, report);
             at = end;
         }
     }
 
     /// Runs one group of due systems (distinct ids, scheduled order) and records what it did.
-    fn run_group<E>(
+    fn run_group<E, R: IntoIterator<Item = Result<(), E>>>(
         &mut self,
         stage: Stage,
         group: &[(SystemId, f64)],
-        run: &mut impl FnMut(&mut [Due<'_, B>]) -> Vec<Result<(), E>>,
+        clock: &mut Instant,
+        run: &mut impl FnMut(&mut [Due<'_, B>]) -> R,
         report: &mut FrameReport<E>,
     ) {
         let ctx = |id: SystemId, dt: f64| RunCtx {
@@ -636,22 +660,36 @@ impl<B> Schedule<B> {
             field_writes: 0,
             visited_rows: 0,
         };
-        // Each group's bodies are borrowed apart: a lone system directly, a larger group by
-        // splitting the slots once.
-        let mut slots: Vec<&mut Slot<B>> = if let [(id, _)] = group {
-            self.slots
+        // A lone system (every serial one) without any allocation of the schedule's own.
+        if let [(id, dt)] = group {
+            let Some(slot) = self
+                .slots
                 .get_mut(id.index() as usize)
                 .and_then(Option::as_mut)
-                .into_iter()
-                .collect()
-        } else {
-            let mut by_index: Vec<Option<&mut Slot<B>>> =
-                self.slots.iter_mut().map(Option::as_mut).collect();
-            group
-                .iter()
-                .filter_map(|(id, _)| by_index.get_mut(id.index() as usize)?.take())
-                .collect()
-        };
+            else {
+                return;
+            };
+            let mut due = [Due {
+                id: *id,
+                name: Arc::clone(&slot.system.name),
+                body: &mut slot.system.body,
+                ctx: ctx(*id, *dt),
+                took: None,
+            }];
+            let result = run(&mut due).into_iter().next().unwrap_or(Ok(()));
+            let elapsed = lap(clock);
+            let [due] = due;
+            let (ctx, took) = (due.ctx, due.took.unwrap_or(elapsed));
+            Self::record_run(slot, *id, &ctx, took, result, report);
+            return;
+        }
+        // A larger group's bodies are borrowed apart by splitting the slots once.
+        let mut by_index: Vec<Option<&mut Slot<B>>> =
+            self.slots.iter_mut().map(Option::as_mut).collect();
+        let mut slots: Vec<&mut Slot<B>> = group
+            .iter()
+            .filter_map(|(id, _)| by_index.get_mut(id.index() as usize)?.take())
+            .collect();
         let mut due: Vec<Due<'_, B>> = slots
             .iter_mut()
             .zip(group)
@@ -663,9 +701,8 @@ impl<B> Schedule<B> {
                 took: None,
             })
             .collect();
-        let started = Instant::now();
         let results = run(&mut due);
-        let elapsed = started.elapsed();
+        let elapsed = lap(clock);
         let outcomes: Vec<(SystemId, RunCtx, Duration)> = due
             .into_iter()
             .map(|d| (d.id, d.ctx, d.took.unwrap_or(elapsed)))
@@ -673,18 +710,30 @@ impl<B> Schedule<B> {
         let mut results = results.into_iter();
         for (slot, (id, ctx, took)) in slots.iter_mut().zip(outcomes) {
             let result = results.next().unwrap_or(Ok(()));
-            slot.stats.record(
-                took,
-                ctx.component_reads,
-                ctx.field_writes,
-                ctx.visited_rows,
-                result.is_err(),
-            );
-            report.runs += 1;
-            if let Err(error) = result {
-                tracing::debug!(system = &*slot.system.name, "system returned an error");
-                report.errors.push((id, error));
-            }
+            Self::record_run(slot, id, &ctx, took, result, report);
+        }
+    }
+
+    /// Records one system's run in its statistics and the frame's report.
+    fn record_run<E>(
+        slot: &mut Slot<B>,
+        id: SystemId,
+        ctx: &RunCtx,
+        took: Duration,
+        result: Result<(), E>,
+        report: &mut FrameReport<E>,
+    ) {
+        slot.stats.record(
+            took,
+            ctx.component_reads,
+            ctx.field_writes,
+            ctx.visited_rows,
+            result.is_err(),
+        );
+        report.runs += 1;
+        if let Err(error) = result {
+            tracing::debug!(system = &*slot.system.name, "system returned an error");
+            report.errors.push((id, error));
         }
     }
 

@@ -50,7 +50,7 @@ fn consecutive_systems_run_together_in_scheduled_order() {
             |body| body.1,
             |group| {
                 groups.push(group.iter_mut().map(|due| due.parts().0.0).collect());
-                group.iter().map(|_| Ok::<(), ()>(())).collect()
+                group.iter().map(|_| Ok::<(), ()>(())).collect::<Vec<_>>()
             },
         )
         .unwrap();
@@ -97,7 +97,7 @@ fn each_system_of_a_group_keeps_its_own_statistics_and_errors() {
                         due.set_duration(Duration::from_millis(if failed { 7 } else { 3 }));
                         if failed { Err("b failed") } else { Ok(()) }
                     })
-                    .collect()
+                    .collect::<Vec<_>>()
             },
         )
         .unwrap();
