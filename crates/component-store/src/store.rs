@@ -1358,6 +1358,16 @@ impl Store {
         Arc::make_mut(&mut self.migrations).remove(&(id, component))
     }
 
+    /// Every pending migration input: the instance, the component whose row it belongs to,
+    /// and the values, in no particular order.
+    pub fn migration_inputs(
+        &self,
+    ) -> impl Iterator<Item = (InstanceId, ComponentId, &OrphanRecord)> + '_ {
+        self.migrations
+            .iter()
+            .map(|((id, component), record)| (*id, *component, record))
+    }
+
     /// How many rows have pending migration input.
     pub fn pending_migrations(&self) -> usize {
         self.migrations.len()

@@ -28,6 +28,7 @@ impl Scene {
         {
             self.adoptions.push(report);
         }
+        self.place_waiting_migrations();
         Ok(component)
     }
 
@@ -50,6 +51,7 @@ impl Scene {
                 self.adoptions.push(report);
             }
         }
+        self.place_waiting_migrations();
     }
 
     /// The installed component named `name`.

@@ -47,6 +47,9 @@ impl Scene {
     /// the frame's events.
     pub fn sync_definitions(&mut self) -> SyncReport {
         let report = self.sync.sync(&self.arena, &mut self.store);
+        if !report.skipped {
+            self.place_waiting_migrations();
+        }
         let did = !(report.added.is_empty()
             && report.changed.is_empty()
             && report.renamed.is_empty()

@@ -16,7 +16,7 @@ use std::cell::Cell;
 use std::sync::Arc;
 
 use strata_arena::{Arena, ClassId, InstanceId, Snapshot};
-use strata_component_store::{InstanceRef, Store};
+use strata_component_store::{InstanceRef, OrphanRecord, Store};
 use strata_schema_adoption::{ComponentReport, SchemaSync, SyncReport};
 
 use crate::error::WorldError;
@@ -36,6 +36,10 @@ pub struct Scene {
     pub(crate) adoptions: Vec<ComponentReport>,
     /// The world's thread pool, which parallel passes run on.
     pub(crate) pool: Option<Arc<rayon::ThreadPool>>,
+    /// Migration input loaded from a save for rows whose component is not installed yet: the
+    /// instance, the component's name and the values. Placed in the store when the component
+    /// is installed (see [`Scene::place_waiting_migrations`]).
+    pub(crate) waiting_migrations: Vec<(InstanceId, String, OrphanRecord)>,
 }
 
 /// What the scene's operations did, for the statistics of the system that asked.
@@ -92,7 +96,32 @@ impl Scene {
             syncs: Vec::new(),
             adoptions: Vec::new(),
             pool: None,
+            waiting_migrations: Vec::new(),
         })
+    }
+
+    /// Hands the store the waiting migration input of every component now installed: kept
+    /// for a live instance holding the component (unless the row already has input of its
+    /// own, which is newer), dropped otherwise. Input of a component still missing waits while
+    /// its instance lives.
+    pub(crate) fn place_waiting_migrations(&mut self) {
+        if self.waiting_migrations.is_empty() {
+            return;
+        }
+        let waiting = std::mem::take(&mut self.waiting_migrations);
+        for (id, component_name, record) in waiting {
+            let Ok(at) = self.instance_ref(id) else {
+                continue;
+            };
+            let Some(component) = self.store.component(&component_name) else {
+                self.waiting_migrations.push((id, component_name, record));
+                continue;
+            };
+            if self.store.has(at, component) && self.store.migration_input(id, component).is_none()
+            {
+                self.store.set_migration_input(at, component, record);
+            }
+        }
     }
 
     /// The root of the hierarchy (a `DataModel`).

@@ -32,6 +32,18 @@ pub(crate) struct SavedWorld {
     /// as raw records, by instance id then component name. Loading keeps them as orphans, and
     /// each is adopted once its definition is installed.
     pub(crate) records: Vec<SavedRecord>,
+    /// Every pending migration input (the values a row held under an older version of its
+    /// schema, not yet taken by a migration), by instance id then component name.
+    pub(crate) migrations: Vec<SavedMigration>,
+}
+
+/// The migration input of one row.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub(crate) struct SavedMigration {
+    /// The name of the component whose row it belongs to.
+    pub(crate) component: String,
+    /// The values, as the record they were saved under (its own name and version).
+    pub(crate) record: SavedRecord,
 }
 
 /// One live instance.

@@ -25,9 +25,9 @@ use std::path::Path;
 
 use hashbrown::HashSet;
 use strata_arena::{Arena, ArenaImage, ClassId, ClassRegistry, InstanceId};
-use strata_component_store::{InstanceRef, Store};
+use strata_component_store::{InstanceRef, OrphanRecord, Store};
 
-use self::format::{FORMAT_VERSION, SavedWorld};
+use self::format::{FORMAT_VERSION, SavedMigration, SavedWorld};
 use crate::error::{LoadError, SaveError};
 use crate::scene::Scene;
 use crate::world::World;
@@ -123,7 +123,36 @@ impl World {
                 .iter()
                 .map(|(id, record)| convert::save_record(*id, record))
                 .collect(),
+            migrations: self.saved_migrations(),
         }
+    }
+}
+
+impl World {
+    /// Every pending migration input, placed or waiting, of a live instance, by instance id
+    /// then component name.
+    fn saved_migrations(&self) -> Vec<SavedMigration> {
+        let scene: &Scene = self;
+        let placed = scene
+            .store
+            .migration_inputs()
+            .filter_map(|(id, component, record)| {
+                let name = scene.store.set(component).ok()?.def().name().to_owned();
+                Some((id, name, record))
+            });
+        let waiting = scene
+            .waiting_migrations
+            .iter()
+            .filter(|(id, ..)| scene.arena.is_live(*id))
+            .map(|(id, name, record)| (*id, name.clone(), record));
+        let mut all: Vec<(InstanceId, String, &OrphanRecord)> = placed.chain(waiting).collect();
+        all.sort_by(|a, b| (a.0, &a.1).cmp(&(b.0, &b.1)));
+        all.into_iter()
+            .map(|(id, component, record)| SavedMigration {
+                component,
+                record: convert::save_record(id, record),
+            })
+            .collect()
     }
 }
 
@@ -261,6 +290,34 @@ fn build(saved: &SavedWorld, threads: usize) -> Result<World, LoadError> {
         }
         store.add_orphan(at, record);
     }
+    let mut waiting = Vec::with_capacity(saved.migrations.len().min(saved.records.len()));
+    let mut seen_inputs: HashSet<(InstanceId, &str)> = HashSet::new();
+    for migration in &saved.migrations {
+        let id = convert::id(migration.record.instance).map_err(corrupt)?;
+        if !seen.contains(&(id, migration.component.as_str())) {
+            return Err(LoadError::Corrupt(format!(
+                "migration input of `{}` for {id}, which holds no such row",
+                migration.component
+            )));
+        }
+        if !seen_inputs.insert((id, migration.component.as_str())) {
+            return Err(LoadError::Corrupt(format!(
+                "migration input of `{}` for {id} twice",
+                migration.component
+            )));
+        }
+        let record = convert::load_record(&migration.record).map_err(corrupt)?;
+        if let Some(target) = convert::record_references(&record)
+            .into_iter()
+            .find(|t| !ids.contains(t))
+        {
+            return Err(LoadError::Corrupt(format!(
+                "migration input of `{}` for {id} refers to {target}, which the save does not hold",
+                migration.component
+            )));
+        }
+        waiting.push((id, migration.component.clone(), record));
+    }
     let fixed = strata_scheduler::FixedStep::new(saved.fixed_step.0, saved.fixed_step.1)
         .map_err(|e| LoadError::Corrupt(e.to_string()))?;
     if !(saved.fixed_carried.is_finite() && saved.fixed_carried >= 0.0) {
@@ -269,6 +326,7 @@ fn build(saved: &SavedWorld, threads: usize) -> Result<World, LoadError> {
         ));
     }
     let mut scene = Scene::from_parts(arena, store, game, workspace).map_err(LoadError::Rebuild)?;
+    scene.waiting_migrations = waiting;
     scene.sync_definitions();
     scene.syncs.clear();
     let mut world = World::from_scene(scene, threads).map_err(LoadError::Rebuild)?;
