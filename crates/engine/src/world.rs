@@ -373,14 +373,32 @@ fn run_group(
     group: &mut [Due<'_, Body>],
     commits: &mut Vec<CommitReport>,
 ) -> GroupResults {
-    match group {
-        [due] if !due.body().is_parallel() => {
-            GroupResults::One(Some(run_serial(scene, frame, due)))
-        }
-        group => GroupResults::Many(
-            run_parallel(scene, plan, pool, spare, frame, group, commits).into_iter(),
-        ),
+    if let [due] = group
+        && !due.body().is_parallel()
+    {
+        return GroupResults::One(Some(run_serial(scene, frame, due)));
     }
+    // Waves: a system the plan orders after a member of the current wave starts the next one,
+    // so it sees that member's writes; the rest of a run shares one commit.
+    let mut results = Vec::with_capacity(group.len());
+    let mut start = 0;
+    while start < group.len() {
+        let mut end = start + 1;
+        while end < group.len() {
+            let next = group[end].id();
+            if group[start..end]
+                .iter()
+                .any(|member| plan.precedes(member.id(), next))
+            {
+                break;
+            }
+            end += 1;
+        }
+        let wave = &mut group[start..end];
+        results.extend(run_parallel(scene, plan, pool, spare, frame, wave, commits));
+        start = end;
+    }
+    GroupResults::Many(results.into_iter())
 }
 
 /// The results of one group's systems, in scheduled order: a serial system's without an

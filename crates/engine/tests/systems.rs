@@ -151,7 +151,7 @@ fn parallel_systems_read_the_established_state_and_commit_in_scheduled_order() {
 }
 
 #[test]
-fn conflicting_parallel_writes_report_whether_the_schedule_orders_them() {
+fn unordered_parallel_writes_to_one_field_conflict_and_ordered_ones_take_turns() {
     let run = |ordered: bool| {
         let mut f = fixture(2);
         let (health, current) = (f.health, f.current);
@@ -171,21 +171,30 @@ fn conflicting_parallel_writes_report_whether_the_schedule_orders_them() {
         let b = if ordered { b.after("a") } else { b };
         f.world.add_system(b).unwrap();
         let events = f.world.step(0.1).unwrap();
-        let conflicts = events.commits[0].conflicts.clone();
+        let commits = events.commits.len();
+        let conflicts: Vec<Conflict> = events
+            .commits
+            .iter()
+            .flat_map(|c| c.conflicts.clone())
+            .collect();
         (
+            commits,
             conflicts,
             *f.world.get::<f64>(ids[0], health, current).unwrap(),
         )
     };
-    let (conflicts, value) = run(false);
+    let (commits, conflicts, value) = run(false);
+    assert_eq!(commits, 1, "one wave");
     assert_eq!(conflicts.len(), 1);
     assert!(!conflicts[0].ordered);
     assert_eq!(
         value, 1.0,
         "hierarchy order puts b first: a's write lands last"
     );
-    let (conflicts, value) = run(true);
-    assert!(conflicts[0].ordered, "b runs after a");
+    // b after a: a's wave commits before b runs, so nothing conflicts and b's write stands.
+    let (commits, conflicts, value) = run(true);
+    assert_eq!(commits, 2, "two waves");
+    assert!(conflicts.is_empty());
     assert_eq!(value, 2.0);
 }
 
@@ -294,4 +303,53 @@ fn a_parallel_pass_with_a_change_filter_updates_only_the_rows_changed_since_its_
     assert_eq!(follow.2.field_writes, 4 + 2);
     let count = stats.iter().find(|(_, n, _)| n == "count").unwrap();
     assert_eq!(count.2.field_writes, 0, "identical values are not recorded");
+}
+
+#[test]
+fn a_parallel_system_declared_after_another_sees_its_writes() {
+    let mut f = fixture(2);
+    let (health, current) = (f.health, f.current);
+    let ids = parts(&mut f, 2);
+    let mut all = f.world.query(QuerySpec::new().with(health)).unwrap();
+    f.world
+        .add_system(
+            SystemSpec::parallel("double", move |ctx: &mut ParCtx<'_>| {
+                ctx.update_each::<f64>(&mut all, (0, current), |hp| hp * 2.0)?;
+                Ok(())
+            })
+            .writes(health, current),
+        )
+        .unwrap();
+    let seen = std::sync::Arc::new(std::sync::Mutex::new(Vec::new()));
+    let log = seen.clone();
+    let first = ids[0];
+    f.world
+        .add_system(
+            SystemSpec::parallel("read", move |ctx: &mut ParCtx<'_>| {
+                log.lock()
+                    .unwrap()
+                    .push(ctx.get::<f64>(first, health, current)?);
+                Ok(())
+            })
+            .after("double"),
+        )
+        .unwrap();
+    // Unordered with `double`: runs beside it, reading what was established before.
+    let log = seen.clone();
+    f.world
+        .add_system(
+            SystemSpec::parallel("beside", move |ctx: &mut ParCtx<'_>| {
+                log.lock()
+                    .unwrap()
+                    .push(-ctx.get::<f64>(first, health, current)?);
+                Ok(())
+            })
+            .before("read"),
+        )
+        .unwrap();
+    let events = f.world.step(0.1).unwrap();
+    assert_eq!(events.commits.len(), 2, "two waves: {:?}", events.commits);
+    let mut seen = seen.lock().unwrap().clone();
+    seen.sort_by(f64::total_cmp);
+    assert_eq!(seen, [-100.0, 200.0]);
 }
