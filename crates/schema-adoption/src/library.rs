@@ -165,7 +165,7 @@ impl Library {
 fn checked(
     lua: &Lua,
     native: Function,
-    check: impl Fn(&Lua, &MultiValue) -> mlua::Result<()> + 'static,
+    check: impl Fn(&Lua, &MultiValue) -> mlua::Result<()> + Send + 'static,
 ) -> mlua::Result<Function> {
     lua.create_function(move |lua, args: MultiValue| {
         check(lua, &args)?;

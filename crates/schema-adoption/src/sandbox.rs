@@ -25,9 +25,8 @@
 //! A schema's former names are unambiguous: none is a current field name, and no two fields
 //! share one.
 
-use std::cell::Cell;
-use std::rc::Rc;
 use std::sync::Arc;
+use std::sync::atomic::{AtomicU8, AtomicU64, Ordering};
 use std::time::{Duration, Instant};
 
 use mlua::{Lua, MultiValue, Table, Value as LuaValue, VmState};
@@ -96,13 +95,60 @@ enum Trip {
     Time,
 }
 
-/// The interrupt's counters, shared with the callback.
-#[derive(Default)]
+/// The interrupt's counters, shared with the callback (atomics: the VM may move between
+/// threads between evaluations).
 struct Meter {
-    interrupts: Cell<u64>,
-    limit: Cell<u64>,
-    deadline: Cell<Option<Instant>>,
-    tripped: Cell<Option<Trip>>,
+    interrupts: AtomicU64,
+    limit: AtomicU64,
+    /// The clock deadlines are measured from.
+    epoch: Instant,
+    /// Nanoseconds after `epoch`; `u64::MAX` for none.
+    deadline: AtomicU64,
+    /// 0 while nothing tripped, else a [`Trip`] code.
+    tripped: AtomicU8,
+}
+
+impl Default for Meter {
+    fn default() -> Self {
+        Self {
+            interrupts: AtomicU64::new(0),
+            limit: AtomicU64::new(u64::MAX),
+            epoch: Instant::now(),
+            deadline: AtomicU64::new(u64::MAX),
+            tripped: AtomicU8::new(0),
+        }
+    }
+}
+
+impl Meter {
+    fn trip(&self, trip: Trip) {
+        let code = match trip {
+            Trip::Instructions => 1,
+            Trip::Time => 2,
+        };
+        self.tripped.store(code, Ordering::Relaxed);
+    }
+
+    fn tripped(&self) -> Option<Trip> {
+        match self.tripped.load(Ordering::Relaxed) {
+            1 => Some(Trip::Instructions),
+            2 => Some(Trip::Time),
+            _ => None,
+        }
+    }
+
+    fn set_deadline(&self, deadline: Option<Instant>) {
+        let nanos = deadline.map_or(u64::MAX, |d| {
+            u64::try_from(d.saturating_duration_since(self.epoch).as_nanos()).unwrap_or(u64::MAX)
+        });
+        self.deadline.store(nanos, Ordering::Relaxed);
+    }
+
+    fn past_deadline(&self) -> bool {
+        let deadline = self.deadline.load(Ordering::Relaxed);
+        deadline != u64::MAX
+            && u64::try_from(self.epoch.elapsed().as_nanos()).unwrap_or(u64::MAX) > deadline
+    }
 }
 
 /// A Luau VM set up for evaluating schemas.
@@ -111,7 +157,7 @@ pub struct SchemaVm {
     field_mark: Table,
     component_mark: Table,
     library: Library,
-    meter: Rc<Meter>,
+    meter: Arc<Meter>,
     budget: Budget,
 }
 
@@ -140,21 +186,20 @@ impl SchemaVm {
         // replaces the globals.
         let library = Library::new(&lua).map_err(vm_error)?;
         lua.sandbox(true).map_err(vm_error)?;
-        let meter = Rc::new(Meter::default());
-        let callback_meter = Rc::clone(&meter);
+        let meter = Arc::new(Meter::default());
+        let callback_meter = Arc::clone(&meter);
         lua.set_interrupt(move |_| {
             let meter = &callback_meter;
-            let count = meter.interrupts.get() + 1;
-            meter.interrupts.set(count);
-            if count > meter.limit.get() {
-                meter.tripped.set(Some(Trip::Instructions));
+            let count = meter.interrupts.fetch_add(1, Ordering::Relaxed) + 1;
+            if count > meter.limit.load(Ordering::Relaxed) {
+                meter.trip(Trip::Instructions);
                 return Err(mlua::Error::runtime("instruction budget exhausted"));
             }
             // The clock is read at every interrupt: between two interrupts a library call can
             // run for up to its caps' worth of work, so reading it less often would let a loop
             // of such calls overrun the deadline many times over.
-            if meter.deadline.get().is_some_and(|d| Instant::now() > d) {
-                meter.tripped.set(Some(Trip::Time));
+            if meter.past_deadline() {
+                meter.trip(Trip::Time);
                 return Err(mlua::Error::runtime("time budget exhausted"));
             }
             Ok(VmState::Continue)
@@ -192,12 +237,13 @@ impl SchemaVm {
             message: refused.message,
             line: Some(refused.line),
         })?;
-        self.meter.interrupts.set(0);
-        self.meter.limit.set(self.budget.instructions);
-        self.meter.tripped.set(None);
+        self.meter.interrupts.store(0, Ordering::Relaxed);
         self.meter
-            .deadline
-            .set(Some(Instant::now() + self.budget.time));
+            .limit
+            .store(self.budget.instructions, Ordering::Relaxed);
+        self.meter.tripped.store(0, Ordering::Relaxed);
+        self.meter
+            .set_deadline(Some(Instant::now() + self.budget.time));
         let used = self.lua.used_memory();
         self.lua
             .set_memory_limit(used + self.budget.memory)
@@ -206,8 +252,8 @@ impl SchemaVm {
         let result = self.run(chunk_name, &source);
 
         // Lift the limits and collect whatever the evaluation left, failure or not.
-        self.meter.deadline.set(None);
-        self.meter.limit.set(u64::MAX);
+        self.meter.set_deadline(None);
+        self.meter.limit.store(u64::MAX, Ordering::Relaxed);
         let lifted = self.lua.set_memory_limit(0);
         let collected = self.lua.gc_collect();
         let result = result.map_err(|e| self.classify(e));
@@ -233,7 +279,7 @@ impl SchemaVm {
 
     /// Maps a Luau error to a schema error, recognising the budgets' own errors.
     fn classify(&self, error: mlua::Error) -> SchemaError {
-        match self.meter.tripped.get() {
+        match self.meter.tripped() {
             Some(Trip::Instructions) => {
                 return SchemaError::InstructionBudget(self.budget.instructions);
             }
@@ -307,11 +353,11 @@ impl SchemaVm {
             build(&t)?;
             Ok::<_, mlua::Error>(t)
         };
-        let field = Rc::new(field);
+        let field = Arc::new(field);
 
         macro_rules! constructor {
             ($name:literal, |$lua:ident, $args:ident, $t:ident| $body:block) => {{
-                let field = Rc::clone(&field);
+                let field = Arc::clone(&field);
                 env.raw_set(
                     $name,
                     lua.create_function(move |$lua, $args: MultiValue| {
