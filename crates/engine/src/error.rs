@@ -61,6 +61,9 @@ pub enum WorldError {
     /// The instance is not live (never created, destroyed, or reclaimed).
     #[error("instance {0} is not live")]
     NotLive(InstanceId),
+    /// A script failed (a syntax or run-time error, a budget run out), with its name and line.
+    #[error(transparent)]
+    Script(#[from] crate::script::ScriptError),
     /// A thread count of zero, or a pool the system could not make.
     #[error("cannot run on {threads} threads: {reason}")]
     Threads {

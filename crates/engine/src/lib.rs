@@ -64,6 +64,7 @@ mod hash;
 mod instances;
 mod save;
 mod scene;
+pub mod script;
 mod stats;
 mod systems;
 mod world;
@@ -72,6 +73,7 @@ pub use crate::error::{LoadError, SaveError, SystemError, WorldError};
 pub use crate::instances::DestroyReport;
 pub use crate::save::MAGIC;
 pub use crate::scene::Scene;
+pub use crate::script::{ScriptBudget, ScriptError, Scripts};
 pub use crate::stats::format_duration;
 pub use crate::systems::{Ctx, ParCtx, SystemBody, SystemResult, SystemSpec};
 pub use crate::world::{FrameEvents, World};
@@ -89,8 +91,8 @@ pub mod layers {
 /// What a user of the facade needs, in one `use strata::prelude::*`.
 pub mod prelude {
     pub use crate::{
-        Ctx, DestroyReport, FrameEvents, LoadError, ParCtx, SaveError, Scene, SystemBody,
-        SystemError, SystemResult, SystemSpec, World, WorldError,
+        Ctx, DestroyReport, FrameEvents, LoadError, ParCtx, SaveError, Scene, ScriptBudget,
+        ScriptError, SystemBody, SystemError, SystemResult, SystemSpec, World, WorldError,
     };
     pub use strata_arena::{
         AttrValue, BuiltinState, ClassId, Color3, Event, ExternalRefs, Guid, InstanceId,

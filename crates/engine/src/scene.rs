@@ -40,6 +40,14 @@ pub struct Scene {
     /// instance, the component's name and the values. Placed in the store when the component
     /// is installed (see [`Scene::place_waiting_migrations`]).
     pub(crate) waiting_migrations: Vec<(InstanceId, String, OrphanRecord)>,
+    /// The game VM, made at the first script.
+    pub(crate) scripts: Option<crate::script::Scripts>,
+    /// The budget game VMs are made with.
+    pub(crate) script_budget: crate::script::ScriptBudget,
+    /// What scripts printed, not yet taken.
+    pub(crate) prints: Vec<String>,
+    /// Commits of execution groups since the frame's events were last taken.
+    pub(crate) group_commits: Vec<strata_parallel_overlay::CommitReport>,
 }
 
 /// What the scene's operations did, for the statistics of the system that asked.
@@ -97,6 +105,10 @@ impl Scene {
             adoptions: Vec::new(),
             pool: None,
             waiting_migrations: Vec::new(),
+            scripts: None,
+            script_budget: crate::script::ScriptBudget::STANDARD,
+            prints: Vec::new(),
+            group_commits: Vec::new(),
         })
     }
 

@@ -51,6 +51,8 @@ pub(crate) struct Body {
     pub(crate) inner: Box<dyn SystemBody>,
     pub(crate) writes: Vec<(ComponentId, FieldId)>,
     pub(crate) reads: Vec<ComponentId>,
+    /// Whether a parallel body may write any field (see [`SystemSpec::writes_any_field`]).
+    pub(crate) any_write: bool,
 }
 
 impl Body {
@@ -131,6 +133,7 @@ impl SystemSpec {
                     inner: body,
                     writes: Vec::new(),
                     reads: Vec::new(),
+                    any_write: false,
                 },
             ),
         }
@@ -203,6 +206,13 @@ impl SystemSpec {
         self
     }
 
+    /// Lets a parallel system write any field, declared or not: for bodies whose writes are
+    /// only known when they run (a script's). Its writes still go through its overlay.
+    pub fn writes_any_field(mut self) -> Self {
+        self.system.body_mut().any_write = true;
+        self
+    }
+
     /// The system's name.
     pub fn name(&self) -> &str {
         self.system.name()
@@ -250,12 +260,25 @@ pub struct ParCtx<'a> {
     pub(crate) arena: &'a Snapshot,
     pub(crate) overlay: Overlay<'a>,
     pub(crate) writes: &'a [(ComponentId, FieldId)],
+    pub(crate) any_write: bool,
     pub(crate) dt: f64,
     pub(crate) frame: u64,
     pub(crate) rows: u64,
+    /// Lines printed by the body (a script's), delivered after the wave in scheduled order.
+    pub(crate) prints: Vec<String>,
 }
 
 impl<'a> ParCtx<'a> {
+    /// Counts rows a body visited by other means than this context's passes.
+    pub(crate) fn add_rows(&mut self, rows: u64) {
+        self.rows += rows;
+    }
+
+    /// Keeps lines a body printed.
+    pub(crate) fn add_prints(&mut self, prints: Vec<String>) {
+        self.prints.extend(prints);
+    }
+
     /// The seconds this run stands for.
     pub fn dt(&self) -> f64 {
         self.dt
@@ -284,7 +307,7 @@ impl<'a> ParCtx<'a> {
     }
 
     fn declared(&self, component: ComponentId, field: FieldId) -> Result<(), WorldError> {
-        if self.writes.contains(&(component, field)) {
+        if self.any_write || self.writes.contains(&(component, field)) {
             Ok(())
         } else {
             Err(WorldError::UndeclaredWrite { component, field })

@@ -47,6 +47,9 @@ pub struct FrameEvents {
     pub adoptions: Vec<ComponentReport>,
     /// The systems whose runs failed (an error returned, or a panic caught), by name.
     pub errors: Vec<(String, SystemError)>,
+    /// What scripts printed during the frame, in order (parallel waves and execution groups
+    /// in scheduled and hierarchy order).
+    pub prints: Vec<String>,
     /// Fixed steps the frame ran.
     pub fixed_steps: u32,
     /// Whole fixed steps owed beyond the frame's limit, dropped.
@@ -316,6 +319,10 @@ impl World {
         }
         self.scene.store.on_reclaimed(&drained.reclaimed);
         events.lifecycle = drained.events;
+        events.prints = std::mem::take(&mut self.scene.prints);
+        events
+            .commits
+            .extend(std::mem::take(&mut self.scene.group_commits));
         events.components = self.scene.store.drain_events();
         events.definitions = std::mem::take(&mut self.scene.syncs);
         events.adoptions = std::mem::take(&mut self.scene.adoptions);
@@ -443,6 +450,7 @@ struct Lane {
     result: Result<(), SystemError>,
     set: strata_parallel_overlay::WriteSet,
     rows: u64,
+    prints: Vec<String>,
     took: std::time::Duration,
 }
 
@@ -472,9 +480,11 @@ fn run_parallel(
                     arena,
                     overlay: Overlay::with_spare(rank, store, spare),
                     writes: &body.writes,
+                    any_write: body.any_write,
                     dt: run.dt(),
                     frame,
                     rows: 0,
+                    prints: Vec::new(),
                 };
                 let outcome = catch_unwind(AssertUnwindSafe(|| body.inner.run_parallel(&mut ctx)));
                 let result = match outcome {
@@ -482,11 +492,13 @@ fn run_parallel(
                     Err(panic) => Err(SystemError::Panicked(panic_message(panic.as_ref()))),
                 };
                 let rows = ctx.rows;
+                let prints = std::mem::take(&mut ctx.prints);
                 let set = ctx.overlay.finish();
                 Lane {
                     result,
                     set,
                     rows,
+                    prints,
                     took: started.elapsed(),
                 }
             })
@@ -500,6 +512,7 @@ fn run_parallel(
         run.add_field_writes(lane.set.writes());
         run.add_visited_rows(lane.rows);
         due.set_duration(lane.took);
+        scene.prints.extend(lane.prints);
         sets.push(lane.set);
         results.push(lane.result);
     }

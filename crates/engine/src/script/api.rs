@@ -1,0 +1,709 @@
+//! The game API as Luau sees it: instance wrappers, component types, component handles, the
+//! `world` object, and how every call reaches the world it runs against.
+//!
+//! Invariant: the API reaches the world only through [`access`]: the scene of a serial call
+//! (lent to the VM for exactly the duration of the call), or the established state and the
+//! write log of a parallel one. Outside a call every API function refuses with an error. An
+//! instance has one wrapper per VM while anything refers to it, so wrappers compare equal by
+//! identity; a handle resolves its row on every access, so it always reads live state, and a
+//! write through it is a checked store write (or, in parallel code, a logged one).
+
+use hashbrown::HashMap;
+use mlua::{
+    AnyUserData, FromLua, Lua, MetaMethod, Table, UserData, UserDataFields, UserDataMethods,
+    Value as LuaValue,
+};
+use strata_arena::{AttrValue, InstanceId, Snapshot};
+use strata_component_store::{ComponentId, FieldId, FieldType, InstanceRef, Store, Value};
+
+use super::columns;
+use super::convert::{field_values, from_lua, kind, to_lua, type_name};
+use super::query;
+use crate::error::WorldError;
+use crate::scene::Scene;
+
+/// The registry table of instance wrappers (weak values), by id.
+const WRAPPERS: &str = "strata.instances";
+/// The registry table of handle caches (weak values), by component id then instance id.
+const HANDLES: &str = "strata.handles";
+
+/// The scene lent to the VM for a serial call.
+pub(crate) struct CurrentScene(pub(crate) AnyUserData);
+
+/// What a parallel call reads and writes: the state established before it, and its writes.
+pub(crate) struct ParState {
+    pub(crate) game: InstanceId,
+    pub(crate) workspace: InstanceId,
+    pub(crate) arena: Snapshot,
+    pub(crate) store: Store,
+    /// The writes in the order made.
+    pub(crate) writes: Vec<(InstanceRef, ComponentId, FieldId, Value)>,
+    /// The latest write of each field, as an index into `writes`.
+    latest: HashMap<(InstanceId, ComponentId, FieldId), usize>,
+    /// The fields a parallel system declared it writes; `None` for execution groups, which
+    /// may write any field.
+    declared: Option<Vec<(ComponentId, FieldId)>>,
+    pub(crate) reads: u64,
+    pub(crate) rows: u64,
+}
+
+impl ParState {
+    pub(crate) fn new(
+        roots: (InstanceId, InstanceId),
+        arena: Snapshot,
+        store: Store,
+        declared: Option<Vec<(ComponentId, FieldId)>>,
+    ) -> Self {
+        Self {
+            game: roots.0,
+            workspace: roots.1,
+            arena,
+            store,
+            writes: Vec::new(),
+            latest: HashMap::new(),
+            declared,
+            reads: 0,
+            rows: 0,
+        }
+    }
+
+    fn read(
+        &mut self,
+        id: InstanceId,
+        component: ComponentId,
+        field: FieldId,
+    ) -> mlua::Result<Value> {
+        self.reads += 1;
+        if let Some(&at) = self.latest.get(&(id, component, field)) {
+            return Ok(self.writes[at].3.clone());
+        }
+        let at = InstanceRef::of(&self.arena, id).map_err(lua_error)?;
+        self.store
+            .get_value(at, component, field)
+            .map_err(lua_error)
+    }
+
+    fn write(
+        &mut self,
+        id: InstanceId,
+        component: ComponentId,
+        field: FieldId,
+        value: Value,
+    ) -> mlua::Result<()> {
+        if let Some(declared) = &self.declared
+            && !declared.contains(&(component, field))
+        {
+            return Err(lua_error(WorldError::UndeclaredWrite { component, field }));
+        }
+        let at = InstanceRef::of(&self.arena, id).map_err(lua_error)?;
+        if !self.store.has(at, component) {
+            return Err(lua_error(
+                strata_component_store::StoreError::MissingMembership { id, component },
+            ));
+        }
+        self.store
+            .def(component)
+            .and_then(|def| def.check_value(field, &value).map(|_| ()))
+            .map_err(lua_error)?;
+        self.latest
+            .insert((id, component, field), self.writes.len());
+        self.writes.push((at, component, field, value));
+        Ok(())
+    }
+}
+
+/// The world a call runs against.
+pub(crate) enum Access<'a> {
+    /// A serial call: the whole scene.
+    Serial(&'a mut Scene),
+    /// A parallel call: established state and a write log.
+    Parallel(&'a mut ParState),
+}
+
+impl Access<'_> {
+    pub(crate) fn arena(&self) -> &Snapshot {
+        match self {
+            Access::Serial(scene) => &scene.arena,
+            Access::Parallel(par) => &par.arena,
+        }
+    }
+
+    pub(crate) fn store(&self) -> &Store {
+        match self {
+            Access::Serial(scene) => &scene.store,
+            Access::Parallel(par) => &par.store,
+        }
+    }
+
+    /// The scene, for a structural change; refused in parallel code.
+    pub(crate) fn scene(&mut self, what: &str) -> mlua::Result<&mut Scene> {
+        match self {
+            Access::Serial(scene) => Ok(scene),
+            Access::Parallel(_) => Err(mlua::Error::runtime(format!(
+                "{what} is a structural change, which parallel code cannot make (run it in a serial system)"
+            ))),
+        }
+    }
+
+    pub(crate) fn read(
+        &mut self,
+        id: InstanceId,
+        component: ComponentId,
+        field: FieldId,
+    ) -> mlua::Result<Value> {
+        match self {
+            Access::Serial(scene) => scene.get_value(id, component, field).map_err(lua_error),
+            Access::Parallel(par) => par.read(id, component, field),
+        }
+    }
+
+    pub(crate) fn write(
+        &mut self,
+        id: InstanceId,
+        component: ComponentId,
+        field: FieldId,
+        value: Value,
+    ) -> mlua::Result<()> {
+        match self {
+            Access::Serial(scene) => scene
+                .write_value(id, component, field, value)
+                .map(|_| ())
+                .map_err(lua_error),
+            Access::Parallel(par) => par.write(id, component, field, value),
+        }
+    }
+
+    pub(crate) fn count_rows(&mut self, n: u64) {
+        match self {
+            Access::Serial(scene) => scene.count_rows(n),
+            Access::Parallel(par) => par.rows += n,
+        }
+    }
+}
+
+/// A layer's error as a Luau error.
+pub(crate) fn lua_error(error: impl Into<WorldError>) -> mlua::Error {
+    mlua::Error::runtime(error.into().to_string())
+}
+
+/// Runs `f` against the world the current call runs on, after applying any column writes
+/// the script made since the last API call.
+pub(crate) fn access<R>(
+    lua: &Lua,
+    f: impl FnOnce(&Lua, Access<'_>) -> mlua::Result<R>,
+) -> mlua::Result<R> {
+    columns::flush(lua)?;
+    access_raw(lua, f)
+}
+
+/// [`access`] without the flush (for the flush itself).
+pub(crate) fn access_raw<R>(
+    lua: &Lua,
+    f: impl FnOnce(&Lua, Access<'_>) -> mlua::Result<R>,
+) -> mlua::Result<R> {
+    let scene = lua.app_data_ref::<CurrentScene>().map(|c| c.0.clone());
+    if let Some(scene) = scene {
+        return scene.borrow_mut_scoped::<Scene, _>(|scene| f(lua, Access::Serial(scene)))?;
+    }
+    if let Some(mut par) = lua.app_data_mut::<ParState>() {
+        return f(lua, Access::Parallel(&mut par));
+    }
+    Err(mlua::Error::runtime(
+        "the game API is only available while the world runs a script",
+    ))
+}
+
+// ----- Instances. -----
+
+/// An instance wrapper: an instance id, with the instance API.
+#[derive(Clone, Copy, Debug)]
+pub(crate) struct Inst(pub(crate) InstanceId);
+
+/// The wrapper of an instance (the same one while anything holds it).
+pub(crate) fn wrap_instance(lua: &Lua, id: InstanceId) -> mlua::Result<AnyUserData> {
+    let cache: Table = lua.named_registry_value(WRAPPERS)?;
+    let key = id.get() as f64;
+    if let LuaValue::UserData(ud) = cache.raw_get::<LuaValue>(key)? {
+        return Ok(ud);
+    }
+    let ud = lua.create_userdata(Inst(id))?;
+    cache.raw_set(key, &ud)?;
+    Ok(ud)
+}
+
+/// The instance a wrapper stands for.
+pub(crate) fn instance_id(ud: &AnyUserData) -> Option<InstanceId> {
+    ud.borrow::<Inst>().ok().map(|inst| inst.0)
+}
+
+/// An instance argument: a wrapper, or an error naming what was given.
+fn instance_arg(value: &LuaValue, what: &str) -> mlua::Result<InstanceId> {
+    match value {
+        LuaValue::UserData(ud) => instance_id(ud),
+        _ => None,
+    }
+    .ok_or_else(|| mlua::Error::runtime(format!("{what} must be an instance, not {}", kind(value))))
+}
+
+/// An optional instance argument (nil for none).
+fn optional_instance(value: &LuaValue, what: &str) -> mlua::Result<Option<InstanceId>> {
+    if value.is_nil() {
+        Ok(None)
+    } else {
+        instance_arg(value, what).map(Some)
+    }
+}
+
+fn attribute_to_lua(lua: &Lua, value: &AttrValue) -> mlua::Result<LuaValue> {
+    Ok(match value {
+        AttrValue::Bool(b) => LuaValue::Boolean(*b),
+        AttrValue::Number(n) => LuaValue::Number(*n),
+        AttrValue::Integer(i) => LuaValue::Number(*i as f64),
+        AttrValue::Text(t) => LuaValue::String(lua.create_string(t.as_bytes())?),
+        AttrValue::Vector(v) => LuaValue::Vector(mlua::Vector::new(v.x, v.y, v.z)),
+        AttrValue::Reference(Some(id)) => LuaValue::UserData(wrap_instance(lua, *id)?),
+        _ => LuaValue::Nil,
+    })
+}
+
+fn attribute_from_lua(value: &LuaValue) -> mlua::Result<Option<AttrValue>> {
+    Ok(Some(match value {
+        LuaValue::Nil => return Ok(None),
+        LuaValue::Boolean(b) => AttrValue::Bool(*b),
+        LuaValue::Number(n) => AttrValue::Number(*n),
+        LuaValue::Integer(i) => AttrValue::Integer(*i),
+        LuaValue::String(s) => AttrValue::Text(std::sync::Arc::from(&*s.to_str()?)),
+        LuaValue::Vector(v) => AttrValue::Vector(strata_arena::Vec3::new(v.x(), v.y(), v.z())),
+        LuaValue::UserData(ud) if instance_id(ud).is_some() => {
+            AttrValue::Reference(instance_id(ud))
+        }
+        other => {
+            return Err(mlua::Error::runtime(format!(
+                "an attribute cannot hold {}",
+                kind(other)
+            )));
+        }
+    }))
+}
+
+impl UserData for Inst {
+    fn add_fields<F: UserDataFields<Self>>(fields: &mut F) {
+        fields.add_field_method_get("Id", |_, this| Ok(this.0.get() as f64));
+        fields.add_field_method_get("Name", |lua, this| {
+            access(lua, |lua, a| {
+                let node = a.arena().node(this.0).map_err(lua_error)?;
+                lua.create_string(node.name())
+            })
+        });
+        fields.add_field_method_set("Name", |lua, this, name: String| {
+            access(lua, |_, mut a| {
+                a.scene("renaming")?
+                    .set_name(this.0, &name)
+                    .map(|_| ())
+                    .map_err(lua_error)
+            })
+        });
+        fields.add_field_method_get("ClassName", |lua, this| {
+            access(lua, |lua, a| {
+                let class = a.arena().node(this.0).map_err(lua_error)?.class();
+                let name = a
+                    .arena()
+                    .classes()
+                    .get(class)
+                    .map_or("?", |d| d.name())
+                    .to_owned();
+                lua.create_string(&name)
+            })
+        });
+        fields.add_field_method_get("Parent", |lua, this| {
+            access(lua, |lua, a| {
+                match a.arena().node(this.0).map_err(lua_error)?.parent() {
+                    Some(parent) => Ok(LuaValue::UserData(wrap_instance(lua, parent)?)),
+                    None => Ok(LuaValue::Nil),
+                }
+            })
+        });
+        fields.add_field_method_set("Parent", |lua, this, parent: LuaValue| {
+            let parent = optional_instance(&parent, "Parent")?;
+            access(lua, |_, mut a| {
+                a.scene("reparenting")?
+                    .set_parent(this.0, parent)
+                    .map(|_| ())
+                    .map_err(lua_error)
+            })
+        });
+    }
+
+    fn add_methods<M: UserDataMethods<Self>>(methods: &mut M) {
+        methods.add_meta_method(MetaMethod::ToString, |lua, this, ()| {
+            let name = access(lua, |_, a| {
+                Ok(a.arena().node(this.0).map(|n| n.name().to_owned()).ok())
+            })
+            .unwrap_or(None);
+            Ok(match name {
+                Some(name) => format!("{name} ({})", this.0),
+                None => format!("instance {}", this.0),
+            })
+        });
+        methods.add_meta_function(MetaMethod::Eq, |_, (a, b): (AnyUserData, AnyUserData)| {
+            Ok(instance_id(&a).is_some() && instance_id(&a) == instance_id(&b))
+        });
+        methods.add_method("IsAlive", |lua, this, ()| {
+            access(lua, |_, a| Ok(a.arena().is_live(this.0)))
+        });
+        methods.add_method("Destroy", |lua, this, ()| {
+            columns::invalidate_all(lua)?;
+            access(lua, |_, mut a| {
+                a.scene("destroying")?
+                    .destroy(this.0)
+                    .map(|_| ())
+                    .map_err(lua_error)
+            })
+        });
+        methods.add_method("Clone", |lua, this, ()| {
+            columns::invalidate_all(lua)?;
+            let copy = access(lua, |_, mut a| {
+                let scene = a.scene("cloning")?;
+                let parent = scene.arena.node(this.0).map_err(lua_error)?.parent();
+                scene.clone_subtree(this.0, parent).map_err(lua_error)
+            })?;
+            wrap_instance(lua, copy)
+        });
+        methods.add_method("GetChildren", |lua, this, ()| {
+            let children = access(lua, |_, a| {
+                a.arena().node(this.0).map_err(lua_error)?;
+                Ok(a.arena().children(this.0).collect::<Vec<_>>())
+            })?;
+            let table = lua.create_table_with_capacity(children.len(), 0)?;
+            for (k, child) in children.into_iter().enumerate() {
+                table.raw_set(k + 1, wrap_instance(lua, child)?)?;
+            }
+            Ok(table)
+        });
+        methods.add_method("FindFirstChild", |lua, this, name: String| {
+            let found = access(lua, |_, a| {
+                let arena = a.arena();
+                arena.node(this.0).map_err(lua_error)?;
+                Ok(arena
+                    .children(this.0)
+                    .find(|c| arena.node(*c).is_ok_and(|n| n.name() == name)))
+            })?;
+            found.map(|id| wrap_instance(lua, id)).transpose()
+        });
+        methods.add_method("GetAttribute", |lua, this, name: String| {
+            access(lua, |lua, a| {
+                let node = a.arena().node(this.0).map_err(lua_error)?;
+                match node.attributes().get(&name) {
+                    Some(value) => attribute_to_lua(lua, value),
+                    None => Ok(LuaValue::Nil),
+                }
+            })
+        });
+        methods.add_method(
+            "SetAttribute",
+            |lua, this, (name, value): (String, LuaValue)| {
+                let value = attribute_from_lua(&value)?;
+                access(lua, |_, mut a| {
+                    a.scene("setting an attribute")?
+                        .set_attribute(this.0, &name, value)
+                        .map(|_| ())
+                        .map_err(lua_error)
+                })
+            },
+        );
+        methods.add_method(
+            "AddComponent",
+            |lua, this, (component, values): (AnyUserData, Option<Table>)| {
+                let name = component_name(&component)?;
+                columns::invalidate_all(lua)?;
+                let c = access(lua, |_, mut a| {
+                    let scene = a.scene("adding a component")?;
+                    let c = scene.component(&name).map_err(lua_error)?;
+                    let fields = field_types(&scene.store, c)?;
+                    let values = match &values {
+                        Some(values) => field_values(values, &name, &fields)?,
+                        None => Vec::new(),
+                    };
+                    let values = values
+                        .into_iter()
+                        .map(|(k, v)| (FieldId::from_index(k as u16), v));
+                    scene.add(this.0, c, values).map_err(lua_error)?;
+                    Ok(c)
+                })?;
+                wrap_handle(lua, this.0, c, &name)
+            },
+        );
+        methods.add_method("GetComponent", |lua, this, component: AnyUserData| {
+            let name = component_name(&component)?;
+            let held = access(lua, |_, a| {
+                let Some(c) = a.store().component(&name) else {
+                    return Err(lua_error(WorldError::UnknownComponent(name.to_string())));
+                };
+                let at = InstanceRef::of(a.arena(), this.0).map_err(lua_error)?;
+                Ok(a.store().has(at, c).then_some(c))
+            })?;
+            match held {
+                Some(c) => Ok(LuaValue::UserData(wrap_handle(lua, this.0, c, &name)?)),
+                None => Ok(LuaValue::Nil),
+            }
+        });
+        methods.add_method("HasComponent", |lua, this, component: AnyUserData| {
+            let name = component_name(&component)?;
+            access(lua, |_, a| {
+                let Some(c) = a.store().component(&name) else {
+                    return Err(lua_error(WorldError::UnknownComponent(name.to_string())));
+                };
+                let at = InstanceRef::of(a.arena(), this.0).map_err(lua_error)?;
+                Ok(a.store().has(at, c))
+            })
+        });
+        methods.add_method("RemoveComponent", |lua, this, component: AnyUserData| {
+            let name = component_name(&component)?;
+            columns::invalidate_all(lua)?;
+            access(lua, |_, mut a| {
+                let scene = a.scene("removing a component")?;
+                let c = scene.component(&name).map_err(lua_error)?;
+                scene.remove(this.0, c).map_err(lua_error)
+            })
+        });
+    }
+}
+
+/// `Instance.new(className, parent?)`.
+pub(crate) fn instance_new(
+    lua: &Lua,
+    (class, parent): (String, LuaValue),
+) -> mlua::Result<AnyUserData> {
+    let parent = optional_instance(&parent, "the parent")?;
+    let id = access(lua, |_, mut a| {
+        a.scene("creating an instance")?
+            .create_named(&class, parent)
+            .map_err(lua_error)
+    })?;
+    wrap_instance(lua, id)
+}
+
+// ----- Component types and handles. -----
+
+/// A component global (`Health`): the component's name.
+#[derive(Clone, Debug)]
+pub(crate) struct ComponentType(pub(crate) std::sync::Arc<str>);
+
+impl UserData for ComponentType {
+    fn add_fields<F: UserDataFields<Self>>(fields: &mut F) {
+        fields.add_field_method_get("Name", |_, this| Ok(this.0.to_string()));
+    }
+
+    fn add_methods<M: UserDataMethods<Self>>(methods: &mut M) {
+        methods.add_meta_method(MetaMethod::ToString, |_, this, ()| Ok(this.0.to_string()));
+    }
+}
+
+/// The name of a component argument.
+pub(crate) fn component_name(ud: &AnyUserData) -> mlua::Result<std::sync::Arc<str>> {
+    ud.borrow::<ComponentType>()
+        .map(|c| c.0.clone())
+        .map_err(|_| mlua::Error::runtime("expected a component (such as `Health`)"))
+}
+
+/// The component of a component argument, in a store.
+pub(crate) fn component_in(store: &Store, value: &LuaValue) -> mlua::Result<ComponentId> {
+    let LuaValue::UserData(ud) = value else {
+        return Err(mlua::Error::runtime(format!(
+            "expected a component (such as `Health`), not {}",
+            kind(value)
+        )));
+    };
+    let name = component_name(ud)?;
+    store
+        .component(&name)
+        .ok_or_else(|| lua_error(WorldError::UnknownComponent(name.to_string())))
+}
+
+/// Every field of a component with its type, in order.
+pub(crate) fn field_types(store: &Store, c: ComponentId) -> mlua::Result<Vec<(String, FieldType)>> {
+    let def = store.def(c).map_err(lua_error)?;
+    Ok(def
+        .fields()
+        .iter()
+        .map(|f| (f.name.to_string(), f.ty.clone()))
+        .collect())
+}
+
+/// A handle on one instance's component: reads and writes its fields by name.
+#[derive(Clone, Debug)]
+pub(crate) struct Handle {
+    pub(crate) id: InstanceId,
+    pub(crate) component: ComponentId,
+    pub(crate) name: std::sync::Arc<str>,
+}
+
+/// The handle of an instance's component (one per VM while anything holds it).
+pub(crate) fn wrap_handle(
+    lua: &Lua,
+    id: InstanceId,
+    component: ComponentId,
+    name: &std::sync::Arc<str>,
+) -> mlua::Result<AnyUserData> {
+    let caches: Table = lua.named_registry_value(HANDLES)?;
+    let key = component.index() as f64;
+    let cache = match caches.raw_get::<LuaValue>(key)? {
+        LuaValue::Table(t) => t,
+        _ => {
+            let t = weak_table(lua)?;
+            caches.raw_set(key, &t)?;
+            t
+        }
+    };
+    if let LuaValue::UserData(ud) = cache.raw_get::<LuaValue>(id.get() as f64)?
+        && ud
+            .borrow::<Handle>()
+            .is_ok_and(|h| h.component == component)
+    {
+        return Ok(ud);
+    }
+    let ud = lua.create_userdata(Handle {
+        id,
+        component,
+        name: name.clone(),
+    })?;
+    cache.raw_set(id.get() as f64, &ud)?;
+    Ok(ud)
+}
+
+/// The field of a handle's component named `key`, with its type.
+fn handle_field(store: &Store, handle: &Handle, key: &str) -> mlua::Result<(FieldId, FieldType)> {
+    let def = store.def(handle.component).map_err(lua_error)?;
+    let Some(field) = def.field_id(key) else {
+        return Err(mlua::Error::runtime(format!(
+            "`{}` has no field `{key}`",
+            handle.name
+        )));
+    };
+    let ty = def
+        .field(field)
+        .map(|f| f.ty.clone())
+        .unwrap_or(FieldType::Number);
+    Ok((field, ty))
+}
+
+impl UserData for Handle {
+    fn add_methods<M: UserDataMethods<Self>>(methods: &mut M) {
+        methods.add_meta_method(MetaMethod::Index, |lua, this, key: String| {
+            access(lua, |lua, mut a| {
+                let (field, ty) = handle_field(a.store(), this, &key)?;
+                let value = a.read(this.id, this.component, field)?;
+                to_lua(lua, &value, &ty)
+            })
+        });
+        methods.add_meta_method(
+            MetaMethod::NewIndex,
+            |lua, this, (key, given): (String, LuaValue)| {
+                access(lua, |_, mut a| {
+                    let (field, ty) = handle_field(a.store(), this, &key)?;
+                    let Some(value) = from_lua(&given, &ty)? else {
+                        return Err(mlua::Error::runtime(format!(
+                            "field `{key}` of `{}` takes {}, not {}",
+                            this.name,
+                            type_name(&ty),
+                            kind(&given)
+                        )));
+                    };
+                    a.write(this.id, this.component, field, value)
+                })
+            },
+        );
+        methods.add_meta_method(MetaMethod::ToString, |_, this, ()| {
+            Ok(format!("{} of {}", this.name, this.id))
+        });
+    }
+}
+
+// ----- The world object. -----
+
+/// The `world` object scripts get.
+#[derive(Clone, Copy, Debug)]
+pub(crate) struct WorldApi;
+
+impl UserData for WorldApi {
+    fn add_fields<F: UserDataFields<Self>>(fields: &mut F) {
+        fields.add_field_method_get("workspace", |lua, _| {
+            let id = access(lua, |_, a| match a {
+                Access::Serial(scene) => Ok(scene.workspace()),
+                Access::Parallel(par) => Ok(par.workspace),
+            })?;
+            wrap_instance(lua, id)
+        });
+        fields.add_field_method_get("game", |lua, _| {
+            let id = access(lua, |_, a| match a {
+                Access::Serial(scene) => Ok(scene.game()),
+                Access::Parallel(par) => Ok(par.game),
+            })?;
+            wrap_instance(lua, id)
+        });
+    }
+
+    fn add_methods<M: UserDataMethods<Self>>(methods: &mut M) {
+        methods.add_method("query", |lua, _, spec: Table| query::new_query(lua, &spec));
+        methods.add_method("removed", |lua, _, component: LuaValue| {
+            query::removed(lua, &component)
+        });
+        methods.add_method("tag", |lua, _, (inst, tag): (LuaValue, String)| {
+            let id = instance_arg(&inst, "the instance")?;
+            access(lua, |_, mut a| {
+                a.scene("tagging")?.tag(id, &tag).map_err(lua_error)
+            })
+        });
+        methods.add_method("untag", |lua, _, (inst, tag): (LuaValue, String)| {
+            let id = instance_arg(&inst, "the instance")?;
+            access(lua, |_, mut a| {
+                a.scene("untagging")?.untag(id, &tag).map_err(lua_error)
+            })
+        });
+        methods.add_method("hasTag", |lua, _, (inst, tag): (LuaValue, String)| {
+            let id = instance_arg(&inst, "the instance")?;
+            access(lua, |_, a| Ok(a.arena().has_tag(id, &tag)))
+        });
+        methods.add_method("tagged", |lua, _, tag: String| {
+            let ids: Vec<InstanceId> = access(lua, |_, a| Ok(a.arena().tagged(&tag).collect()))?;
+            let table = lua.create_table_with_capacity(ids.len(), 0)?;
+            for (k, id) in ids.into_iter().enumerate() {
+                table.raw_set(k + 1, wrap_instance(lua, id)?)?;
+            }
+            Ok(table)
+        });
+        methods.add_method(
+            "setGroup",
+            |lua, _, (inst, group): (LuaValue, Option<String>)| {
+                let id = instance_arg(&inst, "the group's root")?;
+                access(lua, |_, mut a| {
+                    a.scene("marking an execution group")?
+                        .set_execution_group(id, group.as_deref())
+                        .map_err(lua_error)
+                })
+            },
+        );
+    }
+}
+
+/// A weak-valued table.
+pub(crate) fn weak_table(lua: &Lua) -> mlua::Result<Table> {
+    let t = lua.create_table()?;
+    let meta = lua.create_table()?;
+    meta.raw_set("__mode", "v")?;
+    t.set_metatable(Some(meta))?;
+    Ok(t)
+}
+
+/// Sets up the registry tables the API uses.
+pub(crate) fn install_registry(lua: &Lua) -> mlua::Result<()> {
+    lua.set_named_registry_value(WRAPPERS, weak_table(lua)?)?;
+    lua.set_named_registry_value(HANDLES, lua.create_table()?)?;
+    Ok(())
+}
+
+impl FromLua for Inst {
+    fn from_lua(value: LuaValue, _: &Lua) -> mlua::Result<Self> {
+        instance_arg(&value, "the argument").map(Inst)
+    }
+}

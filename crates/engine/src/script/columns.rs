@@ -1,0 +1,456 @@
+//! The column path: a query's matches handed to Luau in contiguous ranges (`q:chunks()`), with
+//! per-field column tables taken for reading (`chunk:read(C)`) or writing (`chunk:write(C)`).
+//!
+//! Invariant: a column table holds, at index `k`, the field's value for the query's `k`-th
+//! match, as of the last time it was taken from a chunk (taking it refreshes exactly the rows
+//! whose stored value differs from what the table was last given). Reading through `read`
+//! marks nothing. The rows a script changes in a column taken with `write` are applied as
+//! checked column writes (changed tick, dirty bit, change log, only where the value differs)
+//! when the chunk loop moves on, before any other API call, and when the callback returns.
+//! A column belongs to one shape of the query: any structural change made through the API,
+//! and any rebuild of the query's matches, first applies pending writes, then empties every
+//! column handed out and makes it raise an error when used, so a stale column is an error,
+//! never a wrong read.
+
+use mlua::{Buffer, Function, Lua, Table, Value as LuaValue};
+use strata_component_store::{ComponentId, FieldId, FieldType, Value};
+
+use super::api::{Access, access, access_raw, component_in, lua_error};
+use super::host::{VmState, helpers};
+use super::query::{QueryEntry, pass_and_mirror};
+
+/// The kinds of field a column can hold.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum Kind {
+    Number,
+    Integer,
+    Boolean,
+}
+
+impl Kind {
+    fn of(ty: &FieldType) -> Option<Kind> {
+        match ty {
+            FieldType::Number => Some(Kind::Number),
+            FieldType::Integer => Some(Kind::Integer),
+            FieldType::Boolean => Some(Kind::Boolean),
+            _ => None,
+        }
+    }
+
+    /// The code the Luau helpers take.
+    fn code(self) -> u8 {
+        match self {
+            Kind::Number | Kind::Integer => 0,
+            Kind::Boolean => 1,
+        }
+    }
+}
+
+/// One column table handed out, with what it was last given.
+pub(crate) struct ColumnMirror {
+    table: Table,
+    /// The values the table was last given (integers and booleans as numbers; booleans 0/1).
+    shadow: Vec<f64>,
+    kind: Kind,
+    /// The field's name, for messages.
+    name: String,
+    /// Reused for packing the table when written.
+    buffer: Option<Buffer>,
+}
+
+/// The values of one field at the query's match rows, as numbers.
+fn gather(
+    store: &strata_component_store::Store,
+    component: ComponentId,
+    field: FieldId,
+    kind: Kind,
+    rows: &[u32],
+) -> mlua::Result<Vec<f64>> {
+    let set = store.set(component).map_err(lua_error)?;
+    Ok(match kind {
+        Kind::Number => {
+            let values = set.checked_values::<f64>(field).map_err(lua_error)?;
+            rows.iter().map(|r| values[*r as usize]).collect()
+        }
+        Kind::Integer => {
+            let values = set.checked_values::<i64>(field).map_err(lua_error)?;
+            rows.iter().map(|r| values[*r as usize] as f64).collect()
+        }
+        Kind::Boolean => {
+            let values = set.checked_values::<bool>(field).map_err(lua_error)?;
+            rows.iter()
+                .map(|r| if values[*r as usize] { 1.0 } else { 0.0 })
+                .collect()
+        }
+    })
+}
+
+fn number_to_lua(kind: Kind, value: f64) -> LuaValue {
+    match kind {
+        Kind::Boolean => LuaValue::Boolean(value != 0.0),
+        _ => LuaValue::Number(value),
+    }
+}
+
+fn bytes_of(values: &[f64]) -> Vec<u8> {
+    values.iter().flat_map(|v| v.to_le_bytes()).collect()
+}
+
+/// `q:chunks()`: runs a pass and returns an iterator over its contiguous ranges of selected
+/// matches, each a chunk table `{ first, last, count, instances }` with `read` and `write`.
+pub(crate) fn chunks(lua: &Lua, key: &str) -> mlua::Result<Function> {
+    let (instances, _, len, selection) = pass_and_mirror(lua, key)?;
+    let mut ranges: Vec<(u32, u32)> = Vec::new();
+    match selection {
+        None if len > 0 => ranges.push((1, len as u32)),
+        None => {}
+        Some(selected) => {
+            for k in selected {
+                match ranges.last_mut() {
+                    Some((_, last)) if *last + 1 == k => *last = k,
+                    _ => ranges.push((k, k)),
+                }
+            }
+        }
+    }
+    let helpers = helpers(lua)?;
+    let meta: Table = helpers.raw_get("chunk_meta")?;
+    let list = lua.create_table_with_capacity(ranges.len(), 0)?;
+    for (k, (first, last)) in ranges.into_iter().enumerate() {
+        let chunk = lua.create_table_with_capacity(0, 5)?;
+        chunk.raw_set("first", first)?;
+        chunk.raw_set("last", last)?;
+        chunk.raw_set("count", last - first + 1)?;
+        chunk.raw_set("instances", instances.clone())?;
+        chunk.raw_set("query", key)?;
+        chunk.set_metatable(Some(meta.clone()))?;
+        list.raw_set(k + 1, chunk)?;
+    }
+    let make: Function = helpers.raw_get("chunks")?;
+    make.call(list)
+}
+
+/// `chunk:read(C)` / `chunk:write(C)`: the field columns of `C` for the chunk's query, as a
+/// table `{ field = column }` of its number, integer and boolean fields.
+pub(crate) fn take(
+    lua: &Lua,
+    chunk: &Table,
+    component: &LuaValue,
+    write: bool,
+) -> mlua::Result<Table> {
+    let key: String = chunk.raw_get("query")?;
+    access(lua, |lua, a| {
+        let helpers = helpers(lua)?;
+        let mut state = lua
+            .app_data_mut::<VmState>()
+            .ok_or_else(|| mlua::Error::runtime("no script state"))?;
+        let VmState {
+            queries, pending, ..
+        } = &mut *state;
+        let Some(entry) = queries.get_mut(&key) else {
+            return Err(mlua::Error::runtime("the chunk's query is no longer known"));
+        };
+        let store = a.store();
+        let c = component_in(store, component)?;
+        let Some(term) = entry.term_of(c) else {
+            return Err(mlua::Error::runtime(
+                "a chunk gives columns only of the components its query lists in `with`",
+            ));
+        };
+        let generation = entry.query.generation();
+        if entry
+            .mirror
+            .as_ref()
+            .is_none_or(|m| m.generation != generation)
+        {
+            return Err(stale());
+        }
+        let matches = entry.query.matches(a.arena(), store).map_err(lua_error)?;
+        let rows = matches.rows(term).map_err(lua_error)?.to_vec();
+        let def = store.def(c).map_err(lua_error)?;
+        let fields: Vec<(FieldId, String, Kind)> = def
+            .fields()
+            .iter()
+            .enumerate()
+            .filter_map(|(k, f)| {
+                Some((
+                    FieldId::from_index(k as u16),
+                    f.name.to_string(),
+                    Kind::of(&f.ty)?,
+                ))
+            })
+            .collect();
+        let mut fresh = false;
+        for (field, name, kind) in &fields {
+            let values = gather(store, c, *field, *kind, &rows)?;
+            match entry.columns.get_mut(&(c, *field)) {
+                Some(column) => {
+                    for (k, (now, was)) in values.iter().zip(column.shadow.iter_mut()).enumerate() {
+                        if now.to_bits() != was.to_bits() {
+                            column.table.raw_set(k + 1, number_to_lua(*kind, *now))?;
+                            *was = *now;
+                        }
+                    }
+                }
+                None => {
+                    let unpack: Function = helpers.raw_get("unpack")?;
+                    let buffer = lua.create_buffer(bytes_of(&values))?;
+                    let table: Table = unpack.call((buffer, values.len(), kind.code()))?;
+                    entry.columns.insert(
+                        (c, *field),
+                        ColumnMirror {
+                            table,
+                            shadow: values,
+                            kind: *kind,
+                            name: name.clone(),
+                            buffer: None,
+                        },
+                    );
+                    fresh = true;
+                }
+            }
+        }
+        let set = match entry.column_sets.get(&c) {
+            Some(set) if !fresh => set.clone(),
+            _ => {
+                let set = lua.create_table_with_capacity(0, fields.len())?;
+                for (field, name, _) in &fields {
+                    if let Some(column) = entry.columns.get(&(c, *field)) {
+                        set.raw_set(name.as_str(), column.table.clone())?;
+                    }
+                }
+                entry.column_sets.insert(c, set.clone());
+                set
+            }
+        };
+        if write && !pending.iter().any(|(k, pc)| *k == key && *pc == c) {
+            pending.push((key.clone(), c));
+        }
+        Ok(set)
+    })
+}
+
+fn stale() -> mlua::Error {
+    mlua::Error::runtime(
+        "the chunk is stale: the query's matches changed since it was made (a structural change); start the chunk loop again",
+    )
+}
+
+/// Applies the rows scripts changed in columns taken for writing.
+pub(crate) fn flush(lua: &Lua) -> mlua::Result<()> {
+    let pending = match lua.app_data_mut::<VmState>() {
+        Some(mut state) if !state.pending.is_empty() => std::mem::take(&mut state.pending),
+        _ => return Ok(()),
+    };
+    let helpers = helpers(lua)?;
+    let pack: Function = helpers.raw_get("pack")?;
+    for (key, c) in pending {
+        // Pack each written column into its buffer (Luau code, outside any borrow).
+        let columns: Vec<(FieldId, Table, Kind, String, usize, Option<Buffer>)> = {
+            let state = lua
+                .app_data_ref::<VmState>()
+                .ok_or_else(|| mlua::Error::runtime("no script state"))?;
+            let Some(entry) = state.queries.get(&key) else {
+                continue;
+            };
+            entry
+                .columns
+                .iter()
+                .filter(|((cc, _), _)| *cc == c)
+                .map(|((_, f), col)| {
+                    (
+                        *f,
+                        col.table.clone(),
+                        col.kind,
+                        col.name.clone(),
+                        col.shadow.len(),
+                        col.buffer.clone(),
+                    )
+                })
+                .collect()
+        };
+        let mut packed = Vec::with_capacity(columns.len());
+        for (field, table, kind, name, n, buffer) in columns {
+            let buffer = match buffer {
+                Some(b) if b.len() == n * 8 => b,
+                _ => lua.create_buffer_with_capacity(n * 8)?,
+            };
+            let bad: Option<usize> = pack.call((table, n, buffer.clone(), kind.code()))?;
+            if let Some(row) = bad {
+                let wanted = match kind {
+                    Kind::Number => "a number",
+                    Kind::Integer => "an integer",
+                    Kind::Boolean => "a boolean",
+                };
+                return Err(mlua::Error::runtime(format!(
+                    "column `{name}` holds something other than {wanted} at row {row}"
+                )));
+            }
+            let bytes = buffer.to_vec();
+            let values: Vec<f64> = bytes
+                .chunks_exact(8)
+                .map(|b| f64::from_le_bytes([b[0], b[1], b[2], b[3], b[4], b[5], b[6], b[7]]))
+                .collect();
+            packed.push((field, kind, name, values, buffer));
+        }
+        access_raw(lua, |lua, a| apply(lua, a, &key, c, packed))?;
+    }
+    Ok(())
+}
+
+/// Writes the rows that differ from what each column was last given.
+fn apply(
+    lua: &Lua,
+    mut a: Access<'_>,
+    key: &str,
+    c: ComponentId,
+    packed: Vec<(FieldId, Kind, String, Vec<f64>, Buffer)>,
+) -> mlua::Result<()> {
+    let mut state = lua
+        .app_data_mut::<VmState>()
+        .ok_or_else(|| mlua::Error::runtime("no script state"))?;
+    let Some(entry) = state.queries.get_mut(key) else {
+        return Ok(());
+    };
+    let Some(term) = entry.term_of(c) else {
+        return Ok(());
+    };
+    let generation = entry.query.generation();
+    if entry
+        .mirror
+        .as_ref()
+        .is_none_or(|m| m.generation != generation)
+    {
+        return Err(stale());
+    }
+    let (rows, ids) = {
+        let matches = entry
+            .query
+            .matches(a.arena(), a.store())
+            .map_err(lua_error)?;
+        (
+            matches.rows(term).map_err(lua_error)?.to_vec(),
+            matches.ids().to_vec(),
+        )
+    };
+    for (field, kind, name, values, buffer) in packed {
+        let Some(column) = entry.columns.get_mut(&(c, field)) else {
+            continue;
+        };
+        column.buffer = Some(buffer);
+        let changed: Vec<usize> = values
+            .iter()
+            .zip(&column.shadow)
+            .enumerate()
+            .filter(|(_, (now, was))| now.to_bits() != was.to_bits())
+            .map(|(k, _)| k)
+            .collect();
+        if changed.is_empty() {
+            continue;
+        }
+        if kind == Kind::Integer
+            && let Some(&k) = changed
+                .iter()
+                .find(|&&k| values[k].fract() != 0.0 || values[k].abs() > 9_007_199_254_740_992.0)
+        {
+            return Err(mlua::Error::runtime(format!(
+                "column `{name}` holds {} at row {}, which is not an integer",
+                values[k],
+                k + 1
+            )));
+        }
+        match &mut a {
+            Access::Serial(scene) => {
+                let n = changed.len();
+                let row_of = |j: usize| (rows[changed[j]] as usize, j);
+                let written = match kind {
+                    Kind::Number => scene
+                        .store
+                        .column_writer::<f64>(c, field)
+                        .and_then(|mut w| w.update_indexed(n, row_of, |_, j| values[changed[j]])),
+                    Kind::Integer => {
+                        scene
+                            .store
+                            .column_writer::<i64>(c, field)
+                            .and_then(|mut w| {
+                                w.update_indexed(n, row_of, |_, j| values[changed[j]] as i64)
+                            })
+                    }
+                    Kind::Boolean => {
+                        scene
+                            .store
+                            .column_writer::<bool>(c, field)
+                            .and_then(|mut w| {
+                                w.update_indexed(n, row_of, |_, j| values[changed[j]] != 0.0)
+                            })
+                    }
+                }
+                .map_err(lua_error)?;
+                scene.count_writes(written as u64);
+            }
+            Access::Parallel(par) => {
+                for &k in &changed {
+                    let value = match kind {
+                        Kind::Number => Value::Number(values[k]),
+                        Kind::Integer => Value::Integer(values[k] as i64),
+                        Kind::Boolean => Value::Boolean(values[k] != 0.0),
+                    };
+                    let mut access = Access::Parallel(par);
+                    access.write(ids[k], c, field, value)?;
+                }
+            }
+        }
+        for &k in &changed {
+            column.shadow[k] = values[k];
+        }
+    }
+    Ok(())
+}
+
+/// Empties a query's column tables and makes them raise an error when used.
+pub(crate) fn invalidate_entry(lua: &Lua, entry: &mut QueryEntry) -> mlua::Result<()> {
+    if entry.columns.is_empty() && entry.column_sets.is_empty() {
+        return Ok(());
+    }
+    let helpers = helpers(lua)?;
+    let stale: Function = helpers.raw_get("stale")?;
+    for (_, column) in entry.columns.drain() {
+        stale.call::<()>(column.table)?;
+    }
+    for (_, set) in entry.column_sets.drain() {
+        stale.call::<()>(set)?;
+    }
+    Ok(())
+}
+
+/// Before a structural change: applies pending column writes, then makes every column handed
+/// out stale.
+pub(crate) fn invalidate_all(lua: &Lua) -> mlua::Result<()> {
+    flush(lua)?;
+    let mut state = match lua.app_data_mut::<VmState>() {
+        Some(state) => state,
+        None => return Ok(()),
+    };
+    for entry in state.queries.values_mut() {
+        invalidate_entry(lua, entry)?;
+    }
+    Ok(())
+}
+
+/// A query entry being replaced: its columns go stale.
+pub(crate) fn retire(lua: &Lua, mut entry: QueryEntry) -> mlua::Result<()> {
+    invalidate_entry(lua, &mut entry)
+}
+
+/// `chunk:read(C)`.
+pub(crate) fn read_method(lua: &Lua, (chunk, component): (Table, LuaValue)) -> mlua::Result<Table> {
+    take(lua, &chunk, &component, false)
+}
+
+/// `chunk:write(C)`.
+pub(crate) fn write_method(
+    lua: &Lua,
+    (chunk, component): (Table, LuaValue),
+) -> mlua::Result<Table> {
+    take(lua, &chunk, &component, true)
+}

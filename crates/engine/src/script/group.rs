@@ -1,0 +1,235 @@
+//! Execution groups: subtrees whose callbacks run in parallel lanes, one Luau VM per group.
+//!
+//! A group script (a place's `groups/NAME.luau`) returns `system{ phase = ..., run = function(
+//! world, dt, root) ... end }`; every subtree whose root is marked with the group's name
+//! (`world:setGroup(inst, "NAME")`, which tags the root `Group:NAME`) gets a VM of its own
+//! running that script. Once per frame, in the script's phase, the world runs every marked
+//! group's callback together on its pool.
+//!
+//! Invariant: each group's callback reads the state established before the groups began (and
+//! its own writes) and writes through an overlay ranked `WriterRank::group(position, root)`,
+//! where `position` is the root's place in a pre-order walk of the hierarchy; the overlays
+//! commit in that order after every callback has finished. A group's VM holds only what its
+//! own callbacks put there, so the world after the frame is the same for any thread count.
+//! Structural changes are refused inside a group's callback.
+
+use hashbrown::HashMap;
+use mlua::{Function, Table, Value as LuaValue};
+use rayon::prelude::*;
+use strata_arena::InstanceId;
+use strata_parallel_overlay::{NoOrder, Overlay, Spare, WriterRank, commit_with_spare};
+
+use super::api::{ParState, wrap_instance};
+use super::host::Scripts;
+use super::vm::ScriptBudget;
+use super::{ScriptError, convert::kind};
+use crate::error::{SystemError, WorldError};
+use crate::scene::Scene;
+use crate::systems::{Ctx, SystemBody, SystemResult, SystemSpec};
+
+/// The tag that marks the root of a group running `name`.
+pub(crate) fn group_tag(name: &str) -> String {
+    format!("Group:{name}")
+}
+
+/// One group's VM and callback.
+struct GroupVm {
+    scripts: Scripts,
+    run: Function,
+}
+
+/// The body of a group script's system: runs every group marked with its name.
+pub(crate) struct GroupRunner {
+    name: String,
+    script: String,
+    source: String,
+    budget: ScriptBudget,
+    vms: HashMap<InstanceId, GroupVm>,
+    spare: Spare,
+}
+
+/// The path of child positions from a root of the hierarchy down to `id`: sorting by it
+/// gives pre-order.
+fn path(scene: &Scene, id: InstanceId) -> Vec<usize> {
+    let mut path = Vec::new();
+    let mut at = id;
+    while let Ok(Some(parent)) = scene.parent(at) {
+        let position = scene
+            .arena
+            .children(parent)
+            .position(|c| c == at)
+            .unwrap_or(usize::MAX);
+        path.push(position);
+        at = parent;
+    }
+    path.push(at.get() as usize);
+    path.reverse();
+    path
+}
+
+fn failure(error: ScriptError) -> SystemError {
+    SystemError::World(WorldError::Script(error))
+}
+
+/// Runs a group script's chunk in `scripts` against `par` (so component globals exist) and
+/// takes the `run` function of the system table it returns.
+fn load_group(
+    scripts: &Scripts,
+    script: &str,
+    source: &str,
+    par: ParState,
+) -> Result<(Function, Table), ScriptError> {
+    let chunk = scripts.load(script, source)?;
+    let (result, _, _) = scripts.call_parallel(par, script, script, &chunk, ());
+    let value = result?.into_iter().next().unwrap_or(LuaValue::Nil);
+    match &value {
+        LuaValue::Table(t) if scripts.is_system_table(&value) => {
+            let run = t
+                .raw_get::<Function>("run")
+                .map_err(|e| super::vm::script_error(script, &e))?;
+            Ok((run, t.clone()))
+        }
+        other => Err(ScriptError {
+            script: script.to_owned(),
+            line: None,
+            message: format!(
+                "a group script must return system{{...}}, not {}",
+                kind(other)
+            ),
+        }),
+    }
+}
+
+impl SystemBody for GroupRunner {
+    fn run(&mut self, ctx: &mut Ctx<'_>) -> SystemResult {
+        let dt = ctx.dt();
+        let scene: &mut Scene = ctx;
+        let tag = group_tag(&self.name);
+        let mut roots: Vec<(Vec<usize>, InstanceId)> = scene
+            .tagged(&tag)
+            .into_iter()
+            .filter(|id| scene.is_live(*id))
+            .map(|id| (path(scene, id), id))
+            .collect();
+        roots.sort();
+        self.vms
+            .retain(|root, _| roots.iter().any(|(_, r)| r == root));
+        let arena = scene.arena.snapshot();
+        let store = scene.store.snapshot();
+        let pool = scene.pool.clone();
+        let world_roots = (scene.game(), scene.workspace());
+        for (_, root) in &roots {
+            if self.vms.contains_key(root) {
+                continue;
+            }
+            let scripts = Scripts::new(self.budget).map_err(failure)?;
+            let par = ParState::new(world_roots, arena.clone(), store.snapshot(), None);
+            let (run, _) =
+                load_group(&scripts, &self.script, &self.source, par).map_err(failure)?;
+            self.vms.insert(*root, GroupVm { scripts, run });
+        }
+        let jobs: Vec<(u64, InstanceId, &GroupVm)> = roots
+            .iter()
+            .enumerate()
+            .map(|(rank, (_, root))| (rank as u64, *root, &self.vms[root]))
+            .collect();
+        let script = self.script.clone();
+        let run_one = |(rank, root, vm): &(u64, InstanceId, &GroupVm)| {
+            let par = ParState::new(world_roots, arena.clone(), store.snapshot(), None);
+            let lua = vm.scripts.lua();
+            let args = (|| {
+                Ok::<_, mlua::Error>((vm.scripts.world().clone(), dt, wrap_instance(lua, *root)?))
+            })();
+            let owner = format!("{script}#{root}");
+            match args {
+                Ok(args) => {
+                    let (result, par, prints) = vm
+                        .scripts
+                        .call_parallel(par, &owner, &script, &vm.run, args);
+                    (*rank, *root, result.map(|_| ()), par, prints)
+                }
+                Err(e) => {
+                    let error = super::vm::script_error(&script, &e);
+                    (*rank, *root, Err(error), par, Vec::new())
+                }
+            }
+        };
+        let outcomes: Vec<_> = match &pool {
+            Some(pool) => pool.install(|| jobs.par_iter().map(run_one).collect()),
+            None => jobs.iter().map(run_one).collect(),
+        };
+        drop(jobs);
+        let mut sets = Vec::with_capacity(outcomes.len());
+        let mut first_error = None;
+        let mut rows = 0;
+        for (rank, root, result, par, prints) in outcomes {
+            scene.prints.extend(prints);
+            rows += par.rows;
+            if let Err(error) = result {
+                first_error.get_or_insert(error);
+                continue;
+            }
+            let mut overlay = Overlay::with_spare(
+                WriterRank::group(rank, root.get()),
+                &scene.store,
+                &self.spare,
+            );
+            for (at, component, field, value) in par.writes {
+                overlay
+                    .write(at, component, field, value)
+                    .map_err(|e| SystemError::World(e.into()))?;
+            }
+            sets.push(overlay.finish());
+        }
+        scene.count_rows(rows);
+        if !sets.is_empty() {
+            let report = match &pool {
+                Some(pool) => pool
+                    .install(|| commit_with_spare(&mut scene.store, sets, &NoOrder, &self.spare)),
+                None => commit_with_spare(&mut scene.store, sets, &NoOrder, &self.spare),
+            };
+            scene.count_writes(report.applied as u64);
+            scene.group_commits.push(report);
+        }
+        match first_error {
+            Some(error) => Err(failure(error)),
+            None => Ok(()),
+        }
+    }
+}
+
+/// The system that runs a group script's groups, from the script's source.
+pub(crate) fn group_system(
+    scene: &mut Scene,
+    name: &str,
+    script: &str,
+    source: &str,
+) -> Result<SystemSpec, WorldError> {
+    // The script is checked once here, in a VM of its own, so a broken one fails at load.
+    let budget = scene.scripts()?.budget();
+    let mut runner = GroupRunner {
+        name: name.to_owned(),
+        script: script.to_owned(),
+        source: source.to_owned(),
+        budget,
+        vms: HashMap::new(),
+        spare: Spare::new(),
+    };
+    let probe = Scripts::new(budget)?;
+    let par = ParState::new(
+        (scene.game(), scene.workspace()),
+        scene.arena.snapshot(),
+        scene.store.snapshot(),
+        None,
+    );
+    let (_, table) = load_group(&probe, script, source, par)?;
+    runner.vms.clear();
+    let spec = SystemSpec::from_body(&format!("group:{name}"), Box::new(runner));
+    super::system::place(spec, &table).map_err(|e| {
+        WorldError::Script(ScriptError {
+            script: script.to_owned(),
+            line: None,
+            message: e.to_string(),
+        })
+    })
+}

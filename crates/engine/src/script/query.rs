@@ -1,0 +1,416 @@
+//! Queries from Luau: `world:query{...}`, iterated through a mirror of instance wrappers and
+//! component handles kept in VM tables, and `world:removed(C)`.
+//!
+//! Invariant: a query's mirror is rebuilt exactly when the store it was built against is not
+//! the store of the pass (another identity) or the query's cache generation moved; a rebuild
+//! reuses the wrappers and handles of instances that survive (they come from the VM's wrapper
+//! caches). Each query is keyed by the script that asks and its spec, so every system keeps
+//! its own change window and removal cursor.
+
+use hashbrown::HashMap;
+use mlua::{
+    AnyUserData, Function, Lua, MetaMethod, Table, UserData, UserDataMethods, Value as LuaValue,
+};
+use strata_component_store::{ComponentId, RemovalReader, Removals, StoreId};
+use strata_query::{Query, QuerySpec};
+
+use super::api::{access, component_in, lua_error, wrap_handle, wrap_instance};
+use super::columns::ColumnMirror;
+use super::convert::kind;
+use super::host::VmState;
+
+/// One query a script uses, with its mirror.
+pub(crate) struct QueryEntry {
+    pub(crate) query: Query,
+    /// The components of the `with` terms, in order, by name.
+    pub(crate) terms: Vec<std::sync::Arc<str>>,
+    /// The components the query was built with (ids resolved from the names then).
+    resolved: Vec<ComponentId>,
+    /// The Luau spec, kept to rebuild the query if a component is redefined.
+    spec: SpecNames,
+    pub(crate) mirror: Option<Mirror>,
+    /// Column tables handed out by the column path, by component and field.
+    pub(crate) columns: HashMap<(ComponentId, strata_component_store::FieldId), ColumnMirror>,
+    /// The field tables (`{x = column, ...}`) handed out, by component.
+    pub(crate) column_sets: HashMap<ComponentId, Table>,
+}
+
+impl QueryEntry {
+    /// The term of a `with` component.
+    pub(crate) fn term_of(&self, component: ComponentId) -> Option<usize> {
+        self.resolved.iter().position(|c| *c == component)
+    }
+}
+
+/// The mirror of a query's matches in VM tables.
+pub(crate) struct Mirror {
+    pub(crate) store: StoreId,
+    pub(crate) generation: u64,
+    pub(crate) len: usize,
+    pub(crate) instances: Table,
+    handles: Vec<Table>,
+}
+
+/// A query spec as names, the form a script gives.
+#[derive(Clone, Debug, Default, PartialEq)]
+struct SpecNames {
+    with: Vec<std::sync::Arc<str>>,
+    without: Vec<std::sync::Arc<str>>,
+    tags: Vec<String>,
+    not_tags: Vec<String>,
+    class: Option<String>,
+    ancestor: Option<std::sync::Arc<str>>,
+    added: Vec<std::sync::Arc<str>>,
+    changed: Vec<std::sync::Arc<str>>,
+}
+
+impl SpecNames {
+    fn key(&self) -> String {
+        let join =
+            |v: &[std::sync::Arc<str>]| v.iter().map(|s| s.as_ref()).collect::<Vec<_>>().join(",");
+        format!(
+            "w={};wo={};t={};nt={};c={};a={};ad={};ch={}",
+            join(&self.with),
+            join(&self.without),
+            self.tags.join(","),
+            self.not_tags.join(","),
+            self.class.as_deref().unwrap_or(""),
+            self.ancestor.as_deref().unwrap_or(""),
+            join(&self.added),
+            join(&self.changed),
+        )
+    }
+}
+
+/// A query object in Luau: iterate it (`for inst, a, b in q do`), or take its column path
+/// (`q:chunks()`).
+#[derive(Clone, Debug)]
+pub(crate) struct QueryUd {
+    pub(crate) key: String,
+}
+
+impl UserData for QueryUd {
+    fn add_methods<M: UserDataMethods<Self>>(methods: &mut M) {
+        methods.add_meta_method(MetaMethod::Iter, |lua, this, ()| iterate(lua, &this.key));
+        methods.add_method("iter", |lua, this, ()| iterate(lua, &this.key));
+        methods.add_method("chunks", |lua, this, ()| {
+            super::columns::chunks(lua, &this.key)
+        });
+    }
+}
+
+fn names(table: &Table, key: &str) -> mlua::Result<Vec<std::sync::Arc<str>>> {
+    let list: LuaValue = table.raw_get(key)?;
+    match list {
+        LuaValue::Nil => Ok(Vec::new()),
+        LuaValue::Table(t) => t
+            .sequence_values::<LuaValue>()
+            .map(|v| {
+                let v = v?;
+                match &v {
+                    LuaValue::UserData(ud) => super::api::component_name(ud),
+                    other => Err(mlua::Error::runtime(format!(
+                        "`{key}` lists components, not {}",
+                        kind(other)
+                    ))),
+                }
+            })
+            .collect(),
+        LuaValue::UserData(ud) => Ok(vec![super::api::component_name(&ud)?]),
+        other => Err(mlua::Error::runtime(format!(
+            "`{key}` must be a list of components, not {}",
+            kind(&other)
+        ))),
+    }
+}
+
+fn strings(table: &Table, key: &str) -> mlua::Result<Vec<String>> {
+    let list: LuaValue = table.raw_get(key)?;
+    match list {
+        LuaValue::Nil => Ok(Vec::new()),
+        LuaValue::String(s) => Ok(vec![s.to_str()?.to_string()]),
+        LuaValue::Table(t) => t.sequence_values::<String>().collect(),
+        other => Err(mlua::Error::runtime(format!(
+            "`{key}` must be a list of strings, not {}",
+            kind(&other)
+        ))),
+    }
+}
+
+const SPEC_KEYS: [&str; 8] = [
+    "with",
+    "without",
+    "tags",
+    "withoutTags",
+    "class",
+    "ancestor",
+    "added",
+    "changed",
+];
+
+fn parse_spec(spec: &Table) -> mlua::Result<SpecNames> {
+    for pair in spec.clone().pairs::<LuaValue, LuaValue>() {
+        let (key, _) = pair?;
+        let known = matches!(&key, LuaValue::String(s) if s.to_str().is_ok_and(|s| SPEC_KEYS.contains(&&*s)));
+        if !known {
+            return Err(mlua::Error::runtime(format!(
+                "a query spec takes {}; unknown key {}",
+                SPEC_KEYS.join(", "),
+                match &key {
+                    LuaValue::String(s) => format!("`{}`", s.to_string_lossy()),
+                    other => kind(other).to_owned(),
+                }
+            )));
+        }
+    }
+    let class: Option<String> = spec.raw_get("class")?;
+    let ancestor = match spec.raw_get::<LuaValue>("ancestor")? {
+        LuaValue::Nil => None,
+        LuaValue::UserData(ud) => Some(super::api::component_name(&ud)?),
+        other => {
+            return Err(mlua::Error::runtime(format!(
+                "`ancestor` must be a component, not {}",
+                kind(&other)
+            )));
+        }
+    };
+    Ok(SpecNames {
+        with: names(spec, "with")?,
+        without: names(spec, "without")?,
+        tags: strings(spec, "tags")?,
+        not_tags: strings(spec, "withoutTags")?,
+        class,
+        ancestor,
+        added: names(spec, "added")?,
+        changed: names(spec, "changed")?,
+    })
+}
+
+/// Builds the layer's query for names, in a store.
+fn build(
+    names: &SpecNames,
+    store: &strata_component_store::Store,
+    classes: &strata_arena::ClassRegistry,
+) -> mlua::Result<(Query, Vec<ComponentId>)> {
+    let resolve = |name: &std::sync::Arc<str>| {
+        store
+            .component(name)
+            .ok_or_else(|| lua_error(crate::error::WorldError::UnknownComponent(name.to_string())))
+    };
+    let mut spec = QuerySpec::new();
+    let mut resolved = Vec::new();
+    for name in &names.with {
+        let c = resolve(name)?;
+        resolved.push(c);
+        spec = spec.with(c);
+    }
+    for name in &names.without {
+        spec = spec.without(resolve(name)?);
+    }
+    for tag in &names.tags {
+        spec = spec.tagged(tag);
+    }
+    for tag in &names.not_tags {
+        spec = spec.not_tagged(tag);
+    }
+    if let Some(class) = &names.class {
+        let Some(id) = classes.class_id(class) else {
+            return Err(lua_error(crate::error::WorldError::UnknownClass(
+                class.clone(),
+            )));
+        };
+        spec = spec.class(id);
+    }
+    if let Some(ancestor) = &names.ancestor {
+        spec = spec.ancestor(resolve(ancestor)?);
+    }
+    for name in &names.added {
+        spec = spec.added(resolve(name)?);
+    }
+    for name in &names.changed {
+        spec = spec.changed(resolve(name)?);
+    }
+    let query = Query::new(spec).map_err(lua_error)?;
+    Ok((query, resolved))
+}
+
+/// `world:query(spec)`.
+pub(crate) fn new_query(lua: &Lua, spec: &Table) -> mlua::Result<AnyUserData> {
+    let names = parse_spec(spec)?;
+    let key = {
+        let state = lua
+            .app_data_ref::<VmState>()
+            .ok_or_else(|| mlua::Error::runtime("no script state"))?;
+        format!("{}|{}", state.owner, names.key())
+    };
+    access(lua, |lua, a| {
+        let mut state = lua
+            .app_data_mut::<VmState>()
+            .ok_or_else(|| mlua::Error::runtime("no script state"))?;
+        let stale = match state.queries.get(&key) {
+            Some(entry) => {
+                let now: Vec<Option<ComponentId>> = entry
+                    .spec
+                    .with
+                    .iter()
+                    .map(|n| a.store().component(n))
+                    .collect();
+                now != entry.resolved.iter().copied().map(Some).collect::<Vec<_>>()
+            }
+            None => true,
+        };
+        if stale {
+            let (query, resolved) = build(&names, a.store(), a.arena().classes())?;
+            if let Some(old) = state.queries.remove(&key) {
+                super::columns::retire(lua, old)?;
+            }
+            state.queries.insert(
+                key.clone(),
+                QueryEntry {
+                    query,
+                    terms: names.with.clone(),
+                    resolved,
+                    spec: names,
+                    mirror: None,
+                    columns: HashMap::new(),
+                    column_sets: HashMap::new(),
+                },
+            );
+        }
+        Ok(())
+    })?;
+    lua.create_userdata(QueryUd { key })
+}
+
+/// What a pass hands Luau: the mirror's instance table and handle tables, its length, and the
+/// selection (1-based match indexes) when the pass has one.
+pub(crate) type PassTables = (Table, Vec<Table>, usize, Option<Vec<u32>>);
+
+/// Runs a pass of a query and brings its mirror up to date.
+pub(crate) fn pass_and_mirror(lua: &Lua, key: &str) -> mlua::Result<PassTables> {
+    access(lua, |lua, mut a| {
+        let mut state = lua
+            .app_data_mut::<VmState>()
+            .ok_or_else(|| mlua::Error::runtime("no script state"))?;
+        let Some(entry) = state.queries.get_mut(key) else {
+            return Err(mlua::Error::runtime(
+                "the query is no longer known; make it again",
+            ));
+        };
+        let (selection, len, stale) = {
+            let (arena, store) = (a.arena(), a.store());
+            let pass = entry.query.run(arena, store).map_err(lua_error)?;
+            let selection = pass
+                .selection()
+                .map(|s| s.iter().map(|k| k + 1).collect::<Vec<u32>>());
+            let len = pass.matches().len();
+            let generation = entry.query.generation();
+            let stale = entry
+                .mirror
+                .as_ref()
+                .is_none_or(|m| m.store != store.id() || m.generation != generation);
+            (selection, len, stale)
+        };
+        a.count_rows(selection.as_ref().map_or(len, Vec::len) as u64);
+        if stale {
+            super::columns::invalidate_entry(lua, entry)?;
+            let store = a.store();
+            let generation = entry.query.generation();
+            let matches = entry.query.matches(a.arena(), store).map_err(lua_error)?;
+            let instances = lua.create_table_with_capacity(matches.len(), 0)?;
+            for (k, id) in matches.ids().iter().enumerate() {
+                instances.raw_set(k + 1, wrap_instance(lua, *id)?)?;
+            }
+            let mut handles = Vec::with_capacity(entry.terms.len());
+            for (term, name) in entry.terms.iter().enumerate() {
+                let c = entry.resolved[term];
+                let table = lua.create_table_with_capacity(matches.len(), 0)?;
+                for (k, id) in matches.ids().iter().enumerate() {
+                    table.raw_set(k + 1, wrap_handle(lua, *id, c, name)?)?;
+                }
+                handles.push(table);
+            }
+            entry.mirror = Some(Mirror {
+                store: store.id(),
+                generation,
+                len: matches.len(),
+                instances,
+                handles,
+            });
+        }
+        let mirror = entry
+            .mirror
+            .as_ref()
+            .ok_or_else(|| mlua::Error::runtime("no mirror"))?;
+        Ok((
+            mirror.instances.clone(),
+            mirror.handles.clone(),
+            mirror.len,
+            selection,
+        ))
+    })
+}
+
+/// The iterator of a query (its `__iter`).
+fn iterate(lua: &Lua, key: &str) -> mlua::Result<Function> {
+    let (instances, handles, len, selection) = pass_and_mirror(lua, key)?;
+    let helpers = super::host::helpers(lua)?;
+    let make: Function = helpers.raw_get("iter")?;
+    let selection = match selection {
+        Some(selected) => LuaValue::Table(lua.create_sequence_from(selected)?),
+        None => LuaValue::Nil,
+    };
+    let h = |k: usize| {
+        handles
+            .get(k)
+            .cloned()
+            .map_or(LuaValue::Nil, LuaValue::Table)
+    };
+    let all = lua.create_sequence_from(handles.iter().cloned())?;
+    make.call((
+        handles.len(),
+        len,
+        instances,
+        h(0),
+        h(1),
+        h(2),
+        all,
+        selection,
+    ))
+}
+
+/// `world:removed(C)`: the instances that lost `C` since this script last asked (sorted, each
+/// once), or `nil, "missed"` when history was dropped before it asked.
+pub(crate) fn removed(lua: &Lua, component: &LuaValue) -> mlua::Result<(LuaValue, LuaValue)> {
+    let ids = access(lua, |lua, a| {
+        let c = component_in(a.store(), component)?;
+        let mut state = lua
+            .app_data_mut::<VmState>()
+            .ok_or_else(|| mlua::Error::runtime("no script state"))?;
+        let key = (state.owner.clone(), c);
+        let reader = match state.readers.get_mut(&key) {
+            Some(reader) => reader,
+            None => {
+                let reader = RemovalReader::new(a.store(), c).map_err(lua_error)?;
+                state.readers.entry(key.clone()).or_insert(reader)
+            }
+        };
+        match reader.read(a.store()).map_err(lua_error)? {
+            Removals::Ids(ids) => Ok(Some(ids)),
+            Removals::Missed { .. } => Ok(None),
+        }
+    })?;
+    match ids {
+        Some(ids) => {
+            let table = lua.create_table_with_capacity(ids.len(), 0)?;
+            for (k, id) in ids.into_iter().enumerate() {
+                table.raw_set(k + 1, wrap_instance(lua, id)?)?;
+            }
+            Ok((LuaValue::Table(table), LuaValue::Nil))
+        }
+        None => Ok((
+            LuaValue::Nil,
+            LuaValue::String(lua.create_string("missed")?),
+        )),
+    }
+}

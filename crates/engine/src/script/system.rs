@@ -1,0 +1,217 @@
+//! Systems written in Luau: a `systems/*.luau` script returns `system{...}`, which becomes a
+//! [`SystemSpec`] whose body calls the script's `run(world, dt)`.
+//!
+//! Invariant: a serial Luau system runs with the scene lent to its VM; a parallel one reads
+//! the state established before its wave and its writes are replayed into its overlay after
+//! the call, in the order it made them, so they commit in scheduled order like any parallel
+//! system's. A failure (a Luau error with its script and line, a budget run out) is the
+//! system's error for that run; the VM stays usable.
+
+use mlua::{Function, Table, Value as LuaValue};
+use strata_arena::InstanceId;
+use strata_component_store::{ComponentId, FieldId};
+use strata_scheduler::Phase;
+
+use super::api::ParState;
+use super::host::Scripts;
+use super::{ScriptError, convert::kind};
+use crate::error::{SystemError, WorldError};
+use crate::scene::Scene;
+use crate::systems::{Ctx, ParCtx, SystemBody, SystemResult, SystemSpec};
+
+/// A Luau system's body.
+pub(crate) struct LuauBody {
+    scripts: Scripts,
+    /// The system's name (its queries and readers are keyed by it).
+    owner: String,
+    /// The script's name, for errors.
+    script: String,
+    run: Function,
+    parallel: bool,
+    declared: Option<Vec<(ComponentId, FieldId)>>,
+    roots: (InstanceId, InstanceId),
+}
+
+fn script_failure(error: ScriptError) -> SystemError {
+    SystemError::World(WorldError::Script(error))
+}
+
+impl SystemBody for LuauBody {
+    fn is_parallel(&self) -> bool {
+        self.parallel
+    }
+
+    fn run(&mut self, ctx: &mut Ctx<'_>) -> SystemResult {
+        let dt = ctx.dt();
+        let world = self.scripts.world().clone();
+        let scene: &mut Scene = ctx;
+        self.scripts
+            .call_serial::<()>(scene, &self.owner, &self.script, &self.run, (world, dt))
+            .map_err(script_failure)
+    }
+
+    fn run_parallel(&mut self, ctx: &mut ParCtx<'_>) -> SystemResult {
+        let par = ParState::new(
+            self.roots,
+            ctx.arena().clone(),
+            ctx.store().snapshot(),
+            self.declared.clone(),
+        );
+        let world = self.scripts.world().clone();
+        let (result, par, prints) = self.scripts.call_parallel(
+            par,
+            &self.owner,
+            &self.script,
+            &self.run,
+            (world, ctx.dt()),
+        );
+        ctx.add_prints(prints);
+        result.map_err(script_failure)?;
+        ctx.add_rows(par.rows);
+        for (at, component, field, value) in par.writes {
+            ctx.write_value(at.id, component, field, value)?;
+        }
+        Ok(())
+    }
+}
+
+/// A list of names under `key` (a string alone counts as a list of one).
+fn name_list(table: &Table, key: &str) -> mlua::Result<Vec<String>> {
+    match table.raw_get::<LuaValue>(key)? {
+        LuaValue::Nil => Ok(Vec::new()),
+        LuaValue::String(s) => Ok(vec![s.to_str()?.to_string()]),
+        LuaValue::Table(t) => t.sequence_values::<String>().collect(),
+        other => Err(mlua::Error::runtime(format!(
+            "`{key}` must be a list of names, not {}",
+            kind(&other)
+        ))),
+    }
+}
+
+/// The phase a system table names; `None` for the fixed-step block.
+pub(crate) fn phase_of(table: &Table) -> mlua::Result<Option<Phase>> {
+    let name: Option<String> = table.raw_get("phase")?;
+    Ok(Some(match name.as_deref() {
+        None | Some("Update") => Phase::Update,
+        Some("First") => Phase::First,
+        Some("PreUpdate") => Phase::PreUpdate,
+        Some("PostUpdate") => Phase::PostUpdate,
+        Some("Last") => Phase::Last,
+        Some("Fixed") => return Ok(None),
+        Some(other) => {
+            return Err(mlua::Error::runtime(format!(
+                "unknown phase `{other}`: First, PreUpdate, Update, PostUpdate, Last or Fixed"
+            )));
+        }
+    }))
+}
+
+/// The placement a system table gives: phase, sets, order, interval.
+pub(crate) fn place(spec: SystemSpec, table: &Table) -> mlua::Result<SystemSpec> {
+    let mut spec = match phase_of(table)? {
+        Some(phase) => spec.in_phase(phase),
+        None => spec.in_fixed_block(),
+    };
+    for set in name_list(table, "sets")? {
+        spec = spec.in_set(&set);
+    }
+    for target in name_list(table, "before")? {
+        spec = spec.before(&target);
+    }
+    for target in name_list(table, "after")? {
+        spec = spec.after(&target);
+    }
+    match table.raw_get::<LuaValue>("interval")? {
+        LuaValue::Nil => {}
+        LuaValue::Number(n) if n > 0.0 && n.is_finite() => spec = spec.with_interval(n),
+        LuaValue::Integer(n) if n > 0 => spec = spec.with_interval(n as f64),
+        other => {
+            return Err(mlua::Error::runtime(format!(
+                "`interval` must be a positive number of seconds, not {}",
+                kind(&other)
+            )));
+        }
+    }
+    Ok(spec)
+}
+
+/// The fields `writes = { Health = { "current" } }` declares, resolved in the scene's store.
+fn declared_writes(
+    scene: &Scene,
+    table: &Table,
+) -> Result<Option<Vec<(ComponentId, FieldId)>>, String> {
+    let writes = match table.raw_get::<LuaValue>("writes") {
+        Ok(LuaValue::Nil) => return Ok(None),
+        Ok(LuaValue::Table(t)) => t,
+        Ok(other) => return Err(format!("`writes` must be a table, not {}", kind(&other))),
+        Err(e) => return Err(e.to_string()),
+    };
+    let mut out = Vec::new();
+    for pair in writes.pairs::<String, Table>() {
+        let (component, fields) = pair
+            .map_err(|e| format!("`writes` maps component names to lists of field names ({e})"))?;
+        let c = scene.component(&component).map_err(|e| e.to_string())?;
+        for field in fields.sequence_values::<String>() {
+            let field = field.map_err(|e| e.to_string())?;
+            out.push((c, scene.field(c, &field).map_err(|e| e.to_string())?));
+        }
+    }
+    Ok(Some(out))
+}
+
+/// Runs a system script and turns the table it returns into a system spec named `name`.
+pub(crate) fn system_from_script(
+    scene: &mut Scene,
+    name: &str,
+    script: &str,
+    source: &str,
+) -> Result<SystemSpec, WorldError> {
+    let scripts = scene.scripts()?;
+    let chunk = scripts.load(script, source)?;
+    let value: LuaValue = scripts.call_serial(scene, name, script, &chunk, ())?;
+    if !scripts.is_system_table(&value) {
+        return Err(WorldError::Script(ScriptError {
+            script: script.to_owned(),
+            line: None,
+            message: format!(
+                "a system script must return system{{...}}, not {}",
+                kind(&value)
+            ),
+        }));
+    }
+    let LuaValue::Table(table) = value else {
+        unreachable!("is_system_table checked it is a table");
+    };
+    let invalid = |message: String| {
+        WorldError::Script(ScriptError {
+            script: script.to_owned(),
+            line: None,
+            message,
+        })
+    };
+    let run: Function = table.raw_get("run").map_err(|e| invalid(e.to_string()))?;
+    let parallel: bool = table
+        .raw_get::<Option<bool>>("parallel")
+        .map_err(|e| invalid(format!("`parallel` must be a boolean ({e})")))?
+        .unwrap_or(false);
+    let declared = declared_writes(scene, &table).map_err(invalid)?;
+    let body = LuauBody {
+        scripts,
+        owner: name.to_owned(),
+        script: script.to_owned(),
+        run,
+        parallel,
+        declared: declared.clone(),
+        roots: (scene.game(), scene.workspace()),
+    };
+    let mut spec = SystemSpec::from_body(name, Box::new(body));
+    match declared {
+        Some(fields) => {
+            for (c, f) in fields {
+                spec = spec.writes(c, f);
+            }
+        }
+        None => spec = spec.writes_any_field(),
+    }
+    place(spec, &table).map_err(|e| invalid(e.to_string()))
+}

@@ -1,0 +1,211 @@
+//! The game VM: a sandboxed Luau state with a memory limit, a per-callback budget of
+//! instructions and time, and script errors that name their script and line.
+//!
+//! Invariant: a game VM offers no `os`, `io`, `require`, `loadstring`, `getfenv`, `setfenv`,
+//! `debug`, `collectgarbage`, `gcinfo` or `newproxy`; the standard libraries and the game API
+//! are read-only and every script runs in an environment table of its own, so one script's
+//! globals never leak into another's. Every callback runs under its budget: when it runs out
+//! the callback fails with a budget error, and the limits are lifted afterwards so the VM stays
+//! usable.
+
+use std::sync::Arc;
+use std::sync::atomic::{AtomicU8, AtomicU64, Ordering};
+use std::time::{Duration, Instant};
+
+use mlua::{Lua, Table, VmState};
+
+use super::ScriptError;
+
+/// What one callback (a system's run, a setup script, a group's callback) may use.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct ScriptBudget {
+    /// Luau interrupts (taken at calls and loop back-edges) before the callback is stopped.
+    pub instructions: u64,
+    /// Wall-clock time before the callback is stopped.
+    pub time: Duration,
+    /// The most memory one VM may hold, in bytes.
+    pub memory: usize,
+}
+
+impl ScriptBudget {
+    /// The standard budget: 200 million interrupts, 5 seconds a callback, 512 MiB a VM.
+    pub const STANDARD: ScriptBudget = ScriptBudget {
+        instructions: 200_000_000,
+        time: Duration::from_secs(5),
+        memory: 512 * 1024 * 1024,
+    };
+}
+
+impl Default for ScriptBudget {
+    fn default() -> Self {
+        Self::STANDARD
+    }
+}
+
+/// Why the interrupt stopped a callback.
+const TRIP_INSTRUCTIONS: u8 = 1;
+const TRIP_TIME: u8 = 2;
+
+/// The interrupt's counters, shared with its callback.
+pub(crate) struct Meter {
+    interrupts: AtomicU64,
+    limit: AtomicU64,
+    epoch: Instant,
+    /// Nanoseconds after `epoch`; `u64::MAX` for none.
+    deadline: AtomicU64,
+    tripped: AtomicU8,
+}
+
+impl Meter {
+    fn new() -> Self {
+        Self {
+            interrupts: AtomicU64::new(0),
+            limit: AtomicU64::new(u64::MAX),
+            epoch: Instant::now(),
+            deadline: AtomicU64::new(u64::MAX),
+            tripped: AtomicU8::new(0),
+        }
+    }
+
+    /// Starts a callback's budget.
+    pub(crate) fn start(&self, budget: &ScriptBudget) {
+        self.interrupts.store(0, Ordering::Relaxed);
+        self.limit.store(budget.instructions, Ordering::Relaxed);
+        self.tripped.store(0, Ordering::Relaxed);
+        let deadline = self.epoch.elapsed().saturating_add(budget.time);
+        self.deadline.store(
+            u64::try_from(deadline.as_nanos()).unwrap_or(u64::MAX),
+            Ordering::Relaxed,
+        );
+    }
+
+    /// Lifts the limits; returns what tripped, if anything.
+    pub(crate) fn stop(&self) -> Option<&'static str> {
+        self.limit.store(u64::MAX, Ordering::Relaxed);
+        self.deadline.store(u64::MAX, Ordering::Relaxed);
+        match self.tripped.swap(0, Ordering::Relaxed) {
+            TRIP_INSTRUCTIONS => Some("instruction"),
+            TRIP_TIME => Some("time"),
+            _ => None,
+        }
+    }
+
+    fn tick(&self) -> mlua::Result<VmState> {
+        let count = self.interrupts.fetch_add(1, Ordering::Relaxed) + 1;
+        if count > self.limit.load(Ordering::Relaxed) {
+            self.tripped.store(TRIP_INSTRUCTIONS, Ordering::Relaxed);
+            return Err(mlua::Error::runtime(
+                "the callback ran out of its instruction budget",
+            ));
+        }
+        // The clock is read every 1,024 interrupts: often enough for a deadline in seconds.
+        if count.is_multiple_of(1024) {
+            let deadline = self.deadline.load(Ordering::Relaxed);
+            let now = u64::try_from(self.epoch.elapsed().as_nanos()).unwrap_or(u64::MAX);
+            if deadline != u64::MAX && now > deadline {
+                self.tripped.store(TRIP_TIME, Ordering::Relaxed);
+                return Err(mlua::Error::runtime(
+                    "the callback ran out of its time budget",
+                ));
+            }
+        }
+        Ok(VmState::Continue)
+    }
+}
+
+/// The globals a game VM removes.
+const REMOVED: [&str; 10] = [
+    "os",
+    "io",
+    "require",
+    "loadstring",
+    "getfenv",
+    "setfenv",
+    "debug",
+    "collectgarbage",
+    "gcinfo",
+    "newproxy",
+];
+
+/// A new game VM and its meter. The caller adds the game API to the returned base table
+/// before [`seal`].
+pub(crate) fn new_vm(budget: &ScriptBudget) -> mlua::Result<(Lua, Arc<Meter>, Table)> {
+    let lua = Lua::new();
+    let globals = lua.globals();
+    for name in REMOVED {
+        globals.raw_set(name, mlua::Value::Nil)?;
+    }
+    lua.sandbox(true)?;
+    lua.set_memory_limit(budget.memory)?;
+    let meter = Arc::new(Meter::new());
+    let callback_meter = Arc::clone(&meter);
+    lua.set_interrupt(move |_| callback_meter.tick());
+    // The base environment: the game API, with the standard libraries behind it.
+    let base = lua.create_table()?;
+    let meta = lua.create_table()?;
+    meta.raw_set("__index", lua.globals())?;
+    base.set_metatable(Some(meta))?;
+    Ok((lua, meter, base))
+}
+
+/// A fresh environment for one script, reading through to `base`.
+pub(crate) fn environment(lua: &Lua, base: &Table) -> mlua::Result<Table> {
+    let env = lua.create_table()?;
+    let meta = lua.create_table()?;
+    meta.raw_set("__index", base.clone())?;
+    meta.set_readonly(true);
+    env.set_metatable(Some(meta))?;
+    Ok(env)
+}
+
+/// A script error from a Luau error, with the script's name and the line the message names.
+pub(crate) fn script_error(script: &str, error: &mlua::Error) -> ScriptError {
+    let message = root_message(error);
+    let (line, message) = split_location(script, &message);
+    ScriptError {
+        script: script.to_owned(),
+        line,
+        message,
+    }
+}
+
+/// The innermost message of an error (callback errors wrap their cause).
+fn root_message(error: &mlua::Error) -> String {
+    match error {
+        mlua::Error::CallbackError { cause, .. } => root_message(cause),
+        mlua::Error::RuntimeError(message) | mlua::Error::SyntaxError { message, .. } => {
+            message.clone()
+        }
+        mlua::Error::MemoryError(message) => format!("out of memory: {message}"),
+        mlua::Error::WithContext { cause, .. } => root_message(cause),
+        other => other.to_string(),
+    }
+}
+
+/// Takes `script:LINE: ` off the front of a message (or from inside it, for messages that
+/// start with a location in another chunk), giving the line.
+fn split_location(script: &str, message: &str) -> (Option<u32>, String) {
+    let first_line = message.lines().next().unwrap_or("");
+    if let Some(at) = first_line.find(&format!("{script}:")) {
+        let rest = &first_line[at + script.len() + 1..];
+        let digits: String = rest.chars().take_while(char::is_ascii_digit).collect();
+        if let Ok(line) = digits.parse::<u32>() {
+            let text = rest[digits.len()..].trim_start_matches(':').trim_start();
+            return (Some(line), text.to_owned());
+        }
+    }
+    (None, first_line.to_owned())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_location_is_taken_off_the_message() {
+        let (line, text) = split_location("systems/a.luau", "systems/a.luau:12: boom");
+        assert_eq!((line, text.as_str()), (Some(12), "boom"));
+        let (line, text) = split_location("x", "no location here");
+        assert_eq!((line, text.as_str()), (None, "no location here"));
+    }
+}
