@@ -54,6 +54,8 @@ fn smoke() {
             r#"
             return system {
                 phase = "PostUpdate",
+                parallel = true,
+                writes = { Health = { "current" } },
                 run = function(world, dt)
                     for chunk in world:query({ with = { Health } }):chunks() do
                         local hp = chunk:write(Health)

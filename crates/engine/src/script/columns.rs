@@ -236,10 +236,22 @@ fn stale() -> mlua::Error {
     )
 }
 
+/// Applies the rows scripts changed in columns taken for writing, and forgets them: the end
+/// of a callback.
+pub(crate) fn finish(lua: &Lua) -> mlua::Result<()> {
+    flush(lua)?;
+    if let Some(mut state) = lua.app_data_mut::<VmState>() {
+        state.pending.clear();
+    }
+    Ok(())
+}
+
 /// Applies the rows scripts changed in columns taken for writing.
 pub(crate) fn flush(lua: &Lua) -> mlua::Result<()> {
-    let pending = match lua.app_data_mut::<VmState>() {
-        Some(mut state) if !state.pending.is_empty() => std::mem::take(&mut state.pending),
+    // The written columns stay pending until the callback ends (a script may write a column
+    // it took earlier); each flush writes only what changed since the one before.
+    let pending = match lua.app_data_ref::<VmState>() {
+        Some(state) if !state.pending.is_empty() => state.pending.clone(),
         _ => return Ok(()),
     };
     let helpers = helpers(lua)?;
@@ -434,6 +446,7 @@ pub(crate) fn invalidate_all(lua: &Lua) -> mlua::Result<()> {
     for entry in state.queries.values_mut() {
         invalidate_entry(lua, entry)?;
     }
+    state.pending.clear();
     Ok(())
 }
 

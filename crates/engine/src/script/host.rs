@@ -332,7 +332,7 @@ impl Scripts {
             lua.set_app_data(CurrentScene(lent));
             let result = f
                 .call::<R>(args)
-                .and_then(|r| columns::flush(lua).map(|()| r));
+                .and_then(|r| columns::finish(lua).map(|()| r));
             if result.is_err() {
                 // Writes pending when the call failed are dropped with it.
                 if let Some(mut state) = lua.app_data_mut::<VmState>() {
@@ -369,7 +369,7 @@ impl Scripts {
         lua.set_app_data(par);
         let result = f
             .call::<MultiValue>(args)
-            .and_then(|r| columns::flush(lua).map(|()| r));
+            .and_then(|r| columns::finish(lua).map(|()| r));
         if result.is_err()
             && let Some(mut state) = lua.app_data_mut::<VmState>()
         {

@@ -1,0 +1,466 @@
+//! Places: a game as a folder, loaded into a world.
+//!
+//! ```text
+//! my-place/
+//!   place.toml          frames, frame rate, fixed step, threads, seed, script budget
+//!   components/*.luau   one component definition each; the file stem is the name
+//!   systems/*.luau      one `system{...}` each; the file stem is the system's name
+//!   groups/*.luau       one group script each; the stem names the group
+//!   setup.luau          builds the starting world
+//! ```
+//!
+//! Invariant: opening a place reads and checks everything before a world exists (the
+//! configuration with its line on error, every script's presence and encoding); building a
+//! world from it installs the components (as `ComponentDefinition` instances in a `Components`
+//! folder under the game), then the systems and groups in file-name order, then runs the setup
+//! script, so a failure names the file and, for scripts, the line.
+
+use std::path::{Path, PathBuf};
+
+use serde::Deserialize;
+
+use crate::error::WorldError;
+use crate::script::{ScriptBudget, ScriptError};
+use crate::world::World;
+
+/// A place's `place.toml`.
+#[derive(Clone, Debug, PartialEq, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct PlaceConfig {
+    /// The place's name (the folder's name when absent).
+    #[serde(default)]
+    pub name: Option<String>,
+    /// Frames `strata run` steps when not told otherwise.
+    #[serde(default = "default_frames")]
+    pub frames: u64,
+    /// Frames per second: each frame steps `1 / frame_rate` seconds.
+    #[serde(default = "default_rate")]
+    pub frame_rate: f64,
+    /// Fixed steps per second for the fixed-step block.
+    #[serde(default = "default_rate")]
+    pub fixed_rate: f64,
+    /// The most fixed steps one frame runs.
+    #[serde(default = "default_max_fixed")]
+    pub max_fixed_steps: u32,
+    /// Threads for parallel systems and execution groups (the machine's when absent).
+    #[serde(default)]
+    pub threads: Option<usize>,
+    /// The seed of GUIDs and persistent ids (a fixed one when absent, so runs repeat).
+    #[serde(default = "default_seed")]
+    pub seed: u64,
+    /// The script budget per callback and per VM.
+    #[serde(default)]
+    pub budget: BudgetConfig,
+}
+
+/// The `[budget]` table of `place.toml`.
+#[derive(Clone, Copy, Debug, PartialEq, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct BudgetConfig {
+    /// Luau interrupts per callback.
+    #[serde(default = "default_instructions")]
+    pub instructions: u64,
+    /// Milliseconds per callback.
+    #[serde(default = "default_time_ms")]
+    pub time_ms: u64,
+    /// Megabytes per VM.
+    #[serde(default = "default_memory_mb")]
+    pub memory_mb: u64,
+}
+
+impl Default for BudgetConfig {
+    fn default() -> Self {
+        Self {
+            instructions: default_instructions(),
+            time_ms: default_time_ms(),
+            memory_mb: default_memory_mb(),
+        }
+    }
+}
+
+impl BudgetConfig {
+    /// As a script budget.
+    pub fn budget(&self) -> ScriptBudget {
+        ScriptBudget {
+            instructions: self.instructions,
+            time: std::time::Duration::from_millis(self.time_ms),
+            memory: usize::try_from(self.memory_mb.saturating_mul(1024 * 1024)).unwrap_or(usize::MAX),
+        }
+    }
+}
+
+fn default_frames() -> u64 {
+    60
+}
+fn default_rate() -> f64 {
+    60.0
+}
+fn default_max_fixed() -> u32 {
+    4
+}
+fn default_seed() -> u64 {
+    1
+}
+fn default_instructions() -> u64 {
+    ScriptBudget::STANDARD.instructions
+}
+fn default_time_ms() -> u64 {
+    ScriptBudget::STANDARD.time.as_millis() as u64
+}
+fn default_memory_mb() -> u64 {
+    (ScriptBudget::STANDARD.memory / (1024 * 1024)) as u64
+}
+
+/// One script file of a place.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct PlaceScript {
+    /// The file stem (a component's, system's or group's name).
+    pub name: String,
+    /// The path relative to the place folder, as errors name it (`systems/regen.luau`).
+    pub path: String,
+    /// The source.
+    pub source: String,
+}
+
+/// A place read from its folder.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Place {
+    /// The folder.
+    pub root: PathBuf,
+    /// The configuration.
+    pub config: PlaceConfig,
+    /// `components/*.luau`, by file name.
+    pub components: Vec<PlaceScript>,
+    /// `systems/*.luau`, by file name.
+    pub systems: Vec<PlaceScript>,
+    /// `groups/*.luau`, by file name.
+    pub groups: Vec<PlaceScript>,
+    /// `setup.luau`, when there is one.
+    pub setup: Option<PlaceScript>,
+}
+
+/// Why a place could not be opened or built.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum PlaceError {
+    /// The folder is missing or is not a folder.
+    #[error("no place at {0}: it is not a folder")]
+    NotAFolder(PathBuf),
+    /// The folder has no `place.toml`.
+    #[error("{0} has no place.toml")]
+    NoConfig(PathBuf),
+    /// `place.toml` does not parse or holds an unknown or wrong value.
+    #[error("{path}: {message}")]
+    Config {
+        /// The file.
+        path: PathBuf,
+        /// What is wrong, with its line.
+        message: String,
+    },
+    /// A file could not be read.
+    #[error("{path}: {source}")]
+    Io {
+        /// The file.
+        path: PathBuf,
+        /// Why.
+        source: std::io::Error,
+    },
+    /// A script failed, or a world operation it asked for was refused.
+    #[error("{0}")]
+    Script(#[from] ScriptError),
+    /// A world operation was refused while building.
+    #[error("{0}")]
+    World(WorldError),
+}
+
+impl From<WorldError> for PlaceError {
+    fn from(error: WorldError) -> Self {
+        match error {
+            WorldError::Script(e) => PlaceError::Script(e),
+            other => PlaceError::World(other),
+        }
+    }
+}
+
+fn read(path: &Path) -> Result<String, PlaceError> {
+    std::fs::read_to_string(path).map_err(|source| PlaceError::Io {
+        path: path.to_owned(),
+        source,
+    })
+}
+
+/// The `.luau` files of a subfolder, by file name; none when it is missing.
+fn scripts_in(root: &Path, folder: &str) -> Result<Vec<PlaceScript>, PlaceError> {
+    let dir = root.join(folder);
+    if !dir.is_dir() {
+        return Ok(Vec::new());
+    }
+    let entries = std::fs::read_dir(&dir).map_err(|source| PlaceError::Io {
+        path: dir.clone(),
+        source,
+    })?;
+    let mut paths = Vec::new();
+    for entry in entries {
+        let entry = entry.map_err(|source| PlaceError::Io {
+            path: dir.clone(),
+            source,
+        })?;
+        let path = entry.path();
+        if path.extension().is_some_and(|e| e == "luau") && path.is_file() {
+            paths.push(path);
+        }
+    }
+    paths.sort();
+    paths
+        .into_iter()
+        .map(|path| {
+            let name = path
+                .file_stem()
+                .map(|s| s.to_string_lossy().into_owned())
+                .unwrap_or_default();
+            let file = path
+                .file_name()
+                .map(|s| s.to_string_lossy().into_owned())
+                .unwrap_or_default();
+            Ok(PlaceScript {
+                name,
+                path: format!("{folder}/{file}"),
+                source: read(&path)?,
+            })
+        })
+        .collect()
+}
+
+impl Place {
+    /// Reads a place folder.
+    pub fn open(root: impl AsRef<Path>) -> Result<Place, PlaceError> {
+        let root = root.as_ref().to_owned();
+        if !root.is_dir() {
+            return Err(PlaceError::NotAFolder(root));
+        }
+        let config_path = root.join("place.toml");
+        if !config_path.is_file() {
+            return Err(PlaceError::NoConfig(root));
+        }
+        let text = read(&config_path)?;
+        let config: PlaceConfig = toml::from_str(&text).map_err(|e| PlaceError::Config {
+            path: config_path.clone(),
+            message: config_message(&text, &e),
+        })?;
+        let check = |ok: bool, what: &str| {
+            if ok {
+                Ok(())
+            } else {
+                Err(PlaceError::Config {
+                    path: config_path.clone(),
+                    message: what.to_owned(),
+                })
+            }
+        };
+        check(
+            config.frame_rate.is_finite() && config.frame_rate > 0.0,
+            "frame_rate must be a positive number of frames per second",
+        )?;
+        check(
+            config.fixed_rate.is_finite() && config.fixed_rate > 0.0,
+            "fixed_rate must be a positive number of steps per second",
+        )?;
+        check(config.threads != Some(0), "threads must be at least 1")?;
+        let setup_path = root.join("setup.luau");
+        let setup = if setup_path.is_file() {
+            Some(PlaceScript {
+                name: "setup".into(),
+                path: "setup.luau".into(),
+                source: read(&setup_path)?,
+            })
+        } else {
+            None
+        };
+        Ok(Place {
+            components: scripts_in(&root, "components")?,
+            systems: scripts_in(&root, "systems")?,
+            groups: scripts_in(&root, "groups")?,
+            setup,
+            config,
+            root,
+        })
+    }
+
+    /// The place's name.
+    pub fn name(&self) -> String {
+        self.config.name.clone().unwrap_or_else(|| {
+            self.root
+                .file_name()
+                .map(|s| s.to_string_lossy().into_owned())
+                .unwrap_or_else(|| "place".into())
+        })
+    }
+
+    /// The seconds one frame steps.
+    pub fn dt(&self) -> f64 {
+        1.0 / self.config.frame_rate
+    }
+
+    /// A new world for the place: configured, components installed, systems and groups added,
+    /// the setup script run. `threads` overrides the configuration's.
+    pub fn build(&self, threads: Option<usize>) -> Result<World, PlaceError> {
+        let mut world = self.empty_world(threads)?;
+        let folder = world.create(strata_arena::ClassId::FOLDER, None)?;
+        world.set_name(folder, "Components")?;
+        let game = world.game();
+        world.set_parent(folder, Some(game))?;
+        for component in &self.components {
+            world.define_luau(&component.name, &component.source, Some(folder))?;
+        }
+        self.check_definitions(&mut world)?;
+        self.add_code(&mut world)?;
+        if let Some(setup) = &self.setup {
+            world.run_script(&setup.path, &setup.source)?;
+        }
+        Ok(world)
+    }
+
+    /// A world loaded from a save of this place: the save brings the instances, components
+    /// and definitions; the place brings its systems and groups (code is not saved).
+    pub fn load(&self, save: impl std::io::Read, threads: Option<usize>) -> Result<World, LoadPlaceError> {
+        let threads = threads
+            .or(self.config.threads)
+            .unwrap_or_else(|| std::thread::available_parallelism().map_or(1, usize::from));
+        let mut world = World::load_with_threads(save, threads).map_err(LoadPlaceError::Load)?;
+        self.configure(&mut world).map_err(LoadPlaceError::Place)?;
+        self.add_code(&mut world).map_err(LoadPlaceError::Place)?;
+        Ok(world)
+    }
+
+    fn empty_world(&self, threads: Option<usize>) -> Result<World, PlaceError> {
+        let threads = threads
+            .or(self.config.threads)
+            .unwrap_or_else(|| std::thread::available_parallelism().map_or(1, usize::from));
+        let mut world = World::with_seed(threads, self.config.seed)?;
+        self.configure(&mut world)?;
+        Ok(world)
+    }
+
+    fn configure(&self, world: &mut World) -> Result<(), PlaceError> {
+        world.set_fixed_step(1.0 / self.config.fixed_rate, self.config.max_fixed_steps)?;
+        world.set_script_budget(self.config.budget.budget());
+        Ok(())
+    }
+
+    /// Syncs the definitions and refuses a place whose schema failed.
+    fn check_definitions(&self, world: &mut World) -> Result<(), PlaceError> {
+        let report = world.sync_definitions();
+        if let Some(diagnostic) = report.diagnostics.first() {
+            let path = self
+                .components
+                .iter()
+                .find(|c| diagnostic.to_string().contains(&c.name))
+                .map_or_else(|| "components".to_owned(), |c| c.path.clone());
+            return Err(PlaceError::Script(ScriptError {
+                script: path,
+                line: None,
+                message: diagnostic.to_string(),
+            }));
+        }
+        Ok(())
+    }
+
+    fn add_code(&self, world: &mut World) -> Result<(), PlaceError> {
+        for system in &self.systems {
+            world.add_script_system(&system.name, &system.path, &system.source)?;
+        }
+        for group in &self.groups {
+            world.add_group_script(&group.name, &group.path, &group.source)?;
+        }
+        Ok(())
+    }
+
+    /// Checks a place without running it: schemas evaluate, system and group scripts return
+    /// system tables, the setup script compiles. Returns every problem found.
+    pub fn check(&self) -> Vec<PlaceError> {
+        let mut problems = Vec::new();
+        let mut world = match self.empty_world(Some(1)) {
+            Ok(world) => world,
+            Err(e) => return vec![e],
+        };
+        let game = world.game();
+        let folder = match world.create(strata_arena::ClassId::FOLDER, Some(game)) {
+            Ok(folder) => folder,
+            Err(e) => return vec![e.into()],
+        };
+        for component in &self.components {
+            if let Err(e) = world.define_luau(&component.name, &component.source, Some(folder)) {
+                problems.push(e.into());
+            }
+        }
+        let report = world.sync_definitions();
+        for diagnostic in &report.diagnostics {
+            let text = diagnostic.to_string();
+            let path = self
+                .components
+                .iter()
+                .find(|c| text.contains(&c.name))
+                .map_or_else(|| "components".to_owned(), |c| c.path.clone());
+            problems.push(PlaceError::Script(ScriptError {
+                script: path,
+                line: None,
+                message: text,
+            }));
+        }
+        for system in &self.systems {
+            if let Err(e) = world.add_script_system(&system.name, &system.path, &system.source) {
+                problems.push(e.into());
+            }
+        }
+        for group in &self.groups {
+            if let Err(e) = world.add_group_script(&group.name, &group.path, &group.source) {
+                problems.push(e.into());
+            }
+        }
+        if let Some(setup) = &self.setup
+            && let Err(e) = world.check_script(&setup.path, &setup.source)
+        {
+            problems.push(e.into());
+        }
+        let plan = world.plan();
+        for cycle in plan.cycles() {
+            let names: Vec<String> = cycle
+                .chain
+                .iter()
+                .map(|id| plan.system(*id).map_or("?", |s| s.name()).to_owned())
+                .collect();
+            problems.push(PlaceError::Config {
+                path: self.root.join("systems"),
+                message: format!(
+                    "systems ordered in a cycle never run: {}",
+                    names.join(" -> ")
+                ),
+            });
+        }
+        problems
+    }
+}
+
+/// Why a saved place could not be loaded.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum LoadPlaceError {
+    /// The save could not be read.
+    #[error("{0}")]
+    Load(crate::error::LoadError),
+    /// The place's code could not be added.
+    #[error("{0}")]
+    Place(PlaceError),
+}
+
+/// A TOML error as one line with its line number.
+fn config_message(text: &str, error: &toml::de::Error) -> String {
+    let message = error.message().to_owned();
+    match error.span() {
+        Some(span) => {
+            let line = text[..span.start.min(text.len())].matches('\n').count() + 1;
+            format!("line {line}: {message}")
+        }
+        None => message,
+    }
+}
