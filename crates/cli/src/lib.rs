@@ -185,13 +185,14 @@ fn run(options: &RunOptions, out: &mut dyn Write, err: &mut dyn Write) -> Result
     let place = Place::open(&options.place).map_err(|e| e.to_string())?;
     let mut world = match &options.load {
         Some(path) => {
-            let file = std::fs::File::open(path)
-                .map_err(|e| format!("{}: {e}", path.display()))?;
+            let file = std::fs::File::open(path).map_err(|e| format!("{}: {e}", path.display()))?;
             place
                 .load(std::io::BufReader::new(file), options.threads)
                 .map_err(|e| format!("{}: {e}", path.display()))?
         }
-        None => place.build(options.threads).map_err(|e: PlaceError| e.to_string())?,
+        None => place
+            .build(options.threads)
+            .map_err(|e: PlaceError| e.to_string())?,
     };
     let mut prints: Vec<String> = world.take_prints();
     if !options.json {
@@ -250,7 +251,10 @@ fn run(options: &RunOptions, out: &mut dyn Write, err: &mut dyn Write) -> Result
     }
     if failures.count > 0 {
         for (system, frame, message) in &failures.first {
-            let _ = writeln!(err, "error: system `{system}` failed at frame {frame}: {message}");
+            let _ = writeln!(
+                err,
+                "error: system `{system}` failed at frame {frame}: {message}"
+            );
         }
         let _ = writeln!(
             err,
@@ -288,7 +292,11 @@ fn summary(place: &Place, world: &World, frames: u64, wall: Duration) -> String 
         world.threads(),
         if world.threads() == 1 { "" } else { "s" },
         world.arena().live_count(),
-        if components.is_empty() { "none".to_owned() } else { components.join(", ") },
+        if components.is_empty() {
+            "none".to_owned()
+        } else {
+            components.join(", ")
+        },
         world.store().orphans().len(),
         world.hash()
     )
@@ -359,7 +367,9 @@ mod tests {
     #[test]
     fn flags_parse_and_mistakes_are_named() {
         assert_eq!(
-            parse(args("run p --frames 5 --threads 2 --json --save a --load b")),
+            parse(args(
+                "run p --frames 5 --threads 2 --json --save a --load b"
+            )),
             Ok(Command::Run(RunOptions {
                 place: "p".into(),
                 frames: Some(5),
@@ -374,9 +384,15 @@ mod tests {
             parse(args("run p --frames x")),
             Err("--frames takes a whole number, not `x`".into())
         );
-        assert_eq!(parse(args("run p --threads 0")), Err("--threads must be at least 1".into()));
+        assert_eq!(
+            parse(args("run p --threads 0")),
+            Err("--threads must be at least 1".into())
+        );
         assert_eq!(parse(args("run")), Err("run needs a PLACE folder".into()));
-        assert_eq!(parse(args("run p --fast")), Err("unknown flag `--fast`".into()));
+        assert_eq!(
+            parse(args("run p --fast")),
+            Err("unknown flag `--fast`".into())
+        );
         assert_eq!(parse(args("fly")), Err("unknown command `fly`".into()));
         assert_eq!(parse(Vec::new()), Err("no command given".into()));
     }

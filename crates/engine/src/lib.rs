@@ -72,8 +72,8 @@ mod world;
 
 pub use crate::error::{LoadError, SaveError, SystemError, WorldError};
 pub use crate::instances::DestroyReport;
-pub use crate::save::MAGIC;
 pub use crate::place::{Place, PlaceConfig, PlaceError};
+pub use crate::save::MAGIC;
 pub use crate::scene::Scene;
 pub use crate::script::{ScriptBudget, ScriptError, Scripts};
 pub use crate::stats::format_duration;

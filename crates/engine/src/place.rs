@@ -84,7 +84,8 @@ impl BudgetConfig {
         ScriptBudget {
             instructions: self.instructions,
             time: std::time::Duration::from_millis(self.time_ms),
-            memory: usize::try_from(self.memory_mb.saturating_mul(1024 * 1024)).unwrap_or(usize::MAX),
+            memory: usize::try_from(self.memory_mb.saturating_mul(1024 * 1024))
+                .unwrap_or(usize::MAX),
         }
     }
 }
@@ -322,7 +323,11 @@ impl Place {
 
     /// A world loaded from a save of this place: the save brings the instances, components
     /// and definitions; the place brings its systems and groups (code is not saved).
-    pub fn load(&self, save: impl std::io::Read, threads: Option<usize>) -> Result<World, LoadPlaceError> {
+    pub fn load(
+        &self,
+        save: impl std::io::Read,
+        threads: Option<usize>,
+    ) -> Result<World, LoadPlaceError> {
         let threads = threads
             .or(self.config.threads)
             .unwrap_or_else(|| std::thread::available_parallelism().map_or(1, usize::from));

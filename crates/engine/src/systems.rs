@@ -274,6 +274,13 @@ impl<'a> ParCtx<'a> {
         self.rows += rows;
     }
 
+    /// Replays a script's parallel writes into this context's overlay (their fields were
+    /// checked against the declared ones as they were made).
+    pub(crate) fn replay(&mut self, par: crate::script::ParWrites) -> Result<(), WorldError> {
+        par.replay(&mut self.overlay)?;
+        Ok(())
+    }
+
     /// Keeps lines a body printed.
     pub(crate) fn add_prints(&mut self, prints: Vec<String>) {
         self.prints.extend(prints);

@@ -30,14 +30,23 @@ const HANDLES: &str = "strata.handles";
 /// The scene lent to the VM for a serial call.
 pub(crate) struct CurrentScene(pub(crate) AnyUserData);
 
-/// What a parallel call reads and writes: the state established before it, and its writes.
+/// The established state lent to the VM for a parallel call: the arena snapshot and the store
+/// the wave reads.
+pub(crate) struct CurrentEstablished {
+    pub(crate) arena: AnyUserData,
+    pub(crate) store: AnyUserData,
+}
+
+/// What a parallel call writes (the state it reads is lent beside it).
 pub(crate) struct ParState {
     pub(crate) game: InstanceId,
     pub(crate) workspace: InstanceId,
-    pub(crate) arena: Snapshot,
-    pub(crate) store: Store,
-    /// The writes in the order made.
-    pub(crate) writes: Vec<(InstanceRef, ComponentId, FieldId, Value)>,
+    /// The single writes (handles) in the order made.
+    writes: Vec<(InstanceRef, ComponentId, FieldId, Value)>,
+    /// The column writes (the column path), by column.
+    bulk: Vec<BulkWrite>,
+    /// The order of everything written: single writes and column writes interleaved.
+    order: Vec<Op>,
     /// The latest write of each field, as an index into `writes`.
     latest: HashMap<(InstanceId, ComponentId, FieldId), usize>,
     /// The fields a parallel system declared it writes; `None` for execution groups, which
@@ -50,16 +59,14 @@ pub(crate) struct ParState {
 impl ParState {
     pub(crate) fn new(
         roots: (InstanceId, InstanceId),
-        arena: Snapshot,
-        store: Store,
         declared: Option<Vec<(ComponentId, FieldId)>>,
     ) -> Self {
         Self {
             game: roots.0,
             workspace: roots.1,
-            arena,
-            store,
             writes: Vec::new(),
+            bulk: Vec::new(),
+            order: Vec::new(),
             latest: HashMap::new(),
             declared,
             reads: 0,
@@ -69,45 +76,181 @@ impl ParState {
 
     fn read(
         &mut self,
+        (arena, store): (&Snapshot, &Store),
         id: InstanceId,
         component: ComponentId,
         field: FieldId,
     ) -> mlua::Result<Value> {
         self.reads += 1;
-        if let Some(&at) = self.latest.get(&(id, component, field)) {
-            return Ok(self.writes[at].3.clone());
+        let at = InstanceRef::of(arena, id).map_err(lua_error)?;
+        // The latest write wins: a single write, or a later column write of the same row.
+        let single = self.latest.get(&(id, component, field)).copied();
+        let single_at = single.and_then(|w| {
+            self.order
+                .iter()
+                .rposition(|op| matches!(op, Op::One(i) if *i == w))
+        });
+        let mut column_write = None;
+        if let Ok(row) = store.row(at, component) {
+            for (k, op) in self.order.iter().enumerate().rev() {
+                if single_at.is_some_and(|s| k < s) {
+                    break;
+                }
+                if let Op::Bulk(b) = op {
+                    let bulk = &self.bulk[*b];
+                    if bulk.component == component
+                        && bulk.field == field
+                        && let Some(i) = bulk.rows.iter().rposition(|r| *r as usize == row)
+                    {
+                        column_write = Some(bulk.value(i));
+                        break;
+                    }
+                }
+            }
         }
-        let at = InstanceRef::of(&self.arena, id).map_err(lua_error)?;
-        self.store
-            .get_value(at, component, field)
-            .map_err(lua_error)
+        if let Some(value) = column_write {
+            return Ok(value);
+        }
+        if let Some(w) = single {
+            return Ok(self.writes[w].3.clone());
+        }
+        store.get_value(at, component, field).map_err(lua_error)
+    }
+
+    /// Checks a parallel call may write a field.
+    pub(crate) fn check_declared(
+        &self,
+        component: ComponentId,
+        field: FieldId,
+    ) -> mlua::Result<()> {
+        match &self.declared {
+            Some(declared) if !declared.contains(&(component, field)) => {
+                Err(lua_error(WorldError::UndeclaredWrite { component, field }))
+            }
+            _ => Ok(()),
+        }
     }
 
     fn write(
         &mut self,
+        (arena, store): (&Snapshot, &Store),
         id: InstanceId,
         component: ComponentId,
         field: FieldId,
         value: Value,
     ) -> mlua::Result<()> {
-        if let Some(declared) = &self.declared
-            && !declared.contains(&(component, field))
-        {
-            return Err(lua_error(WorldError::UndeclaredWrite { component, field }));
-        }
-        let at = InstanceRef::of(&self.arena, id).map_err(lua_error)?;
-        if !self.store.has(at, component) {
+        self.check_declared(component, field)?;
+        let at = InstanceRef::of(arena, id).map_err(lua_error)?;
+        if !store.has(at, component) {
             return Err(lua_error(
                 strata_component_store::StoreError::MissingMembership { id, component },
             ));
         }
-        self.store
+        store
             .def(component)
             .and_then(|def| def.check_value(field, &value).map(|_| ()))
             .map_err(lua_error)?;
         self.latest
             .insert((id, component, field), self.writes.len());
+        self.order.push(Op::One(self.writes.len()));
         self.writes.push((at, component, field, value));
+        Ok(())
+    }
+
+    /// Records a column write: `values[i]` into set row `rows[i]`.
+    pub(crate) fn write_column(&mut self, bulk: BulkWrite) -> mlua::Result<()> {
+        self.check_declared(bulk.component, bulk.field)?;
+        self.order.push(Op::Bulk(self.bulk.len()));
+        self.bulk.push(bulk);
+        Ok(())
+    }
+
+    /// Replays everything written, in order, into an overlay over the same established store.
+    pub(crate) fn replay(
+        self,
+        overlay: &mut strata_parallel_overlay::Overlay<'_>,
+    ) -> Result<(), strata_parallel_overlay::OverlayError> {
+        let Self {
+            writes,
+            bulk,
+            order,
+            ..
+        } = self;
+        let mut writes: Vec<Option<(InstanceRef, ComponentId, FieldId, Value)>> =
+            writes.into_iter().map(Some).collect();
+        for op in order {
+            match op {
+                Op::One(i) => {
+                    if let Some((at, component, field, value)) = writes[i].take() {
+                        overlay.write(at, component, field, value)?;
+                    }
+                }
+                Op::Bulk(b) => bulk[b].replay(overlay)?,
+            }
+        }
+        Ok(())
+    }
+}
+
+/// One entry of a parallel call's write order.
+#[derive(Clone, Copy, Debug)]
+enum Op {
+    One(usize),
+    Bulk(usize),
+}
+
+/// The kinds of value a column write holds.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum BulkKind {
+    Number,
+    Integer,
+    Boolean,
+}
+
+/// A column write of a parallel call: values (as numbers) for set rows.
+#[derive(Clone, Debug)]
+pub(crate) struct BulkWrite {
+    pub(crate) component: ComponentId,
+    pub(crate) field: FieldId,
+    pub(crate) kind: BulkKind,
+    pub(crate) rows: Vec<u32>,
+    pub(crate) values: Vec<f64>,
+}
+
+impl BulkWrite {
+    fn value(&self, i: usize) -> Value {
+        let v = self.values[i];
+        match self.kind {
+            BulkKind::Number => Value::Number(v),
+            BulkKind::Integer => Value::Integer(v as i64),
+            BulkKind::Boolean => Value::Boolean(v != 0.0),
+        }
+    }
+
+    fn replay(
+        &self,
+        overlay: &mut strata_parallel_overlay::Overlay<'_>,
+    ) -> Result<(), strata_parallel_overlay::OverlayError> {
+        match self.kind {
+            BulkKind::Number => {
+                let mut column = overlay.column::<f64>(self.component, self.field)?;
+                for (row, v) in self.rows.iter().zip(&self.values) {
+                    column.write(*row as usize, *v)?;
+                }
+            }
+            BulkKind::Integer => {
+                let mut column = overlay.column::<i64>(self.component, self.field)?;
+                for (row, v) in self.rows.iter().zip(&self.values) {
+                    column.write(*row as usize, *v as i64)?;
+                }
+            }
+            BulkKind::Boolean => {
+                let mut column = overlay.column::<bool>(self.component, self.field)?;
+                for (row, v) in self.rows.iter().zip(&self.values) {
+                    column.write(*row as usize, *v != 0.0)?;
+                }
+            }
+        }
         Ok(())
     }
 }
@@ -117,21 +260,28 @@ pub(crate) enum Access<'a> {
     /// A serial call: the whole scene.
     Serial(&'a mut Scene),
     /// A parallel call: established state and a write log.
-    Parallel(&'a mut ParState),
+    Parallel(ParView<'a>),
+}
+
+/// A parallel call's view: what it reads and where its writes go.
+pub(crate) struct ParView<'a> {
+    pub(crate) arena: &'a Snapshot,
+    pub(crate) store: &'a Store,
+    pub(crate) par: &'a mut ParState,
 }
 
 impl Access<'_> {
     pub(crate) fn arena(&self) -> &Snapshot {
         match self {
             Access::Serial(scene) => &scene.arena,
-            Access::Parallel(par) => &par.arena,
+            Access::Parallel(view) => view.arena,
         }
     }
 
     pub(crate) fn store(&self) -> &Store {
         match self {
             Access::Serial(scene) => &scene.store,
-            Access::Parallel(par) => &par.store,
+            Access::Parallel(view) => view.store,
         }
     }
 
@@ -153,7 +303,9 @@ impl Access<'_> {
     ) -> mlua::Result<Value> {
         match self {
             Access::Serial(scene) => scene.get_value(id, component, field).map_err(lua_error),
-            Access::Parallel(par) => par.read(id, component, field),
+            Access::Parallel(view) => view
+                .par
+                .read((view.arena, view.store), id, component, field),
         }
     }
 
@@ -169,14 +321,17 @@ impl Access<'_> {
                 .write_value(id, component, field, value)
                 .map(|_| ())
                 .map_err(lua_error),
-            Access::Parallel(par) => par.write(id, component, field, value),
+            Access::Parallel(view) => {
+                view.par
+                    .write((view.arena, view.store), id, component, field, value)
+            }
         }
     }
 
     pub(crate) fn count_rows(&mut self, n: u64) {
         match self {
             Access::Serial(scene) => scene.count_rows(n),
-            Access::Parallel(par) => par.rows += n,
+            Access::Parallel(view) => view.par.rows += n,
         }
     }
 }
@@ -205,8 +360,25 @@ pub(crate) fn access_raw<R>(
     if let Some(scene) = scene {
         return scene.borrow_mut_scoped::<Scene, _>(|scene| f(lua, Access::Serial(scene)))?;
     }
-    if let Some(mut par) = lua.app_data_mut::<ParState>() {
-        return f(lua, Access::Parallel(&mut par));
+    let established = lua
+        .app_data_ref::<CurrentEstablished>()
+        .map(|e| (e.arena.clone(), e.store.clone()));
+    if let Some((arena, store)) = established {
+        return arena.borrow_scoped::<Snapshot, _>(|arena| {
+            store.borrow_scoped::<Store, _>(|store| {
+                let Some(mut par) = lua.app_data_mut::<ParState>() else {
+                    return Err(mlua::Error::runtime("no parallel state"));
+                };
+                f(
+                    lua,
+                    Access::Parallel(ParView {
+                        arena,
+                        store,
+                        par: &mut par,
+                    }),
+                )
+            })?
+        })?;
     }
     Err(mlua::Error::runtime(
         "the game API is only available while the world runs a script",
@@ -630,14 +802,14 @@ impl UserData for WorldApi {
         fields.add_field_method_get("workspace", |lua, _| {
             let id = access(lua, |_, a| match a {
                 Access::Serial(scene) => Ok(scene.workspace()),
-                Access::Parallel(par) => Ok(par.workspace),
+                Access::Parallel(view) => Ok(view.par.workspace),
             })?;
             wrap_instance(lua, id)
         });
         fields.add_field_method_get("game", |lua, _| {
             let id = access(lua, |_, a| match a {
                 Access::Serial(scene) => Ok(scene.game()),
-                Access::Parallel(par) => Ok(par.game),
+                Access::Parallel(view) => Ok(view.par.game),
             })?;
             wrap_instance(lua, id)
         });

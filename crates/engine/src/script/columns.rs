@@ -13,9 +13,9 @@
 //! never a wrong read.
 
 use mlua::{Buffer, Function, Lua, Table, Value as LuaValue};
-use strata_component_store::{ComponentId, FieldId, FieldType, Value};
+use strata_component_store::{ComponentId, FieldId, FieldType};
 
-use super::api::{Access, access, access_raw, component_in, lua_error};
+use super::api::{Access, BulkKind, BulkWrite, access, access_raw, component_in, lua_error};
 use super::host::{VmState, helpers};
 use super::query::{QueryEntry, pass_and_mirror};
 
@@ -258,7 +258,7 @@ pub(crate) fn flush(lua: &Lua) -> mlua::Result<()> {
     let pack: Function = helpers.raw_get("pack")?;
     for (key, c) in pending {
         // Pack each written column into its buffer (Luau code, outside any borrow).
-        let columns: Vec<(FieldId, Table, Kind, String, usize, Option<Buffer>)> = {
+        let mut columns: Vec<(FieldId, Table, Kind, String, usize, Option<Buffer>)> = {
             let state = lua
                 .app_data_ref::<VmState>()
                 .ok_or_else(|| mlua::Error::runtime("no script state"))?;
@@ -281,6 +281,9 @@ pub(crate) fn flush(lua: &Lua) -> mlua::Result<()> {
                 })
                 .collect()
         };
+        // In field order: each column's writes take their own tick, so the order is part of
+        // the result (and a hash map's order differs from run to run).
+        columns.sort_by_key(|c| c.0);
         let mut packed = Vec::with_capacity(columns.len());
         for (field, table, kind, name, n, buffer) in columns {
             let buffer = match buffer {
@@ -335,15 +338,12 @@ fn apply(
     {
         return Err(stale());
     }
-    let (rows, ids) = {
+    let rows = {
         let matches = entry
             .query
             .matches(a.arena(), a.store())
             .map_err(lua_error)?;
-        (
-            matches.rows(term).map_err(lua_error)?.to_vec(),
-            matches.ids().to_vec(),
-        )
+        matches.rows(term).map_err(lua_error)?.to_vec()
     };
     for (field, kind, name, values, buffer) in packed {
         let Some(column) = entry.columns.get_mut(&(c, field)) else {
@@ -400,16 +400,18 @@ fn apply(
                 .map_err(lua_error)?;
                 scene.count_writes(written as u64);
             }
-            Access::Parallel(par) => {
-                for &k in &changed {
-                    let value = match kind {
-                        Kind::Number => Value::Number(values[k]),
-                        Kind::Integer => Value::Integer(values[k] as i64),
-                        Kind::Boolean => Value::Boolean(values[k] != 0.0),
-                    };
-                    let mut access = Access::Parallel(par);
-                    access.write(ids[k], c, field, value)?;
-                }
+            Access::Parallel(view) => {
+                view.par.write_column(BulkWrite {
+                    component: c,
+                    field,
+                    kind: match kind {
+                        Kind::Number => BulkKind::Number,
+                        Kind::Integer => BulkKind::Integer,
+                        Kind::Boolean => BulkKind::Boolean,
+                    },
+                    rows: changed.iter().map(|&k| rows[k]).collect(),
+                    values: changed.iter().map(|&k| values[k]).collect(),
+                })?;
             }
         }
         for &k in &changed {

@@ -77,10 +77,12 @@ fn load_group(
     scripts: &Scripts,
     script: &str,
     source: &str,
-    par: ParState,
+    scene: &Scene,
 ) -> Result<(Function, Table), ScriptError> {
     let chunk = scripts.load(script, source)?;
-    let (result, _, _) = scripts.call_parallel(par, script, script, &chunk, ());
+    let par = ParState::new((scene.game(), scene.workspace()), None);
+    let established = (&*scene.arena, &scene.store);
+    let (result, _, _) = scripts.call_parallel(par, established, script, script, &chunk, ());
     let value = result?.into_iter().next().unwrap_or(LuaValue::Nil);
     match &value {
         LuaValue::Table(t) if scripts.is_system_table(&value) => {
@@ -114,8 +116,6 @@ impl SystemBody for GroupRunner {
         roots.sort();
         self.vms
             .retain(|root, _| roots.iter().any(|(_, r)| r == root));
-        let arena = scene.arena.snapshot();
-        let store = scene.store.snapshot();
         let pool = scene.pool.clone();
         let world_roots = (scene.game(), scene.workspace());
         for (_, root) in &roots {
@@ -123,11 +123,11 @@ impl SystemBody for GroupRunner {
                 continue;
             }
             let scripts = Scripts::new(self.budget).map_err(failure)?;
-            let par = ParState::new(world_roots, arena.clone(), store.snapshot(), None);
             let (run, _) =
-                load_group(&scripts, &self.script, &self.source, par).map_err(failure)?;
+                load_group(&scripts, &self.script, &self.source, scene).map_err(failure)?;
             self.vms.insert(*root, GroupVm { scripts, run });
         }
+        let established = (&*scene.arena, &scene.store);
         let jobs: Vec<(u64, InstanceId, &GroupVm)> = roots
             .iter()
             .enumerate()
@@ -135,7 +135,7 @@ impl SystemBody for GroupRunner {
             .collect();
         let script = self.script.clone();
         let run_one = |(rank, root, vm): &(u64, InstanceId, &GroupVm)| {
-            let par = ParState::new(world_roots, arena.clone(), store.snapshot(), None);
+            let par = ParState::new(world_roots, None);
             let lua = vm.scripts.lua();
             let args = (|| {
                 Ok::<_, mlua::Error>((vm.scripts.world().clone(), dt, wrap_instance(lua, *root)?))
@@ -143,9 +143,9 @@ impl SystemBody for GroupRunner {
             let owner = format!("{script}#{root}");
             match args {
                 Ok(args) => {
-                    let (result, par, prints) = vm
-                        .scripts
-                        .call_parallel(par, &owner, &script, &vm.run, args);
+                    let (result, par, prints) =
+                        vm.scripts
+                            .call_parallel(par, established, &owner, &script, &vm.run, args);
                     (*rank, *root, result.map(|_| ()), par, prints)
                 }
                 Err(e) => {
@@ -174,11 +174,8 @@ impl SystemBody for GroupRunner {
                 &scene.store,
                 &self.spare,
             );
-            for (at, component, field, value) in par.writes {
-                overlay
-                    .write(at, component, field, value)
-                    .map_err(|e| SystemError::World(e.into()))?;
-            }
+            par.replay(&mut overlay)
+                .map_err(|e| SystemError::World(e.into()))?;
             sets.push(overlay.finish());
         }
         scene.count_rows(rows);
@@ -216,13 +213,7 @@ pub(crate) fn group_system(
         spare: Spare::new(),
     };
     let probe = Scripts::new(budget)?;
-    let par = ParState::new(
-        (scene.game(), scene.workspace()),
-        scene.arena.snapshot(),
-        scene.store.snapshot(),
-        None,
-    );
-    let (_, table) = load_group(&probe, script, source, par)?;
+    let (_, table) = load_group(&probe, script, source, scene)?;
     runner.vms.clear();
     let spec = SystemSpec::from_body(&format!("group:{name}"), Box::new(runner));
     super::system::place(spec, &table).map_err(|e| {

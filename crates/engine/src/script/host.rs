@@ -9,10 +9,14 @@ use std::sync::{Arc, Mutex};
 
 use hashbrown::HashMap;
 use mlua::{AnyUserData, Function, IntoLuaMulti, Lua, MultiValue, Table, Value as LuaValue};
+use strata_arena::Snapshot;
 use strata_component_store::{ComponentId, RemovalReader, Store};
 
 use super::ScriptError;
-use super::api::{ComponentType, CurrentScene, ParState, WorldApi, install_registry, instance_new};
+use super::api::{
+    ComponentType, CurrentEstablished, CurrentScene, ParState, WorldApi, install_registry,
+    instance_new,
+};
 use super::columns;
 use super::query::QueryEntry;
 use super::vm::{Meter, ScriptBudget, environment, new_vm, script_error};
@@ -347,10 +351,12 @@ impl Scripts {
         self.end(name, result)
     }
 
-    /// Calls `f` against the established state in `par`, collecting its writes there.
+    /// Calls `f` against the established state (`arena` and `store`, lent to the VM for the
+    /// call), collecting its writes in `par`.
     pub(crate) fn call_parallel(
         &self,
         par: ParState,
+        (arena, store): (&Snapshot, &Store),
         owner: &str,
         name: &str,
         f: &Function,
@@ -362,22 +368,31 @@ impl Scripts {
             .lock()
             .unwrap_or_else(std::sync::PoisonError::into_inner);
         let lua = &self.host.lua;
-        if let Err(e) = self.sync_components(&par.store) {
+        if let Err(e) = self.sync_components(store) {
             return (Err(script_error(name, &e)), par, Vec::new());
         }
         self.begin(owner);
+        let roots = (par.game, par.workspace);
         lua.set_app_data(par);
-        let result = f
-            .call::<MultiValue>(args)
-            .and_then(|r| columns::finish(lua).map(|()| r));
-        if result.is_err()
-            && let Some(mut state) = lua.app_data_mut::<VmState>()
-        {
-            state.pending.clear();
-        }
+        let result = lua.scope(|scope| {
+            lua.set_app_data(CurrentEstablished {
+                arena: scope.create_any_userdata_ref(arena)?,
+                store: scope.create_any_userdata_ref(store)?,
+            });
+            let result = f
+                .call::<MultiValue>(args)
+                .and_then(|r| columns::finish(lua).map(|()| r));
+            if result.is_err()
+                && let Some(mut state) = lua.app_data_mut::<VmState>()
+            {
+                state.pending.clear();
+            }
+            lua.remove_app_data::<CurrentEstablished>();
+            result
+        });
         let par = lua
             .remove_app_data::<ParState>()
-            .expect("the parallel state was lent for this call");
+            .unwrap_or_else(|| ParState::new(roots, None));
         let prints = self.take_prints();
         (self.end(name, result), par, prints)
     }

@@ -21,6 +21,7 @@ mod vm;
 pub use host::Scripts;
 pub use vm::ScriptBudget;
 
+pub(crate) use api::ParState as ParWrites;
 pub(crate) use group::group_tag;
 
 use strata_arena::InstanceId;

@@ -51,15 +51,12 @@ impl SystemBody for LuauBody {
     }
 
     fn run_parallel(&mut self, ctx: &mut ParCtx<'_>) -> SystemResult {
-        let par = ParState::new(
-            self.roots,
-            ctx.arena().clone(),
-            ctx.store().snapshot(),
-            self.declared.clone(),
-        );
+        let par = ParState::new(self.roots, self.declared.clone());
         let world = self.scripts.world().clone();
+        let established = (ctx.arena(), ctx.store());
         let (result, par, prints) = self.scripts.call_parallel(
             par,
+            established,
             &self.owner,
             &self.script,
             &self.run,
@@ -68,9 +65,7 @@ impl SystemBody for LuauBody {
         ctx.add_prints(prints);
         result.map_err(script_failure)?;
         ctx.add_rows(par.rows);
-        for (at, component, field, value) in par.writes {
-            ctx.write_value(at.id, component, field, value)?;
-        }
+        ctx.replay(par)?;
         Ok(())
     }
 }
