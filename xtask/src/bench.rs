@@ -4,9 +4,12 @@
 //!
 //! Invariant: the results always go to the target directory cargo itself uses (as reported by
 //! `cargo metadata`, which honours `CARGO_TARGET_DIR` and cargo configuration), and `--peers`
-//! builds `strata-bench` with its `peers` feature, refused unless the package declares it.
+//! builds `strata-bench` with its `peers` feature, refused unless the package declares it, and
+//! fetches jecs (the Luau peer) with `npm pack @rbxts/jecs` into `target/jecs/` when npm is
+//! available, skipping it with a note when not.
 
 use std::path::{Path, PathBuf};
+use std::process::Command;
 
 use anyhow::{Context as _, bail};
 use serde_json::Value;
@@ -109,6 +112,12 @@ pub(crate) fn run(root: &Path, args: &Args) -> anyhow::Result<()> {
         .args(["run", "--release", "--package", BENCH_PACKAGE]);
     if args.peers {
         command.args(["--features", PEERS_FEATURE]);
+        match fetch_jecs(&target_directory(&metadata)?) {
+            Ok(path) => {
+                command.env("STRATA_JECS", path);
+            }
+            Err(why) => eprintln!("xtask: skipping the Luau peer (jecs): {why:#}"),
+        }
     }
     command.arg("--").args(args.bench_args(&outputs));
     run_command(&mut command)?;
@@ -119,6 +128,45 @@ pub(crate) fn run(root: &Path, args: &Args) -> anyhow::Result<()> {
         outputs.svg.display()
     );
     Ok(())
+}
+
+/// The npm package of jecs, the Luau peer.
+const JECS_PACKAGE: &str = "@rbxts/jecs";
+
+/// Fetches jecs with `npm pack` into `target/jecs/` (once) and returns its `src/jecs.luau`.
+fn fetch_jecs(target: &Path) -> anyhow::Result<PathBuf> {
+    let dir = target.join("jecs");
+    let source = dir.join("package").join("src").join("jecs.luau");
+    if source.is_file() {
+        return Ok(source);
+    }
+    std::fs::create_dir_all(&dir).with_context(|| format!("cannot create {}", dir.display()))?;
+    let packed = Command::new("npm")
+        .current_dir(&dir)
+        .args(["pack", JECS_PACKAGE, "--silent"])
+        .output()
+        .context("npm is not available")?;
+    if !packed.status.success() {
+        bail!(
+            "`npm pack {JECS_PACKAGE}` failed: {}",
+            String::from_utf8_lossy(&packed.stderr).trim()
+        );
+    }
+    let tarball = String::from_utf8_lossy(&packed.stdout).trim().to_owned();
+    let tarball = tarball.lines().last().unwrap_or_default().to_owned();
+    run_command(
+        Command::new("tar")
+            .current_dir(&dir)
+            .args(["xzf", &tarball]),
+    )?;
+    if !source.is_file() {
+        bail!("{} holds no package/src/jecs.luau", dir.display());
+    }
+    eprintln!(
+        "xtask: fetched {JECS_PACKAGE} ({tarball}) into {}",
+        dir.display()
+    );
+    Ok(source)
 }
 
 /// The workspace's `cargo metadata`, without dependencies.

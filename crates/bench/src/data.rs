@@ -184,6 +184,35 @@ pub mod schedule {
     }
 }
 
+/// The data of the Luau workloads (`luau_iter2`, `luau_iter2_handles`, `luau_spawn`,
+/// `luau_changed`), shared by Strata's side and jecs's.
+pub mod luau {
+    /// Entities of `luau_iter2` and `luau_iter2_handles`.
+    pub const ITER_SIZE: u64 = 100_000;
+    /// Entities `luau_spawn` creates.
+    pub const SPAWN_SIZE: u64 = 10_000;
+    /// Entities of `luau_changed`.
+    pub const CHANGED_SIZE: u64 = 100_000;
+    /// `luau_changed` writes every `CHANGED_STRIDE`-th entity (1%).
+    pub const CHANGED_STRIDE: u64 = 100;
+    /// The frame length.
+    pub const DT: f64 = 1.0 / 60.0;
+
+    /// The starting position of entity `i`.
+    pub fn position(i: u64) -> [f64; 3] {
+        [i as f64, (i % 100) as f64 * 0.5, -(i as f64)]
+    }
+
+    /// The velocity of entity `i`: never zero on any axis, so every write changes the value.
+    pub fn velocity(i: u64) -> [f64; 3] {
+        [
+            1.0 + (i % 3) as f64,
+            0.25 + (i % 5) as f64,
+            2.0 - (i % 7) as f64 - 0.5,
+        ]
+    }
+}
+
 /// The systems of `frame_overhead`.
 pub const EMPTY_SYSTEMS: u64 = 100;
 

@@ -32,6 +32,7 @@ pub mod cli;
 pub mod data;
 pub mod error;
 pub mod harness;
+pub mod luau;
 pub mod overlay;
 #[cfg(feature = "peers")]
 pub mod peers;
@@ -59,6 +60,7 @@ pub fn all_workloads() -> Vec<Workload> {
     workloads.extend(scheduler::workloads());
     workloads.extend(overlay::workloads());
     workloads.extend(world::workloads());
+    workloads.extend(luau::workloads());
     #[cfg(feature = "peers")]
     workloads.extend(peers::workloads());
     workloads

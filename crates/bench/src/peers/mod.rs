@@ -14,6 +14,7 @@
 
 pub mod bevy;
 pub mod hecs;
+pub mod jecs;
 pub mod shipyard;
 
 pub use crate::data::*;
@@ -24,7 +25,7 @@ use crate::report::Unsupported;
 pub use crate::overlay::{PARALLEL_THREADS, PARALLEL_WRITE_SIZE, PARALLEL_WRITERS};
 
 /// The workload names in run order; each library's workloads are sorted into it.
-const ORDER: [&str; 19] = [
+const ORDER: [&str; 23] = [
     "spawn",
     "spawn_batch",
     "iter2",
@@ -44,6 +45,18 @@ const ORDER: [&str; 19] = [
     "bulk_despawn",
     "schedule",
     "frame_overhead",
+    "luau_iter2",
+    "luau_iter2_handles",
+    "luau_spawn",
+    "luau_changed",
+];
+
+/// The Luau workloads: compared with jecs, a Luau ECS, not with the Rust libraries.
+const LUAU: [&str; 4] = [
+    "luau_iter2",
+    "luau_iter2_handles",
+    "luau_spawn",
+    "luau_changed",
 ];
 
 /// Every peer workload, grouped by workload and size so the libraries of one comparison run
@@ -52,6 +65,7 @@ pub fn workloads() -> Vec<Workload> {
     let mut workloads = bevy::workloads();
     workloads.extend(hecs::workloads());
     workloads.extend(shipyard::workloads());
+    workloads.extend(jecs::workloads());
     workloads.sort_by_key(|w| {
         let position = ORDER.iter().position(|name| *name == w.name());
         (position.unwrap_or(ORDER.len()), w.size())
@@ -78,6 +92,17 @@ pub fn unsupported() -> Vec<Unsupported> {
             workload: workload.to_owned(),
             reason: no_scheduler.to_owned(),
         }))
+        .chain(
+            LUAU.iter()
+                .filter(|_| jecs::source_path().is_none())
+                .map(|workload| Unsupported {
+                    library: jecs::LIBRARY.to_owned(),
+                    workload: (*workload).to_owned(),
+                    reason: "jecs was not fetched (`cargo xtask bench --peers` fetches it with \
+                             `npm pack @rbxts/jecs` when npm is available)"
+                        .to_owned(),
+                }),
+        )
         .collect()
 }
 
@@ -126,7 +151,8 @@ mod tests {
         check_unique_keys(&workloads).expect("peer keys are unique");
         let unsupported = unsupported();
         for library in [bevy::LIBRARY, hecs::LIBRARY, shipyard::LIBRARY] {
-            for name in ORDER {
+            for name in ORDER.iter().filter(|n| !LUAU.contains(n)) {
+                let name = *name;
                 let sizes: Vec<u64> = workloads
                     .iter()
                     .filter(|w| w.library_name() == library && w.name() == name)

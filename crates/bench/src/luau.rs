@@ -1,0 +1,292 @@
+//! Strata's side of the Luau workloads, through the game environment: `luau_iter2` (the column
+//! path) and `luau_iter2_handles` (the mirror of wrappers and handles), `luau_spawn` and
+//! `luau_changed`. The same work in jecs, a pure-Luau ECS, is `peers::jecs`.
+
+use strata::prelude::*;
+
+use crate::data::luau::{
+    CHANGED_SIZE, CHANGED_STRIDE, DT, ITER_SIZE, SPAWN_SIZE, position, velocity,
+};
+use crate::harness::Workload;
+
+/// Strata's Luau workloads.
+pub fn workloads() -> Vec<Workload> {
+    vec![iter2_columns(), iter2_handles(), spawn(), changed()]
+}
+
+/// The components, in Luau, with three number fields each.
+const POSITION: &str =
+    "return component { fields = { x = number(0), y = number(0), z = number(0) } }";
+const VELOCITY: &str =
+    "return component { fields = { x = number(0), y = number(0), z = number(0) } }";
+
+/// A world on one thread with `Position` and `Velocity` installed.
+pub fn empty_world() -> World {
+    let mut world = World::with_seed(1, 5).unwrap_or_else(|e| panic!("benchmark fixture: {e}"));
+    let fixture =
+        |r: Result<InstanceId, WorldError>| r.unwrap_or_else(|e| panic!("benchmark fixture: {e}"));
+    fixture(world.define_luau("Position", POSITION, None));
+    fixture(world.define_luau("Velocity", VELOCITY, None));
+    world.sync_definitions();
+    world
+}
+
+/// `n` entities with the values of [`position`] and [`velocity`], made from Rust.
+pub fn movers(n: u64) -> (World, Vec<InstanceId>) {
+    let mut world = empty_world();
+    let (p, px) = world
+        .field_named("Position", "x")
+        .unwrap_or_else(|e| panic!("{e}"));
+    let (v, vx) = world
+        .field_named("Velocity", "x")
+        .unwrap_or_else(|e| panic!("{e}"));
+    let (py, pz) = (
+        FieldId::from_index(px.index() as u16 + 1),
+        FieldId::from_index(px.index() as u16 + 2),
+    );
+    let (vy, vz) = (
+        FieldId::from_index(vx.index() as u16 + 1),
+        FieldId::from_index(vx.index() as u16 + 2),
+    );
+    let mut ids = Vec::with_capacity(n as usize);
+    for i in 0..n {
+        let id = world
+            .create(ClassId::ENTITY, None)
+            .unwrap_or_else(|e| panic!("{e}"));
+        let [x, y, z] = position(i);
+        world
+            .add(
+                id,
+                p,
+                [
+                    (px, Value::Number(x)),
+                    (py, Value::Number(y)),
+                    (pz, Value::Number(z)),
+                ],
+            )
+            .unwrap_or_else(|e| panic!("{e}"));
+        let [x, y, z] = velocity(i);
+        world
+            .add(
+                id,
+                v,
+                [
+                    (vx, Value::Number(x)),
+                    (vy, Value::Number(y)),
+                    (vz, Value::Number(z)),
+                ],
+            )
+            .unwrap_or_else(|e| panic!("{e}"));
+        ids.push(id);
+    }
+    (world, ids)
+}
+
+/// The column-path system of `luau_iter2`.
+pub const ITER_COLUMNS: &str = r#"
+return system {
+    run = function(world, dt)
+        for chunk in world:query({ with = { Position, Velocity } }):chunks() do
+            local p, v = chunk:write(Position), chunk:read(Velocity)
+            local px, py, pz = p.x, p.y, p.z
+            local vx, vy, vz = v.x, v.y, v.z
+            for row = chunk.first, chunk.last do
+                px[row] += vx[row] * dt
+                py[row] += vy[row] * dt
+                pz[row] += vz[row] * dt
+            end
+        end
+    end,
+}
+"#;
+
+/// The handle-path system of `luau_iter2_handles`.
+pub const ITER_HANDLES: &str = r#"
+return system {
+    run = function(world, dt)
+        for _, p, v in world:query({ with = { Position, Velocity } }) do
+            p.x += v.x * dt
+            p.y += v.y * dt
+            p.z += v.z * dt
+        end
+    end,
+}
+"#;
+
+/// A world of [`ITER_SIZE`] movers and the system `source`, stepped once so the query's mirror
+/// and columns exist before the samples (as in a running game).
+pub fn iter_world(size: u64, source: &str) -> World {
+    let (mut world, _) = movers(size);
+    world
+        .add_script_system("iter", "iter.luau", source)
+        .unwrap_or_else(|e| panic!("benchmark fixture: {e}"));
+    frame(&mut world);
+    world
+}
+
+/// One frame; panics on a system error (a benchmark that fails measures nothing).
+pub fn frame(world: &mut World) {
+    match world.step(DT) {
+        Ok(events) => assert!(events.errors.is_empty(), "{:?}", events.errors),
+        Err(error) => panic!("benchmark frame: {error}"),
+    }
+}
+
+fn iter2_columns() -> Workload {
+    Workload::new(
+        "luau_iter2",
+        ITER_SIZE,
+        "a Luau system on the column path: q:chunks(), chunk:write(Position) and chunk:read(Velocity) as number tables refreshed where the store changed, a numeric loop over the rows, then the changed rows written back as checked column writes (ticks, dirty bits); World::step with the game VM's interrupt budget on",
+        move |b| {
+            let mut world = iter_world(ITER_SIZE, ITER_COLUMNS);
+            b.iter(|| frame(&mut world));
+        },
+    )
+}
+
+fn iter2_handles() -> Workload {
+    Workload::new(
+        "luau_iter2_handles",
+        ITER_SIZE,
+        "a Luau system on the mirror: for inst, p, v in world:query{...}, the query's wrappers and handles kept in VM tables; each field read and write is a handle access resolved against the store (a checked write, with change ticks); World::step with the game VM's interrupt budget on",
+        move |b| {
+            let mut world = iter_world(ITER_SIZE, ITER_HANDLES);
+            b.iter(|| frame(&mut world));
+        },
+    )
+}
+
+/// The spawning script of `luau_spawn`.
+pub const SPAWN: &str = r#"
+for i = 0, 9999 do
+    local e = Instance.new("Entity")
+    e:AddComponent(Position, { x = i, y = i * 0.5, z = -i })
+    e:AddComponent(Velocity, { x = 1, y = 0.25, z = i % 7 })
+end
+"#;
+
+fn spawn() -> Workload {
+    Workload::new(
+        "luau_spawn",
+        SPAWN_SIZE,
+        "a Luau script creating 10k entities, Instance.new(\"Entity\") then AddComponent twice with a table of three values each (each a checked store insert), in a fresh world (components installed, in setup)",
+        move |b| {
+            b.iter_with_setup(empty_world, |world| {
+                world
+                    .run_script("spawn.luau", SPAWN)
+                    .unwrap_or_else(|e| panic!("benchmark: {e}"));
+            });
+        },
+    )
+}
+
+/// The visiting system of `luau_changed`: counts and reads the rows changed since its last
+/// pass.
+pub const CHANGED: &str = r#"
+seen = 0
+return system {
+    run = function(world, dt)
+        local n, sum = 0, 0
+        for _, p in world:query({ with = { Position }, changed = { Position } }) do
+            n += 1
+            sum += p.x
+        end
+        seen = n
+    end,
+}
+"#;
+
+/// A world of [`CHANGED_SIZE`] movers with the visiting system, stepped once (its first pass
+/// sees every row).
+pub fn changed_world() -> (World, Vec<InstanceId>) {
+    let (mut world, ids) = movers(CHANGED_SIZE);
+    world
+        .add_script_system("changed", "changed.luau", CHANGED)
+        .unwrap_or_else(|e| panic!("benchmark fixture: {e}"));
+    frame(&mut world);
+    (world, ids)
+}
+
+/// Writes `Position.x` of every [`CHANGED_STRIDE`]-th entity (1%), a new value each frame.
+pub fn write_one_percent(world: &mut World, ids: &[InstanceId], frame: u64) {
+    let (p, px) = world
+        .field_named("Position", "x")
+        .unwrap_or_else(|e| panic!("{e}"));
+    for id in ids.iter().step_by(CHANGED_STRIDE as usize) {
+        world
+            .write::<f64>(*id, p, px, frame as f64 + 0.5)
+            .unwrap_or_else(|e| panic!("{e}"));
+    }
+}
+
+fn changed() -> Workload {
+    Workload::new(
+        "luau_changed",
+        CHANGED_SIZE,
+        "a Luau system iterating world:query{ with = {Position}, changed = {Position} }: the query's change window selects the 1% of rows written since its last pass (from its change log), the mirror hands each one's handle, and the loop reads x; the writes happen in Rust between frames, untimed",
+        move |b| {
+            let (world, ids) = changed_world();
+            b.iter_frames(
+                1,
+                (world, ids),
+                |(world, ids), frame| write_one_percent(world, ids, frame),
+                |(world, _)| frame(world),
+            );
+        },
+    )
+    .items(CHANGED_SIZE / CHANGED_STRIDE)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn positions(world: &World, ids: &[InstanceId]) -> Vec<f64> {
+        let (p, px) = world.field_named("Position", "x").unwrap();
+        ids.iter()
+            .map(|id| *world.get::<f64>(*id, p, px).unwrap())
+            .collect()
+    }
+
+    #[test]
+    fn both_iter2_paths_move_every_entity_by_its_velocity() {
+        for source in [ITER_COLUMNS, ITER_HANDLES] {
+            let (mut world, ids) = movers(1000);
+            world
+                .add_script_system("iter", "iter.luau", source)
+                .unwrap();
+            frame(&mut world);
+            frame(&mut world);
+            let xs = positions(&world, &ids);
+            for (i, x) in xs.iter().enumerate() {
+                let expected = position(i as u64)[0] + 2.0 * velocity(i as u64)[0] * DT;
+                assert!((x - expected).abs() < 1e-9, "{i}: {x} vs {expected}");
+            }
+            let stats = world.stats();
+            assert!(stats[0].2.field_writes > 0);
+        }
+    }
+
+    #[test]
+    fn spawn_makes_every_entity_with_both_components() {
+        let mut world = empty_world();
+        world.run_script("spawn.luau", SPAWN).unwrap();
+        let p = world.component("Position").unwrap();
+        let v = world.component("Velocity").unwrap();
+        assert_eq!(world.store().set(p).unwrap().len() as u64, SPAWN_SIZE);
+        assert_eq!(world.store().set(v).unwrap().len() as u64, SPAWN_SIZE);
+    }
+
+    #[test]
+    fn the_changed_pass_sees_exactly_the_written_rows() {
+        let (mut world, ids) = movers(10_000);
+        world
+            .add_script_system("changed", "changed.luau", CHANGED)
+            .unwrap();
+        frame(&mut world);
+        write_one_percent(&mut world, &ids, 1);
+        frame(&mut world);
+        let stats = world.stats();
+        assert_eq!(stats[0].2.visited_rows, 10_000 + 100);
+    }
+}
