@@ -139,9 +139,7 @@ pub(crate) fn new_vm(budget: &ScriptBudget) -> mlua::Result<(Lua, Arc<Meter>, Ta
     lua.set_memory_limit(budget.memory)?;
     let meter = Arc::new(Meter::new());
     let callback_meter = Arc::clone(&meter);
-    if std::env::var_os("STRATA_NO_INTERRUPT").is_none() {
-        lua.set_interrupt(move |_| callback_meter.tick());
-    }
+    lua.set_interrupt(move |_| callback_meter.tick());
     // The base environment: the game API, with the standard libraries behind it.
     let base = lua.create_table()?;
     let meta = lua.create_table()?;
