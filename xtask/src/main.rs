@@ -11,6 +11,7 @@
 
 mod bench;
 mod ci;
+mod codegen;
 mod schema;
 
 use std::ffi::OsString;
@@ -29,6 +30,9 @@ tasks:
         shipyard), print the results and write target/bench/results.json,
         results.md and results.svg
   ci    run the steps of .ci/run: formatting, clippy, tests, supply-chain check
+  codegen
+        write the Luau type definitions: types/strata.d.luau (the game API) and
+        examples/places/NAME/types.d.luau (each example place's components)
   schema check [--json] FILE.luau...
         build strata-schema (strata-schema-adoption) in release mode and check
         component schema files: print each definition or error (--json: one
@@ -71,6 +75,16 @@ fn run_task() -> anyhow::Result<ExitCode> {
                 );
             }
             ci::run(&root)?;
+            Ok(ExitCode::SUCCESS)
+        }
+        Some("codegen") => {
+            if let Some(extra) = args.next() {
+                bail!(
+                    "`codegen` takes no arguments, got `{}`\n\n{USAGE}",
+                    extra.to_string_lossy()
+                );
+            }
+            codegen::run(&root)?;
             Ok(ExitCode::SUCCESS)
         }
         Some("help" | "--help" | "-h") | None => {

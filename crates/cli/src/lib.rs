@@ -3,13 +3,14 @@
 //! ```text
 //! strata run PLACE [--frames N] [--threads N] [--json] [--save FILE] [--load FILE]
 //! strata check PLACE
+//! strata types [PLACE]
 //! ```
 //!
 //! `run` builds the place's world (or loads a save of it), steps it frame by frame, writes
 //! what scripts print as the frames run, then a statistics table per system and a summary of
 //! the world; `--json` writes the same as one JSON document instead. A progress bar goes to
 //! standard error once a run has taken a second. `check` validates the place without running
-//! it.
+//! it. `types` writes the Luau type definitions of the game API, or of a place's components.
 //!
 //! Invariant: every user mistake (a missing folder, a bad `place.toml`, a script error, a
 //! damaged save, a wrong flag) ends with a message on standard error naming the file and, for
@@ -29,10 +30,13 @@ use strata::{Place, PlaceError};
 pub const USAGE: &str = "\
 usage: strata run PLACE [--frames N] [--threads N] [--json] [--save FILE] [--load FILE]
        strata check PLACE
+       strata types [PLACE]
 
   run      builds the place's world (or loads --load FILE), steps it, prints what scripts
            print, then per-system statistics and a summary of the world
   check    validates the place (schemas, systems, groups, setup) without running it
+  types    writes the Luau type definitions (.d.luau) of the game API, or with PLACE of
+           the place's components
 
   --frames N    frames to step (default: place.toml's `frames`)
   --threads N   threads for parallel systems and groups (default: place.toml's, or the machine's)
@@ -56,6 +60,7 @@ struct RunOptions {
 enum Command {
     Run(RunOptions),
     Check(PathBuf),
+    Types(Option<PathBuf>),
     Help,
     Version,
 }
@@ -81,6 +86,13 @@ fn parse(args: Vec<String>) -> Result<Command, String> {
                 return Err(format!("unexpected argument `{extra}`"));
             }
             Ok(Command::Check(place.into()))
+        }
+        "types" => {
+            let place = args.next().map(PathBuf::from);
+            if let Some(extra) = args.next() {
+                return Err(format!("unexpected argument `{extra}`"));
+            }
+            Ok(Command::Types(place))
         }
         "run" => {
             let mut options = RunOptions::default();
@@ -136,6 +148,7 @@ pub fn main_with(args: Vec<String>, out: &mut dyn Write, err: &mut dyn Write) ->
             return 0;
         }
         Command::Check(place) => check(&place, out),
+        Command::Types(place) => types(place.as_deref(), out),
         Command::Run(options) => run(&options, out, err),
     };
     match result {
@@ -145,6 +158,18 @@ pub fn main_with(args: Vec<String>, out: &mut dyn Write, err: &mut dyn Write) ->
             1
         }
     }
+}
+
+fn types(place: Option<&std::path::Path>, out: &mut dyn Write) -> Result<i32, String> {
+    let text = match place {
+        None => strata::script::types::api_definitions(),
+        Some(place) => {
+            let place = Place::open(place).map_err(|e| e.to_string())?;
+            place.type_definitions().map_err(|e| e.to_string())?
+        }
+    };
+    let _ = write!(out, "{text}");
+    Ok(0)
 }
 
 fn check(place: &std::path::Path, out: &mut dyn Write) -> Result<i32, String> {
@@ -380,6 +405,12 @@ mod tests {
             }))
         );
         assert_eq!(parse(args("check p")), Ok(Command::Check("p".into())));
+        assert_eq!(parse(args("types")), Ok(Command::Types(None)));
+        assert_eq!(parse(args("types p")), Ok(Command::Types(Some("p".into()))));
+        assert_eq!(
+            parse(args("types p q")),
+            Err("unexpected argument `q`".into())
+        );
         assert_eq!(
             parse(args("run p --frames x")),
             Err("--frames takes a whole number, not `x`".into())

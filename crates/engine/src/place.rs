@@ -321,6 +321,19 @@ impl Place {
         Ok(world)
     }
 
+    /// The Luau type definitions of the place's components (see
+    /// [`crate::script::types::component_definitions`]); `strata types PLACE` writes them.
+    pub fn type_definitions(&self) -> Result<String, PlaceError> {
+        let mut world = self.empty_world(Some(1))?;
+        let game = world.game();
+        let folder = world.create(strata_arena::ClassId::FOLDER, Some(game))?;
+        for component in &self.components {
+            world.define_luau(&component.name, &component.source, Some(folder))?;
+        }
+        self.check_definitions(&mut world)?;
+        Ok(crate::script::types::component_definitions(world.store()))
+    }
+
     /// A world loaded from a save of this place: the save brings the instances, components
     /// and definitions; the place brings its systems and groups (code is not saved).
     pub fn load(
