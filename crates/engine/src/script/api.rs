@@ -495,11 +495,14 @@ impl UserData for Inst {
                 }
             })
         });
-        fields.add_field_method_set("Parent", |lua, this, parent: LuaValue| {
+        // A function setter: a method setter would hold the wrapper borrowed, and
+        // `inst.Parent = inst` must still read the instance it names.
+        fields.add_field_function_set("Parent", |lua, this, parent: LuaValue| {
+            let id = instance_arg(&LuaValue::UserData(this), "an instance")?;
             let parent = optional_instance(&parent, "Parent")?;
             access(lua, |_, mut a| {
                 a.scene("reparenting")?
-                    .set_parent(this.0, parent)
+                    .set_parent(id, parent)
                     .map(|_| ())
                     .map_err(lua_error)
             })
@@ -585,8 +588,8 @@ impl UserData for Inst {
         );
         methods.add_method(
             "AddComponent",
-            |lua, this, (component, values): (AnyUserData, Option<Table>)| {
-                let name = component_name(&component)?;
+            |lua, this, (component, values): (LuaValue, Option<Table>)| {
+                let name = component_arg(&component)?;
                 columns::invalidate_all(lua)?;
                 let c = access(lua, |_, mut a| {
                     let scene = a.scene("adding a component")?;
@@ -605,8 +608,8 @@ impl UserData for Inst {
                 wrap_handle(lua, this.0, c, &name)
             },
         );
-        methods.add_method("GetComponent", |lua, this, component: AnyUserData| {
-            let name = component_name(&component)?;
+        methods.add_method("GetComponent", |lua, this, component: LuaValue| {
+            let name = component_arg(&component)?;
             let held = access(lua, |_, a| {
                 let Some(c) = a.store().component(&name) else {
                     return Err(lua_error(WorldError::UnknownComponent(name.to_string())));
@@ -619,8 +622,8 @@ impl UserData for Inst {
                 None => Ok(LuaValue::Nil),
             }
         });
-        methods.add_method("HasComponent", |lua, this, component: AnyUserData| {
-            let name = component_name(&component)?;
+        methods.add_method("HasComponent", |lua, this, component: LuaValue| {
+            let name = component_arg(&component)?;
             access(lua, |_, a| {
                 let Some(c) = a.store().component(&name) else {
                     return Err(lua_error(WorldError::UnknownComponent(name.to_string())));
@@ -629,8 +632,8 @@ impl UserData for Inst {
                 Ok(a.store().has(at, c))
             })
         });
-        methods.add_method("RemoveComponent", |lua, this, component: AnyUserData| {
-            let name = component_name(&component)?;
+        methods.add_method("RemoveComponent", |lua, this, component: LuaValue| {
+            let name = component_arg(&component)?;
             columns::invalidate_all(lua)?;
             access(lua, |_, mut a| {
                 let scene = a.scene("removing a component")?;
@@ -668,6 +671,17 @@ impl UserData for ComponentType {
 
     fn add_methods<M: UserDataMethods<Self>>(methods: &mut M) {
         methods.add_meta_method(MetaMethod::ToString, |_, this, ()| Ok(this.0.to_string()));
+    }
+}
+
+/// The name of a component argument given as any value.
+fn component_arg(value: &LuaValue) -> mlua::Result<std::sync::Arc<str>> {
+    match value {
+        LuaValue::UserData(ud) if ud.is::<ComponentType>() => component_name(ud),
+        other => Err(mlua::Error::runtime(format!(
+            "expected a component (such as `Health`), not {}",
+            kind(other)
+        ))),
     }
 }
 
@@ -846,8 +860,18 @@ impl UserData for WorldApi {
         });
         methods.add_method(
             "setGroup",
-            |lua, _, (inst, group): (LuaValue, Option<String>)| {
+            |lua, _, (inst, group): (LuaValue, LuaValue)| {
                 let id = instance_arg(&inst, "the group's root")?;
+                let group = match &group {
+                    LuaValue::Nil => None,
+                    LuaValue::String(name) => Some(name.to_str()?.to_owned()),
+                    other => {
+                        return Err(mlua::Error::runtime(format!(
+                            "a group is named by a string (or nil to unmark), not {}",
+                            kind(other)
+                        )));
+                    }
+                };
                 access(lua, |_, mut a| {
                     a.scene("marking an execution group")?
                         .set_execution_group(id, group.as_deref())

@@ -161,11 +161,38 @@ pub(crate) fn environment(lua: &Lua, base: &Table) -> mlua::Result<Table> {
 /// A script error from a Luau error, with the script's name and the line the message names.
 pub(crate) fn script_error(script: &str, error: &mlua::Error) -> ScriptError {
     let message = root_message(error);
-    let (line, message) = split_location(script, &message);
+    let (mut line, message) = split_location(script, &message);
+    if line.is_none() {
+        // An error raised by the API (in Rust) carries no location of its own; the traceback
+        // of the call names the script's line that made it.
+        line = traceback_line(script, error);
+    }
     ScriptError {
         script: script.to_owned(),
         line,
         message,
+    }
+}
+
+/// The first line of `script` a callback error's traceback names.
+fn traceback_line(script: &str, error: &mlua::Error) -> Option<u32> {
+    match error {
+        mlua::Error::CallbackError { traceback, cause } => {
+            let needle = format!("{script}:");
+            traceback
+                .lines()
+                .find_map(|l| {
+                    let at = l.find(&needle)?;
+                    let digits: String = l[at + needle.len()..]
+                        .chars()
+                        .take_while(char::is_ascii_digit)
+                        .collect();
+                    digits.parse().ok()
+                })
+                .or_else(|| traceback_line(script, cause))
+        }
+        mlua::Error::WithContext { cause, .. } => traceback_line(script, cause),
+        _ => None,
     }
 }
 
