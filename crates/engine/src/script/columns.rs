@@ -219,6 +219,22 @@ pub(crate) fn take(
                         set.raw_set(name.as_str(), column.table.clone())?;
                     }
                 }
+                // A name that is not a column is an error, not a nil read.
+                let component = def.name().to_owned();
+                let columns: Vec<String> = fields.iter().map(|(_, n, _)| n.clone()).collect();
+                let meta = lua.create_table()?;
+                let missing = lua.create_function(move |_, (_, key): (LuaValue, LuaValue)| {
+                    let key = match &key {
+                        LuaValue::String(s) => format!("`{}`", s.to_string_lossy()),
+                        other => super::convert::kind(other).to_owned(),
+                    };
+                    Err::<(), _>(mlua::Error::runtime(format!(
+                        "`{component}` has no column {key}: columns hold its number, integer and boolean fields ({})",
+                        if columns.is_empty() { "it has none".to_owned() } else { columns.join(", ") }
+                    )))
+                })?;
+                meta.raw_set("__index", missing)?;
+                set.set_metatable(Some(meta))?;
                 entry.column_sets.insert(c, set.clone());
                 set
             }
