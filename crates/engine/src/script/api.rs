@@ -120,12 +120,25 @@ impl ParState {
     /// Checks a parallel call may write a field.
     pub(crate) fn check_declared(
         &self,
+        store: &Store,
         component: ComponentId,
         field: FieldId,
     ) -> mlua::Result<()> {
         match &self.declared {
             Some(declared) if !declared.contains(&(component, field)) => {
-                Err(lua_error(WorldError::UndeclaredWrite { component, field }))
+                let name = store.def(component).map_or_else(
+                    |_| format!("{component:?}.{field:?}"),
+                    |def| {
+                        let field = def
+                            .fields()
+                            .get(field.index())
+                            .map_or_else(|| format!("{field:?}"), |f| f.name.to_string());
+                        format!("{}.{field}", def.name())
+                    },
+                );
+                Err(mlua::Error::runtime(format!(
+                    "the system did not declare writes to `{name}` (list it in the system's `writes`)"
+                )))
             }
             _ => Ok(()),
         }
@@ -139,7 +152,7 @@ impl ParState {
         field: FieldId,
         value: Value,
     ) -> mlua::Result<()> {
-        self.check_declared(component, field)?;
+        self.check_declared(store, component, field)?;
         let at = InstanceRef::of(arena, id).map_err(lua_error)?;
         if !store.has(at, component) {
             return Err(lua_error(
@@ -158,8 +171,8 @@ impl ParState {
     }
 
     /// Records a column write: `values[i]` into set row `rows[i]`.
-    pub(crate) fn write_column(&mut self, bulk: BulkWrite) -> mlua::Result<()> {
-        self.check_declared(bulk.component, bulk.field)?;
+    pub(crate) fn write_column(&mut self, store: &Store, bulk: BulkWrite) -> mlua::Result<()> {
+        self.check_declared(store, bulk.component, bulk.field)?;
         self.order.push(Op::Bulk(self.bulk.len()));
         self.bulk.push(bulk);
         Ok(())

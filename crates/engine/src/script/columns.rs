@@ -417,7 +417,7 @@ fn apply(
                 scene.count_writes(written as u64);
             }
             Access::Parallel(view) => {
-                view.par.write_column(BulkWrite {
+                view.par.write_column(view.store, BulkWrite {
                     component: c,
                     field,
                     kind: match kind {

@@ -471,6 +471,7 @@ fn system(lua: &Lua, table: Table) -> mlua::Result<Table> {
     if !matches!(table.raw_get::<LuaValue>("run")?, LuaValue::Function(_)) {
         return Err(mlua::Error::runtime("a system needs a `run` function"));
     }
+    super::system::check_table(&table)?;
     let mark: Table = lua.named_registry_value(SYSTEM_MARK)?;
     table.raw_set(mark, true)?;
     Ok(table)

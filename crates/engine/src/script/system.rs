@@ -14,6 +14,7 @@ use strata_scheduler::Phase;
 
 use super::api::ParState;
 use super::host::Scripts;
+use super::vm::script_error;
 use super::{ScriptError, convert::kind};
 use crate::error::{SystemError, WorldError};
 use crate::scene::Scene;
@@ -101,6 +102,78 @@ pub(crate) fn phase_of(table: &Table) -> mlua::Result<Option<Phase>> {
     }))
 }
 
+/// The interval a system table names, checked.
+fn interval_of(table: &Table) -> mlua::Result<Option<f64>> {
+    match table.raw_get::<LuaValue>("interval")? {
+        LuaValue::Nil => Ok(None),
+        LuaValue::Number(n) if n > 0.0 && n.is_finite() => Ok(Some(n)),
+        LuaValue::Integer(n) if n > 0 => Ok(Some(n as f64)),
+        LuaValue::Number(n) => Err(mlua::Error::runtime(format!(
+            "`interval` must be a positive number of seconds, not {n}"
+        ))),
+        LuaValue::Integer(n) => Err(mlua::Error::runtime(format!(
+            "`interval` must be a positive number of seconds, not {n}"
+        ))),
+        other => Err(mlua::Error::runtime(format!(
+            "`interval` must be a positive number of seconds, not {}",
+            kind(&other)
+        ))),
+    }
+}
+
+/// Whether a system table asks to run in parallel, checked.
+fn parallel_of(table: &Table) -> mlua::Result<bool> {
+    match table.raw_get::<LuaValue>("parallel")? {
+        LuaValue::Nil => Ok(false),
+        LuaValue::Boolean(parallel) => Ok(parallel),
+        other => Err(mlua::Error::runtime(format!(
+            "`parallel` must be true or false, not {}",
+            kind(&other)
+        ))),
+    }
+}
+
+/// Checks the values of a system table's keys (all but what needs the world: the names in
+/// `writes` and `after`), so `system{...}` itself raises the error at the script's line.
+pub(crate) fn check_table(table: &Table) -> mlua::Result<()> {
+    phase_of(table)?;
+    for key in ["sets", "before", "after"] {
+        name_list(table, key)?;
+    }
+    interval_of(table)?;
+    parallel_of(table)?;
+    match table.raw_get::<LuaValue>("writes")? {
+        LuaValue::Nil => {}
+        LuaValue::Table(writes) => {
+            for pair in writes.pairs::<LuaValue, LuaValue>() {
+                let (component, fields) = pair?;
+                let fields = match (&component, fields) {
+                    (LuaValue::String(_), LuaValue::Table(fields)) => fields,
+                    _ => {
+                        return Err(mlua::Error::runtime(
+                            "`writes` maps component names to lists of field names, as `writes = { Health = { \"current\" } }`",
+                        ));
+                    }
+                };
+                for field in fields.sequence_values::<LuaValue>() {
+                    if !matches!(field?, LuaValue::String(_)) {
+                        return Err(mlua::Error::runtime(
+                            "`writes` lists field names as strings",
+                        ));
+                    }
+                }
+            }
+        }
+        other => {
+            return Err(mlua::Error::runtime(format!(
+                "`writes` must be a table, not {}",
+                kind(&other)
+            )));
+        }
+    }
+    Ok(())
+}
+
 /// The placement a system table gives: phase, sets, order, interval.
 pub(crate) fn place(spec: SystemSpec, table: &Table) -> mlua::Result<SystemSpec> {
     let mut spec = match phase_of(table)? {
@@ -116,16 +189,8 @@ pub(crate) fn place(spec: SystemSpec, table: &Table) -> mlua::Result<SystemSpec>
     for target in name_list(table, "after")? {
         spec = spec.after(&target);
     }
-    match table.raw_get::<LuaValue>("interval")? {
-        LuaValue::Nil => {}
-        LuaValue::Number(n) if n > 0.0 && n.is_finite() => spec = spec.with_interval(n),
-        LuaValue::Integer(n) if n > 0 => spec = spec.with_interval(n as f64),
-        other => {
-            return Err(mlua::Error::runtime(format!(
-                "`interval` must be a positive number of seconds, not {}",
-                kind(&other)
-            )));
-        }
+    if let Some(interval) = interval_of(table)? {
+        spec = spec.with_interval(interval);
     }
     Ok(spec)
 }
@@ -184,11 +249,10 @@ pub(crate) fn system_from_script(
             message,
         })
     };
-    let run: Function = table.raw_get("run").map_err(|e| invalid(e.to_string()))?;
-    let parallel: bool = table
-        .raw_get::<Option<bool>>("parallel")
-        .map_err(|e| invalid(format!("`parallel` must be a boolean ({e})")))?
-        .unwrap_or(false);
+    let run: Function = table
+        .raw_get("run")
+        .map_err(|e| WorldError::Script(script_error(script, &e)))?;
+    let parallel = parallel_of(&table).map_err(|e| script_error(script, &e))?;
     let declared = declared_writes(scene, &table).map_err(invalid)?;
     let body = LuauBody {
         scripts,
@@ -208,5 +272,5 @@ pub(crate) fn system_from_script(
         }
         None => spec = spec.writes_any_field(),
     }
-    place(spec, &table).map_err(|e| invalid(e.to_string()))
+    place(spec, &table).map_err(|e| WorldError::Script(script_error(script, &e)))
 }
