@@ -33,7 +33,13 @@ fn targets(root: &Path) -> anyhow::Result<Vec<(PathBuf, Option<PathBuf>)>> {
 pub(crate) fn run(root: &Path) -> anyhow::Result<()> {
     for (file, place) in targets(root)? {
         let mut command = cargo();
-        command.args(["run", "--quiet", "--package", "strata-cli", "--manifest-path"]);
+        command.args([
+            "run",
+            "--quiet",
+            "--package",
+            "strata-cli",
+            "--manifest-path",
+        ]);
         command.arg(root.join("Cargo.toml"));
         command.args(["--", "types"]);
         if let Some(place) = &place {

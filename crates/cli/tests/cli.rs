@@ -85,21 +85,45 @@ fn run_prints_script_output_the_stats_table_and_a_summary() {
     assert_eq!(run.code, 0, "{}", run.err);
     let lines: Vec<&str> = run.out.lines().collect();
     assert_eq!(lines[0], "ready");
-    assert!(lines.iter().any(|l| l.starts_with("system") && l.contains("runs") && l.contains("errors")));
-    assert!(lines.iter().any(|l| l.starts_with("tick") && l.contains(" 3 ")), "{}", run.out);
+    assert!(
+        lines
+            .iter()
+            .any(|l| l.starts_with("system") && l.contains("runs") && l.contains("errors"))
+    );
+    assert!(
+        lines
+            .iter()
+            .any(|l| l.starts_with("tick") && l.contains(" 3 ")),
+        "{}",
+        run.out
+    );
     let summary = lines.last().unwrap();
     assert!(summary.starts_with("place: 3 frames"), "{summary}");
     assert!(summary.contains("components: Counter 1"), "{summary}");
-    assert!(run.err.is_empty(), "no progress bar for a short run: {}", run.err);
+    assert!(
+        run.err.is_empty(),
+        "no progress bar for a short run: {}",
+        run.err
+    );
 }
 
 #[test]
 fn frames_and_threads_override_the_place() {
     let root = small("flags");
-    let run = strata(&["run", root.to_str().unwrap(), "--frames", "7", "--threads", "2"]);
+    let run = strata(&[
+        "run",
+        root.to_str().unwrap(),
+        "--frames",
+        "7",
+        "--threads",
+        "2",
+    ]);
     assert_eq!(run.code, 0, "{}", run.err);
     let summary = run.out.lines().last().unwrap();
-    assert!(summary.contains("7 frames") && summary.contains("on 2 threads"), "{summary}");
+    assert!(
+        summary.contains("7 frames") && summary.contains("on 2 threads"),
+        "{summary}"
+    );
 }
 
 #[test]
@@ -113,7 +137,10 @@ fn json_gives_one_document_with_the_stats_the_summary_and_the_prints() {
     assert_eq!(doc["systems"][0]["name"], "tick");
     assert_eq!(doc["systems"][0]["runs"], 3);
     assert_eq!(doc["systems"][0]["errors"], 0);
-    assert_eq!(doc["world"]["components"][0], serde_json::json!({ "name": "Counter", "rows": 1 }));
+    assert_eq!(
+        doc["world"]["components"][0],
+        serde_json::json!({ "name": "Counter", "rows": 1 })
+    );
     assert_eq!(doc["world"]["hash"].as_str().unwrap().len(), 16);
     assert_eq!(doc["failed_runs"], 0);
 }
@@ -123,13 +150,24 @@ fn save_then_load_goes_on_from_the_saved_world() {
     let root = small("save");
     let file = scratch("save-file").join("world.strata");
     let file = file.to_str().unwrap();
-    let first = strata(&["run", root.to_str().unwrap(), "--frames", "2", "--save", file]);
+    let first = strata(&[
+        "run",
+        root.to_str().unwrap(),
+        "--frames",
+        "2",
+        "--save",
+        file,
+    ]);
     assert_eq!(first.code, 0, "{}", first.err);
     let second = strata(&["run", root.to_str().unwrap(), "--json", "--load", file]);
     assert_eq!(second.code, 0, "{}", second.err);
     let doc: serde_json::Value = serde_json::from_str(&second.out).unwrap();
     assert_eq!(doc["world"]["frame"], 5, "2 saved frames and 3 more");
-    assert_eq!(doc["prints"], serde_json::json!([]), "a loaded world does not run setup");
+    assert_eq!(
+        doc["prints"],
+        serde_json::json!([]),
+        "a loaded world does not run setup"
+    );
     let straight = strata(&["run", root.to_str().unwrap(), "--json", "--frames", "5"]);
     let straight: serde_json::Value = serde_json::from_str(&straight.out).unwrap();
     assert_eq!(doc["world"]["components"], straight["world"]["components"]);
@@ -140,12 +178,18 @@ fn check_reports_a_valid_place_and_every_problem_of_a_broken_one() {
     let root = small("check");
     let ok = strata(&["check", root.to_str().unwrap()]);
     assert_eq!(ok.code, 0, "{}", ok.err);
-    assert_eq!(ok.out, "place: ok (1 components, 1 systems, 0 groups, setup)\n");
+    assert_eq!(
+        ok.out,
+        "place: ok (1 components, 1 systems, 0 groups, setup)\n"
+    );
     let broken = place(
         "check-broken",
         &[
             ("place.toml", ""),
-            ("components/Bad.luau", "return component { fields = { x = number('a') } }"),
+            (
+                "components/Bad.luau",
+                "return component { fields = { x = number('a') } }",
+            ),
             ("systems/nope.luau", "return 5"),
             ("systems/syntax.luau", "return system {"),
             ("setup.luau", "print('a')\nlocal = 1"),
@@ -161,7 +205,10 @@ fn check_reports_a_valid_place_and_every_problem_of_a_broken_one() {
 fn every_user_mistake_gets_a_message_and_an_exit_code_never_a_panic() {
     let missing = scratch("missing").join("nowhere");
     let no_config = place("no-config", &[("setup.luau", "")]);
-    let bad_toml = place("bad-toml", &[("place.toml", "frames = 3\nthreads = \"two\"\n")]);
+    let bad_toml = place(
+        "bad-toml",
+        &[("place.toml", "frames = 3\nthreads = \"two\"\n")],
+    );
     let unknown_key = place("unknown-key", &[("place.toml", "frames = 3\nspeed = 2\n")]);
     let zero_threads = place("zero-threads", &[("place.toml", "threads = 0\n")]);
     let bad_rate = place("bad-rate", &[("place.toml", "frame_rate = -5\n")]);
@@ -176,7 +223,10 @@ fn every_user_mistake_gets_a_message_and_an_exit_code_never_a_panic() {
         "system-error",
         &[
             ("place.toml", "frames = 4\n"),
-            ("systems/boom.luau", "return system { run = function()\n error('boom')\n end }"),
+            (
+                "systems/boom.luau",
+                "return system { run = function()\n error('boom')\n end }",
+            ),
         ],
     );
     let corrupt = scratch("corrupt").join("world.strata");
@@ -185,17 +235,50 @@ fn every_user_mistake_gets_a_message_and_an_exit_code_never_a_panic() {
         ("no arguments".into(), vec![]),
         ("unknown command".into(), vec!["fly".into()]),
         ("run without a place".into(), vec!["run".into()]),
-        ("unknown flag".into(), vec!["run".into(), "p".into(), "--fast".into()]),
-        ("bad frame count".into(), vec!["run".into(), "p".into(), "--frames".into(), "ten".into()]),
-        ("zero threads flag".into(), vec!["run".into(), "p".into(), "--threads".into(), "0".into()]),
-        ("missing folder".into(), vec!["run".into(), missing.to_string_lossy().into()]),
-        ("no place.toml".into(), vec!["run".into(), no_config.to_string_lossy().into()]),
-        ("bad place.toml".into(), vec!["run".into(), bad_toml.to_string_lossy().into()]),
-        ("unknown place.toml key".into(), vec!["run".into(), unknown_key.to_string_lossy().into()]),
-        ("zero threads in place.toml".into(), vec!["run".into(), zero_threads.to_string_lossy().into()]),
-        ("negative frame rate".into(), vec!["run".into(), bad_rate.to_string_lossy().into()]),
-        ("setup error".into(), vec!["run".into(), setup_error.to_string_lossy().into()]),
-        ("system error".into(), vec!["run".into(), system_error.to_string_lossy().into()]),
+        (
+            "unknown flag".into(),
+            vec!["run".into(), "p".into(), "--fast".into()],
+        ),
+        (
+            "bad frame count".into(),
+            vec!["run".into(), "p".into(), "--frames".into(), "ten".into()],
+        ),
+        (
+            "zero threads flag".into(),
+            vec!["run".into(), "p".into(), "--threads".into(), "0".into()],
+        ),
+        (
+            "missing folder".into(),
+            vec!["run".into(), missing.to_string_lossy().into()],
+        ),
+        (
+            "no place.toml".into(),
+            vec!["run".into(), no_config.to_string_lossy().into()],
+        ),
+        (
+            "bad place.toml".into(),
+            vec!["run".into(), bad_toml.to_string_lossy().into()],
+        ),
+        (
+            "unknown place.toml key".into(),
+            vec!["run".into(), unknown_key.to_string_lossy().into()],
+        ),
+        (
+            "zero threads in place.toml".into(),
+            vec!["run".into(), zero_threads.to_string_lossy().into()],
+        ),
+        (
+            "negative frame rate".into(),
+            vec!["run".into(), bad_rate.to_string_lossy().into()],
+        ),
+        (
+            "setup error".into(),
+            vec!["run".into(), setup_error.to_string_lossy().into()],
+        ),
+        (
+            "system error".into(),
+            vec!["run".into(), system_error.to_string_lossy().into()],
+        ),
         (
             "corrupt save".into(),
             vec![
@@ -233,7 +316,10 @@ fn help_and_version_exit_zero() {
     assert!(help.out.starts_with("usage: strata run PLACE"));
     let version = strata(&["--version"]);
     assert_eq!(version.code, 0);
-    assert_eq!(version.out, format!("strata {}\n", env!("CARGO_PKG_VERSION")));
+    assert_eq!(
+        version.out,
+        format!("strata {}\n", env!("CARGO_PKG_VERSION"))
+    );
 }
 
 #[test]
@@ -245,7 +331,10 @@ fn the_binary_exits_with_the_code_and_no_backtrace() {
         .unwrap();
     assert_eq!(output.status.code(), Some(1));
     let err = String::from_utf8(output.stderr).unwrap();
-    assert_eq!(err, "error: no place at /no/such/place: it is not a folder\n");
+    assert_eq!(
+        err,
+        "error: no place at /no/such/place: it is not a folder\n"
+    );
     let output = std::process::Command::new(env!("CARGO_BIN_EXE_strata"))
         .args(["check", &example("tour")])
         .output()

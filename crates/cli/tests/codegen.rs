@@ -11,9 +11,8 @@ fn root() -> PathBuf {
 }
 
 fn committed(path: &Path) -> String {
-    std::fs::read_to_string(path).unwrap_or_else(|e| {
-        panic!("{}: {e}; run `cargo xtask codegen`", path.display())
-    })
+    std::fs::read_to_string(path)
+        .unwrap_or_else(|e| panic!("{}: {e}; run `cargo xtask codegen`", path.display()))
 }
 
 #[test]

@@ -7,7 +7,9 @@ use std::path::PathBuf;
 use strata::Place;
 
 fn place(name: &str) -> Place {
-    let root = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../examples/places").join(name);
+    let root = PathBuf::from(env!("CARGO_MANIFEST_DIR"))
+        .join("../../examples/places")
+        .join(name);
     Place::open(root).unwrap()
 }
 

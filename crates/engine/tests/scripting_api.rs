@@ -104,10 +104,7 @@ fn a_clone_copies_the_subtree_with_its_components_tags_and_attributes() {
         print(a:GetComponent(Health).current)
         "#,
     );
-    assert_eq!(
-        out,
-        ["true\tA\ttrue\t3", "42\ttrue\ttrue", "42"]
-    );
+    assert_eq!(out, ["true\tA\ttrue\t3", "42\ttrue\ttrue", "42"]);
 }
 
 #[test]
@@ -236,7 +233,15 @@ fn queries_filter_by_components_tags_class_and_ancestors() {
     );
     assert_eq!(
         out,
-        ["P1,P2,P3,P4", "P1,P2", "P3,P4", "P4", "P1,P2,P3", "P2,P4", "P1,P2,P3,P4"]
+        [
+            "P1,P2,P3,P4",
+            "P1,P2",
+            "P3,P4",
+            "P4",
+            "P1,P2,P3",
+            "P2,P4",
+            "P1,P2,P3,P4"
+        ]
     );
 }
 
@@ -357,5 +362,8 @@ fn a_syntax_error_names_the_script_and_line_and_check_script_finds_it_without_ru
     world
         .check_script("ok.luau", "Instance.new('Part', world.workspace)")
         .unwrap();
-    assert!(world.children(world.workspace()).unwrap().is_empty(), "check runs nothing");
+    assert!(
+        world.children(world.workspace()).unwrap().is_empty(),
+        "check runs nothing"
+    );
 }

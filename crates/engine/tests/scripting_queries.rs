@@ -142,7 +142,11 @@ fn changed_and_added_filters_select_what_changed_since_the_systems_last_run() {
         )
         .unwrap();
     let first = world.step(0.1).unwrap();
-    assert_eq!(first.prints, ["5\t1,2,3,4,5"], "everything is new on the first run");
+    assert_eq!(
+        first.prints,
+        ["5\t1,2,3,4,5"],
+        "everything is new on the first run"
+    );
     let second = world.step(0.1).unwrap();
     assert_eq!(second.prints, ["0\t"]);
     let parts = world.children(world.workspace()).unwrap();
@@ -173,7 +177,11 @@ fn a_removal_reader_that_fell_behind_the_log_says_it_missed_history() {
         world.remove(part, position).unwrap();
     }
     assert_eq!(world.step(0.1).unwrap().prints, ["missed"]);
-    assert_eq!(world.step(0.1).unwrap().prints, ["0"], "and reads on from now");
+    assert_eq!(
+        world.step(0.1).unwrap().prints,
+        ["0"],
+        "and reads on from now"
+    );
 }
 
 #[test]
@@ -215,12 +223,19 @@ fn columns_read_and_write_a_chunk_and_only_changed_rows_are_marked() {
             end }"#,
         )
         .unwrap();
-    assert_eq!(world.step(0.1).unwrap().prints, ["1,3,3,5,5,7\t6"], "first run: all new");
+    assert_eq!(
+        world.step(0.1).unwrap().prints,
+        ["1,3,3,5,5,7\t6"],
+        "first run: all new"
+    );
     // x: 1,3,3,5,5,7 has no even value left: nothing changes, nothing is marked.
     assert_eq!(world.step(0.1).unwrap().prints, ["\t0"]);
     let stats = world.stats();
     let (_, _, columns) = stats.iter().find(|(_, n, _)| n == "columns").unwrap();
-    assert_eq!(columns.field_writes, 3, "three rows changed on the first frame, none after");
+    assert_eq!(
+        columns.field_writes, 3,
+        "three rows changed on the first frame, none after"
+    );
 }
 
 #[test]

@@ -49,7 +49,9 @@ fn the_libraries_and_the_game_api_are_read_only() {
 #[test]
 fn one_scripts_globals_never_reach_another() {
     let mut world = scripted(1);
-    world.run_script("a.luau", "shared = 42\nprint(shared)").unwrap();
+    world
+        .run_script("a.luau", "shared = 42\nprint(shared)")
+        .unwrap();
     world.run_script("b.luau", "print(shared)").unwrap();
     world
         .add_script_system(
@@ -120,12 +122,19 @@ fn running_out_of_instructions_fails_the_callback_and_the_frame_goes_on() {
     assert!(world.step(0.1).unwrap().errors.is_empty());
     for frame in 2..=3 {
         let events = world.step(0.1).unwrap();
-        assert_eq!(events.prints, [frame.to_string()], "the other system still runs");
+        assert_eq!(
+            events.prints,
+            [frame.to_string()],
+            "the other system still runs"
+        );
         assert_eq!(events.errors.len(), 1);
         let (system, error) = &events.errors[0];
         assert_eq!(system, "spin");
         let text = error.to_string();
-        assert!(text.contains("instruction budget") && text.contains("spin.luau"), "{text}");
+        assert!(
+            text.contains("instruction budget") && text.contains("spin.luau"),
+            "{text}"
+        );
     }
     assert_eq!(stats_of(&world, "spin").errors, 2);
     assert_eq!(stats_of(&world, "count").errors, 0);
@@ -167,7 +176,8 @@ fn a_setup_script_is_bounded_by_the_same_budget() {
         instructions: 10_000,
         ..ScriptBudget::STANDARD
     });
-    let error = script_error(world.run_script("setup.luau", "local x = 0\nwhile true do x += 1 end"));
+    let error =
+        script_error(world.run_script("setup.luau", "local x = 0\nwhile true do x += 1 end"));
     assert_eq!(error.script, "setup.luau");
     assert!(error.message.contains("instruction budget"), "{error}");
 }

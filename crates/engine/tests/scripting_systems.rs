@@ -59,7 +59,11 @@ fn systems_run_by_phase_order_and_interval_with_the_fixed_step_in_its_block() {
     add(&mut world, "first", "phase = 'First'");
     add(&mut world, "fixed", "phase = 'Fixed'");
     add(&mut world, "slow", "phase = 'PostUpdate', interval = 0.25");
-    add(&mut world, "before", "phase = 'Update', before = { 'movers' }");
+    add(
+        &mut world,
+        "before",
+        "phase = 'Update', before = { 'movers' }",
+    );
     let mut frames = Vec::new();
     for _ in 0..3 {
         frames.push(world.step(0.1).unwrap().prints.join(" | "));
@@ -70,14 +74,26 @@ fn systems_run_by_phase_order_and_interval_with_the_fixed_step_in_its_block() {
 #[test]
 fn parallel_luau_cannot_change_structure_and_writes_only_what_it_declares() {
     let cases = [
-        ("writes = { Position = { 'x' } }", "Instance.new('Part', world.workspace)"),
-        ("writes = { Position = { 'x' } }", "world.workspace:GetChildren()[1]:Destroy()"),
+        (
+            "writes = { Position = { 'x' } }",
+            "Instance.new('Part', world.workspace)",
+        ),
+        (
+            "writes = { Position = { 'x' } }",
+            "world.workspace:GetChildren()[1]:Destroy()",
+        ),
         (
             "writes = { Position = { 'x' } }",
             "world.workspace:GetChildren()[1]:AddComponent(Health)",
         ),
-        ("writes = { Position = { 'x' } }", "world:tag(world.workspace, 'x')"),
-        ("writes = { Position = { 'x' } }", "world.workspace.Name = 'W'"),
+        (
+            "writes = { Position = { 'x' } }",
+            "world:tag(world.workspace, 'x')",
+        ),
+        (
+            "writes = { Position = { 'x' } }",
+            "world.workspace.Name = 'W'",
+        ),
         (
             "writes = { Position = { 'x' } }",
             "world.workspace:GetChildren()[1]:GetComponent(Position).y = 1",
@@ -149,11 +165,20 @@ fn parallel_luau_systems_of_one_wave_read_what_was_established_before_it() {
         world.step(0.1).unwrap();
         let (position, x) = world.field_named("Position", "x").unwrap();
         let (velocity, vx) = world.field_named("Velocity", "x").unwrap();
-        for (k, part) in world.children(world.workspace()).unwrap().into_iter().enumerate() {
+        for (k, part) in world
+            .children(world.workspace())
+            .unwrap()
+            .into_iter()
+            .enumerate()
+        {
             let i = (k + 1) as f64;
             assert_eq!(*world.get::<f64>(part, position, x).unwrap(), 2.0 * i);
             // `speed` read the established x (i), not `move`'s write.
-            assert_eq!(*world.get::<f64>(part, velocity, vx).unwrap(), i, "{threads} threads");
+            assert_eq!(
+                *world.get::<f64>(part, velocity, vx).unwrap(),
+                i,
+                "{threads} threads"
+            );
         }
     }
 }
@@ -193,7 +218,9 @@ fn rooms(threads: usize, rooms: usize) -> World {
             ),
         )
         .unwrap();
-    world.add_group_script("room", "groups/room.luau", ROOM).unwrap();
+    world
+        .add_group_script("room", "groups/room.luau", ROOM)
+        .unwrap();
     world
 }
 
@@ -203,12 +230,19 @@ fn groups_run_in_vms_of_their_own_and_commit_in_hierarchy_order() {
     let events = world.step(0.5).unwrap();
     assert!(events.errors.is_empty(), "{:?}", events.errors);
     // Prints come in hierarchy order; each VM counts its own visits.
-    assert_eq!(events.prints, ["Room1 1", "Room2 1", "Room3 1", "Room4 1", "Room5 1"]);
+    assert_eq!(
+        events.prints,
+        ["Room1 1", "Room2 1", "Room3 1", "Room4 1", "Room5 1"]
+    );
     let events = world.step(0.5).unwrap();
     assert_eq!(events.prints[4], "Room5 2");
     let (health, current) = world.field_named("Health", "current").unwrap();
     let shared = world.children(world.workspace()).unwrap()[0];
-    assert_eq!(*world.get::<f64>(shared, health, current).unwrap(), 5.0, "the last room wins");
+    assert_eq!(
+        *world.get::<f64>(shared, health, current).unwrap(),
+        5.0,
+        "the last room wins"
+    );
     // Rooms 1-4 moved into a folder after Room5: Room4 is now the last writer.
     let workspace = world.workspace();
     let folder = world.create(ClassId::FOLDER, Some(workspace)).unwrap();
@@ -259,7 +293,10 @@ fn a_group_may_not_change_structure_and_an_unmarked_root_stops_running() {
     let events = world.step(0.1).unwrap();
     assert_eq!(events.errors.len(), 1);
     let text = events.errors[0].1.to_string();
-    assert!(text.contains("groups/builder.luau:3") && text.contains("structural"), "{text}");
+    assert!(
+        text.contains("groups/builder.luau:3") && text.contains("structural"),
+        "{text}"
+    );
     let room = world.children(world.workspace()).unwrap()[0];
     assert!(world.children(room).unwrap().is_empty());
     assert_eq!(world.execution_group(room).as_deref(), Some("builder"));

@@ -871,27 +871,24 @@ impl UserData for WorldApi {
             }
             Ok(table)
         });
-        methods.add_method(
-            "setGroup",
-            |lua, _, (inst, group): (LuaValue, LuaValue)| {
-                let id = instance_arg(&inst, "the group's root")?;
-                let group = match &group {
-                    LuaValue::Nil => None,
-                    LuaValue::String(name) => Some(name.to_str()?.to_owned()),
-                    other => {
-                        return Err(mlua::Error::runtime(format!(
-                            "a group is named by a string (or nil to unmark), not {}",
-                            kind(other)
-                        )));
-                    }
-                };
-                access(lua, |_, mut a| {
-                    a.scene("marking an execution group")?
-                        .set_execution_group(id, group.as_deref())
-                        .map_err(lua_error)
-                })
-            },
-        );
+        methods.add_method("setGroup", |lua, _, (inst, group): (LuaValue, LuaValue)| {
+            let id = instance_arg(&inst, "the group's root")?;
+            let group = match &group {
+                LuaValue::Nil => None,
+                LuaValue::String(name) => Some(name.to_str()?.to_owned()),
+                other => {
+                    return Err(mlua::Error::runtime(format!(
+                        "a group is named by a string (or nil to unmark), not {}",
+                        kind(other)
+                    )));
+                }
+            };
+            access(lua, |_, mut a| {
+                a.scene("marking an execution group")?
+                    .set_execution_group(id, group.as_deref())
+                    .map_err(lua_error)
+            })
+        });
     }
 }
 

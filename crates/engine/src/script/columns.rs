@@ -417,17 +417,20 @@ fn apply(
                 scene.count_writes(written as u64);
             }
             Access::Parallel(view) => {
-                view.par.write_column(view.store, BulkWrite {
-                    component: c,
-                    field,
-                    kind: match kind {
-                        Kind::Number => BulkKind::Number,
-                        Kind::Integer => BulkKind::Integer,
-                        Kind::Boolean => BulkKind::Boolean,
+                view.par.write_column(
+                    view.store,
+                    BulkWrite {
+                        component: c,
+                        field,
+                        kind: match kind {
+                            Kind::Number => BulkKind::Number,
+                            Kind::Integer => BulkKind::Integer,
+                            Kind::Boolean => BulkKind::Boolean,
+                        },
+                        rows: changed.iter().map(|&k| rows[k]).collect(),
+                        values: changed.iter().map(|&k| values[k]).collect(),
                     },
-                    rows: changed.iter().map(|&k| rows[k]).collect(),
-                    values: changed.iter().map(|&k| values[k]).collect(),
-                })?;
+                )?;
             }
         }
         for &k in &changed {
