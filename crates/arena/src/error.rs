@@ -144,7 +144,11 @@ pub enum ArenaError {
     /// The lifecycle scope token does not match the open scopes.
     #[error("the lifecycle scope is not open")]
     ScopeNotOpen,
-    /// Draining would reclaim tombstones while a lifecycle scope still reads them.
-    #[error("cannot drain while a lifecycle scope is open")]
+    /// Draining would reclaim tombstones while a lifecycle scope still reads them; or a save
+    /// point was asked for, or restored, inside a lifecycle scope.
+    #[error("cannot drain, save or restore while a lifecycle scope is open")]
     ScopeOpen,
+    /// A save point was asked for, or restored, while a reservation is held.
+    #[error("a reservation is held: publish or release it first")]
+    ReservationHeld,
 }

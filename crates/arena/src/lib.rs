@@ -120,6 +120,7 @@ mod math;
 mod node;
 mod outbox;
 mod reserve;
+mod restore;
 mod revision;
 mod snapshot;
 mod state;
@@ -143,6 +144,7 @@ pub use crate::math::{Color3, Transform, UDim2, Vec3};
 pub use crate::node::Node;
 pub use crate::outbox::{PART_LOG_CAPACITY, TOPOLOGY_LOG_CAPACITY};
 pub use crate::reserve::Reservation;
+pub use crate::restore::SavePoint;
 pub use crate::revision::{Revision, Revisions};
 pub use crate::snapshot::{Ancestors, Children, Descendants, Snapshot, SnapshotDiff};
 pub use crate::state::{

@@ -154,7 +154,7 @@ pub struct LifecycleScope {
 
 /// The two reclamation queues: destroyed instances awaiting the drain that reports them, and
 /// those it reported, awaiting the next drain, which releases their slots.
-#[derive(Debug, Default)]
+#[derive(Clone, Debug, Default)]
 pub(crate) struct Reclamation {
     doomed: Vec<Doomed>,
     reclaimable: Vec<Doomed>,

@@ -100,6 +100,17 @@ impl Outbox {
         }
     }
 
+    /// Puts the queued events back to `events` and retracts every journal entry recorded
+    /// after the heads `topology_head` and `part_head` (a whole-arena restore): readers at
+    /// those heads or earlier read on as if nothing had been written since, and readers that
+    /// saw a retracted entry are refused.
+    pub(crate) fn restore(&mut self, events: &[Event], topology_head: u64, part_head: u64) {
+        self.events.clear();
+        self.events.extend_from_slice(events);
+        self.topology_log.retract_from(topology_head);
+        self.part_log.retract_from(part_head);
+    }
+
     /// Removes what was recorded after `mark`, which no drain can have passed (a construction
     /// batch refuses draining).
     pub(crate) fn rewind(&mut self, mark: OutboxMark) {

@@ -227,6 +227,11 @@ impl Reservations {
         self.held.len() - self.inbox.lock().len()
     }
 
+    /// Whether no reservation is held, by a token or left behind by a dropped one.
+    pub(crate) fn is_empty(&self) -> bool {
+        self.held.is_empty()
+    }
+
     /// Whether a live reservation holds `id`.
     pub(crate) fn holds(&self, id: InstanceId) -> bool {
         if self.held.is_empty() {

@@ -128,6 +128,37 @@ impl Revisions {
         self.clock
     }
 
+    /// The revisions of a state saved with `saved` and restored over this one (now): the
+    /// saved values, except that the clock continues from the later of the two and every
+    /// domain (and family) whose value differs between them holds one fresh tick, newer than
+    /// anything either issued. Returns them with that tick.
+    pub(crate) fn restored(&self, saved: &Revisions) -> (Revisions, Revision) {
+        let mut out = saved.clone();
+        out.clock = self.clock.max(saved.clock);
+        let at = out.tick();
+        for (now, then) in [
+            (self.topology, &mut out.topology),
+            (self.mutation, &mut out.mutation),
+            (self.tags, &mut out.tags),
+            (self.collision, &mut out.collision),
+            (self.animation, &mut out.animation),
+            (self.layout, &mut out.layout),
+        ] {
+            if now != *then {
+                *then = at;
+            }
+        }
+        let families = self.families.len().max(out.families.len());
+        out.families.resize(families, Revision::ZERO);
+        for (k, then) in out.families.iter_mut().enumerate() {
+            let now = self.families.get(k).copied().unwrap_or(Revision::ZERO);
+            if now != *then {
+                *then = at;
+            }
+        }
+        (out, at)
+    }
+
     /// Records a construction rollback at `at`: every domain (and family) that changed after
     /// `mark`, the clock value at the checkpoint, now holds `at`, which is newer than anything
     /// issued inside the batch; domains the batch did not touch keep their value.

@@ -21,7 +21,7 @@ use std::sync::Arc;
 use proptest::prelude::*;
 use strata_arena::{
     Arena, ArenaError, Checkpoint, ClassId, Event, FamilyId, InstanceId, PartWriteKind, Revision,
-    Revisions, Slot, Snapshot, SnapshotDiff, TopologyChange,
+    Revisions, SavePoint, Slot, Snapshot, SnapshotDiff, TopologyChange,
 };
 
 const TAGS: [&str; 3] = ["red", "green", "blue"];
@@ -541,6 +541,10 @@ enum Op {
         pick: usize,
         rollback: bool,
     },
+    /// Takes a save point (refused inside a batch).
+    Save,
+    /// Restores the n-th save point taken (refused inside a batch).
+    Restore(usize),
 }
 
 /// The observable arena state before an operation.
@@ -585,6 +589,10 @@ struct Harness {
     rollbacks: usize,
     /// Stale checkpoints refused.
     stale_refused: usize,
+    /// Save points taken, with the model and the arena state at each.
+    saves: Vec<(SavePoint, Model, Before)>,
+    /// Restores that succeeded.
+    restores: usize,
 }
 
 impl Harness {
@@ -600,6 +608,8 @@ impl Harness {
             stale: Vec::new(),
             rollbacks: 0,
             stale_refused: 0,
+            saves: Vec::new(),
+            restores: 0,
         };
         let game = harness.create(ClassId::DATA_MODEL, None, "setup");
         let workspace = harness.create(ClassId::WORKSPACE, game, "setup");
@@ -1483,20 +1493,7 @@ impl Harness {
     /// state `b` just before it.
     fn rolled_back(&mut self, mark: Model, at: &Before, b: &Before, ctx: &str) {
         // The model as at the checkpoint, with the batch's ids retired for good.
-        let mut restored = mark;
-        for &id in &self.model.order {
-            if restored.nodes.contains_key(&id) {
-                continue;
-            }
-            let mut node = self.model.node(id).clone();
-            node.status = Status::Reclaimed;
-            node.parent = None;
-            node.children.clear();
-            node.tags.clear();
-            restored.nodes.insert(id, node);
-            restored.order.push(id);
-        }
-        self.model = restored;
+        self.model = self.retired_since(mark);
 
         assert_eq!(
             self.arena.next_id(),
@@ -1614,6 +1611,161 @@ impl Harness {
         }
     }
 
+    /// `mark` (a model kept earlier) with every id issued since retired for good.
+    fn retired_since(&self, mark: Model) -> Model {
+        let mut restored = mark;
+        for &id in &self.model.order {
+            if restored.nodes.contains_key(&id) {
+                continue;
+            }
+            let mut node = self.model.node(id).clone();
+            node.status = Status::Reclaimed;
+            node.parent = None;
+            node.children.clear();
+            node.tags.clear();
+            restored.nodes.insert(id, node);
+            restored.order.push(id);
+        }
+        restored
+    }
+
+    fn save(&mut self, ctx: &str) {
+        let b = self.capture();
+        let result = self.arena.save_point();
+        if self.in_batch() {
+            expect_batch_refusal(result, ctx);
+            self.assert_unchanged(&b, ctx);
+            return;
+        }
+        let point = result.unwrap_or_else(|e| panic!("{ctx}: save point refused: {e:?}"));
+        self.assert_unchanged(&b, ctx);
+        self.sync_revisions(ctx);
+        if self.saves.len() >= 4 {
+            self.saves.remove(0);
+        }
+        self.saves.push((point, self.model.clone(), self.capture()));
+    }
+
+    fn restore(&mut self, pick: usize, ctx: &str) {
+        if self.saves.is_empty() {
+            return;
+        }
+        let index = pick % self.saves.len();
+        let b = self.capture();
+        let result = self.arena.restore(&self.saves[index].0);
+        if self.in_batch() {
+            expect_batch_refusal(result, ctx);
+            self.assert_unchanged(&b, ctx);
+            return;
+        }
+        result.unwrap_or_else(|e| panic!("{ctx}: restore refused: {e:?}"));
+        self.restores += 1;
+        let (_, mark, at) = &self.saves[index];
+        let (mark, at_revisions) = (mark.clone(), at.revisions.clone());
+        let (at_topology, at_part) = (at.topology_head, at.part_head);
+        let at_snapshot = at.snapshot.clone();
+        self.model = self.retired_since(mark);
+        assert_eq!(
+            self.arena.next_id(),
+            b.next_id,
+            "{ctx}: ids must never go back"
+        );
+        let diff = self.arena.snapshot().diff(&at_snapshot);
+        assert!(
+            diff.added.is_empty() && diff.removed.is_empty(),
+            "{ctx}: the hierarchy is not as at the save point: {diff:?}"
+        );
+        // The clock moves on; a domain that differs takes the new tick, the others keep theirs.
+        let now = self.arena.revisions().clone();
+        let clock = self.assert_ticked(&b, ctx);
+        let domains = [
+            (
+                "topology",
+                at_revisions.topology(),
+                b.revisions.topology(),
+                now.topology(),
+            ),
+            (
+                "mutation",
+                at_revisions.mutation(),
+                b.revisions.mutation(),
+                now.mutation(),
+            ),
+            ("tags", at_revisions.tags(), b.revisions.tags(), now.tags()),
+            (
+                "collision",
+                at_revisions.collision(),
+                b.revisions.collision(),
+                now.collision(),
+            ),
+            (
+                "animation",
+                at_revisions.animation(),
+                b.revisions.animation(),
+                now.animation(),
+            ),
+            (
+                "layout",
+                at_revisions.layout(),
+                b.revisions.layout(),
+                now.layout(),
+            ),
+            (
+                "parts family",
+                at_revisions.family(FamilyId::PARTS),
+                b.revisions.family(FamilyId::PARTS),
+                now.family(FamilyId::PARTS),
+            ),
+        ];
+        for (domain, saved, before, after) in domains {
+            if saved == before {
+                assert_eq!(after, saved, "{ctx}: {domain} did not differ");
+            } else {
+                assert_eq!(after, clock, "{ctx}: {domain} differed");
+            }
+        }
+        // Journals: a reader from the save point reads nothing new; one that read entries
+        // written since must rebuild; heads never go back.
+        let journals = [
+            (
+                "topology journal",
+                at_topology,
+                b.topology_head,
+                self.arena.topology_journal().head(),
+                self.arena.topology_since(at_topology).map(|r| r.count()),
+                self.arena
+                    .topology_since(b.topology_head)
+                    .map(|r| r.count()),
+            ),
+            (
+                "part log",
+                at_part,
+                b.part_head,
+                self.arena.part_log().head(),
+                self.arena.part_writes_since(at_part).map(|r| r.count()),
+                self.arena.part_writes_since(b.part_head).map(|r| r.count()),
+            ),
+        ];
+        for (journal, saved_head, before_head, head, from_save, from_before) in journals {
+            if before_head > saved_head {
+                assert!(head > before_head, "{ctx}: {journal} head");
+                assert!(
+                    from_before.is_err(),
+                    "{ctx}: {journal} cursor from after the save"
+                );
+                // Entries older than the save may have been dropped since: then the reader
+                // from the save point must rebuild too.
+                assert!(
+                    from_save == Ok(0) || from_save.is_err(),
+                    "{ctx}: {journal} from the save point read {from_save:?}"
+                );
+            } else {
+                assert_eq!(head, before_head, "{ctx}: {journal} head moved");
+                assert_eq!(from_save, Ok(0), "{ctx}: {journal} from the save point");
+            }
+        }
+    }
+
     /// Closes every open batch by rolling back the outermost one.
     fn close_all(&mut self, step: usize) {
         if self.in_batch() {
@@ -1677,6 +1829,8 @@ impl Harness {
             }
             Op::Checkpoint => self.checkpoint(&ctx),
             Op::Close { pick, rollback } => self.close(pick, rollback, &ctx),
+            Op::Save => self.save(&ctx),
+            Op::Restore(pick) => self.restore(pick, &ctx),
         }
         self.assert_monotonic(&b, &ctx);
         if step.is_multiple_of(self.check_every) {
@@ -1764,6 +1918,8 @@ fn op() -> impl Strategy<Value = Op> {
         1 => Just(Op::Checkpoint),
         3 => (any::<u16>(), any::<bool>())
             .prop_map(|(pick, rollback)| Op::Close { pick: usize::from(pick), rollback }),
+        1 => Just(Op::Save),
+        1 => any::<u8>().prop_map(|pick| Op::Restore(usize::from(pick))),
     ]
 }
 
@@ -1816,7 +1972,7 @@ impl Lcg {
     }
 
     fn op(&mut self) -> Op {
-        match self.below(32) {
+        match self.below(34) {
             0..=9 => Op::Create {
                 class: self.below(CLASSES.len()),
                 parent: (self.below(7) != 0).then(|| self.pick()),
@@ -1837,6 +1993,8 @@ impl Lcg {
             26 => Op::RemoveTag(self.pick(), self.below(TAGS.len())),
             27 => Op::Scope(Pick::Tomb(self.below(1 << 16))),
             28 => Op::Checkpoint,
+            32 => Op::Save,
+            33 => Op::Restore(self.below(8)),
             _ => Op::Close {
                 pick: self.below(1 << 16),
                 rollback: self.below(2) == 0,
@@ -1896,6 +2054,7 @@ fn snapshot_is_unaffected_by_a_thousand_later_operations() {
         harness.stale_refused > 0,
         "the run should try stale checkpoints"
     );
+    assert!(harness.restores > 0, "the run should restore save points");
 }
 
 #[test]

@@ -127,6 +127,36 @@ impl Snapshot {
         snapshot
     }
 
+    /// Becomes the state `saved` holds (a state of this arena, taken earlier), keeping what
+    /// only grows: the class registry and the GUID seeds stay this state's, the revision clock
+    /// continues (see [`Revisions::restored`]), and every GUI layer whose layout revision
+    /// differs between the two takes the fresh tick. Lifecycle scopes stay this state's (the
+    /// arena restores only with none open).
+    pub(crate) fn restore_from(&mut self, saved: &Snapshot) {
+        let (revisions, at) = self.revisions.restored(&saved.revisions);
+        let mut layouts = saved.layouts.clone();
+        for (layer, revision) in self.layouts.iter() {
+            if saved.layouts.get(layer) != Some(revision) && saved.find(*layer).is_some() {
+                layouts.insert(*layer, at);
+            }
+        }
+        for (layer, revision) in saved.layouts.iter() {
+            if self.layouts.get(layer) != Some(revision) {
+                layouts.insert(*layer, at);
+            }
+        }
+        let classes = self.classes.clone();
+        let guids = self.guids.clone();
+        let scope = std::mem::take(&mut self.scope);
+        *self = saved.clone();
+        self.classes = classes;
+        self.guids = guids;
+        self.scope = scope;
+        self.revisions = revisions;
+        self.layouts = layouts;
+        self.sync_family_cache();
+    }
+
     // ----- Classes, seeds and revisions. -----
 
     /// Registers a class on this state's registry (snapshots keep theirs).
