@@ -161,6 +161,9 @@ pub enum StoreError {
         /// The set being loaded.
         component: ComponentId,
     },
+    /// A store was asked to restore a snapshot of a store of another lineage.
+    #[error("the snapshot is of another store (another lineage): a store restores only its own")]
+    SnapshotFromOtherStore,
     /// A staged spawn's initializer asked for a component the spawn does not add.
     #[error("component {0:?} is not one of the spawn's components")]
     NotInSpawn(ComponentId),

@@ -288,6 +288,19 @@ impl Frame {
         }
     }
 
+    /// The frame state after a store restores `saved` over this one: what the saved state's
+    /// snapshot carries, with the structural counter moved past both and every component
+    /// described at it, so any count taken before the restore sees a change (or is missed).
+    pub(crate) fn restored(&self, saved: &Frame) -> Self {
+        let mut out = saved.snapshot();
+        out.count = self.count.max(saved.count) + 1;
+        out.window_start = out.count;
+        let components = self.described.len().max(saved.described.len());
+        out.described = vec![out.count; components];
+        out.value_count = self.value_count.max(saved.value_count);
+        out
+    }
+
     /// Closes the window at store tick `tick`: dirty state and residue clear.
     pub(crate) fn end(&mut self, tick: Tick) {
         self.tick = tick;

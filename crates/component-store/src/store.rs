@@ -203,6 +203,44 @@ impl Store {
         }
     }
 
+    /// Makes this store what `saved` (a [`Store::snapshot`] of it or of a store of its
+    /// lineage) holds: the same definitions and component ids, rows with their values, added
+    /// and changed ticks and dirty fields, removal logs, reverse reference index, orphan
+    /// records and migration records, sharing every set with `saved` (the first write to one
+    /// copies it). What only moves forward keeps moving: the mutation tick continues from the
+    /// later of the two (a change after the restore is newer than anything before it), and so
+    /// do the name revision and the structural counter. The restored store takes a new
+    /// identity, so every cache built against this store (query caches and change windows,
+    /// views, handles' resolutions) sees another store and rebuilds; a removal reader that read
+    /// removals made after `saved` was taken reports missed removals, since its log's history
+    /// does not continue there. Pending events are dropped (they announced what the restore
+    /// takes back); observers stay registered.
+    ///
+    /// Refused, changing nothing, for a store of another lineage
+    /// ([`StoreError::SnapshotFromOtherStore`]).
+    pub fn restore(&mut self, saved: &Store) -> Result<(), StoreError> {
+        if saved.lineage != self.lineage {
+            return Err(StoreError::SnapshotFromOtherStore);
+        }
+        self.id = StoreId::fresh();
+        self.sets = saved
+            .sets
+            .iter()
+            .map(|s| s.as_ref().map(SharedSet::share))
+            .collect();
+        if self.names != saved.names {
+            self.names = saved.names.clone();
+        }
+        self.name_revision = self.name_revision.max(saved.name_revision) + 1;
+        self.tick = self.tick.max(saved.tick);
+        self.orphans = saved.orphans.clone();
+        self.events.clear();
+        self.dependents = saved.dependents.clone();
+        self.migrations = saved.migrations.clone();
+        self.frame = self.frame.restored(&saved.frame);
+        Ok(())
+    }
+
     /// Whether the two stores share the set of `component` (neither has written it since one
     /// was snapshotted from the other).
     pub fn shares_set_with(&self, other: &Store, component: ComponentId) -> bool {
