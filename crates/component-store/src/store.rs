@@ -206,15 +206,15 @@ impl Store {
     /// Makes this store what `saved` (a [`Store::snapshot`] of it or of a store of its
     /// lineage) holds: the same definitions and component ids, rows with their values, added
     /// and changed ticks and dirty fields, removal logs, reverse reference index, orphan
-    /// records and migration records, sharing every set with `saved` (the first write to one
-    /// copies it). What only moves forward keeps moving: the mutation tick continues from the
-    /// later of the two (a change after the restore is newer than anything before it), and so
-    /// do the name revision and the structural counter. The restored store takes a new
-    /// identity, so every cache built against this store (query caches and change windows,
-    /// views, handles' resolutions) sees another store and rebuilds; a removal reader that read
-    /// removals made after `saved` was taken reports missed removals, since its log's history
-    /// does not continue there. Pending events are dropped (they announced what the restore
-    /// takes back); observers stay registered.
+    /// records and migration records, and the mutation tick, sharing every set with `saved`
+    /// (the first write to one copies it). The restored store takes a new identity, so every
+    /// cache built against this store (query caches and change windows, which are keyed by
+    /// store identity; views; handles' resolutions) sees another store and rebuilds, and no
+    /// tick issued before the restore is ever compared with one issued after it. The name
+    /// revision and the structural counter move on past both, so counts taken before the
+    /// restore see a change. A removal reader that read removals made after `saved` was taken
+    /// reports missed removals, since its log's history does not continue there. Pending events
+    /// are dropped (they announced what the restore takes back); observers stay registered.
     ///
     /// Refused, changing nothing, for a store of another lineage
     /// ([`StoreError::SnapshotFromOtherStore`]).
@@ -232,7 +232,7 @@ impl Store {
             self.names = saved.names.clone();
         }
         self.name_revision = self.name_revision.max(saved.name_revision) + 1;
-        self.tick = self.tick.max(saved.tick);
+        self.tick = saved.tick;
         self.orphans = saved.orphans.clone();
         self.events.clear();
         self.dependents = saved.dependents.clone();

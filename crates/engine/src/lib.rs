@@ -63,6 +63,7 @@ mod error;
 mod hash;
 mod instances;
 pub mod place;
+mod rollback;
 mod save;
 mod scene;
 pub mod script;
@@ -73,6 +74,7 @@ mod world;
 pub use crate::error::{LoadError, SaveError, SystemError, WorldError};
 pub use crate::instances::DestroyReport;
 pub use crate::place::{Place, PlaceConfig, PlaceError};
+pub use crate::rollback::WorldSnapshot;
 pub use crate::save::MAGIC;
 pub use crate::scene::Scene;
 pub use crate::script::{ScriptBudget, ScriptError, Scripts};
@@ -95,6 +97,7 @@ pub mod prelude {
     pub use crate::{
         Ctx, DestroyReport, FrameEvents, LoadError, ParCtx, SaveError, Scene, ScriptBudget,
         ScriptError, SystemBody, SystemError, SystemResult, SystemSpec, World, WorldError,
+        WorldSnapshot,
     };
     pub use strata_arena::{
         AttrValue, BuiltinState, ClassId, Color3, Event, ExternalRefs, Guid, InstanceId,

@@ -196,6 +196,37 @@ impl World {
         self.schedule.fixed_carried()
     }
 
+    /// The frame counter, the fixed-step block and every interval system's wait, for a
+    /// snapshot of the world.
+    pub(crate) fn timing(&self) -> crate::rollback::Timing {
+        let intervals = self
+            .schedule
+            .ids()
+            .filter_map(|id| {
+                let name = self.schedule.system(id).ok()?.name().to_owned();
+                Some((name, self.schedule.interval_waited(id).ok()?))
+            })
+            .collect();
+        crate::rollback::Timing {
+            frame: self.frame,
+            fixed: self.schedule.fixed_step(),
+            carried: self.schedule.fixed_carried(),
+            intervals,
+        }
+    }
+
+    /// Puts the timing a snapshot kept back: systems added since keep their waits, and those
+    /// removed since are skipped.
+    pub(crate) fn set_timing(&mut self, timing: &crate::rollback::Timing) {
+        self.set_clock(timing.frame, timing.fixed, timing.carried);
+        for (name, waited) in &timing.intervals {
+            // A system the snapshot knew and the world no longer has has nothing to restore.
+            if let Some(id) = self.schedule.id(name) {
+                let _ = self.schedule.set_interval_waited(id, *waited);
+            }
+        }
+    }
+
     /// Sets the frame counter and the fixed-step block as a save or a snapshot had them.
     pub(crate) fn set_clock(&mut self, frame: u64, fixed: FixedStep, carried: f64) {
         self.frame = frame;

@@ -366,6 +366,18 @@ impl<B> Schedule<B> {
         self.slot(id).map(|slot| slot.waited)
     }
 
+    /// Sets the time an interval system has accumulated towards its next run (restoring a
+    /// snapshotted schedule); a negative or non-finite value counts as none.
+    pub fn set_interval_waited(&mut self, id: SystemId, waited: f64) -> Result<(), ScheduleError> {
+        let slot = self.slot_mut(id)?;
+        slot.waited = if waited.is_finite() && waited >= 0.0 {
+            waited
+        } else {
+            0.0
+        };
+        Ok(())
+    }
+
     /// Rebuilds the plan if a system was added, removed, enabled or disabled since the last
     /// build, and returns it.
     pub fn build(&mut self) -> &Plan {

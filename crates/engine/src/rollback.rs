@@ -1,0 +1,110 @@
+//! Whole-world rollback: [`World::snapshot`] keeps what a world holds, [`World::restore`]
+//! makes the world that again, as rollback netcode does every frame.
+//!
+//! Invariant: a [`WorldSnapshot`] holds the arena's save point (sharing every page), a store
+//! snapshot (sharing every set), the migration records waiting for their component, the frame
+//! counter, the fixed-step block's cadence and carry and every interval system's wait; taking
+//! one costs the pages' and sets' pointers plus what is queued, and restoring one costs the
+//! same plus the journal entries written since, never the world's size. A restore validates
+//! everything before it changes anything: an arena in a construction batch or holding a
+//! reservation, or a snapshot of another world, is refused with the world untouched. What only
+//! moves forward keeps moving (ids, revision clock, store tick; see `Arena::restore` and
+//! `Store::restore`), and the restored store is a new identity, so queries, removal readers,
+//! handles and Luau mirrors built before the restore rebuild instead of answering from stale
+//! state. Code is not part of a snapshot: systems, listeners and the Luau VMs' own state stay
+//! as they are.
+
+use strata_arena::SavePoint;
+use strata_component_store::{OrphanRecord, Store, StoreError};
+use strata_scheduler::FixedStep;
+
+use crate::error::WorldError;
+use crate::world::World;
+
+/// The frame counter and the schedule's timing, as a snapshot keeps them.
+#[derive(Clone, Debug)]
+pub(crate) struct Timing {
+    pub(crate) frame: u64,
+    pub(crate) fixed: FixedStep,
+    pub(crate) carried: f64,
+    /// Interval systems' accumulated waits, by system name.
+    pub(crate) intervals: Vec<(String, f64)>,
+}
+
+/// What a world held at one moment ([`World::snapshot`]), to make it that again
+/// ([`World::restore`]). Immutable and cheap to keep: it shares its pages and sets with the
+/// world until the world writes them.
+#[derive(Debug)]
+pub struct WorldSnapshot {
+    arena: SavePoint,
+    store: Store,
+    waiting_migrations: Vec<(strata_arena::InstanceId, String, OrphanRecord)>,
+    timing: Timing,
+}
+
+impl Clone for WorldSnapshot {
+    /// Another snapshot of the same moment, sharing everything with this one.
+    fn clone(&self) -> Self {
+        Self {
+            arena: self.arena.clone(),
+            store: self.store.snapshot(),
+            waiting_migrations: self.waiting_migrations.clone(),
+            timing: self.timing.clone(),
+        }
+    }
+}
+
+impl WorldSnapshot {
+    /// The frame number the world was at.
+    pub fn frame(&self) -> u64 {
+        self.timing.frame
+    }
+
+    /// The arena's state, to read.
+    pub fn arena(&self) -> &strata_arena::Snapshot {
+        self.arena.snapshot()
+    }
+
+    /// The store's state, to read.
+    pub fn store(&self) -> &Store {
+        &self.store
+    }
+}
+
+impl World {
+    /// A snapshot of everything the world holds but code: instances, components, definitions,
+    /// pending drains and events, the frame counter and the fixed-step and interval timing.
+    /// Refused inside a construction batch and while a reservation is held.
+    pub fn snapshot(&self) -> Result<WorldSnapshot, WorldError> {
+        Ok(WorldSnapshot {
+            arena: self.scene().arena.save_point()?,
+            store: self.scene().store.snapshot(),
+            waiting_migrations: self.scene().waiting_migrations.clone(),
+            timing: self.timing(),
+        })
+    }
+
+    /// Makes the world what it was when `snapshot` was taken (see the module docs): the same
+    /// instances, hierarchy, tombstones, pending drains and events, component rows with their
+    /// ticks, removal logs, reference index and orphans, the same frame number and timing.
+    /// Ids issued since are never issued again; ticks and revisions move on.
+    ///
+    /// Refused, changing nothing, for a snapshot of another world, inside a construction batch
+    /// and while a reservation is held.
+    pub fn restore(&mut self, snapshot: &WorldSnapshot) -> Result<(), WorldError> {
+        if snapshot.store.lineage() != self.scene().store.lineage() {
+            return Err(StoreError::SnapshotFromOtherStore.into());
+        }
+        let scene = self.scene_mut();
+        scene.arena.restore(&snapshot.arena)?;
+        scene
+            .store
+            .restore(&snapshot.store)
+            .map_err(WorldError::from)?;
+        scene
+            .waiting_migrations
+            .clone_from(&snapshot.waiting_migrations);
+        self.set_timing(&snapshot.timing);
+        Ok(())
+    }
+}
