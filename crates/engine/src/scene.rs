@@ -152,6 +152,27 @@ impl Scene {
         &self.arena
     }
 
+    /// Every live instance as plain records (ids, GUIDs, classes, parents, data, tags), in
+    /// hierarchy order: what a save holds of the hierarchy.
+    pub fn arena_image(&self) -> strata_arena::ArenaImage {
+        self.arena.image()
+    }
+
+    /// The arena's events queued since the last drain (the frame's end drains them).
+    pub fn pending_events(&self) -> &[strata_arena::Event] {
+        self.arena.pending_events()
+    }
+
+    /// Destroyed instances whose slots are not reclaimed yet.
+    pub fn pending_reclamation(&self) -> usize {
+        self.arena.pending_reclamation()
+    }
+
+    /// The id the next creation gets (ids only move forward, rollback included).
+    pub fn next_id(&self) -> u64 {
+        self.arena.next_id()
+    }
+
     /// The component store, for reading: sets, columns, ticks, dirty state, removal logs.
     pub fn store(&self) -> &Store {
         &self.store
