@@ -38,6 +38,7 @@ pub mod overlay;
 pub mod peers;
 pub mod query;
 pub mod report;
+pub mod rollback;
 mod rss;
 pub mod scheduler;
 pub mod schema;
@@ -60,6 +61,7 @@ pub fn all_workloads() -> Vec<Workload> {
     workloads.extend(scheduler::workloads());
     workloads.extend(overlay::workloads());
     workloads.extend(world::workloads());
+    workloads.extend(rollback::workloads());
     workloads.extend(luau::workloads());
     #[cfg(feature = "peers")]
     workloads.extend(peers::workloads());

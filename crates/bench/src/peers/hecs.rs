@@ -27,6 +27,7 @@ use super::{
     Spawn, TAGGED, Tagged, Transform, Velocity, a, big, body, for_each_kind, fragment, is_small,
     position, rayon_pool, rotation, tally, time_parallel_writes, velocity, written_groups,
 };
+use crate::data::{ROLLBACK_CHURN, ROLLBACK_SIZE, rollback_destroyed, rollback_written};
 use crate::harness::Workload;
 
 /// The library name of these records.
@@ -56,6 +57,7 @@ pub fn workloads() -> Vec<Workload> {
     workloads.push(bulk_set(BULK_SIZE));
     workloads.push(bulk_remove(BULK_SIZE));
     workloads.push(bulk_despawn(BULK_SIZE));
+    workloads.push(rollback_frame(ROLLBACK_SIZE));
     workloads.into_iter().map(|w| w.library(LIBRARY)).collect()
 }
 
@@ -505,6 +507,54 @@ fn world_clone_then_write(n: u64) -> Workload {
     )
 }
 
+/// The frame of `rollback_frame` on `world`, whose first bodies are `ids`: every written
+/// Position nudged, [`ROLLBACK_CHURN`] bodies spawned and as many despawned. Returns (written,
+/// spawned, despawned).
+fn rollback_work(world: &mut World, ids: &[Entity]) -> (u64, u64, u64) {
+    let mut written = 0;
+    for &id in rollback_written(ids) {
+        if let Ok(mut p) = world.get::<&mut Position>(id) {
+            p.nudge();
+            written += 1;
+        }
+    }
+    let n = ids.len() as u64;
+    for k in 0..ROLLBACK_CHURN {
+        let i = n + k;
+        black_box(world.spawn((position(i), rotation(i), velocity(i))));
+    }
+    let mut despawned = 0;
+    for &id in rollback_destroyed(ids) {
+        despawned += u64::from(world.despawn(id).is_ok());
+    }
+    (written, ROLLBACK_CHURN, despawned)
+}
+
+/// One sample of `rollback_frame`: the world copied whole, the frame's work on it, the copy
+/// put in its place (the worked-on world dropped).
+fn rollback_once(cloner: &WorldCloner, world: &mut World, ids: &[Entity]) -> (u64, u64, u64) {
+    let saved = cloner.clone_world(world);
+    let done = rollback_work(world, ids);
+    *world = saved;
+    done
+}
+
+fn rollback_frame(n: u64) -> Workload {
+    Workload::new(
+        "rollback_frame",
+        n,
+        "no snapshot in hecs: the world copied whole at the frame's start (world_clone's per-archetype ColumnBatch clone), the frame's work done (World::get writes, spawn, despawn), the copy put back in its place and the worked-on world dropped",
+        move |b| {
+            let mut world = World::new();
+            let ids: Vec<Entity> = world
+                .spawn_batch((0..n).map(|i| (position(i), rotation(i), velocity(i))))
+                .collect();
+            let cloner = body_cloner();
+            b.iter(|| rollback_once(&cloner, &mut world, &ids));
+        },
+    )
+}
+
 /// A world of `n` entities with [`Heat`] 0.
 fn heated(n: u64) -> World {
     let mut world = World::new();
@@ -646,6 +696,21 @@ fn bulk_despawn(n: u64) -> Workload {
 mod tests {
     use super::*;
     use crate::peers::written_tally;
+
+    #[test]
+    fn a_rollback_frame_does_the_work_then_puts_the_world_back() {
+        let mut world = World::new();
+        let ids: Vec<Entity> = world
+            .spawn_batch((0..2_000).map(|i| (position(i), rotation(i), velocity(i))))
+            .collect();
+        let cloner = body_cloner();
+        for _ in 0..2 {
+            assert_eq!(rollback_once(&cloner, &mut world, &ids), (20, 100, 100));
+            assert_eq!(world.len(), 2_000);
+            assert_eq!(*world.get::<&Position>(ids[0]).unwrap(), position(0));
+            assert!(world.contains(ids[10]));
+        }
+    }
 
     #[test]
     fn iter2_advances_every_position() {

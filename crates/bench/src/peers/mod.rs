@@ -25,7 +25,7 @@ use crate::report::Unsupported;
 pub use crate::overlay::{PARALLEL_THREADS, PARALLEL_WRITE_SIZE, PARALLEL_WRITERS};
 
 /// The workload names in run order; each library's workloads are sorted into it.
-const ORDER: [&str; 23] = [
+const ORDER: [&str; 24] = [
     "spawn",
     "spawn_batch",
     "iter2",
@@ -43,6 +43,7 @@ const ORDER: [&str; 23] = [
     "bulk_set",
     "bulk_remove",
     "bulk_despawn",
+    "rollback_frame",
     "schedule",
     "frame_overhead",
     "luau_iter2",
@@ -80,7 +81,7 @@ pub fn unsupported() -> Vec<Unsupported> {
                          rebuilding a world entity by entity would measure something else";
     let no_scheduler = "hecs has no scheduler or system abstraction: running three functions one \
                         after another would measure something else";
-    ["world_clone", "world_clone_then_write"]
+    ["world_clone", "world_clone_then_write", "rollback_frame"]
         .into_iter()
         .map(|workload| Unsupported {
             library: bevy::LIBRARY.to_owned(),

@@ -14,8 +14,8 @@ use rayon::prelude::*;
 use shipyard::scheduler::IntoWorkloadSystem;
 use shipyard::sparse_set::SparseSet;
 use shipyard::{
-    AllStoragesViewMut, EntitiesView, EntitiesViewMut, EntityId, IntoIter, View, ViewMut, World,
-    track,
+    AllStoragesViewMut, EntitiesView, EntitiesViewMut, EntityId, Get, IntoIter, View, ViewMut,
+    World, track,
 };
 
 use super::kinds::*;
@@ -26,6 +26,7 @@ use super::{
     TAGGED, Tagged, Transform, Velocity, a, big, body, for_each_kind, fragment, is_small, position,
     rayon_pool, rotation, schedule, tally, time_parallel_writes, velocity, written_groups,
 };
+use crate::data::{ROLLBACK_CHURN, ROLLBACK_SIZE, rollback_destroyed, rollback_written};
 use crate::harness::Workload;
 
 /// The library name of these records.
@@ -59,6 +60,7 @@ pub fn workloads() -> Vec<Workload> {
     workloads.push(bulk_set(BULK_SIZE));
     workloads.push(bulk_remove(BULK_SIZE));
     workloads.push(bulk_despawn(BULK_SIZE));
+    workloads.push(rollback_frame(ROLLBACK_SIZE));
     workloads.push(schedule_workload());
     workloads.push(frame_overhead());
     workloads.into_iter().map(|w| w.library(LIBRARY)).collect()
@@ -489,6 +491,67 @@ fn world_clone_then_write(n: u64) -> Workload {
     )
 }
 
+/// The frame of `rollback_frame` on `world`, whose first bodies are `ids`: every written
+/// Position nudged, [`ROLLBACK_CHURN`] bodies spawned and as many deleted. Returns (written,
+/// spawned, deleted).
+fn rollback_work(world: &mut World, ids: &[EntityId]) -> (u64, u64, u64) {
+    let mut written = 0;
+    {
+        let mut positions = world.borrow::<ViewMut<'_, Position>>().expect(FREE_BORROW);
+        for &id in rollback_written(ids) {
+            if let Ok(mut p) = (&mut positions).get(id) {
+                p.nudge();
+                written += 1;
+            }
+        }
+    }
+    let n = ids.len() as u64;
+    for k in 0..ROLLBACK_CHURN {
+        let i = n + k;
+        black_box(world.add_entity((position(i), rotation(i), velocity(i))));
+    }
+    let mut deleted = 0;
+    for &id in rollback_destroyed(ids) {
+        deleted += u64::from(world.delete_entity(id));
+    }
+    (written, ROLLBACK_CHURN, deleted)
+}
+
+/// One sample of `rollback_frame`: the world cloned whole, the frame's work on it, the clone
+/// put in its place (the worked-on world dropped).
+fn rollback_once(world: &mut World, ids: &[EntityId]) -> (u64, u64, u64) {
+    // The clone's storages are registered for the next frame's clone.
+    let mut saved = clone_world(world);
+    saved.register_clone::<(
+        SparseSet<Position>,
+        SparseSet<Rotation>,
+        SparseSet<Velocity>,
+    )>();
+    let done = rollback_work(world, ids);
+    *world = saved;
+    done
+}
+
+fn rollback_frame(n: u64) -> Workload {
+    Workload::new(
+        "rollback_frame",
+        n,
+        "no snapshot in shipyard: the world cloned whole at the frame's start (world_clone's AllStorages::clone_storages_to), the frame's work done (ViewMut::get writes, add_entity, delete_entity), the clone put back in its place and the worked-on world dropped",
+        move |b| {
+            let mut world = World::new();
+            let ids: Vec<EntityId> = world
+                .bulk_add_entity((0..n).map(|i| (position(i), rotation(i), velocity(i))))
+                .collect();
+            world.register_clone::<(
+                SparseSet<Position>,
+                SparseSet<Rotation>,
+                SparseSet<Velocity>,
+            )>();
+            b.iter(|| rollback_once(&mut world, &ids));
+        },
+    )
+}
+
 /// A world of `n` entities with [`Heat`] 0 (an untracked storage).
 fn heated(n: u64) -> World {
     let mut world = World::new();
@@ -737,6 +800,26 @@ fn frame_overhead() -> Workload {
 mod tests {
     use super::*;
     use crate::peers::written_tally;
+
+    #[test]
+    fn a_rollback_frame_does_the_work_then_puts_the_world_back() {
+        let mut world = World::new();
+        let ids: Vec<EntityId> = world
+            .bulk_add_entity((0..2_000).map(|i| (position(i), rotation(i), velocity(i))))
+            .collect();
+        world.register_clone::<(
+            SparseSet<Position>,
+            SparseSet<Rotation>,
+            SparseSet<Velocity>,
+        )>();
+        for _ in 0..2 {
+            assert_eq!(rollback_once(&mut world, &ids), (20, 100, 100));
+            let positions = world.borrow::<View<'_, Position>>().expect(FREE_BORROW);
+            assert_eq!(positions.len(), 2_000);
+            assert_eq!(*positions.get(ids[0]).unwrap(), position(0));
+            assert!(positions.get(ids[10]).is_ok());
+        }
+    }
 
     #[test]
     fn spawn_each_spawns_every_entity() {
