@@ -172,6 +172,7 @@ mod tests {
                     "bulk_spawn" | "bulk_set" | "bulk_remove" | "bulk_despawn" => &[BULK_SIZE],
                     "schedule" => &[4 * schedule::GROUP],
                     "frame_overhead" => &[EMPTY_SYSTEMS],
+                    "rollback_frame" => &[crate::data::ROLLBACK_SIZE],
                     _ => unreachable!(),
                 };
                 let is_unsupported = unsupported
