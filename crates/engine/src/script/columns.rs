@@ -85,6 +85,49 @@ fn gather(
     })
 }
 
+/// Brings a column table up to date with the store where they differ, reading the store's
+/// column in place (no copy of it is made).
+fn refresh(
+    store: &strata_component_store::Store,
+    component: ComponentId,
+    field: FieldId,
+    kind: Kind,
+    rows: &[u32],
+    column: &mut ColumnMirror,
+) -> mlua::Result<()> {
+    let set = store.set(component).map_err(lua_error)?;
+    match kind {
+        Kind::Number => {
+            let values = set.checked_values::<f64>(field).map_err(lua_error)?;
+            refresh_with(rows, column, kind, |r| values[r])
+        }
+        Kind::Integer => {
+            let values = set.checked_values::<i64>(field).map_err(lua_error)?;
+            refresh_with(rows, column, kind, |r| values[r] as f64)
+        }
+        Kind::Boolean => {
+            let values = set.checked_values::<bool>(field).map_err(lua_error)?;
+            refresh_with(rows, column, kind, |r| if values[r] { 1.0 } else { 0.0 })
+        }
+    }
+}
+
+fn refresh_with(
+    rows: &[u32],
+    column: &mut ColumnMirror,
+    kind: Kind,
+    value: impl Fn(usize) -> f64,
+) -> mlua::Result<()> {
+    for (k, (row, was)) in rows.iter().zip(column.shadow.iter_mut()).enumerate() {
+        let now = value(*row as usize);
+        if now.to_bits() != was.to_bits() {
+            column.table.raw_set(k + 1, number_to_lua(kind, now))?;
+            *was = now;
+        }
+    }
+    Ok(())
+}
+
 fn number_to_lua(kind: Kind, value: f64) -> LuaValue {
     match kind {
         Kind::Boolean => LuaValue::Boolean(value != 0.0),
@@ -166,7 +209,7 @@ pub(crate) fn take(
             return Err(stale());
         }
         let matches = entry.query.matches(a.arena(), store).map_err(lua_error)?;
-        let rows = matches.rows(term).map_err(lua_error)?.to_vec();
+        let rows = matches.rows(term).map_err(lua_error)?;
         let def = store.def(c).map_err(lua_error)?;
         let fields: Vec<(FieldId, String, Kind)> = def
             .fields()
@@ -182,17 +225,10 @@ pub(crate) fn take(
             .collect();
         let mut fresh = false;
         for (field, name, kind) in &fields {
-            let values = gather(store, c, *field, *kind, &rows)?;
             match entry.columns.get_mut(&(c, *field)) {
-                Some(column) => {
-                    for (k, (now, was)) in values.iter().zip(column.shadow.iter_mut()).enumerate() {
-                        if now.to_bits() != was.to_bits() {
-                            column.table.raw_set(k + 1, number_to_lua(*kind, *now))?;
-                            *was = *now;
-                        }
-                    }
-                }
+                Some(column) => refresh(store, c, *field, *kind, rows, column)?,
                 None => {
+                    let values = gather(store, c, *field, *kind, rows)?;
                     let unpack: Function = helpers.raw_get("unpack")?;
                     let buffer = lua.create_buffer(bytes_of(&values))?;
                     let table: Table = unpack.call((buffer, values.len(), kind.code()))?;
@@ -317,16 +353,27 @@ pub(crate) fn flush(lua: &Lua) -> mlua::Result<()> {
                     "column `{name}` holds something other than {wanted} at row {row}"
                 )));
             }
-            let bytes = buffer.to_vec();
-            let values: Vec<f64> = bytes
-                .chunks_exact(8)
-                .map(|b| f64::from_le_bytes([b[0], b[1], b[2], b[3], b[4], b[5], b[6], b[7]]))
-                .collect();
-            packed.push((field, kind, name, values, buffer));
+            packed.push((field, kind, name, Packed(buffer.to_vec()), buffer));
         }
         access_raw(lua, |lua, a| apply(lua, a, &key, c, packed))?;
     }
     Ok(())
+}
+
+/// A column packed into bytes: row `k`'s value is the `k`-th little-endian f64.
+struct Packed(Vec<u8>);
+
+impl Packed {
+    #[inline]
+    fn get(&self, k: usize) -> f64 {
+        let mut b = [0; 8];
+        b.copy_from_slice(&self.0[k * 8..k * 8 + 8]);
+        f64::from_le_bytes(b)
+    }
+
+    fn len(&self) -> usize {
+        self.0.len() / 8
+    }
 }
 
 /// Writes the rows that differ from what each column was last given.
@@ -335,7 +382,7 @@ fn apply(
     mut a: Access<'_>,
     key: &str,
     c: ComponentId,
-    packed: Vec<(FieldId, Kind, String, Vec<f64>, Buffer)>,
+    packed: Vec<(FieldId, Kind, String, Packed, Buffer)>,
 ) -> mlua::Result<()> {
     let mut state = lua
         .app_data_mut::<VmState>()
@@ -366,24 +413,20 @@ fn apply(
             continue;
         };
         column.buffer = Some(buffer);
-        let changed: Vec<usize> = values
-            .iter()
-            .zip(&column.shadow)
-            .enumerate()
-            .filter(|(_, (now, was))| now.to_bits() != was.to_bits())
-            .map(|(k, _)| k)
+        let changed: Vec<usize> = (0..values.len().min(column.shadow.len()))
+            .filter(|&k| values.get(k).to_bits() != column.shadow[k].to_bits())
             .collect();
         if changed.is_empty() {
             continue;
         }
         if kind == Kind::Integer
-            && let Some(&k) = changed
-                .iter()
-                .find(|&&k| values[k].fract() != 0.0 || values[k].abs() > 9_007_199_254_740_992.0)
+            && let Some(&k) = changed.iter().find(|&&k| {
+                values.get(k).fract() != 0.0 || values.get(k).abs() > 9_007_199_254_740_992.0
+            })
         {
             return Err(mlua::Error::runtime(format!(
                 "column `{name}` holds {} at row {}, which is not an integer",
-                values[k],
+                values.get(k),
                 k + 1
             )));
         }
@@ -395,13 +438,15 @@ fn apply(
                     Kind::Number => scene
                         .store
                         .column_writer::<f64>(c, field)
-                        .and_then(|mut w| w.update_indexed(n, row_of, |_, j| values[changed[j]])),
+                        .and_then(|mut w| {
+                            w.update_indexed(n, row_of, |_, j| values.get(changed[j]))
+                        }),
                     Kind::Integer => {
                         scene
                             .store
                             .column_writer::<i64>(c, field)
                             .and_then(|mut w| {
-                                w.update_indexed(n, row_of, |_, j| values[changed[j]] as i64)
+                                w.update_indexed(n, row_of, |_, j| values.get(changed[j]) as i64)
                             })
                     }
                     Kind::Boolean => {
@@ -409,7 +454,7 @@ fn apply(
                             .store
                             .column_writer::<bool>(c, field)
                             .and_then(|mut w| {
-                                w.update_indexed(n, row_of, |_, j| values[changed[j]] != 0.0)
+                                w.update_indexed(n, row_of, |_, j| values.get(changed[j]) != 0.0)
                             })
                     }
                 }
@@ -428,13 +473,13 @@ fn apply(
                             Kind::Boolean => BulkKind::Boolean,
                         },
                         rows: changed.iter().map(|&k| rows[k]).collect(),
-                        values: changed.iter().map(|&k| values[k]).collect(),
+                        values: changed.iter().map(|&k| values.get(k)).collect(),
                     },
                 )?;
             }
         }
         for &k in &changed {
-            column.shadow[k] = values[k];
+            column.shadow[k] = values.get(k);
         }
     }
     Ok(())
