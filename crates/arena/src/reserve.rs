@@ -228,7 +228,7 @@ impl Reservations {
     }
 
     /// Whether no reservation is held, by a token or left behind by a dropped one.
-    pub(crate) fn is_empty(&self) -> bool {
+    pub(crate) fn holds_nothing(&self) -> bool {
         self.held.is_empty()
     }
 

@@ -97,7 +97,7 @@ impl Arena {
 
     fn check_restorable(&self) -> Result<(), ArenaError> {
         self.check_between_batches()?;
-        if !self.reservations.is_empty() {
+        if !self.reservations.holds_nothing() {
             return Err(ArenaError::ReservationHeld);
         }
         Ok(())

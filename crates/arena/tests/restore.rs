@@ -1,6 +1,8 @@
 //! Save points and whole-arena restore, beside the model test's random runs: refusals, ids never
 //! issued twice, journals, events and tombstones as saved.
 
+#![allow(clippy::unwrap_used, reason = "test fixtures fail loudly on purpose")]
+
 use strata_arena::{Arena, ArenaError, ClassId, Event};
 
 fn arena() -> (Arena, strata_arena::InstanceId) {

@@ -74,7 +74,7 @@ fn rollback_loop() -> Result<(), Box<dyn std::error::Error>> {
                 .find(|(at, _)| *at == late_frame as u64)
                 .ok_or("the late frame is outside the rollback window")?;
             world.restore(snapshot)?;
-            for input in inputs[late_frame..].to_vec() {
+            for &input in &inputs[late_frame..] {
                 simulate(&mut world, player, body, speed, input)?;
             }
             println!(
