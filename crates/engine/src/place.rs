@@ -53,6 +53,25 @@ pub struct PlaceConfig {
     pub budget: BudgetConfig,
 }
 
+impl PlaceConfig {
+    /// Reads a `place.toml`: an unknown key, a wrong type or a value out of range is refused
+    /// with a message naming it (and its line, where TOML gives one).
+    pub fn parse(text: &str) -> Result<PlaceConfig, String> {
+        let config: PlaceConfig = toml::from_str(text).map_err(|e| config_message(text, &e))?;
+        let check = |ok: bool, what: &str| if ok { Ok(()) } else { Err(what.to_owned()) };
+        check(
+            config.frame_rate.is_finite() && config.frame_rate > 0.0,
+            "frame_rate must be a positive number of frames per second",
+        )?;
+        check(
+            config.fixed_rate.is_finite() && config.fixed_rate > 0.0,
+            "fixed_rate must be a positive number of steps per second",
+        )?;
+        check(config.threads != Some(0), "threads must be at least 1")?;
+        Ok(config)
+    }
+}
+
 /// The `[budget]` table of `place.toml`.
 #[derive(Clone, Copy, Debug, PartialEq, Deserialize)]
 #[serde(deny_unknown_fields)]
@@ -244,29 +263,10 @@ impl Place {
             return Err(PlaceError::NoConfig(root));
         }
         let text = read(&config_path)?;
-        let config: PlaceConfig = toml::from_str(&text).map_err(|e| PlaceError::Config {
+        let config = PlaceConfig::parse(&text).map_err(|message| PlaceError::Config {
             path: config_path.clone(),
-            message: config_message(&text, &e),
+            message,
         })?;
-        let check = |ok: bool, what: &str| {
-            if ok {
-                Ok(())
-            } else {
-                Err(PlaceError::Config {
-                    path: config_path.clone(),
-                    message: what.to_owned(),
-                })
-            }
-        };
-        check(
-            config.frame_rate.is_finite() && config.frame_rate > 0.0,
-            "frame_rate must be a positive number of frames per second",
-        )?;
-        check(
-            config.fixed_rate.is_finite() && config.fixed_rate > 0.0,
-            "fixed_rate must be a positive number of steps per second",
-        )?;
-        check(config.threads != Some(0), "threads must be at least 1")?;
         let setup_path = root.join("setup.luau");
         let setup = if setup_path.is_file() {
             Some(PlaceScript {
