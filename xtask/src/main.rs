@@ -12,6 +12,7 @@
 mod bench;
 mod ci;
 mod codegen;
+mod fuzz;
 mod schema;
 
 use std::ffi::OsString;
@@ -30,6 +31,10 @@ tasks:
         shipyard), print the results and write target/bench/results.json,
         results.md and results.svg
   ci    run the steps of .ci/run: formatting, clippy, tests, supply-chain check
+  fuzz [TARGET]... [--time S]
+        run the fuzz targets of fuzz/ with cargo-fuzz (nightly) for S seconds each
+        (default 60; all targets when none is named), minimise any crash and keep it
+        under fuzz/regressions/TARGET/, which `cargo test` replays
   codegen
         write the Luau type definitions: types/strata.d.luau (the game API) and
         examples/places/NAME/types.d.luau (each example place's components)
@@ -75,6 +80,10 @@ fn run_task() -> anyhow::Result<ExitCode> {
                 );
             }
             ci::run(&root)?;
+            Ok(ExitCode::SUCCESS)
+        }
+        Some("fuzz") => {
+            fuzz::run(&root, &fuzz::Args::parse(utf8_args(args)?)?)?;
             Ok(ExitCode::SUCCESS)
         }
         Some("codegen") => {

@@ -190,7 +190,7 @@ fn built_spec(terms: u8, bytes: &mut Bytes<'_>, components: [ComponentId; 2]) ->
             _ => {}
         }
     }
-    if bytes.byte() % 4 == 0 {
+    if bytes.byte().is_multiple_of(4) {
         spec = spec.class(CLASSES[bytes.below(CLASSES.len())]);
         by_class = true;
     }

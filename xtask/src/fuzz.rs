@@ -1,0 +1,203 @@
+//! `cargo xtask fuzz [TARGET] [--time S]`: runs Strata's fuzz targets (`fuzz/`) with
+//! cargo-fuzz on the nightly toolchain, each for `S` seconds (default 60), from the seed corpus
+//! in `fuzz/corpus/TARGET/`. A crash is minimised (`cargo fuzz tmin`) and the minimised input
+//! copied to `fuzz/regressions/TARGET/`, where `cargo test` replays it on stable.
+//!
+//! Invariant: the task never writes outside `fuzz/`, and it reports each target's outcome
+//! (executions and coverage as libFuzzer printed them last, or the crash and where its
+//! minimised input went); it fails if any target crashed, after running all of them.
+
+use std::path::{Path, PathBuf};
+use std::process::Command;
+
+use anyhow::{Context as _, bail};
+
+/// The targets, in the order they run.
+pub(crate) const TARGETS: [&str; 6] = [
+    "save_file",
+    "schema_source",
+    "place_toml",
+    "game_script",
+    "query",
+    "world_ops",
+];
+
+/// What `fuzz` was asked to do.
+#[derive(Debug, PartialEq)]
+pub(crate) struct Args {
+    targets: Vec<&'static str>,
+    seconds: u64,
+}
+
+impl Args {
+    pub(crate) fn parse(args: Vec<String>) -> anyhow::Result<Args> {
+        let mut targets = Vec::new();
+        let mut seconds = 60;
+        let mut args = args.into_iter();
+        while let Some(arg) = args.next() {
+            if arg == "--time" {
+                let value = args.next().context("--time needs a number of seconds")?;
+                seconds = value
+                    .parse()
+                    .with_context(|| format!("--time takes whole seconds, not `{value}`"))?;
+            } else if let Some(target) = TARGETS.iter().find(|t| **t == arg) {
+                targets.push(*target);
+            } else {
+                bail!(
+                    "unknown fuzz target or flag `{arg}`; the targets are {}",
+                    TARGETS.join(", ")
+                );
+            }
+        }
+        if targets.is_empty() {
+            targets = TARGETS.to_vec();
+        }
+        Ok(Args { targets, seconds })
+    }
+}
+
+fn cargo_fuzz(fuzz_dir: &Path) -> Command {
+    let mut command = Command::new("cargo");
+    command
+        .arg("+nightly")
+        .arg("fuzz")
+        .current_dir(fuzz_dir.parent().unwrap_or(fuzz_dir));
+    command
+}
+
+/// The last libFuzzer status line (`#N ... cov: ... exec/s: ...`) of an output.
+fn last_status(output: &str) -> Option<&str> {
+    output
+        .lines()
+        .rev()
+        .find(|line| line.starts_with('#') && line.contains("cov:"))
+}
+
+/// The crash input libFuzzer reported writing, if any.
+fn crash_artifact(output: &str) -> Option<PathBuf> {
+    output.lines().find_map(|line| {
+        let at = line.find("Test unit written to ")?;
+        Some(PathBuf::from(
+            line[at + "Test unit written to ".len()..].trim(),
+        ))
+    })
+}
+
+/// Runs the task.
+pub(crate) fn run(root: &Path, args: &Args) -> anyhow::Result<()> {
+    let fuzz_dir = root.join("fuzz");
+    let mut crashed = Vec::new();
+    for target in &args.targets {
+        let corpus = fuzz_dir.join("corpus").join(target);
+        std::fs::create_dir_all(&corpus)
+            .with_context(|| format!("cannot create {}", corpus.display()))?;
+        println!("fuzz {target}: {} s", args.seconds);
+        let output = cargo_fuzz(&fuzz_dir)
+            .args(["run", target])
+            .arg(&corpus)
+            .arg("--")
+            .arg(format!("-max_total_time={}", args.seconds))
+            .arg("-rss_limit_mb=4096")
+            .output()
+            .context("cannot start `cargo +nightly fuzz` (install it with `cargo +nightly install cargo-fuzz`)")?;
+        let text = format!(
+            "{}{}",
+            String::from_utf8_lossy(&output.stdout),
+            String::from_utf8_lossy(&output.stderr)
+        );
+        if let Some(status) = last_status(&text) {
+            println!("  {status}");
+        }
+        if output.status.success() {
+            continue;
+        }
+        let Some(artifact) = crash_artifact(&text) else {
+            bail!("fuzzing {target} failed without a crash input:\n{text}");
+        };
+        let regressions = fuzz_dir.join("regressions").join(target);
+        std::fs::create_dir_all(&regressions)?;
+        let minimised = cargo_fuzz(&fuzz_dir)
+            .args(["tmin", target])
+            .arg(&artifact)
+            .output()
+            .context("cannot start `cargo +nightly fuzz tmin`")?;
+        let text_min = String::from_utf8_lossy(&minimised.stderr).into_owned();
+        let smallest = text_min
+            .lines()
+            .find_map(|line| {
+                let at = line.find("CRASH_MIN: failed to minimize beyond ")?;
+                Some(PathBuf::from(
+                    line[at + "CRASH_MIN: failed to minimize beyond ".len()..]
+                        .split_whitespace()
+                        .next()?,
+                ))
+            })
+            .unwrap_or(artifact.clone());
+        let name = smallest
+            .file_name()
+            .map_or_else(|| "crash".into(), |n| n.to_string_lossy().into_owned());
+        let kept = regressions.join(&name);
+        std::fs::copy(&smallest, &kept)
+            .with_context(|| format!("cannot copy {} to {}", smallest.display(), kept.display()))?;
+        println!("  CRASH: minimised input kept as {}", kept.display());
+        crashed.push(*target);
+    }
+    if !crashed.is_empty() {
+        bail!(
+            "crashed: {} (inputs under fuzz/regressions/)",
+            crashed.join(", ")
+        );
+    }
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn args(line: &str) -> Vec<String> {
+        line.split_whitespace().map(str::to_owned).collect()
+    }
+
+    #[test]
+    fn targets_and_time_parse_and_mistakes_are_named() {
+        assert_eq!(
+            Args::parse(args("query --time 5")).unwrap(),
+            Args {
+                targets: vec!["query"],
+                seconds: 5
+            }
+        );
+        assert_eq!(Args::parse(Vec::new()).unwrap().targets, TARGETS.to_vec());
+        assert!(Args::parse(args("nope")).is_err());
+        assert!(Args::parse(args("--time x")).is_err());
+    }
+
+    #[test]
+    fn the_targets_are_the_fuzz_crates_binaries() {
+        let manifest = std::fs::read_to_string(
+            Path::new(env!("CARGO_MANIFEST_DIR")).join("../fuzz/Cargo.toml"),
+        )
+        .unwrap();
+        for target in TARGETS {
+            assert!(
+                manifest.contains(&format!("name = \"{target}\"")),
+                "{target}"
+            );
+        }
+    }
+
+    #[test]
+    fn libfuzzer_output_is_read() {
+        let out = "#1024 pulse cov: 10 ft: 12 corp: 3/4b exec/s: 512\n#2048 DONE cov: 11 ft: 13 corp: 3/4b exec/s: 600\n";
+        assert_eq!(
+            last_status(out),
+            Some("#2048 DONE cov: 11 ft: 13 corp: 3/4b exec/s: 600")
+        );
+        let crash = "==1== ERROR\nartifact_prefix='x/'; Test unit written to fuzz/artifacts/query/crash-abc\n";
+        assert_eq!(
+            crash_artifact(crash),
+            Some(PathBuf::from("fuzz/artifacts/query/crash-abc"))
+        );
+    }
+}
