@@ -90,3 +90,16 @@ fn the_stress_place_moves_every_entity_alike_on_one_and_two_threads() {
     assert_eq!(one, two);
     assert!(prints.iter().any(|p| p.contains("100000")), "{prints:?}");
 }
+
+#[test]
+fn the_tour_and_saveload_places_are_the_same_world_every_frame_on_one_two_and_eight_threads() {
+    for name in ["tour", "saveload"] {
+        let frames = place(name).config.frames;
+        let (one, prints) = hashes(name, 1, frames);
+        for threads in [2, 8] {
+            let (other, other_prints) = hashes(name, threads, frames);
+            assert_eq!(one, other, "{name} on {threads} threads");
+            assert_eq!(prints, other_prints, "{name} on {threads} threads");
+        }
+    }
+}
