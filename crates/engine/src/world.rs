@@ -260,6 +260,13 @@ impl World {
         self.schedule.id(name)
     }
 
+    /// Shuffles the order of systems that no declaration orders, by `seed` (`None`: hierarchy
+    /// order again); see `Schedule::set_shuffle`. A test run under several seeds finds results
+    /// that depend on an order the systems never declared.
+    pub fn set_schedule_shuffle(&mut self, seed: Option<u64>) {
+        self.schedule.set_shuffle(seed);
+    }
+
     /// The schedule's plan (built first if systems changed): order, cycles, diagnostics,
     /// reachability, `dump` and `to_dot`.
     pub fn plan(&mut self) -> &Plan {

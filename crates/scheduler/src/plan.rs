@@ -245,7 +245,7 @@ impl Plan {
 /// Builds the plan of `systems`, indexed by id (`None` for removed ids), in steps: index names
 /// and sets, turn declarations into edges, stop the cycles, order each stage, collect the
 /// diagnostics and assemble the planned systems.
-pub(crate) fn build<B>(systems: &[Option<&System<B>>]) -> Plan {
+pub(crate) fn build<B>(systems: &[Option<&System<B>>], shuffle: Option<u64>) -> Plan {
     let Index {
         names,
         sets,
@@ -272,7 +272,7 @@ pub(crate) fn build<B>(systems: &[Option<&System<B>>]) -> Plan {
         position,
         stage_starts,
         reach,
-    } = order_stages(systems, &enabled, &stopped, &edges, &successors);
+    } = order_stages(systems, &enabled, &stopped, &edges, &successors, shuffle);
     let diagnostics = diagnose(systems, noted, &links, &stopped, &cycles);
     Plan {
         systems: planned_systems(systems, &enabled, &stopped, &position),
@@ -329,11 +329,28 @@ fn name_of<B>(systems: &[Option<&System<B>>], i: usize) -> String {
     systems[i].map_or_else(String::new, |s| s.name.to_string())
 }
 
-/// The hierarchy-order key of the live system at index `i`: its hierarchy position, then its
-/// index (registration order).
-fn order_key<'s, B>(systems: &[Option<&'s System<B>>], i: usize) -> (&'s HierarchyKey, usize) {
+/// The tie-break key of the live system at index `i`: a shuffle rank (zero unless the schedule
+/// shuffles), then its hierarchy position, then its index (registration order).
+fn order_key<'s, B>(
+    systems: &[Option<&'s System<B>>],
+    i: usize,
+    shuffle: Option<u64>,
+) -> (u64, &'s HierarchyKey, usize) {
     let system = systems[i].expect("only live systems take part in the graph");
-    (&system.hierarchy, i)
+    let rank = shuffle.map_or(0, |seed| shuffle_rank(seed, &system.name));
+    (rank, &system.hierarchy, i)
+}
+
+/// A system's rank under a shuffle seed: a mix of the seed and the system's name, so a seed
+/// gives the same order in every process and for every registration order.
+fn shuffle_rank(seed: u64, name: &str) -> u64 {
+    let mut h = seed ^ 0x9e37_79b9_7f4a_7c15;
+    for byte in name.bytes() {
+        h = (h ^ u64::from(byte)).wrapping_mul(0x0100_0000_01b3);
+    }
+    h ^= h >> 33;
+    h = h.wrapping_mul(0xff51_afd7_ed55_8ccd);
+    h ^ (h >> 33)
 }
 
 /// The systems stopped in cycles.
@@ -365,7 +382,11 @@ fn find_cycles<B>(
             graph.add_edge(a, b, ());
         }
     }
-    let key = |i: usize| order_key(systems, i);
+    // Cycles are reported in hierarchy order, shuffled or not.
+    let key = |i: usize| {
+        let (_, hierarchy, index) = order_key(systems, i, None);
+        (hierarchy, index)
+    };
     let mut components: Vec<Vec<usize>> = tarjan_scc(&graph)
         .into_iter()
         .filter(|component| component.len() > 1)
@@ -418,9 +439,10 @@ fn order_stages<B>(
     stopped: &[Option<usize>],
     edges: &[Edge],
     successors: &Rows,
+    shuffle: Option<u64>,
 ) -> Ordered {
     let n = systems.len();
-    let key = |i: usize| order_key(systems, i);
+    let key = |i: usize| order_key(systems, i, shuffle);
     let scheduled = |i: usize| enabled[i] && stopped[i].is_none();
     let mut waiting_on = vec![0_usize; n];
     for edge in edges {
@@ -439,7 +461,7 @@ fn order_stages<B>(
     let mut position: Vec<Option<u32>> = vec![None; n];
     let mut stage_starts = [0_u32; Stage::COUNT + 1];
     let mut reach = Vec::with_capacity(Stage::COUNT);
-    let mut ready: BinaryHeap<Reverse<(&HierarchyKey, usize)>> = BinaryHeap::new();
+    let mut ready: BinaryHeap<Reverse<(u64, &HierarchyKey, usize)>> = BinaryHeap::new();
     let mut rows = StageRows::default();
     for (s, members) in by_stage.iter().enumerate() {
         let start = order.len();
@@ -450,7 +472,7 @@ fn order_stages<B>(
                 .filter(|&&i| waiting_on[i] == 0)
                 .map(|&i| Reverse(key(i))),
         );
-        while let Some(Reverse((_, i))) = ready.pop() {
+        while let Some(Reverse((_, _, i))) = ready.pop() {
             position[i] = Some(order.len() as u32);
             order.push(id(i));
             for &next in successors.of(i) {

@@ -190,6 +190,8 @@ pub struct Schedule<B> {
     fixed: FixedStep,
     /// Time carried into the next frame's fixed block (less than one step).
     fixed_carried: f64,
+    /// The seed that shuffles the order of systems no declaration orders, when set.
+    shuffle: Option<u64>,
 }
 
 impl<B> Default for Schedule<B> {
@@ -214,6 +216,7 @@ impl<B> Schedule<B> {
             stale: false,
             fixed,
             fixed_carried: 0.0,
+            shuffle: None,
         }
     }
 
@@ -378,6 +381,18 @@ impl<B> Schedule<B> {
         Ok(())
     }
 
+    /// Shuffles the order of systems that no declaration orders (`Some(seed)`), or goes back
+    /// to hierarchy order (`None`). Declared order (`before`, `after`, sets, phases) always
+    /// holds; among systems free to run in either order, a seed picks one order, the same in
+    /// every process. Meant for tests: a world whose result changes with the seed depends on an
+    /// order it never declared.
+    pub fn set_shuffle(&mut self, seed: Option<u64>) {
+        if self.shuffle != seed {
+            self.shuffle = seed;
+            self.stale = true;
+        }
+    }
+
     /// Rebuilds the plan if a system was added, removed, enabled or disabled since the last
     /// build, and returns it.
     pub fn build(&mut self) -> &Plan {
@@ -387,7 +402,7 @@ impl<B> Schedule<B> {
                 .iter()
                 .map(|slot| slot.as_ref().map(|slot| &slot.system))
                 .collect();
-            self.plan = build(&systems);
+            self.plan = build(&systems, self.shuffle);
             self.stale = false;
             for diagnostic in self.plan.diagnostics() {
                 match diagnostic.severity() {
