@@ -191,3 +191,22 @@ fn an_error_inside_a_pcall_is_the_scripts_to_handle() {
     );
     assert_eq!(out, ["false\ttrue"]);
 }
+
+/// Found by fuzzing the schema evaluator (`fuzz/regressions/schema_source/`), and true of game
+/// scripts alike: a source beginning with a Luau bytecode version byte was loaded as bytecode,
+/// which Luau does not verify (the process died). Every script is compiled as text.
+#[test]
+fn a_script_that_begins_like_bytecode_is_compiled_as_text() {
+    for source in ["\u{3}\u{0}r", "\u{6}return 1", "\u{4}"] {
+        let mut world = scripted(1);
+        let error = script_error(world.check_script("bytes.luau", source));
+        assert_eq!(error.script, "bytes.luau");
+        let error = script_error(world.run_script("bytes.luau", source));
+        assert!(
+            error.message.contains("binary chunk"),
+            "{source:?}: {error}"
+        );
+        let error = script_error(world.add_script_system("s", "systems/s.luau", source));
+        assert_eq!(error.script, "systems/s.luau", "{error}");
+    }
+}

@@ -272,6 +272,9 @@ impl SchemaVm {
             .lua
             .load(source)
             .set_name(format!("={chunk_name}"))
+            // Always compiled as text: Luau loads bytecode without verifying it, so a source
+            // that begins like bytecode must never be handed to the VM as such.
+            .set_mode(mlua::chunk::ChunkMode::Text)
             .set_environment(env)
             .call(())?;
         Ok(self.schema_from(values))

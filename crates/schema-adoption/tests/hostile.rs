@@ -890,3 +890,27 @@ fn overlong_sources_are_refused_before_compiling() {
     // At the limit it compiles and evaluates.
     assert!(h.vm.evaluate("Long", &padded(limit)).is_ok());
 }
+
+/// Found by fuzzing (`fuzz/regressions/schema_source/`): a source whose first byte is a Luau
+/// bytecode version was handed to the VM as bytecode, which Luau loads without verifying (a
+/// read past the buffer under AddressSanitizer, and a way around every check made on source
+/// text). Every source is compiled as text.
+#[test]
+fn a_source_that_begins_like_bytecode_is_compiled_as_text() {
+    let mut evaluator = Evaluator::new().unwrap();
+    for source in ["\u{3}\u{0}r", "\u{3}", "\u{6}return 1", "\u{4}\u{1}\u{2}"] {
+        let error = evaluator.evaluate("bytes.luau", source).unwrap_err();
+        assert!(
+            matches!(error, SchemaError::Syntax { .. }),
+            "{source:?} gave {error:?}, not a syntax error"
+        );
+    }
+    // Real bytecode, compiled from a valid schema, is refused the same way.
+    let bytecode = mlua::chunk::Compiler::new()
+        .compile("return component { fields = { x = number(1) } }")
+        .unwrap();
+    if let Ok(text) = std::str::from_utf8(&bytecode) {
+        let error = evaluator.evaluate("bytecode.luau", text).unwrap_err();
+        assert!(matches!(error, SchemaError::Syntax { .. }), "{error:?}");
+    }
+}

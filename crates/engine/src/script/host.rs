@@ -270,6 +270,8 @@ impl Scripts {
         let env = environment(lua, &self.host.base).map_err(|e| script_error(name, &e))?;
         lua.load(source)
             .set_name(format!("={name}"))
+            // Always compiled as text: Luau loads bytecode without verifying it.
+            .set_mode(mlua::chunk::ChunkMode::Text)
             .set_environment(env)
             .into_function()
             .map_err(|e| script_error(name, &e))
