@@ -14,6 +14,7 @@ mod ci;
 mod codegen;
 mod fuzz;
 mod schema;
+mod soak;
 
 use std::ffi::OsString;
 use std::path::{Path, PathBuf};
@@ -35,6 +36,10 @@ tasks:
         run the fuzz targets of fuzz/ with cargo-fuzz (nightly) for S seconds each
         (default 60; all targets when none is named), minimise any crash and keep it
         under fuzz/regressions/TARGET/, which `cargo test` replays
+  soak [--cases N] [--minutes M]
+        run every model-based property test (built in release mode) again and again
+        until it has run N cases (default 100,000) or M minutes have passed, and
+        report the cases and failures of each
   codegen
         write the Luau type definitions: types/strata.d.luau (the game API) and
         examples/places/NAME/types.d.luau (each example place's components)
@@ -84,6 +89,10 @@ fn run_task() -> anyhow::Result<ExitCode> {
         }
         Some("fuzz") => {
             fuzz::run(&root, &fuzz::Args::parse(utf8_args(args)?)?)?;
+            Ok(ExitCode::SUCCESS)
+        }
+        Some("soak") => {
+            soak::run(&root, &soak::Args::parse(utf8_args(args)?)?)?;
             Ok(ExitCode::SUCCESS)
         }
         Some("codegen") => {

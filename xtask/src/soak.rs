@@ -1,0 +1,229 @@
+//! `cargo xtask soak [--cases N] [--minutes M]`: runs every model-based property test far past
+//! its usual case count. Each test binary is built once in release mode and run again and
+//! again. proptest draws a fresh seed each run, so the runs add up to independent cases. A
+//! model stops when it reaches `N` cases (default 100,000) or the time is up (default: no
+//! limit). The task reports the cases run and the failures of each model.
+//!
+//! Invariant: [`MODELS`] names every model test with the cases one run of it makes (the
+//! count in its `proptest_config`); a test checks each named test exists in its file with
+//! that count, so the report never counts cases that did not run.
+
+use std::path::Path;
+use std::time::{Duration, Instant};
+
+use anyhow::{Context as _, bail};
+
+use crate::cargo;
+
+/// A model test: package, test target, test name, cases per run.
+pub(crate) struct Model {
+    package: &'static str,
+    target: &'static str,
+    test: &'static str,
+    cases: u64,
+}
+
+/// Every model-based property test.
+pub(crate) const MODELS: &[Model] = &[
+    Model {
+        package: "strata-arena",
+        target: "model",
+        test: "arena_agrees_with_reference_model",
+        cases: 512,
+    },
+    Model {
+        package: "strata-arena",
+        target: "reservation_model",
+        test: "reservations_and_bulk_destruction_agree_with_the_model",
+        cases: 256,
+    },
+    Model {
+        package: "strata-component-store",
+        target: "model",
+        test: "store_agrees_with_reference_model",
+        cases: 500,
+    },
+    Model {
+        package: "strata-component-store",
+        target: "observer_model",
+        test: "observers_dirt_and_counters_follow_the_model",
+        cases: 128,
+    },
+    Model {
+        package: "strata-component-store",
+        target: "stage_model",
+        test: "staged_operations_follow_the_model",
+        cases: 128,
+    },
+    Model {
+        package: "strata-query",
+        target: "model",
+        test: "queries_agree_with_brute_force",
+        cases: 256,
+    },
+    Model {
+        package: "strata-parallel-overlay",
+        target: "overlay",
+        test: "the_committed_store_is_the_same_for_any_arrival_order_lane_count_and_finishing_order",
+        cases: 64,
+    },
+    Model {
+        package: "strata-scheduler",
+        target: "model",
+        test: "plans_agree_with_the_model",
+        cases: 512,
+    },
+    Model {
+        package: "strata",
+        target: "model",
+        test: "the_world_follows_the_model",
+        cases: 96,
+    },
+    Model {
+        package: "strata",
+        target: "rollback",
+        test: "a_restore_gives_back_everything_a_full_copy_kept",
+        cases: 96,
+    },
+];
+
+/// What `soak` was asked to do.
+#[derive(Debug, PartialEq)]
+pub(crate) struct Args {
+    cases: u64,
+    minutes: Option<u64>,
+}
+
+impl Args {
+    pub(crate) fn parse(args: Vec<String>) -> anyhow::Result<Args> {
+        let mut parsed = Args {
+            cases: 100_000,
+            minutes: None,
+        };
+        let mut args = args.into_iter();
+        while let Some(arg) = args.next() {
+            let mut number = |flag: &str| -> anyhow::Result<u64> {
+                let value = args
+                    .next()
+                    .with_context(|| format!("{flag} needs a number"))?;
+                value
+                    .parse()
+                    .with_context(|| format!("{flag} takes a whole number, not `{value}`"))
+            };
+            match arg.as_str() {
+                "--cases" => parsed.cases = number("--cases")?,
+                "--minutes" => parsed.minutes = Some(number("--minutes")?),
+                other => bail!("unknown flag `{other}`; soak takes --cases N and --minutes M"),
+            }
+        }
+        Ok(parsed)
+    }
+}
+
+/// Runs the task.
+pub(crate) fn run(root: &Path, args: &Args) -> anyhow::Result<()> {
+    let started = Instant::now();
+    let limit = args.minutes.map(|m| Duration::from_secs(m * 60));
+    let mut failed = Vec::new();
+    for model in MODELS {
+        let mut runs = 0_u64;
+        let mut failures = 0_u64;
+        while runs * model.cases < args.cases && limit.is_none_or(|l| started.elapsed() < l) {
+            let status = cargo()
+                .args(["test", "--quiet", "--release", "--manifest-path"])
+                .arg(root.join("Cargo.toml"))
+                .args([
+                    "--package",
+                    model.package,
+                    "--test",
+                    model.target,
+                    "--",
+                    "--exact",
+                ])
+                .arg(model.test)
+                .arg("--quiet")
+                .status()
+                .with_context(|| format!("cannot run {}", model.test))?;
+            runs += 1;
+            if !status.success() {
+                failures += 1;
+                break;
+            }
+        }
+        println!(
+            "{} {}::{}: {} cases in {runs} runs, {failures} failed",
+            model.package,
+            model.target,
+            model.test,
+            runs * model.cases
+        );
+        if failures > 0 {
+            failed.push(model.test);
+        }
+    }
+    println!("soak: {:.0} s", started.elapsed().as_secs_f64());
+    if !failed.is_empty() {
+        bail!("failed: {}", failed.join(", "));
+    }
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn args(line: &str) -> Vec<String> {
+        line.split_whitespace().map(str::to_owned).collect()
+    }
+
+    #[test]
+    fn flags_parse_and_mistakes_are_named() {
+        assert_eq!(
+            Args::parse(args("--cases 500 --minutes 3")).unwrap(),
+            Args {
+                cases: 500,
+                minutes: Some(3)
+            }
+        );
+        assert_eq!(
+            Args::parse(Vec::new()).unwrap(),
+            Args {
+                cases: 100_000,
+                minutes: None
+            }
+        );
+        assert!(Args::parse(args("--cases many")).is_err());
+        assert!(Args::parse(args("--fast")).is_err());
+    }
+
+    #[test]
+    fn every_model_named_exists_with_the_case_count_it_is_counted_at() {
+        let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("..");
+        for model in MODELS {
+            let dir = if model.package == "strata" {
+                "engine".to_owned()
+            } else {
+                model.package.trim_start_matches("strata-").to_owned()
+            };
+            let path = root
+                .join("crates")
+                .join(dir)
+                .join("tests")
+                .join(format!("{}.rs", model.target));
+            let text = std::fs::read_to_string(&path).unwrap();
+            let at = text
+                .find(&format!("fn {}(", model.test))
+                .unwrap_or_else(|| panic!("{} has no test {}", path.display(), model.test));
+            let config = text[..at].rfind("proptest_config").unwrap();
+            let config = &text[config..at];
+            assert!(
+                config.contains(&format!("cases: {}", model.cases))
+                    || config.contains(&format!("with_cases({})", model.cases)),
+                "{}: {} does not run {} cases a run",
+                path.display(),
+                model.test,
+                model.cases
+            );
+        }
+    }
+}
