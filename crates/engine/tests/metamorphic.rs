@@ -7,36 +7,9 @@
 
 mod common;
 
-use common::{Fixture, fixture, parts};
+use common::{Fixture, content, fixture, parts};
 use proptest::prelude::*;
 use strata::prelude::*;
-
-/// What a world holds, ticks, counters and identities of the process aside (the fixture's
-/// worlds draw their GUIDs from entropy): the hierarchy and every row's values.
-fn content(world: &World) -> String {
-    let mut out = String::new();
-    for node in world.arena_image().nodes {
-        out.push_str(&format!(
-            "{} {} {:?} {:?} {:?}\n",
-            node.id, node.class, node.parent, node.data, node.tags
-        ));
-    }
-    for set in world.store().components() {
-        let mut rows: Vec<usize> = (0..set.len()).collect();
-        rows.sort_by_key(|row| set.ids()[*row]);
-        for row in rows {
-            let values: Vec<String> = (0..set.def().fields().len())
-                .map(|f| format!("{:?}", set.value(row, FieldId::from_index(f as u16))))
-                .collect();
-            out.push_str(&format!(
-                "{} {} {values:?}\n",
-                set.def().name(),
-                set.ids()[row]
-            ));
-        }
-    }
-    out
-}
 
 fn save(world: &World) -> Vec<u8> {
     let mut file = Vec::new();

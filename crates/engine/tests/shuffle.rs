@@ -8,6 +8,7 @@ mod common;
 
 use std::path::Path;
 
+use common::content;
 use strata::Place;
 use strata::prelude::*;
 
@@ -110,28 +111,6 @@ fn declared_world() -> World {
             .unwrap();
     }
     world
-}
-
-/// What a world holds, change ticks aside: the hierarchy and every row's values. (Ticks
-/// number the writes in the order they ran, so two orders of independent systems give the same
-/// rows with other ticks; the world hash includes ticks, so it is not the measure here.)
-fn content(world: &World) -> String {
-    let mut out = format!("{:?}\n", world.arena_image().nodes);
-    for set in world.store().components() {
-        let mut rows: Vec<usize> = (0..set.len()).collect();
-        rows.sort_by_key(|row| set.ids()[*row]);
-        for row in rows {
-            let values: Vec<String> = (0..set.def().fields().len())
-                .map(|f| format!("{:?}", set.value(row, FieldId::from_index(f as u16))))
-                .collect();
-            out.push_str(&format!(
-                "{} {} {values:?}\n",
-                set.def().name(),
-                set.ids()[row]
-            ));
-        }
-    }
-    out
 }
 
 fn hashes(world: &mut World, frames: usize, dt: f64) -> Vec<String> {

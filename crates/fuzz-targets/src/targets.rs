@@ -236,6 +236,32 @@ fn brute_force(world: &World, terms: u8, components: [ComponentId; 2]) -> Vec<In
     out
 }
 
+/// The matches of `cached` (a query kept across changes), checked equal to a fresh query's of
+/// the same spec; sorted.
+fn cached_matches(
+    world: &World,
+    cached: &mut Query,
+    spec: &QuerySpec,
+    at: &str,
+) -> Vec<InstanceId> {
+    let mut matches = world
+        .matches(cached)
+        .unwrap_or_else(|e| panic!("a valid query failed: {e}"));
+    matches.sort_unstable();
+    let mut fresh = world
+        .query(spec.clone())
+        .unwrap_or_else(|e| panic!("a spec valid once is valid again: {e}"));
+    let mut again = world
+        .matches(&mut fresh)
+        .unwrap_or_else(|e| panic!("a valid query failed: {e}"));
+    again.sort_unstable();
+    assert_eq!(
+        matches, again,
+        "{at}: the cache disagrees with a fresh query"
+    );
+    matches
+}
+
 /// A query from a fuzzed spec over a fuzzed world: its cached matches always equal a fresh
 /// query's, before and after the world changes, and (for specs without a class filter) equal
 /// what a walk over every instance finds.
@@ -248,21 +274,7 @@ pub fn query(data: &[u8]) {
         return;
     };
     for round in 0..4 {
-        let mut matches = world
-            .matches(&mut cached)
-            .unwrap_or_else(|e| panic!("a valid query failed: {e}"));
-        matches.sort_unstable();
-        let mut fresh = world
-            .query(spec.clone())
-            .unwrap_or_else(|e| panic!("a spec valid once is valid again: {e}"));
-        let mut again = world
-            .matches(&mut fresh)
-            .unwrap_or_else(|e| panic!("a valid query failed: {e}"));
-        again.sort_unstable();
-        assert_eq!(
-            matches, again,
-            "round {round}: the cache disagrees with a fresh query"
-        );
+        let matches = cached_matches(&world, &mut cached, &spec, &format!("round {round}"));
         if !by_class {
             assert_eq!(
                 matches,
@@ -386,21 +398,7 @@ pub fn world_ops(data: &[u8]) {
             }
             _ => mutate(&mut world, &mut bytes, components),
         }
-        let mut matches = world
-            .matches(&mut cached)
-            .unwrap_or_else(|e| panic!("a valid query failed: {e}"));
-        matches.sort_unstable();
-        let mut fresh = world
-            .query(spec.clone())
-            .unwrap_or_else(|e| panic!("a valid spec failed: {e}"));
-        let mut again = world
-            .matches(&mut fresh)
-            .unwrap_or_else(|e| panic!("a valid query failed: {e}"));
-        again.sort_unstable();
-        assert_eq!(
-            matches, again,
-            "step {steps}: the cache disagrees with a fresh query"
-        );
+        cached_matches(&world, &mut cached, &spec, &format!("step {steps}"));
     }
     check_round_trip(&world);
 }

@@ -95,3 +95,31 @@ pub fn printed(world: &mut World, source: &str) -> Vec<String> {
     world.run_script("test.luau", source).unwrap();
     world.take_prints()
 }
+
+/// What a world holds, change ticks, counters and GUIDs aside: every live instance (id, class,
+/// parent, data, tags) and every row's values, in id order. Two runs that did the same things
+/// in another order (so with other ticks), or in worlds of other seeds, compare equal by it.
+pub fn content(world: &World) -> String {
+    let mut out = String::new();
+    for node in world.arena_image().nodes {
+        out.push_str(&format!(
+            "{} {} {:?} {:?} {:?}\n",
+            node.id, node.class, node.parent, node.data, node.tags
+        ));
+    }
+    for set in world.store().components() {
+        let mut rows: Vec<usize> = (0..set.len()).collect();
+        rows.sort_by_key(|row| set.ids()[*row]);
+        for row in rows {
+            let values: Vec<String> = (0..set.def().fields().len())
+                .map(|f| format!("{:?}", set.value(row, FieldId::from_index(f as u16))))
+                .collect();
+            out.push_str(&format!(
+                "{} {} {values:?}\n",
+                set.def().name(),
+                set.ids()[row]
+            ));
+        }
+    }
+    out
+}
