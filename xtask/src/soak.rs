@@ -141,7 +141,6 @@ pub(crate) fn run(root: &Path, args: &Args) -> anyhow::Result<()> {
                     "--exact",
                 ])
                 .arg(model.test)
-                .arg("--quiet")
                 .status()
                 .with_context(|| format!("cannot run {}", model.test))?;
             runs += 1;
