@@ -38,8 +38,8 @@ tasks:
         under fuzz/regressions/TARGET/, which `cargo test` replays
   soak [--cases N] [--minutes M]
         run every model-based property test (built in release mode) again and again
-        until it has run N cases (default 100,000) or M minutes have passed, and
-        report the cases and failures of each
+        until it has run N cases (default 100,000) or its share of M minutes has
+        passed, and report the cases and failures of each
   codegen
         write the Luau type definitions: types/strata.d.luau (the game API) and
         examples/places/NAME/types.d.luau (each example place's components)

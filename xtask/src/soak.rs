@@ -1,8 +1,9 @@
 //! `cargo xtask soak [--cases N] [--minutes M]`: runs every model-based property test far past
 //! its usual case count. Each test binary is built once in release mode and run again and
 //! again. proptest draws a fresh seed each run, so the runs add up to independent cases. A
-//! model stops when it reaches `N` cases (default 100,000) or the time is up (default: no
-//! limit). The task reports the cases run and the failures of each model.
+//! model stops when it reaches `N` cases (default 100,000) or when its share of the time is
+//! up (`M` minutes split evenly among the models; default: no limit). The task reports the
+//! cases run and the failures of each model.
 //!
 //! Invariant: [`MODELS`] names every model test with the cases one run of it makes (the
 //! count in its `proptest_config`); a test checks each named test exists in its file with
@@ -123,12 +124,17 @@ impl Args {
 /// Runs the task.
 pub(crate) fn run(root: &Path, args: &Args) -> anyhow::Result<()> {
     let started = Instant::now();
-    let limit = args.minutes.map(|m| Duration::from_secs(m * 60));
+    let share = args
+        .minutes
+        .map(|m| Duration::from_secs(m * 60) / MODELS.len() as u32);
     let mut failed = Vec::new();
     for model in MODELS {
+        let model_started = Instant::now();
         let mut runs = 0_u64;
         let mut failures = 0_u64;
-        while runs * model.cases < args.cases && limit.is_none_or(|l| started.elapsed() < l) {
+        while runs * model.cases < args.cases
+            && share.is_none_or(|share| model_started.elapsed() < share)
+        {
             let status = cargo()
                 .args(["test", "--quiet", "--release", "--manifest-path"])
                 .arg(root.join("Cargo.toml"))
@@ -150,11 +156,12 @@ pub(crate) fn run(root: &Path, args: &Args) -> anyhow::Result<()> {
             }
         }
         println!(
-            "{} {}::{}: {} cases in {runs} runs, {failures} failed",
+            "{} {}::{}: {} cases in {runs} runs ({:.0} s), {failures} failed",
             model.package,
             model.target,
             model.test,
-            runs * model.cases
+            runs * model.cases,
+            model_started.elapsed().as_secs_f64()
         );
         if failures > 0 {
             failed.push(model.test);
