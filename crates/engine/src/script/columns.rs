@@ -200,12 +200,7 @@ pub(crate) fn take(
                 "a chunk gives columns only of the components its query lists in `with`",
             ));
         };
-        let generation = entry.query.generation();
-        if entry
-            .mirror
-            .as_ref()
-            .is_none_or(|m| m.generation != generation)
-        {
+        if !entry.mirror_is_current() {
             return Err(stale());
         }
         let matches = entry.query.matches(a.arena(), store).map_err(lua_error)?;
@@ -393,12 +388,7 @@ fn apply(
     let Some(term) = entry.term_of(c) else {
         return Ok(());
     };
-    let generation = entry.query.generation();
-    if entry
-        .mirror
-        .as_ref()
-        .is_none_or(|m| m.generation != generation)
-    {
+    if !entry.mirror_is_current() {
         return Err(stale());
     }
     let rows = {

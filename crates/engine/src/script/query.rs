@@ -36,6 +36,15 @@ pub(crate) struct QueryEntry {
 }
 
 impl QueryEntry {
+    /// Whether the mirror (and so every column taken from it) is of the query's current
+    /// matches.
+    pub(crate) fn mirror_is_current(&self) -> bool {
+        let generation = self.query.generation();
+        self.mirror
+            .as_ref()
+            .is_some_and(|m| m.generation == generation)
+    }
+
     /// The term of a `with` component.
     pub(crate) fn term_of(&self, component: ComponentId) -> Option<usize> {
         self.resolved.iter().position(|c| *c == component)
