@@ -1,6 +1,6 @@
 //! `cargo xtask soak [--cases N] [--minutes M]`: runs every model-based property test far past
 //! its usual case count. Each test binary is built once in release mode and run again and
-//! again. proptest draws a fresh seed each run, so the runs add up to independent cases. A
+//! again, directly (cargo is not consulted between runs). proptest draws a fresh seed each run, so the runs add up to independent cases. A
 //! model stops when it reaches `N` cases (default 100,000) or when its share of the time is
 //! up (`M` minutes split evenly among the models; default: no limit). The task reports the
 //! cases run and the failures of each model.
@@ -9,7 +9,8 @@
 //! count in its `proptest_config`); a test checks each named test exists in its file with
 //! that count, so the report never counts cases that did not run.
 
-use std::path::Path;
+use std::path::{Path, PathBuf};
+use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
 use anyhow::{Context as _, bail};
@@ -121,32 +122,54 @@ impl Args {
     }
 }
 
+/// Builds `model`'s test binary in release mode and returns its path, from cargo's
+/// `compiler-artifact` message for the test target.
+fn build(root: &Path, model: &Model) -> anyhow::Result<PathBuf> {
+    let output = cargo()
+        .args(["test", "--release", "--no-run", "--message-format=json"])
+        .arg("--manifest-path")
+        .arg(root.join("Cargo.toml"))
+        .args(["--package", model.package, "--test", model.target])
+        .stderr(Stdio::inherit())
+        .output()
+        .with_context(|| format!("cannot build {}", model.target))?;
+    if !output.status.success() {
+        bail!("building {} {} failed", model.package, model.target);
+    }
+    String::from_utf8_lossy(&output.stdout)
+        .lines()
+        .filter_map(|line| serde_json::from_str::<serde_json::Value>(line).ok())
+        .filter(|message| {
+            message["reason"] == "compiler-artifact"
+                && message["target"]["name"] == model.target
+                && message["target"]["kind"][0] == "test"
+        })
+        .find_map(|message| message["executable"].as_str().map(PathBuf::from))
+        .with_context(|| format!("cargo named no test binary for {}", model.target))
+}
+
 /// Runs the task.
 pub(crate) fn run(root: &Path, args: &Args) -> anyhow::Result<()> {
     let started = Instant::now();
+    // Every binary is built before any runs, so an edit made while the soak runs changes
+    // nothing it tests.
+    let binaries = MODELS
+        .iter()
+        .map(|model| build(root, model))
+        .collect::<anyhow::Result<Vec<_>>>()?;
     let share = args
         .minutes
         .map(|m| Duration::from_secs(m * 60) / MODELS.len() as u32);
     let mut failed = Vec::new();
-    for model in MODELS {
+    for (model, binary) in MODELS.iter().zip(&binaries) {
         let model_started = Instant::now();
         let mut runs = 0_u64;
         let mut failures = 0_u64;
         while runs * model.cases < args.cases
             && share.is_none_or(|share| model_started.elapsed() < share)
         {
-            let status = cargo()
-                .args(["test", "--quiet", "--release", "--manifest-path"])
-                .arg(root.join("Cargo.toml"))
-                .args([
-                    "--package",
-                    model.package,
-                    "--test",
-                    model.target,
-                    "--",
-                    "--exact",
-                ])
-                .arg(model.test)
+            let status = Command::new(binary)
+                .args(["--quiet", "--exact", model.test])
                 .status()
                 .with_context(|| format!("cannot run {}", model.test))?;
             runs += 1;

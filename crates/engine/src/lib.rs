@@ -62,6 +62,7 @@ mod definitions;
 mod error;
 mod hash;
 mod instances;
+mod lanes;
 pub mod place;
 mod rollback;
 mod save;

@@ -48,6 +48,8 @@ pub struct Scene {
     pub(crate) prints: Vec<String>,
     /// Commits of execution groups since the frame's events were last taken.
     pub(crate) group_commits: Vec<strata_parallel_overlay::CommitReport>,
+    /// The seed parallel runs shuffle their lanes by, in the test mode that does.
+    pub(crate) lane_shuffle: Option<crate::lanes::LaneShuffle>,
 }
 
 /// What the scene's operations did, for the statistics of the system that asked.
@@ -109,6 +111,7 @@ impl Scene {
             script_budget: crate::script::ScriptBudget::STANDARD,
             prints: Vec::new(),
             group_commits: Vec::new(),
+            lane_shuffle: None,
         })
     }
 

@@ -267,6 +267,23 @@ impl World {
         self.schedule.set_shuffle(seed);
     }
 
+    /// Shuffles how parallel runs meet the pool, by `seed` (`None`: no shuffle). Each wave of
+    /// parallel systems and each group script's execution groups hand their jobs to the pool
+    /// in a seeded order, hold each job a seeded while (up to a few hundred microseconds)
+    /// before it starts, and commit their lanes' writes in the order the lanes finished. A
+    /// frame's result must not change: a test stepping a world under several seeds, against
+    /// one without, checks that neither lane assignment nor finishing order leaks into it.
+    ///
+    /// ```
+    /// # use strata::prelude::*;
+    /// let mut world = World::with_seed(2, 7).unwrap();
+    /// world.set_lane_shuffle(Some(3));
+    /// world.step(1.0 / 60.0).unwrap();
+    /// ```
+    pub fn set_lane_shuffle(&mut self, seed: Option<u64>) {
+        self.scene.lane_shuffle = seed.map(crate::lanes::LaneShuffle::new);
+    }
+
     /// The schedule's plan (built first if systems changed): order, cycles, diagnostics,
     /// reachability, `dump` and `to_dot`.
     pub fn plan(&mut self) -> &Plan {
@@ -502,58 +519,83 @@ fn run_parallel(
     commits: &mut Vec<CommitReport>,
 ) -> Vec<Result<(), SystemError>> {
     let (arena, store) = (&scene.arena, &scene.store);
-    let lanes: Vec<Lane> = pool.install(|| {
-        group
-            .par_iter_mut()
-            .map(|due| {
-                let id = due.id();
-                let _span = tracing::info_span!("system", name = due.name()).entered();
-                let rank = WriterRank::system(
-                    u64::from(plan.position(id).unwrap_or(u32::MAX)),
-                    u64::from(id.index()),
-                );
-                let (body, run) = due.parts();
-                let started = Instant::now();
-                let mut ctx = ParCtx {
-                    arena,
-                    overlay: Overlay::with_spare(rank, store, spare),
-                    writes: &body.writes,
-                    any_write: body.any_write,
-                    dt: run.dt(),
-                    frame,
-                    rows: 0,
-                    prints: Vec::new(),
-                };
-                let outcome = catch_unwind(AssertUnwindSafe(|| body.inner.run_parallel(&mut ctx)));
-                let result = match outcome {
-                    Ok(result) => result,
-                    Err(panic) => Err(SystemError::Panicked(panic_message(panic.as_ref()))),
-                };
-                let rows = ctx.rows;
-                let prints = std::mem::take(&mut ctx.prints);
-                let set = ctx.overlay.finish();
-                Lane {
-                    result,
-                    set,
-                    rows,
-                    prints,
-                    took: started.elapsed(),
-                }
-            })
-            .collect()
+    let shuffle = scene.lane_shuffle;
+    // The wave's first system tells a frame's waves apart for the shuffle.
+    let wave = group.first().map_or(0, |due| u64::from(due.id().index()));
+    let mut jobs: Vec<(usize, &mut Due<'_, Body>)> = group.iter_mut().enumerate().collect();
+    if let Some(shuffle) = shuffle {
+        let order = shuffle.order(frame, wave, jobs.len());
+        let mut position = vec![0; order.len()];
+        for (at, job) in order.iter().enumerate() {
+            position[*job] = at;
+        }
+        jobs.sort_by_key(|(job, _)| position[*job]);
+    }
+    // Lanes are kept in the order they finish; the commit takes them so.
+    let finished = std::sync::Mutex::new(Vec::with_capacity(jobs.len()));
+    pool.install(|| {
+        jobs.into_par_iter().for_each(|(job, due)| {
+            if let Some(shuffle) = shuffle {
+                shuffle.stall(frame, wave, job);
+            }
+            let id = due.id();
+            let _span = tracing::info_span!("system", name = due.name()).entered();
+            let rank = WriterRank::system(
+                u64::from(plan.position(id).unwrap_or(u32::MAX)),
+                u64::from(id.index()),
+            );
+            let (body, run) = due.parts();
+            let started = Instant::now();
+            let mut ctx = ParCtx {
+                arena,
+                overlay: Overlay::with_spare(rank, store, spare),
+                writes: &body.writes,
+                any_write: body.any_write,
+                dt: run.dt(),
+                frame,
+                rows: 0,
+                prints: Vec::new(),
+            };
+            let outcome = catch_unwind(AssertUnwindSafe(|| body.inner.run_parallel(&mut ctx)));
+            let result = match outcome {
+                Ok(result) => result,
+                Err(panic) => Err(SystemError::Panicked(panic_message(panic.as_ref()))),
+            };
+            let rows = ctx.rows;
+            let prints = std::mem::take(&mut ctx.prints);
+            let set = ctx.overlay.finish();
+            let lane = Lane {
+                result,
+                set,
+                rows,
+                prints,
+                took: started.elapsed(),
+            };
+            finished
+                .lock()
+                .unwrap_or_else(std::sync::PoisonError::into_inner)
+                .push((job, lane));
+        });
     });
+    let mut lanes = finished
+        .into_inner()
+        .unwrap_or_else(std::sync::PoisonError::into_inner);
+    let arrival: Vec<usize> = lanes.iter().map(|(job, _)| *job).collect();
+    // Statistics, prints and results go in scheduled order.
+    lanes.sort_unstable_by_key(|(job, _)| *job);
     let mut sets = Vec::with_capacity(lanes.len());
     let mut results = Vec::with_capacity(lanes.len());
-    for (due, lane) in group.iter_mut().zip(lanes) {
+    for (due, (_, lane)) in group.iter_mut().zip(lanes) {
         let (_, run) = due.parts();
         run.add_component_reads(lane.set.reads());
         run.add_field_writes(lane.set.writes());
         run.add_visited_rows(lane.rows);
         due.set_duration(lane.took);
         scene.prints.extend(lane.prints);
-        sets.push(lane.set);
+        sets.push(Some(lane.set));
         results.push(lane.result);
     }
+    let sets: Vec<_> = arrival.iter().filter_map(|job| sets[*job].take()).collect();
     let oracle = SystemOrder(plan.order_oracle());
     let report = pool.install(|| commit_with_spare(&mut scene.store, sets, &oracle, spare));
     if !report.conflicts.is_empty() || !report.refusals.is_empty() || report.writers > 0 {

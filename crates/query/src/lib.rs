@@ -9,7 +9,9 @@
 //! replacing the store, tag changes (for tag terms) and topology changes (for ancestry and
 //! class terms) do, and so does running a tag, ancestry or class query against another arena
 //! (an arena and its snapshots are one arena here: they share an
-//! [`ArenaId`](strata_arena::ArenaId)).
+//! [`ArenaId`](strata_arena::ArenaId)). [`Query::uncached`] keeps nothing between calls and
+//! builds its matches afresh every time, with the same results; the tests run every query
+//! both ways.
 //!
 //! Each query keeps its own change baseline: the store tick captured when its previous pass
 //! began, and the store it was captured from. A pass selects the rows added or changed after it,

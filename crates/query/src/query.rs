@@ -143,6 +143,8 @@ pub struct Query {
     driver: Option<Driver>,
     baseline: Option<Baseline>,
     selection: Vec<u32>,
+    /// Whether matches are kept between calls (see [`Query::uncached`]).
+    cached: bool,
 }
 
 impl Query {
@@ -152,17 +154,32 @@ impl Query {
         let terms = spec.with.len();
         Ok(Self {
             spec,
-            cache: Cache {
-                rows: vec![Vec::new(); terms],
-                dense: vec![true; terms],
-                ..Cache::default()
-            },
+            cache: Cache::empty(terms),
             stamp: None,
             generation: 0,
             driver: None,
             baseline: None,
             selection: Vec::new(),
+            cached: true,
         })
+    }
+
+    /// A query that keeps no matches between calls: every call that refreshes (`matches`,
+    /// `run`, `capture`, ...) drops what the previous one built and builds the matches afresh,
+    /// as a new query would, so its generation advances on every such call. Its change
+    /// baseline carries over from pass to pass as a cached query's does. Its results are a
+    /// cached query's by definition; a test reading both after the same operations checks the
+    /// cache's reuse rules.
+    pub fn uncached(spec: QuerySpec) -> Result<Self, QueryError> {
+        Ok(Self {
+            cached: false,
+            ..Self::new(spec)?
+        })
+    }
+
+    /// Whether matches are kept between calls (false for [`Query::uncached`]).
+    pub fn is_cached(&self) -> bool {
+        self.cached
     }
 
     /// The spec.
@@ -188,9 +205,14 @@ impl Query {
         self.baseline.map(|b| b.tick)
     }
 
-    /// Rebuilds the cache if its stamp no longer matches; returns whether it did.
+    /// Rebuilds the cache if its stamp no longer matches (an uncached query: always, from
+    /// nothing); returns whether it did.
     pub fn refresh(&mut self, arena: &Snapshot, store: &Store) -> Result<bool, QueryError> {
-        if self.stamp_holds(arena, store)? {
+        if !self.cached {
+            self.cache = Cache::empty(self.spec.with.len());
+            self.stamp = None;
+            self.driver = None;
+        } else if self.stamp_holds(arena, store)? {
             return Ok(false);
         }
         self.rebuild(arena, store)?;
@@ -528,6 +550,15 @@ impl Filter<'_> {
 }
 
 impl Cache {
+    /// A cache with no matches for a spec of `terms` required terms.
+    fn empty(terms: usize) -> Self {
+        Self {
+            rows: vec![Vec::new(); terms],
+            dense: vec![true; terms],
+            ..Self::default()
+        }
+    }
+
     fn clear(&mut self, terms: usize) {
         self.ids.clear();
         self.slots.clear();

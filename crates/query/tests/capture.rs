@@ -3,14 +3,17 @@
 
 #![allow(clippy::unwrap_used, reason = "test fixtures fail loudly on purpose")]
 
+mod common;
+
+use common::Caching;
+
 use strata_arena::{Arena, ClassId};
 use strata_component_store::{
     ComponentDef, FieldDef, InstanceRef, Stage, Store, StoreError, Value,
 };
-use strata_query::{Query, QuerySpec};
+use strata_query::QuerySpec;
 
-#[test]
-fn a_captured_membership_never_picks_up_a_later_spawn() {
+fn a_captured_membership_never_picks_up_a_later_spawn(mode: Caching) {
     let mut arena = Arena::standard();
     let mut store = Store::new();
     let health = store
@@ -28,7 +31,7 @@ fn a_captured_membership_never_picks_up_a_later_spawn() {
     store
         .insert_many(&existing, ClassId::ENTITY, health)
         .unwrap();
-    let mut query = Query::new(QuerySpec::new().with(health)).unwrap();
+    let mut query = mode.query(QuerySpec::new().with(health)).unwrap();
 
     let mut stage = Stage::new(&arena, &store);
     let no_init = |_: &mut strata_component_store::SpawnRows<'_>| Ok::<(), StoreError>(());
@@ -53,3 +56,5 @@ fn a_captured_membership_never_picks_up_a_later_spawn() {
         assert_eq!(*store.get::<f64>(at, health, current).unwrap(), 100.0);
     }
 }
+
+common::both_ways!(a_captured_membership_never_picks_up_a_later_spawn,);

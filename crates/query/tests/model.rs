@@ -6,7 +6,10 @@
 //! are reused) beside a component store with five components (adds, inserts, removals, single and
 //! column-writer writes including equal ones, saves and loads, redefinitions, store replacement).
 //! Several long-lived queries per case, some built before the first operation, are read at random
-//! moments through `matches`, `refresh`, `run`, `for_each`, `iter` and update passes.
+//! moments through `matches`, `refresh`, `run`, `for_each`, `iter` and update passes. Every third
+//! query, and every twin (a second query of the same spec made at the same step), is uncached
+//! (`Query::uncached`): read afresh each time, it must agree with the reference as the cached ones
+//! do, and rebuild on every read.
 //!
 //! The reference evaluates every live instance term by term (membership, tags, class, nearest
 //! ancestor holding the ancestor component), giving the id-sorted matches with each term's row.
@@ -448,6 +451,8 @@ struct Saved {
 struct Tracked {
     label: String,
     spec: Spec,
+    /// Built with `Query::uncached` when false: it rebuilds on every read, with the results a
+    /// cached query gives.
     query: Query,
     /// The stamp inputs at the last read (the cache was built or confirmed against them).
     seen: Option<Inputs>,
@@ -1124,7 +1129,8 @@ impl Harness {
         }
     }
 
-    fn spawn_query(&mut self, spec: &Spec, label: String) {
+    /// Spawns a query for `spec`: uncached when `cached` is false.
+    fn spawn_query(&mut self, spec: &Spec, label: String, cached: bool) {
         if self.queries.len() >= MAX_QUERIES {
             return;
         }
@@ -1151,7 +1157,12 @@ impl Harness {
         }
         let spec = spec.repaired();
         assert!(spec.refusals(&self.comps).is_empty());
-        let query = Query::new(spec.build(&self.comps)).unwrap();
+        let query = if cached {
+            Query::new(spec.build(&self.comps)).unwrap()
+        } else {
+            Query::uncached(spec.build(&self.comps)).unwrap()
+        };
+        assert_eq!(query.is_cached(), cached);
         let s = query.spec();
         let required: Vec<ComponentId> = spec.with.iter().map(|&c| self.comps[c]).collect();
         assert_eq!(s.required(), required.as_slice());
@@ -1197,7 +1208,7 @@ impl Harness {
             full.clone()
         };
         let now = inputs(&self.arena, &self.store, &self.comps, &t.spec);
-        let rebuild = t.seen.as_ref() != Some(&now);
+        let rebuild = !t.query.is_cached() || t.seen.as_ref() != Some(&now);
         (full, selected, now, rebuild)
     }
 
@@ -1212,18 +1223,28 @@ impl Harness {
         let step = self.step;
         let t = &mut self.queries[qi];
         let label = &t.label;
-        assert_eq!(
-            t.query.generation(),
-            generation + u64::from(rebuild),
-            "{label}: generation must advance exactly when the stamp inputs changed (step {step})"
-        );
+        if t.query.is_cached() {
+            assert_eq!(
+                t.query.generation(),
+                generation + u64::from(rebuild),
+                "{label}: generation must advance exactly when the stamp inputs changed (step {step})"
+            );
+        } else {
+            // A read may refresh more than once (a pass, then its matches); each rebuilds.
+            assert!(
+                t.query.generation() > generation,
+                "{label}: an uncached query rebuilds at every read (step {step})"
+            );
+        }
         if t.must_rebuild {
             assert!(
                 rebuild,
                 "{label}: rows of a named component moved, yet the cache was kept (step {step})"
             );
         }
-        if !t.touched && t.seen.is_some() {
+        if !t.query.is_cached() {
+            self.stats.add("uncached_reads", 1);
+        } else if !t.touched && t.seen.is_some() {
             assert!(
                 !rebuild,
                 "{label}: only field writes happened, yet the cache was rebuilt (step {step})"
@@ -1595,9 +1616,11 @@ impl Harness {
             self.step = s;
             for (i, q) in case.queries.iter().enumerate() {
                 if usize::from(q.at) == s {
-                    self.spawn_query(&q.spec, format!("query {i}"));
+                    // Every third query is uncached, and every twin: the same spec read
+                    // through the cache and afresh, each against the reference.
+                    self.spawn_query(&q.spec, format!("query {i}"), i % 3 != 2);
                     if q.twin {
-                        self.spawn_query(&q.spec, format!("twin of query {i}"));
+                        self.spawn_query(&q.spec, format!("uncached twin of query {i}"), false);
                         self.stats.add("twins", 1);
                     }
                 }
@@ -1926,6 +1949,7 @@ fn fixed_cases_reach_every_path() {
         "rebuilds",
         "reuses",
         "write_only_reuses",
+        "uncached_reads",
         "component_drivers",
         "tag_drivers",
         "ancestor_hits",

@@ -12,6 +12,10 @@
 
 #![allow(clippy::unwrap_used, reason = "a test fails by panicking")]
 
+mod common;
+
+use common::Caching;
+
 use std::sync::OnceLock;
 
 use proptest::prelude::*;
@@ -137,7 +141,7 @@ struct World {
 }
 
 impl World {
-    fn build(recipe: &Recipe) -> World {
+    fn build(recipe: &Recipe, mode: Caching) -> World {
         let mut arena = Arena::standard();
         let mut store = Store::new();
         let a = store
@@ -203,7 +207,7 @@ impl World {
         if recipe.changed {
             spec = spec.changed(written);
         }
-        let mut query = Query::new(spec).unwrap();
+        let mut query = mode.query(spec).unwrap();
         if recipe.changed {
             query.run(&arena, &store).unwrap();
             for &(i, x) in &recipe.later {
@@ -370,16 +374,18 @@ proptest! {
         runs in proptest::collection::vec(chunks(), 3),
     ) {
         // Two passes: the second meets rows the first changed at the change log's base.
-        let mut serial = World::build(&recipe);
+        let mut serial = World::build(&recipe, Caching::Cached);
         let serial_changed = [
             serial.pass(recipe.kind, None).unwrap(),
             serial.pass(recipe.kind, None).unwrap(),
         ];
         let serial_print = serial.print();
         let mut first: Option<Print> = None;
-        for (threads, chunks) in runs {
+        // The runs alternate between cached and uncached queries.
+        for (k, (threads, chunks)) in runs.into_iter().enumerate() {
+            let mode = if k % 2 == 0 { Caching::Uncached } else { Caching::Cached };
             let par = Some((threads, chunks));
-            let mut world = World::build(&recipe);
+            let mut world = World::build(&recipe, mode);
             let changed = [
                 world.pass(recipe.kind, par).unwrap(),
                 world.pass(recipe.kind, par).unwrap(),
@@ -390,7 +396,7 @@ proptest! {
                 None => first = Some(exact),
                 Some(first) => prop_assert_eq!(&exact, first, "{} threads, {:?}", threads, chunks),
             }
-            let mut again = World::build(&recipe);
+            let mut again = World::build(&recipe, mode);
             again.pass(recipe.kind, par).unwrap();
             again.pass(recipe.kind, par).unwrap();
             prop_assert_eq!(&again.print(), &serial_print, "{} threads, {:?}", threads, chunks);
@@ -419,11 +425,12 @@ fn heated(n: usize) -> (Arena, Store, ComponentId, Vec<InstanceRef>) {
     (arena, store, heat, ats)
 }
 
-#[test]
-fn a_parallel_pass_writes_every_matched_row_in_place_with_change_tracking() {
+fn a_parallel_pass_writes_every_matched_row_in_place_with_change_tracking(mode: Caching) {
     let (arena, mut store, heat, ats) = heated(10_000);
-    let mut all = Query::new(QuerySpec::new().with(heat)).unwrap();
-    let mut changed = Query::new(QuerySpec::new().with(heat).changed(heat)).unwrap();
+    let mut all = mode.query(QuerySpec::new().with(heat)).unwrap();
+    let mut changed = mode
+        .query(QuerySpec::new().with(heat).changed(heat))
+        .unwrap();
     changed.run(&arena, &store).unwrap();
     store.take_dirty(heat).unwrap();
     let before = store.tick();
@@ -469,11 +476,10 @@ fn a_parallel_pass_writes_every_matched_row_in_place_with_change_tracking() {
     assert_eq!(changed.run(&arena, &store).unwrap().len(), 0);
 }
 
-#[test]
-fn a_value_refused_in_any_chunk_changes_nothing() {
+fn a_value_refused_in_any_chunk_changes_nothing(mode: Caching) {
     const MODE: FieldId = FieldId::from_index(1);
     let (arena, mut store, heat, ats) = heated(1_000);
-    let mut all = Query::new(QuerySpec::new().with(heat)).unwrap();
+    let mut all = mode.query(QuerySpec::new().with(heat)).unwrap();
     for (threads, chunks) in [
         (1, Chunks::Auto),
         (4, Chunks::Rows(7)),
@@ -509,10 +515,9 @@ fn a_value_refused_in_any_chunk_changes_nothing() {
     }
 }
 
-#[test]
-fn zero_rows_per_chunk_or_zero_chunks_are_refused() {
+fn zero_rows_per_chunk_or_zero_chunks_are_refused(mode: Caching) {
     let (arena, mut store, heat, _) = heated(10);
-    let mut all = Query::new(QuerySpec::new().with(heat)).unwrap();
+    let mut all = mode.query(QuerySpec::new().with(heat)).unwrap();
     for chunks in [Chunks::Rows(0), Chunks::Count(0)] {
         let pass = all.run(&arena, &store).unwrap();
         assert_eq!(
@@ -531,10 +536,9 @@ fn zero_rows_per_chunk_or_zero_chunks_are_refused() {
     );
 }
 
-#[test]
-fn a_parallel_pass_over_a_changed_structure_is_refused() {
+fn a_parallel_pass_over_a_changed_structure_is_refused(mode: Caching) {
     let (arena, mut store, heat, ats) = heated(10);
-    let mut all = Query::new(QuerySpec::new().with(heat)).unwrap();
+    let mut all = mode.query(QuerySpec::new().with(heat)).unwrap();
     let pass = all.run(&arena, &store).unwrap();
     store.remove(ats[3], heat).unwrap();
     assert_eq!(
@@ -560,16 +564,17 @@ fn a_parallel_pass_over_a_changed_structure_is_refused() {
     ));
 }
 
-#[test]
-fn a_parallel_pass_over_rows_out_of_id_order_computes_in_parallel_and_stores_in_match_order() {
+fn a_parallel_pass_over_rows_out_of_id_order_computes_in_parallel_and_stores_in_match_order(
+    mode: Caching,
+) {
     let (arena, mut store, heat, ats) = heated(5_000);
     // Removing early rows swaps late instances into them: rows no longer follow ids.
     for at in ats.iter().step_by(7) {
         store.remove(*at, heat).unwrap();
     }
-    let mut all = Query::new(QuerySpec::new().with(heat)).unwrap();
+    let mut all = mode.query(QuerySpec::new().with(heat)).unwrap();
     let mut serial_store = store.snapshot();
-    let mut serial_query = Query::new(QuerySpec::new().with(heat)).unwrap();
+    let mut serial_query = mode.query(QuerySpec::new().with(heat)).unwrap();
     let f = |t: &f64| t + 2.5;
     let pass = all.run(&arena, &store).unwrap();
     assert!(!pass.matches().is_dense(0));
@@ -591,8 +596,7 @@ fn a_parallel_pass_over_rows_out_of_id_order_computes_in_parallel_and_stores_in_
     );
 }
 
-#[test]
-fn a_parallel_pass_of_a_reference_field_keeps_the_reverse_index() {
+fn a_parallel_pass_of_a_reference_field_keeps_the_reverse_index(mode: Caching) {
     let mut arena = Arena::standard();
     let mut store = Store::new();
     let r = store
@@ -609,7 +613,7 @@ fn a_parallel_pass_of_a_reference_field_keeps_the_reverse_index() {
         store.insert(at, ClassId::ENTITY, r).unwrap();
         holders.push(id);
     }
-    let mut all = Query::new(QuerySpec::new().with(r)).unwrap();
+    let mut all = mode.query(QuerySpec::new().with(r)).unwrap();
     let written = pool(2)
         .install(|| {
             all.run(&arena, &store)
@@ -630,8 +634,7 @@ fn a_parallel_pass_of_a_reference_field_keeps_the_reverse_index() {
     assert_eq!(held, holders);
 }
 
-#[test]
-fn an_observed_component_gets_one_event_per_changed_row_in_match_order() {
+fn an_observed_component_gets_one_event_per_changed_row_in_match_order(mode: Caching) {
     let mut arena = Arena::standard();
     let mut store = Store::new();
     let c = store
@@ -651,7 +654,7 @@ fn an_observed_component_gets_one_event_per_changed_row_in_match_order() {
         ids.push(id);
     }
     store.drain_events();
-    let mut all = Query::new(QuerySpec::new().with(c)).unwrap();
+    let mut all = mode.query(QuerySpec::new().with(c)).unwrap();
     pool(4)
         .install(|| {
             all.run(&arena, &store).unwrap().par_update_each::<f64>(
@@ -676,10 +679,9 @@ fn an_observed_component_gets_one_event_per_changed_row_in_match_order() {
 
 /// A parallel pass tells values apart bit for bit, as every other write route does: `-0.0`
 /// over `0.0` is a change, and a NaN over the same NaN is none.
-#[test]
-fn a_parallel_pass_compares_numbers_bit_for_bit() {
+fn a_parallel_pass_compares_numbers_bit_for_bit(mode: Caching) {
     let (arena, mut store, heat, ats) = heated(1_000);
-    let mut all = Query::new(QuerySpec::new().with(heat)).unwrap();
+    let mut all = mode.query(QuerySpec::new().with(heat)).unwrap();
     let mut pass = |store: &mut Store, value: f64| {
         pool(2)
             .install(|| {
@@ -705,3 +707,14 @@ fn a_parallel_pass_compares_numbers_bit_for_bit() {
     assert_eq!(pass(&mut store, f64::NAN), 0, "the same NaN is no change");
     assert_eq!(store.tick(), tick);
 }
+
+common::both_ways!(
+    a_parallel_pass_writes_every_matched_row_in_place_with_change_tracking,
+    a_value_refused_in_any_chunk_changes_nothing,
+    zero_rows_per_chunk_or_zero_chunks_are_refused,
+    a_parallel_pass_over_a_changed_structure_is_refused,
+    a_parallel_pass_over_rows_out_of_id_order_computes_in_parallel_and_stores_in_match_order,
+    a_parallel_pass_of_a_reference_field_keeps_the_reverse_index,
+    an_observed_component_gets_one_event_per_changed_row_in_match_order,
+    a_parallel_pass_compares_numbers_bit_for_bit,
+);

@@ -3,6 +3,10 @@
 
 #![allow(clippy::unwrap_used, reason = "test fixtures fail loudly on purpose")]
 
+mod common;
+
+use common::Caching;
+
 use strata_arena::{Arena, ClassId, InstanceId, Vec3};
 use strata_component_store::{
     ComponentDef, ComponentId, FieldDef, FieldId, InstanceRef, Store, StoreError,
@@ -44,8 +48,7 @@ impl World {
     }
 }
 
-#[test]
-fn the_smallest_required_set_or_tag_drives() {
+fn the_smallest_required_set_or_tag_drives(mode: Caching) {
     let mut w = World::new();
     let (big, _) = w.component("Big");
     let (small, _) = w.component("Small");
@@ -59,7 +62,7 @@ fn the_smallest_required_set_or_tag_drives() {
         }
     }
     assert_eq!(smalls.len(), 200);
-    let mut q = Query::new(QuerySpec::new().with(big).with(small)).unwrap();
+    let mut q = mode.query(QuerySpec::new().with(big).with(small)).unwrap();
     assert_eq!(w.ids(&mut q), smalls);
     assert_eq!(q.driver(), Some(&Driver::Component(small)));
 
@@ -67,26 +70,27 @@ fn the_smallest_required_set_or_tag_drives() {
     for id in smalls.iter().take(5) {
         w.arena.add_tag(*id, "Boss").unwrap();
     }
-    let mut tagged = Query::new(QuerySpec::new().with(big).with(small).tagged("Boss")).unwrap();
+    let mut tagged = mode
+        .query(QuerySpec::new().with(big).with(small).tagged("Boss"))
+        .unwrap();
     assert_eq!(w.ids(&mut tagged), smalls[..5].to_vec());
     assert_eq!(tagged.driver(), Some(&Driver::Tag("Boss".into())));
 
     // A tag alone is a driver too.
-    let mut only_tag = Query::new(QuerySpec::new().tagged("Boss")).unwrap();
+    let mut only_tag = mode.query(QuerySpec::new().tagged("Boss")).unwrap();
     assert_eq!(w.ids(&mut only_tag).len(), 5);
 }
 
-#[test]
-fn specs_without_a_positive_driver_are_rejected() {
+fn specs_without_a_positive_driver_are_rejected(mode: Caching) {
     let mut w = World::new();
     let (a, _) = w.component("A");
     let (b, _) = w.component("B");
     assert_eq!(
-        Query::new(QuerySpec::new()).unwrap_err(),
+        mode.query(QuerySpec::new()).unwrap_err(),
         QueryError::NoDriver
     );
     assert_eq!(
-        Query::new(
+        mode.query(
             QuerySpec::new()
                 .without(a)
                 .not_tagged("x")
@@ -97,21 +101,20 @@ fn specs_without_a_positive_driver_are_rejected() {
         QueryError::NoDriver
     );
     assert_eq!(
-        Query::new(QuerySpec::new().with(a).changed(b)).unwrap_err(),
+        mode.query(QuerySpec::new().with(a).changed(b)).unwrap_err(),
         QueryError::ChangeTermNotRequired(b)
     );
     assert!(matches!(
-        Query::new(QuerySpec::new().with(a).without(a)),
+        mode.query(QuerySpec::new().with(a).without(a)),
         Err(QueryError::Contradiction(_))
     ));
     assert!(matches!(
-        Query::new(QuerySpec::new().tagged("t").not_tagged("t")),
+        mode.query(QuerySpec::new().tagged("t").not_tagged("t")),
         Err(QueryError::Contradiction(_))
     ));
 }
 
-#[test]
-fn field_writes_keep_the_cache_and_structure_rebuilds_it() {
+fn field_writes_keep_the_cache_and_structure_rebuilds_it(mode: Caching) {
     let mut w = World::new();
     let (a, n) = w.component("A");
     let (b, _) = w.component("B");
@@ -121,40 +124,40 @@ fn field_writes_keep_the_cache_and_structure_rebuilds_it() {
     w.give(e1, a);
     w.give(e2, a);
     w.give(e1, b);
-    let mut q = Query::new(QuerySpec::new().with(a).without(b)).unwrap();
+    let mut q = mode.query(QuerySpec::new().with(a).without(b)).unwrap();
     assert_eq!(w.ids(&mut q), vec![e2.id]);
-    let generation = q.generation();
+    let mut generation = q.generation();
 
     w.store.write(e1, a, n, 5.0).unwrap();
     w.store.write(e2, a, n, 6.0).unwrap();
-    assert!(!q.refresh(&w.arena, &w.store).unwrap());
-    assert_eq!(q.generation(), generation, "field writes never invalidate");
+    assert_eq!(q.refresh(&w.arena, &w.store).unwrap(), mode.rebuilds(false));
+    // Field writes never invalidate.
+    generation = mode.after_read(&q, generation, false);
 
     // Unrelated structure does not either.
     w.give(e1, c);
     assert_eq!(w.ids(&mut q), vec![e2.id]);
-    assert_eq!(q.generation(), generation);
+    generation = mode.after_read(&q, generation, false);
 
     // A removal from an excluded set does.
     w.store.remove(e1, b).unwrap();
     assert_eq!(w.ids(&mut q), vec![e1.id, e2.id]);
-    assert_eq!(q.generation(), generation + 1);
+    generation = mode.after_read(&q, generation, true);
 
     // So does an add to a required set.
     let e3 = w.spawn(ClassId::ENTITY, None);
     w.give(e3, a);
     assert_eq!(w.ids(&mut q), vec![e1.id, e2.id, e3.id]);
-    assert_eq!(q.generation(), generation + 2);
+    generation = mode.after_read(&q, generation, true);
 
     // Replacing the store (a snapshot is another store) does.
     let replacement = w.store.snapshot();
     assert!(q.refresh(&w.arena, &replacement).unwrap());
-    assert_eq!(q.generation(), generation + 3);
+    mode.after_read(&q, generation, true);
     assert!(q.refresh(&w.arena, &w.store).unwrap(), "and back");
 }
 
-#[test]
-fn tag_and_topology_changes_rebuild_the_queries_that_use_them() {
+fn tag_and_topology_changes_rebuild_the_queries_that_use_them(mode: Caching) {
     let mut w = World::new();
     let (a, _) = w.component("A");
     let (holder, _) = w.component("Holder");
@@ -164,9 +167,11 @@ fn tag_and_topology_changes_rebuild_the_queries_that_use_them() {
     let e = w.spawn(ClassId::ENTITY, Some(root.id));
     w.give(e, a);
 
-    let mut tagged = Query::new(QuerySpec::new().with(a).tagged("Red")).unwrap();
-    let mut plain = Query::new(QuerySpec::new().with(a)).unwrap();
-    let mut under = Query::new(QuerySpec::new().with(a).ancestor(holder)).unwrap();
+    let mut tagged = mode.query(QuerySpec::new().with(a).tagged("Red")).unwrap();
+    let mut plain = mode.query(QuerySpec::new().with(a)).unwrap();
+    let mut under = mode
+        .query(QuerySpec::new().with(a).ancestor(holder))
+        .unwrap();
     assert!(w.ids(&mut tagged).is_empty());
     w.ids(&mut plain);
     assert_eq!(w.ids(&mut under), vec![e.id]);
@@ -174,22 +179,23 @@ fn tag_and_topology_changes_rebuild_the_queries_that_use_them() {
 
     w.arena.add_tag(e.id, "Red").unwrap();
     assert_eq!(w.ids(&mut tagged), vec![e.id]);
-    assert_eq!(tagged.generation(), gt + 1, "tag change");
+    mode.after_read(&tagged, gt, true);
     w.ids(&mut plain);
-    assert_eq!(plain.generation(), gp, "no tag term, no rebuild");
+    // No tag term, no rebuild.
+    let gp = mode.after_read(&plain, gp, false);
 
     w.arena.set_parent(e.id, Some(other.id)).unwrap();
     assert!(
         w.ids(&mut under).is_empty(),
         "reparented away from its holder"
     );
-    assert_eq!(under.generation(), gu + 1, "reparent");
+    mode.after_read(&under, gu, true);
     w.ids(&mut plain);
-    assert_eq!(plain.generation(), gp, "no ancestry term, no rebuild");
+    // No ancestry term, no rebuild.
+    mode.after_read(&plain, gp, false);
 }
 
-#[test]
-fn matches_stay_in_id_order_after_swap_removes() {
+fn matches_stay_in_id_order_after_swap_removes(mode: Caching) {
     let mut w = World::new();
     let (a, _) = w.component("A");
     let (b, _) = w.component("B");
@@ -204,7 +210,7 @@ fn matches_stay_in_id_order_after_swap_removes() {
     for m in [members[0], members[4], members[9]] {
         w.store.remove(m, a).unwrap();
     }
-    let mut q = Query::new(QuerySpec::new().with(b).with(a)).unwrap();
+    let mut q = mode.query(QuerySpec::new().with(b).with(a)).unwrap();
     let matches = q.matches(&w.arena, &w.store).unwrap();
     let expected: Vec<InstanceId> = [1, 2, 3, 5, 6, 7, 8]
         .iter()
@@ -226,8 +232,7 @@ fn matches_stay_in_id_order_after_swap_removes() {
     assert!(!matches.is_dense(0));
 }
 
-#[test]
-fn the_nearest_ancestor_is_recorded() {
+fn the_nearest_ancestor_is_recorded(mode: Caching) {
     let mut w = World::new();
     let (faction, _) = w.component("Faction");
     let (unit, _) = w.component("Unit");
@@ -241,7 +246,9 @@ fn the_nearest_ancestor_is_recorded() {
     w.give(soldier, unit);
     w.give(lone, unit);
     w.give(squad, unit);
-    let mut q = Query::new(QuerySpec::new().with(unit).ancestor(faction)).unwrap();
+    let mut q = mode
+        .query(QuerySpec::new().with(unit).ancestor(faction))
+        .unwrap();
     let matches = q.matches(&w.arena, &w.store).unwrap();
     assert_eq!(matches.ids(), &[squad.id, soldier.id]);
     assert_eq!(
@@ -249,12 +256,13 @@ fn the_nearest_ancestor_is_recorded() {
         &[legion.id, legion.id],
         "nearest, not the root"
     );
-    let mut parts = Query::new(QuerySpec::new().with(unit).class(ClassId::PART)).unwrap();
+    let mut parts = mode
+        .query(QuerySpec::new().with(unit).class(ClassId::PART))
+        .unwrap();
     assert_eq!(w.ids(&mut parts), vec![soldier.id, lone.id]);
 }
 
-#[test]
-fn change_windows_are_per_query_and_include_writes_made_during_a_pass() {
+fn change_windows_are_per_query_and_include_writes_made_during_a_pass(mode: Caching) {
     let mut w = World::new();
     let (a, n) = w.component("A");
     let members: Vec<InstanceRef> = (0..4).map(|_| w.spawn(ClassId::ENTITY, None)).collect();
@@ -262,8 +270,8 @@ fn change_windows_are_per_query_and_include_writes_made_during_a_pass() {
         w.give(*m, a);
     }
     let spec = QuerySpec::new().with(a).changed(a);
-    let mut first = Query::new(spec.clone()).unwrap();
-    let mut second = Query::new(spec).unwrap();
+    let mut first = mode.query(spec.clone()).unwrap();
+    let mut second = mode.query(spec).unwrap();
     let count = |q: &mut Query, w: &World| q.run(&w.arena, &w.store).unwrap().len();
     assert_eq!(count(&mut first, &w), 4, "the first pass sees every row");
     assert_eq!(count(&mut first, &w), 0);
@@ -292,8 +300,7 @@ fn change_windows_are_per_query_and_include_writes_made_during_a_pass() {
     assert_eq!(count(&mut first, &w), 0);
 }
 
-#[test]
-fn several_change_terms_are_conjunctive_and_added_filters_see_adds() {
+fn several_change_terms_are_conjunctive_and_added_filters_see_adds(mode: Caching) {
     let mut w = World::new();
     let (a, an) = w.component("A");
     let (b, bn) = w.component("B");
@@ -302,8 +309,10 @@ fn several_change_terms_are_conjunctive_and_added_filters_see_adds() {
         w.give(*m, a);
         w.give(*m, b);
     }
-    let mut both = Query::new(QuerySpec::new().with(a).with(b).changed(a).changed(b)).unwrap();
-    let mut added = Query::new(QuerySpec::new().with(a).added(a)).unwrap();
+    let mut both = mode
+        .query(QuerySpec::new().with(a).with(b).changed(a).changed(b))
+        .unwrap();
+    let mut added = mode.query(QuerySpec::new().with(a).added(a)).unwrap();
     both.run(&w.arena, &w.store).unwrap();
     assert_eq!(added.run(&w.arena, &w.store).unwrap().len(), 3);
 
@@ -333,15 +342,14 @@ fn several_change_terms_are_conjunctive_and_added_filters_see_adds() {
     );
 }
 
-#[test]
-fn the_changed_pass_falls_back_to_a_scan_when_the_log_was_reset() {
+fn the_changed_pass_falls_back_to_a_scan_when_the_log_was_reset(mode: Caching) {
     let mut w = World::new();
     let (a, n) = w.component("A");
     let members: Vec<InstanceRef> = (0..400).map(|_| w.spawn(ClassId::ENTITY, None)).collect();
     for m in &members {
         w.give(*m, a);
     }
-    let mut q = Query::new(QuerySpec::new().with(a).changed(a)).unwrap();
+    let mut q = mode.query(QuerySpec::new().with(a).changed(a)).unwrap();
     q.run(&w.arena, &w.store).unwrap();
     // More than a quarter of the set changes: the store drops its change log.
     for (i, m) in members.iter().enumerate().take(300) {
@@ -362,8 +370,7 @@ fn the_changed_pass_falls_back_to_a_scan_when_the_log_was_reset() {
     assert_eq!(q.run(&w.arena, &w.store).unwrap().len(), 1);
 }
 
-#[test]
-fn passes_bind_columns_write_with_tracking_and_expose_rows_and_handles() {
+fn passes_bind_columns_write_with_tracking_and_expose_rows_and_handles(mode: Caching) {
     let mut w = World::new();
     let pos = w
         .store
@@ -385,8 +392,8 @@ fn passes_bind_columns_write_with_tracking_and_expose_rows_and_handles() {
         w.give(*m, pos);
         w.give(*m, vel);
     }
-    let mut q = Query::new(QuerySpec::new().with(pos).with(vel)).unwrap();
-    let mut watcher = Query::new(QuerySpec::new().with(pos).changed(pos)).unwrap();
+    let mut q = mode.query(QuerySpec::new().with(pos).with(vel)).unwrap();
+    let mut watcher = mode.query(QuerySpec::new().with(pos).changed(pos)).unwrap();
     watcher.run(&w.arena, &w.store).unwrap();
     let tick = w.store.tick();
     {
@@ -426,15 +433,14 @@ fn passes_bind_columns_write_with_tracking_and_expose_rows_and_handles() {
     );
 }
 
-#[test]
-fn iterator_and_for_each_styles_agree() {
+fn iterator_and_for_each_styles_agree(mode: Caching) {
     let mut w = World::new();
     let (a, _) = w.component("A");
     for _ in 0..10 {
         let e = w.spawn(ClassId::ENTITY, None);
         w.give(e, a);
     }
-    let mut q = Query::new(QuerySpec::new().with(a)).unwrap();
+    let mut q = mode.query(QuerySpec::new().with(a)).unwrap();
     let by_iter: Vec<InstanceId> = q
         .iter(&w.arena, &w.store)
         .unwrap()
@@ -447,8 +453,7 @@ fn iterator_and_for_each_styles_agree() {
     assert_eq!(by_iter.len(), 10);
 }
 
-#[test]
-fn removed_readers_read_the_removal_log() {
+fn removed_readers_read_the_removal_log(_mode: Caching) {
     let mut w = World::new();
     let (a, _) = w.component("A");
     let e = w.spawn(ClassId::ENTITY, None);
@@ -458,8 +463,7 @@ fn removed_readers_read_the_removal_log() {
     assert_eq!(reader.read(&w.store).unwrap(), Removals::Ids(vec![e.id]));
 }
 
-#[test]
-fn removed_readers_return_sorted_distinct_ids_on_cursors_of_their_own() {
+fn removed_readers_return_sorted_distinct_ids_on_cursors_of_their_own(mode: Caching) {
     let mut w = World::new();
     let (a, n) = w.component("A");
     let members: Vec<InstanceRef> = (0..3).map(|_| w.spawn(ClassId::ENTITY, None)).collect();
@@ -467,7 +471,7 @@ fn removed_readers_return_sorted_distinct_ids_on_cursors_of_their_own() {
         w.give(*m, a);
     }
     let mut early = RemovedReader::new(&w.store, a).unwrap();
-    let mut changed = Query::new(QuerySpec::new().with(a).changed(a)).unwrap();
+    let mut changed = mode.query(QuerySpec::new().with(a).changed(a)).unwrap();
     changed.run(&w.arena, &w.store).unwrap();
 
     // Removed in reverse id order, and the last one twice: one id each, in id order.
@@ -498,13 +502,12 @@ fn removed_readers_return_sorted_distinct_ids_on_cursors_of_their_own() {
     );
 }
 
-#[test]
-fn a_column_of_the_wrong_type_or_field_is_the_stores_error() {
+fn a_column_of_the_wrong_type_or_field_is_the_stores_error(mode: Caching) {
     let mut w = World::new();
     let (a, n) = w.component("A");
     let e = w.spawn(ClassId::ENTITY, None);
     w.give(e, a);
-    let mut q = Query::new(QuerySpec::new().with(a)).unwrap();
+    let mut q = mode.query(QuerySpec::new().with(a)).unwrap();
     let pass = q.run(&w.arena, &w.store).unwrap();
     assert_eq!(
         pass.column::<Vec3>(&w.store, 0, n).err(),
@@ -531,8 +534,7 @@ fn a_column_of_the_wrong_type_or_field_is_the_stores_error() {
 /// A pass's `update_each` over a dense term keeps every row's tracking exactly as a column
 /// writer writing the same values row by row does: values, changed ticks, the store tick, the
 /// change log, dirty masks and the dirty list, equal writes skipped.
-#[test]
-fn update_each_over_a_dense_pass_tracks_rows_as_a_column_writer_does() {
+fn update_each_over_a_dense_pass_tracks_rows_as_a_column_writer_does(mode: Caching) {
     let mut w = World::new();
     let (score, n) = w.component("Score");
     for i in 0..200 {
@@ -543,7 +545,7 @@ fn update_each_over_a_dense_pass_tracks_rows_as_a_column_writer_does() {
         }
     }
     w.store.take_dirty(score).unwrap();
-    let mut q = Query::new(QuerySpec::new().with(score)).unwrap();
+    let mut q = mode.query(QuerySpec::new().with(score)).unwrap();
     // Every value but the zeros changes: negation leaves 0.0 and -0.0 apart bit for bit, so
     // rows at 0.0 are mapped to themselves to keep some equal writes in the pass.
     let step = |v: &f64| if *v == 0.0 { *v } else { -v };
@@ -581,3 +583,21 @@ fn update_each_over_a_dense_pass_tracks_rows_as_a_column_writer_does() {
         assert_eq!(w.store.take_dirty(score), by_writer.take_dirty(score));
     }
 }
+
+common::both_ways!(
+    the_smallest_required_set_or_tag_drives,
+    specs_without_a_positive_driver_are_rejected,
+    field_writes_keep_the_cache_and_structure_rebuilds_it,
+    tag_and_topology_changes_rebuild_the_queries_that_use_them,
+    matches_stay_in_id_order_after_swap_removes,
+    the_nearest_ancestor_is_recorded,
+    change_windows_are_per_query_and_include_writes_made_during_a_pass,
+    several_change_terms_are_conjunctive_and_added_filters_see_adds,
+    the_changed_pass_falls_back_to_a_scan_when_the_log_was_reset,
+    passes_bind_columns_write_with_tracking_and_expose_rows_and_handles,
+    iterator_and_for_each_styles_agree,
+    removed_readers_read_the_removal_log,
+    removed_readers_return_sorted_distinct_ids_on_cursors_of_their_own,
+    a_column_of_the_wrong_type_or_field_is_the_stores_error,
+    update_each_over_a_dense_pass_tracks_rows_as_a_column_writer_does,
+);

@@ -2,14 +2,17 @@
 
 #![allow(clippy::unwrap_used, reason = "test fixtures fail loudly on purpose")]
 
+mod common;
+
+use common::Caching;
+
 use std::panic::{AssertUnwindSafe, catch_unwind};
 
 use strata_arena::{Arena, ClassId};
 use strata_component_store::{ComponentDef, FieldDef, InstanceRef, Store, Value};
-use strata_query::{Query, QueryError, QuerySpec};
+use strata_query::{QueryError, QuerySpec};
 
-#[test]
-fn a_term_column_read_past_the_matches_is_none() {
+fn a_term_column_read_past_the_matches_is_none(mode: Caching) {
     let mut arena = Arena::standard();
     let mut store = Store::new();
     let score = store
@@ -24,7 +27,7 @@ fn a_term_column_read_past_the_matches_is_none() {
         let at = InstanceRef::of(&arena, id).unwrap();
         store.add(at, ClassId::ENTITY, score, []).unwrap();
     }
-    let mut query = Query::new(QuerySpec::new().with(score)).unwrap();
+    let mut query = mode.query(QuerySpec::new().with(score)).unwrap();
     let pass = query.run(&arena, &store).unwrap();
     let column = pass.column::<f64>(&store, 0, n).unwrap();
     let past = catch_unwind(AssertUnwindSafe(|| {
@@ -81,13 +84,12 @@ fn scored(
 
 /// `iter` yields the term's value of every match the pass yields, in the pass's order: every
 /// match of an unfiltered pass (dense or not), only the selected ones of a filtered pass.
-#[test]
-fn a_term_column_iterates_the_values_of_the_pass_in_order() {
+fn a_term_column_iterates_the_values_of_the_pass_in_order(mode: Caching) {
     let (arena, mut store, score, bonus) = scored(30);
     let n = store.field(score, "n").unwrap();
 
     // Dense: every Score row matches, in row order.
-    let mut all = Query::new(QuerySpec::new().with(score)).unwrap();
+    let mut all = mode.query(QuerySpec::new().with(score)).unwrap();
     let pass = all.run(&arena, &store).unwrap();
     let column = pass.column::<f64>(&store, 0, n).unwrap();
     let expected: Vec<f64> = (0..30).map(f64::from).collect();
@@ -96,7 +98,9 @@ fn a_term_column_iterates_the_values_of_the_pass_in_order() {
     assert_eq!(column.iter().sum::<f64>(), expected.iter().sum::<f64>());
 
     // Not dense: Score's rows of the entities that also hold Bonus.
-    let mut joined = Query::new(QuerySpec::new().with(bonus).with(score)).unwrap();
+    let mut joined = mode
+        .query(QuerySpec::new().with(bonus).with(score))
+        .unwrap();
     let pass = joined.run(&arena, &store).unwrap();
     assert!(!pass.matches().is_dense(1));
     let column = pass.column::<f64>(&store, 1, n).unwrap();
@@ -110,7 +114,9 @@ fn a_term_column_iterates_the_values_of_the_pass_in_order() {
     assert_eq!(by_index, expected);
 
     // Filtered: only the rows changed since the previous pass, in id order.
-    let mut changed = Query::new(QuerySpec::new().with(score).changed(score)).unwrap();
+    let mut changed = mode
+        .query(QuerySpec::new().with(score).changed(score))
+        .unwrap();
     changed.run(&arena, &store).unwrap();
     let matches = changed.matches(&arena, &store).unwrap();
     let ids: Vec<_> = (0..matches.len())
@@ -131,11 +137,12 @@ fn a_term_column_iterates_the_values_of_the_pass_in_order() {
 
 /// Only a required term has a column: an index past them is refused, even where the query has
 /// excluded components.
-#[test]
-fn a_column_past_the_required_terms_is_refused() {
+fn a_column_past_the_required_terms_is_refused(mode: Caching) {
     let (arena, store, score, bonus) = scored(10);
     let n = store.field(score, "n").unwrap();
-    let mut query = Query::new(QuerySpec::new().with(score).without(bonus)).unwrap();
+    let mut query = mode
+        .query(QuerySpec::new().with(score).without(bonus))
+        .unwrap();
     let pass = query.run(&arena, &store).unwrap();
     assert_eq!(pass.len(), 6);
     assert!(pass.column::<f64>(&store, 0, n).is_ok());
@@ -146,3 +153,9 @@ fn a_column_past_the_required_terms_is_refused() {
         ));
     }
 }
+
+common::both_ways!(
+    a_term_column_read_past_the_matches_is_none,
+    a_term_column_iterates_the_values_of_the_pass_in_order,
+    a_column_past_the_required_terms_is_refused,
+);

@@ -13,6 +13,8 @@
 //! own callbacks put there, so the world after the frame is the same for any thread count.
 //! Structural changes are refused inside a group's callback.
 
+use std::sync::{Mutex, PoisonError};
+
 use hashbrown::HashMap;
 use mlua::{Function, Table, Value as LuaValue};
 use rayon::prelude::*;
@@ -105,6 +107,7 @@ fn load_group(
 impl SystemBody for GroupRunner {
     fn run(&mut self, ctx: &mut Ctx<'_>) -> SystemResult {
         let dt = ctx.dt();
+        let frame = ctx.frame();
         let scene: &mut Scene = ctx;
         let tag = group_tag(&self.name);
         let mut roots: Vec<(Vec<usize>, InstanceId)> = scene
@@ -128,13 +131,25 @@ impl SystemBody for GroupRunner {
             self.vms.insert(*root, GroupVm { scripts, run });
         }
         let established = (&*scene.arena, &scene.store);
-        let jobs: Vec<(u64, InstanceId, &GroupVm)> = roots
+        let mut jobs: Vec<(u64, InstanceId, &GroupVm)> = roots
             .iter()
             .enumerate()
             .map(|(rank, (_, root))| (rank as u64, *root, &self.vms[root]))
             .collect();
+        let shuffle = scene.lane_shuffle;
+        // The script's name tells a frame's group scripts apart for the shuffle.
+        let run = self.name.bytes().fold(0_u64, |h, b| {
+            (h ^ u64::from(b)).wrapping_mul(0x0100_0000_01b3)
+        });
+        if let Some(shuffle) = shuffle {
+            let order = shuffle.order(frame, run, jobs.len());
+            jobs = order.into_iter().map(|job| jobs[job]).collect();
+        }
         let script = self.script.clone();
         let run_one = |(rank, root, vm): &(u64, InstanceId, &GroupVm)| {
+            if let Some(shuffle) = shuffle {
+                shuffle.stall(frame, run, *rank as usize);
+            }
             let par = ParState::new(world_roots, None);
             let lua = vm.scripts.lua();
             let args = (|| {
@@ -154,11 +169,30 @@ impl SystemBody for GroupRunner {
                 }
             }
         };
-        let outcomes: Vec<_> = match &pool {
-            Some(pool) => pool.install(|| jobs.par_iter().map(run_one).collect()),
-            None => jobs.iter().map(run_one).collect(),
+        // Outcomes are kept in the order the groups finish; their overlays reach the commit
+        // so, while prints and the first error go by hierarchy order.
+        let finished = Mutex::new(Vec::with_capacity(jobs.len()));
+        let finish = |job: &(u64, InstanceId, &GroupVm)| {
+            let outcome = run_one(job);
+            finished
+                .lock()
+                .unwrap_or_else(PoisonError::into_inner)
+                .push(outcome);
         };
+        match &pool {
+            Some(pool) => pool.install(|| jobs.par_iter().for_each(finish)),
+            None => jobs.iter().for_each(finish),
+        }
         drop(jobs);
+        let mut outcomes = finished
+            .into_inner()
+            .unwrap_or_else(PoisonError::into_inner);
+        // Ranks are 0..n: where each rank's group finished.
+        let mut arrival = vec![0; outcomes.len()];
+        for (at, outcome) in outcomes.iter().enumerate() {
+            arrival[outcome.0 as usize] = at;
+        }
+        outcomes.sort_unstable_by_key(|outcome| outcome.0);
         let mut sets = Vec::with_capacity(outcomes.len());
         let mut first_error = None;
         let mut rows = 0;
@@ -176,9 +210,12 @@ impl SystemBody for GroupRunner {
             );
             par.replay(&mut overlay)
                 .map_err(|e| SystemError::World(e.into()))?;
-            sets.push(overlay.finish());
+            sets.push((rank, overlay.finish()));
         }
         scene.count_rows(rows);
+        // The commit takes the overlays in the order their groups finished.
+        sets.sort_unstable_by_key(|(rank, _)| arrival[*rank as usize]);
+        let sets: Vec<_> = sets.into_iter().map(|(_, set)| set).collect();
         if !sets.is_empty() {
             let report = match &pool {
                 Some(pool) => pool
