@@ -53,6 +53,12 @@ pub(crate) const MODELS: &[Model] = &[
     },
     Model {
         package: "strata-component-store",
+        target: "bulk_equals_scalar",
+        test: "a_bulk_operation_equals_the_scalar_operations_it_stands_for",
+        cases: 128,
+    },
+    Model {
+        package: "strata-component-store",
         target: "stage_model",
         test: "staged_operations_follow_the_model",
         cases: 128,
