@@ -50,9 +50,22 @@ fn save(world: &strata::World) -> Vec<u8> {
 /// Runs a place on `threads` threads, lanes shuffled by `lanes` when given, for `frames`
 /// frames; the world hash after every frame, and what it printed.
 fn hashes(name: &str, threads: usize, lanes: Option<u64>, frames: u64) -> (Vec<u64>, Vec<String>) {
+    hashes_with(name, threads, lanes, true, frames)
+}
+
+/// [`hashes`] with the world's queries cached or not (the place's scripts make theirs as they
+/// run, so the setting made after the build covers them).
+fn hashes_with(
+    name: &str,
+    threads: usize,
+    lanes: Option<u64>,
+    cached: bool,
+    frames: u64,
+) -> (Vec<u64>, Vec<String>) {
     let place = place(name);
     let mut world = place.build(Some(threads)).unwrap();
     world.set_lane_shuffle(lanes);
+    world.set_query_caching(cached);
     let mut prints = world.take_prints();
     let mut hashes = Vec::new();
     for _ in 0..frames {
@@ -91,16 +104,23 @@ fn every_place() -> Vec<String> {
 }
 
 #[test]
-fn every_example_place_is_the_same_world_every_frame_on_any_threads_and_lane_shuffle() {
+fn every_example_place_is_the_same_world_every_frame_on_any_threads_lanes_and_caching() {
     let names = every_place();
     assert_eq!(names, ["groups", "saveload", "stress", "tour"]);
     for name in &names {
         // The stress place moves 100,000 entities a frame: ten frames in a test build.
         let frames = if name == "stress" { 10 } else { 200 };
         let (one, prints) = hashes(name, 1, None, frames);
-        for (threads, lanes) in [(2, None), (8, None), (2, Some(1)), (8, Some(2))] {
-            let (other, other_prints) = hashes(name, threads, lanes, frames);
-            let what = format!("{name} on {threads} threads, lane shuffle {lanes:?}");
+        for (threads, lanes, cached) in [
+            (2, None, true),
+            (8, None, true),
+            (2, Some(1), true),
+            (8, Some(2), true),
+            (2, None, false),
+        ] {
+            let (other, other_prints) = hashes_with(name, threads, lanes, cached, frames);
+            let what =
+                format!("{name} on {threads} threads, lane shuffle {lanes:?}, cached {cached}");
             for (frame, (a, b)) in one.iter().zip(&other).enumerate() {
                 assert_eq!(a, b, "{what}: frame {frame} differs");
             }

@@ -215,9 +215,14 @@ impl Scene {
         Ok(ComponentHandle::new(&self.store, at, component)?)
     }
 
-    /// A query for `spec` (its cache lives in the query; keep it to reuse it).
+    /// A query for `spec` (its cache lives in the query; keep it to reuse it). Uncached when
+    /// the scene's queries are (see [`Scene::set_query_caching`]).
     pub fn query(&self, spec: QuerySpec) -> Result<Query, WorldError> {
-        Ok(Query::new(spec)?)
+        Ok(if self.query_caching {
+            Query::new(spec)?
+        } else {
+            Query::uncached(spec)?
+        })
     }
 
     /// The live instances a query matches, in id order.

@@ -50,6 +50,8 @@ pub struct Scene {
     pub(crate) group_commits: Vec<strata_parallel_overlay::CommitReport>,
     /// The seed parallel runs shuffle their lanes by, in the test mode that does.
     pub(crate) lane_shuffle: Option<crate::lanes::LaneShuffle>,
+    /// Whether queries made from now on keep their matches (see `Scene::set_query_caching`).
+    pub(crate) query_caching: bool,
 }
 
 /// What the scene's operations did, for the statistics of the system that asked.
@@ -112,6 +114,7 @@ impl Scene {
             prints: Vec::new(),
             group_commits: Vec::new(),
             lane_shuffle: None,
+            query_caching: true,
         })
     }
 

@@ -5,8 +5,9 @@
 //! whose writes conflict (some ordered, some not), a Luau parallel system, a serial system that
 //! spawns, destroys, reparents and removes by frame number, a fixed-step system and an interval
 //! system. Each world steps 200 frames on 1, 2 and 8 threads, and under shuffled lane
-//! assignment and finishing order (`World::set_lane_shuffle`); the world hash, the prints and
-//! the errors must agree after every frame.
+//! assignment and finishing order (`World::set_lane_shuffle`), and with its queries uncached
+//! (`Scene::set_query_caching`); the world hash, the prints and the errors must agree after
+//! every frame.
 //!
 //! The replay test records a run's inputs (each frame's measured `dt` and the edits made from
 //! outside between frames, drawn from the clock), writes them out as text, reads them back and
@@ -172,10 +173,11 @@ fn descendants(world: &World) -> Vec<InstanceId> {
     out
 }
 
-/// The world `seed` draws, on `threads` threads.
-fn generate(seed: u64, threads: usize) -> World {
+/// The world `seed` draws, on `threads` threads, its queries cached or not.
+fn generate(seed: u64, threads: usize, cached: bool) -> World {
     let mut rng = Rng(seed);
     let mut world = World::with_seed(threads, seed).unwrap();
+    world.set_query_caching(cached);
     world.set_fixed_step(1.0 / 30.0, 3).unwrap();
     let kinds = define(&mut world);
     let workspace = world.workspace();
@@ -347,8 +349,10 @@ fn observe(world: &mut World, dt: f64) -> Frame {
 
 const DTS: [f64; 5] = [1.0 / 60.0, 1.0 / 30.0, 0.05, 1.0 / 144.0, 0.1];
 
-fn run(seed: u64, threads: usize, lanes: Option<u64>, frames: usize) -> Vec<Frame> {
-    let mut world = generate(seed, threads);
+/// Runs world `seed` on `threads` threads for `frames` frames, lanes shuffled by `lanes`, its
+/// queries (Rust and Luau) cached or not.
+fn run(seed: u64, threads: usize, lanes: Option<u64>, cached: bool, frames: usize) -> Vec<Frame> {
+    let mut world = generate(seed, threads, cached);
     world.set_lane_shuffle(lanes);
     (0..frames)
         .map(|frame| observe(&mut world, DTS[frame % DTS.len()]))
@@ -365,7 +369,7 @@ fn agree(seed: u64, reference: &[Frame], other: &[Frame], what: &str) {
 #[test]
 fn generated_worlds_hash_alike_every_frame_on_any_threads_and_lane_shuffle() {
     for seed in [1, 2, 3] {
-        let reference = run(seed, 1, None, 200);
+        let reference = run(seed, 1, None, true, 200);
         assert!(
             reference.iter().all(|(_, _, errors)| errors.is_empty()),
             "world {seed}: {:?}",
@@ -375,13 +379,19 @@ fn generated_worlds_hash_alike_every_frame_on_any_threads_and_lane_shuffle() {
             reference.iter().any(|(_, prints, _)| !prints.is_empty()),
             "world {seed}: the groups printed"
         );
-        for (threads, lanes) in [(2, None), (8, None), (2, Some(seed)), (8, Some(seed + 100))] {
-            let other = run(seed, threads, lanes, 200);
+        for (threads, lanes, cached) in [
+            (2, None, true),
+            (8, None, true),
+            (2, Some(seed), true),
+            (8, Some(seed + 100), true),
+            (2, None, false),
+        ] {
+            let other = run(seed, threads, lanes, cached, 200);
             agree(
                 seed,
                 &reference,
                 &other,
-                &format!("{threads} threads, lane shuffle {lanes:?}"),
+                &format!("{threads} threads, lane shuffle {lanes:?}, cached queries {cached}"),
             );
         }
     }
@@ -389,7 +399,7 @@ fn generated_worlds_hash_alike_every_frame_on_any_threads_and_lane_shuffle() {
 
 #[test]
 fn generated_worlds_do_run_groups_writers_and_churn() {
-    let mut world = generate(2, 2);
+    let mut world = generate(2, 2, true);
     let before = descendants(&world).len();
     let mut conflicts = 0;
     let mut group_writes = 0;
@@ -536,7 +546,7 @@ fn a_recorded_run_replays_to_the_same_hash_every_frame() {
         .duration_since(std::time::UNIX_EPOCH)
         .unwrap();
     let mut rng = Rng(clock.as_nanos() as u64);
-    let mut world = generate(5, 2);
+    let mut world = generate(5, 2, true);
     let heat = heat_of(&world);
     let mut inputs = Vec::new();
     let mut hashes = Vec::new();
@@ -573,8 +583,8 @@ fn a_recorded_run_replays_to_the_same_hash_every_frame() {
     let replayed_inputs = read_log(&log);
     assert_eq!(replayed_inputs, inputs, "the log reads back as written");
 
-    // The replay: another thread count, lanes shuffled.
-    let mut replay = generate(5, 8);
+    // The replay: another thread count, lanes shuffled, queries uncached.
+    let mut replay = generate(5, 8, false);
     replay.set_lane_shuffle(Some(9));
     for (frame, input) in replayed_inputs.iter().enumerate() {
         for edit in &input.edits {

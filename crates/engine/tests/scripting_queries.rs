@@ -2,6 +2,10 @@
 //! query's matches change, reusing what survives), change filters, removal readers, and the
 //! column path (read marks nothing, write marks exactly the rows it changed, a column used
 //! after a structural change is an error).
+//!
+//! Every test runs twice, as `cached::NAME` and `uncached::NAME`: the second with the world's
+//! queries uncached (`Scene::set_query_caching(false)`), so every pass builds its matches afresh
+//! and the mirror is rebuilt at every pass; what scripts see must not change.
 
 #![allow(clippy::unwrap_used, reason = "test fixtures fail loudly on purpose")]
 
@@ -26,9 +30,11 @@ fn spawn(world: &mut World, n: usize) {
         .unwrap();
 }
 
-#[test]
-fn the_mirror_keeps_wrappers_and_handles_across_passes_and_reuses_them_after_a_rebuild() {
+fn the_mirror_keeps_wrappers_and_handles_across_passes_and_reuses_them_after_a_rebuild(
+    cached: bool,
+) {
     let mut world = scripted(1);
+    world.set_query_caching(cached);
     spawn(&mut world, 3);
     let out = printed(
         &mut world,
@@ -61,9 +67,9 @@ fn the_mirror_keeps_wrappers_and_handles_across_passes_and_reuses_them_after_a_r
     assert_eq!(out, ["unchanged pass\t3", "after a rebuild\t4\t3", "true"]);
 }
 
-#[test]
-fn the_iterators_for_one_two_three_and_four_terms_give_every_handle() {
+fn the_iterators_for_one_two_three_and_four_terms_give_every_handle(cached: bool) {
     let mut world = scripted(1);
+    world.set_query_caching(cached);
     world
         .run_script(
             "s.luau",
@@ -97,9 +103,9 @@ fn the_iterators_for_one_two_three_and_four_terms_give_every_handle() {
     assert_eq!(out, ["704\t2"]);
 }
 
-#[test]
-fn a_handle_always_reads_live_state_and_its_writes_are_checked_store_writes() {
+fn a_handle_always_reads_live_state_and_its_writes_are_checked_store_writes(cached: bool) {
     let mut world = scripted(1);
+    world.set_query_caching(cached);
     spawn(&mut world, 1);
     let part = world.children(world.workspace()).unwrap()[0];
     let (position, x) = world.field_named("Position", "x").unwrap();
@@ -123,9 +129,9 @@ fn a_handle_always_reads_live_state_and_its_writes_are_checked_store_writes() {
     assert_eq!(push.field_writes, 2, "one checked write per run");
 }
 
-#[test]
-fn changed_and_added_filters_select_what_changed_since_the_systems_last_run() {
+fn changed_and_added_filters_select_what_changed_since_the_systems_last_run(cached: bool) {
     let mut world = scripted(1);
+    world.set_query_caching(cached);
     spawn(&mut world, 5);
     world
         .add_script_system(
@@ -156,9 +162,9 @@ fn changed_and_added_filters_select_what_changed_since_the_systems_last_run() {
     assert_eq!(third.prints, ["0\t40"]);
 }
 
-#[test]
-fn a_removal_reader_that_fell_behind_the_log_says_it_missed_history() {
+fn a_removal_reader_that_fell_behind_the_log_says_it_missed_history(cached: bool) {
     let mut world = scripted(1);
+    world.set_query_caching(cached);
     let n = strata::layers::store::REMOVAL_LOG_CAPACITY + 10;
     world
         .add_script_system(
@@ -184,9 +190,9 @@ fn a_removal_reader_that_fell_behind_the_log_says_it_missed_history() {
     );
 }
 
-#[test]
-fn columns_read_and_write_a_chunk_and_only_changed_rows_are_marked() {
+fn columns_read_and_write_a_chunk_and_only_changed_rows_are_marked(cached: bool) {
     let mut world = scripted(1);
+    world.set_query_caching(cached);
     spawn(&mut world, 6);
     world
         .add_script_system(
@@ -238,9 +244,9 @@ fn columns_read_and_write_a_chunk_and_only_changed_rows_are_marked() {
     );
 }
 
-#[test]
-fn a_chunk_gives_its_range_count_and_instances() {
+fn a_chunk_gives_its_range_count_and_instances(cached: bool) {
     let mut world = scripted(1);
+    world.set_query_caching(cached);
     spawn(&mut world, 4);
     let out = printed(
         &mut world,
@@ -259,8 +265,7 @@ fn a_chunk_gives_its_range_count_and_instances() {
     assert_eq!(out, ["4\t4"]);
 }
 
-#[test]
-fn a_column_used_after_a_structural_change_is_an_error_not_a_wrong_read() {
+fn a_column_used_after_a_structural_change_is_an_error_not_a_wrong_read(cached: bool) {
     for change in [
         "Instance.new('Part', world.workspace):AddComponent(Position)",
         "world.workspace:GetChildren()[1]:Destroy()",
@@ -268,6 +273,7 @@ fn a_column_used_after_a_structural_change_is_an_error_not_a_wrong_read() {
         "world.workspace:GetChildren()[1]:Clone()",
     ] {
         let mut world = scripted(1);
+        world.set_query_caching(cached);
         spawn(&mut world, 3);
         let source = format!(
             "local x
@@ -283,9 +289,9 @@ fn a_column_used_after_a_structural_change_is_an_error_not_a_wrong_read() {
     }
 }
 
-#[test]
-fn column_writes_are_applied_before_the_next_api_call_sees_the_world() {
+fn column_writes_are_applied_before_the_next_api_call_sees_the_world(cached: bool) {
     let mut world = scripted(1);
+    world.set_query_caching(cached);
     spawn(&mut world, 2);
     let out = printed(
         &mut world,
@@ -301,9 +307,9 @@ fn column_writes_are_applied_before_the_next_api_call_sees_the_world() {
     assert_eq!(out, ["51"]);
 }
 
-#[test]
-fn a_column_of_a_field_that_is_not_a_number_integer_or_boolean_is_an_error() {
+fn a_column_of_a_field_that_is_not_a_number_integer_or_boolean_is_an_error(cached: bool) {
     let mut world = scripted(1);
+    world.set_query_caching(cached);
     world
         .run_script(
             "s.luau",
@@ -315,5 +321,64 @@ fn a_column_of_a_field_that_is_not_a_number_integer_or_boolean_is_an_error() {
         "for chunk in world:query({ with = { Target } }):chunks() do\n local t = chunk:read(Target).of\nend",
     ));
     assert_eq!(error.line, Some(2), "{error}");
-    insta::assert_snapshot!(error.to_string());
+    // Named: the cached and the uncached run compare with the one snapshot.
+    insta::assert_snapshot!(
+        "a_column_of_a_field_that_is_not_a_number_integer_or_boolean_is_an_error",
+        error.to_string()
+    );
+}
+
+/// `cached::NAME` and `uncached::NAME` tests of each listed `fn NAME(cached: bool)`.
+macro_rules! cached_and_uncached {
+    ($($name:ident),* $(,)?) => {
+        mod cached {
+            $(
+                #[test]
+                fn $name() {
+                    super::$name(true);
+                }
+            )*
+        }
+        mod uncached {
+            $(
+                #[test]
+                fn $name() {
+                    super::$name(false);
+                }
+            )*
+        }
+    };
+}
+
+cached_and_uncached!(
+    the_mirror_keeps_wrappers_and_handles_across_passes_and_reuses_them_after_a_rebuild,
+    the_iterators_for_one_two_three_and_four_terms_give_every_handle,
+    a_handle_always_reads_live_state_and_its_writes_are_checked_store_writes,
+    changed_and_added_filters_select_what_changed_since_the_systems_last_run,
+    a_removal_reader_that_fell_behind_the_log_says_it_missed_history,
+    columns_read_and_write_a_chunk_and_only_changed_rows_are_marked,
+    a_chunk_gives_its_range_count_and_instances,
+    a_column_used_after_a_structural_change_is_an_error_not_a_wrong_read,
+    column_writes_are_applied_before_the_next_api_call_sees_the_world,
+    a_column_of_a_field_that_is_not_a_number_integer_or_boolean_is_an_error,
+);
+
+#[test]
+fn every_test_runs_cached_and_uncached() {
+    let source = include_str!("scripting_queries.rs");
+    let attribute = concat!("#[", "test]");
+    let tests = source.lines().filter(|line| *line == attribute).count();
+    assert_eq!(tests, 1, "only this check is a test of its own");
+    for line in source.lines() {
+        if let Some(rest) = line.strip_prefix("fn ")
+            && let Some((name, args)) = rest.split_once('(')
+            && args.starts_with("cached: bool)")
+        {
+            let listed = format!("    {name},");
+            assert!(
+                source.lines().any(|l| l == listed),
+                "{name} runs one way only"
+            );
+        }
+    }
 }

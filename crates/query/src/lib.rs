@@ -102,7 +102,8 @@ mod spec;
 pub use crate::error::QueryError;
 pub use crate::par::Chunks;
 pub use crate::query::{
-    ChangeWindow, Driver, MatchRef, Matches, Pass, PassIter, Query, TermColumn, TermValues,
+    BuiltAgainst, ChangeWindow, Driver, MatchRef, Matches, Pass, PassIter, Query, TermColumn,
+    TermValues,
 };
 pub use crate::spec::QuerySpec;
 pub use strata_component_store::{RemovalReader as RemovedReader, Removals};

@@ -88,6 +88,10 @@ impl Stamp {
     }
 }
 
+/// What a query's matches were last built against (see [`Query::built_against`]).
+#[derive(Clone, Debug, PartialEq)]
+pub struct BuiltAgainst(Stamp);
+
 /// The cached matches, sorted by instance id.
 #[derive(Clone, Debug, Default)]
 pub(crate) struct Cache {
@@ -190,6 +194,16 @@ impl Query {
     /// Advances exactly when the cache is rebuilt.
     pub fn generation(&self) -> u64 {
         self.generation
+    }
+
+    /// What the matches were last built against (`None` before the first build): the store's
+    /// identity and the structural inputs the cache's stamp holds. The matches are a function
+    /// of those inputs, so two equal values taken at two moments mean the matches were the same
+    /// at both, for a cached query and an uncached one alike (whose generation moves at every
+    /// call). Whatever keeps something derived from the matches (a mirror of them, columns
+    /// indexed by match) compares these to know whether it is still current.
+    pub fn built_against(&self) -> Option<BuiltAgainst> {
+        self.stamp.clone().map(BuiltAgainst)
     }
 
     /// The driver chosen when the cache was last built.

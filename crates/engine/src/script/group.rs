@@ -126,6 +126,7 @@ impl SystemBody for GroupRunner {
                 continue;
             }
             let scripts = Scripts::new(self.budget).map_err(failure)?;
+            scripts.set_query_caching(scene.query_caching);
             let (run, _) =
                 load_group(&scripts, &self.script, &self.source, scene).map_err(failure)?;
             self.vms.insert(*root, GroupVm { scripts, run });

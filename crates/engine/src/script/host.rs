@@ -144,6 +144,8 @@ pub(crate) struct VmState {
     pub(crate) prints: Vec<String>,
     /// Columns taken for writing whose changes are not applied yet: query key, component.
     pub(crate) pending: Vec<(String, ComponentId)>,
+    /// Whether queries made from now on keep their matches (see `Scene::set_query_caching`).
+    pub(crate) queries_cached: bool,
 }
 
 /// The Luau helpers of a VM.
@@ -192,6 +194,7 @@ impl Scripts {
             readers: HashMap::new(),
             prints: Vec::new(),
             pending: Vec::new(),
+            queries_cached: true,
         });
         let helpers: Table = lua
             .load(HELPERS_SOURCE)
@@ -242,6 +245,13 @@ impl Scripts {
                 call: Mutex::new(()),
             }),
         })
+    }
+
+    /// Whether the queries this VM's scripts make from now on keep their matches.
+    pub(crate) fn set_query_caching(&self, cached: bool) {
+        if let Some(mut state) = self.host.lua.app_data_mut::<VmState>() {
+            state.queries_cached = cached;
+        }
     }
 
     /// The VM's budget.

@@ -50,8 +50,21 @@ impl Scene {
             return Ok(scripts.clone());
         }
         let scripts = Scripts::new(self.script_budget)?;
+        scripts.set_query_caching(self.query_caching);
         self.scripts = Some(scripts.clone());
         Ok(scripts)
+    }
+
+    /// Whether the queries made from now on, in Rust ([`Scene::query`]) and by scripts
+    /// (`world:query{...}`, in the scene's VM and every execution group's), keep their
+    /// matches (`true`, the default) or build them afresh at every pass
+    /// (`Query::uncached`). Results are the same either way; a test runs both to check the
+    /// cache's reuse, and the Luau mirror's rebuild, against fresh builds.
+    pub fn set_query_caching(&mut self, cached: bool) {
+        self.query_caching = cached;
+        if let Some(scripts) = &self.scripts {
+            scripts.set_query_caching(cached);
+        }
     }
 
     /// Sets the budget of the game VMs made from now on (the scene's own, made at its first

@@ -2,7 +2,9 @@
 //! component handles kept in VM tables, and `world:removed(C)`.
 //!
 //! Invariant: a query's mirror is rebuilt exactly when the store it was built against is not
-//! the store of the pass (another identity) or the query's cache generation moved; a rebuild
+//! the store of the pass (another identity) or the query's matches were built against other
+//! inputs (`Query::built_against`: for a cached query, exactly when its cache generation moved;
+//! an uncached query's generation moves at every call, its inputs only with structure); a rebuild
 //! reuses the wrappers and handles of instances that survive (they come from the VM's wrapper
 //! caches). Each query is keyed by the script that asks and its spec, so every system keeps
 //! its own change window and removal cursor.
@@ -12,7 +14,7 @@ use mlua::{
     AnyUserData, Function, Lua, MetaMethod, Table, UserData, UserDataMethods, Value as LuaValue,
 };
 use strata_component_store::{ComponentId, RemovalReader, Removals, StoreId};
-use strata_query::{Query, QuerySpec};
+use strata_query::{BuiltAgainst, Query, QuerySpec};
 
 use super::api::{access, component_in, lua_error, wrap_handle, wrap_instance};
 use super::columns::ColumnMirror;
@@ -39,10 +41,10 @@ impl QueryEntry {
     /// Whether the mirror (and so every column taken from it) is of the query's current
     /// matches.
     pub(crate) fn mirror_is_current(&self) -> bool {
-        let generation = self.query.generation();
+        let built = self.query.built_against();
         self.mirror
             .as_ref()
-            .is_some_and(|m| m.generation == generation)
+            .is_some_and(|m| built.as_ref() == Some(&m.built))
     }
 
     /// The term of a `with` component.
@@ -54,7 +56,8 @@ impl QueryEntry {
 /// The mirror of a query's matches in VM tables.
 pub(crate) struct Mirror {
     pub(crate) store: StoreId,
-    pub(crate) generation: u64,
+    /// What the query's matches were built against when the mirror was made.
+    pub(crate) built: BuiltAgainst,
     pub(crate) len: usize,
     pub(crate) instances: Table,
     handles: Vec<Table>,
@@ -200,6 +203,7 @@ fn build(
     names: &SpecNames,
     store: &strata_component_store::Store,
     classes: &strata_arena::ClassRegistry,
+    cached: bool,
 ) -> mlua::Result<(Query, Vec<ComponentId>)> {
     let resolve = |name: &std::sync::Arc<str>| {
         store
@@ -239,8 +243,12 @@ fn build(
     for name in &names.changed {
         spec = spec.changed(resolve(name)?);
     }
-    let query = Query::new(spec).map_err(lua_error)?;
-    Ok((query, resolved))
+    let query = if cached {
+        Query::new(spec)
+    } else {
+        Query::uncached(spec)
+    };
+    Ok((query.map_err(lua_error)?, resolved))
 }
 
 /// `world:query(spec)`.
@@ -269,7 +277,8 @@ pub(crate) fn new_query(lua: &Lua, spec: &Table) -> mlua::Result<AnyUserData> {
             None => true,
         };
         if stale {
-            let (query, resolved) = build(&names, a.store(), a.arena().classes())?;
+            let cached = state.queries_cached;
+            let (query, resolved) = build(&names, a.store(), a.arena().classes(), cached)?;
             if let Some(old) = state.queries.remove(&key) {
                 super::columns::retire(lua, old)?;
             }
@@ -313,18 +322,17 @@ pub(crate) fn pass_and_mirror(lua: &Lua, key: &str) -> mlua::Result<PassTables> 
                 .selection()
                 .map(|s| s.iter().map(|k| k + 1).collect::<Vec<u32>>());
             let len = pass.matches().len();
-            let generation = entry.query.generation();
+            let built = entry.query.built_against();
             let stale = entry
                 .mirror
                 .as_ref()
-                .is_none_or(|m| m.store != store.id() || m.generation != generation);
+                .is_none_or(|m| m.store != store.id() || built.as_ref() != Some(&m.built));
             (selection, len, stale)
         };
         a.count_rows(selection.as_ref().map_or(len, Vec::len) as u64);
         if stale {
             super::columns::invalidate_entry(lua, entry)?;
             let store = a.store();
-            let generation = entry.query.generation();
             let matches = entry.query.matches(a.arena(), store).map_err(lua_error)?;
             let instances = lua.create_table_with_capacity(matches.len(), 0)?;
             for (k, id) in matches.ids().iter().enumerate() {
@@ -339,10 +347,15 @@ pub(crate) fn pass_and_mirror(lua: &Lua, key: &str) -> mlua::Result<PassTables> 
                 }
                 handles.push(table);
             }
+            let len = matches.len();
+            let built = entry
+                .query
+                .built_against()
+                .ok_or_else(|| mlua::Error::runtime("a query without matches"))?;
             entry.mirror = Some(Mirror {
                 store: store.id(),
-                generation,
-                len: matches.len(),
+                built,
+                len,
                 instances,
                 handles,
             });
