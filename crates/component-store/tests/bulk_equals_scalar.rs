@@ -317,15 +317,10 @@ impl Pair {
                 n,
             } => self.spawn(*count, *parent, *holds, *n),
             Op::Set { pick, b, n } => {
-                let picked = self.picked(pick);
                 let (cb, cs) = self.component(*b);
-                let members: Vec<InstanceRef> =
-                    picked.iter().map(|(id, _)| self.bulk.at(*id)).collect();
-                let mut stage = Stage::new(&self.bulk.arena, &self.bulk.store);
-                stage.set(&members, cb, vec![(N, Value::Number(*n))]);
-                stage
-                    .commit(&mut self.bulk.arena, &mut self.bulk.store)
-                    .unwrap();
+                let picked = self.staged(pick, |stage, members| {
+                    stage.set(members, cb, vec![(N, Value::Number(*n))]);
+                });
                 for (_, id) in picked {
                     let at = self.scalar.at(id);
                     if self.scalar.store.has(at, cs) {
@@ -340,15 +335,10 @@ impl Pair {
                 }
             }
             Op::Remove { pick, b } => {
-                let picked = self.picked(pick);
                 let (cb, cs) = self.component(*b);
-                let members: Vec<InstanceRef> =
-                    picked.iter().map(|(id, _)| self.bulk.at(*id)).collect();
-                let mut stage = Stage::new(&self.bulk.arena, &self.bulk.store);
-                stage.remove(&members, cb);
-                stage
-                    .commit(&mut self.bulk.arena, &mut self.bulk.store)
-                    .unwrap();
+                let picked = self.staged(pick, |stage, members| {
+                    stage.remove(members, cb);
+                });
                 for (_, id) in picked {
                     let at = self.scalar.at(id);
                     if self.scalar.store.has(at, cs) {
@@ -357,14 +347,9 @@ impl Pair {
                 }
             }
             Op::Despawn { pick } => {
-                let picked = self.picked(pick);
-                let members: Vec<InstanceRef> =
-                    picked.iter().map(|(id, _)| self.bulk.at(*id)).collect();
-                let mut stage = Stage::new(&self.bulk.arena, &self.bulk.store);
-                stage.despawn(&members);
-                stage
-                    .commit(&mut self.bulk.arena, &mut self.bulk.store)
-                    .unwrap();
+                let picked = self.staged(pick, |stage, members| {
+                    stage.despawn(members);
+                });
                 for (_, id) in picked {
                     self.scalar.destroy(id);
                 }
@@ -422,6 +407,24 @@ impl Pair {
                 }
             }
         }
+    }
+
+    /// Stages one bulk operation over the picked instances of the bulk world (`stage_op`,
+    /// given the stage and the members) and commits it; returns the picked pairs, for the
+    /// scalar side to follow.
+    fn staged(
+        &mut self,
+        pick: &[u16],
+        stage_op: impl FnOnce(&mut Stage, &[InstanceRef]),
+    ) -> Vec<(InstanceId, InstanceId)> {
+        let picked = self.picked(pick);
+        let members: Vec<InstanceRef> = picked.iter().map(|(id, _)| self.bulk.at(*id)).collect();
+        let mut stage = Stage::new(&self.bulk.arena, &self.bulk.store);
+        stage_op(&mut stage, &members);
+        stage
+            .commit(&mut self.bulk.arena, &mut self.bulk.store)
+            .unwrap();
+        picked
     }
 
     fn component(&self, b: bool) -> (ComponentId, ComponentId) {
