@@ -73,6 +73,22 @@ fn last_status(output: &str) -> Option<&str> {
         .find(|line| line.starts_with('#') && line.contains("cov:"))
 }
 
+/// The sanitizer's or libFuzzer's error report in an output: from its first `ERROR` line
+/// through its `SUMMARY` line, at most 40 lines.
+fn error_section(output: &str) -> impl Iterator<Item = &str> {
+    output
+        .lines()
+        .skip_while(|line| !line.contains("ERROR"))
+        .take(40)
+        .scan(false, |done, line| {
+            if *done {
+                return None;
+            }
+            *done = line.starts_with("SUMMARY");
+            Some(line)
+        })
+}
+
 /// The crash input libFuzzer reported writing, if any.
 fn crash_artifact(output: &str) -> Option<PathBuf> {
     output.lines().find_map(|line| {
@@ -114,6 +130,20 @@ pub(crate) fn run(root: &Path, args: &Args) -> anyhow::Result<()> {
         let Some(artifact) = crash_artifact(&text) else {
             bail!("fuzzing {target} failed without a crash input:\n{text}");
         };
+        // The whole report beside the artifact, and its error section on the terminal.
+        let report = artifact.with_extension("report");
+        std::fs::write(&report, &text)
+            .with_context(|| format!("cannot write {}", report.display()))?;
+        for line in error_section(&text) {
+            println!("  | {line}");
+        }
+        println!("  the whole report: {}", report.display());
+        if std::fs::metadata(&artifact).map_or(true, |m| m.len() == 0) {
+            bail!(
+                "{target}'s crash input {} is empty or missing (a full disk?); nothing kept",
+                artifact.display()
+            );
+        }
         let regressions = fuzz_dir.join("regressions").join(target);
         std::fs::create_dir_all(&regressions)?;
         let minimised = cargo_fuzz(&fuzz_dir)
@@ -157,6 +187,19 @@ mod tests {
 
     fn args(line: &str) -> Vec<String> {
         line.split_whitespace().map(str::to_owned).collect()
+    }
+
+    #[test]
+    fn the_error_section_runs_from_the_error_to_the_summary() {
+        let output = "#1 INITED\n==7==ERROR: LeakSanitizer: detected memory leaks\n  #0 malloc\nSUMMARY: 8 byte(s) leaked\nafter\n";
+        assert_eq!(
+            error_section(output).collect::<Vec<_>>(),
+            [
+                "==7==ERROR: LeakSanitizer: detected memory leaks",
+                "  #0 malloc",
+                "SUMMARY: 8 byte(s) leaked"
+            ]
+        );
     }
 
     #[test]
