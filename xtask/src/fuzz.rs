@@ -56,11 +56,20 @@ impl Args {
     }
 }
 
+/// `cargo +nightly fuzz`, run from the workspace root, with LeakSanitizer reading the
+/// suppressions in `fuzz/lsan.supp` (thread-exit bookkeeping of glibc's, not ours).
 fn cargo_fuzz(fuzz_dir: &Path) -> Command {
     let mut command = Command::new("cargo");
     command
         .arg("+nightly")
         .arg("fuzz")
+        .env(
+            "LSAN_OPTIONS",
+            format!(
+                "suppressions={}:print_suppressions=0",
+                fuzz_dir.join("lsan.supp").display()
+            ),
+        )
         .current_dir(fuzz_dir.parent().unwrap_or(fuzz_dir));
     command
 }
