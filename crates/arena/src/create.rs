@@ -145,6 +145,18 @@ impl Arena {
         Ok(())
     }
 
+    /// Whether instances of `class` could be created under `parent` now: the class is known,
+    /// and the parent, when given, is live and may hold the class. Changes nothing; for
+    /// callers that must refuse before taking anything (a staged spawn checks this before it
+    /// reserves ids, which a release would retire).
+    pub fn check_new_instances(
+        &self,
+        class: ClassId,
+        parent: Option<InstanceId>,
+    ) -> Result<(), ArenaError> {
+        self.check_new_child(class, parent).map(|_| ())
+    }
+
     /// Validates the class and the parent of an instance about to be created.
     pub(crate) fn check_new_child(
         &self,

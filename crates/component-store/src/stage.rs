@@ -421,6 +421,8 @@ impl Stage {
         if count == 0 {
             return Err(StageError::EmptySpawn);
         }
+        // Checked before reserving: a reservation released on refusal retires its ids.
+        arena.check_new_instances(class, parent)?;
         let reservation = arena.reserve(count)?;
         self.stage_spawn(arena, reservation, class, parent, components, init)
     }
@@ -443,6 +445,7 @@ impl Stage {
         if ids.is_empty() {
             return Err(StageError::EmptySpawn);
         }
+        arena.check_new_instances(class, parent)?;
         let reservation = arena.reserve_at(ids)?;
         self.stage_spawn(arena, reservation, class, parent, components, init)
     }
@@ -465,6 +468,7 @@ impl Stage {
         if ids.is_empty() {
             return Err(StageError::EmptySpawn);
         }
+        arena.check_new_instances(class, parent)?;
         let reservation = arena.reserve_at_raw(ids)?;
         self.stage_spawn(arena, reservation, class, parent, components, init)
     }

@@ -704,3 +704,67 @@ fn observers_hear_a_batch_once_per_component_after_the_initializer() {
         ]
     );
 }
+
+#[test]
+fn a_spawn_refused_for_its_class_or_parent_reserves_no_ids() {
+    let mut f = fixture();
+    let gone = f.w.arena.create(ClassId::FOLDER, None).unwrap();
+    f.w.destroy(gone);
+    let part = f.w.arena.create(ClassId::PART, None).unwrap();
+    let mut stage = Stage::new(&f.w.arena, &f.w.store);
+    // A destroyed parent, and a parent that may not hold the class.
+    for (class, parent) in [
+        (ClassId::PART, Some(gone)),
+        (ClassId::WORKSPACE, Some(part)),
+    ] {
+        assert!(
+            stage
+                .spawn(&mut f.w.arena, 3, class, parent, &[f.health], no_init)
+                .is_err(),
+            "{class:?} under {parent:?}"
+        );
+    }
+    assert!(stage.is_empty());
+    // The next id is the one after `part`: the refusals took none.
+    let next = f.w.arena.create(ClassId::PART, None).unwrap();
+    assert_eq!(next.get(), part.get() + 1);
+}
+
+#[test]
+fn a_spawn_at_given_ids_refused_for_its_parent_leaves_the_ids_free_to_spawn_at_again() {
+    let mut f = fixture();
+    let gone = f.w.arena.create(ClassId::FOLDER, None).unwrap();
+    f.w.destroy(gone);
+    // Ids past the arena's next one, as a save being restored names them.
+    let next = f.w.arena.create(ClassId::PART, None).unwrap().get();
+    let ids: Vec<InstanceId> = (next + 10..next + 13)
+        .map(|raw| InstanceId::new(raw).unwrap())
+        .collect();
+    let mut stage = Stage::new(&f.w.arena, &f.w.store);
+    assert!(
+        stage
+            .spawn_at(
+                &mut f.w.arena,
+                &ids,
+                ClassId::PART,
+                Some(gone),
+                &[f.health],
+                no_init
+            )
+            .is_err()
+    );
+    assert!(stage.is_empty());
+    let ticket = stage
+        .spawn_at(
+            &mut f.w.arena,
+            &ids,
+            ClassId::PART,
+            None,
+            &[f.health],
+            no_init,
+        )
+        .unwrap();
+    stage.commit(&mut f.w.arena, &mut f.w.store).unwrap();
+    assert!(f.w.arena.is_live(ticket.first()));
+    assert_eq!(ticket.first(), ids[0]);
+}

@@ -9,8 +9,8 @@
 
 use strata_arena::InstanceId;
 use strata_component_store::{
-    CommitError, ComponentDef, ComponentHandle, ComponentId, FieldId, Published, RemovalReader,
-    Removals, Scalar, Stage, Value,
+    CommitError, ComponentDef, ComponentHandle, ComponentId, FieldId, InitError, Published,
+    RemovalReader, Removals, Scalar, SpawnRows, SpawnTicket, Stage, Value,
 };
 use strata_query::{Chunks, Pass, Query, QuerySpec};
 
@@ -324,6 +324,45 @@ impl Scene {
     /// An empty stage for bulk work on this scene (see [`Stage`]).
     pub fn stage(&self) -> Stage {
         Stage::new(&self.arena, &self.store)
+    }
+
+    /// Stages a bulk spawn on a stage built on this scene (see `Stage::spawn`): `count`
+    /// instances of `class` under `parent` holding `components`, their rows filled by `init`
+    /// at the commit. The ids are reserved now and published by [`Scene::commit`]; a refusal
+    /// (a foreign stage, a bad class or parent, ids exhausted) reserves nothing.
+    ///
+    /// ```
+    /// # use strata::prelude::*;
+    /// let mut world = World::new().unwrap();
+    /// let health = world
+    ///     .define(ComponentDef::new("Health").field(FieldDef::number("hp", 100.0)))
+    ///     .unwrap();
+    /// let hp = world.field(health, "hp").unwrap();
+    /// let workspace = world.workspace();
+    /// let mut stage = world.stage();
+    /// let ticket = world
+    ///     .stage_spawn(&mut stage, 3, ClassId::PART, Some(workspace), &[health], move |rows| {
+    ///         for k in 0..rows.len() {
+    ///             rows.set_value(health, k, hp, Value::Number(k as f64))?;
+    ///         }
+    ///         Ok::<(), strata::layers::store::StoreError>(())
+    ///     })
+    ///     .unwrap();
+    /// assert!(!world.is_live(ticket.first()));
+    /// world.commit(&mut stage).unwrap();
+    /// assert_eq!(world.children(workspace).unwrap().len(), 3);
+    /// assert_eq!(*world.get::<f64>(ticket.first(), health, hp).unwrap(), 0.0);
+    /// ```
+    pub fn stage_spawn<E: Into<InitError>>(
+        &mut self,
+        stage: &mut Stage,
+        count: usize,
+        class: strata_arena::ClassId,
+        parent: Option<InstanceId>,
+        components: &[ComponentId],
+        init: impl FnMut(&mut SpawnRows<'_>) -> Result<(), E> + 'static,
+    ) -> Result<SpawnTicket, WorldError> {
+        Ok(stage.spawn(&mut self.arena, count, class, parent, components, init)?)
     }
 
     /// Commits a stage built on this scene, then follows the destroy requests its despawns'

@@ -306,7 +306,7 @@ fn mutate(world: &mut World, bytes: &mut Bytes<'_>, components: [ComponentId; 2]
     let pick = |bytes: &mut Bytes<'_>| (!ids.is_empty()).then(|| ids[bytes.below(ids.len())]);
     let workspace = world.workspace();
     let v = FieldId::from_index(0);
-    match bytes.below(9) {
+    match bytes.below(11) {
         0 => {
             let parent = pick(bytes).unwrap_or(workspace);
             let _ = world.create(CLASSES[bytes.below(CLASSES.len())], Some(parent));
@@ -348,6 +348,26 @@ fn mutate(world: &mut World, bytes: &mut Bytes<'_>, components: [ComponentId; 2]
                 let _ = world.tag(id, TAGS[bytes.below(TAGS.len())]);
             }
         }
+        8 => {
+            // A graft of a subtree from a copy of the world taken now.
+            if let (Some(root), parent) = (pick(bytes), pick(bytes)) {
+                let arena = world.arena().clone();
+                let store = world.store().snapshot();
+                let policy = if bytes.below(2) == 0 {
+                    ExternalRefs::Clear
+                } else {
+                    ExternalRefs::ResolveByPersistentId
+                };
+                let _ = world.graft(
+                    &arena,
+                    &store,
+                    root,
+                    Some(parent.unwrap_or(workspace)),
+                    policy,
+                );
+            }
+        }
+        9 => staged(world, bytes, &ids, components),
         _ => {
             world
                 .step(1.0 / 60.0)
@@ -356,8 +376,71 @@ fn mutate(world: &mut World, bytes: &mut Bytes<'_>, components: [ComponentId; 2]
     }
 }
 
+/// A stage of up to four fuzzed bulk operations (spawn, set, remove, despawn over picked
+/// members), committed. A commit refused before applying anything must change nothing.
+fn staged(
+    world: &mut World,
+    bytes: &mut Bytes<'_>,
+    ids: &[InstanceId],
+    components: [ComponentId; 2],
+) {
+    fn members(world: &World, bytes: &mut Bytes<'_>, ids: &[InstanceId]) -> Vec<InstanceRef> {
+        let n = if ids.is_empty() { 0 } else { bytes.below(6) };
+        (0..n)
+            .filter_map(|_| InstanceRef::of(world.arena(), ids[bytes.below(ids.len())]).ok())
+            .collect()
+    }
+    let mut stage = world.stage();
+    let v = FieldId::from_index(0);
+    for _ in 0..=bytes.below(4) {
+        let component = components[bytes.below(2)];
+        match bytes.below(4) {
+            0 => {
+                let parent = (!ids.is_empty()).then(|| ids[bytes.below(ids.len())]);
+                let count = 1 + bytes.below(8);
+                let class = CLASSES[bytes.below(CLASSES.len())];
+                let value = bytes.small();
+                let workspace = world.workspace();
+                let _ = world.stage_spawn(
+                    &mut stage,
+                    count,
+                    class,
+                    parent.or(Some(workspace)),
+                    &[component],
+                    move |rows| {
+                        for k in 0..rows.len() {
+                            rows.set_value(component, k, v, Value::Number(value))?;
+                        }
+                        Ok::<(), strata::layers::store::StoreError>(())
+                    },
+                );
+            }
+            1 => {
+                let value = bytes.small();
+                let picked = members(world, bytes, ids);
+                stage.set(&picked, component, vec![(v, Value::Number(value))]);
+            }
+            2 => {
+                let picked = members(world, bytes, ids);
+                stage.remove(&picked, component);
+            }
+            _ => {
+                let picked = members(world, bytes, ids);
+                stage.despawn(&picked);
+            }
+        }
+    }
+    let before = world.hash();
+    if let Err(error) = world.commit(&mut stage) {
+        assert!(
+            !error.kept || world.hash() == before,
+            "a commit refused before applying anything changed the world: {error:?}"
+        );
+    }
+}
+
 /// A fuzzed sequence of world operations (create, destroy, reparent, add, remove, write, clone,
-/// tag, step, save and load, snapshot and restore), with the invariants checked as it goes: a
+/// graft, tag, staged bulk operations, step, save and load, snapshot and restore), with the invariants checked as it goes: a
 /// cached query agrees with a fresh one after every step, a save loads back to the same bytes,
 /// and a restore gives back exactly what its snapshot saw.
 pub fn world_ops(data: &[u8]) {
