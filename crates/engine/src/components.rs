@@ -218,11 +218,7 @@ impl Scene {
     /// A query for `spec` (its cache lives in the query; keep it to reuse it). Uncached when
     /// the scene's queries are (see [`Scene::set_query_caching`]).
     pub fn query(&self, spec: QuerySpec) -> Result<Query, WorldError> {
-        Ok(if self.query_caching {
-            Query::new(spec)?
-        } else {
-            Query::uncached(spec)?
-        })
+        Ok(Query::with_caching(spec, self.query_caching)?)
     }
 
     /// The live instances a query matches, in id order.

@@ -169,14 +169,19 @@ impl Query {
     }
 
     /// A query that keeps no matches between calls: every call that refreshes (`matches`,
-    /// `run`, `capture`, ...) drops what the previous one built and builds the matches afresh,
-    /// as a new query would, so its generation advances on every such call. Its change
+    /// `run`, `capture`, ...) builds the matches afresh from the store and the arena, as a new
+    /// query would (the previous matches are cleared first, only their memory is reused), so its generation advances on every such call. Its change
     /// baseline carries over from pass to pass as a cached query's does. Its results are a
     /// cached query's by definition; a test reading both after the same operations checks the
     /// cache's reuse rules.
     pub fn uncached(spec: QuerySpec) -> Result<Self, QueryError> {
+        Self::with_caching(spec, false)
+    }
+
+    /// [`Query::new`] when `cached`, [`Query::uncached`] otherwise.
+    pub fn with_caching(spec: QuerySpec, cached: bool) -> Result<Self, QueryError> {
         Ok(Self {
-            cached: false,
+            cached,
             ..Self::new(spec)?
         })
     }
@@ -206,6 +211,12 @@ impl Query {
         self.stamp.clone().map(BuiltAgainst)
     }
 
+    /// Whether the matches were last built against `built` (see [`Query::built_against`]),
+    /// compared in place.
+    pub fn is_built_against(&self, built: &BuiltAgainst) -> bool {
+        self.stamp.as_ref() == Some(&built.0)
+    }
+
     /// The driver chosen when the cache was last built.
     pub fn driver(&self) -> Option<&Driver> {
         self.driver.as_ref()
@@ -219,14 +230,11 @@ impl Query {
         self.baseline.map(|b| b.tick)
     }
 
-    /// Rebuilds the cache if its stamp no longer matches (an uncached query: always, from
-    /// nothing); returns whether it did.
+    /// Rebuilds the cache if its stamp no longer matches (an uncached query: always);
+    /// returns whether it did. A rebuild refused (a component the spec names is gone) keeps
+    /// the cache as it was.
     pub fn refresh(&mut self, arena: &Snapshot, store: &Store) -> Result<bool, QueryError> {
-        if !self.cached {
-            self.cache = Cache::empty(self.spec.with.len());
-            self.stamp = None;
-            self.driver = None;
-        } else if self.stamp_holds(arena, store)? {
+        if self.cached && self.stamp_holds(arena, store)? {
             return Ok(false);
         }
         self.rebuild(arena, store)?;

@@ -1,10 +1,10 @@
 //! Queries from Luau: `world:query{...}`, iterated through a mirror of instance wrappers and
 //! component handles kept in VM tables, and `world:removed(C)`.
 //!
-//! Invariant: a query's mirror is rebuilt exactly when the store it was built against is not
-//! the store of the pass (another identity) or the query's matches were built against other
-//! inputs (`Query::built_against`: for a cached query, exactly when its cache generation moved;
-//! an uncached query's generation moves at every call, its inputs only with structure); a rebuild
+//! Invariant: a query's mirror is rebuilt exactly when the query's matches were built against
+//! other inputs than the mirror's (`Query::built_against`, which names the store's identity and
+//! the structural revisions: for a cached query, exactly when its cache generation moved; an
+//! uncached query's generation moves at every call, its inputs only with structure); a rebuild
 //! reuses the wrappers and handles of instances that survive (they come from the VM's wrapper
 //! caches). Each query is keyed by the script that asks and its spec, so every system keeps
 //! its own change window and removal cursor.
@@ -13,7 +13,7 @@ use hashbrown::HashMap;
 use mlua::{
     AnyUserData, Function, Lua, MetaMethod, Table, UserData, UserDataMethods, Value as LuaValue,
 };
-use strata_component_store::{ComponentId, RemovalReader, Removals, StoreId};
+use strata_component_store::{ComponentId, RemovalReader, Removals};
 use strata_query::{BuiltAgainst, Query, QuerySpec};
 
 use super::api::{access, component_in, lua_error, wrap_handle, wrap_instance};
@@ -41,10 +41,9 @@ impl QueryEntry {
     /// Whether the mirror (and so every column taken from it) is of the query's current
     /// matches.
     pub(crate) fn mirror_is_current(&self) -> bool {
-        let built = self.query.built_against();
         self.mirror
             .as_ref()
-            .is_some_and(|m| built.as_ref() == Some(&m.built))
+            .is_some_and(|m| self.query.is_built_against(&m.built))
     }
 
     /// The term of a `with` component.
@@ -55,8 +54,8 @@ impl QueryEntry {
 
 /// The mirror of a query's matches in VM tables.
 pub(crate) struct Mirror {
-    pub(crate) store: StoreId,
-    /// What the query's matches were built against when the mirror was made.
+    /// What the query's matches were built against when the mirror was made (the store's
+    /// identity among it).
     pub(crate) built: BuiltAgainst,
     pub(crate) len: usize,
     pub(crate) instances: Table,
@@ -243,12 +242,8 @@ fn build(
     for name in &names.changed {
         spec = spec.changed(resolve(name)?);
     }
-    let query = if cached {
-        Query::new(spec)
-    } else {
-        Query::uncached(spec)
-    };
-    Ok((query.map_err(lua_error)?, resolved))
+    let query = Query::with_caching(spec, cached).map_err(lua_error)?;
+    Ok((query, resolved))
 }
 
 /// `world:query(spec)`.
@@ -322,12 +317,7 @@ pub(crate) fn pass_and_mirror(lua: &Lua, key: &str) -> mlua::Result<PassTables> 
                 .selection()
                 .map(|s| s.iter().map(|k| k + 1).collect::<Vec<u32>>());
             let len = pass.matches().len();
-            let built = entry.query.built_against();
-            let stale = entry
-                .mirror
-                .as_ref()
-                .is_none_or(|m| m.store != store.id() || built.as_ref() != Some(&m.built));
-            (selection, len, stale)
+            (selection, len, !entry.mirror_is_current())
         };
         a.count_rows(selection.as_ref().map_or(len, Vec::len) as u64);
         if stale {
@@ -353,7 +343,6 @@ pub(crate) fn pass_and_mirror(lua: &Lua, key: &str) -> mlua::Result<PassTables> 
                 .built_against()
                 .ok_or_else(|| mlua::Error::runtime("a query without matches"))?;
             entry.mirror = Some(Mirror {
-                store: store.id(),
                 built,
                 len,
                 instances,

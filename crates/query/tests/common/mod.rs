@@ -17,10 +17,7 @@ pub enum Caching {
 impl Caching {
     /// A query for `spec`, built this way.
     pub fn query(self, spec: QuerySpec) -> Result<Query, QueryError> {
-        match self {
-            Self::Cached => Query::new(spec),
-            Self::Uncached => Query::uncached(spec),
-        }
+        Query::with_caching(spec, self == Self::Cached)
     }
 
     /// Whether a read rebuilds, given whether a cached query's stamp moved: an uncached
