@@ -15,7 +15,6 @@ use std::panic::{AssertUnwindSafe, catch_unwind};
 use std::sync::Arc;
 use std::time::Instant;
 
-use rayon::prelude::*;
 use strata_arena::{Event, InstanceId, Snapshot};
 use strata_component_store::StoreEvent;
 use strata_parallel_overlay::{
@@ -25,6 +24,7 @@ use strata_scheduler::{Due, FixedStep, Plan, Schedule, SystemId, SystemStats};
 use strata_schema_adoption::{ComponentReport, SyncReport};
 
 use crate::error::{SystemError, WorldError};
+use crate::lanes::run_lanes;
 use crate::scene::Scene;
 use crate::systems::{Body, ParCtx, SystemSpec, serial_ctx};
 
@@ -519,73 +519,48 @@ fn run_parallel(
     commits: &mut Vec<CommitReport>,
 ) -> Vec<Result<(), SystemError>> {
     let (arena, store) = (&scene.arena, &scene.store);
-    let shuffle = scene.lane_shuffle;
-    // The wave's first system tells a frame's waves apart for the shuffle.
+    // The wave's first system tells a frame's waves apart for a lane shuffle.
     let wave = group.first().map_or(0, |due| u64::from(due.id().index()));
-    let mut jobs: Vec<(usize, &mut Due<'_, Body>)> = group.iter_mut().enumerate().collect();
-    if let Some(shuffle) = shuffle {
-        let order = shuffle.order(frame, wave, jobs.len());
-        let mut position = vec![0; order.len()];
-        for (at, job) in order.iter().enumerate() {
-            position[*job] = at;
+    let jobs: Vec<&mut Due<'_, Body>> = group.iter_mut().collect();
+    let (lanes, arrival) = run_lanes(Some(pool), scene.lane_shuffle, frame, wave, jobs, |due| {
+        let id = due.id();
+        let _span = tracing::info_span!("system", name = due.name()).entered();
+        let rank = WriterRank::system(
+            u64::from(plan.position(id).unwrap_or(u32::MAX)),
+            u64::from(id.index()),
+        );
+        let (body, run) = due.parts();
+        let started = Instant::now();
+        let mut ctx = ParCtx {
+            arena,
+            overlay: Overlay::with_spare(rank, store, spare),
+            writes: &body.writes,
+            any_write: body.any_write,
+            dt: run.dt(),
+            frame,
+            rows: 0,
+            prints: Vec::new(),
+        };
+        let outcome = catch_unwind(AssertUnwindSafe(|| body.inner.run_parallel(&mut ctx)));
+        let result = match outcome {
+            Ok(result) => result,
+            Err(panic) => Err(SystemError::Panicked(panic_message(panic.as_ref()))),
+        };
+        let rows = ctx.rows;
+        let prints = std::mem::take(&mut ctx.prints);
+        Lane {
+            result,
+            set: ctx.overlay.finish(),
+            rows,
+            prints,
+            took: started.elapsed(),
         }
-        jobs.sort_by_key(|(job, _)| position[*job]);
-    }
-    // Lanes are kept in the order they finish; the commit takes them so.
-    let finished = std::sync::Mutex::new(Vec::with_capacity(jobs.len()));
-    pool.install(|| {
-        jobs.into_par_iter().for_each(|(job, due)| {
-            if let Some(shuffle) = shuffle {
-                shuffle.stall(frame, wave, job);
-            }
-            let id = due.id();
-            let _span = tracing::info_span!("system", name = due.name()).entered();
-            let rank = WriterRank::system(
-                u64::from(plan.position(id).unwrap_or(u32::MAX)),
-                u64::from(id.index()),
-            );
-            let (body, run) = due.parts();
-            let started = Instant::now();
-            let mut ctx = ParCtx {
-                arena,
-                overlay: Overlay::with_spare(rank, store, spare),
-                writes: &body.writes,
-                any_write: body.any_write,
-                dt: run.dt(),
-                frame,
-                rows: 0,
-                prints: Vec::new(),
-            };
-            let outcome = catch_unwind(AssertUnwindSafe(|| body.inner.run_parallel(&mut ctx)));
-            let result = match outcome {
-                Ok(result) => result,
-                Err(panic) => Err(SystemError::Panicked(panic_message(panic.as_ref()))),
-            };
-            let rows = ctx.rows;
-            let prints = std::mem::take(&mut ctx.prints);
-            let set = ctx.overlay.finish();
-            let lane = Lane {
-                result,
-                set,
-                rows,
-                prints,
-                took: started.elapsed(),
-            };
-            finished
-                .lock()
-                .unwrap_or_else(std::sync::PoisonError::into_inner)
-                .push((job, lane));
-        });
     });
-    let mut lanes = finished
-        .into_inner()
-        .unwrap_or_else(std::sync::PoisonError::into_inner);
-    let arrival: Vec<usize> = lanes.iter().map(|(job, _)| *job).collect();
-    // Statistics, prints and results go in scheduled order.
-    lanes.sort_unstable_by_key(|(job, _)| *job);
+    // Statistics, prints and results go in scheduled order; the commit takes the write sets
+    // in the order the lanes finished.
     let mut sets = Vec::with_capacity(lanes.len());
     let mut results = Vec::with_capacity(lanes.len());
-    for (due, (_, lane)) in group.iter_mut().zip(lanes) {
+    for (due, lane) in group.iter_mut().zip(lanes) {
         let (_, run) = due.parts();
         run.add_component_reads(lane.set.reads());
         run.add_field_writes(lane.set.writes());

@@ -13,11 +13,8 @@
 //! own callbacks put there, so the world after the frame is the same for any thread count.
 //! Structural changes are refused inside a group's callback.
 
-use std::sync::{Mutex, PoisonError};
-
 use hashbrown::HashMap;
 use mlua::{Function, Table, Value as LuaValue};
-use rayon::prelude::*;
 use strata_arena::InstanceId;
 use strata_parallel_overlay::{NoOrder, Overlay, Spare, WriterRank, commit_with_spare};
 
@@ -26,6 +23,7 @@ use super::host::Scripts;
 use super::vm::ScriptBudget;
 use super::{ScriptError, convert::kind};
 use crate::error::{SystemError, WorldError};
+use crate::lanes::run_lanes;
 use crate::scene::Scene;
 use crate::systems::{Ctx, SystemBody, SystemResult, SystemSpec};
 
@@ -132,29 +130,24 @@ impl SystemBody for GroupRunner {
             self.vms.insert(*root, GroupVm { scripts, run });
         }
         let established = (&*scene.arena, &scene.store);
-        let mut jobs: Vec<(u64, InstanceId, &GroupVm)> = roots
+        let jobs: Vec<(u64, InstanceId, &GroupVm)> = roots
             .iter()
             .enumerate()
             .map(|(rank, (_, root))| (rank as u64, *root, &self.vms[root]))
             .collect();
         let shuffle = scene.lane_shuffle;
-        // The script's name tells a frame's group scripts apart for the shuffle.
-        let run = self.name.bytes().fold(0_u64, |h, b| {
-            (h ^ u64::from(b)).wrapping_mul(0x0100_0000_01b3)
+        // The script's name tells a frame's group scripts apart for a lane shuffle.
+        let run = shuffle.map_or(0, |_| {
+            self.name.bytes().fold(0_u64, |h, b| {
+                (h ^ u64::from(b)).wrapping_mul(0x0100_0000_01b3)
+            })
         });
-        if let Some(shuffle) = shuffle {
-            let order = shuffle.order(frame, run, jobs.len());
-            jobs = order.into_iter().map(|job| jobs[job]).collect();
-        }
         let script = self.script.clone();
-        let run_one = |(rank, root, vm): &(u64, InstanceId, &GroupVm)| {
-            if let Some(shuffle) = shuffle {
-                shuffle.stall(frame, run, *rank as usize);
-            }
+        let run_one = |(rank, root, vm): (u64, InstanceId, &GroupVm)| {
             let par = ParState::new(world_roots, None);
             let lua = vm.scripts.lua();
             let args = (|| {
-                Ok::<_, mlua::Error>((vm.scripts.world().clone(), dt, wrap_instance(lua, *root)?))
+                Ok::<_, mlua::Error>((vm.scripts.world().clone(), dt, wrap_instance(lua, root)?))
             })();
             let owner = format!("{script}#{root}");
             match args {
@@ -162,39 +155,18 @@ impl SystemBody for GroupRunner {
                     let (result, par, prints) =
                         vm.scripts
                             .call_parallel(par, established, &owner, &script, &vm.run, args);
-                    (*rank, *root, result.map(|_| ()), par, prints)
+                    (rank, root, result.map(|_| ()), par, prints)
                 }
                 Err(e) => {
                     let error = super::vm::script_error(&script, &e);
-                    (*rank, *root, Err(error), par, Vec::new())
+                    (rank, root, Err(error), par, Vec::new())
                 }
             }
         };
-        // Outcomes are kept in the order the groups finish; their overlays reach the commit
-        // so, while prints and the first error go by hierarchy order.
-        let finished = Mutex::new(Vec::with_capacity(jobs.len()));
-        let finish = |job: &(u64, InstanceId, &GroupVm)| {
-            let outcome = run_one(job);
-            finished
-                .lock()
-                .unwrap_or_else(PoisonError::into_inner)
-                .push(outcome);
-        };
-        match &pool {
-            Some(pool) => pool.install(|| jobs.par_iter().for_each(finish)),
-            None => jobs.iter().for_each(finish),
-        }
-        drop(jobs);
-        let mut outcomes = finished
-            .into_inner()
-            .unwrap_or_else(PoisonError::into_inner);
-        // Ranks are 0..n: where each rank's group finished.
-        let mut arrival = vec![0; outcomes.len()];
-        for (at, outcome) in outcomes.iter().enumerate() {
-            arrival[outcome.0 as usize] = at;
-        }
-        outcomes.sort_unstable_by_key(|outcome| outcome.0);
-        let mut sets = Vec::with_capacity(outcomes.len());
+        // Outcomes come back in hierarchy order (prints and the first error go so); the
+        // overlays reach the commit in the order the groups finished.
+        let (outcomes, arrival) = run_lanes(pool.as_deref(), shuffle, frame, run, jobs, run_one);
+        let mut sets: Vec<Option<_>> = (0..outcomes.len()).map(|_| None).collect();
         let mut first_error = None;
         let mut rows = 0;
         for (rank, root, result, par, prints) in outcomes {
@@ -211,12 +183,10 @@ impl SystemBody for GroupRunner {
             );
             par.replay(&mut overlay)
                 .map_err(|e| SystemError::World(e.into()))?;
-            sets.push((rank, overlay.finish()));
+            sets[rank as usize] = Some(overlay.finish());
         }
         scene.count_rows(rows);
-        // The commit takes the overlays in the order their groups finished.
-        sets.sort_unstable_by_key(|(rank, _)| arrival[*rank as usize]);
-        let sets: Vec<_> = sets.into_iter().map(|(_, set)| set).collect();
+        let sets: Vec<_> = arrival.iter().filter_map(|k| sets[*k].take()).collect();
         if !sets.is_empty() {
             let report = match &pool {
                 Some(pool) => pool
