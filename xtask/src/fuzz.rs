@@ -193,10 +193,7 @@ pub(crate) fn run(root: &Path, args: &Args) -> anyhow::Result<()> {
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    fn args(line: &str) -> Vec<String> {
-        line.split_whitespace().map(str::to_owned).collect()
-    }
+    use crate::words as args;
 
     #[test]
     fn the_error_section_runs_from_the_error_to_the_summary() {

@@ -48,6 +48,12 @@ tasks:
         component schema files: print each definition or error (--json: one
         JSON document); exits 0 if all are valid, 1 if any is not, 2 on misuse";
 
+/// A command line as the words a task's `Args::parse` takes, for the tasks' tests.
+#[cfg(test)]
+fn words(line: &str) -> Vec<String> {
+    line.split_whitespace().map(str::to_owned).collect()
+}
+
 fn main() -> ExitCode {
     match run_task() {
         Ok(code) => code,

@@ -206,10 +206,7 @@ pub(crate) fn run(root: &Path, args: &Args) -> anyhow::Result<()> {
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    fn args(line: &str) -> Vec<String> {
-        line.split_whitespace().map(str::to_owned).collect()
-    }
+    use crate::words as args;
 
     #[test]
     fn flags_parse_and_mistakes_are_named() {
