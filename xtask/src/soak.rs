@@ -17,10 +17,11 @@ use anyhow::{Context as _, bail};
 
 use crate::cargo;
 
-/// A model test: package, test target, test name, cases per run.
+/// A model test: package, its module in the package's one test binary (`tests/it`), test
+/// name, cases per run.
 pub(crate) struct Model {
     package: &'static str,
-    target: &'static str,
+    module: &'static str,
     test: &'static str,
     cases: u64,
 }
@@ -29,67 +30,67 @@ pub(crate) struct Model {
 pub(crate) const MODELS: &[Model] = &[
     Model {
         package: "strata-arena",
-        target: "model",
+        module: "model",
         test: "arena_agrees_with_reference_model",
         cases: 512,
     },
     Model {
         package: "strata-arena",
-        target: "reservation_model",
+        module: "reservation_model",
         test: "reservations_and_bulk_destruction_agree_with_the_model",
         cases: 256,
     },
     Model {
         package: "strata-component-store",
-        target: "model",
+        module: "model",
         test: "store_agrees_with_reference_model",
         cases: 500,
     },
     Model {
         package: "strata-component-store",
-        target: "observer_model",
+        module: "observer_model",
         test: "observers_dirt_and_counters_follow_the_model",
         cases: 128,
     },
     Model {
         package: "strata-component-store",
-        target: "bulk_equals_scalar",
+        module: "bulk_equals_scalar",
         test: "a_bulk_operation_equals_the_scalar_operations_it_stands_for",
         cases: 128,
     },
     Model {
         package: "strata-component-store",
-        target: "stage_model",
+        module: "stage_model",
         test: "staged_operations_follow_the_model",
         cases: 128,
     },
     Model {
         package: "strata-query",
-        target: "model",
+        module: "model",
         test: "queries_agree_with_brute_force",
         cases: 256,
     },
     Model {
         package: "strata-parallel-overlay",
-        target: "overlay",
+        module: "overlay",
         test: "the_committed_store_is_the_same_for_any_arrival_order_lane_count_and_finishing_order",
         cases: 64,
     },
     Model {
         package: "strata-scheduler",
-        target: "model",
+        module: "model",
         test: "plans_agree_with_the_model",
         cases: 512,
     },
     Model {
         package: "strata",
-        target: "model",
+        module: "model",
         test: "the_world_follows_the_model",
         cases: 96,
     },
     Model {
         package: "strata",
-        target: "rollback",
+        module: "rollback",
         test: "a_restore_gives_back_everything_a_full_copy_kept",
         cases: 96,
     },
@@ -128,30 +129,33 @@ impl Args {
     }
 }
 
-/// Builds `model`'s test binary in release mode and returns its path, from cargo's
-/// `compiler-artifact` message for the test target.
+/// The name of every package's one integration-test binary (`tests/it/main.rs`).
+const TEST_BINARY: &str = "it";
+
+/// Builds the test binary `model` lives in, in release mode, and returns its path, from
+/// cargo's `compiler-artifact` message for the test target.
 fn build(root: &Path, model: &Model) -> anyhow::Result<PathBuf> {
     let output = cargo()
         .args(["test", "--release", "--no-run", "--message-format=json"])
         .arg("--manifest-path")
         .arg(root.join("Cargo.toml"))
-        .args(["--package", model.package, "--test", model.target])
+        .args(["--package", model.package, "--test", TEST_BINARY])
         .stderr(Stdio::inherit())
         .output()
-        .with_context(|| format!("cannot build {}", model.target))?;
+        .with_context(|| format!("cannot build {}", model.package))?;
     if !output.status.success() {
-        bail!("building {} {} failed", model.package, model.target);
+        bail!("building the tests of {} failed", model.package);
     }
     String::from_utf8_lossy(&output.stdout)
         .lines()
         .filter_map(|line| serde_json::from_str::<serde_json::Value>(line).ok())
         .filter(|message| {
             message["reason"] == "compiler-artifact"
-                && message["target"]["name"] == model.target
+                && message["target"]["name"] == TEST_BINARY
                 && message["target"]["kind"][0] == "test"
         })
         .find_map(|message| message["executable"].as_str().map(PathBuf::from))
-        .with_context(|| format!("cargo named no test binary for {}", model.target))
+        .with_context(|| format!("cargo named no test binary for {}", model.package))
 }
 
 /// Runs the task.
@@ -175,7 +179,11 @@ pub(crate) fn run(root: &Path, args: &Args) -> anyhow::Result<()> {
             && share.is_none_or(|share| model_started.elapsed() < share)
         {
             let status = Command::new(binary)
-                .args(["--quiet", "--exact", model.test])
+                .args([
+                    "--quiet",
+                    "--exact",
+                    &format!("{}::{}", model.module, model.test),
+                ])
                 .status()
                 .with_context(|| format!("cannot run {}", model.test))?;
             runs += 1;
@@ -187,7 +195,7 @@ pub(crate) fn run(root: &Path, args: &Args) -> anyhow::Result<()> {
         println!(
             "{} {}::{}: {} cases in {runs} runs ({:.0} s), {failures} failed",
             model.package,
-            model.target,
+            model.module,
             model.test,
             runs * model.cases,
             model_started.elapsed().as_secs_f64()
@@ -241,7 +249,8 @@ mod tests {
                 .join("crates")
                 .join(dir)
                 .join("tests")
-                .join(format!("{}.rs", model.target));
+                .join(TEST_BINARY)
+                .join(format!("{}.rs", model.module));
             let text = std::fs::read_to_string(&path).unwrap();
             let at = text
                 .find(&format!("fn {}(", model.test))

@@ -3,7 +3,7 @@
 //! are what it would write.
 //!
 //! Invariant: the API tables below are the list of what the game environment offers; a test
-//! in `tests/scripting_api.rs` checks every entry exists at run time, so the definitions never
+//! in `tests/it/scripting_api.rs` checks every entry exists at run time, so the definitions never
 //! promise what the runtime lacks.
 
 use std::fmt::Write as _;

@@ -1,0 +1,207 @@
+//! Arena images: an arena's live instances as plain data and an arena rebuilt from one, with
+//! the same ids, GUIDs, persistent ids, hierarchy, data and tags, a counter that never issues an
+//! imaged id again, and every inconsistent image refused with a typed error.
+
+use std::sync::Arc;
+
+use crate::common::place;
+use proptest::prelude::*;
+use strata_arena::{
+    Arena, ArenaError, ArenaImage, AttrValue, BuiltinState, ClassId, ClassRegistry, InstanceId,
+    ModelState, Vec3,
+};
+
+fn classes() -> Arc<ClassRegistry> {
+    Arc::new(ClassRegistry::standard())
+}
+
+/// A small world with everything an image carries.
+fn world() -> (Arena, Vec<InstanceId>) {
+    let mut p = place();
+    let a = &mut p.arena;
+    let model = a.create(ClassId::MODEL, Some(p.workspace)).unwrap();
+    let part = a.create(ClassId::PART, Some(model)).unwrap();
+    let second = a.create(ClassId::PART, Some(model)).unwrap();
+    let folder = a.create(ClassId::FOLDER, None).unwrap();
+    // Moving the folder under the model after the parts makes pre-order differ from id order.
+    let late = a.create(ClassId::PART, Some(p.workspace)).unwrap();
+    a.set_parent(late, Some(model)).unwrap();
+    a.set_name(part, "Wheel").unwrap();
+    a.set_attribute(folder, "speed", Some(AttrValue::Number(2.5)))
+        .unwrap();
+    a.set_attribute(folder, "target", Some(AttrValue::Reference(Some(part))))
+        .unwrap();
+    a.set_state(
+        model,
+        BuiltinState::Model(Box::new(ModelState {
+            primary_part: Some(second),
+            ..ModelState::default()
+        })),
+    )
+    .unwrap();
+    a.set_part_size(part, Vec3::new(1.0, 2.0, 3.0)).unwrap();
+    a.add_tag(part, "wheel").unwrap();
+    a.add_tag(part, "round").unwrap();
+    a.ensure_persistent_id(second).unwrap();
+    a.set_parent_locked(folder, true).unwrap();
+    let gone = a.create(ClassId::PART, Some(model)).unwrap();
+    a.destroy(gone).unwrap();
+    (
+        p.arena,
+        vec![p.game, p.workspace, model, part, second, folder, late, gone],
+    )
+}
+
+#[test]
+fn an_arena_rebuilt_from_its_image_is_the_same_arena() {
+    let (arena, ids) = world();
+    let image = arena.image();
+    assert_eq!(
+        image.nodes.len(),
+        arena.live_count(),
+        "tombstones are not imaged"
+    );
+    let rebuilt = Arena::from_image(classes(), &image).unwrap();
+    assert_eq!(rebuilt.image(), image);
+    for id in &ids[..7] {
+        let (was, is) = (arena.get(*id).unwrap(), rebuilt.get(*id).unwrap());
+        assert_eq!(was.guid(), is.guid(), "{id}");
+        assert_eq!(was.persistent_id(), is.persistent_id());
+        assert_eq!(was.data(), is.data());
+        assert_eq!(was.tags(), is.tags());
+        assert_eq!(was.is_in_world(), is.is_in_world());
+        assert_eq!(was.is_parent_locked(), is.is_parent_locked());
+        assert_eq!(
+            arena.children(*id).collect::<Vec<_>>(),
+            rebuilt.children(*id).collect::<Vec<_>>()
+        );
+    }
+    assert!(rebuilt.pending_events().is_empty());
+    assert_ne!(rebuilt.arena_id(), arena.arena_id());
+    // The counter continues above everything the imaged arena issued, the destroyed id too.
+    let mut rebuilt = rebuilt;
+    let next = rebuilt.create(ClassId::FOLDER, None).unwrap();
+    assert!(next.get() >= arena.next_id());
+    assert!(!rebuilt.is_live(ids[7]));
+    assert_eq!(
+        rebuilt
+            .insert_with_id(ids[7], ClassId::PART, None)
+            .unwrap_err(),
+        ArenaError::IdRetired(ids[7])
+    );
+    // New GUIDs are the rebuilt arena's own.
+    assert!(
+        ids[..7]
+            .iter()
+            .all(|id| rebuilt.get(*id).unwrap().guid() != rebuilt.get(next).unwrap().guid())
+    );
+}
+
+#[test]
+fn an_inconsistent_image_is_refused_with_a_typed_error() {
+    let (arena, _) = world();
+    let image = arena.image();
+    let refused = |change: &dyn Fn(&mut ArenaImage)| {
+        let mut bad = image.clone();
+        change(&mut bad);
+        Arena::from_image(classes(), &bad).unwrap_err()
+    };
+    assert!(
+        matches!(
+            refused(&|i| i.nodes.swap(0, 1)),
+            ArenaError::InvalidImage { .. }
+        ),
+        "a child before its parent"
+    );
+    assert!(matches!(
+        refused(&|i| i.nodes[2].class = "Spaceship".into()),
+        ArenaError::UnknownClass(_)
+    ));
+    assert!(matches!(
+        refused(&|i| {
+            let twin = i.nodes[3].clone();
+            i.nodes.push(twin);
+        }),
+        ArenaError::IdInUse(_)
+    ));
+    assert!(matches!(
+        refused(&|i| {
+            let guid = i.nodes[3].guid;
+            i.nodes[4].guid = guid;
+        }),
+        ArenaError::InvalidImage { .. }
+    ));
+    let with_pid = image
+        .nodes
+        .iter()
+        .position(|n| n.persistent_id.is_some())
+        .unwrap();
+    assert!(matches!(
+        refused(&|i| {
+            let pid = i.nodes[with_pid].persistent_id;
+            let other = (with_pid + 1) % i.nodes.len();
+            i.nodes[other].persistent_id = pid;
+        }),
+        ArenaError::PersistentIdInUse { .. }
+    ));
+    let part = image
+        .nodes
+        .iter()
+        .position(|n| &*n.class == "Part")
+        .unwrap();
+    assert!(matches!(
+        refused(&|i| i.nodes[part].data.state = BuiltinState::Plain),
+        ArenaError::WrongState { .. }
+    ));
+    assert!(matches!(
+        refused(&|i| i.nodes[part].id = InstanceId::new(u64::MAX).unwrap()),
+        ArenaError::IdOutOfRange(_)
+    ));
+    let workspace = image
+        .nodes
+        .iter()
+        .position(|n| &*n.class == "Workspace")
+        .unwrap();
+    assert!(matches!(
+        refused(&|i| {
+            let folder = i.nodes.iter().find(|n| &*n.class == "Folder").unwrap().id;
+            i.nodes[workspace].parent = Some(folder);
+        }),
+        ArenaError::InvalidImage { .. } | ArenaError::Containment { .. }
+    ));
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig::with_cases(64))]
+
+    /// Random hierarchies (creations under random parents, moves, destructions) image and
+    /// rebuild to the same image.
+    #[test]
+    fn images_of_random_arenas_rebuild_exactly(ops in prop::collection::vec((0u8..4, any::<u16>(), any::<u16>()), 1..80)) {
+        let mut p = place();
+        let mut live = vec![p.workspace];
+        for (kind, a, b) in ops {
+            let pick = |n: u16| live[n as usize % live.len()];
+            match kind {
+                0 | 1 => {
+                    let class = if kind == 0 { ClassId::PART } else { ClassId::FOLDER };
+                    if let Ok(id) = p.arena.create(class, Some(pick(a))) {
+                        live.push(id);
+                    }
+                }
+                2 => {
+                    let _ = p.arena.set_parent(pick(a), Some(pick(b)));
+                }
+                _ => {
+                    let id = pick(a);
+                    if id != p.workspace && p.arena.destroy(id).is_ok() {
+                        live.retain(|x| p.arena.is_live(*x));
+                    }
+                }
+            }
+        }
+        let image = p.arena.image();
+        let rebuilt = Arena::from_image(classes(), &image).unwrap();
+        prop_assert_eq!(rebuilt.image(), image);
+    }
+}

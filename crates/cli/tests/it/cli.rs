@@ -1,0 +1,341 @@
+//! The `strata` command, flag by flag and mistake by mistake: exit codes, what goes to
+//! standard output and what to standard error. Runs `strata_cli::main_with`, the function the
+//! binary calls, plus the binary itself once.
+
+use std::path::{Path, PathBuf};
+
+/// What a run gave: exit code, standard output, standard error.
+struct Outcome {
+    code: i32,
+    out: String,
+    err: String,
+}
+
+fn strata(args: &[&str]) -> Outcome {
+    let mut out = Vec::new();
+    let mut err = Vec::new();
+    let code = strata_cli::main_with(
+        args.iter().map(|a| (*a).to_owned()).collect(),
+        &mut out,
+        &mut err,
+    );
+    Outcome {
+        code,
+        out: String::from_utf8(out).unwrap(),
+        err: String::from_utf8(err).unwrap(),
+    }
+}
+
+fn example(name: &str) -> String {
+    Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("../../examples/places")
+        .join(name)
+        .to_string_lossy()
+        .into_owned()
+}
+
+/// A scratch folder of this test's own.
+fn scratch(test: &str) -> PathBuf {
+    let dir = std::env::temp_dir().join(format!("strata-cli-{}-{test}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&dir);
+    std::fs::create_dir_all(&dir).unwrap();
+    dir
+}
+
+/// A place folder made of `(path, text)` files.
+fn place(test: &str, files: &[(&str, &str)]) -> PathBuf {
+    let root = scratch(test).join("place");
+    for (path, text) in files {
+        let path = root.join(path);
+        std::fs::create_dir_all(path.parent().unwrap()).unwrap();
+        std::fs::write(path, text).unwrap();
+    }
+    root
+}
+
+/// Standard error with the scratch folder's path replaced, for snapshots.
+fn shown(err: &str, root: &Path) -> String {
+    err.replace(&root.to_string_lossy().into_owned(), "<place>")
+}
+
+const COUNTER: &str = "return component { fields = { n = integer(0) } }";
+const TICK: &str = "return system { run = function(world)
+    for _, c in world:query({ with = { Counter } }) do c.n += 1 end
+end }";
+const SETUP: &str = "Instance.new('Part', world.workspace):AddComponent(Counter)\nprint('ready')";
+
+fn small(test: &str) -> PathBuf {
+    place(
+        test,
+        &[
+            ("place.toml", "frames = 3\nthreads = 1\nseed = 9\n"),
+            ("components/Counter.luau", COUNTER),
+            ("systems/tick.luau", TICK),
+            ("setup.luau", SETUP),
+        ],
+    )
+}
+
+#[test]
+fn run_prints_script_output_the_stats_table_and_a_summary() {
+    let root = small("run");
+    let run = strata(&["run", root.to_str().unwrap()]);
+    assert_eq!(run.code, 0, "{}", run.err);
+    let lines: Vec<&str> = run.out.lines().collect();
+    assert_eq!(lines[0], "ready");
+    assert!(
+        lines
+            .iter()
+            .any(|l| l.starts_with("system") && l.contains("runs") && l.contains("errors"))
+    );
+    assert!(
+        lines
+            .iter()
+            .any(|l| l.starts_with("tick") && l.contains(" 3 ")),
+        "{}",
+        run.out
+    );
+    let summary = lines.last().unwrap();
+    assert!(summary.starts_with("place: 3 frames"), "{summary}");
+    assert!(summary.contains("components: Counter 1"), "{summary}");
+    assert!(
+        run.err.is_empty(),
+        "no progress bar for a short run: {}",
+        run.err
+    );
+}
+
+#[test]
+fn frames_and_threads_override_the_place() {
+    let root = small("flags");
+    let run = strata(&[
+        "run",
+        root.to_str().unwrap(),
+        "--frames",
+        "7",
+        "--threads",
+        "2",
+    ]);
+    assert_eq!(run.code, 0, "{}", run.err);
+    let summary = run.out.lines().last().unwrap();
+    assert!(
+        summary.contains("7 frames") && summary.contains("on 2 threads"),
+        "{summary}"
+    );
+}
+
+#[test]
+fn json_gives_one_document_with_the_stats_the_summary_and_the_prints() {
+    let root = small("json");
+    let run = strata(&["run", root.to_str().unwrap(), "--json"]);
+    assert_eq!(run.code, 0, "{}", run.err);
+    let doc: serde_json::Value = serde_json::from_str(&run.out).unwrap();
+    assert_eq!(doc["frames"], 3);
+    assert_eq!(doc["prints"], serde_json::json!(["ready"]));
+    assert_eq!(doc["systems"][0]["name"], "tick");
+    assert_eq!(doc["systems"][0]["runs"], 3);
+    assert_eq!(doc["systems"][0]["errors"], 0);
+    assert_eq!(
+        doc["world"]["components"][0],
+        serde_json::json!({ "name": "Counter", "rows": 1 })
+    );
+    assert_eq!(doc["world"]["hash"].as_str().unwrap().len(), 16);
+    assert_eq!(doc["failed_runs"], 0);
+}
+
+#[test]
+fn save_then_load_goes_on_from_the_saved_world() {
+    let root = small("save");
+    let file = scratch("save-file").join("world.strata");
+    let file = file.to_str().unwrap();
+    let first = strata(&[
+        "run",
+        root.to_str().unwrap(),
+        "--frames",
+        "2",
+        "--save",
+        file,
+    ]);
+    assert_eq!(first.code, 0, "{}", first.err);
+    let second = strata(&["run", root.to_str().unwrap(), "--json", "--load", file]);
+    assert_eq!(second.code, 0, "{}", second.err);
+    let doc: serde_json::Value = serde_json::from_str(&second.out).unwrap();
+    assert_eq!(doc["world"]["frame"], 5, "2 saved frames and 3 more");
+    assert_eq!(
+        doc["prints"],
+        serde_json::json!([]),
+        "a loaded world does not run setup"
+    );
+    let straight = strata(&["run", root.to_str().unwrap(), "--json", "--frames", "5"]);
+    let straight: serde_json::Value = serde_json::from_str(&straight.out).unwrap();
+    assert_eq!(doc["world"]["components"], straight["world"]["components"]);
+}
+
+#[test]
+fn check_reports_a_valid_place_and_every_problem_of_a_broken_one() {
+    let root = small("check");
+    let ok = strata(&["check", root.to_str().unwrap()]);
+    assert_eq!(ok.code, 0, "{}", ok.err);
+    assert_eq!(
+        ok.out,
+        "place: ok (1 components, 1 systems, 0 groups, setup)\n"
+    );
+    let broken = place(
+        "check-broken",
+        &[
+            ("place.toml", ""),
+            (
+                "components/Bad.luau",
+                "return component { fields = { x = number('a') } }",
+            ),
+            ("systems/nope.luau", "return 5"),
+            ("systems/syntax.luau", "return system {"),
+            ("setup.luau", "print('a')\nlocal = 1"),
+        ],
+    );
+    let check = strata(&["check", broken.to_str().unwrap()]);
+    assert_eq!(check.code, 1);
+    assert!(check.out.is_empty());
+    insta::assert_snapshot!(shown(&check.err, &broken));
+}
+
+#[test]
+fn every_user_mistake_gets_a_message_and_an_exit_code_never_a_panic() {
+    let missing = scratch("missing").join("nowhere");
+    let no_config = place("no-config", &[("setup.luau", "")]);
+    let bad_toml = place(
+        "bad-toml",
+        &[("place.toml", "frames = 3\nthreads = \"two\"\n")],
+    );
+    let unknown_key = place("unknown-key", &[("place.toml", "frames = 3\nspeed = 2\n")]);
+    let zero_threads = place("zero-threads", &[("place.toml", "threads = 0\n")]);
+    let bad_rate = place("bad-rate", &[("place.toml", "frame_rate = -5\n")]);
+    let setup_error = place(
+        "setup-error",
+        &[
+            ("place.toml", ""),
+            ("setup.luau", "local a = 1\nlocal b = nil + a\n"),
+        ],
+    );
+    let system_error = place(
+        "system-error",
+        &[
+            ("place.toml", "frames = 4\n"),
+            (
+                "systems/boom.luau",
+                "return system { run = function()\n error('boom')\n end }",
+            ),
+        ],
+    );
+    let corrupt = scratch("corrupt").join("world.strata");
+    std::fs::write(&corrupt, b"not a save").unwrap();
+    let cases: Vec<(String, Vec<String>)> = vec![
+        ("no arguments".into(), vec![]),
+        ("unknown command".into(), vec!["fly".into()]),
+        ("run without a place".into(), vec!["run".into()]),
+        (
+            "unknown flag".into(),
+            vec!["run".into(), "p".into(), "--fast".into()],
+        ),
+        (
+            "bad frame count".into(),
+            vec!["run".into(), "p".into(), "--frames".into(), "ten".into()],
+        ),
+        (
+            "zero threads flag".into(),
+            vec!["run".into(), "p".into(), "--threads".into(), "0".into()],
+        ),
+        (
+            "missing folder".into(),
+            vec!["run".into(), missing.to_string_lossy().into()],
+        ),
+        (
+            "no place.toml".into(),
+            vec!["run".into(), no_config.to_string_lossy().into()],
+        ),
+        (
+            "bad place.toml".into(),
+            vec!["run".into(), bad_toml.to_string_lossy().into()],
+        ),
+        (
+            "unknown place.toml key".into(),
+            vec!["run".into(), unknown_key.to_string_lossy().into()],
+        ),
+        (
+            "zero threads in place.toml".into(),
+            vec!["run".into(), zero_threads.to_string_lossy().into()],
+        ),
+        (
+            "negative frame rate".into(),
+            vec!["run".into(), bad_rate.to_string_lossy().into()],
+        ),
+        (
+            "setup error".into(),
+            vec!["run".into(), setup_error.to_string_lossy().into()],
+        ),
+        (
+            "system error".into(),
+            vec!["run".into(), system_error.to_string_lossy().into()],
+        ),
+        (
+            "corrupt save".into(),
+            vec![
+                "run".into(),
+                setup_error.to_string_lossy().into(),
+                "--load".into(),
+                corrupt.to_string_lossy().into(),
+            ],
+        ),
+    ];
+    let tmp = std::env::temp_dir().to_string_lossy().into_owned();
+    let mut report = Vec::new();
+    for (what, args) in cases {
+        let args: Vec<&str> = args.iter().map(String::as_str).collect();
+        let outcome = strata(&args);
+        assert_ne!(outcome.code, 0, "{what}");
+        assert!(!outcome.err.contains("panicked"), "{what}: {}", outcome.err);
+        let err = outcome.err.replace(&tmp, "<tmp>");
+        let err = err
+            .lines()
+            .filter(|l| !l.trim().is_empty())
+            .take_while(|l| !l.starts_with("usage:"))
+            .map(|l| l.replace(&format!("strata-cli-{}-", std::process::id()), ""))
+            .collect::<Vec<_>>()
+            .join("\n    ");
+        report.push(format!("{what} (exit {}):\n    {err}", outcome.code));
+    }
+    insta::assert_snapshot!(report.join("\n"));
+}
+
+#[test]
+fn help_and_version_exit_zero() {
+    let help = strata(&["--help"]);
+    assert_eq!(help.code, 0);
+    assert!(help.out.starts_with("usage: strata run PLACE"));
+    let version = strata(&["--version"]);
+    assert_eq!(version.code, 0);
+    assert_eq!(
+        version.out,
+        format!("strata {}\n", env!("CARGO_PKG_VERSION"))
+    );
+}
+
+#[test]
+fn the_binary_exits_with_the_code_and_no_backtrace() {
+    let output = std::process::Command::new(env!("CARGO_BIN_EXE_strata"))
+        .args(["run", "/no/such/place"])
+        .env("RUST_BACKTRACE", "1")
+        .output()
+        .unwrap();
+    assert_eq!(output.status.code(), Some(1));
+    let err = String::from_utf8(output.stderr).unwrap();
+    assert_eq!(
+        err,
+        "error: no place at /no/such/place: it is not a folder\n"
+    );
+    let output = std::process::Command::new(env!("CARGO_BIN_EXE_strata"))
+        .args(["check", &example("tour")])
+        .output()
+        .unwrap();
+    assert_eq!(output.status.code(), Some(0));
+}

@@ -1,0 +1,8 @@
+//! The integration tests of this crate, one module per behaviour, in one test binary.
+
+#![allow(clippy::unwrap_used, reason = "test fixtures fail loudly on purpose")]
+
+mod cli;
+mod codegen;
+mod guides;
+mod places;

@@ -1,0 +1,132 @@
+//! The frame loop: phases in order with the fixed-step block between PreUpdate and Update,
+//! its accumulator and cap, interval systems, systems stopped in a cycle never run, and refused
+//! deltas that change nothing.
+
+use std::sync::{Arc, Mutex};
+
+use strata::prelude::*;
+
+type Log = Arc<Mutex<Vec<(String, f64)>>>;
+
+fn logger(log: &Log, name: &str) -> SystemSpec {
+    let (log, label) = (log.clone(), name.to_owned());
+    SystemSpec::new(name, move |ctx: &mut Ctx<'_>| {
+        log.lock().unwrap().push((label.clone(), ctx.dt()));
+        Ok(())
+    })
+}
+
+fn names(log: &Log) -> Vec<String> {
+    log.lock().unwrap().drain(..).map(|(n, _)| n).collect()
+}
+
+#[test]
+fn phases_run_in_order_with_the_fixed_block_before_update() {
+    let mut world = World::with_threads(1).unwrap();
+    world.set_fixed_step(0.25, 8).unwrap();
+    let log = Log::default();
+    for (name, phase) in [
+        ("last", Phase::Last),
+        ("update", Phase::Update),
+        ("first", Phase::First),
+        ("post", Phase::PostUpdate),
+        ("pre", Phase::PreUpdate),
+    ] {
+        world
+            .add_system(logger(&log, name).in_phase(phase))
+            .unwrap();
+    }
+    world
+        .add_system(
+            logger(&log, "fixed")
+                .in_phase(Phase::Update)
+                .in_fixed_block(),
+        )
+        .unwrap();
+    let events = world.step(0.6).unwrap();
+    assert_eq!(events.fixed_steps, 2);
+    assert_eq!(
+        names(&log),
+        ["first", "pre", "fixed", "fixed", "update", "post", "last"]
+    );
+    assert!(
+        (world.fixed_carried() - 0.1).abs() < 1e-9,
+        "the rest is carried"
+    );
+    world.step(0.15).unwrap();
+    assert_eq!(names(&log).iter().filter(|n| *n == "fixed").count(), 1);
+}
+
+#[test]
+fn a_long_frame_runs_at_most_the_cap_of_fixed_steps() {
+    let mut world = World::with_threads(1).unwrap();
+    world.set_fixed_step(0.1, 3).unwrap();
+    let log = Log::default();
+    world
+        .add_system(logger(&log, "fixed").in_fixed_block())
+        .unwrap();
+    let events = world.step(10.0).unwrap();
+    assert_eq!((events.fixed_steps, events.fixed_steps_dropped), (3, 97));
+    let steps = log.lock().unwrap().clone();
+    assert_eq!(steps.len(), 3);
+    assert!(
+        steps.iter().all(|(_, dt)| (*dt - 0.1).abs() < 1e-12),
+        "each step is one step long"
+    );
+}
+
+#[test]
+fn an_interval_system_runs_once_with_the_time_it_waited() {
+    let mut world = World::with_threads(1).unwrap();
+    let log = Log::default();
+    world
+        .add_system(logger(&log, "slow").with_interval(0.5))
+        .unwrap();
+    for _ in 0..2 {
+        world.step(0.2).unwrap();
+    }
+    assert!(log.lock().unwrap().is_empty());
+    world.step(0.2).unwrap();
+    world.step(5.0).unwrap();
+    let runs = log.lock().unwrap().clone();
+    assert_eq!(runs.len(), 2, "a long frame runs it once");
+    assert!((runs[0].1 - 0.6).abs() < 1e-9);
+    assert!((runs[1].1 - 5.0).abs() < 1e-9);
+}
+
+#[test]
+fn systems_stopped_in_a_cycle_never_run_and_the_others_do() {
+    let mut world = World::with_threads(1).unwrap();
+    let log = Log::default();
+    world.add_system(logger(&log, "a").after("b")).unwrap();
+    world.add_system(logger(&log, "b").after("a")).unwrap();
+    world.add_system(logger(&log, "c")).unwrap();
+    world.step(0.1).unwrap();
+    world.step(0.1).unwrap();
+    assert_eq!(names(&log), ["c", "c"]);
+    assert_eq!(world.plan().cycles().len(), 1);
+    let a = world.system_id("a").unwrap();
+    assert_eq!(
+        world
+            .stats()
+            .iter()
+            .find(|(id, ..)| *id == a)
+            .unwrap()
+            .2
+            .runs,
+        0
+    );
+}
+
+#[test]
+fn a_refused_delta_changes_nothing() {
+    let mut world = World::with_threads(1).unwrap();
+    let log = Log::default();
+    world.add_system(logger(&log, "a")).unwrap();
+    let hash = world.hash();
+    for dt in [-1.0, f64::NAN, f64::INFINITY] {
+        assert!(world.step(dt).is_err());
+    }
+    assert_eq!((world.frame(), world.hash()), (0, hash));
+    assert!(log.lock().unwrap().is_empty());
+}

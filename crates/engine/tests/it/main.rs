@@ -1,0 +1,22 @@
+//! The integration tests of this crate, one module per behaviour, in one test binary.
+
+#![allow(clippy::unwrap_used, reason = "test fixtures fail loudly on purpose")]
+
+mod common;
+mod copying;
+mod definitions;
+mod destruction;
+mod determinism;
+mod frame_loop;
+mod generated;
+mod metamorphic;
+mod model;
+mod rollback;
+mod saving;
+mod scripting_api;
+mod scripting_queries;
+mod scripting_sandbox;
+mod scripting_systems;
+mod shuffle;
+mod staging;
+mod systems;

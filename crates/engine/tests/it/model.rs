@@ -1,0 +1,294 @@
+//! A model-based test of the world: random sequences of creations, moves, destructions, clones,
+//! component adds, removals and writes, frames (a system that changes every row) and save-load
+//! round trips, checked after every step against a reference model of the hierarchy (parents,
+//! children in order) and of every instance's component value.
+
+use std::collections::BTreeMap;
+
+use proptest::prelude::*;
+use strata::prelude::*;
+
+#[derive(Clone, Debug)]
+enum Op {
+    Create { parent: u16 },
+    Move { what: u16, to: u16 },
+    Destroy { what: u16 },
+    Clone { what: u16 },
+    Add { what: u16, value: i16 },
+    Remove { what: u16 },
+    Write { what: u16, value: i16 },
+    Step,
+    SaveLoad,
+}
+
+fn op() -> impl Strategy<Value = Op> {
+    prop_oneof![
+        4 => any::<u16>().prop_map(|parent| Op::Create { parent }),
+        2 => (any::<u16>(), any::<u16>()).prop_map(|(what, to)| Op::Move { what, to }),
+        2 => any::<u16>().prop_map(|what| Op::Destroy { what }),
+        1 => any::<u16>().prop_map(|what| Op::Clone { what }),
+        3 => (any::<u16>(), any::<i16>()).prop_map(|(what, value)| Op::Add { what, value }),
+        1 => any::<u16>().prop_map(|what| Op::Remove { what }),
+        2 => (any::<u16>(), any::<i16>()).prop_map(|(what, value)| Op::Write { what, value }),
+        2 => Just(Op::Step),
+        1 => Just(Op::SaveLoad),
+    ]
+}
+
+#[derive(Clone, Debug, Default)]
+struct Inst {
+    parent: Option<InstanceId>,
+    children: Vec<InstanceId>,
+    health: Option<f64>,
+}
+
+/// The hierarchy and values as the model keeps them; folders only, under the workspace or one
+/// another, so every move and destruction the model allows the world allows too.
+#[derive(Debug, Default)]
+struct Model {
+    insts: BTreeMap<InstanceId, Inst>,
+    workspace: Option<InstanceId>,
+}
+
+impl Model {
+    fn folders(&self) -> Vec<InstanceId> {
+        self.insts.keys().copied().collect()
+    }
+
+    fn pick(&self, n: u16) -> Option<InstanceId> {
+        let folders = self.folders();
+        (!folders.is_empty()).then(|| folders[n as usize % folders.len()])
+    }
+
+    fn subtree(&self, root: InstanceId) -> Vec<InstanceId> {
+        let mut out = vec![root];
+        let mut at = 0;
+        while at < out.len() {
+            let children = self.insts[&out[at]].children.clone();
+            // Pre-order: children right after their parent, in order.
+            let tail = out.split_off(at + 1);
+            out.extend(children);
+            out.extend(tail);
+            at += 1;
+        }
+        out
+    }
+
+    fn detach(&mut self, id: InstanceId) {
+        if let Some(parent) = self.insts[&id].parent
+            && let Some(p) = self.insts.get_mut(&parent)
+        {
+            p.children.retain(|c| *c != id);
+        }
+    }
+}
+
+fn pre_order(world: &World, root: InstanceId) -> Vec<InstanceId> {
+    let mut out = Vec::new();
+    let mut stack = vec![root];
+    while let Some(id) = stack.pop() {
+        out.push(id);
+        let mut children = world.children(id).unwrap();
+        children.reverse();
+        stack.extend(children);
+    }
+    out
+}
+
+struct Run {
+    world: World,
+    health: ComponentId,
+    hp: FieldId,
+}
+
+fn new_run(world: World) -> Run {
+    let mut world = world;
+    let health = world
+        .define(ComponentDef::new("Health").field(FieldDef::number("hp", 0.0)))
+        .unwrap();
+    let hp = world.field(health, "hp").unwrap();
+    let mut all = world.query(QuerySpec::new().with(health)).unwrap();
+    world
+        .add_system(SystemSpec::new("tick", move |ctx: &mut Ctx<'_>| {
+            ctx.update_each::<f64>(&mut all, (0, hp), |v| v + 1.0)?;
+            Ok(())
+        }))
+        .unwrap();
+    Run { world, health, hp }
+}
+
+fn check(run: &Run, model: &Model) {
+    let w = &run.world;
+    let workspace = w.workspace();
+    let mut live: Vec<InstanceId> = pre_order(w, workspace).into_iter().skip(1).collect();
+    // Unparented folders (clones land unparented).
+    let mut roots: Vec<InstanceId> = w
+        .arena()
+        .iter()
+        .filter(|n| n.parent().is_none() && n.class() == ClassId::FOLDER)
+        .map(|n| n.id())
+        .collect();
+    roots.sort_unstable();
+    for root in roots {
+        live.extend(pre_order(w, root));
+    }
+    live.sort_unstable();
+    assert_eq!(live, model.folders(), "the live folders");
+    for (id, inst) in &model.insts {
+        let parent = w.parent(*id).unwrap();
+        let expected = inst.parent.or(None);
+        assert_eq!(parent, expected, "{id}'s parent");
+        assert_eq!(w.children(*id).unwrap(), inst.children, "{id}'s children");
+        let value = w.get::<f64>(*id, run.health, run.hp).ok().copied();
+        assert_eq!(value, inst.health, "{id}'s health");
+    }
+    assert_eq!(
+        w.store().set(run.health).unwrap().len(),
+        model.insts.values().filter(|i| i.health.is_some()).count()
+    );
+}
+
+fn apply(run: &mut Run, model: &mut Model, op: Op) {
+    let workspace = run.world.workspace();
+    model.workspace = Some(workspace);
+    match op {
+        Op::Create { parent } => {
+            let parent = model.pick(parent).unwrap_or(workspace);
+            let parent = if parent.get().is_multiple_of(3) {
+                workspace
+            } else {
+                parent
+            };
+            let id = run.world.create(ClassId::FOLDER, Some(parent)).unwrap();
+            model.insts.insert(
+                id,
+                Inst {
+                    parent: Some(parent),
+                    ..Inst::default()
+                },
+            );
+            if let Some(p) = model.insts.get_mut(&parent) {
+                p.children.push(id);
+            }
+        }
+        Op::Move { what, to } => {
+            let Some(what) = model.pick(what) else { return };
+            let to = model.pick(to).unwrap_or(workspace);
+            let cycle = model.subtree(what).contains(&to);
+            let moved = run.world.set_parent(what, Some(to));
+            if cycle {
+                assert!(moved.is_err());
+                return;
+            }
+            let moved = moved.unwrap();
+            if model.insts[&what].parent == Some(to) {
+                assert!(!moved, "a move to where it is changes nothing");
+                return;
+            }
+            model.detach(what);
+            model.insts.get_mut(&what).unwrap().parent = Some(to);
+            if let Some(p) = model.insts.get_mut(&to) {
+                p.children.push(what);
+            }
+        }
+        Op::Destroy { what } => {
+            let Some(what) = model.pick(what) else { return };
+            let report = run.world.destroy(what).unwrap();
+            let doomed = model.subtree(what);
+            assert_eq!(report.destroyed, doomed, "the subtree, in pre-order");
+            model.detach(what);
+            for id in doomed {
+                model.insts.remove(&id);
+            }
+        }
+        Op::Clone { what } => {
+            let Some(what) = model.pick(what) else { return };
+            let copy = run.world.clone_subtree(what, None).unwrap();
+            let sources = model.subtree(what);
+            let copies = pre_order(&run.world, copy);
+            assert_eq!(sources.len(), copies.len());
+            let map: BTreeMap<InstanceId, InstanceId> = sources
+                .iter()
+                .copied()
+                .zip(copies.iter().copied())
+                .collect();
+            for (source, copy) in &map {
+                let original = model.insts[source].clone();
+                model.insts.insert(
+                    *copy,
+                    Inst {
+                        parent: if source == &what {
+                            None
+                        } else {
+                            original.parent.map(|p| map[&p])
+                        },
+                        children: original.children.iter().map(|c| map[c]).collect(),
+                        health: original.health,
+                    },
+                );
+            }
+        }
+        Op::Add { what, value } => {
+            let Some(what) = model.pick(what) else { return };
+            let added = run.world.add(
+                what,
+                run.health,
+                [(run.hp, Value::Number(f64::from(value)))],
+            );
+            let inst = model.insts.get_mut(&what).unwrap();
+            if inst.health.is_some() {
+                assert!(added.is_err(), "already present");
+            } else {
+                added.unwrap();
+                inst.health = Some(f64::from(value));
+            }
+        }
+        Op::Remove { what } => {
+            let Some(what) = model.pick(what) else { return };
+            let removed = run.world.remove(what, run.health).unwrap();
+            let inst = model.insts.get_mut(&what).unwrap();
+            assert_eq!(removed, inst.health.is_some());
+            inst.health = None;
+        }
+        Op::Write { what, value } => {
+            let Some(what) = model.pick(what) else { return };
+            let written = run.world.write(what, run.health, run.hp, f64::from(value));
+            let inst = model.insts.get_mut(&what).unwrap();
+            match inst.health {
+                Some(_) => {
+                    written.unwrap();
+                    inst.health = Some(f64::from(value));
+                }
+                None => assert!(written.is_err()),
+            }
+        }
+        Op::Step => {
+            run.world.step(0.1).unwrap();
+            for inst in model.insts.values_mut() {
+                if let Some(h) = &mut inst.health {
+                    *h += 1.0;
+                }
+            }
+        }
+        Op::SaveLoad => {
+            let mut file = Vec::new();
+            run.world.save(&mut file).unwrap();
+            let loaded = World::load_with_threads(file.as_slice(), 1).unwrap();
+            *run = new_run(loaded);
+        }
+    }
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig::with_cases(96))]
+
+    #[test]
+    fn the_world_follows_the_model(ops in prop::collection::vec(op(), 1..60)) {
+        let mut run = new_run(World::with_threads(1).unwrap());
+        let mut model = Model::default();
+        for op in ops {
+            apply(&mut run, &mut model, op);
+            check(&run, &model);
+        }
+    }
+}

@@ -1,0 +1,380 @@
+//! Queries from Luau: the mirror of wrappers and handles (kept across passes, rebuilt when the
+//! query's matches change, reusing what survives), change filters, removal readers, and the
+//! column path (read marks nothing, write marks exactly the rows it changed, a column used
+//! after a structural change is an error).
+//!
+//! Every test runs twice, as `cached::NAME` and `uncached::NAME`: the second with the world's
+//! queries uncached (`Scene::set_query_caching(false)`), so every pass builds its matches afresh
+//! and the mirror is rebuilt at every pass; what scripts see must not change.
+
+use crate::common::{printed, script_error, scripted};
+use strata::prelude::*;
+
+/// Spawns `n` parts under the workspace with Position `{x = i}` and Velocity `{x = 1}`.
+fn spawn(world: &mut World, n: usize) {
+    world
+        .run_script(
+            "spawn.luau",
+            &format!(
+                "for i = 1, {n} do
+                    local p = Instance.new('Part', world.workspace)
+                    p:AddComponent(Position, {{ x = i }})
+                    p:AddComponent(Velocity, {{ x = 1 }})
+                end"
+            ),
+        )
+        .unwrap();
+}
+
+fn the_mirror_keeps_wrappers_and_handles_across_passes_and_reuses_them_after_a_rebuild(
+    cached: bool,
+) {
+    let mut world = scripted(1);
+    world.set_query_caching(cached);
+    spawn(&mut world, 3);
+    let out = printed(
+        &mut world,
+        r#"
+        local q = world:query({ with = { Position, Velocity } })
+        local seen = {}
+        for inst, p, v in q do seen[inst.Id] = { inst, p, v } end
+        local same = 0
+        for inst, p, v in q do
+            local s = seen[inst.Id]
+            if rawequal(s[1], inst) and rawequal(s[2], p) and rawequal(s[3], v) then same += 1 end
+        end
+        print("unchanged pass", same)
+        -- A new match moves the query's generation: the mirror is rebuilt and the three
+        -- instances that survive keep their wrappers and handles.
+        local extra = Instance.new("Part", world.workspace)
+        extra:AddComponent(Position)
+        extra:AddComponent(Velocity)
+        local kept, count = 0, 0
+        for inst, p, v in q do
+            count += 1
+            local s = seen[inst.Id]
+            if s and rawequal(s[1], inst) and rawequal(s[2], p) then kept += 1 end
+        end
+        print("after a rebuild", count, kept)
+        -- The wrapper the query hands out is the one the API gives elsewhere.
+        print(rawequal(world.workspace:FindFirstChild(extra.Name), world.workspace:GetChildren()[1]))
+        "#,
+    );
+    assert_eq!(out, ["unchanged pass\t3", "after a rebuild\t4\t3", "true"]);
+}
+
+fn the_iterators_for_one_two_three_and_four_terms_give_every_handle(cached: bool) {
+    let mut world = scripted(1);
+    world.set_query_caching(cached);
+    world
+        .run_script(
+            "s.luau",
+            "for i = 1, 2 do
+                local p = Instance.new('Part', world.workspace)
+                p:AddComponent(Position, { x = i })
+                p:AddComponent(Velocity, { x = 10 * i })
+                p:AddComponent(Health, { current = 100 * i })
+                p:AddComponent(Target)
+            end",
+        )
+        .unwrap();
+    let out = printed(
+        &mut world,
+        r#"
+        local sum = 0
+        for _, p in world:query({ with = { Position } }) do sum += p.x end
+        for _, p, v in world:query({ with = { Position, Velocity } }) do sum += p.x + v.x end
+        for _, p, v, h in world:query({ with = { Position, Velocity, Health } }) do
+            sum += p.x + v.x + h.current
+        end
+        for _, p, v, h, t in world:query({ with = { Position, Velocity, Health, Target } }) do
+            sum += p.x + v.x + h.current + (t.of == nil and 1 or 0)
+        end
+        local n = 0
+        for inst in world:query({ with = { Position } }):iter() do n += 1 end
+        print(sum, n)
+        "#,
+    );
+    // 3 + (3 + 30) + (3 + 30 + 300) + (3 + 30 + 300 + 2)
+    assert_eq!(out, ["704\t2"]);
+}
+
+fn a_handle_always_reads_live_state_and_its_writes_are_checked_store_writes(cached: bool) {
+    let mut world = scripted(1);
+    world.set_query_caching(cached);
+    spawn(&mut world, 1);
+    let part = world.children(world.workspace()).unwrap()[0];
+    let (position, x) = world.field_named("Position", "x").unwrap();
+    world
+        .add_script_system(
+            "push",
+            "push.luau",
+            "return system { run = function(world)
+                for _, p in world:query({ with = { Position } }) do p.x += 1 end
+            end }",
+        )
+        .unwrap();
+    world.step(0.1).unwrap();
+    assert_eq!(*world.get::<f64>(part, position, x).unwrap(), 2.0);
+    // A write from Rust is what the handle reads next.
+    world.write(part, position, x, 10.0).unwrap();
+    world.step(0.1).unwrap();
+    assert_eq!(*world.get::<f64>(part, position, x).unwrap(), 11.0);
+    let stats = world.stats();
+    let (_, _, push) = stats.iter().find(|(_, n, _)| n == "push").unwrap();
+    assert_eq!(push.field_writes, 2, "one checked write per run");
+}
+
+fn changed_and_added_filters_select_what_changed_since_the_systems_last_run(cached: bool) {
+    let mut world = scripted(1);
+    world.set_query_caching(cached);
+    spawn(&mut world, 5);
+    world
+        .add_script_system(
+            "watch",
+            "watch.luau",
+            r#"return system { phase = "Last", run = function(world)
+                local added, changed = 0, {}
+                for _ in world:query({ with = { Position }, added = { Position } }) do added += 1 end
+                for inst, p in world:query({ with = { Position }, changed = { Position } }) do
+                    table.insert(changed, p.x)
+                end
+                print(added, table.concat(changed, ","))
+            end }"#,
+        )
+        .unwrap();
+    let first = world.step(0.1).unwrap();
+    assert_eq!(
+        first.prints,
+        ["5\t1,2,3,4,5"],
+        "everything is new on the first run"
+    );
+    let second = world.step(0.1).unwrap();
+    assert_eq!(second.prints, ["0\t"]);
+    let parts = world.children(world.workspace()).unwrap();
+    let (position, x) = world.field_named("Position", "x").unwrap();
+    world.write(parts[3], position, x, 40.0).unwrap();
+    let third = world.step(0.1).unwrap();
+    assert_eq!(third.prints, ["0\t40"]);
+}
+
+fn a_removal_reader_that_fell_behind_the_log_says_it_missed_history(cached: bool) {
+    let mut world = scripted(1);
+    world.set_query_caching(cached);
+    let n = strata::layers::store::REMOVAL_LOG_CAPACITY + 10;
+    world
+        .add_script_system(
+            "reader",
+            "reader.luau",
+            r#"return system { run = function(world)
+                local gone, why = world:removed(Position)
+                print(gone and #gone or why)
+            end }"#,
+        )
+        .unwrap();
+    spawn(&mut world, n);
+    assert_eq!(world.step(0.1).unwrap().prints, ["0"]);
+    let position = world.component("Position").unwrap();
+    for part in world.children(world.workspace()).unwrap() {
+        world.remove(part, position).unwrap();
+    }
+    assert_eq!(world.step(0.1).unwrap().prints, ["missed"]);
+    assert_eq!(
+        world.step(0.1).unwrap().prints,
+        ["0"],
+        "and reads on from now"
+    );
+}
+
+fn columns_read_and_write_a_chunk_and_only_changed_rows_are_marked(cached: bool) {
+    let mut world = scripted(1);
+    world.set_query_caching(cached);
+    spawn(&mut world, 6);
+    world
+        .add_script_system(
+            "columns",
+            "columns.luau",
+            r#"return system { run = function(world, dt)
+                for chunk in world:query({ with = { Position, Velocity } }):chunks() do
+                    local p = chunk:write(Position)
+                    local v = chunk:read(Velocity)
+                    local px, vx = p.x, v.x
+                    for row = chunk.first, chunk.last do
+                        -- Only even x values change.
+                        if px[row] % 2 == 0 then px[row] += vx[row] end
+                        vx[row] += 100 -- read access: never applied
+                    end
+                end
+            end }"#,
+        )
+        .unwrap();
+    world
+        .add_script_system(
+            "watch",
+            "watch.luau",
+            r#"return system { phase = "Last", run = function(world)
+                local out = {}
+                for _, p in world:query({ with = { Position }, changed = { Position } }) do
+                    table.insert(out, p.x)
+                end
+                local v = {}
+                for _, vel in world:query({ with = { Velocity }, changed = { Velocity } }) do
+                    table.insert(v, vel.x)
+                end
+                print(table.concat(out, ","), #v)
+            end }"#,
+        )
+        .unwrap();
+    assert_eq!(
+        world.step(0.1).unwrap().prints,
+        ["1,3,3,5,5,7\t6"],
+        "first run: all new"
+    );
+    // x: 1,3,3,5,5,7 has no even value left: nothing changes, nothing is marked.
+    assert_eq!(world.step(0.1).unwrap().prints, ["\t0"]);
+    let stats = world.stats();
+    let (_, _, columns) = stats.iter().find(|(_, n, _)| n == "columns").unwrap();
+    assert_eq!(
+        columns.field_writes, 3,
+        "three rows changed on the first frame, none after"
+    );
+}
+
+fn a_chunk_gives_its_range_count_and_instances(cached: bool) {
+    let mut world = scripted(1);
+    world.set_query_caching(cached);
+    spawn(&mut world, 4);
+    let out = printed(
+        &mut world,
+        r#"
+        local rows, names = 0, 0
+        for chunk in world:query({ with = { Position } }):chunks() do
+            rows += chunk.count
+            assert(chunk.last - chunk.first + 1 == chunk.count)
+            for row = chunk.first, chunk.last do
+                if chunk.instances[row]:IsAlive() then names += 1 end
+            end
+        end
+        print(rows, names)
+        "#,
+    );
+    assert_eq!(out, ["4\t4"]);
+}
+
+fn a_column_used_after_a_structural_change_is_an_error_not_a_wrong_read(cached: bool) {
+    for change in [
+        "Instance.new('Part', world.workspace):AddComponent(Position)",
+        "world.workspace:GetChildren()[1]:Destroy()",
+        "world.workspace:GetChildren()[1]:RemoveComponent(Velocity)",
+        "world.workspace:GetChildren()[1]:Clone()",
+    ] {
+        let mut world = scripted(1);
+        world.set_query_caching(cached);
+        spawn(&mut world, 3);
+        let source = format!(
+            "local x
+            for chunk in world:query({{ with = {{ Position }} }}):chunks() do
+                x = chunk:read(Position).x
+            end
+            {change}
+            print(x[1])"
+        );
+        let error = script_error(world.run_script("stale.luau", &source));
+        assert_eq!(error.line, Some(6), "{change}: {error}");
+        assert!(error.message.contains("stale"), "{change}: {error}");
+    }
+}
+
+fn column_writes_are_applied_before_the_next_api_call_sees_the_world(cached: bool) {
+    let mut world = scripted(1);
+    world.set_query_caching(cached);
+    spawn(&mut world, 2);
+    let out = printed(
+        &mut world,
+        r#"
+        for chunk in world:query({ with = { Position } }):chunks() do
+            local x = chunk:write(Position).x
+            for row = chunk.first, chunk.last do x[row] = 50 + row end
+            -- A handle read inside the loop sees the column writes already.
+            print(chunk.instances[chunk.first]:GetComponent(Position).x)
+        end
+        "#,
+    );
+    assert_eq!(out, ["51"]);
+}
+
+fn a_column_of_a_field_that_is_not_a_number_integer_or_boolean_is_an_error(cached: bool) {
+    let mut world = scripted(1);
+    world.set_query_caching(cached);
+    world
+        .run_script(
+            "s.luau",
+            "Instance.new('Part', world.workspace):AddComponent(Target)",
+        )
+        .unwrap();
+    let error = script_error(world.run_script(
+        "bad.luau",
+        "for chunk in world:query({ with = { Target } }):chunks() do\n local t = chunk:read(Target).of\nend",
+    ));
+    assert_eq!(error.line, Some(2), "{error}");
+    // Named: the cached and the uncached run compare with the one snapshot.
+    insta::assert_snapshot!(
+        "a_column_of_a_field_that_is_not_a_number_integer_or_boolean_is_an_error",
+        error.to_string()
+    );
+}
+
+/// `cached::NAME` and `uncached::NAME` tests of each listed `fn NAME(cached: bool)`.
+macro_rules! cached_and_uncached {
+    ($($name:ident),* $(,)?) => {
+        mod cached {
+            $(
+                #[test]
+                fn $name() {
+                    super::$name(true);
+                }
+            )*
+        }
+        mod uncached {
+            $(
+                #[test]
+                fn $name() {
+                    super::$name(false);
+                }
+            )*
+        }
+    };
+}
+
+cached_and_uncached!(
+    the_mirror_keeps_wrappers_and_handles_across_passes_and_reuses_them_after_a_rebuild,
+    the_iterators_for_one_two_three_and_four_terms_give_every_handle,
+    a_handle_always_reads_live_state_and_its_writes_are_checked_store_writes,
+    changed_and_added_filters_select_what_changed_since_the_systems_last_run,
+    a_removal_reader_that_fell_behind_the_log_says_it_missed_history,
+    columns_read_and_write_a_chunk_and_only_changed_rows_are_marked,
+    a_chunk_gives_its_range_count_and_instances,
+    a_column_used_after_a_structural_change_is_an_error_not_a_wrong_read,
+    column_writes_are_applied_before_the_next_api_call_sees_the_world,
+    a_column_of_a_field_that_is_not_a_number_integer_or_boolean_is_an_error,
+);
+
+#[test]
+fn every_test_runs_cached_and_uncached() {
+    let source = include_str!("scripting_queries.rs");
+    let attribute = concat!("#[", "test]");
+    let tests = source.lines().filter(|line| *line == attribute).count();
+    assert_eq!(tests, 1, "only this check is a test of its own");
+    for line in source.lines() {
+        if let Some(rest) = line.strip_prefix("fn ")
+            && let Some((name, args)) = rest.split_once('(')
+            && args.starts_with("cached: bool)")
+        {
+            let listed = format!("    {name},");
+            assert!(
+                source.lines().any(|l| l == listed),
+                "{name} runs one way only"
+            );
+        }
+    }
+}

@@ -1,0 +1,135 @@
+//! Bulk work through the facade: a stage made by the world, a spawn staged with
+//! `Scene::stage_spawn`, published by `Scene::commit`; refusals reserve and change nothing.
+
+use strata::layers::store::{StageError, StoreError};
+use strata::prelude::*;
+
+fn heated() -> (World, ComponentId, FieldId) {
+    let mut world = World::with_seed(1, 9).unwrap();
+    let heat = world
+        .define(
+            ComponentDef::new("Heat")
+                .field(FieldDef::number("t", 1.0))
+                .observed(true),
+        )
+        .unwrap();
+    let t = world.field(heat, "t").unwrap();
+    (world, heat, t)
+}
+
+fn fill(
+    heat: ComponentId,
+    t: FieldId,
+) -> impl FnMut(&mut strata::layers::store::SpawnRows<'_>) -> Result<(), StoreError> {
+    move |rows| {
+        for k in 0..rows.len() {
+            rows.set_value(heat, k, t, Value::Number(10.0 + k as f64))?;
+        }
+        Ok(())
+    }
+}
+
+#[test]
+fn a_staged_spawn_set_and_despawn_publish_at_the_commit_and_reach_the_frame_events() {
+    let (mut world, heat, t) = heated();
+    let workspace = world.workspace();
+    let mut stage = world.stage();
+    let ticket = world
+        .stage_spawn(
+            &mut stage,
+            4,
+            ClassId::PART,
+            Some(workspace),
+            &[heat],
+            fill(heat, t),
+        )
+        .unwrap();
+    assert!(!world.is_live(ticket.first()), "reserved, not alive");
+    let (published, _) = world.commit(&mut stage).unwrap();
+    assert_eq!(published.spawned, 4);
+    let spawned: Vec<InstanceId> = world.children(workspace).unwrap();
+    assert_eq!(spawned.len(), 4);
+    for (k, id) in spawned.iter().enumerate() {
+        assert_eq!(*world.get::<f64>(*id, heat, t).unwrap(), 10.0 + k as f64);
+    }
+
+    // A set over two of them and a despawn of another, in one stage.
+    let members: Vec<InstanceRef> = spawned[..2]
+        .iter()
+        .map(|id| InstanceRef::of(world.arena(), *id).unwrap())
+        .collect();
+    let doomed = [InstanceRef::of(world.arena(), spawned[3]).unwrap()];
+    let mut stage = world.stage();
+    stage.set(&members, heat, vec![(t, Value::Number(99.0))]);
+    stage.despawn(&doomed);
+    world.commit(&mut stage).unwrap();
+    assert_eq!(*world.get::<f64>(spawned[0], heat, t).unwrap(), 99.0);
+    assert!(!world.is_live(spawned[3]));
+
+    let events = world.step(1.0 / 60.0).unwrap();
+    let changed = events
+        .components
+        .iter()
+        .filter(|e| matches!(e, StoreEvent::Changed { .. }))
+        .count();
+    assert_eq!(changed, 2, "{:?}", events.components);
+    assert!(
+        events
+            .lifecycle
+            .iter()
+            .any(|e| matches!(e, Event::CreatedRange { .. }))
+    );
+}
+
+#[test]
+fn a_refused_staged_spawn_reserves_and_changes_nothing() {
+    let (mut world, heat, t) = heated();
+    let (other, _, _) = heated();
+    let workspace = world.workspace();
+    let before = world.hash();
+
+    // A stage made by another world.
+    let mut foreign = other.stage();
+    let error = world
+        .stage_spawn(
+            &mut foreign,
+            2,
+            ClassId::PART,
+            Some(workspace),
+            &[heat],
+            fill(heat, t),
+        )
+        .unwrap_err();
+    assert!(
+        matches!(error, WorldError::Stage(StageError::ForeignArena)),
+        "{error}"
+    );
+    assert!(foreign.is_empty());
+
+    // A parent that is gone.
+    let parent = world.create(ClassId::FOLDER, Some(workspace)).unwrap();
+    world.destroy(parent).unwrap();
+    let after_destroy = world.hash();
+    let mut stage = world.stage();
+    assert!(
+        world
+            .stage_spawn(
+                &mut stage,
+                2,
+                ClassId::PART,
+                Some(parent),
+                &[heat],
+                fill(heat, t)
+            )
+            .is_err()
+    );
+    assert!(stage.is_empty());
+    assert_eq!(world.hash(), after_destroy);
+    world.commit(&mut stage).unwrap();
+    assert_eq!(
+        world.hash(),
+        after_destroy,
+        "an empty commit changes nothing"
+    );
+    assert_ne!(before, after_destroy);
+}

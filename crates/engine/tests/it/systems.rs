@@ -1,0 +1,351 @@
+//! Systems written in Rust: serial systems with the whole scene, parallel systems on lanes
+//! writing through overlays committed in scheduled order, declared writes, conflicts reported
+//! with whether the schedule orders the writers, refusals, statistics from what ran, and errors
+//! and panics counted while the frame goes on.
+
+use crate::common::{fixture, parts};
+use strata::prelude::*;
+
+#[test]
+fn a_serial_system_changes_structure_and_its_work_is_counted() {
+    let mut f = fixture(1);
+    let (health, current) = (f.health, f.current);
+    let ids = parts(&mut f, 3);
+    let mut all = f.world.query(QuerySpec::new().with(health)).unwrap();
+    f.world
+        .add_system(SystemSpec::new("spawner", move |ctx: &mut Ctx<'_>| {
+            let workspace = ctx.workspace();
+            let id = ctx.create(ClassId::PART, Some(workspace))?;
+            ctx.add(id, health, [])?;
+            ctx.update_each::<f64>(&mut all, (0, current), |hp| hp - 1.0)?;
+            let hp = *ctx.get::<f64>(id, health, current)?;
+            assert_eq!(hp, 99.0, "the pass saw the new row");
+            Ok(())
+        }))
+        .unwrap();
+    f.world.step(0.1).unwrap();
+    assert_eq!(f.world.store().set(health).unwrap().len(), 4);
+    assert_eq!(*f.world.get::<f64>(ids[0], health, current).unwrap(), 99.0);
+    let stats = f.world.stats();
+    let (_, name, s) = &stats[0];
+    assert_eq!(name, "spawner");
+    assert_eq!((s.runs, s.component_reads, s.visited_rows), (1, 1, 4));
+    assert_eq!(s.field_writes, 1 + 4, "one add, four field changes");
+    let table = f.world.stats_table();
+    assert!(table.starts_with("system"), "{table}");
+    assert!(table.contains("spawner"), "{table}");
+}
+
+#[test]
+fn errors_and_panics_are_counted_and_the_frame_goes_on() {
+    let mut f = fixture(1);
+    f.world
+        .add_system(SystemSpec::new("fails", |_: &mut Ctx<'_>| {
+            Err(SystemError::failed("no fuel"))
+        }))
+        .unwrap();
+    f.world
+        .add_system(SystemSpec::new(
+            "panics",
+            |_: &mut Ctx<'_>| -> SystemResult { panic!("boom") },
+        ))
+        .unwrap();
+    f.world
+        .add_system(SystemSpec::parallel(
+            "lane_panics",
+            |_: &mut ParCtx<'_>| -> SystemResult { panic!("lane boom") },
+        ))
+        .unwrap();
+    let ran = std::sync::Arc::new(std::sync::atomic::AtomicU32::new(0));
+    let seen = ran.clone();
+    f.world
+        .add_system(
+            SystemSpec::new("after", move |_: &mut Ctx<'_>| {
+                seen.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+                Ok(())
+            })
+            .in_phase(Phase::Last),
+        )
+        .unwrap();
+    let events = f.world.step(0.1).unwrap();
+    let errors: Vec<(String, String)> = events
+        .errors
+        .iter()
+        .map(|(name, e)| (name.clone(), e.to_string()))
+        .collect();
+    assert_eq!(
+        errors,
+        [
+            ("fails".to_owned(), "no fuel".to_owned()),
+            ("panics".to_owned(), "the system panicked: boom".to_owned()),
+            (
+                "lane_panics".to_owned(),
+                "the system panicked: lane boom".to_owned()
+            ),
+        ]
+    );
+    assert_eq!(ran.load(std::sync::atomic::Ordering::Relaxed), 1);
+    for (_, name, stats) in f.world.stats() {
+        let expected = u64::from(name != "after");
+        assert_eq!((stats.runs, stats.errors), (1, expected), "{name}");
+    }
+}
+
+#[test]
+fn parallel_systems_read_the_established_state_and_commit_in_scheduled_order() {
+    let mut f = fixture(2);
+    let (health, current, velocity, v) = (f.health, f.current, f.velocity, f.v);
+    let ids = parts(&mut f, 4);
+    for id in &ids {
+        f.world.add(*id, velocity, []).unwrap();
+    }
+    let mut healers = f.world.query(QuerySpec::new().with(health)).unwrap();
+    let mut movers = f
+        .world
+        .query(QuerySpec::new().with(health).with(velocity))
+        .unwrap();
+    f.world
+        .add_system(
+            SystemSpec::parallel("heal", move |ctx: &mut ParCtx<'_>| {
+                ctx.update_each::<f64>(&mut healers, (0, current), |hp| hp + 10.0)?;
+                Ok(())
+            })
+            .writes(health, current),
+        )
+        .unwrap();
+    // Reads Health while `heal` writes it: sees the values established before the group.
+    f.world
+        .add_system(
+            SystemSpec::parallel("drift", move |ctx: &mut ParCtx<'_>| {
+                ctx.update::<Vec3, f64>(&mut movers, (1, v), (0, current), |p, hp| {
+                    Vec3::new(p.x + *hp as f32, p.y, p.z)
+                })?;
+                Ok(())
+            })
+            .writes(velocity, v),
+        )
+        .unwrap();
+    let events = f.world.step(0.1).unwrap();
+    assert_eq!(events.commits.len(), 1, "one group");
+    assert_eq!(events.commits[0].writers, 2);
+    assert!(events.commits[0].conflicts.is_empty());
+    for (k, id) in ids.iter().enumerate() {
+        assert_eq!(
+            *f.world.get::<f64>(*id, health, current).unwrap(),
+            110.0 + k as f64
+        );
+        let pushed = f.world.get::<Vec3>(*id, velocity, v).unwrap().x;
+        assert_eq!(pushed, 100.0 + k as f32, "read before heal committed");
+    }
+    let stats = f.world.stats();
+    assert!(
+        stats
+            .iter()
+            .all(|(_, _, s)| s.runs == 1 && s.field_writes == 4),
+        "{stats:?}"
+    );
+}
+
+#[test]
+fn unordered_parallel_writes_to_one_field_conflict_and_ordered_ones_take_turns() {
+    let run = |ordered: bool| {
+        let mut f = fixture(2);
+        let (health, current) = (f.health, f.current);
+        let ids = parts(&mut f, 2);
+        let writer = |name: &str, value: f64| {
+            let target = ids[0];
+            SystemSpec::parallel(name, move |ctx: &mut ParCtx<'_>| {
+                ctx.write(target, health, current, value)?;
+                Ok(())
+            })
+            .writes(health, current)
+        };
+        f.world
+            .add_system(writer("a", 1.0).with_hierarchy(1))
+            .unwrap();
+        let b = writer("b", 2.0).with_hierarchy(0);
+        let b = if ordered { b.after("a") } else { b };
+        f.world.add_system(b).unwrap();
+        let events = f.world.step(0.1).unwrap();
+        let commits = events.commits.len();
+        let conflicts: Vec<Conflict> = events
+            .commits
+            .iter()
+            .flat_map(|c| c.conflicts.clone())
+            .collect();
+        (
+            commits,
+            conflicts,
+            *f.world.get::<f64>(ids[0], health, current).unwrap(),
+        )
+    };
+    let (commits, conflicts, value) = run(false);
+    assert_eq!(commits, 1, "one wave");
+    assert_eq!(conflicts.len(), 1);
+    assert!(!conflicts[0].ordered);
+    assert_eq!(
+        value, 1.0,
+        "hierarchy order puts b first: a's write lands last"
+    );
+    // b after a: a's wave commits before b runs, so nothing conflicts and b's write stands.
+    let (commits, conflicts, value) = run(true);
+    assert_eq!(commits, 2, "two waves");
+    assert!(conflicts.is_empty());
+    assert_eq!(value, 2.0);
+}
+
+#[test]
+fn a_parallel_system_writes_only_what_it_declared_and_values_that_fit() {
+    let mut f = fixture(2);
+    let (health, current, velocity, v) = (f.health, f.current, f.velocity, f.v);
+    let ids = parts(&mut f, 1);
+    let mood = f
+        .world
+        .define(ComponentDef::new("Mood").field(FieldDef::enumeration(
+            "m",
+            &["calm", "angry"],
+            "calm",
+        )))
+        .unwrap();
+    let m = f.world.field(mood, "m").unwrap();
+    f.world.add(ids[0], mood, []).unwrap();
+    f.world.add(ids[0], velocity, []).unwrap();
+    let target = ids[0];
+    f.world
+        .add_system(
+            SystemSpec::parallel("sneaky", move |ctx: &mut ParCtx<'_>| {
+                ctx.write(target, velocity, v, Vec3::ONE)?;
+                Ok(())
+            })
+            .writes(health, current),
+        )
+        .unwrap();
+    f.world
+        .add_system(
+            SystemSpec::parallel("wild", move |ctx: &mut ParCtx<'_>| {
+                ctx.write(target, mood, m, 7u32)?;
+                Ok(())
+            })
+            .writes(mood, m),
+        )
+        .unwrap();
+    let events = f.world.step(0.1).unwrap();
+    assert!(matches!(
+        &events.errors[0],
+        (name, SystemError::World(WorldError::UndeclaredWrite { .. })) if name == "sneaky"
+    ));
+    // A value the field cannot hold is refused when recorded, with the store's error.
+    assert!(
+        matches!(
+            &events.errors[1],
+            (name, SystemError::World(WorldError::Overlay(_))) if name == "wild"
+        ),
+        "{:?}",
+        events.errors
+    );
+    assert!(events.commits[0].refusals.is_empty());
+    assert_eq!(*f.world.get::<u32>(target, mood, m).unwrap(), 0);
+    assert_eq!(
+        *f.world.get::<Vec3>(target, velocity, v).unwrap(),
+        Vec3::ZERO
+    );
+}
+
+#[test]
+fn a_parallel_pass_with_a_change_filter_updates_only_the_rows_changed_since_its_last_pass() {
+    let mut f = fixture(2);
+    let (health, current, velocity, v) = (f.health, f.current, f.velocity, f.v);
+    let ids = parts(&mut f, 4);
+    for id in &ids {
+        f.world.add(*id, velocity, []).unwrap();
+    }
+    let mut changed = f
+        .world
+        .query(QuerySpec::new().with(velocity).with(health).changed(health))
+        .unwrap();
+    let mut plain = f.world.query(QuerySpec::new().with(health)).unwrap();
+    f.world
+        .add_system(
+            SystemSpec::parallel("follow", move |ctx: &mut ParCtx<'_>| {
+                ctx.update::<Vec3, f64>(&mut changed, (0, v), (1, current), |p, hp| {
+                    Vec3::new(p.x + *hp as f32, p.y, p.z)
+                })?;
+                Ok(())
+            })
+            .writes(velocity, v),
+        )
+        .unwrap();
+    f.world
+        .add_system(
+            SystemSpec::parallel("count", move |ctx: &mut ParCtx<'_>| {
+                ctx.update_each::<f64>(&mut plain, (0, current), |hp| *hp)?;
+                Ok(())
+            })
+            .writes(health, current),
+        )
+        .unwrap();
+    // The first pass sees every row; only the two written after it are seen by the second.
+    f.world.step(0.1).unwrap();
+    f.world.write::<f64>(ids[1], health, current, 1.0).unwrap();
+    f.world.write::<f64>(ids[3], health, current, 3.0).unwrap();
+    f.world.step(0.1).unwrap();
+    let xs: Vec<f32> = ids
+        .iter()
+        .map(|id| f.world.get::<Vec3>(*id, velocity, v).unwrap().x)
+        .collect();
+    assert_eq!(xs, [100.0, 102.0, 102.0, 106.0]);
+    let stats = f.world.stats();
+    let follow = stats.iter().find(|(_, n, _)| n == "follow").unwrap();
+    assert_eq!(follow.2.field_writes, 4 + 2);
+    let count = stats.iter().find(|(_, n, _)| n == "count").unwrap();
+    assert_eq!(count.2.field_writes, 0, "identical values are not recorded");
+}
+
+#[test]
+fn a_parallel_system_declared_after_another_sees_its_writes() {
+    let mut f = fixture(2);
+    let (health, current) = (f.health, f.current);
+    let ids = parts(&mut f, 2);
+    let mut all = f.world.query(QuerySpec::new().with(health)).unwrap();
+    f.world
+        .add_system(
+            SystemSpec::parallel("double", move |ctx: &mut ParCtx<'_>| {
+                ctx.update_each::<f64>(&mut all, (0, current), |hp| hp * 2.0)?;
+                Ok(())
+            })
+            .writes(health, current),
+        )
+        .unwrap();
+    let seen = std::sync::Arc::new(std::sync::Mutex::new(Vec::new()));
+    let log = seen.clone();
+    let first = ids[0];
+    f.world
+        .add_system(
+            SystemSpec::parallel("read", move |ctx: &mut ParCtx<'_>| {
+                log.lock()
+                    .unwrap()
+                    .push(ctx.get::<f64>(first, health, current)?);
+                Ok(())
+            })
+            .after("double"),
+        )
+        .unwrap();
+    // Unordered with `double`: runs beside it, reading what was established before.
+    let log = seen.clone();
+    f.world
+        .add_system(
+            SystemSpec::parallel("beside", move |ctx: &mut ParCtx<'_>| {
+                log.lock()
+                    .unwrap()
+                    .push(-ctx.get::<f64>(first, health, current)?);
+                Ok(())
+            })
+            .before("read"),
+        )
+        .unwrap();
+    let events = f.world.step(0.1).unwrap();
+    assert_eq!(events.commits.len(), 2, "two waves: {:?}", events.commits);
+    let mut seen = seen.lock().unwrap().clone();
+    seen.sort_by(f64::total_cmp);
+    assert_eq!(seen, [-100.0, 200.0]);
+}

@@ -1,0 +1,9 @@
+//! The integration tests of this crate, one module per behaviour, in one test binary.
+
+#![allow(clippy::unwrap_used, reason = "test fixtures fail loudly on purpose")]
+
+mod compile_fail;
+mod overlay;
+mod redefinition;
+mod runs;
+mod validation;

@@ -1,0 +1,484 @@
+//! Writers that sweep rows in order: their logs keep only values while the rows run on, the
+//! commit writes disjoint sweeps of one column in one parallel pass, and everything the commit
+//! promises (rank order, conflicts, stale-row fallback, refusals, determinism) still holds.
+
+use std::collections::BTreeMap;
+
+use proptest::prelude::*;
+use strata_arena::{Arena, ClassId, InstanceId};
+use strata_component_store::{
+    ComponentDef, ComponentId, FieldDef, FieldId, InstanceRef, Store, StoreError, StoreEvent, Tick,
+    Value,
+};
+use strata_parallel_overlay::{
+    NoOrder, Overlay, OverlayError, Spare, WriteSet, Writer, WriterRank, commit, run_parallel,
+    run_parallel_with_spare,
+};
+
+struct World {
+    store: Store,
+    score: ComponentId,
+    n: FieldId,
+    members: Vec<InstanceRef>,
+}
+
+fn world(count: usize, observed: bool) -> World {
+    let mut arena = Arena::standard();
+    let mut store = Store::new();
+    let score = store
+        .install(
+            ComponentDef::new("Score")
+                .field(FieldDef::integer("n", 0))
+                .observed(observed),
+            arena.classes(),
+        )
+        .unwrap();
+    let n = store.field(score, "n").unwrap();
+    let members: Vec<InstanceRef> = arena
+        .create_many(ClassId::ENTITY, None, count)
+        .unwrap()
+        .into_iter()
+        .map(|(id, slot)| InstanceRef::new(id, slot))
+        .collect();
+    store.insert_many(&members, ClassId::ENTITY, score).unwrap();
+    store.drain_events();
+    store.take_dirty(score).unwrap();
+    World {
+        store,
+        score,
+        n,
+        members,
+    }
+}
+
+fn n_at(w: &World, at: InstanceRef) -> i64 {
+    *w.store.get::<i64>(at, w.score, w.n).unwrap()
+}
+
+/// One writer: its rank, the rows it sweeps in order with the value each gets, and writes
+/// after the sweep (row, value) that may break the run.
+#[derive(Clone, Debug)]
+struct Sweep {
+    rank: u64,
+    rows: std::ops::Range<usize>,
+    base: i64,
+    after: Vec<(usize, i64)>,
+    /// Whether the writer goes through the typed column handle (else `write_row`).
+    typed: bool,
+}
+
+fn sweeps(rows: usize) -> impl Strategy<Value = Vec<Sweep>> {
+    prop::collection::vec(
+        (
+            0u64..6,
+            0..rows,
+            0..rows,
+            -100i64..100,
+            prop::collection::vec((0..rows, -9i64..9), 0..3),
+            any::<bool>(),
+        )
+            .prop_map(|(rank, a, b, base, after, typed)| Sweep {
+                rank,
+                rows: a.min(b)..a.max(b),
+                base,
+                after,
+                typed,
+            }),
+        1..6,
+    )
+}
+
+fn write(
+    sweep: &Sweep,
+    overlay: &mut Overlay<'_>,
+    score: ComponentId,
+    n: FieldId,
+) -> Result<(), OverlayError> {
+    let writes = sweep
+        .rows
+        .clone()
+        .map(|row| (row, sweep.base + row as i64))
+        .chain(sweep.after.iter().copied());
+    if sweep.typed {
+        let mut column = overlay.column::<i64>(score, n)?;
+        for (row, value) in writes {
+            column.write(row, value)?;
+            assert_eq!(
+                column.written(row),
+                Some(&value),
+                "a writer reads its own write"
+            );
+        }
+    } else {
+        for (row, value) in writes {
+            overlay.write_row(score, row, n, Value::Integer(value))?;
+        }
+    }
+    Ok(())
+}
+
+/// The model: each writer's last value per row, writers in (rank, id) order, and the
+/// conflicts (one per later writer of a row already written).
+fn model(sweeps: &[Sweep], rows: usize) -> (Vec<i64>, usize, usize) {
+    let mut order: Vec<usize> = (0..sweeps.len()).collect();
+    order.sort_by_key(|&i| (sweeps[i].rank, i));
+    let mut values = vec![0i64; rows];
+    let mut writers_of = vec![0usize; rows];
+    let mut live = 0;
+    for i in order {
+        let mut last = BTreeMap::new();
+        for row in sweeps[i].rows.clone() {
+            last.insert(row, sweeps[i].base + row as i64);
+        }
+        for &(row, value) in &sweeps[i].after {
+            last.insert(row, value);
+        }
+        live += last.len();
+        for (row, value) in last {
+            values[row] = value;
+            writers_of[row] += 1;
+        }
+    }
+    let conflicts = writers_of.iter().map(|w| w.saturating_sub(1)).sum();
+    (values, conflicts, live)
+}
+
+/// What a commit changed: each instance's value and changed tick, the store tick, the dirty
+/// rows and the events.
+type Print = (
+    Vec<(InstanceId, i64, Tick)>,
+    Tick,
+    Vec<InstanceId>,
+    Vec<StoreEvent>,
+);
+
+/// Everything a commit changes, the dirty state and the events taken.
+fn print(w: &mut World) -> Print {
+    let set = w.store.set(w.score).unwrap();
+    let mut rows: Vec<(InstanceId, i64, Tick)> = (0..set.len())
+        .map(|r| {
+            (
+                set.ids()[r],
+                set.values::<i64>(w.n).unwrap()[r],
+                set.changed_ticks()[r],
+            )
+        })
+        .collect();
+    rows.sort();
+    let dirty = w
+        .store
+        .take_dirty(w.score)
+        .unwrap()
+        .into_iter()
+        .map(|(id, _)| id)
+        .collect();
+    (rows, w.store.tick(), dirty, w.store.drain_events())
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig::with_cases(64))]
+
+    /// Writers sweeping ranges (some overlapping, some breaking their run afterwards) commit as
+    /// a model applying their final writes in rank order, with one conflict per later writer of
+    /// a row; and the store is the same whatever order the sets arrive in and whether
+    /// `run_parallel` runs them on 1 to 8 lanes, with or without recycled memory.
+    #[test]
+    fn sweeping_writers_commit_as_the_model_for_any_arrival_order_and_lane_count(
+        sweeps in sweeps(300),
+        lanes in 1usize..=8,
+        observed in any::<bool>(),
+    ) {
+        let (expected, conflicts, live) = model(&sweeps, 300);
+        let record = |w: &World| -> Vec<WriteSet> {
+            sweeps
+                .iter()
+                .enumerate()
+                .map(|(id, sweep)| {
+                    let mut overlay = Overlay::new(WriterRank::system(sweep.rank, id as u64), &w.store);
+                    write(sweep, &mut overlay, w.score, w.n).unwrap();
+                    overlay.finish()
+                })
+                .collect()
+        };
+
+        let mut ranked = world(300, observed);
+        let mut sets = record(&ranked);
+        sets.sort_by_key(WriteSet::rank);
+        let report = commit(&mut ranked.store, sets, &NoOrder);
+        prop_assert_eq!(report.conflicts.len(), conflicts);
+        prop_assert!(report.refusals.is_empty());
+        prop_assert_eq!(report.applied + report.unchanged, live);
+        for (row, at) in ranked.members.clone().into_iter().enumerate() {
+            prop_assert_eq!(n_at(&ranked, at), expected[row]);
+        }
+        let reference = print(&mut ranked);
+
+        let mut reversed = world(300, observed);
+        let mut sets = record(&reversed);
+        sets.reverse();
+        commit(&mut reversed.store, sets, &NoOrder);
+        prop_assert_eq!(&print(&mut reversed), &reference);
+
+        let pool = rayon::ThreadPoolBuilder::new().num_threads(lanes).build().unwrap();
+        let writers: Vec<Writer<Sweep>> = sweeps
+            .iter()
+            .enumerate()
+            .map(|(id, sweep)| Writer { rank: WriterRank::system(sweep.rank, id as u64), work: sweep.clone() })
+            .collect();
+        let spare = Spare::new();
+        for recycled in [false, true] {
+            let mut run = world(300, observed);
+            let (score, n) = (run.score, run.n);
+            let work = |sweep: &Sweep, overlay: &mut Overlay<'_>| write(sweep, overlay, score, n);
+            let report = if recycled {
+                // A first frame fills the spare pool; the second records into its memory.
+                run_parallel_with_spare(&mut run.store, &pool, &writers, work, &NoOrder, &spare);
+                run = world(300, observed);
+                run_parallel_with_spare(&mut run.store, &pool, &writers, work, &NoOrder, &spare)
+            } else {
+                run_parallel(&mut run.store, &pool, &writers, work, &NoOrder)
+            };
+            prop_assert_eq!(report.commit.conflicts.len(), conflicts);
+            prop_assert_eq!(&print(&mut run), &reference);
+        }
+    }
+
+    /// Sweeps committed after removals moved rows: each write lands on its instance wherever
+    /// its row went, and writes to instances that lost the component are refused, one each.
+    #[test]
+    fn sweeps_committed_after_rows_moved_go_by_instance(
+        sweeps in sweeps(120),
+        removed in prop::collection::btree_set(0usize..120, 0..12),
+    ) {
+        let (expected, _, live) = model(&sweeps, 120);
+        let mut w = world(120, false);
+        let sets: Vec<WriteSet> = sweeps
+            .iter()
+            .enumerate()
+            .map(|(id, sweep)| {
+                let mut overlay = Overlay::new(WriterRank::system(sweep.rank, id as u64), &w.store);
+                write(sweep, &mut overlay, w.score, w.n).unwrap();
+                overlay.finish()
+            })
+            .collect();
+        for &row in &removed {
+            w.store.remove(w.members[row], w.score).unwrap();
+        }
+        let refused: usize = sweeps
+            .iter()
+            .map(|sweep| {
+                let mut rows: Vec<usize> = sweep.rows.clone().chain(sweep.after.iter().map(|(r, _)| *r)).collect();
+                rows.sort_unstable();
+                rows.dedup();
+                rows.iter().filter(|row| removed.contains(row)).count()
+            })
+            .sum();
+        let report = commit(&mut w.store, sets, &NoOrder);
+        prop_assert_eq!(report.refusals.len(), refused);
+        prop_assert_eq!(report.applied + report.unchanged + report.refusals.len(), live);
+        for refusal in &report.refusals {
+            let is_missing = matches!(refusal.error, StoreError::MissingMembership { .. });
+            prop_assert!(is_missing, "{:?}", refusal.error);
+        }
+        for (row, at) in w.members.clone().into_iter().enumerate() {
+            if !removed.contains(&row) {
+                prop_assert_eq!(n_at(&w, at), expected[row]);
+            }
+        }
+    }
+}
+
+#[test]
+fn disjoint_sweeps_of_a_column_commit_in_one_pass_in_rank_order() {
+    let mut w = world(1_000, true);
+    let tick = w.store.tick();
+    // Writer k sweeps the k-th quarter from the end, so rank order is the reverse of row order.
+    let sets: Vec<WriteSet> = (0..4u64)
+        .map(|k| {
+            let mut overlay = Overlay::new(WriterRank::system(k, k), &w.store);
+            let mut column = overlay.column::<i64>(w.score, w.n).unwrap();
+            let start = 750 - 250 * k as usize;
+            for row in start..start + 250 {
+                column.write(row, 7).unwrap();
+            }
+            overlay.finish()
+        })
+        .collect();
+    let report = commit(&mut w.store, sets, &NoOrder);
+    assert_eq!((report.applied, report.unchanged), (1_000, 0));
+    assert!(report.conflicts.is_empty());
+    assert_eq!(w.store.tick(), Tick(tick.0 + 1), "one pass, one tick");
+    let set = w.store.set(w.score).unwrap();
+    assert!(set.changed_ticks().iter().all(|t| *t == w.store.tick()));
+    let in_rank_order: Vec<InstanceId> = (0..4)
+        .flat_map(|k| 750 - 250 * k..1_000 - 250 * k)
+        .map(|row| w.members[row].id)
+        .collect();
+    let dirty: Vec<InstanceId> = w
+        .store
+        .take_dirty(w.score)
+        .unwrap()
+        .into_iter()
+        .map(|(id, _)| id)
+        .collect();
+    // The dirty state is reported in row order; events follow the commit order.
+    let in_row_order: Vec<InstanceId> = w.members.iter().map(|at| at.id).collect();
+    assert_eq!(dirty, in_row_order);
+    let events: Vec<InstanceId> = w
+        .store
+        .drain_events()
+        .into_iter()
+        .map(|e| match e {
+            StoreEvent::Changed { id, .. } => id,
+            other => panic!("unexpected event {other:?}"),
+        })
+        .collect();
+    assert_eq!(events, in_rank_order);
+}
+
+#[test]
+fn a_sweep_broken_by_a_repeat_or_a_jump_reads_back_and_commits_its_last_writes() {
+    let mut w = world(20, true);
+    let mut overlay = Overlay::new(WriterRank::system(0, 0), &w.store);
+    {
+        let mut column = overlay.column::<i64>(w.score, w.n).unwrap();
+        for row in 3..8 {
+            column.write(row, row as i64).unwrap();
+        }
+        column.write(5, 50).unwrap();
+        column.write(12, 120).unwrap();
+        column.write(8, 80).unwrap();
+        for (row, expected) in [
+            (2, None),
+            (3, Some(3)),
+            (5, Some(50)),
+            (7, Some(7)),
+            (8, Some(80)),
+            (9, None),
+            (12, Some(120)),
+        ] {
+            assert_eq!(column.written(row).copied(), expected, "row {row}");
+        }
+    }
+    assert_eq!(overlay.len(), 7);
+    let set = overlay.finish();
+    assert_eq!((set.len(), set.writes()), (7, 8));
+    let report = commit(&mut w.store, vec![set], &NoOrder);
+    assert_eq!(report.applied, 7);
+    // The commit follows the writes' order: the sweep, then the repeat, then the jumps.
+    let events: Vec<InstanceId> = w
+        .store
+        .drain_events()
+        .into_iter()
+        .map(|e| match e {
+            StoreEvent::Changed { id, .. } => id,
+            other => panic!("unexpected event {other:?}"),
+        })
+        .collect();
+    let in_write_order: Vec<InstanceId> = [3, 4, 6, 7, 5, 12, 8]
+        .into_iter()
+        .map(|row| w.members[row].id)
+        .collect();
+    assert_eq!(events, in_write_order);
+    for (row, at) in w.members.clone().into_iter().enumerate() {
+        let expected = match row {
+            5 => 50,
+            8 => 80,
+            12 => 120,
+            3..8 => row as i64,
+            _ => 0,
+        };
+        assert_eq!(n_at(&w, at), expected, "row {row}");
+    }
+}
+
+#[test]
+fn a_sweep_committed_into_a_snapshot_goes_by_instance() {
+    let w = world(10, false);
+    let mut overlay = Overlay::new(WriterRank::system(0, 0), &w.store);
+    {
+        let mut column = overlay.column::<i64>(w.score, w.n).unwrap();
+        for row in 0..10 {
+            column.write(row, 1 + row as i64).unwrap();
+        }
+    }
+    let set = overlay.finish();
+    let mut copy = w.store.snapshot();
+    // The snapshot's rows move; the original store is another store now.
+    copy.remove(w.members[0], w.score).unwrap();
+    let report = commit(&mut copy, vec![set], &NoOrder);
+    assert_eq!(report.refusals.len(), 1);
+    assert_eq!(report.refusals[0].instance, w.members[0].id);
+    assert_eq!(
+        report.relocated, 1,
+        "the last row moved into the removed one's place"
+    );
+    for (row, at) in w.members.iter().enumerate().skip(1) {
+        assert_eq!(copy.get::<i64>(*at, w.score, w.n), Ok(&(1 + row as i64)));
+    }
+    assert_eq!(w.store.get::<i64>(w.members[3], w.score, w.n), Ok(&0));
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig::with_cases(96))]
+
+    /// `OverlayColumn::write_run` records exactly what writing its values one by one does,
+    /// whatever came before (a run it continues, one it breaks, scattered writes).
+    #[test]
+    fn a_written_run_records_what_its_writes_one_by_one_do(
+        ops in prop::collection::vec((any::<bool>(), 0usize..60, 0usize..25, -50i64..50), 0..12),
+    ) {
+        let w = world(90, false);
+        let one_by_one = {
+            let mut overlay = Overlay::new(WriterRank::system(0, 0), &w.store);
+            let mut column = overlay.column::<i64>(w.score, w.n).unwrap();
+            for &(run, start, len, base) in &ops {
+                let len = if run { len } else { 1 };
+                for row in start..start + len {
+                    column.write(row, base + row as i64).unwrap();
+                }
+            }
+            overlay.finish()
+        };
+        let mut overlay = Overlay::new(WriterRank::system(0, 0), &w.store);
+        {
+            let mut column = overlay.column::<i64>(w.score, w.n).unwrap();
+            for &(run, start, len, base) in &ops {
+                if run {
+                    column.write_run(start, (start..start + len).map(|row| base + row as i64)).unwrap();
+                } else {
+                    column.write(start, base + start as i64).unwrap();
+                }
+            }
+            for row in 0..90 {
+                let expected = ops
+                    .iter()
+                    .rev()
+                    .find(|&&(run, start, len, _)| (start..start + if run { len } else { 1 }).contains(&row))
+                    .map(|&(_, _, _, base)| base + row as i64);
+                prop_assert_eq!(column.written(row).copied(), expected);
+            }
+        }
+        prop_assert_eq!(overlay.finish(), one_by_one);
+    }
+}
+
+#[test]
+fn a_run_past_the_rows_is_refused_and_records_nothing() {
+    let w = world(10, false);
+    let mut overlay = Overlay::new(WriterRank::system(0, 0), &w.store);
+    let mut column = overlay.column::<i64>(w.score, w.n).unwrap();
+    column.write_run(0, [1, 2, 3]).unwrap();
+    let refused = column.write_run(8, [4, 5, 6]);
+    assert!(matches!(
+        refused,
+        Err(OverlayError::Store(StoreError::RowOutOfRange {
+            row: 10,
+            ..
+        }))
+    ));
+    assert_eq!(column.written(8), None);
+    column.write_run(3, [4, 5]).unwrap();
+    let set = overlay.finish();
+    assert_eq!((set.len(), set.writes()), (5, 5));
+}
