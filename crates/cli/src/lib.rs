@@ -274,6 +274,18 @@ fn run(options: &RunOptions, out: &mut dyn Write, err: &mut dyn Write) -> Result
         let _ = writeln!(out, "\n{}", world.stats_table());
         let _ = writeln!(out, "{}", summary(&place, &world, frames, wall));
     }
+    for stop in world.stopped_systems() {
+        let part = stop
+            .part
+            .as_ref()
+            .map(|p| format!(" (root {p})"))
+            .unwrap_or_default();
+        let _ = writeln!(
+            err,
+            "warning: system `{}`{part} ran away at frame {} and was stopped: {}",
+            stop.system, stop.frame, stop.reason
+        );
+    }
     if failures.count > 0 {
         for (system, frame, message) in &failures.first {
             let _ = writeln!(
@@ -352,6 +364,13 @@ fn report_json(
             })
         })
         .collect();
+    let stopped: Vec<serde_json::Value> = world
+        .stopped_systems()
+        .iter()
+        .map(
+            |s| json!({ "system": s.system, "part": s.part, "frame": s.frame, "reason": s.reason }),
+        )
+        .collect();
     let errors: Vec<serde_json::Value> = failures
         .first
         .iter()
@@ -370,6 +389,7 @@ fn report_json(
         "systems": systems,
         "failed_runs": failures.count,
         "errors": errors,
+        "stopped": stopped,
         "world": {
             "frame": world.frame(),
             "instances": world.arena().live_count(),

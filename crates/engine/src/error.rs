@@ -88,6 +88,21 @@ pub enum SystemError {
     /// The system reported a failure of its own.
     #[error("{0}")]
     Failed(String),
+    /// The system ran away: it used up a budget of its runtime (a script's instructions or
+    /// time), or held memory the world's other systems needed. The world stops what the
+    /// runaway names (the failing system itself, or the holder of that memory) and the frame
+    /// goes on at full speed; see `World::stopped_systems`.
+    #[error("{}", .0.error)]
+    RanAway(Box<Runaway>),
+}
+
+/// What a [`SystemError::RanAway`] carries.
+#[derive(Debug)]
+pub struct Runaway {
+    /// What went wrong, as the failing run saw it.
+    pub error: WorldError,
+    /// What to stop.
+    pub stops: Vec<crate::systems::StopRequest>,
 }
 
 impl SystemError {

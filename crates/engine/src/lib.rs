@@ -72,7 +72,7 @@ mod stats;
 mod systems;
 mod world;
 
-pub use crate::error::{LoadError, SaveError, SystemError, WorldError};
+pub use crate::error::{LoadError, Runaway, SaveError, SystemError, WorldError};
 pub use crate::instances::DestroyReport;
 pub use crate::place::{Place, PlaceConfig, PlaceError};
 pub use crate::rollback::WorldSnapshot;
@@ -80,8 +80,8 @@ pub use crate::save::MAGIC;
 pub use crate::scene::Scene;
 pub use crate::script::{ScriptBudget, ScriptError, Scripts};
 pub use crate::stats::format_duration;
-pub use crate::systems::{Ctx, ParCtx, SystemBody, SystemResult, SystemSpec};
-pub use crate::world::{FrameEvents, World};
+pub use crate::systems::{Ctx, ParCtx, StopRequest, SystemBody, SystemResult, SystemSpec};
+pub use crate::world::{FrameEvents, StoppedSystem, World};
 
 /// The layers, for what the prelude does not name.
 pub mod layers {
@@ -97,8 +97,8 @@ pub mod layers {
 pub mod prelude {
     pub use crate::{
         Ctx, DestroyReport, FrameEvents, LoadError, ParCtx, SaveError, Scene, ScriptBudget,
-        ScriptError, SystemBody, SystemError, SystemResult, SystemSpec, World, WorldError,
-        WorldSnapshot,
+        ScriptError, StopRequest, StoppedSystem, SystemBody, SystemError, SystemResult, SystemSpec,
+        World, WorldError, WorldSnapshot,
     };
     pub use strata_arena::{
         AttrValue, BuiltinState, ClassId, Color3, Event, ExternalRefs, Guid, InstanceId,

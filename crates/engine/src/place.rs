@@ -79,10 +79,13 @@ pub struct BudgetConfig {
     /// Luau interrupts per callback.
     #[serde(default = "default_instructions")]
     pub instructions: u64,
-    /// Milliseconds per callback.
+    /// Milliseconds per run (a system's, a group's callback).
     #[serde(default = "default_time_ms")]
     pub time_ms: u64,
-    /// Megabytes per VM.
+    /// Milliseconds for the setup script (and each script as it loads).
+    #[serde(default = "default_setup_time_ms")]
+    pub setup_time_ms: u64,
+    /// Megabytes for the world's scripts together.
     #[serde(default = "default_memory_mb")]
     pub memory_mb: u64,
 }
@@ -92,6 +95,7 @@ impl Default for BudgetConfig {
         Self {
             instructions: default_instructions(),
             time_ms: default_time_ms(),
+            setup_time_ms: default_setup_time_ms(),
             memory_mb: default_memory_mb(),
         }
     }
@@ -103,6 +107,7 @@ impl BudgetConfig {
         ScriptBudget {
             instructions: self.instructions,
             time: std::time::Duration::from_millis(self.time_ms),
+            setup_time: std::time::Duration::from_millis(self.setup_time_ms),
             memory: usize::try_from(self.memory_mb.saturating_mul(1024 * 1024))
                 .unwrap_or(usize::MAX),
         }
@@ -126,6 +131,9 @@ fn default_instructions() -> u64 {
 }
 fn default_time_ms() -> u64 {
     ScriptBudget::STANDARD.time.as_millis() as u64
+}
+fn default_setup_time_ms() -> u64 {
+    ScriptBudget::STANDARD.setup_time.as_millis() as u64
 }
 fn default_memory_mb() -> u64 {
     (ScriptBudget::STANDARD.memory / (1024 * 1024)) as u64

@@ -44,6 +44,11 @@ pub struct Scene {
     pub(crate) scripts: Option<crate::script::Scripts>,
     /// The budget game VMs are made with.
     pub(crate) script_budget: crate::script::ScriptBudget,
+    /// The memory the world's game VMs share.
+    pub(crate) script_memory: Arc<crate::script::ScriptMemory>,
+    /// The frame being stepped, or the next one between frames (scripts' random streams are
+    /// drawn by frame).
+    pub(crate) frame: u64,
     /// What scripts printed, not yet taken.
     pub(crate) prints: Vec<String>,
     /// Commits of execution groups since the frame's events were last taken.
@@ -111,6 +116,10 @@ impl Scene {
             waiting_migrations: Vec::new(),
             scripts: None,
             script_budget: crate::script::ScriptBudget::STANDARD,
+            script_memory: Arc::new(crate::script::ScriptMemory::new(
+                crate::script::ScriptBudget::STANDARD.memory,
+            )),
+            frame: 0,
             prints: Vec::new(),
             group_commits: Vec::new(),
             lane_shuffle: None,

@@ -8,6 +8,8 @@ use std::time::Duration;
 
 use strata_scheduler::{SystemId, SystemStats};
 
+use crate::world::StoppedSystem;
+
 /// A duration as a short human figure (ns, µs, ms or s).
 pub fn format_duration(d: Duration) -> String {
     let ns = d.as_nanos();
@@ -23,8 +25,11 @@ pub fn format_duration(d: Duration) -> String {
 }
 
 /// The table of `stats`: system, runs, mean and longest duration, reads, writes, visited rows
-/// and errors.
-pub(crate) fn table(stats: &[(SystemId, String, SystemStats)]) -> String {
+/// and errors; then a line for each system `stopped` names.
+pub(crate) fn table(
+    stats: &[(SystemId, String, SystemStats)],
+    stopped: &[StoppedSystem],
+) -> String {
     let header = [
         "system", "runs", "mean", "max", "reads", "writes", "rows", "errors",
     ];
@@ -64,6 +69,18 @@ pub(crate) fn table(stats: &[(SystemId, String, SystemStats)]) -> String {
     line(&header.map(String::from), &mut out);
     for row in &rows {
         line(row, &mut out);
+    }
+    for stop in stopped {
+        let part = stop
+            .part
+            .as_ref()
+            .map(|p| format!(" (root {p})"))
+            .unwrap_or_default();
+        let _ = writeln!(
+            out,
+            "stopped: {}{part} at frame {}: {}",
+            stop.system, stop.frame, stop.reason
+        );
     }
     out
 }

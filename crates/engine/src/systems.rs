@@ -44,6 +44,29 @@ pub trait SystemBody: Send {
         let _ = ctx;
         Err(SystemError::failed("this system has no parallel body"))
     }
+
+    /// Lets go of what the body holds (its code and data): the world calls it when it stops
+    /// the system for holding what the world needed (see [`SystemError::RanAway`]). A released
+    /// body's later runs may fail. The default holds nothing to let go of.
+    fn release(&mut self) {}
+
+    /// Stops one part of the body that ran away (an execution group's root, say) and lets go
+    /// of what it holds; the rest of the body runs on. Returns whether the body has that part.
+    fn stop_part(&mut self, part: &str) -> bool {
+        let _ = part;
+        false
+    }
+}
+
+/// What a runaway's failure asks the world to stop (see [`SystemError::RanAway`]).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct StopRequest {
+    /// The system to stop, by name; `None` for the system whose run failed.
+    pub system: Option<String>,
+    /// The part of it to stop ([`SystemBody::stop_part`]); `None` for the whole system.
+    pub part: Option<String>,
+    /// Whether the stopped system lets go of what it holds ([`SystemBody::release`]).
+    pub release: bool,
 }
 
 /// A system's body as the world keeps it, with the fields it declared it writes.

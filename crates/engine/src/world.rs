@@ -54,6 +54,25 @@ pub struct FrameEvents {
     pub fixed_steps: u32,
     /// Whole fixed steps owed beyond the frame's limit, dropped.
     pub fixed_steps_dropped: u64,
+    /// The systems (or parts of systems) the frame stopped because they ran away.
+    pub stopped: Vec<StoppedSystem>,
+}
+
+/// A system the world stopped because it ran away ([`SystemError::RanAway`]): a script that
+/// used up its instruction or time budget, or held the memory the world's scripts ran out of.
+/// A stopped system is disabled (a stopped part, such as one execution group's root, is
+/// skipped by its system) and costs nothing more; [`World::set_system_enabled`] resumes a
+/// whole system.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct StoppedSystem {
+    /// The system's name.
+    pub system: String,
+    /// The part of it that was stopped (an execution group's root), or `None` for all of it.
+    pub part: Option<String>,
+    /// The frame it was stopped in.
+    pub frame: u64,
+    /// Why: the error its runaway gave.
+    pub reason: String,
 }
 
 /// A listener of the arena's events, called at the end of each frame.
@@ -73,6 +92,8 @@ pub struct World {
     frame: u64,
     events: FrameEvents,
     listeners: Vec<Listener>,
+    /// The systems stopped because they ran away, in the order stopped.
+    stopped: Vec<StoppedSystem>,
 }
 
 impl std::fmt::Debug for World {
@@ -152,6 +173,7 @@ impl World {
             frame: 0,
             events: FrameEvents::default(),
             listeners: Vec::new(),
+            stopped: Vec::new(),
         })
     }
 
@@ -230,6 +252,7 @@ impl World {
     /// Sets the frame counter and the fixed-step block as a save or a snapshot had them.
     pub(crate) fn set_clock(&mut self, frame: u64, fixed: FixedStep, carried: f64) {
         self.frame = frame;
+        self.scene.frame = frame;
         self.schedule.set_fixed_step(fixed);
         self.schedule.set_fixed_carried(carried);
     }
@@ -246,13 +269,90 @@ impl World {
 
     /// Removes a system.
     pub fn remove_system(&mut self, id: SystemId) -> Result<(), WorldError> {
-        self.schedule.remove(id)?;
+        let system = self.schedule.remove(id)?;
+        self.stopped.retain(|s| s.system != system.name());
         Ok(())
     }
 
-    /// Enables or disables a system.
+    /// Enables or disables a system. Enabling a system the world stopped
+    /// ([`World::stopped_systems`]) resumes it.
     pub fn set_system_enabled(&mut self, id: SystemId, enabled: bool) -> Result<(), WorldError> {
-        Ok(self.schedule.set_enabled(id, enabled)?)
+        self.schedule.set_enabled(id, enabled)?;
+        if enabled {
+            let name = self.schedule.system(id)?.name().to_owned();
+            self.stopped
+                .retain(|s| !(s.system == name && s.part.is_none()));
+        }
+        Ok(())
+    }
+
+    /// The systems (and parts of systems) the world stopped because they ran away, in the
+    /// order stopped.
+    pub fn stopped_systems(&self) -> &[StoppedSystem] {
+        &self.stopped
+    }
+
+    /// Stops what a runaway's failure asks for (see [`SystemError::RanAway`]); `failing` is
+    /// the system whose run failed. Returns the names of the systems stopped, for the frame's
+    /// events to charge the failure to.
+    fn stop_runaways(
+        &mut self,
+        failing: SystemId,
+        error: &SystemError,
+        events: &mut FrameEvents,
+    ) -> Vec<String> {
+        let SystemError::RanAway(runaway) = error else {
+            return Vec::new();
+        };
+        let crate::error::Runaway { error, stops } = &**runaway;
+        let mut charged = Vec::new();
+        for stop in stops {
+            let target = match &stop.system {
+                None => Some(failing),
+                Some(name) => self.schedule.id(name),
+            };
+            // A holder that is no system (a setup script's leftovers) has nothing to stop.
+            let Some(target) = target else {
+                continue;
+            };
+            let Ok(name) = self.schedule.system(target).map(|s| s.name().to_owned()) else {
+                continue;
+            };
+            charged.push(name.clone());
+            if self
+                .stopped
+                .iter()
+                .any(|s| s.system == name && (s.part.is_none() || s.part == stop.part))
+            {
+                continue;
+            }
+            let Ok(body) = self.schedule.body_mut(target) else {
+                continue;
+            };
+            match &stop.part {
+                None => {
+                    if stop.release {
+                        body.inner.release();
+                    }
+                    let _ = self.schedule.set_enabled(target, false);
+                }
+                Some(part) => {
+                    if !body.inner.stop_part(part) {
+                        continue;
+                    }
+                }
+            }
+            let stopped = StoppedSystem {
+                system: name,
+                part: stop.part.clone(),
+                frame: self.frame,
+                reason: error.to_string(),
+            };
+            tracing::warn!(system = %stopped.system, part = ?stopped.part, reason = %stopped.reason, "stopped a runaway system");
+            events.stopped.push(stopped.clone());
+            self.stopped.push(stopped);
+        }
+        charged
     }
 
     /// The system named `name`.
@@ -306,7 +406,7 @@ impl World {
     /// [`World::stats`] as a text table: runs, mean and longest duration, reads, writes,
     /// visited rows and errors per system.
     pub fn stats_table(&self) -> String {
-        crate::stats::table(&self.stats())
+        crate::stats::table(&self.stats(), &self.stopped)
     }
 
     /// Listens to the arena's events: called at the end of every frame for each event, with
@@ -328,6 +428,7 @@ impl World {
             return Err(strata_scheduler::ScheduleError::InvalidDelta(dt).into());
         }
         let frame = self.frame;
+        self.scene.frame = frame;
         let _span = tracing::info_span!("world_frame", frame, dt).entered();
         let mut events = FrameEvents {
             frame,
@@ -346,8 +447,15 @@ impl World {
             ..
         } = self;
         let mut commits = Vec::new();
+        let mut runaways = Runaways::default();
         let report = schedule.run_frame_grouped(dt, Body::is_parallel, |group| {
-            run_group(scene, plan, pool, spare, frame, group, &mut commits)
+            let lanes = Lanes {
+                plan,
+                pool,
+                spare,
+                frame,
+            };
+            run_group(scene, &lanes, group, &mut commits, &mut runaways)
         })?;
         events.commits = commits;
         events.fixed_steps = report.fixed_steps;
@@ -357,11 +465,23 @@ impl World {
                 .schedule
                 .system(id)
                 .map_or_else(|_| format!("{id:?}"), |s| s.name().to_owned());
+            self.stop_runaways(id, &error, &mut events);
+            events.errors.push((name, error));
+        }
+        // Failures of systems that ran out of memory another system held are that system's.
+        for (id, error) in runaways.charged_elsewhere {
+            let charged = self.stop_runaways(id, &error, &mut events);
+            let name = charged.into_iter().next().unwrap_or_else(|| {
+                self.schedule
+                    .system(id)
+                    .map_or_else(|_| format!("{id:?}"), |s| s.name().to_owned())
+            });
             events.errors.push((name, error));
         }
         self.end_frame(&mut events)?;
         self.events = events;
         self.frame += 1;
+        self.scene.frame = self.frame;
         Ok(&self.events)
     }
 
@@ -424,22 +544,69 @@ pub(crate) fn panic_message(panic: &(dyn std::any::Any + Send)) -> String {
     }
 }
 
+/// What a frame's parallel runs share: the plan, the pool, recycled overlay memory, the frame.
+struct Lanes<'a> {
+    plan: &'a Plan,
+    pool: &'a rayon::ThreadPool,
+    spare: &'a Spare,
+    frame: u64,
+}
+
+/// The runaways of a frame so far: systems stopped earlier in the frame (not run again in it,
+/// as a fixed step might), and failures the world charges to another system than the one
+/// that failed (it ran out of memory another held).
+#[derive(Default)]
+struct Runaways {
+    halted: hashbrown::HashSet<SystemId>,
+    charged_elsewhere: Vec<(SystemId, SystemError)>,
+}
+
+impl Runaways {
+    /// Whether a system stopped earlier in the frame.
+    fn halted(&self, id: SystemId) -> bool {
+        self.halted.contains(&id)
+    }
+
+    /// What the scheduler records of a run's result: a runaway that stops the failing system
+    /// halts it for the rest of the frame; one that stops only others is charged to them and
+    /// counts as no failure of the system that met it.
+    fn sort(&mut self, id: SystemId, result: Result<(), SystemError>) -> Result<(), SystemError> {
+        let Err(SystemError::RanAway(runaway)) = &result else {
+            return result;
+        };
+        let stops = &runaway.stops;
+        if stops.iter().any(|s| s.system.is_none() && s.part.is_none()) {
+            self.halted.insert(id);
+        }
+        if stops.iter().all(|s| s.system.is_some()) {
+            if let Err(error) = result {
+                self.charged_elsewhere.push((id, error));
+            }
+            return Ok(());
+        }
+        result
+    }
+}
+
 /// Runs one group the schedule hands over: a serial system alone with the whole scene, or a
 /// run of parallel systems on the pool, committed after they all finished.
 fn run_group(
     scene: &mut Scene,
-    plan: &Plan,
-    pool: &rayon::ThreadPool,
-    spare: &Spare,
-    frame: u64,
+    lanes: &Lanes<'_>,
     group: &mut [Due<'_, Body>],
     commits: &mut Vec<CommitReport>,
+    runaways: &mut Runaways,
 ) -> GroupResults {
     if let [due] = group
         && !due.body().is_parallel()
     {
-        return GroupResults::One(Some(run_serial(scene, frame, due)));
+        if runaways.halted(due.id()) {
+            return GroupResults::One(Some(Ok(())));
+        }
+        let result = run_serial(scene, lanes.frame, due);
+        return GroupResults::One(Some(runaways.sort(due.id(), result)));
     }
+    let plan = lanes.plan;
     // Waves: a system the plan orders after a member of the current wave starts the next one,
     // so it sees that member's writes; the rest of a run shares one commit.
     let mut results = Vec::with_capacity(group.len());
@@ -457,7 +624,13 @@ fn run_group(
             end += 1;
         }
         let wave = &mut group[start..end];
-        results.extend(run_parallel(scene, plan, pool, spare, frame, wave, commits));
+        let ids: Vec<SystemId> = wave.iter().map(Due::id).collect();
+        let wave_results = run_parallel(scene, lanes, wave, commits, runaways);
+        results.extend(
+            ids.into_iter()
+                .zip(wave_results)
+                .map(|(id, result)| runaways.sort(id, result)),
+        );
         start = end;
     }
     GroupResults::Many(results.into_iter())
@@ -511,51 +684,72 @@ struct Lane {
 
 fn run_parallel(
     scene: &mut Scene,
-    plan: &Plan,
-    pool: &rayon::ThreadPool,
-    spare: &Spare,
-    frame: u64,
+    lanes: &Lanes<'_>,
     group: &mut [Due<'_, Body>],
     commits: &mut Vec<CommitReport>,
+    runaways: &Runaways,
 ) -> Vec<Result<(), SystemError>> {
+    let Lanes {
+        plan,
+        pool,
+        spare,
+        frame,
+    } = *lanes;
     let (arena, store) = (&scene.arena, &scene.store);
     // The wave's first system tells a frame's waves apart for a lane shuffle.
     let wave = group.first().map_or(0, |due| u64::from(due.id().index()));
-    let jobs: Vec<&mut Due<'_, Body>> = group.iter_mut().collect();
-    let (lanes, arrival) = run_lanes(Some(pool), scene.lane_shuffle, frame, wave, jobs, |due| {
-        let id = due.id();
-        let _span = tracing::info_span!("system", name = due.name()).entered();
-        let rank = WriterRank::system(
-            u64::from(plan.position(id).unwrap_or(u32::MAX)),
-            u64::from(id.index()),
-        );
-        let (body, run) = due.parts();
-        let started = Instant::now();
-        let mut ctx = ParCtx {
-            arena,
-            overlay: Overlay::with_spare(rank, store, spare),
-            writes: &body.writes,
-            any_write: body.any_write,
-            dt: run.dt(),
-            frame,
-            rows: 0,
-            prints: Vec::new(),
-        };
-        let outcome = catch_unwind(AssertUnwindSafe(|| body.inner.run_parallel(&mut ctx)));
-        let result = match outcome {
-            Ok(result) => result,
-            Err(panic) => Err(SystemError::Panicked(panic_message(panic.as_ref()))),
-        };
-        let rows = ctx.rows;
-        let prints = std::mem::take(&mut ctx.prints);
-        Lane {
-            result,
-            set: ctx.overlay.finish(),
-            rows,
-            prints,
-            took: started.elapsed(),
-        }
-    });
+    let jobs: Vec<(&mut Due<'_, Body>, bool)> = group
+        .iter_mut()
+        .map(|due| {
+            let halted = runaways.halted(due.id());
+            (due, halted)
+        })
+        .collect();
+    let (lanes, arrival) = run_lanes(
+        Some(pool),
+        scene.lane_shuffle,
+        frame,
+        wave,
+        jobs,
+        |(due, halted)| {
+            let id = due.id();
+            let _span = tracing::info_span!("system", name = due.name()).entered();
+            let rank = WriterRank::system(
+                u64::from(plan.position(id).unwrap_or(u32::MAX)),
+                u64::from(id.index()),
+            );
+            let (body, run) = due.parts();
+            let started = Instant::now();
+            let mut ctx = ParCtx {
+                arena,
+                overlay: Overlay::with_spare(rank, store, spare),
+                writes: &body.writes,
+                any_write: body.any_write,
+                dt: run.dt(),
+                frame,
+                rows: 0,
+                prints: Vec::new(),
+            };
+            let outcome = if halted {
+                Ok(Ok(()))
+            } else {
+                catch_unwind(AssertUnwindSafe(|| body.inner.run_parallel(&mut ctx)))
+            };
+            let result = match outcome {
+                Ok(result) => result,
+                Err(panic) => Err(SystemError::Panicked(panic_message(panic.as_ref()))),
+            };
+            let rows = ctx.rows;
+            let prints = std::mem::take(&mut ctx.prints);
+            Lane {
+                result,
+                set: ctx.overlay.finish(),
+                rows,
+                prints,
+                took: started.elapsed(),
+            }
+        },
+    );
     // Statistics, prints and results go in scheduled order; the commit takes the write sets
     // in the order the lanes finished.
     let mut sets = Vec::with_capacity(lanes.len());

@@ -101,6 +101,7 @@ fn scripted_world() -> World {
     world.set_script_budget(ScriptBudget {
         instructions: 200_000,
         time: Duration::from_millis(200),
+        setup_time: Duration::from_millis(200),
         memory: 16 * 1024 * 1024,
     });
     world

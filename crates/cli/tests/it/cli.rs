@@ -339,3 +339,79 @@ fn the_binary_exits_with_the_code_and_no_backtrace() {
         .unwrap();
     assert_eq!(output.status.code(), Some(0));
 }
+
+#[test]
+fn a_runaway_system_costs_one_budget_and_is_reported_stopped() {
+    let root = place(
+        "runaway",
+        &[
+            (
+                "place.toml",
+                "frames = 30\nthreads = 1\n[budget]\ntime_ms = 200\n",
+            ),
+            (
+                "systems/spin.luau",
+                "return system { run = function() while true do pcall(function() while true do end end) end end }",
+            ),
+            (
+                "systems/tick.luau",
+                "local n = 0\nreturn system { run = function() n += 1 end }",
+            ),
+        ],
+    );
+    let root = root.to_string_lossy().into_owned();
+    let run = strata(&["run", &root]);
+    assert_eq!(run.code, 1, "{}", run.err);
+    assert!(run.out.contains("stopped: spin at frame 0"), "{}", run.out);
+    assert!(
+        run.err
+            .contains("system `spin` ran away at frame 0 and was stopped"),
+        "{}",
+        run.err
+    );
+    assert!(run.err.contains("1 system run failed"), "{}", run.err);
+    let json = strata(&["run", &root, "--json"]);
+    let document: serde_json::Value = serde_json::from_str(&json.out).unwrap();
+    assert_eq!(document["stopped"][0]["system"], "spin");
+    assert_eq!(document["stopped"][0]["frame"], 0);
+    assert_eq!(document["failed_runs"], 1);
+    let tick = document["systems"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|s| s["name"] == "tick")
+        .unwrap();
+    assert_eq!(tick["runs"], 30);
+    // Stopped after its one trip: thirty frames cost one budget, not thirty.
+    let spin = document["systems"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|s| s["name"] == "spin")
+        .unwrap();
+    assert_eq!(spin["runs"], 1);
+    assert_eq!(spin["errors"], 1);
+}
+
+#[test]
+fn print_through_the_global_table_keeps_json_output_valid() {
+    let root = place(
+        "gprint",
+        &[
+            ("place.toml", "frames = 1\nthreads = 1\n"),
+            ("setup.luau", "_G.print('from setup')"),
+            (
+                "systems/say.luau",
+                "return system { run = function() _G.print('from a system') end }",
+            ),
+        ],
+    );
+    let root = root.to_string_lossy().into_owned();
+    let run = strata(&["run", &root, "--json"]);
+    assert_eq!(run.code, 0, "{}", run.err);
+    let document: serde_json::Value = serde_json::from_str(&run.out).unwrap();
+    assert_eq!(
+        document["prints"],
+        serde_json::json!(["from setup", "from a system"])
+    );
+}

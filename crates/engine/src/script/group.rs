@@ -13,19 +13,22 @@
 //! own callbacks put there, so the world after the frame is the same for any thread count.
 //! Structural changes are refused inside a group's callback.
 
-use hashbrown::HashMap;
+use std::sync::Arc;
+
+use hashbrown::{HashMap, HashSet};
 use mlua::{Function, Table, Value as LuaValue};
 use strata_arena::InstanceId;
 use strata_parallel_overlay::{NoOrder, Overlay, Spare, WriterRank, commit_with_spare};
 
 use super::api::{ParState, wrap_instance};
-use super::host::Scripts;
+use super::host::{Caller, Failure, Scripts};
+use super::memory::{Holder, ScriptMemory};
 use super::vm::ScriptBudget;
 use super::{ScriptError, convert::kind};
-use crate::error::{SystemError, WorldError};
+use crate::error::{Runaway, SystemError, WorldError};
 use crate::lanes::run_lanes;
 use crate::scene::Scene;
-use crate::systems::{Ctx, SystemBody, SystemResult, SystemSpec};
+use crate::systems::{Ctx, StopRequest, SystemBody, SystemResult, SystemSpec};
 
 /// The tag that marks the root of a group running `name`.
 pub(crate) fn group_tag(name: &str) -> String {
@@ -38,13 +41,17 @@ struct GroupVm {
     run: Function,
 }
 
-/// The body of a group script's system: runs every group marked with its name.
+/// The body of a group script's system: runs every group marked with its name, but the roots
+/// whose groups ran away (stopped by the world through [`SystemBody::stop_part`]).
 pub(crate) struct GroupRunner {
     name: String,
     script: String,
     source: String,
     budget: ScriptBudget,
+    memory: Arc<ScriptMemory>,
     vms: HashMap<InstanceId, GroupVm>,
+    /// Roots whose groups are stopped: they are not run again.
+    stopped: HashSet<InstanceId>,
     spare: Spare,
 }
 
@@ -82,7 +89,15 @@ fn load_group(
     let chunk = scripts.load(script, source)?;
     let par = ParState::new((scene.game(), scene.workspace()), None);
     let established = (&*scene.arena, &scene.store);
-    let (result, _, _) = scripts.call_parallel(par, established, script, script, &chunk, ());
+    let (result, _, _) = scripts.call_parallel(
+        par,
+        established,
+        Caller::load(script),
+        scene.frame,
+        script,
+        &chunk,
+        (),
+    );
     let value = result?.into_iter().next().unwrap_or(LuaValue::Nil);
     match &value {
         LuaValue::Table(t) if scripts.is_system_table(&value) => {
@@ -115,15 +130,22 @@ impl SystemBody for GroupRunner {
             .map(|id| (path(scene, id), id))
             .collect();
         roots.sort();
+        roots.retain(|(_, root)| !self.stopped.contains(root));
         self.vms
             .retain(|root, _| roots.iter().any(|(_, r)| r == root));
         let pool = scene.pool.clone();
         let world_roots = (scene.game(), scene.workspace());
+        let system = format!("group:{}", self.name);
         for (_, root) in &roots {
             if self.vms.contains_key(root) {
                 continue;
             }
-            let scripts = Scripts::new(self.budget).map_err(failure)?;
+            let holder = Holder {
+                owner: system.clone(),
+                part: Some(root.to_string()),
+            };
+            let scripts = Scripts::in_world(self.budget, self.memory.clone(), Some(holder))
+                .map_err(failure)?;
             scripts.set_query_caching(scene.query_caching);
             let (run, _) =
                 load_group(&scripts, &self.script, &self.source, scene).map_err(failure)?;
@@ -135,6 +157,11 @@ impl SystemBody for GroupRunner {
             .enumerate()
             .map(|(rank, (_, root))| (rank as u64, *root, &self.vms[root]))
             .collect();
+        // The groups run at once: each gets its share of the world's free memory, fixed now.
+        let vms: Vec<&mlua::Lua> = jobs.iter().map(|(_, _, vm)| vm.scripts.lua()).collect();
+        for ((_, _, vm), limit) in jobs.iter().zip(self.memory.begin_wave(&vms)) {
+            vm.scripts.fix_next_limit(limit);
+        }
         let shuffle = scene.lane_shuffle;
         // The script's name tells a frame's group scripts apart for a lane shuffle.
         let run = shuffle.map_or(0, |_| {
@@ -152,28 +179,44 @@ impl SystemBody for GroupRunner {
             let owner = format!("{script}#{root}");
             match args {
                 Ok(args) => {
-                    let (result, par, prints) =
-                        vm.scripts
-                            .call_parallel(par, established, &owner, &script, &vm.run, args);
+                    let (result, par, prints) = vm.scripts.call_parallel(
+                        par,
+                        established,
+                        Caller::run(&owner),
+                        frame,
+                        &script,
+                        &vm.run,
+                        args,
+                    );
                     (rank, root, result.map(|_| ()), par, prints)
                 }
                 Err(e) => {
                     let error = super::vm::script_error(&script, &e);
-                    (rank, root, Err(error), par, Vec::new())
+                    (rank, root, Err(error.into()), par, Vec::new())
                 }
             }
         };
         // Outcomes come back in hierarchy order (prints and the first error go so); the
         // overlays reach the commit in the order the groups finished.
         let (outcomes, arrival) = run_lanes(pool.as_deref(), shuffle, frame, run, jobs, run_one);
+        self.memory.end_wave();
         let mut sets: Vec<Option<_>> = (0..outcomes.len()).map(|_| None).collect();
-        let mut first_error = None;
+        let mut first_error: Option<Failure> = None;
+        let mut stops = Vec::new();
         let mut rows = 0;
         for (rank, root, result, par, prints) in outcomes {
             scene.prints.extend(prints);
             rows += par.rows;
-            if let Err(error) = result {
-                first_error.get_or_insert(error);
+            if let Err(mut failure) = result {
+                failure.error.message = format!("group root {root}: {}", failure.error.message);
+                if let Some(stop) = failure.stop.take() {
+                    stops.push(StopRequest {
+                        system: (stop.holder.owner != system).then_some(stop.holder.owner),
+                        part: stop.holder.part,
+                        release: true,
+                    });
+                }
+                first_error.get_or_insert(failure);
                 continue;
             }
             let mut overlay = Overlay::with_spare(
@@ -197,9 +240,32 @@ impl SystemBody for GroupRunner {
             scene.group_commits.push(report);
         }
         match first_error {
-            Some(error) => Err(failure(error)),
+            Some(error) if !stops.is_empty() => Err(SystemError::RanAway(Box::new(Runaway {
+                error: WorldError::Script(error.error),
+                stops,
+            }))),
+            Some(error) => Err(failure(error.error)),
             None => Ok(()),
         }
+    }
+
+    fn stop_part(&mut self, part: &str) -> bool {
+        let Some(root) = self
+            .vms
+            .keys()
+            .copied()
+            .find(|root| root.to_string() == part)
+        else {
+            return false;
+        };
+        // Dropping the group's VM lets go of everything its callbacks kept.
+        self.vms.remove(&root);
+        self.stopped.insert(root);
+        true
+    }
+
+    fn release(&mut self) {
+        self.vms.clear();
     }
 }
 
@@ -212,15 +278,18 @@ pub(crate) fn group_system(
 ) -> Result<SystemSpec, WorldError> {
     // The script is checked once here, in a VM of its own, so a broken one fails at load.
     let budget = scene.scripts()?.budget();
+    let memory = scene.script_memory.clone();
     let mut runner = GroupRunner {
         name: name.to_owned(),
         script: script.to_owned(),
         source: source.to_owned(),
         budget,
+        memory: memory.clone(),
         vms: HashMap::new(),
+        stopped: HashSet::new(),
         spare: Spare::new(),
     };
-    let probe = Scripts::new(budget)?;
+    let probe = Scripts::in_world(budget, memory, None)?;
     let (_, table) = load_group(&probe, script, source, scene)?;
     runner.vms.clear();
     let spec = SystemSpec::from_body(&format!("group:{name}"), Box::new(runner));

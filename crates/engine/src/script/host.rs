@@ -18,6 +18,7 @@ use super::api::{
     instance_new,
 };
 use super::columns;
+use super::memory::{Categories, Holder, ScriptMemory};
 use super::query::QueryEntry;
 use super::vm::{Meter, ScriptBudget, environment, new_vm, script_error};
 use crate::scene::Scene;
@@ -146,6 +147,12 @@ pub(crate) struct VmState {
     pub(crate) pending: Vec<(String, ComponentId)>,
     /// Whether queries made from now on keep their matches (see `Scene::set_query_caching`).
     pub(crate) queries_cached: bool,
+    /// The memory category of each owner whose calls ran here.
+    pub(crate) categories: Categories,
+    /// The random stream of the running call (`math.random`).
+    pub(crate) random: Random,
+    /// Each owner's calls so far in the frame its latest call ran in: (frame, calls).
+    invocations: HashMap<String, (u64, u64)>,
 }
 
 /// The Luau helpers of a VM.
@@ -159,6 +166,12 @@ struct Host {
     base: Table,
     world: AnyUserData,
     budget: ScriptBudget,
+    /// The memory the world's scripts share, this VM's included.
+    memory: Arc<ScriptMemory>,
+    /// The VM's one owner (an execution group's VM), or `None` when owners share it.
+    holder: Option<Holder>,
+    /// The memory limit of the next call when a wave fixed it (see `ScriptMemory::begin_wave`).
+    wave_limit: Mutex<Option<usize>>,
     /// The component globals the base environment holds.
     globals: Mutex<Vec<String>>,
     /// Held for the whole of a call.
@@ -183,10 +196,110 @@ fn setup_error(error: mlua::Error) -> ScriptError {
     script_error("<strata>", &error)
 }
 
+/// A call that failed: the script's error, and whom its failure asks to stop (the failing
+/// owner when it ran out of instructions or time, the largest holder of memory when memory
+/// ran out), if anyone.
+#[derive(Debug)]
+pub(crate) struct Failure {
+    pub(crate) error: ScriptError,
+    pub(crate) stop: Option<Stop>,
+}
+
+/// Whom a runaway's failure asks to stop, and whether what it holds was let go of.
+#[derive(Clone, Debug)]
+pub(crate) struct Stop {
+    pub(crate) holder: Holder,
+    pub(crate) release: bool,
+}
+
+impl From<ScriptError> for Failure {
+    fn from(error: ScriptError) -> Self {
+        Self { error, stop: None }
+    }
+}
+
+impl From<Failure> for ScriptError {
+    fn from(failure: Failure) -> Self {
+        failure.error
+    }
+}
+
+impl From<Failure> for crate::error::WorldError {
+    fn from(failure: Failure) -> Self {
+        crate::error::WorldError::Script(failure.error)
+    }
+}
+
+/// Whether an error is (or wraps) a Luau allocation that failed.
+fn is_memory_error(error: &mlua::Error) -> bool {
+    match error {
+        mlua::Error::MemoryError(_) => true,
+        mlua::Error::CallbackError { cause, .. } | mlua::Error::WithContext { cause, .. } => {
+            is_memory_error(cause)
+        }
+        _ => false,
+    }
+}
+
+/// Who makes a call: the owner its queries, readers and memory belong to, and whether it
+/// runs the owner (a system's run, a setup script, a group's callback) or loads its script
+/// (the chunk that returns `system{...}`), which draws random numbers from a stream of its
+/// own so that loading a system never moves its runs' streams.
+/// A setup script, run once, has the budget's `setup_time`, as a script loading does.
+#[derive(Clone, Copy, Debug)]
+pub(crate) struct Caller<'a> {
+    owner: &'a str,
+    kind: CallKind,
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum CallKind {
+    Run,
+    Setup,
+    Load,
+}
+
+impl<'a> Caller<'a> {
+    /// A call running `owner` (a system's run, a group's callback).
+    pub(crate) fn run(owner: &'a str) -> Self {
+        Self {
+            owner,
+            kind: CallKind::Run,
+        }
+    }
+
+    /// A call running the script `owner` once (a setup script).
+    pub(crate) fn setup(owner: &'a str) -> Self {
+        Self {
+            owner,
+            kind: CallKind::Setup,
+        }
+    }
+
+    /// A call loading `owner`'s script.
+    pub(crate) fn load(owner: &'a str) -> Self {
+        Self {
+            owner,
+            kind: CallKind::Load,
+        }
+    }
+}
+
 impl Scripts {
-    /// A new game VM with `budget`.
+    /// A new game VM with `budget`, its memory limit its own.
     pub fn new(budget: ScriptBudget) -> Result<Self, ScriptError> {
-        let (lua, meter, base) = new_vm(&budget).map_err(setup_error)?;
+        let memory = Arc::new(ScriptMemory::new(budget.memory));
+        Self::in_world(budget, memory, None)
+    }
+
+    /// A new game VM sharing `memory` with the other VMs of a world; `holder` is its one
+    /// owner (an execution group's VM), `None` for the scene's own VM.
+    pub(crate) fn in_world(
+        budget: ScriptBudget,
+        memory: Arc<ScriptMemory>,
+        holder: Option<Holder>,
+    ) -> Result<Self, ScriptError> {
+        let (lua, meter, base) = new_vm(&budget, install_globals).map_err(setup_error)?;
         install_registry(&lua).map_err(setup_error)?;
         lua.set_app_data(VmState {
             owner: String::new(),
@@ -195,6 +308,9 @@ impl Scripts {
             prints: Vec::new(),
             pending: Vec::new(),
             queries_cached: true,
+            categories: Categories::default(),
+            random: Random::new(0),
+            invocations: HashMap::new(),
         });
         let helpers: Table = lua
             .load(HELPERS_SOURCE)
@@ -232,8 +348,11 @@ impl Scripts {
             .map_err(setup_error)?;
         lua.set_named_registry_value(HELPERS, helpers)
             .map_err(setup_error)?;
+        lua.set_named_registry_value(KEPT, lua.create_table().map_err(setup_error)?)
+            .map_err(setup_error)?;
         let world = lua.create_userdata(WorldApi).map_err(setup_error)?;
         install_api(&lua, &base, &world).map_err(setup_error)?;
+        memory.join(&lua, holder.clone());
         Ok(Self {
             host: Arc::new(Host {
                 lua,
@@ -241,6 +360,9 @@ impl Scripts {
                 base,
                 world,
                 budget,
+                memory,
+                holder,
+                wave_limit: Mutex::new(None),
                 globals: Mutex::new(Vec::new()),
                 call: Mutex::new(()),
             }),
@@ -272,6 +394,35 @@ impl Scripts {
 
     pub(crate) fn world(&self) -> &AnyUserData {
         &self.host.world
+    }
+
+    /// Fixes the memory limit of the VM's next call (a wave's share).
+    pub(crate) fn fix_next_limit(&self, limit: usize) {
+        *self
+            .host
+            .wave_limit
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner) = Some(limit);
+    }
+
+    /// Keeps `f` as `owner`'s function: the VM holds it (and everything it reaches) until
+    /// [`Scripts::release`].
+    pub(crate) fn keep(&self, owner: &str, f: &Function) -> mlua::Result<()> {
+        let kept: Table = self.host.lua.named_registry_value(KEPT)?;
+        kept.raw_set(owner, f)
+    }
+
+    /// The function kept for `owner`, unless it was released.
+    pub(crate) fn kept(&self, owner: &str) -> Option<Function> {
+        let kept: Table = self.host.lua.named_registry_value(KEPT).ok()?;
+        kept.raw_get::<Option<Function>>(owner).ok().flatten()
+    }
+
+    /// Lets go of everything `owner` holds in the VM (its kept function, with the script's
+    /// environment and upvalues, its queries' mirrors and its removal readers) and collects
+    /// it. The owner's calls fail from now on.
+    pub(crate) fn release(&self, owner: &str) {
+        release_in(&self.host.lua, owner);
     }
 
     /// Compiles a script in an environment of its own; returns the chunk's function.
@@ -316,22 +467,128 @@ impl Scripts {
         Ok(())
     }
 
-    fn begin(&self, owner: &str) {
-        if let Some(mut state) = self.host.lua.app_data_mut::<VmState>() {
-            owner.clone_into(&mut state.owner);
+    /// Starts a call in frame `frame` of a world whose seed is `seed`: the owner, its memory
+    /// category and limit, its random stream, its budget.
+    fn begin(&self, caller: Caller<'_>, frame: u64, seed: u64) {
+        let lua = &self.host.lua;
+        let fixed = self
+            .host
+            .wave_limit
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+            .take();
+        let limit = fixed.unwrap_or_else(|| self.host.memory.headroom(lua));
+        // Zero would mean "no limit" to the VM: a call with nothing left gets one byte.
+        let _ = lua.set_memory_limit(limit.max(1));
+        if let Some(mut state) = lua.app_data_mut::<VmState>() {
+            caller.owner.clone_into(&mut state.owner);
+            if self.host.holder.is_none() {
+                state.categories.enter(lua, caller.owner);
+            }
+            state.random = if caller.kind == CallKind::Load {
+                Random::for_call(seed, frame, &format!("loading {}", caller.owner), 0)
+            } else {
+                let calls = match state.invocations.get_mut(caller.owner) {
+                    Some((last, calls)) if *last == frame => {
+                        *calls += 1;
+                        *calls
+                    }
+                    _ => {
+                        state
+                            .invocations
+                            .insert(caller.owner.to_owned(), (frame, 0));
+                        0
+                    }
+                };
+                Random::for_call(seed, frame, caller.owner, calls)
+            };
         }
-        self.host.meter.start(&self.host.budget);
+        let budget = &self.host.budget;
+        let time = match caller.kind {
+            CallKind::Run => budget.time,
+            CallKind::Setup | CallKind::Load => budget.setup_time,
+        };
+        self.host.meter.start(budget.instructions, time);
     }
 
-    /// Ends a call: lifts the budget, turns a budget trip into its error.
-    fn end<R>(&self, name: &str, result: mlua::Result<R>) -> Result<R, ScriptError> {
+    /// Ends a call: lifts the budget; turns a budget trip into its error (even when the script
+    /// caught every trip and returned), and names whom a runaway must stop.
+    fn end<R>(
+        &self,
+        caller: Caller<'_>,
+        name: &str,
+        result: mlua::Result<R>,
+    ) -> Result<R, Failure> {
+        let lua = &self.host.lua;
         let tripped = self.host.meter.stop();
-        result.map_err(|e| {
-            let mut error = script_error(name, &e);
-            if let Some(budget) = tripped {
-                error.message = format!("the callback ran out of its {budget} budget");
+        let owner = self.holder_of(caller.owner);
+        // What the failing owner held when it failed, before anything is collected.
+        let owner_bytes = match (&result, &self.host.holder) {
+            (Err(e), None) if is_memory_error(e) => lua
+                .app_data_ref::<VmState>()
+                .map_or(0, |state| state.categories.bytes_of(lua, caller.owner)),
+            (Err(e), Some(_)) if is_memory_error(e) => lua.used_memory(),
+            _ => 0,
+        };
+        if self.host.holder.is_none() {
+            Categories::leave(lua);
+        }
+        let _ = lua.set_memory_limit(self.host.memory.limit().max(1));
+        if let Some(budget) = tripped {
+            let mut error = match result {
+                Err(e) => script_error(name, &e),
+                Ok(_) => ScriptError {
+                    script: name.to_owned(),
+                    line: None,
+                    message: String::new(),
+                },
+            };
+            error.message = format!("the callback ran out of its {budget} budget");
+            return Err(Failure {
+                error,
+                stop: Some(Stop {
+                    holder: owner,
+                    release: false,
+                }),
+            });
+        }
+        match result {
+            Ok(value) => Ok(value),
+            Err(e) if is_memory_error(&e) => {
+                let mut error = script_error(name, &e);
+                let memory = &self.host.memory;
+                let (holder, bytes) = memory.largest_holder(lua, &owner, owner_bytes);
+                error.message = format!(
+                    "out of memory: the world's scripts may hold {} together, and {holder} holds {}{}",
+                    mebibytes(memory.limit()),
+                    mebibytes(bytes),
+                    if holder == owner {
+                        String::new()
+                    } else {
+                        format!(" (while {owner} ran)")
+                    }
+                );
+                // Let go of the holder now, so the calls after this one find memory again.
+                if self.host.holder.is_none() && holder.part.is_none() {
+                    release_in(lua, &holder.owner);
+                }
+                Err(Failure {
+                    error,
+                    stop: Some(Stop {
+                        holder,
+                        release: true,
+                    }),
+                })
             }
-            error
+            Err(e) => Err(Failure::from(script_error(name, &e))),
+        }
+    }
+
+    /// The holder a call of `owner` in this VM counts as.
+    fn holder_of(&self, owner: &str) -> Holder {
+        self.host.holder.clone().unwrap_or_else(|| Holder {
+            owner: owner.to_owned(),
+            part: None,
         })
     }
 
@@ -348,11 +605,11 @@ impl Scripts {
     pub(crate) fn call_serial<R: mlua::FromLuaMulti>(
         &self,
         scene: &mut Scene,
-        owner: &str,
+        caller: Caller<'_>,
         name: &str,
         f: &Function,
         args: impl IntoLuaMulti,
-    ) -> Result<R, ScriptError> {
+    ) -> Result<R, Failure> {
         let _call = self
             .host
             .call
@@ -360,9 +617,9 @@ impl Scripts {
             .unwrap_or_else(std::sync::PoisonError::into_inner);
         let lua = &self.host.lua;
         if let Err(e) = self.sync_components(&scene.store) {
-            return Err(script_error(name, &e));
+            return Err(script_error(name, &e).into());
         }
-        self.begin(owner);
+        self.begin(caller, scene.frame, world_seed(&scene.arena, scene.game()));
         let result = lua.scope(|scope| {
             let lent = scope.create_any_userdata_ref_mut(scene)?;
             lua.set_app_data(CurrentScene(lent));
@@ -380,20 +637,25 @@ impl Scripts {
         });
         let prints = self.take_prints();
         scene.prints.extend(prints);
-        self.end(name, result)
+        self.end(caller, name, result)
     }
 
     /// Calls `f` against the established state (`arena` and `store`, lent to the VM for the
-    /// call), collecting its writes in `par`.
+    /// call) in frame `frame`, collecting its writes in `par`.
+    #[allow(
+        clippy::too_many_arguments,
+        reason = "the call's state, its reading and its caller are all a parallel call needs"
+    )]
     pub(crate) fn call_parallel(
         &self,
         par: ParState,
         (arena, store): (&Snapshot, &Store),
-        owner: &str,
+        caller: Caller<'_>,
+        frame: u64,
         name: &str,
         f: &Function,
         args: impl IntoLuaMulti,
-    ) -> (Result<MultiValue, ScriptError>, ParState, Vec<String>) {
+    ) -> (Result<MultiValue, Failure>, ParState, Vec<String>) {
         let _call = self
             .host
             .call
@@ -401,9 +663,9 @@ impl Scripts {
             .unwrap_or_else(std::sync::PoisonError::into_inner);
         let lua = &self.host.lua;
         if let Err(e) = self.sync_components(store) {
-            return (Err(script_error(name, &e)), par, Vec::new());
+            return (Err(script_error(name, &e).into()), par, Vec::new());
         }
-        self.begin(owner);
+        self.begin(caller, frame, world_seed(arena, par.game));
         let roots = (par.game, par.workspace);
         lua.set_app_data(par);
         let result = lua.scope(|scope| {
@@ -426,7 +688,7 @@ impl Scripts {
             .remove_app_data::<ParState>()
             .unwrap_or_else(|| ParState::new(roots, None));
         let prints = self.take_prints();
-        (self.end(name, result), par, prints)
+        (self.end(caller, name, result), par, prints)
     }
 
     /// Whether a value is a table `system{}` made.
@@ -439,6 +701,123 @@ impl Scripts {
         };
         t.raw_get::<bool>(mark).unwrap_or(false)
     }
+}
+
+/// A byte count in MiB, for messages.
+fn mebibytes(bytes: usize) -> String {
+    format!("{:.1} MiB", bytes as f64 / (1024.0 * 1024.0))
+}
+
+/// The seed a world's scripts draw random numbers from: its game root's GUID (which the
+/// world's seed decides, and a save keeps), mixed down to 64 bits.
+fn world_seed(arena: &Snapshot, game: strata_arena::InstanceId) -> u64 {
+    arena.get(game).map_or(0, |node| {
+        let guid = node.guid().0;
+        (guid as u64) ^ ((guid >> 64) as u64).rotate_left(17)
+    })
+}
+
+/// Everything `owner` holds in `lua` let go of and collected (see [`Scripts::release`]).
+fn release_in(lua: &Lua, owner: &str) {
+    if let Ok(kept) = lua.named_registry_value::<Table>(KEPT) {
+        let _ = kept.raw_set(owner, LuaValue::Nil);
+    }
+    if let Some(mut state) = lua.app_data_mut::<VmState>() {
+        let prefix = format!("{owner}|");
+        state.queries.retain(|key, _| !key.starts_with(&prefix));
+        state.readers.retain(|(reader, _), _| reader != owner);
+        state.pending.retain(|(key, _)| !key.starts_with(&prefix));
+    }
+    let _ = lua.gc_collect();
+}
+
+/// The registry key of the functions a VM keeps for their owners.
+const KEPT: &str = "strata.kept";
+
+/// The random stream of one call: splitmix64, started from the world's seed, the frame, the
+/// owner and how many calls the owner made before in that frame, so a call draws the same
+/// numbers on any thread count and in any lane order, and a loaded world goes on drawing what
+/// the saved one would have.
+#[derive(Clone, Copy, Debug)]
+pub(crate) struct Random(u64);
+
+impl Random {
+    fn new(state: u64) -> Self {
+        Self(state)
+    }
+
+    fn for_call(seed: u64, frame: u64, owner: &str, calls: u64) -> Self {
+        let owner = owner.bytes().fold(0xcbf2_9ce4_8422_2325_u64, |h, b| {
+            (h ^ u64::from(b)).wrapping_mul(0x0100_0000_01b3)
+        });
+        let mut state = seed;
+        for part in [frame, owner, calls] {
+            state = mix(state ^ mix(part));
+        }
+        Self(state)
+    }
+
+    /// The next 64 random bits.
+    pub(crate) fn next(&mut self) -> u64 {
+        self.0 = self.0.wrapping_add(0x9e37_79b9_7f4a_7c15);
+        mix(self.0)
+    }
+}
+
+/// splitmix64's finaliser.
+fn mix(mut z: u64) -> u64 {
+    z = (z ^ (z >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
+    z = (z ^ (z >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
+    z ^ (z >> 31)
+}
+
+/// Replaces the raw globals a sandboxed VM must not offer as Luau has them: `print` (so
+/// `_G.print` prints where `print` does) and `math.random` (drawn from the world's seed).
+fn install_globals(lua: &Lua, globals: &Table) -> mlua::Result<()> {
+    globals.raw_set("print", lua.create_function(print)?)?;
+    let math: Table = globals.raw_get("math")?;
+    math.raw_set("random", lua.create_function(random)?)?;
+    math.raw_set(
+        "randomseed",
+        lua.create_function(|_, _: MultiValue| -> mlua::Result<()> {
+            Err(mlua::Error::runtime(
+                "math.randomseed is not offered: random numbers come from the world's seed (`seed` in place.toml)",
+            ))
+        })?,
+    )?;
+    Ok(())
+}
+
+/// A whole-number argument of `math.random`.
+fn whole(value: f64, which: &str) -> mlua::Result<i64> {
+    if value.is_finite() && value.fract() == 0.0 && value.abs() < 2f64.powi(63) {
+        Ok(value as i64)
+    } else {
+        Err(mlua::Error::runtime(format!(
+            "math.random takes whole numbers; its {which} argument is {value}"
+        )))
+    }
+}
+
+/// `math.random()`, `math.random(n)`, `math.random(m, n)`: from the running call's stream.
+fn random(lua: &Lua, (m, n): (Option<f64>, Option<f64>)) -> mlua::Result<LuaValue> {
+    let Some(mut state) = lua.app_data_mut::<VmState>() else {
+        return Err(mlua::Error::runtime("no script state"));
+    };
+    let bits = state.random.next();
+    let (low, high) = match (m, n) {
+        (None, _) => return Ok(LuaValue::Number((bits >> 11) as f64 / (1u64 << 53) as f64)),
+        (Some(n), None) => (1, whole(n, "first")?),
+        (Some(m), Some(n)) => (whole(m, "first")?, whole(n, "second")?),
+    };
+    if low > high {
+        return Err(mlua::Error::runtime(format!(
+            "math.random: the interval [{low}, {high}] is empty"
+        )));
+    }
+    let span = (high as i128 - low as i128 + 1) as u128;
+    let offset = (u128::from(bits) * span) >> 64;
+    Ok(LuaValue::Number((low as i128 + offset as i128) as f64))
 }
 
 /// `print(...)`: each argument through `tostring`, tab-separated, kept for the caller.
@@ -511,7 +890,6 @@ fn install_api(lua: &Lua, base: &Table, world: &AnyUserData) -> mlua::Result<()>
     )?;
     vector3.set_readonly(true);
     base.raw_set("Vector3", vector3)?;
-    base.raw_set("print", lua.create_function(print)?)?;
     base.raw_set("system", lua.create_function(system)?)?;
     base.raw_set("world", world.clone())?;
     Ok(())

@@ -13,6 +13,7 @@ mod columns;
 mod convert;
 mod group;
 mod host;
+mod memory;
 mod query;
 mod system;
 pub mod types;
@@ -23,6 +24,7 @@ pub use vm::ScriptBudget;
 
 pub(crate) use api::ParState as ParWrites;
 pub(crate) use group::group_tag;
+pub(crate) use memory::ScriptMemory;
 
 use strata_arena::InstanceId;
 use strata_scheduler::SystemId;
@@ -49,7 +51,7 @@ impl Scene {
         if let Some(scripts) = &self.scripts {
             return Ok(scripts.clone());
         }
-        let scripts = Scripts::new(self.script_budget)?;
+        let scripts = Scripts::in_world(self.script_budget, self.script_memory.clone(), None)?;
         scripts.set_query_caching(self.query_caching);
         self.scripts = Some(scripts.clone());
         Ok(scripts)
@@ -68,9 +70,16 @@ impl Scene {
     }
 
     /// Sets the budget of the game VMs made from now on (the scene's own, made at its first
-    /// script, and every execution group's).
+    /// script, and every execution group's); the memory limit, which bounds all of the
+    /// world's scripts together, applies to the calls made from now on.
     pub fn set_script_budget(&mut self, budget: ScriptBudget) {
         self.script_budget = budget;
+        self.script_memory.set_limit(budget.memory);
+    }
+
+    /// The memory the world's scripts hold now, all of its game VMs together, in bytes.
+    pub fn script_memory(&self) -> usize {
+        self.script_memory.used()
     }
 
     /// Runs a script in the game environment now, with the scene lent to it (a place's
@@ -78,7 +87,7 @@ impl Scene {
     pub fn run_script(&mut self, name: &str, source: &str) -> Result<(), WorldError> {
         let scripts = self.scripts()?;
         let chunk = scripts.load(name, source)?;
-        scripts.call_serial::<()>(self, name, name, &chunk, ())?;
+        scripts.call_serial::<()>(self, host::Caller::setup(name), name, &chunk, ())?;
         Ok(())
     }
 
@@ -142,6 +151,10 @@ impl World {
         script: &str,
         source: &str,
     ) -> Result<SystemId, WorldError> {
+        // Refused before the script runs: the VM keeps each system's function by its name.
+        if self.system_id(name).is_some() {
+            return Err(strata_scheduler::ScheduleError::DuplicateName(name.into()).into());
+        }
         let spec = system::system_from_script(self, name, script, source)?;
         self.add_system(spec)
     }

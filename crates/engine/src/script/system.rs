@@ -13,28 +13,54 @@ use strata_component_store::{ComponentId, FieldId};
 use strata_scheduler::Phase;
 
 use super::api::ParState;
-use super::host::Scripts;
+use super::host::{Caller, Failure, Scripts, Stop};
 use super::vm::script_error;
 use super::{ScriptError, convert::kind};
-use crate::error::{SystemError, WorldError};
+use crate::error::{Runaway, SystemError, WorldError};
 use crate::scene::Scene;
-use crate::systems::{Ctx, ParCtx, SystemBody, SystemResult, SystemSpec};
+use crate::systems::{Ctx, ParCtx, StopRequest, SystemBody, SystemResult, SystemSpec};
 
-/// A Luau system's body.
+/// A Luau system's body. Its `run` function is kept by the VM under the system's name, so
+/// the VM can let go of it (and all the script holds) when the system is stopped for holding
+/// memory the world's scripts need.
 pub(crate) struct LuauBody {
     scripts: Scripts,
-    /// The system's name (its queries and readers are keyed by it).
+    /// The system's name (its queries, readers and kept function are keyed by it).
     owner: String,
     /// The script's name, for errors.
     script: String,
-    run: Function,
     parallel: bool,
     declared: Option<Vec<(ComponentId, FieldId)>>,
     roots: (InstanceId, InstanceId),
 }
 
-fn script_failure(error: ScriptError) -> SystemError {
-    SystemError::World(WorldError::Script(error))
+/// A failed call as the error of system `system`: a runaway (a budget trip, or memory run
+/// out) asks the world to stop the holder its failure names.
+pub(crate) fn system_failure(failure: Failure, system: &str) -> SystemError {
+    let error = WorldError::Script(failure.error);
+    match failure.stop {
+        None => SystemError::World(error),
+        Some(Stop { holder, release }) => SystemError::RanAway(Box::new(Runaway {
+            error,
+            stops: vec![StopRequest {
+                system: (holder.owner != system).then_some(holder.owner),
+                part: holder.part,
+                release,
+            }],
+        })),
+    }
+}
+
+impl LuauBody {
+    /// The system's `run` function, unless the VM let go of it.
+    fn run_function(&self) -> Result<Function, SystemError> {
+        self.scripts.kept(&self.owner).ok_or_else(|| {
+            SystemError::failed(format!(
+                "`{}` was stopped for holding memory the world's scripts needed, and its script let go of; load it again to run it",
+                self.owner
+            ))
+        })
+    }
 }
 
 impl SystemBody for LuauBody {
@@ -43,31 +69,44 @@ impl SystemBody for LuauBody {
     }
 
     fn run(&mut self, ctx: &mut Ctx<'_>) -> SystemResult {
+        let run = self.run_function()?;
         let dt = ctx.dt();
         let world = self.scripts.world().clone();
         let scene: &mut Scene = ctx;
         self.scripts
-            .call_serial::<()>(scene, &self.owner, &self.script, &self.run, (world, dt))
-            .map_err(script_failure)
+            .call_serial::<()>(
+                scene,
+                Caller::run(&self.owner),
+                &self.script,
+                &run,
+                (world, dt),
+            )
+            .map_err(|f| system_failure(f, &self.owner))
     }
 
     fn run_parallel(&mut self, ctx: &mut ParCtx<'_>) -> SystemResult {
+        let run = self.run_function()?;
         let par = ParState::new(self.roots, self.declared.clone());
         let world = self.scripts.world().clone();
         let established = (ctx.arena(), ctx.store());
         let (result, par, prints) = self.scripts.call_parallel(
             par,
             established,
-            &self.owner,
+            Caller::run(&self.owner),
+            ctx.frame(),
             &self.script,
-            &self.run,
+            &run,
             (world, ctx.dt()),
         );
         ctx.add_prints(prints);
-        result.map_err(script_failure)?;
+        result.map_err(|f| system_failure(f, &self.owner))?;
         ctx.add_rows(par.rows);
         ctx.replay(par)?;
         Ok(())
+    }
+
+    fn release(&mut self) {
+        self.scripts.release(&self.owner);
     }
 }
 
@@ -228,7 +267,7 @@ pub(crate) fn system_from_script(
 ) -> Result<SystemSpec, WorldError> {
     let scripts = scene.scripts()?;
     let chunk = scripts.load(script, source)?;
-    let value: LuaValue = scripts.call_serial(scene, name, script, &chunk, ())?;
+    let value: LuaValue = scripts.call_serial(scene, Caller::load(name), script, &chunk, ())?;
     if !scripts.is_system_table(&value) {
         return Err(WorldError::Script(ScriptError {
             script: script.to_owned(),
@@ -254,11 +293,13 @@ pub(crate) fn system_from_script(
         .map_err(|e| WorldError::Script(script_error(script, &e)))?;
     let parallel = parallel_of(&table).map_err(|e| script_error(script, &e))?;
     let declared = declared_writes(scene, &table).map_err(invalid)?;
+    scripts
+        .keep(name, &run)
+        .map_err(|e| WorldError::Script(script_error(script, &e)))?;
     let body = LuauBody {
         scripts,
         owner: name.to_owned(),
         script: script.to_owned(),
-        run,
         parallel,
         declared: declared.clone(),
         roots: (scene.game(), scene.workspace()),

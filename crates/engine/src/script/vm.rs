@@ -4,9 +4,11 @@
 //! Invariant: a game VM offers no `os`, `io`, `require`, `loadstring`, `getfenv`, `setfenv`,
 //! `debug`, `collectgarbage`, `gcinfo` or `newproxy`; the standard libraries and the game API
 //! are read-only and every script runs in an environment table of its own, so one script's
-//! globals never leak into another's. Every callback runs under its budget: when it runs out
-//! the callback fails with a budget error, and the limits are lifted afterwards so the VM stays
-//! usable.
+//! globals never leak into another's. Every callback runs under its budget: when it runs out,
+//! the trip sticks until the callback ends (every later interrupt raises it again, so a
+//! `pcall`, an `xpcall` handler or a coroutine that catches it only meets it at its next loop
+//! or call), the callback fails with a budget error even if the script swallowed every trip,
+//! and the limits are lifted afterwards so the VM stays usable.
 
 use std::sync::Arc;
 use std::sync::atomic::{AtomicU8, AtomicU64, Ordering};
@@ -16,22 +18,35 @@ use mlua::{Lua, Table, VmState};
 
 use super::ScriptError;
 
-/// What one callback (a system's run, a setup script, a group's callback) may use.
+/// What one callback (a system's run, a setup script, a group's callback) may use, and what a
+/// world's scripts may hold together.
+///
+/// A callback that runs out of instructions or time fails; a system whose run does is stopped
+/// (it ran away: see `World::stopped_systems`), so a runaway costs one budget, once. A frame
+/// at 60 frames a second lasts 16.7 ms: the standard second a run may take is sixty frames,
+/// far past any run a game means, and well short of a hang; a setup script, which builds a
+/// world once, gets ten.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct ScriptBudget {
     /// Luau interrupts (taken at calls and loop back-edges) before the callback is stopped.
     pub instructions: u64,
-    /// Wall-clock time before the callback is stopped.
+    /// Wall-clock time before a run (a system's, a group's callback) is stopped.
     pub time: Duration,
-    /// The most memory one VM may hold, in bytes.
+    /// Wall-clock time before a script run once (a setup script, a script as it loads) is
+    /// stopped.
+    pub setup_time: Duration,
+    /// The most memory the world's scripts may hold together (every game VM of the world), in
+    /// bytes.
     pub memory: usize,
 }
 
 impl ScriptBudget {
-    /// The standard budget: 200 million interrupts, 5 seconds a callback, 512 MiB a VM.
+    /// The standard budget: 200 million interrupts, 1 second a run, 10 seconds a setup
+    /// script, 512 MiB for the world's scripts together.
     pub const STANDARD: ScriptBudget = ScriptBudget {
         instructions: 200_000_000,
-        time: Duration::from_secs(5),
+        time: Duration::from_secs(1),
+        setup_time: Duration::from_secs(10),
         memory: 512 * 1024 * 1024,
     };
 }
@@ -45,6 +60,9 @@ impl Default for ScriptBudget {
 /// Why the interrupt stopped a callback.
 const TRIP_INSTRUCTIONS: u8 = 1;
 const TRIP_TIME: u8 = 2;
+
+const INSTRUCTIONS_MESSAGE: &str = "the callback ran out of its instruction budget";
+const TIME_MESSAGE: &str = "the callback ran out of its time budget";
 
 /// The interrupt's counters, shared with its callback.
 pub(crate) struct Meter {
@@ -67,12 +85,12 @@ impl Meter {
         }
     }
 
-    /// Starts a callback's budget.
-    pub(crate) fn start(&self, budget: &ScriptBudget) {
+    /// Starts a callback's budget: `instructions` interrupts and `time`.
+    pub(crate) fn start(&self, instructions: u64, time: Duration) {
         self.interrupts.store(0, Ordering::Relaxed);
-        self.limit.store(budget.instructions, Ordering::Relaxed);
+        self.limit.store(instructions, Ordering::Relaxed);
         self.tripped.store(0, Ordering::Relaxed);
-        let deadline = self.epoch.elapsed().saturating_add(budget.time);
+        let deadline = self.epoch.elapsed().saturating_add(time);
         self.deadline.store(
             u64::try_from(deadline.as_nanos()).unwrap_or(u64::MAX),
             Ordering::Relaxed,
@@ -91,12 +109,17 @@ impl Meter {
     }
 
     fn tick(&self) -> mlua::Result<VmState> {
+        // A trip sticks: a script that caught the error meets it again at its next back-edge
+        // or call, until the callback has unwound to the host.
+        match self.tripped.load(Ordering::Relaxed) {
+            TRIP_INSTRUCTIONS => return Err(mlua::Error::runtime(INSTRUCTIONS_MESSAGE)),
+            TRIP_TIME => return Err(mlua::Error::runtime(TIME_MESSAGE)),
+            _ => {}
+        }
         let count = self.interrupts.fetch_add(1, Ordering::Relaxed) + 1;
         if count > self.limit.load(Ordering::Relaxed) {
             self.tripped.store(TRIP_INSTRUCTIONS, Ordering::Relaxed);
-            return Err(mlua::Error::runtime(
-                "the callback ran out of its instruction budget",
-            ));
+            return Err(mlua::Error::runtime(INSTRUCTIONS_MESSAGE));
         }
         // The clock is read every 1,024 interrupts: often enough for a deadline in seconds.
         if count.is_multiple_of(1024) {
@@ -104,9 +127,7 @@ impl Meter {
             let now = u64::try_from(self.epoch.elapsed().as_nanos()).unwrap_or(u64::MAX);
             if deadline != u64::MAX && now > deadline {
                 self.tripped.store(TRIP_TIME, Ordering::Relaxed);
-                return Err(mlua::Error::runtime(
-                    "the callback ran out of its time budget",
-                ));
+                return Err(mlua::Error::runtime(TIME_MESSAGE));
             }
         }
         Ok(VmState::Continue)
@@ -127,14 +148,18 @@ const REMOVED: [&str; 10] = [
     "newproxy",
 ];
 
-/// A new game VM and its meter. The caller adds the game API to the returned base table
-/// before [`seal`].
-pub(crate) fn new_vm(budget: &ScriptBudget) -> mlua::Result<(Lua, Arc<Meter>, Table)> {
+/// A new game VM and its meter. `install` replaces what it must among the raw globals before
+/// the sandbox makes them read-only; the caller adds the game API to the returned base table.
+pub(crate) fn new_vm(
+    budget: &ScriptBudget,
+    install: impl FnOnce(&Lua, &Table) -> mlua::Result<()>,
+) -> mlua::Result<(Lua, Arc<Meter>, Table)> {
     let lua = Lua::new();
     let globals = lua.globals();
     for name in REMOVED {
         globals.raw_set(name, mlua::Value::Nil)?;
     }
+    install(&lua, &globals)?;
     lua.sandbox(true)?;
     lua.set_memory_limit(budget.memory)?;
     let meter = Arc::new(Meter::new());

@@ -123,6 +123,13 @@ fn running_out_of_instructions_fails_the_callback_and_the_frame_goes_on() {
             [frame.to_string()],
             "the other system still runs"
         );
+        if frame == 3 {
+            assert!(
+                events.errors.is_empty(),
+                "a runaway is stopped after its trip"
+            );
+            continue;
+        }
         assert_eq!(events.errors.len(), 1);
         let (system, error) = &events.errors[0];
         assert_eq!(system, "spin");
@@ -132,7 +139,7 @@ fn running_out_of_instructions_fails_the_callback_and_the_frame_goes_on() {
             "{text}"
         );
     }
-    assert_eq!(stats_of(&world, "spin").errors, 2);
+    assert_eq!(stats_of(&world, "spin").errors, 1);
     assert_eq!(stats_of(&world, "count").errors, 0);
     // The VM is usable after the budget error.
     assert_eq!(printed(&mut world, "print('still here')"), ["still here"]);
@@ -204,5 +211,384 @@ fn a_script_that_begins_like_bytecode_is_compiled_as_text() {
         );
         let error = script_error(world.add_script_system("s", "systems/s.luau", source));
         assert_eq!(error.script, "systems/s.luau", "{error}");
+    }
+}
+
+/// Runs `f` on a thread of its own; fails the test if it has not finished within `limit` (a
+/// script that holds the engine hostage would otherwise hang the test run).
+fn within<R: Send + 'static>(limit: Duration, f: impl FnOnce() -> R + Send + 'static) -> R {
+    let (done, result) = std::sync::mpsc::channel();
+    std::thread::spawn(move || {
+        let _ = done.send(f());
+    });
+    result
+        .recv_timeout(limit)
+        .unwrap_or_else(|_| panic!("still running after {limit:?}: the budget did not end it"))
+}
+
+/// Loops that catch a budget trip (in `pcall`, in `xpcall`'s handler, in coroutines) and try
+/// again, as a system's, a setup script's or a group's callback body.
+const CATCHERS: [&str; 5] = [
+    "while true do pcall(function() while true do end end) end",
+    "for _ = 1, 20 do pcall(function() while true do end end) end",
+    "while true do xpcall(function() while true do end end, function() while true do end end) end",
+    "while true do coroutine.resume(coroutine.create(function() while true do end end)) end",
+    "while true do pcall(coroutine.wrap(function() while true do end end)) end",
+];
+
+/// The two ways a budget ends a callback: instructions, or time with the instruction budget
+/// left at its standard size.
+fn tight_budgets() -> [ScriptBudget; 2] {
+    [
+        ScriptBudget {
+            instructions: 200_000,
+            ..ScriptBudget::STANDARD
+        },
+        ScriptBudget {
+            time: Duration::from_millis(100),
+            setup_time: Duration::from_millis(100),
+            ..ScriptBudget::STANDARD
+        },
+    ]
+}
+
+#[test]
+fn a_caught_budget_trip_still_ends_a_systems_callback_and_counts_an_error() {
+    for budget in tight_budgets() {
+        for body in CATCHERS {
+            let (errors, message) = within(Duration::from_secs(60), move || {
+                let mut world = budgeted(budget);
+                let source = format!("return system {{ run = function() {body} end }}");
+                world
+                    .add_script_system("catcher", "catcher.luau", &source)
+                    .unwrap();
+                let events = world.step(0.1).unwrap();
+                let message = events.errors.first().map(|(_, e)| e.to_string());
+                (stats_of(&world, "catcher").errors, message)
+            });
+            assert_eq!(errors, 1, "{body} under {budget:?}");
+            let message = message.unwrap_or_default();
+            assert!(message.contains("budget"), "{body}: {message}");
+        }
+    }
+}
+
+#[test]
+fn a_caught_budget_trip_still_ends_a_setup_script() {
+    for budget in tight_budgets() {
+        for body in CATCHERS {
+            let error = within(Duration::from_secs(60), move || {
+                let mut world = budgeted(budget);
+                world
+                    .run_script("setup.luau", body)
+                    .err()
+                    .map(|e| e.to_string())
+            });
+            let error = error.unwrap_or_else(|| panic!("{body}: the setup script succeeded"));
+            assert!(error.contains("budget"), "{body}: {error}");
+        }
+    }
+}
+
+#[test]
+fn a_caught_budget_trip_still_ends_a_groups_callback() {
+    for budget in tight_budgets() {
+        for body in CATCHERS {
+            let message = within(Duration::from_secs(60), move || {
+                let mut world = budgeted(budget);
+                let workspace = world.workspace();
+                let room = world.create(ClassId::FOLDER, Some(workspace)).unwrap();
+                world.set_execution_group(room, Some("spin")).unwrap();
+                let source = format!("return system {{ run = function() {body} end }}");
+                world
+                    .add_group_script("spin", "groups/spin.luau", &source)
+                    .unwrap();
+                let events = world.step(0.1).unwrap();
+                events.errors.first().map(|(_, e)| e.to_string())
+            });
+            let message = message.unwrap_or_else(|| panic!("{body}: the group succeeded"));
+            assert!(message.contains("budget"), "{body}: {message}");
+        }
+    }
+}
+
+#[test]
+fn a_runaway_system_is_stopped_after_its_trip_and_the_frames_go_on() {
+    let mut world = spinning(ScriptBudget {
+        time: Duration::from_millis(100),
+        ..ScriptBudget::STANDARD
+    });
+    world.step(0.1).unwrap();
+    let events = world.step(0.1).unwrap();
+    assert_eq!(events.errors.len(), 1);
+    assert_eq!(events.stopped.len(), 1, "the trip stops the system");
+    assert_eq!(events.stopped[0].system, "spin");
+    for frame in 3..=30 {
+        let events = world.step(0.1).unwrap();
+        assert!(
+            events.errors.is_empty(),
+            "frame {frame}: {:?}",
+            events.errors
+        );
+        assert_eq!(
+            events.prints,
+            [frame.to_string()],
+            "the other system still runs"
+        );
+    }
+    assert_eq!(
+        stats_of(&world, "spin").runs,
+        2,
+        "stopped systems are not called"
+    );
+    let stopped = world.stopped_systems();
+    assert_eq!(stopped.len(), 1);
+    assert_eq!(stopped[0].system, "spin");
+    assert_eq!(stopped[0].frame, 1);
+    assert!(
+        stopped[0].reason.contains("time budget"),
+        "{}",
+        stopped[0].reason
+    );
+    assert!(
+        world.stats_table().contains("stopped"),
+        "{}",
+        world.stats_table()
+    );
+    // Enabling it again resumes it (and it runs away again).
+    let spin = world.system_id("spin").unwrap();
+    world.set_system_enabled(spin, true).unwrap();
+    assert!(world.stopped_systems().is_empty());
+    assert_eq!(world.step(0.1).unwrap().errors.len(), 1);
+    assert_eq!(world.stopped_systems().len(), 1);
+}
+
+#[test]
+fn the_memory_limit_bounds_all_of_a_worlds_scripts_together() {
+    let limit = 24 * 1024 * 1024;
+    let mut world = budgeted(ScriptBudget {
+        memory: limit,
+        ..ScriptBudget::STANDARD
+    });
+    let workspace = world.workspace();
+    for _ in 0..8 {
+        let room = world.create(ClassId::FOLDER, Some(workspace)).unwrap();
+        world.set_execution_group(room, Some("hoard")).unwrap();
+    }
+    // Each group keeps 4 MiB more every frame: eight of them want far more than the limit.
+    world
+        .add_group_script(
+            "hoard",
+            "groups/hoard.luau",
+            "local kept = {}
+            return system { run = function() table.insert(kept, string.rep('x', 4 * 1024 * 1024) .. #kept) end }",
+        )
+        .unwrap();
+    let mut failures = 0;
+    for _ in 0..4 {
+        let events = world.step(0.1).unwrap();
+        failures += events.errors.len();
+        assert!(
+            world.script_memory() <= limit,
+            "the world's scripts hold {} bytes, over their limit of {limit}",
+            world.script_memory()
+        );
+    }
+    assert!(failures > 0, "eight hoarding groups never ran out");
+}
+
+#[test]
+fn the_system_holding_the_memory_is_the_one_reported() {
+    let mut world = budgeted(ScriptBudget {
+        memory: 24 * 1024 * 1024,
+        ..ScriptBudget::STANDARD
+    });
+    // `hog` keeps 1 MiB more every frame; `small` only makes garbage it drops.
+    world
+        .add_script_system(
+            "hog",
+            "systems/hog.luau",
+            "local kept = {}
+            return system { run = function() table.insert(kept, string.rep('x', 1024 * 1024) .. #kept) end }",
+        )
+        .unwrap();
+    world
+        .add_script_system(
+            "small",
+            "systems/small.luau",
+            "return system { after = { 'hog' }, run = function()
+                local t = {}
+                for i = 1, 2000 do t[i] = { i } end
+            end }",
+        )
+        .unwrap();
+    let mut blamed = Vec::new();
+    for _ in 0..60 {
+        let events = world.step(0.1).unwrap();
+        for (system, error) in &events.errors {
+            blamed.push((system.clone(), error.to_string()));
+        }
+    }
+    assert!(!blamed.is_empty(), "hog never ran out");
+    for (system, message) in &blamed {
+        assert_eq!(system, "hog", "{message}");
+        assert!(message.contains("hog"), "{message}");
+    }
+    assert_eq!(stats_of(&world, "small").errors, 0);
+    let stopped = world.stopped_systems();
+    assert_eq!(stopped.len(), 1);
+    assert_eq!(stopped[0].system, "hog");
+    // With `hog` stopped and its memory released, `small` goes on.
+    for _ in 0..10 {
+        assert!(world.step(0.1).unwrap().errors.is_empty());
+    }
+    assert!(
+        world.script_memory() < 8 * 1024 * 1024,
+        "{}",
+        world.script_memory()
+    );
+}
+
+#[test]
+fn print_through_the_global_table_is_collected_like_print() {
+    let mut world = scripted(1);
+    let out = printed(
+        &mut world,
+        "_G.print('through _G')\nprint(print == _G.print, rawequal(print, _G.print))",
+    );
+    assert_eq!(out, ["through _G", "true\ttrue"]);
+}
+
+/// What a script prints when it draws random numbers in setup and in a system each frame.
+fn draws(world: &mut World, frames: usize) -> Vec<String> {
+    let mut out = printed(
+        world,
+        "print(math.random(), math.random(1, 6), math.random(1000000))",
+    );
+    if world.system_id("dice").is_none() {
+        world
+            .add_script_system(
+                "dice",
+                "systems/dice.luau",
+                "return system { parallel = true, run = function() print(math.random(1, 1000000)) end }",
+            )
+            .unwrap();
+    }
+    for _ in 0..frames {
+        out.extend(world.step(0.1).unwrap().prints.clone());
+    }
+    out
+}
+
+#[test]
+fn random_numbers_come_from_the_worlds_seed() {
+    let run = |seed: u64, threads: usize, shuffle: Option<u64>| {
+        let mut world = World::with_seed(threads, seed).unwrap();
+        world.set_lane_shuffle(shuffle);
+        draws(&mut world, 5)
+    };
+    let first = run(42, 1, None);
+    assert_eq!(first.len(), 6);
+    assert_eq!(
+        run(42, 1, None),
+        first,
+        "the same seed draws the same numbers"
+    );
+    assert_eq!(run(42, 2, None), first, "on any thread count");
+    assert_eq!(run(42, 8, Some(3)), first, "under a lane shuffle");
+    assert_ne!(run(43, 1, None), first, "another seed draws others");
+    let frames: std::collections::HashSet<&String> = first[1..].iter().collect();
+    assert!(frames.len() > 1, "every frame draws anew: {first:?}");
+}
+
+#[test]
+fn random_numbers_go_on_across_a_save_and_a_load() {
+    let mut straight = World::with_seed(1, 7).unwrap();
+    let expected = draws(&mut straight, 6);
+    let mut first = World::with_seed(1, 7).unwrap();
+    let before = draws(&mut first, 3);
+    let mut file = Vec::new();
+    first.save(&mut file).unwrap();
+    let mut loaded = World::load_with_threads(file.as_slice(), 1).unwrap();
+    loaded
+        .add_script_system(
+            "dice",
+            "systems/dice.luau",
+            "return system { parallel = true, run = function() print(math.random(1, 1000000)) end }",
+        )
+        .unwrap();
+    let mut after = Vec::new();
+    for _ in 0..3 {
+        after.extend(loaded.step(0.1).unwrap().prints.clone());
+    }
+    assert_eq!([before, after].concat(), expected);
+}
+
+#[test]
+fn math_random_refuses_an_empty_or_fractional_interval_and_a_reseed() {
+    let mut world = scripted(1);
+    for (call, expected) in [
+        ("math.random(5, 1)", "empty"),
+        ("math.random(0)", "empty"),
+        ("math.random(1.5)", "whole"),
+        ("math.randomseed(1)", "seed"),
+    ] {
+        let error = script_error(world.run_script("dice.luau", call));
+        assert!(error.message.contains(expected), "{call}: {error}");
+        assert_eq!(error.line, Some(1), "{call}: {error}");
+    }
+}
+
+#[test]
+fn an_innocent_system_that_runs_out_of_memory_another_holds_is_not_blamed() {
+    let mut world = budgeted(ScriptBudget {
+        memory: 24 * 1024 * 1024,
+        ..ScriptBudget::STANDARD
+    });
+    // `hoarder` keeps 20 MiB once; `worker` needs 8 MiB for a moment every frame.
+    world
+        .add_script_system(
+            "hoarder",
+            "systems/hoarder.luau",
+            "local kept = {}
+            return system { run = function()
+                if #kept == 0 then
+                    for i = 1, 5 do kept[i] = buffer.create(4 * 1024 * 1024) end
+                end
+            end }",
+        )
+        .unwrap();
+    world
+        .add_script_system(
+            "worker",
+            "systems/worker.luau",
+            "local n = 0
+            return system { after = { 'hoarder' }, run = function()
+                n += 1
+                local scratch = buffer.create(8 * 1024 * 1024)
+                print(buffer.len(scratch) > n)
+            end }",
+        )
+        .unwrap();
+    let events = world.step(0.1).unwrap();
+    assert_eq!(events.errors.len(), 1, "{:?}", events.errors);
+    let (system, error) = &events.errors[0];
+    assert_eq!(system, "hoarder");
+    let message = error.to_string();
+    assert!(
+        message.contains("`hoarder` holds") && message.contains("while `worker` ran"),
+        "{message}"
+    );
+    assert_eq!(events.stopped.len(), 1);
+    assert_eq!(events.stopped[0].system, "hoarder");
+    assert_eq!(
+        stats_of(&world, "worker").errors,
+        0,
+        "the worker takes no blame"
+    );
+    for _ in 0..3 {
+        let events = world.step(0.1).unwrap();
+        assert!(events.errors.is_empty(), "{:?}", events.errors);
+        assert_eq!(events.prints, ["true"]);
     }
 }
