@@ -102,8 +102,11 @@ fn parse(args: Vec<String>) -> Result<Command, String> {
                     "--frames" => options.frames = Some(number("--frames", args.next())?),
                     "--threads" => {
                         let threads: usize = number("--threads", args.next())?;
-                        if threads == 0 {
-                            return Err("--threads must be at least 1".into());
+                        if !(1..=strata::MAX_THREADS).contains(&threads) {
+                            return Err(format!(
+                                "--threads must be between 1 and {}, not {threads}",
+                                strata::MAX_THREADS
+                            ));
                         }
                         options.threads = Some(threads);
                     }
@@ -437,7 +440,7 @@ mod tests {
         );
         assert_eq!(
             parse(args("run p --threads 0")),
-            Err("--threads must be at least 1".into())
+            Err("--threads must be between 1 and 256, not 0".into())
         );
         assert_eq!(parse(args("run")), Err("run needs a PLACE folder".into()));
         assert_eq!(

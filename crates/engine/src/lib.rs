@@ -81,7 +81,7 @@ pub use crate::scene::Scene;
 pub use crate::script::{ScriptBudget, ScriptError, Scripts};
 pub use crate::stats::format_duration;
 pub use crate::systems::{Ctx, ParCtx, StopRequest, SystemBody, SystemResult, SystemSpec};
-pub use crate::world::{FrameEvents, StoppedSystem, World};
+pub use crate::world::{FrameEvents, MAX_THREADS, StoppedSystem, World};
 
 /// The layers, for what the prelude does not name.
 pub mod layers {

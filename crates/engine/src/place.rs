@@ -67,7 +67,15 @@ impl PlaceConfig {
             config.fixed_rate.is_finite() && config.fixed_rate > 0.0,
             "fixed_rate must be a positive number of steps per second",
         )?;
-        check(config.threads != Some(0), "threads must be at least 1")?;
+        if let Some(threads) = config.threads
+            && !(1..=crate::world::MAX_THREADS).contains(&threads)
+        {
+            return Err(format!(
+                "{}threads must be between 1 and {}, not {threads}",
+                threads_line(text),
+                crate::world::MAX_THREADS
+            ));
+        }
         Ok(config)
     }
 }
@@ -185,6 +193,14 @@ pub enum PlaceError {
         /// What is wrong, with its line.
         message: String,
     },
+    /// A file or folder of the place is a link that leaves the place, or leads nowhere.
+    #[error("{path}: {reason}")]
+    Link {
+        /// The link.
+        path: PathBuf,
+        /// Where it leads, or that it leads nowhere.
+        reason: String,
+    },
     /// A file could not be read.
     #[error("{path}: {source}")]
     Io {
@@ -217,9 +233,34 @@ fn read(path: &Path) -> Result<String, PlaceError> {
     })
 }
 
-/// The `.luau` files of a subfolder, by file name; none when it is missing.
-fn scripts_in(root: &Path, folder: &str) -> Result<Vec<PlaceScript>, PlaceError> {
+/// Checks that `path`, once every link on the way is followed, is inside the place folder
+/// `root` (itself resolved): a link leaving the place, a broken link and a loop of links are
+/// refused, so a place reads only its own files.
+fn within(root: &Path, path: &Path) -> Result<(), PlaceError> {
+    let is_link = std::fs::symlink_metadata(path).is_ok_and(|m| m.file_type().is_symlink());
+    match std::fs::canonicalize(path) {
+        Ok(real) if real.starts_with(root) => Ok(()),
+        Ok(real) => Err(PlaceError::Link {
+            path: path.to_owned(),
+            reason: format!(
+                "is a link to {}, outside the place; a place reads only its own files",
+                real.display()
+            ),
+        }),
+        Err(error) if is_link => Err(PlaceError::Link {
+            path: path.to_owned(),
+            reason: format!("is a broken link, or one of a loop of links ({error})"),
+        }),
+        // Not a link and not there: the caller decides whether that matters.
+        Err(_) => Ok(()),
+    }
+}
+
+/// The `.luau` files of a subfolder, by file name; none when it is missing. `real` is the
+/// place folder with every link resolved.
+fn scripts_in(root: &Path, real: &Path, folder: &str) -> Result<Vec<PlaceScript>, PlaceError> {
     let dir = root.join(folder);
+    within(real, &dir)?;
     if !dir.is_dir() {
         return Ok(Vec::new());
     }
@@ -234,11 +275,15 @@ fn scripts_in(root: &Path, folder: &str) -> Result<Vec<PlaceScript>, PlaceError>
             source,
         })?;
         let path = entry.path();
-        if path.extension().is_some_and(|e| e == "luau") && path.is_file() {
+        if path.extension().is_some_and(|e| e == "luau") {
             paths.push(path);
         }
     }
     paths.sort();
+    for path in &paths {
+        within(real, path)?;
+    }
+    paths.retain(|path| path.is_file());
     paths
         .into_iter()
         .map(|path| {
@@ -266,7 +311,13 @@ impl Place {
         if !root.is_dir() {
             return Err(PlaceError::NotAFolder(root));
         }
+        // Links inside the place are followed as long as they stay in it.
+        let real = std::fs::canonicalize(&root).map_err(|source| PlaceError::Io {
+            path: root.clone(),
+            source,
+        })?;
         let config_path = root.join("place.toml");
+        within(&real, &config_path)?;
         if !config_path.is_file() {
             return Err(PlaceError::NoConfig(root));
         }
@@ -276,6 +327,7 @@ impl Place {
             message,
         })?;
         let setup_path = root.join("setup.luau");
+        within(&real, &setup_path)?;
         let setup = if setup_path.is_file() {
             Some(PlaceScript {
                 name: "setup".into(),
@@ -286,9 +338,9 @@ impl Place {
             None
         };
         Ok(Place {
-            components: scripts_in(&root, "components")?,
-            systems: scripts_in(&root, "systems")?,
-            groups: scripts_in(&root, "groups")?,
+            components: scripts_in(&root, &real, "components")?,
+            systems: scripts_in(&root, &real, "systems")?,
+            groups: scripts_in(&root, &real, "groups")?,
             setup,
             config,
             root,
@@ -477,6 +529,21 @@ pub enum LoadPlaceError {
     /// The place's code could not be added.
     #[error("{0}")]
     Place(PlaceError),
+}
+
+/// `line N: ` for the `threads` key of a `place.toml` that parsed, or nothing.
+fn threads_line(text: &str) -> String {
+    #[derive(Deserialize)]
+    struct Threads {
+        threads: Option<toml::Spanned<toml::Value>>,
+    }
+    toml::from_str::<Threads>(text)
+        .ok()
+        .and_then(|t| t.threads.map(|v| v.span()))
+        .map_or_else(String::new, |span| {
+            let line = text[..span.start.min(text.len())].matches('\n').count() + 1;
+            format!("line {line}: ")
+        })
 }
 
 /// A TOML error as one line with its line number.

@@ -121,11 +121,22 @@ impl DerefMut for World {
     }
 }
 
+/// The most threads a world runs on. A frame's result does not depend on the thread count,
+/// so more threads than cores only add the cost of making and waking them: past this bound
+/// (well past any machine's cores) a count is a mistake, refused before a thread is made.
+pub const MAX_THREADS: usize = 256;
+
 fn pool(threads: usize) -> Result<Arc<rayon::ThreadPool>, WorldError> {
     if threads == 0 {
         return Err(WorldError::Threads {
             threads,
             reason: "a world needs at least one thread".into(),
+        });
+    }
+    if threads > MAX_THREADS {
+        return Err(WorldError::Threads {
+            threads,
+            reason: format!("a world runs on at most {MAX_THREADS} threads"),
         });
     }
     rayon::ThreadPoolBuilder::new()

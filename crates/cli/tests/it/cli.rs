@@ -415,3 +415,123 @@ fn print_through_the_global_table_keeps_json_output_valid() {
         serde_json::json!(["from setup", "from a system"])
     );
 }
+
+#[test]
+fn a_link_that_leaves_the_place_is_refused_and_a_broken_one_reported() {
+    let outside = scratch("links-outside");
+    std::fs::write(
+        outside.join("secret.luau"),
+        "return system { run = function() end }",
+    )
+    .unwrap();
+    let cases: [(&str, Box<dyn Fn(&Path)>, &str); 5] = [
+        (
+            "out",
+            Box::new(|root: &Path| {
+                std::os::unix::fs::symlink(
+                    outside.join("secret.luau"),
+                    root.join("systems/secret.luau"),
+                )
+                .unwrap()
+            }),
+            "systems/secret.luau",
+        ),
+        (
+            "passwd",
+            Box::new(|root: &Path| {
+                std::os::unix::fs::symlink("/etc/passwd", root.join("systems/passwd.luau")).unwrap()
+            }),
+            "systems/passwd.luau",
+        ),
+        (
+            "broken",
+            Box::new(|root: &Path| {
+                std::os::unix::fs::symlink(
+                    root.join("systems/nowhere.luau"),
+                    root.join("systems/broken.luau"),
+                )
+                .unwrap()
+            }),
+            "systems/broken.luau",
+        ),
+        (
+            "loop",
+            Box::new(|root: &Path| {
+                std::os::unix::fs::symlink(
+                    root.join("systems/b.luau"),
+                    root.join("systems/a.luau"),
+                )
+                .unwrap();
+                std::os::unix::fs::symlink(
+                    root.join("systems/a.luau"),
+                    root.join("systems/b.luau"),
+                )
+                .unwrap();
+            }),
+            "systems/a.luau",
+        ),
+        (
+            "folder",
+            Box::new(|root: &Path| {
+                std::fs::remove_dir_all(root.join("systems")).unwrap();
+                std::os::unix::fs::symlink(&outside, root.join("systems")).unwrap();
+            }),
+            "systems",
+        ),
+    ];
+    for (name, make, named) in cases {
+        let root = small(&format!("links-{name}"));
+        make(&root);
+        let root_text = root.to_string_lossy().into_owned();
+        for command in ["run", "check"] {
+            let outcome = strata(&[command, &root_text]);
+            assert_eq!(outcome.code, 1, "{name} {command}: {}", outcome.err);
+            assert!(
+                outcome.err.contains(named),
+                "{name} {command}: {}",
+                outcome.err
+            );
+            assert!(
+                outcome.err.contains("link"),
+                "{name} {command}: {}",
+                outcome.err
+            );
+        }
+    }
+    // A link that stays inside the place is followed.
+    let root = small("links-inside");
+    std::fs::create_dir_all(root.join("shared")).unwrap();
+    std::fs::rename(
+        root.join("systems/tick.luau"),
+        root.join("shared/tick.luau"),
+    )
+    .unwrap();
+    std::os::unix::fs::symlink(
+        root.join("shared/tick.luau"),
+        root.join("systems/tick.luau"),
+    )
+    .unwrap();
+    let run = strata(&["run", &root.to_string_lossy()]);
+    assert_eq!(run.code, 0, "{}", run.err);
+}
+
+#[test]
+fn thread_counts_past_the_bound_are_refused_naming_the_flag_or_the_line() {
+    let root = small("threads-flag");
+    let root_text = root.to_string_lossy().into_owned();
+    let run = strata(&["run", &root_text, "--threads", "10000"]);
+    assert_eq!(run.code, 2, "{}", run.err);
+    assert!(run.err.contains("--threads"), "{}", run.err);
+    assert!(run.err.contains("256"), "{}", run.err);
+    let root = place(
+        "threads-toml",
+        &[("place.toml", "frames = 2\n\nthreads = 100000\n")],
+    );
+    let run = strata(&["run", &root.to_string_lossy()]);
+    assert_eq!(run.code, 1, "{}", run.err);
+    assert!(
+        run.err.contains("place.toml") && run.err.contains("line 3") && run.err.contains("threads"),
+        "{}",
+        run.err
+    );
+}

@@ -130,3 +130,18 @@ fn a_refused_delta_changes_nothing() {
     assert_eq!((world.frame(), world.hash()), (0, hash));
     assert!(log.lock().unwrap().is_empty());
 }
+
+#[test]
+fn thread_counts_past_the_bound_are_refused_and_change_nothing() {
+    assert!(World::with_threads(strata::MAX_THREADS).is_ok());
+    for threads in [0, strata::MAX_THREADS + 1, 10_000] {
+        let error = World::with_threads(threads).unwrap_err();
+        assert!(
+            matches!(error, WorldError::Threads { threads: t, .. } if t == threads),
+            "{error}"
+        );
+    }
+    let mut world = World::with_threads(2).unwrap();
+    assert!(world.set_threads(100_000).is_err());
+    assert_eq!(world.threads(), 2);
+}
