@@ -424,7 +424,8 @@ fn a_link_that_leaves_the_place_is_refused_and_a_broken_one_reported() {
         "return system { run = function() end }",
     )
     .unwrap();
-    let cases: [(&str, Box<dyn Fn(&Path)>, &str); 5] = [
+    type MakeLink = Box<dyn Fn(&Path)>;
+    let cases: [(&str, MakeLink, &str); 5] = [
         (
             "out",
             Box::new(|root: &Path| {
