@@ -424,8 +424,8 @@ fn a_link_that_leaves_the_place_is_refused_and_a_broken_one_reported() {
         "return system { run = function() end }",
     )
     .unwrap();
-    type MakeLink = Box<dyn Fn(&Path)>;
-    let cases: [(&str, MakeLink, &str); 5] = [
+    type MakeLink<'a> = Box<dyn Fn(&Path) + 'a>;
+    let cases: [(&str, MakeLink<'_>, &str); 5] = [
         (
             "out",
             Box::new(|root: &Path| {
