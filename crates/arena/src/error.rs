@@ -151,4 +151,16 @@ pub enum ArenaError {
     /// A save point was asked for, or restored, while a reservation is held.
     #[error("a reservation is held: publish or release it first")]
     ReservationHeld,
+    /// An attribute or built-in reference would name an instance that is not live (never
+    /// issued, destroyed, or reclaimed).
+    #[error("{what} of {holder} cannot refer to {target}: it is not live")]
+    NotLiveReference {
+        /// The instance that would hold the reference.
+        holder: InstanceId,
+        /// What would hold it: an attribute (named so, in quotes) or a built-in property
+        /// (`PrimaryPart`, `CameraSubject`).
+        what: String,
+        /// The instance named.
+        target: InstanceId,
+    },
 }

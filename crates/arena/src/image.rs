@@ -142,6 +142,32 @@ impl Arena {
             if node.parent_locked {
                 arena.set_parent_locked(node.id, true)?;
             }
+            // Every instance is in: each reference must name one of them.
+            let attributes = node
+                .data
+                .attributes
+                .iter()
+                .filter_map(|(name, value)| match value {
+                    crate::state::AttrValue::Reference(Some(target)) => {
+                        Some((format!("attribute `{name}`"), *target))
+                    }
+                    _ => None,
+                });
+            let state = node
+                .data
+                .state
+                .references()
+                .into_iter()
+                .filter_map(|(what, target)| Some((what.to_owned(), target?)));
+            for (what, target) in attributes.chain(state) {
+                if !listed.contains(&target) {
+                    return Err(ArenaError::NotLiveReference {
+                        holder: node.id,
+                        what,
+                        target,
+                    });
+                }
+            }
         }
         arena.ids.inserted_below(image.next_id);
         arena.outbox.take_events();
@@ -153,9 +179,9 @@ impl Arena {
         let id = node.id;
         self.set_name(id, &node.data.name)?;
         for (name, value) in node.data.attributes.iter() {
-            self.set_attribute(id, name, Some(value.clone()))?;
+            self.put_attribute(id, name, Some(value.clone()))?;
         }
-        self.set_state(id, node.data.state.clone())?;
+        self.put_state(id, node.data.state.clone())?;
         for tag in &node.tags {
             self.add_tag(id, tag)?;
         }

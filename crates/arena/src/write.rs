@@ -67,6 +67,28 @@ impl Arena {
         name: &str,
         value: Option<AttrValue>,
     ) -> Result<bool, ArenaError> {
+        if let Some(AttrValue::Reference(Some(target))) = value
+            && !self.is_live(target)
+        {
+            self.state.live_slot(id)?;
+            return Err(ArenaError::NotLiveReference {
+                holder: id,
+                what: format!("attribute `{name}`"),
+                target,
+            });
+        }
+        self.put_attribute(id, name, value)
+    }
+
+    /// [`Arena::set_attribute`] without the check that a reference names a live instance, for
+    /// an image being rebuilt (whose references may name instances listed after the holder;
+    /// `from_image` checks them once every instance is in).
+    pub(crate) fn put_attribute(
+        &mut self,
+        id: InstanceId,
+        name: &str,
+        value: Option<AttrValue>,
+    ) -> Result<bool, ArenaError> {
         let slot = self.state.live_slot(id)?;
         self.guard_batch_write(id)?;
         let unchanged = self.state.record_at(slot).is_some_and(|r| {
@@ -90,6 +112,18 @@ impl Arena {
     /// Replaces an instance's built-in state. The variant must match its class. Returns
     /// `false`, changing nothing, when the state is already equal.
     pub fn set_state(&mut self, id: InstanceId, state: BuiltinState) -> Result<bool, ArenaError> {
+        self.state.live_slot(id)?;
+        self.check_state_references(id, &state)?;
+        self.put_state(id, state)
+    }
+
+    /// [`Arena::set_state`] without the check that its references name live instances (see
+    /// [`Arena::put_attribute`]).
+    pub(crate) fn put_state(
+        &mut self,
+        id: InstanceId,
+        state: BuiltinState,
+    ) -> Result<bool, ArenaError> {
         let slot = self.state.live_slot(id)?;
         self.guard_batch_write(id)?;
         let current = self.current_state(slot, id, state.kind())?;
@@ -106,6 +140,26 @@ impl Arena {
         }
         self.state.data_mut(slot).state = state;
         Ok(true)
+    }
+
+    /// Checks that every built-in reference of `state` (for `holder`) names a live instance.
+    pub fn check_state_references(
+        &self,
+        holder: InstanceId,
+        state: &BuiltinState,
+    ) -> Result<(), ArenaError> {
+        for (what, target) in state.references() {
+            if let Some(target) = target
+                && !self.is_live(target)
+            {
+                return Err(ArenaError::NotLiveReference {
+                    holder,
+                    what: what.to_owned(),
+                    target,
+                });
+            }
+        }
+        Ok(())
     }
 
     /// Moves a part. Returns `false`, changing nothing, when the transform is already equal.

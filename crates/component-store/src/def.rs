@@ -628,6 +628,34 @@ impl InstalledDef {
         }
     }
 
+    /// Checks that every reference in `value` (a value of `field`, at any depth) names an
+    /// instance `is_live` accepts. The store cannot tell a live instance from another id; the
+    /// layer that holds the hierarchy runs this before a value enters the store. Refused with
+    /// [`StoreError::NotLiveReference`] naming the first that is not.
+    pub fn check_references(
+        &self,
+        field: FieldId,
+        value: &Value,
+        is_live: impl Fn(InstanceId) -> bool,
+    ) -> Result<(), StoreError> {
+        let mut dead = None;
+        value.for_each_reference(&mut |target| {
+            if dead.is_none() && !is_live(target) {
+                dead = Some(target);
+            }
+        });
+        match dead {
+            None => Ok(()),
+            Some(target) => Err(StoreError::NotLiveReference {
+                component: self.name().to_owned(),
+                field: self
+                    .field(field)
+                    .map_or_else(|| format!("#{}", field.index()), |f| f.name.to_string()),
+                target,
+            }),
+        }
+    }
+
     /// Checks that `field`'s column holds the Rust type `T`, and returns the field: the check
     /// behind every typed access. Refused with [`StoreError::FieldOutOfRange`], or
     /// [`StoreError::TypeMismatch`] naming `T`.

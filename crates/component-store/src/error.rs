@@ -189,6 +189,18 @@ pub enum StoreError {
     /// snapshot included), was unregistered already, or its component was uninstalled.
     #[error("observer {0:?} is not registered in this store")]
     UnknownObserver(ObserverId),
+    /// A reference value names an instance that is not live (never issued, destroyed, or
+    /// reclaimed): a world only ever holds references to live instances, so it always saves
+    /// to bytes that load.
+    #[error("field `{component}.{field}` cannot refer to {target}: it is not live")]
+    NotLiveReference {
+        /// The component's name.
+        component: String,
+        /// The field's name.
+        field: String,
+        /// The instance the value named.
+        target: InstanceId,
+    },
     /// A reference or enum field's column cannot be handed out whole (`Store::column_mut`):
     /// the store must check and index every value written to it; use a column writer.
     #[error("field {field:?} of component {component:?} needs checked writes: use a column writer")]

@@ -828,6 +828,7 @@ fn apply(
             component,
             values,
         } => {
+            check_references(arena, store, component, &values)?;
             let live = live_members(arena, &members, &mut published.skipped);
             let (added, replaced) = store.set_many(&live, component, &values)?;
             published.added += added;
@@ -860,6 +861,9 @@ fn apply(
             field,
             value,
         } => {
+            store
+                .def(component)?
+                .check_references(field, &value, |t| arena.is_live(t))?;
             store.write_value(at, component, field, value)?;
             published.edits += 1;
             Ok(())
@@ -870,6 +874,7 @@ fn apply(
             component,
             values,
         } => {
+            check_references(arena, store, component, &values)?;
             // The store cannot tell a destroyed instance from a live one; the arena can.
             let Some(class) = arena.live_class_at(at.id, at.slot) else {
                 return Err(CommitFailure::Arena(if arena.slot_of(at.id).is_some() {
@@ -959,6 +964,10 @@ fn apply_spawn(
             take_back(store, &placed);
             return fail(arena, reservation, CommitFailure::Init(Box::new(error)));
         }
+        if let Err(error) = check_spawned_references(arena, store, &placed, &ats) {
+            take_back(store, &placed);
+            return fail(arena, reservation, error.into());
+        }
     }
     if let Err((reservation, error)) = arena.publish(reservation, class, parent) {
         take_back(store, &placed);
@@ -966,6 +975,50 @@ fn apply_spawn(
     }
     store.publish_placed(&placed, &ats, tick);
     published.spawned += ats.len();
+    Ok(())
+}
+
+/// Checks that every reference `values` hold names a live instance (an earlier operation of
+/// the batch may have destroyed one that was live when it was staged).
+fn check_references(
+    arena: &Arena,
+    store: &Store,
+    component: ComponentId,
+    values: &[(FieldId, Value)],
+) -> Result<(), StoreError> {
+    let def = store.def(component)?;
+    for (field, value) in values {
+        def.check_references(*field, value, |t| arena.is_live(t))?;
+    }
+    Ok(())
+}
+
+/// Checks that every reference an initializer stored in a spawn's rows names a live instance
+/// or one of the spawn's own (live once it is published with them).
+fn check_spawned_references(
+    arena: &Arena,
+    store: &Store,
+    placed: &[(ComponentId, Range<usize>)],
+    ats: &[InstanceRef],
+) -> Result<(), StoreError> {
+    let mut own: Option<hashbrown::HashSet<InstanceId>> = None;
+    for (component, rows) in placed {
+        let set = store.set(*component)?;
+        for (index, field) in set.def().fields().iter().enumerate() {
+            if !field.ty.can_reference() {
+                continue;
+            }
+            let field_id = FieldId(index as u16);
+            for row in rows.clone() {
+                let Some(value) = set.value(row, field_id) else {
+                    continue;
+                };
+                let own = own.get_or_insert_with(|| ats.iter().map(|at| at.id).collect());
+                set.def()
+                    .check_references(field_id, &value, |t| arena.is_live(t) || own.contains(&t))?;
+            }
+        }
+    }
     Ok(())
 }
 

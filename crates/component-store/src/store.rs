@@ -1586,6 +1586,54 @@ impl Store {
         }
     }
 
+    /// Clears every reference `holder` holds to one of `targets` (a reference field set to
+    /// none, list elements dropped, references inside other values cleared), as a `Clear`
+    /// policy would: the fallback for a `DestroyHolder` policy whose holder cannot be
+    /// destroyed, so no reference to a destroyed instance stays behind. Returns each field
+    /// cleared once, in component and field order.
+    pub fn clear_references_to(
+        &mut self,
+        holder: InstanceRef,
+        targets: &[InstanceId],
+    ) -> Vec<(ComponentId, FieldId)> {
+        let mut cleared = Vec::new();
+        for index in 0..self.sets.len() {
+            let component = ComponentId(index as u32);
+            let Some(set) = self.slot_set(component) else {
+                continue;
+            };
+            let Some(row) = set.row_of(holder) else {
+                continue;
+            };
+            let fields: Vec<FieldId> = set
+                .def()
+                .fields()
+                .iter()
+                .enumerate()
+                .filter(|(_, f)| f.ty.can_reference())
+                .map(|(k, _)| FieldId(k as u16))
+                .collect();
+            for field in fields {
+                let Some(mut value) = self.slot_set(component).and_then(|s| s.value(row, field))
+                else {
+                    continue;
+                };
+                let mut changed = false;
+                for target in targets {
+                    changed |= clear_target(&mut value, *target);
+                }
+                if changed
+                    && self
+                        .write_row(component, row, field, value)
+                        .unwrap_or(false)
+                {
+                    cleared.push((component, field));
+                }
+            }
+        }
+        cleared
+    }
+
     /// The arena released these slots. Rows still recorded for them (which only happens when a
     /// destruction was not reported) are evicted, and their orphans dropped.
     pub fn on_reclaimed(&mut self, reclaimed: &[Doomed]) {

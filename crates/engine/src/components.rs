@@ -94,9 +94,55 @@ impl Scene {
     ) -> Result<(), WorldError> {
         let at = self.instance_ref(id)?;
         let class = self.arena.node(id)?.class();
-        self.store.add(at, class, component, values)?;
+        let def = self.store.def(component)?;
+        if def.fields().iter().any(|f| f.ty.can_reference()) {
+            let values: Vec<(FieldId, Value)> = values.into_iter().collect();
+            for (field, value) in &values {
+                self.check_live_references(component, *field, value)?;
+            }
+            self.store.add(at, class, component, values)?;
+        } else {
+            self.store.add(at, class, component, values)?;
+        }
         self.count_writes(1);
         Ok(())
+    }
+
+    /// Checks that `value`, bound for `field` of `component`, refers only to live instances:
+    /// the store cannot tell, and a world must never hold a reference its save cannot load.
+    fn check_live_references(
+        &self,
+        component: ComponentId,
+        field: FieldId,
+        value: &Value,
+    ) -> Result<(), WorldError> {
+        let arena = &self.arena;
+        self.store
+            .def(component)?
+            .check_references(field, value, |t| arena.is_live(t))?;
+        Ok(())
+    }
+
+    /// Refuses a pass that writes a field able to hold references: a pass's values are not
+    /// checked one by one against the hierarchy (write references with
+    /// [`Scene::write_value`]).
+    fn refuse_reference_pass(
+        &self,
+        query: &Query,
+        term: usize,
+        field: FieldId,
+    ) -> Result<(), WorldError> {
+        let Some(component) = query.spec().required().get(term).copied() else {
+            return Ok(());
+        };
+        let def = self.store.def(component)?;
+        match def.field(field) {
+            Some(f) if f.ty.can_reference() => Err(WorldError::ReferencePass {
+                component: def.name().to_owned(),
+                field: f.name.to_string(),
+            }),
+            _ => Ok(()),
+        }
     }
 
     /// [`Scene::add`] with the component and its fields named.
@@ -173,6 +219,9 @@ impl Scene {
         value: T,
     ) -> Result<bool, WorldError> {
         let at = self.instance_ref(id)?;
+        if T::matches(&strata_component_store::FieldType::Reference) {
+            self.check_live_references(component, field, &value.clone().into_value())?;
+        }
         let changed = self.store.write(at, component, field, value)?;
         self.count_writes(1);
         Ok(changed)
@@ -187,6 +236,7 @@ impl Scene {
         value: Value,
     ) -> Result<bool, WorldError> {
         let at = self.instance_ref(id)?;
+        self.check_live_references(component, field, &value)?;
         let changed = self.store.write_value(at, component, field, value)?;
         self.count_writes(1);
         Ok(changed)
@@ -245,6 +295,7 @@ impl Scene {
         read: (usize, FieldId),
         f: impl FnMut(&W, &R) -> W,
     ) -> Result<usize, WorldError> {
+        self.refuse_reference_pass(query, write.0, write.1)?;
         let pass = query.run(&self.arena, &self.store)?;
         self.count_rows(pass.len() as u64);
         let changed = pass.update(&mut self.store, write, read, f)?;
@@ -259,6 +310,7 @@ impl Scene {
         write: (usize, FieldId),
         f: impl FnMut(&W) -> W,
     ) -> Result<usize, WorldError> {
+        self.refuse_reference_pass(query, write.0, write.1)?;
         let pass = query.run(&self.arena, &self.store)?;
         self.count_rows(pass.len() as u64);
         let changed = pass.update_each(&mut self.store, write, f)?;
@@ -275,6 +327,7 @@ impl Scene {
         chunks: Chunks,
         f: impl Fn(&W) -> W + Sync + Send,
     ) -> Result<usize, WorldError> {
+        self.refuse_reference_pass(query, write.0, write.1)?;
         let pass = query.run(&self.arena, &self.store)?;
         self.count_rows(pass.len() as u64);
         let store = &mut self.store;
@@ -295,6 +348,7 @@ impl Scene {
         chunks: Chunks,
         f: impl Fn(&W, &R) -> W + Sync + Send,
     ) -> Result<usize, WorldError> {
+        self.refuse_reference_pass(query, write.0, write.1)?;
         let pass = query.run(&self.arena, &self.store)?;
         self.count_rows(pass.len() as u64);
         let store = &mut self.store;
@@ -377,6 +431,7 @@ impl Scene {
         };
         self.forget_dead_orphan_references();
         self.follow_destroy_requests(requests, &mut report);
+        report.dedup_cleared();
         result.map(|published| (published, report))
     }
 

@@ -44,6 +44,17 @@ pub enum WorldError {
         /// The field.
         field: FieldId,
     },
+    /// A pass would write a field that can hold references: references are written one at a
+    /// time, each checked against the hierarchy.
+    #[error(
+        "a pass cannot write `{component}.{field}`, which holds references: write each with write_value, which checks it names a live instance"
+    )]
+    ReferencePass {
+        /// The component.
+        component: String,
+        /// The field.
+        field: String,
+    },
     /// No class of this name is registered.
     #[error("no class is named `{0}`")]
     UnknownClass(String),

@@ -23,8 +23,19 @@ pub struct DestroyReport {
     /// Component rows removed: the destroyed instances' own, then those `RemoveComponent`
     /// policies removed with their dependents.
     pub removed: Vec<(InstanceId, ComponentId)>,
-    /// References cleared by `Clear` policies: holder, component, field.
+    /// References cleared: by `Clear` policies, and in place of a `DestroyHolder` policy whose
+    /// holder the arena would not destroy. Each (holder, component, field) once, in the order
+    /// first cleared.
     pub cleared: Vec<(InstanceId, ComponentId, FieldId)>,
+}
+
+impl DestroyReport {
+    /// Keeps the first of each (holder, component, field) cleared: a list field that lost
+    /// several elements, or one target named twice, is one field cleared.
+    pub(crate) fn dedup_cleared(&mut self) {
+        let mut seen = hashbrown::HashSet::with_capacity(self.cleared.len());
+        self.cleared.retain(|entry| seen.insert(*entry));
+    }
 }
 
 impl Scene {
@@ -63,6 +74,17 @@ impl Scene {
         parent: Option<InstanceId>,
     ) -> Result<bool, WorldError> {
         Ok(self.arena.set_parent(id, parent)?)
+    }
+
+    /// Locks a live instance to its parent (`true`: it cannot be moved, and neither it nor an
+    /// ancestor of it can be destroyed) or unlocks it; `false` when nothing changed.
+    pub fn set_parent_locked(&mut self, id: InstanceId, locked: bool) -> Result<bool, WorldError> {
+        let was = self.arena.node(id)?.is_parent_locked();
+        if was == locked {
+            return Ok(false);
+        }
+        self.arena.set_parent_locked(id, locked)?;
+        Ok(true)
     }
 
     /// Renames an instance; `false` when the name was already that.
@@ -117,14 +139,47 @@ impl Scene {
     }
 
     /// Generic mutable access to a live instance's name, attributes and state fields, through
-    /// `edit`. The instance counts as written whatever `edit` does.
+    /// `edit`. The instance counts as written whatever `edit` does. Refused, with the instance
+    /// put back as it was, when `edit` leaves a reference (an attribute or a built-in one) to an
+    /// instance that is not live.
     pub fn edit<R>(
         &mut self,
         id: InstanceId,
         edit: impl FnOnce(&mut NodeMut<'_>) -> R,
     ) -> Result<R, WorldError> {
+        let before = self.arena.node(id)?.data().clone();
         let mut node = self.arena.node_mut(id)?;
-        Ok(edit(&mut node))
+        let result = edit(&mut node);
+        if let Some(error) = self.dead_reference_of(id) {
+            let mut node = self.arena.node_mut(id)?;
+            *node.name_mut() = before.name;
+            *node.attributes_mut() = before.attributes;
+            self.arena.set_state(id, before.state)?;
+            return Err(error);
+        }
+        Ok(result)
+    }
+
+    /// The refusal for the first attribute or built-in reference of `id` that names an
+    /// instance that is not live, if any.
+    fn dead_reference_of(&self, id: InstanceId) -> Option<WorldError> {
+        let node = self.arena.node(id).ok()?;
+        if let Err(error) = self.arena.check_state_references(id, node.state()) {
+            return Some(error.into());
+        }
+        node.attributes()
+            .iter()
+            .find_map(|(name, value)| match value {
+                AttrValue::Reference(Some(target)) if !self.arena.is_live(*target) => Some(
+                    strata_arena::ArenaError::NotLiveReference {
+                        holder: id,
+                        what: format!("attribute `{name}`"),
+                        target: *target,
+                    }
+                    .into(),
+                ),
+                _ => None,
+            })
     }
 
     /// A live instance's persistent id, assigned now if it has none (persistent ids survive
@@ -179,11 +234,16 @@ impl Scene {
         let destruction = self.arena.destroy(id)?;
         let requests = self.after_destruction(destruction.doomed.as_slice(), &mut report);
         self.follow_destroy_requests(requests, &mut report);
+        report.dedup_cleared();
         Ok(report)
     }
 
     /// Destroys the holders `DestroyHolder` policies asked for, in the order they were asked
-    /// for, and those their destructions ask for in turn, each if it is still live then.
+    /// for, and those their destructions ask for in turn, each if it is still live then. A
+    /// holder the arena will not destroy (a service, a locked instance, the root of a subtree
+    /// holding one) keeps its component with its references to the destroyed cleared instead,
+    /// as a `Clear` policy would, and reported in `report.cleared`: no reference to a
+    /// destroyed instance is left behind.
     pub(crate) fn follow_destroy_requests(
         &mut self,
         requests: Vec<InstanceId>,
@@ -194,13 +254,21 @@ impl Scene {
             if !self.arena.is_live(next) {
                 continue;
             }
-            // A holder live when its policy named it may be refused now (a locked one): what
-            // was destroyed stays destroyed, and the holder keeps its component.
-            let Ok(destruction) = self.arena.destroy(next) else {
-                continue;
-            };
-            let more = self.after_destruction(destruction.doomed.as_slice(), report);
-            pending.extend(more);
+            match self.arena.destroy(next) {
+                Ok(destruction) => {
+                    let more = self.after_destruction(destruction.doomed.as_slice(), report);
+                    pending.extend(more);
+                }
+                Err(_) => {
+                    let Ok(at) = self.instance_ref(next) else {
+                        continue;
+                    };
+                    let cleared = self.store.clear_references_to(at, &report.destroyed);
+                    report
+                        .cleared
+                        .extend(cleared.into_iter().map(|(c, f)| (next, c, f)));
+                }
+            }
         }
     }
 

@@ -344,6 +344,38 @@ impl<'a> ParCtx<'a> {
         }
     }
 
+    /// Checks that a value recorded for `field` of `component` refers only to instances live
+    /// in the established state (nothing structural changes while a wave runs).
+    fn live_references(
+        &self,
+        component: ComponentId,
+        field: FieldId,
+        value: &Value,
+    ) -> Result<(), WorldError> {
+        let arena = self.arena;
+        self.overlay
+            .store()
+            .def(component)?
+            .check_references(field, value, |t| arena.is_live(t))?;
+        Ok(())
+    }
+
+    /// Refuses a pass writing a field that can hold references (see `Scene::update`).
+    fn refuse_reference_pass(
+        &self,
+        component: ComponentId,
+        field: FieldId,
+    ) -> Result<(), WorldError> {
+        let def = self.overlay.store().def(component)?;
+        match def.field(field) {
+            Some(f) if f.ty.can_reference() => Err(WorldError::ReferencePass {
+                component: def.name().to_owned(),
+                field: f.name.to_string(),
+            }),
+            _ => Ok(()),
+        }
+    }
+
     /// A field's value: this system's latest write to it in this run, otherwise the
     /// established value.
     pub fn get<T: Scalar>(
@@ -377,6 +409,9 @@ impl<'a> ParCtx<'a> {
     ) -> Result<(), WorldError> {
         self.declared(component, field)?;
         let at = self.at(id)?;
+        if T::matches(&strata_component_store::FieldType::Reference) {
+            self.live_references(component, field, &value.clone().into_value())?;
+        }
         Ok(self.overlay.set(at, component, field, value)?)
     }
 
@@ -390,6 +425,7 @@ impl<'a> ParCtx<'a> {
     ) -> Result<(), WorldError> {
         self.declared(component, field)?;
         let at = self.at(id)?;
+        self.live_references(component, field, &value)?;
         Ok(self.overlay.write(at, component, field, value)?)
     }
 
@@ -412,6 +448,7 @@ impl<'a> ParCtx<'a> {
         let (term, field) = write;
         let component = pass_component(query, term)?;
         self.declared(component, field)?;
+        self.refuse_reference_pass(component, field)?;
         let pass = query.run(self.arena, self.overlay.store())?;
         self.rows += pass.len() as u64;
         let matches = pass.matches();
@@ -453,6 +490,7 @@ impl<'a> ParCtx<'a> {
         let component = pass_component(query, term)?;
         let read_component = pass_component(query, read_term)?;
         self.declared(component, field)?;
+        self.refuse_reference_pass(component, field)?;
         let store = self.overlay.store();
         let pass = query.run(self.arena, store)?;
         self.rows += pass.len() as u64;

@@ -161,7 +161,10 @@ impl ParState {
         }
         store
             .def(component)
-            .and_then(|def| def.check_value(field, &value).map(|_| ()))
+            .and_then(|def| {
+                def.check_value(field, &value)?;
+                def.check_references(field, &value, |t| arena.is_live(t))
+            })
             .map_err(lua_error)?;
         self.latest
             .insert((id, component, field), self.writes.len());

@@ -11,6 +11,7 @@ mod frame_loop;
 mod generated;
 mod metamorphic;
 mod model;
+mod references;
 mod rollback;
 mod saving;
 mod scripting_api;

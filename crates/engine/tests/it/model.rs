@@ -1,7 +1,9 @@
 //! A model-based test of the world: random sequences of creations, moves, destructions, clones,
-//! component adds, removals and writes, frames (a system that changes every row) and save-load
-//! round trips, checked after every step against a reference model of the hierarchy (parents,
-//! children in order) and of every instance's component value.
+//! component adds, removals and writes, references (a component field and an attribute) to
+//! live, destroyed and never-issued instances, frames (a system that changes every row) and
+//! save-load round trips, checked after every step against a reference model of the hierarchy
+//! (parents, children in order), of every instance's component value and references, and for
+//! the property that every world the public API can reach saves to bytes that load.
 
 use std::collections::BTreeMap;
 
@@ -17,8 +19,26 @@ enum Op {
     Add { what: u16, value: i16 },
     Remove { what: u16 },
     Write { what: u16, value: i16 },
+    Link { what: u16, target: Target },
+    Aim { what: u16, target: Target },
     Step,
     SaveLoad,
+}
+
+/// Whom a reference names: a live folder, a destroyed one, or an id never issued.
+#[derive(Clone, Copy, Debug)]
+enum Target {
+    Live(u16),
+    Dead(u16),
+    Never,
+}
+
+fn target() -> impl Strategy<Value = Target> {
+    prop_oneof![
+        3 => any::<u16>().prop_map(Target::Live),
+        2 => any::<u16>().prop_map(Target::Dead),
+        1 => Just(Target::Never),
+    ]
 }
 
 fn op() -> impl Strategy<Value = Op> {
@@ -30,6 +50,8 @@ fn op() -> impl Strategy<Value = Op> {
         3 => (any::<u16>(), any::<i16>()).prop_map(|(what, value)| Op::Add { what, value }),
         1 => any::<u16>().prop_map(|what| Op::Remove { what }),
         2 => (any::<u16>(), any::<i16>()).prop_map(|(what, value)| Op::Write { what, value }),
+        2 => (any::<u16>(), target()).prop_map(|(what, target)| Op::Link { what, target }),
+        1 => (any::<u16>(), target()).prop_map(|(what, target)| Op::Aim { what, target }),
         2 => Just(Op::Step),
         1 => Just(Op::SaveLoad),
     ]
@@ -40,6 +62,10 @@ struct Inst {
     parent: Option<InstanceId>,
     children: Vec<InstanceId>,
     health: Option<f64>,
+    /// `Link.to`, when it holds a `Link`.
+    link: Option<Option<InstanceId>>,
+    /// The `focus` attribute, when it has one.
+    focus: Option<Option<InstanceId>>,
 }
 
 /// The hierarchy and values as the model keeps them; folders only, under the workspace or one
@@ -48,6 +74,8 @@ struct Inst {
 struct Model {
     insts: BTreeMap<InstanceId, Inst>,
     workspace: Option<InstanceId>,
+    /// Instances destroyed so far.
+    dead: Vec<InstanceId>,
 }
 
 impl Model {
@@ -58,6 +86,20 @@ impl Model {
     fn pick(&self, n: u16) -> Option<InstanceId> {
         let folders = self.folders();
         (!folders.is_empty()).then(|| folders[n as usize % folders.len()])
+    }
+
+    /// The instance a target names, and whether it is live.
+    fn resolve(&self, target: Target) -> (InstanceId, bool) {
+        match target {
+            Target::Live(n) => match self.pick(n) {
+                Some(id) => (id, true),
+                None => (InstanceId::new(1_000_000).unwrap(), false),
+            },
+            Target::Dead(n) if !self.dead.is_empty() => {
+                (self.dead[n as usize % self.dead.len()], false)
+            }
+            Target::Dead(_) | Target::Never => (InstanceId::new(1_000_000).unwrap(), false),
+        }
     }
 
     fn subtree(&self, root: InstanceId) -> Vec<InstanceId> {
@@ -99,6 +141,8 @@ struct Run {
     world: World,
     health: ComponentId,
     hp: FieldId,
+    link: ComponentId,
+    to: FieldId,
 }
 
 fn new_run(world: World) -> Run {
@@ -107,6 +151,10 @@ fn new_run(world: World) -> Run {
         .define(ComponentDef::new("Health").field(FieldDef::number("hp", 0.0)))
         .unwrap();
     let hp = world.field(health, "hp").unwrap();
+    let link = world
+        .define(ComponentDef::new("Link").field(FieldDef::reference("to", RefPolicy::Clear)))
+        .unwrap();
+    let to = world.field(link, "to").unwrap();
     let mut all = world.query(QuerySpec::new().with(health)).unwrap();
     world
         .add_system(SystemSpec::new("tick", move |ctx: &mut Ctx<'_>| {
@@ -114,7 +162,13 @@ fn new_run(world: World) -> Run {
             Ok(())
         }))
         .unwrap();
-    Run { world, health, hp }
+    Run {
+        world,
+        health,
+        hp,
+        link,
+        to,
+    }
 }
 
 fn check(run: &Run, model: &Model) {
@@ -146,6 +200,16 @@ fn check(run: &Run, model: &Model) {
         w.store().set(run.health).unwrap().len(),
         model.insts.values().filter(|i| i.health.is_some()).count()
     );
+    for (id, inst) in &model.insts {
+        let link = w.get_value(*id, run.link, run.to).ok();
+        assert_eq!(link, inst.link.map(Value::Reference), "{id}'s link");
+        let focus = w.attribute(*id, "focus").unwrap().cloned();
+        assert_eq!(focus, inst.focus.map(AttrValue::Reference), "{id}'s focus");
+    }
+    // Whatever the operations did, the world saves to bytes that load.
+    let mut file = Vec::new();
+    w.save(&mut file).unwrap();
+    World::load_with_threads(file.as_slice(), 1).expect("every reachable world loads");
 }
 
 fn apply(run: &mut Run, model: &mut Model, op: Op) {
@@ -197,9 +261,18 @@ fn apply(run: &mut Run, model: &mut Model, op: Op) {
             let doomed = model.subtree(what);
             assert_eq!(report.destroyed, doomed, "the subtree, in pre-order");
             model.detach(what);
-            for id in doomed {
-                model.insts.remove(&id);
+            for id in &doomed {
+                model.insts.remove(id);
             }
+            // References to the destroyed are cleared.
+            for inst in model.insts.values_mut() {
+                for reference in [&mut inst.link, &mut inst.focus].into_iter().flatten() {
+                    if reference.is_some_and(|t| doomed.contains(&t)) {
+                        *reference = None;
+                    }
+                }
+            }
+            model.dead.extend(doomed);
         }
         Op::Clone { what } => {
             let Some(what) = model.pick(what) else { return };
@@ -224,6 +297,13 @@ fn apply(run: &mut Run, model: &mut Model, op: Op) {
                         },
                         children: original.children.iter().map(|c| map[c]).collect(),
                         health: original.health,
+                        // References inside the copied subtree follow the copy.
+                        link: original
+                            .link
+                            .map(|l| l.map(|t| map.get(&t).copied().unwrap_or(t))),
+                        focus: original
+                            .focus
+                            .map(|f| f.map(|t| map.get(&t).copied().unwrap_or(t))),
                     },
                 );
             }
@@ -260,6 +340,34 @@ fn apply(run: &mut Run, model: &mut Model, op: Op) {
                     inst.health = Some(f64::from(value));
                 }
                 None => assert!(written.is_err()),
+            }
+        }
+        Op::Link { what, target } => {
+            let Some(what) = model.pick(what) else { return };
+            let (target, live) = model.resolve(target);
+            let value = Value::Reference(Some(target));
+            let inst = model.insts.get_mut(&what).unwrap();
+            let result = match inst.link {
+                Some(_) => run
+                    .world
+                    .write_value(what, run.link, run.to, value)
+                    .map(|_| ()),
+                None => run.world.add(what, run.link, [(run.to, value)]),
+            };
+            assert_eq!(result.is_ok(), live, "{result:?}");
+            if live {
+                inst.link = Some(Some(target));
+            }
+        }
+        Op::Aim { what, target } => {
+            let Some(what) = model.pick(what) else { return };
+            let (target, live) = model.resolve(target);
+            let result =
+                run.world
+                    .set_attribute(what, "focus", Some(AttrValue::Reference(Some(target))));
+            assert_eq!(result.is_ok(), live, "{result:?}");
+            if live {
+                model.insts.get_mut(&what).unwrap().focus = Some(Some(target));
             }
         }
         Op::Step => {
