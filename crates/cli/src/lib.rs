@@ -152,7 +152,15 @@ pub fn main_with(args: Vec<String>, out: &mut dyn Write, err: &mut dyn Write) ->
         }
         Command::Check(place) => check(&place, out),
         Command::Types(place) => types(place.as_deref(), out),
-        Command::Run(options) => run(&options, out, err),
+        Command::Run(options) => {
+            if let Some(path) = &options.save
+                && let Err(message) = check_destination(path)
+            {
+                let _ = writeln!(err, "strata: --save {}: {message}", path.display());
+                return 2;
+            }
+            run(&options, out, err)
+        }
     };
     match result {
         Ok(code) => code,
@@ -261,13 +269,22 @@ fn run(options: &RunOptions, out: &mut dyn Write, err: &mut dyn Write) -> Result
     }
     bar.finish_and_clear();
     let wall = started.elapsed();
-    if let Some(path) = &options.save {
-        world
-            .save_to_path(path)
-            .map_err(|e| format!("{}: {e}", path.display()))?;
-    }
+    // A failed save is reported after the run's report, which is printed whatever happens.
+    let saved = options
+        .save
+        .as_ref()
+        .map(|path| (path, world.save_to_path(path)));
     if options.json {
-        let document = report_json(&place, &world, frames, wall, &failures, prints);
+        let mut document = report_json(&place, &world, frames, wall, &failures, prints);
+        document["save"] = match &saved {
+            None => serde_json::Value::Null,
+            Some((path, Ok(bytes))) => {
+                json!({ "path": path.display().to_string(), "bytes": bytes })
+            }
+            Some((path, Err(e))) => {
+                json!({ "path": path.display().to_string(), "error": e.to_string() })
+            }
+        };
         let _ = writeln!(
             out,
             "{}",
@@ -289,6 +306,15 @@ fn run(options: &RunOptions, out: &mut dyn Write, err: &mut dyn Write) -> Result
             stop.system, stop.frame, stop.reason
         );
     }
+    let mut code = 0;
+    if let Some((path, Err(e))) = &saved {
+        let _ = writeln!(
+            err,
+            "error: {}: {e} (a file that was there is left as it was)",
+            path.display()
+        );
+        code = 1;
+    }
     if failures.count > 0 {
         for (system, frame, message) in &failures.first {
             let _ = writeln!(
@@ -302,9 +328,27 @@ fn run(options: &RunOptions, out: &mut dyn Write, err: &mut dyn Write) -> Result
             failures.count,
             if failures.count == 1 { "" } else { "s" }
         );
-        return Ok(1);
+        code = 1;
     }
-    Ok(0)
+    Ok(code)
+}
+
+/// Checks, before a run starts, that a save could be written to `path`: not a folder, in a
+/// folder that exists and takes new files. Says what is wrong otherwise.
+fn check_destination(path: &std::path::Path) -> Result<(), String> {
+    if path.is_dir() {
+        return Err("is a folder, not a file".into());
+    }
+    let folder = match path.parent() {
+        Some(folder) if !folder.as_os_str().is_empty() => folder,
+        _ => std::path::Path::new("."),
+    };
+    if !folder.is_dir() {
+        return Err(format!("{} is not a folder", folder.display()));
+    }
+    tempfile::tempfile_in(folder)
+        .map(drop)
+        .map_err(|e| format!("cannot write in {}: {e}", folder.display()))
 }
 
 /// Rows per component, by name.

@@ -536,3 +536,80 @@ fn thread_counts_past_the_bound_are_refused_naming_the_flag_or_the_line() {
         run.err
     );
 }
+
+#[test]
+fn a_failed_save_keeps_the_previous_file_and_still_reports_the_run() {
+    let root = small("failed-save");
+    let file = scratch("failed-save-file").join("world.strata");
+    let first = strata(&[
+        "run",
+        root.to_str().unwrap(),
+        "--save",
+        file.to_str().unwrap(),
+    ]);
+    assert_eq!(first.code, 0, "{}", first.err);
+    let previous = std::fs::read(&file).unwrap();
+    // The binary again, with files limited to nothing (a full disk, as far as the save goes),
+    // and the signal that limit raises ignored, so writing fails with an error.
+    for json in [false, true] {
+        let output = std::process::Command::new("sh")
+            .arg("-c")
+            .arg("trap '' XFSZ; ulimit -f 0; exec \"$@\"")
+            .arg("sh")
+            .arg(env!("CARGO_BIN_EXE_strata"))
+            .args(["run", root.to_str().unwrap(), "--frames", "40", "--save"])
+            .arg(&file)
+            .args(json.then_some("--json"))
+            .output()
+            .unwrap();
+        let out = String::from_utf8_lossy(&output.stdout);
+        let err = String::from_utf8_lossy(&output.stderr);
+        assert_eq!(output.status.code(), Some(1), "{out}\n{err}");
+        assert!(err.contains("world.strata"), "{err}");
+        assert_eq!(
+            std::fs::read(&file).unwrap(),
+            previous,
+            "the old save is intact"
+        );
+        let leftovers: Vec<_> = std::fs::read_dir(file.parent().unwrap())
+            .unwrap()
+            .map(|e| e.unwrap().file_name())
+            .collect();
+        assert_eq!(
+            leftovers.len(),
+            1,
+            "no temporary file is left: {leftovers:?}"
+        );
+        if json {
+            let document: serde_json::Value = serde_json::from_str(&out).unwrap();
+            assert_eq!(document["frames"], 40);
+            assert!(document["save"]["error"].is_string(), "{document}");
+        } else {
+            assert!(out.contains("tick"), "the statistics are printed: {out}");
+            assert!(out.contains("world hash"), "and the summary: {out}");
+        }
+    }
+    strata::World::load_from_path(&file).expect("the previous save still loads");
+}
+
+#[test]
+fn the_save_destination_is_checked_before_the_run() {
+    let root = small("bad-destination");
+    let dir = scratch("bad-destination-dir");
+    for destination in [
+        dir.join("missing/world.strata"),
+        dir.clone(),
+        dir.join("file.txt/world.strata"),
+    ] {
+        std::fs::write(dir.join("file.txt"), "not a folder").unwrap();
+        let run = strata(&[
+            "run",
+            root.to_str().unwrap(),
+            "--save",
+            destination.to_str().unwrap(),
+        ]);
+        assert_eq!(run.code, 2, "{}: {}", destination.display(), run.err);
+        assert!(run.err.contains("--save"), "{}", run.err);
+        assert!(run.out.is_empty(), "nothing ran: {}", run.out);
+    }
+}

@@ -60,12 +60,37 @@ impl World {
         Ok((header.len() + payload.len()) as u64)
     }
 
-    /// [`World::save`] into a new file at `path` (replacing one that is there).
+    /// [`World::save`] into the file at `path`, atomically: the save is written to a new file
+    /// beside it, flushed to the disk, and renamed over `path` only once complete, so a failed
+    /// save (a full disk, say) leaves a file that was there as it was, and no partial file.
     pub fn save_to_path(&self, path: impl AsRef<Path>) -> Result<u64, SaveError> {
-        let file = std::fs::File::create(path)?;
-        let mut writer = std::io::BufWriter::new(file);
-        let written = self.save(&mut writer)?;
-        writer.flush()?;
+        let path = path.as_ref();
+        let folder = match path.parent() {
+            Some(folder) if !folder.as_os_str().is_empty() => folder,
+            _ => Path::new("."),
+        };
+        let mut builder = tempfile::Builder::new();
+        builder.prefix(".strata-save-").suffix(".tmp");
+        // A new save gets the permissions of a file made the usual way (the process's umask
+        // applies); a save replacing one keeps that one's.
+        #[cfg(unix)]
+        builder.permissions(std::os::unix::fs::PermissionsExt::from_mode(0o666));
+        let mut file = builder.tempfile_in(folder)?;
+        if let Ok(existing) = std::fs::metadata(path) {
+            file.as_file().set_permissions(existing.permissions())?;
+        }
+        let written = {
+            let mut writer = std::io::BufWriter::new(file.as_file_mut());
+            let written = self.save(&mut writer)?;
+            writer.flush()?;
+            written
+        };
+        file.as_file().sync_all()?;
+        file.persist(path).map_err(|e| SaveError::Io(e.error))?;
+        // The rename itself reaches the disk with the folder's entry.
+        if let Ok(folder) = std::fs::File::open(folder) {
+            let _ = folder.sync_all();
+        }
         Ok(written)
     }
 
