@@ -219,17 +219,35 @@ struct Failures {
 
 fn run(options: &RunOptions, out: &mut dyn Write, err: &mut dyn Write) -> Result<i32, String> {
     let place = Place::open(&options.place).map_err(|e| e.to_string())?;
-    let mut world = match &options.load {
+    let (mut world, definitions) = match &options.load {
         Some(path) => {
             let file = std::fs::File::open(path).map_err(|e| format!("{}: {e}", path.display()))?;
-            place
+            let (world, report) = place
                 .load(std::io::BufReader::new(file), options.threads)
-                .map_err(|e| format!("{}: {e}", path.display()))?
+                .map_err(|e| format!("{}: {e}", path.display()))?;
+            // What syncing the place's components onto the saved ones did, when it did
+            // anything.
+            let did = !(report.added.is_empty()
+                && report.changed.is_empty()
+                && report.renamed.is_empty()
+                && report.removed.is_empty());
+            (world, did.then(|| report.to_string()))
         }
-        None => place
-            .build(options.threads)
-            .map_err(|e: PlaceError| e.to_string())?,
+        None => (
+            place
+                .build(options.threads)
+                .map_err(|e: PlaceError| e.to_string())?,
+            None,
+        ),
     };
+    if let Some(report) = &definitions
+        && !options.json
+    {
+        let _ = writeln!(out, "definitions synced onto the save:");
+        for line in report.lines() {
+            let _ = writeln!(out, "  {line}");
+        }
+    }
     let mut prints: Vec<String> = world.take_prints();
     if !options.json {
         for line in prints.drain(..) {
@@ -276,6 +294,7 @@ fn run(options: &RunOptions, out: &mut dyn Write, err: &mut dyn Write) -> Result
         .map(|path| (path, world.save_to_path(path)));
     if options.json {
         let mut document = report_json(&place, &world, frames, wall, &failures, prints);
+        document["definitions"] = definitions.map_or(serde_json::Value::Null, Into::into);
         document["save"] = match &saved {
             None => serde_json::Value::Null,
             Some((path, Ok(bytes))) => {

@@ -19,8 +19,14 @@ use std::path::{Path, PathBuf};
 
 use serde::Deserialize;
 
+use strata_arena::{ClassId, InstanceId};
+use strata_schema_adoption::SyncReport;
+
 use crate::error::WorldError;
 use crate::script::{ScriptBudget, ScriptError};
+
+/// The folder under the game a place's component definitions live in.
+const COMPONENTS: &str = "Components";
 use crate::world::World;
 
 /// A place's `place.toml`.
@@ -367,7 +373,7 @@ impl Place {
     pub fn build(&self, threads: Option<usize>) -> Result<World, PlaceError> {
         let mut world = self.empty_world(threads)?;
         let folder = world.create(strata_arena::ClassId::FOLDER, None)?;
-        world.set_name(folder, "Components")?;
+        world.set_name(folder, COMPONENTS)?;
         let game = world.game();
         world.set_parent(folder, Some(game))?;
         for component in &self.components {
@@ -395,19 +401,72 @@ impl Place {
     }
 
     /// A world loaded from a save of this place: the save brings the instances, components
-    /// and definitions; the place brings its systems and groups (code is not saved).
+    /// and their values; the place brings its systems and groups (code is not saved) and its
+    /// components as they are now. Each of the place's component definitions replaces the
+    /// saved one of its name (in the `Components` folder under the game), definitions the
+    /// place no longer has are removed, and the definitions are synced through the adoption
+    /// path: renamed fields (`formerNames`), new fields with their defaults, changed types,
+    /// dropped fields and migration input all apply to the saved rows, as they do when a
+    /// definition changes in a running world. Returns the world and the sync's report.
     pub fn load(
         &self,
         save: impl std::io::Read,
         threads: Option<usize>,
-    ) -> Result<World, LoadPlaceError> {
+    ) -> Result<(World, SyncReport), LoadPlaceError> {
         let threads = threads
             .or(self.config.threads)
             .unwrap_or_else(|| std::thread::available_parallelism().map_or(1, usize::from));
         let mut world = World::load_with_threads(save, threads).map_err(LoadPlaceError::Load)?;
         self.configure(&mut world).map_err(LoadPlaceError::Place)?;
+        let report = self
+            .sync_components(&mut world)
+            .map_err(LoadPlaceError::Place)?;
         self.add_code(&mut world).map_err(LoadPlaceError::Place)?;
-        Ok(world)
+        Ok((world, report))
+    }
+
+    /// Puts the place's component definitions in the world's `Components` folder (made if
+    /// missing) in place of the ones there, removes those the place lacks, and syncs.
+    fn sync_components(&self, world: &mut World) -> Result<SyncReport, PlaceError> {
+        let game = world.game();
+        let folder = match world
+            .children(game)?
+            .into_iter()
+            .find(|c| world.name(*c).is_ok_and(|n| n == COMPONENTS))
+        {
+            Some(folder) => folder,
+            None => {
+                let folder = world.create(strata_arena::ClassId::FOLDER, Some(game))?;
+                world.set_name(folder, COMPONENTS)?;
+                folder
+            }
+        };
+        let saved: Vec<(String, InstanceId)> = world
+            .children(folder)?
+            .into_iter()
+            .filter(|c| {
+                world
+                    .class(*c)
+                    .is_ok_and(|k| k == ClassId::COMPONENT_DEFINITION)
+            })
+            .filter_map(|c| Some((world.name(c).ok()?.to_owned(), c)))
+            .collect();
+        for (name, definition) in &saved {
+            if !self.components.iter().any(|c| &c.name == name) {
+                world.destroy(*definition)?;
+            }
+        }
+        for component in &self.components {
+            match saved.iter().find(|(name, _)| *name == component.name) {
+                Some((_, definition)) => {
+                    world.set_definition_source(*definition, &component.source)?;
+                }
+                None => {
+                    world.define_luau(&component.name, &component.source, Some(folder))?;
+                }
+            }
+        }
+        self.check_definitions(world)
     }
 
     fn empty_world(&self, threads: Option<usize>) -> Result<World, PlaceError> {
@@ -425,8 +484,9 @@ impl Place {
         Ok(())
     }
 
-    /// Syncs the definitions and refuses a place whose schema failed.
-    fn check_definitions(&self, world: &mut World) -> Result<(), PlaceError> {
+    /// Syncs the definitions and refuses a place whose schema failed; returns the sync's
+    /// report.
+    fn check_definitions(&self, world: &mut World) -> Result<SyncReport, PlaceError> {
         let report = world.sync_definitions();
         if let Some(diagnostic) = report.diagnostics.first() {
             let path = self
@@ -440,7 +500,7 @@ impl Place {
                 message: diagnostic.to_string(),
             }));
         }
-        Ok(())
+        Ok(report)
     }
 
     fn add_code(&self, world: &mut World) -> Result<(), PlaceError> {

@@ -613,3 +613,80 @@ fn the_save_destination_is_checked_before_the_run() {
         assert!(run.out.is_empty(), "nothing ran: {}", run.out);
     }
 }
+
+#[test]
+fn loading_a_save_into_a_place_syncs_the_places_current_components_onto_it() {
+    let files = |orbit: &'static str| {
+        [
+            ("place.toml", "frames = 3\nthreads = 1\n"),
+            ("components/Orbit.luau", orbit),
+            (
+                "setup.luau",
+                "Instance.new('Part', world.workspace):AddComponent(Orbit, { speed = 7 })",
+            ),
+        ]
+    };
+    let old = place(
+        "sync-old",
+        &files("return component { fields = { speed = number(1) } }"),
+    );
+    let file = scratch("sync-file").join("world.strata");
+    let first = strata(&[
+        "run",
+        old.to_str().unwrap(),
+        "--save",
+        file.to_str().unwrap(),
+    ]);
+    assert_eq!(first.code, 0, "{}", first.err);
+    // The place renames `speed` to `rate` (keeping the old name) and adds a field.
+    let mut new_files = files(
+        "return component { version = 2, fields = { rate = number(1, { formerNames = { \"speed\" } }), spin = number(0.5) } }",
+    )
+    .to_vec();
+    new_files.push((
+        "systems/read.luau",
+        "return system { run = function(world)
+            for _, o in world:query({ with = { Orbit } }) do print(o.rate, o.spin) end
+        end }",
+    ));
+    let new = place("sync-new", &new_files);
+    let check = strata(&["check", new.to_str().unwrap()]);
+    assert_eq!(check.code, 0, "{}", check.err);
+    let run = strata(&[
+        "run",
+        new.to_str().unwrap(),
+        "--load",
+        file.to_str().unwrap(),
+        "--frames",
+        "2",
+    ]);
+    assert_eq!(run.code, 0, "{}\n{}", run.out, run.err);
+    assert!(
+        run.out.contains("7\t0.5"),
+        "the saved speed is the rate: {}",
+        run.out
+    );
+    assert!(
+        run.out.contains("Orbit"),
+        "the sync's report is printed: {}",
+        run.out
+    );
+    let json = strata(&[
+        "run",
+        new.to_str().unwrap(),
+        "--load",
+        file.to_str().unwrap(),
+        "--frames",
+        "1",
+        "--json",
+    ]);
+    let document: serde_json::Value = serde_json::from_str(&json.out).unwrap();
+    assert!(
+        document["definitions"]
+            .as_str()
+            .unwrap_or("")
+            .contains("Orbit"),
+        "{document}"
+    );
+    assert_eq!(document["prints"], serde_json::json!(["7\t0.5"]));
+}

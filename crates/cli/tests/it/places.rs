@@ -30,7 +30,7 @@ fn a_saved_place_goes_on_after_loading_as_if_it_never_stopped() {
     let mut first = saveload.build(None).unwrap();
     let mut prints = run(&mut first, &saveload, 30);
     let file = save(&first);
-    let mut second = saveload.load(file.as_slice(), None).unwrap();
+    let (mut second, _) = saveload.load(file.as_slice(), None).unwrap();
     prints.extend(run(&mut second, &saveload, 30));
     assert_eq!(prints, straight_prints);
     // A save holds everything but change ticks (rows load as added at the load), so two
