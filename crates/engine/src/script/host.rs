@@ -534,16 +534,16 @@ impl Scripts {
             Categories::leave(lua);
         }
         let _ = lua.set_memory_limit(self.host.memory.limit().max(1));
-        if let Some(budget) = tripped {
-            let mut error = match result {
-                Err(e) => script_error(name, &e),
-                Ok(_) => ScriptError {
-                    script: name.to_owned(),
-                    line: None,
-                    message: String::new(),
-                },
+        if let Some(trip) = tripped {
+            // The line the callback was at when the budget first stopped it, if in this script.
+            let line = trip
+                .at
+                .and_then(|(chunk, line)| (chunk == name).then_some(line));
+            let error = ScriptError {
+                script: name.to_owned(),
+                line,
+                message: format!("the callback ran out of its {} budget", trip.budget),
             };
-            error.message = format!("the callback ran out of its {budget} budget");
             return Err(Failure {
                 error,
                 stop: Some(Stop {

@@ -72,6 +72,16 @@ pub(crate) struct Meter {
     /// Nanoseconds after `epoch`; `u64::MAX` for none.
     deadline: AtomicU64,
     tripped: AtomicU8,
+    /// Whether the next trip is the callback's first (whose place is noted).
+    tripped_first: std::sync::atomic::AtomicBool,
+    /// Where the callback was when its budget first tripped: chunk and line.
+    at: std::sync::Mutex<Option<(String, u32)>>,
+}
+
+/// What stopped a callback, and where it was then (chunk and line).
+pub(crate) struct Trip {
+    pub(crate) budget: &'static str,
+    pub(crate) at: Option<(String, u32)>,
 }
 
 impl Meter {
@@ -82,11 +92,14 @@ impl Meter {
             epoch: Instant::now(),
             deadline: AtomicU64::new(u64::MAX),
             tripped: AtomicU8::new(0),
+            tripped_first: std::sync::atomic::AtomicBool::new(true),
+            at: std::sync::Mutex::new(None),
         }
     }
 
     /// Starts a callback's budget: `instructions` interrupts and `time`.
     pub(crate) fn start(&self, instructions: u64, time: Duration) {
+        self.tripped_first.store(true, Ordering::Relaxed);
         self.interrupts.store(0, Ordering::Relaxed);
         self.limit.store(instructions, Ordering::Relaxed);
         self.tripped.store(0, Ordering::Relaxed);
@@ -97,18 +110,47 @@ impl Meter {
         );
     }
 
-    /// Lifts the limits; returns what tripped, if anything.
-    pub(crate) fn stop(&self) -> Option<&'static str> {
+    /// Lifts the limits; returns what tripped, if anything, and where.
+    pub(crate) fn stop(&self) -> Option<Trip> {
         self.limit.store(u64::MAX, Ordering::Relaxed);
         self.deadline.store(u64::MAX, Ordering::Relaxed);
-        match self.tripped.swap(0, Ordering::Relaxed) {
-            TRIP_INSTRUCTIONS => Some("instruction"),
-            TRIP_TIME => Some("time"),
-            _ => None,
-        }
+        let budget = match self.tripped.swap(0, Ordering::Relaxed) {
+            TRIP_INSTRUCTIONS => "instruction",
+            TRIP_TIME => "time",
+            _ => return None,
+        };
+        let at = self
+            .at
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+            .take();
+        Some(Trip { budget, at })
     }
 
-    fn tick(&self) -> mlua::Result<VmState> {
+    /// Notes where the running Luau code is: the innermost frame of a script's own.
+    fn note_location(&self, lua: &Lua) {
+        let at = (0..16).find_map(|level| {
+            lua.inspect_stack(level, |frame| {
+                let source = frame.source().short_src?.into_owned();
+                let line = u32::try_from(frame.current_line()?).ok()?;
+                (source != "strata").then_some((source, line))
+            })?
+        });
+        *self
+            .at
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner) = at;
+    }
+
+    fn tick(&self, lua: &Lua) -> mlua::Result<VmState> {
+        let state = self.check();
+        if state.is_err() && self.tripped_first.swap(false, Ordering::Relaxed) {
+            self.note_location(lua);
+        }
+        state
+    }
+
+    fn check(&self) -> mlua::Result<VmState> {
         // A trip sticks: a script that caught the error meets it again at its next back-edge
         // or call, until the callback has unwound to the host.
         match self.tripped.load(Ordering::Relaxed) {
@@ -164,7 +206,7 @@ pub(crate) fn new_vm(
     lua.set_memory_limit(budget.memory)?;
     let meter = Arc::new(Meter::new());
     let callback_meter = Arc::clone(&meter);
-    lua.set_interrupt(move |_| callback_meter.tick());
+    lua.set_interrupt(move |lua| callback_meter.tick(lua));
     // The base environment: the game API, with the standard libraries behind it.
     let base = lua.create_table()?;
     let meta = lua.create_table()?;

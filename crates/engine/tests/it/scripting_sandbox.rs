@@ -592,3 +592,26 @@ fn an_innocent_system_that_runs_out_of_memory_another_holds_is_not_blamed() {
         assert_eq!(events.prints, ["true"]);
     }
 }
+
+#[test]
+fn a_budget_error_names_the_line_it_stopped_at() {
+    for budget in tight_budgets() {
+        let mut world = budgeted(budget);
+        let error = script_error(world.run_script(
+            "setup.luau",
+            "local x = 0\nlocal function spin()\n    while true do x += 1 end\nend\nspin()",
+        ));
+        assert!(error.message.contains("budget"), "{error}");
+        assert_eq!(error.line, Some(3), "{error}");
+        world
+            .add_script_system(
+                "spin",
+                "systems/spin.luau",
+                "return system { run = function()\n    while true do end\nend }",
+            )
+            .unwrap();
+        let events = world.step(0.1).unwrap();
+        let text = events.errors[0].1.to_string();
+        assert!(text.starts_with("systems/spin.luau:2: "), "{text}");
+    }
+}
