@@ -267,12 +267,17 @@ impl Scene {
 
     /// A query for `spec` (its cache lives in the query; keep it to reuse it). Uncached when
     /// the scene's queries are (see [`Scene::set_query_caching`]).
+    ///
+    /// A query needs no world to be made: `Query::new(spec)` makes the same one without
+    /// borrowing the scene (in a helper that builds systems while the world is borrowed for
+    /// changing, say), and every pass the scene runs applies its caching mode to the query.
     pub fn query(&self, spec: QuerySpec) -> Result<Query, WorldError> {
         Ok(Query::with_caching(spec, self.query_caching)?)
     }
 
     /// The live instances a query matches, in id order.
     pub fn matches(&self, query: &mut Query) -> Result<Vec<InstanceId>, WorldError> {
+        query.set_caching(self.query_caching);
         let matches = query.matches(&self.arena, &self.store)?;
         self.count_rows(matches.len() as u64);
         Ok(matches.ids().to_vec())
@@ -281,6 +286,7 @@ impl Scene {
     /// Runs a query's pass, for reading: its selection (the rows changed or added since the
     /// query's previous pass, for a query with change filters), columns and rows.
     pub fn pass<'q>(&self, query: &'q mut Query) -> Result<Pass<'q>, WorldError> {
+        query.set_caching(self.query_caching);
         let pass = query.run(&self.arena, &self.store)?;
         self.count_rows(pass.len() as u64);
         Ok(pass)
@@ -296,6 +302,7 @@ impl Scene {
         f: impl FnMut(&W, &R) -> W,
     ) -> Result<usize, WorldError> {
         self.refuse_reference_pass(query, write.0, write.1)?;
+        query.set_caching(self.query_caching);
         let pass = query.run(&self.arena, &self.store)?;
         self.count_rows(pass.len() as u64);
         let changed = pass.update(&mut self.store, write, read, f)?;
@@ -311,6 +318,7 @@ impl Scene {
         f: impl FnMut(&W) -> W,
     ) -> Result<usize, WorldError> {
         self.refuse_reference_pass(query, write.0, write.1)?;
+        query.set_caching(self.query_caching);
         let pass = query.run(&self.arena, &self.store)?;
         self.count_rows(pass.len() as u64);
         let changed = pass.update_each(&mut self.store, write, f)?;
@@ -328,6 +336,7 @@ impl Scene {
         f: impl Fn(&W) -> W + Sync + Send,
     ) -> Result<usize, WorldError> {
         self.refuse_reference_pass(query, write.0, write.1)?;
+        query.set_caching(self.query_caching);
         let pass = query.run(&self.arena, &self.store)?;
         self.count_rows(pass.len() as u64);
         let store = &mut self.store;
@@ -349,6 +358,7 @@ impl Scene {
         f: impl Fn(&W, &R) -> W + Sync + Send,
     ) -> Result<usize, WorldError> {
         self.refuse_reference_pass(query, write.0, write.1)?;
+        query.set_caching(self.query_caching);
         let pass = query.run(&self.arena, &self.store)?;
         self.count_rows(pass.len() as u64);
         let store = &mut self.store;
@@ -381,6 +391,9 @@ impl Scene {
     /// at the commit. The ids are reserved now and published by [`Scene::commit`]; a refusal
     /// (a foreign stage, a bad class or parent, ids exhausted) reserves nothing.
     ///
+    /// The initializer's error is any error (`?` converts the store's, and an integrator's
+    /// own), so a closure ending in `Ok(())` needs no annotation.
+    ///
     /// ```
     /// # use strata::prelude::*;
     /// let mut world = World::new().unwrap();
@@ -395,7 +408,7 @@ impl Scene {
     ///         for k in 0..rows.len() {
     ///             rows.set_value(health, k, hp, Value::Number(k as f64))?;
     ///         }
-    ///         Ok::<(), strata::layers::store::StoreError>(())
+    ///         Ok(())
     ///     })
     ///     .unwrap();
     /// assert!(!world.is_live(ticket.first()));
@@ -403,14 +416,14 @@ impl Scene {
     /// assert_eq!(world.children(workspace).unwrap().len(), 3);
     /// assert_eq!(*world.get::<f64>(ticket.first(), health, hp).unwrap(), 0.0);
     /// ```
-    pub fn stage_spawn<E: Into<InitError>>(
+    pub fn stage_spawn(
         &mut self,
         stage: &mut Stage,
         count: usize,
         class: strata_arena::ClassId,
         parent: Option<InstanceId>,
         components: &[ComponentId],
-        init: impl FnMut(&mut SpawnRows<'_>) -> Result<(), E> + 'static,
+        init: impl FnMut(&mut SpawnRows<'_>) -> Result<(), InitError> + 'static,
     ) -> Result<SpawnTicket, WorldError> {
         Ok(stage.spawn(&mut self.arena, count, class, parent, components, init)?)
     }

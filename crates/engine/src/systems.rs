@@ -289,6 +289,8 @@ pub struct ParCtx<'a> {
     pub(crate) rows: u64,
     /// Lines printed by the body (a script's), delivered after the wave in scheduled order.
     pub(crate) prints: Vec<String>,
+    /// Whether the world's queries keep their matches (see `Scene::set_query_caching`).
+    pub(crate) query_caching: bool,
 }
 
 impl<'a> ParCtx<'a> {
@@ -431,6 +433,7 @@ impl<'a> ParCtx<'a> {
 
     /// A query's pass over the established state, for reading.
     pub fn pass<'q>(&mut self, query: &'q mut Query) -> Result<Pass<'q>, WorldError> {
+        query.set_caching(self.query_caching);
         let pass = query.run(self.arena, self.overlay.store())?;
         self.rows += pass.len() as u64;
         Ok(pass)
@@ -449,6 +452,7 @@ impl<'a> ParCtx<'a> {
         let component = pass_component(query, term)?;
         self.declared(component, field)?;
         self.refuse_reference_pass(component, field)?;
+        query.set_caching(self.query_caching);
         let pass = query.run(self.arena, self.overlay.store())?;
         self.rows += pass.len() as u64;
         let matches = pass.matches();
@@ -491,6 +495,7 @@ impl<'a> ParCtx<'a> {
         let read_component = pass_component(query, read_term)?;
         self.declared(component, field)?;
         self.refuse_reference_pass(component, field)?;
+        query.set_caching(self.query_caching);
         let store = self.overlay.store();
         let pass = query.run(self.arena, store)?;
         self.rows += pass.len() as u64;

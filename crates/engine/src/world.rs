@@ -707,6 +707,7 @@ fn run_parallel(
         frame,
     } = *lanes;
     let (arena, store) = (&scene.arena, &scene.store);
+    let query_caching = scene.query_caching;
     // The wave's first system tells a frame's waves apart for a lane shuffle.
     let wave = group.first().map_or(0, |due| u64::from(due.id().index()));
     let jobs: Vec<(&mut Due<'_, Body>, bool)> = group
@@ -740,6 +741,7 @@ fn run_parallel(
                 frame,
                 rows: 0,
                 prints: Vec::new(),
+                query_caching,
             };
             let outcome = if halted {
                 Ok(Ok(()))

@@ -412,7 +412,7 @@ fn staged(
                         for k in 0..rows.len() {
                             rows.set_value(component, k, v, Value::Number(value))?;
                         }
-                        Ok::<(), strata::layers::store::StoreError>(())
+                        Ok(())
                     },
                 );
             }

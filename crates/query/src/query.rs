@@ -191,6 +191,13 @@ impl Query {
         self.cached
     }
 
+    /// Keeps matches between calls from now on (`true`), or builds them afresh at every call
+    /// (`false`, as [`Query::uncached`]). Results are the same either way; a world running its
+    /// queries uncached to test the cache sets it on every query it runs.
+    pub fn set_caching(&mut self, cached: bool) {
+        self.cached = cached;
+    }
+
     /// The spec.
     pub fn spec(&self) -> &QuerySpec {
         &self.spec

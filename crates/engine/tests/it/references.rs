@@ -236,7 +236,8 @@ fn a_staged_reference_to_an_instance_that_is_not_live_is_refused() {
     let mut stage = l.world.stage();
     l.world
         .stage_spawn(&mut stage, 2, ClassId::PART, None, &[link], move |rows| {
-            rows.set_value(link, 1, to, Value::Reference(Some(dead)))
+            rows.set_value(link, 1, to, Value::Reference(Some(dead)))?;
+            Ok(())
         })
         .unwrap();
     let error = l.world.commit(&mut stage).unwrap_err();
@@ -247,7 +248,8 @@ fn a_staged_reference_to_an_instance_that_is_not_live_is_refused() {
         .world
         .stage_spawn(&mut stage, 2, ClassId::PART, None, &[link], move |rows| {
             let first = rows.id(0);
-            rows.set_value(link, 1, to, Value::Reference(first))
+            rows.set_value(link, 1, to, Value::Reference(first))?;
+            Ok(())
         })
         .unwrap();
     l.world.commit(&mut stage).unwrap();

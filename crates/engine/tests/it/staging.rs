@@ -1,7 +1,7 @@
 //! Bulk work through the facade: a stage made by the world, a spawn staged with
 //! `Scene::stage_spawn`, published by `Scene::commit`; refusals reserve and change nothing.
 
-use strata::layers::store::{StageError, StoreError};
+use strata::layers::store::{InitError, StageError, StoreError};
 use strata::prelude::*;
 
 fn heated() -> (World, ComponentId, FieldId) {
@@ -20,7 +20,7 @@ fn heated() -> (World, ComponentId, FieldId) {
 fn fill(
     heat: ComponentId,
     t: FieldId,
-) -> impl FnMut(&mut strata::layers::store::SpawnRows<'_>) -> Result<(), StoreError> {
+) -> impl FnMut(&mut strata::layers::store::SpawnRows<'_>) -> Result<(), InitError> {
     move |rows| {
         for k in 0..rows.len() {
             rows.set_value(heat, k, t, Value::Number(10.0 + k as f64))?;
@@ -132,4 +132,54 @@ fn a_refused_staged_spawn_reserves_and_changes_nothing() {
         "an empty commit changes nothing"
     );
     assert_ne!(before, after_destroy);
+}
+
+/// Helpers that make queries and systems while the world is borrowed for changing need no
+/// annotations and no borrow of the world for a query; the initializer of a staged spawn ends
+/// in a plain `Ok(())`.
+#[test]
+fn the_facade_needs_no_annotations_and_no_world_borrow_to_make_a_query() {
+    let mut world = World::with_threads(1).unwrap();
+    let heat = world
+        .define(ComponentDef::new("Heat").field(FieldDef::number("t", 0.0)))
+        .unwrap();
+    let t = world.field(heat, "t").unwrap();
+    let mut stage = world.stage();
+    world
+        .stage_spawn(&mut stage, 3, ClassId::PART, None, &[heat], move |rows| {
+            for k in 0..rows.len() {
+                rows.set_value(heat, k, t, Value::Number(k as f64))?;
+            }
+            Ok(())
+        })
+        .unwrap();
+    world.commit(&mut stage).unwrap();
+    // A helper holding a query maker while it adds systems to the world it was handed.
+    let query = |spec: QuerySpec| Query::new(spec);
+    let mut add_warmer = |world: &mut World, name: &str| {
+        let mut all = query(QuerySpec::new().with(heat)).unwrap();
+        world
+            .add_system(SystemSpec::new(name, move |ctx: &mut Ctx<'_>| {
+                ctx.update_each::<f64>(&mut all, (0, t), |v| v + 1.0)?;
+                Ok(())
+            }))
+            .unwrap();
+    };
+    add_warmer(&mut world, "warm");
+    add_warmer(&mut world, "warm more");
+    // The world's caching mode reaches queries made without it.
+    world.set_query_caching(false);
+    world.step(0.1).unwrap();
+    let mut all = query(QuerySpec::new().with(heat)).unwrap();
+    let ids = world.matches(&mut all).unwrap();
+    assert!(!all.is_cached());
+    let values: Vec<f64> = ids
+        .iter()
+        .map(|id| world.get_value(*id, heat, t).unwrap())
+        .map(|v| match v {
+            Value::Number(n) => n,
+            other => panic!("{other:?}"),
+        })
+        .collect();
+    assert_eq!(values, [2.0, 3.0, 4.0]);
 }
