@@ -1,7 +1,7 @@
 //! Bulk work through the facade: a stage made by the world, a spawn staged with
 //! `Scene::stage_spawn`, published by `Scene::commit`; refusals reserve and change nothing.
 
-use strata::layers::store::{InitError, StageError, StoreError};
+use strata::layers::store::{InitError, StageError};
 use strata::prelude::*;
 
 fn heated() -> (World, ComponentId, FieldId) {
@@ -156,7 +156,7 @@ fn the_facade_needs_no_annotations_and_no_world_borrow_to_make_a_query() {
     world.commit(&mut stage).unwrap();
     // A helper holding a query maker while it adds systems to the world it was handed.
     let query = |spec: QuerySpec| Query::new(spec);
-    let mut add_warmer = |world: &mut World, name: &str| {
+    let add_warmer = |world: &mut World, name: &str| {
         let mut all = query(QuerySpec::new().with(heat)).unwrap();
         world
             .add_system(SystemSpec::new(name, move |ctx: &mut Ctx<'_>| {
