@@ -206,3 +206,32 @@ fn a_script_that_begins_like_bytecode_is_compiled_as_text() {
         assert_eq!(error.script, "systems/s.luau", "{error}");
     }
 }
+
+#[test]
+fn a_component_named_like_a_global_or_not_as_an_identifier_never_replaces_a_global() {
+    let mut world = scripted(1);
+    for name in ["print", "math", "world", "my comp", "end", "1bad"] {
+        world
+            .define(ComponentDef::new(name).field(FieldDef::number("n", 0.0)))
+            .unwrap();
+    }
+    let out = printed(
+        &mut world,
+        "print(math.floor(2.5), world.workspace ~= nil, Position ~= nil)",
+    );
+    assert_eq!(out, ["2\ttrue\ttrue"]);
+    // Nor do the type definitions declare them (which would be invalid Luau, or shadow the
+    // global for the type checker).
+    let types = strata::script::types::component_definitions(world.store());
+    for bad in [
+        "declare print:",
+        "declare math:",
+        "declare world:",
+        "my comp:",
+        "type end ",
+        "type 1bad ",
+    ] {
+        assert!(!types.contains(bad), "{bad}:\n{types}");
+    }
+    assert!(types.contains("declare Position: Component<Position>"), "{types}");
+}

@@ -308,3 +308,38 @@ fn a_broken_group_script_is_refused_when_added() {
     assert_eq!(error.script, "groups/g.luau");
     assert!(error.message.contains("system{"), "{error}");
 }
+
+#[test]
+fn a_failing_group_names_the_root_it_ran_for() {
+    let mut world = scripted(2);
+    world
+        .run_script(
+            "setup.luau",
+            "for r = 1, 3 do
+                local room = Instance.new('Model', world.workspace)
+                room.Name = 'Room' .. r
+            end",
+        )
+        .unwrap();
+    world
+        .add_group_script(
+            "fragile",
+            "groups/fragile.luau",
+            "return system { run = function(world, dt, root)\n if root.Name == 'Room2' then\n error('the floor gave way')\n end\n end }",
+        )
+        .unwrap();
+    world
+        .run_script(
+            "setup.luau",
+            "for _, room in world.workspace:GetChildren() do world:setGroup(room, 'fragile') end",
+        )
+        .unwrap();
+    let events = world.step(0.1).unwrap();
+    assert_eq!(events.errors.len(), 1, "{:?}", events.errors);
+    let text = events.errors[0].1.to_string();
+    assert!(
+        text.starts_with("groups/fragile.luau:3: the floor gave way"),
+        "{text}"
+    );
+    assert!(text.contains("`Room2`") && text.contains("Model"), "{text}");
+}
