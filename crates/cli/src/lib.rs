@@ -215,10 +215,19 @@ fn run(options: &RunOptions, out: &mut dyn Write, err: &mut dyn Write) -> Result
                 .load(std::io::BufReader::new(file), options.threads)
                 .map_err(|e| format!("{}: {e}", path.display()))?
         }
-        None => place
-            .build(options.threads)
-            .map_err(|e: PlaceError| e.to_string())?,
+        None => place.build(options.threads).map_err(|e: PlaceError| {
+            // What setup printed before it failed is script output like any other (on
+            // standard error with --json, whose standard output is one document).
+            let sink: &mut dyn Write = if options.json { &mut *err } else { &mut *out };
+            for line in e.printed() {
+                let _ = writeln!(sink, "{line}");
+            }
+            e.to_string()
+        })?,
     };
+    for warning in place.order_warnings(&mut world) {
+        let _ = writeln!(err, "warning: {warning}");
+    }
     let mut prints: Vec<String> = world.take_prints();
     if !options.json {
         for line in prints.drain(..) {

@@ -52,6 +52,16 @@ pub struct Scene {
     pub(crate) lane_shuffle: Option<crate::lanes::LaneShuffle>,
     /// Whether queries made from now on keep their matches (see `Scene::set_query_caching`).
     pub(crate) query_caching: bool,
+    /// The frame and the simulated time, as the world's frame loop keeps them.
+    pub(crate) clock: Clock,
+}
+
+/// Where a world is in its frames: the frame being run (or the next one to run, between
+/// frames) and the simulated seconds before it began, the sum of every earlier frame's `dt`.
+#[derive(Clone, Copy, Debug, Default, PartialEq)]
+pub(crate) struct Clock {
+    pub(crate) frame: u64,
+    pub(crate) time: f64,
 }
 
 /// What the scene's operations did, for the statistics of the system that asked.
@@ -115,6 +125,7 @@ impl Scene {
             group_commits: Vec::new(),
             lane_shuffle: None,
             query_caching: true,
+            clock: Clock::default(),
         })
     }
 

@@ -386,7 +386,10 @@ fn an_order_naming_no_system_is_reported_by_check_and_run() {
                 "systems/move.luau",
                 "return system { after = { 'physiks' }, before = { 'render' }, run = function() end }",
             ),
-            ("systems/render.luau", "return system { run = function() end }"),
+            (
+                "systems/render.luau",
+                "return system { run = function() end }",
+            ),
         ],
     );
     let check = strata(&["check", root.to_str().unwrap()]);

@@ -80,7 +80,7 @@ fn load_group(
     scene: &Scene,
 ) -> Result<(Function, Table), ScriptError> {
     let chunk = scripts.load(script, source)?;
-    let par = ParState::new((scene.game(), scene.workspace()), None);
+    let par = ParState::new((scene.game(), scene.workspace()), None).at(scene.clock);
     let established = (&*scene.arena, &scene.store);
     let (result, _, _) = scripts.call_parallel(par, established, script, script, &chunk, ());
     let value = result?.into_iter().next().unwrap_or(LuaValue::Nil);
@@ -119,6 +119,7 @@ impl SystemBody for GroupRunner {
             .retain(|root, _| roots.iter().any(|(_, r)| r == root));
         let pool = scene.pool.clone();
         let world_roots = (scene.game(), scene.workspace());
+        let clock = scene.clock;
         for (_, root) in &roots {
             if self.vms.contains_key(root) {
                 continue;
@@ -144,7 +145,7 @@ impl SystemBody for GroupRunner {
         });
         let script = self.script.clone();
         let run_one = |(rank, root, vm): (u64, InstanceId, &GroupVm)| {
-            let par = ParState::new(world_roots, None);
+            let par = ParState::new(world_roots, None).at(clock);
             let lua = vm.scripts.lua();
             let args = (|| {
                 Ok::<_, mlua::Error>((vm.scripts.world().clone(), dt, wrap_instance(lua, root)?))
@@ -172,8 +173,12 @@ impl SystemBody for GroupRunner {
         for (rank, root, result, par, prints) in outcomes {
             scene.prints.extend(prints);
             rows += par.rows;
-            if let Err(error) = result {
-                first_error.get_or_insert(error);
+            if let Err(mut error) = result {
+                if first_error.is_none() {
+                    let root = super::errors::instance(&scene.arena, root);
+                    error.message = format!("{} (in the group under {root})", error.message);
+                    first_error = Some(error);
+                }
                 continue;
             }
             let mut overlay = Overlay::with_spare(
@@ -211,7 +216,8 @@ pub(crate) fn group_system(
     source: &str,
 ) -> Result<SystemSpec, WorldError> {
     // The script is checked once here, in a VM of its own, so a broken one fails at load.
-    let budget = scene.scripts()?.budget();
+    let scripts = scene.scripts()?;
+    let budget = scripts.budget();
     let mut runner = GroupRunner {
         name: name.to_owned(),
         script: script.to_owned(),
@@ -222,6 +228,7 @@ pub(crate) fn group_system(
     };
     let probe = Scripts::new(budget)?;
     let (_, table) = load_group(&probe, script, source, scene)?;
+    super::api::register_group(scripts.lua(), name);
     runner.vms.clear();
     let spec = SystemSpec::from_body(&format!("group:{name}"), Box::new(runner));
     super::system::place(spec, &table).map_err(|e| {

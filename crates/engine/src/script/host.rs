@@ -294,9 +294,11 @@ impl Scripts {
             .globals
             .lock()
             .unwrap_or_else(std::sync::PoisonError::into_inner);
+        // A name that is no identifier, or would hide a global, gets no global.
         let now: Vec<String> = store
             .components()
             .map(|s| s.def().name().to_owned())
+            .filter(|name| super::names::component_name_problem(name).is_none())
             .collect();
         if *known == now {
             return Ok(());
@@ -371,9 +373,7 @@ impl Scripts {
                 .and_then(|r| columns::finish(lua).map(|()| r));
             if result.is_err() {
                 // Writes pending when the call failed are dropped with it.
-                if let Some(mut state) = lua.app_data_mut::<VmState>() {
-                    state.pending.clear();
-                }
+                columns::drop_pending(lua);
             }
             lua.remove_app_data::<CurrentScene>();
             result
@@ -414,10 +414,8 @@ impl Scripts {
             let result = f
                 .call::<MultiValue>(args)
                 .and_then(|r| columns::finish(lua).map(|()| r));
-            if result.is_err()
-                && let Some(mut state) = lua.app_data_mut::<VmState>()
-            {
-                state.pending.clear();
+            if result.is_err() {
+                columns::drop_pending(lua);
             }
             lua.remove_app_data::<CurrentEstablished>();
             result
@@ -499,20 +497,12 @@ fn install_api(lua: &Lua, base: &Table, world: &AnyUserData) -> mlua::Result<()>
     instance.set_readonly(true);
     base.raw_set("Instance", instance)?;
     let vector3 = lua.create_table()?;
-    vector3.raw_set(
-        "new",
-        lua.create_function(|_, (x, y, z): (Option<f32>, Option<f32>, Option<f32>)| {
-            Ok(mlua::Vector::new(
-                x.unwrap_or(0.0),
-                y.unwrap_or(0.0),
-                z.unwrap_or(0.0),
-            ))
-        })?,
-    )?;
+    vector3.raw_set("new", lua.create_function(super::convert::vector3_new)?)?;
     vector3.set_readonly(true);
     base.raw_set("Vector3", vector3)?;
     base.raw_set("print", lua.create_function(print)?)?;
     base.raw_set("system", lua.create_function(system)?)?;
     base.raw_set("world", world.clone())?;
+    super::errors::install(lua, base)?;
     Ok(())
 }

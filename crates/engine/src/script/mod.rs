@@ -9,10 +9,14 @@
 //! line, never a broken world.
 
 mod api;
+mod args;
 mod columns;
 mod convert;
+mod errors;
 mod group;
 mod host;
+pub mod names;
+mod navigate;
 mod query;
 mod system;
 pub mod types;

@@ -416,7 +416,13 @@ print(xpcall(function() Instance.new("NoSuchClass") end, function(m) return "han
     for (k, line) in out[..5].iter().enumerate() {
         let expected = format!("false\tstring\ttest.luau:{}: ", k + 4);
         assert!(line.starts_with(&expected), "{line}");
-        for internal in ["runtime error", "traceback", "strata:", "__mlua", "ComponentId"] {
+        for internal in [
+            "runtime error",
+            "traceback",
+            "strata:",
+            "__mlua",
+            "ComponentId",
+        ] {
             assert!(!line.contains(internal), "{internal}: {line}");
         }
     }
@@ -500,16 +506,6 @@ fn a_query_counts_its_matches_without_taking_its_change_window() {
 #[test]
 fn the_world_gives_its_frame_and_time_in_setup_systems_parallel_systems_and_groups() {
     let mut world = scripted(2);
-    world
-        .run_script(
-            "setup.luau",
-            "print('setup', world.frame, world.time)
-            local room = Instance.new('Model', world.workspace)
-            room.Name = 'Room'
-            Instance.new('Part', room):AddComponent(Position)
-            world:setGroup(room, 'room')",
-        )
-        .unwrap();
     let report = |label: &str| {
         format!(
             "return system {{ {{PLACE}}, run = function(world, dt, root)
@@ -542,6 +538,16 @@ fn the_world_gives_its_frame_and_time_in_setup_systems_parallel_systems_and_grou
             "room",
             "groups/room.luau",
             &report("group").replace("{PLACE}", "phase = 'Last'"),
+        )
+        .unwrap();
+    world
+        .run_script(
+            "setup.luau",
+            "print('setup', world.frame, world.time)
+            local room = Instance.new('Model', world.workspace)
+            room.Name = 'Room'
+            Instance.new('Part', room):AddComponent(Position)
+            world:setGroup(room, 'room')",
         )
         .unwrap();
     assert_eq!(world.take_prints(), ["setup\t0\t0"]);
@@ -607,6 +613,9 @@ fn vectors_are_single_precision_and_a_number_that_does_not_fit_is_refused() {
     for source in refused {
         let error = script_error(world.run_script("big.luau", source));
         assert_eq!(error.line, Some(1), "{source}: {error}");
-        assert!(error.message.contains("single precision"), "{source}: {error}");
+        assert!(
+            error.message.contains("single precision"),
+            "{source}: {error}"
+        );
     }
 }

@@ -379,7 +379,10 @@ end }"#,
         text.starts_with("systems/writer.luau:4: ") && text.contains("`Position.x`"),
         "{text}"
     );
-    assert!(text.contains("row 1") && text.contains("a boolean"), "{text}");
+    assert!(
+        text.contains("row 1") && text.contains("a boolean"),
+        "{text}"
+    );
     let events = world.step(0.1).unwrap();
     assert!(events.errors.is_empty(), "{:?}", events.errors);
 }
@@ -432,6 +435,38 @@ fn a_new_removal_reader_sees_the_removals_of_the_frame_it_first_runs_in(cached: 
     assert_eq!(events.prints, ["early: P3", "late: P3"]);
 }
 
+fn the_column_writes_of_a_failed_call_are_dropped_and_never_applied_later(cached: bool) {
+    let mut world = scripted(1);
+    world.set_query_caching(cached);
+    spawn(&mut world, 2);
+    world
+        .add_script_system(
+            "flaky",
+            "systems/flaky.luau",
+            r#"local runs = 0
+return system { run = function(world)
+    runs += 1
+    for chunk in world:query({ with = { Position } }):chunks() do
+        local x = chunk:write(Position).x
+        if runs == 1 then
+            x[1] = 99
+            error("gave up")
+        end
+    end
+end }"#,
+        )
+        .unwrap();
+    let events = world.step(0.1).unwrap();
+    assert_eq!(events.errors.len(), 1, "{:?}", events.errors);
+    let events = world.step(0.1).unwrap();
+    assert!(events.errors.is_empty(), "{:?}", events.errors);
+    let out = printed(
+        &mut world,
+        "local xs = {}\nfor _, p in world:query({ with = { Position } }) do table.insert(xs, p.x) end\nprint(table.concat(xs, ','))",
+    );
+    assert_eq!(out, ["1,2"], "the failed run's write never lands");
+}
+
 /// `cached::NAME` and `uncached::NAME` tests of each listed `fn NAME(cached: bool)`.
 macro_rules! cached_and_uncached {
     ($($name:ident),* $(,)?) => {
@@ -467,6 +502,7 @@ cached_and_uncached!(
     a_column_of_a_field_that_is_not_a_number_integer_or_boolean_is_an_error,
     a_bad_value_in_a_write_column_is_reported_once_naming_the_column_row_and_loop,
     a_new_removal_reader_sees_the_removals_of_the_frame_it_first_runs_in,
+    the_column_writes_of_a_failed_call_are_dropped_and_never_applied_later,
 );
 
 #[test]

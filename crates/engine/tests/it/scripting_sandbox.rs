@@ -233,5 +233,31 @@ fn a_component_named_like_a_global_or_not_as_an_identifier_never_replaces_a_glob
     ] {
         assert!(!types.contains(bad), "{bad}:\n{types}");
     }
-    assert!(types.contains("declare Position: Component<Position>"), "{types}");
+    assert!(
+        types.contains("declare Position: Component<Position>"),
+        "{types}"
+    );
+}
+
+#[test]
+fn the_names_a_component_may_not_take_cover_every_global_of_the_environment() {
+    let mut world = scripted(1);
+    let out = printed(
+        &mut world,
+        "local names = {}
+        for name in pairs(_G) do table.insert(names, tostring(name)) end
+        table.sort(names)
+        print(table.concat(names, ' '))",
+    );
+    let names: Vec<&str> = out[0].split(' ').collect();
+    assert!(
+        names.contains(&"math") && names.contains(&"print"),
+        "{names:?}"
+    );
+    for name in names {
+        assert!(
+            strata::script::names::component_name_problem(name).is_some(),
+            "`{name}` is a global a component could hide"
+        );
+    }
 }

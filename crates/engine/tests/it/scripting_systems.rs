@@ -199,6 +199,9 @@ return system {
 fn rooms(threads: usize, rooms: usize) -> World {
     let mut world = scripted(threads);
     world
+        .add_group_script("room", "groups/room.luau", ROOM)
+        .unwrap();
+    world
         .run_script(
             "setup.luau",
             &format!(
@@ -213,9 +216,6 @@ fn rooms(threads: usize, rooms: usize) -> World {
                 end"
             ),
         )
-        .unwrap();
-    world
-        .add_group_script("room", "groups/room.luau", ROOM)
         .unwrap();
     world
 }
@@ -272,18 +272,18 @@ fn groups_give_the_same_world_every_frame_on_one_two_and_eight_threads() {
 fn a_group_may_not_change_structure_and_an_unmarked_root_stops_running() {
     let mut world = scripted(2);
     world
+        .add_group_script(
+            "builder",
+            "groups/builder.luau",
+            "return system { run = function(world, dt, root)\n print(root.Name)\n Instance.new('Part', root)\n end }",
+        )
+        .unwrap();
+    world
         .run_script(
             "setup.luau",
             "local room = Instance.new('Model', world.workspace)
             room.Name = 'Room'
             world:setGroup(room, 'builder')",
-        )
-        .unwrap();
-    world
-        .add_group_script(
-            "builder",
-            "groups/builder.luau",
-            "return system { run = function(world, dt, root)\n print(root.Name)\n Instance.new('Part', root)\n end }",
         )
         .unwrap();
     let events = world.step(0.1).unwrap();
