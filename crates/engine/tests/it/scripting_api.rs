@@ -570,6 +570,7 @@ fn the_world_gives_its_frame_and_time_in_setup_systems_parallel_systems_and_grou
     );
     let clock = "print(world.frame, world.time)";
     assert_eq!(printed(&mut world, clock), ["2\t0.5"]);
+    assert_eq!((world.frame(), world.time()), (2, 0.5));
     // The time goes with the world into a save and a snapshot.
     let mut file = Vec::new();
     world.save(&mut file).unwrap();
