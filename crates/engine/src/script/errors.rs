@@ -7,7 +7,8 @@
 //! `ComponentId(0)`), argument mistakes say which argument and what was given (never "error
 //! converting Lua nil to String"), and an API error caught by `pcall`/`xpcall` is a string
 //! `script:LINE: message`, like the errors Luau raises itself (never a userdata whose text
-//! carries a traceback through the engine's own chunks).
+//! carries a traceback through the engine's own chunks); so is one ending a coroutine, as
+//! `coroutine.resume` and `coroutine.close` return it.
 
 use mlua::{Lua, Table, Value as LuaValue};
 use strata_arena::{InstanceId, Snapshot};
@@ -17,11 +18,12 @@ use strata_query::QueryError;
 
 use crate::error::WorldError;
 
-/// The `pcall` and `xpcall` of the game environment: the standard ones, with an API error
-/// caught turned into its message (see [`caught`]). Written in Luau so a `pcall` stays
-/// yieldable and costs one Luau call more than the standard one.
+/// The `pcall`, `xpcall` and `coroutine` library of the game environment: the standard ones,
+/// with an API error caught (or ending a coroutine) turned into its message (see [`caught`]).
+/// Written in Luau so a `pcall` stays yieldable and costs one Luau call more than the
+/// standard one.
 const PCALL_SOURCE: &str = r#"
-local rawpcall, rawxpcall, caught = ...
+local rawpcall, rawxpcall, caught, library = ...
 local function after(ok, ...)
     if ok then return true, ... end
     return false, caught((...))
@@ -33,21 +35,45 @@ local function xpcall(f, handler, ...)
     if type(handler) ~= "function" then return rawxpcall(f, handler, ...) end
     return rawxpcall(f, function(e) return handler(caught(e)) end, ...)
 end
-return pcall, xpcall
+local coroutine = table.clone(library)
+local rawresume, rawclose = library.resume, library.close
+function coroutine.resume(thread, ...) return after(rawresume(thread, ...)) end
+function coroutine.close(thread) return after(rawclose(thread)) end
+return pcall, xpcall, table.freeze(coroutine)
 "#;
 
-/// Puts the game environment's `pcall` and `xpcall` in a VM's base environment.
+/// Puts the game environment's `pcall`, `xpcall` and `coroutine` in a VM's base environment.
 pub(crate) fn install(lua: &Lua, base: &Table) -> mlua::Result<()> {
     let globals = lua.globals();
     let make = lua.load(PCALL_SOURCE).set_name("=strata").into_function()?;
-    let (pcall, xpcall): (mlua::Function, mlua::Function) = make.call((
+    let (pcall, xpcall, coroutine): (mlua::Function, mlua::Function, Table) = make.call((
         globals.get::<mlua::Function>("pcall")?,
         globals.get::<mlua::Function>("xpcall")?,
         lua.create_function(caught)?,
+        globals.get::<Table>("coroutine")?,
     ))?;
     base.raw_set("pcall", pcall)?;
     base.raw_set("xpcall", xpcall)?;
+    base.raw_set("coroutine", coroutine)?;
     Ok(())
+}
+
+/// After a call that ran out of memory: a full collection, so what the call left behind is not
+/// counted against the next call (Luau collects no garbage when an allocation is refused).
+pub(crate) fn reclaim(lua: &Lua, error: &mlua::Error) {
+    fn out_of_memory(error: &mlua::Error) -> bool {
+        match error {
+            mlua::Error::MemoryError(_) => true,
+            mlua::Error::CallbackError { cause, .. } | mlua::Error::WithContext { cause, .. } => {
+                out_of_memory(cause)
+            }
+            _ => false,
+        }
+    }
+    if out_of_memory(error) {
+        // A collection only frees; should it fail, the next call reports what is wrong.
+        let _ = lua.gc_collect();
+    }
 }
 
 /// An error value a script caught: an API error becomes the string `script:LINE: message`

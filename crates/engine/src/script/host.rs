@@ -371,9 +371,10 @@ impl Scripts {
             let result = f
                 .call::<R>(args)
                 .and_then(|r| columns::finish(lua).map(|()| r));
-            if result.is_err() {
+            if let Err(error) = &result {
                 // Writes pending when the call failed are dropped with it.
                 columns::drop_pending(lua);
+                super::errors::reclaim(lua, error);
             }
             lua.remove_app_data::<CurrentScene>();
             result
@@ -414,8 +415,9 @@ impl Scripts {
             let result = f
                 .call::<MultiValue>(args)
                 .and_then(|r| columns::finish(lua).map(|()| r));
-            if result.is_err() {
+            if let Err(error) = &result {
                 columns::drop_pending(lua);
+                super::errors::reclaim(lua, error);
             }
             lua.remove_app_data::<CurrentEstablished>();
             result

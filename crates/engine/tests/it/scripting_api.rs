@@ -410,9 +410,10 @@ for _, attempt in attempts do
     local ok, message = pcall(attempt)
     print(ok, typeof(message), message)
 end
-print(xpcall(function() Instance.new("NoSuchClass") end, function(m) return "handled: " .. m end))"#,
+print(xpcall(function() Instance.new("NoSuchClass") end, function(m) return "handled: " .. m end))
+print(coroutine.resume(coroutine.create(function() Instance.new("NoSuchClass") end)))"#,
     );
-    assert_eq!(out.len(), 6, "{out:?}");
+    assert_eq!(out.len(), 7, "{out:?}");
     for (k, line) in out[..5].iter().enumerate() {
         let expected = format!("false\tstring\ttest.luau:{}: ", k + 4);
         assert!(line.starts_with(&expected), "{line}");
@@ -430,6 +431,10 @@ print(xpcall(function() Instance.new("NoSuchClass") end, function(m) return "han
         out[5].starts_with("false\thandled: test.luau:14: no class is named `NoSuchClass`"),
         "{}",
         out[5]
+    );
+    assert_eq!(
+        out[6],
+        "false\ttest.luau:15: no class is named `NoSuchClass`"
     );
 }
 
@@ -511,8 +516,11 @@ fn the_world_gives_its_frame_and_time_in_setup_systems_parallel_systems_and_grou
             "return system {{ {{PLACE}}, run = function(world, dt, root)
                 local room = world.workspace:FindFirstChild('Room')
                 local part = world:get(room:GetChildren()[1].Id)
+                local pid = part:GetAttribute('pid')
                 print('{label}', world.frame, world.time, world:query({{ with = {{ Position }} }}):count(),
-                    #room:GetDescendants(), part:IsA('Part'), part:FindFirstAncestor('Room') == room)
+                    #room:GetDescendants(), part:IsA('Part'), part:FindFirstAncestor('Room') == room,
+                    part:GetTags()[1], part:GetAttributes().pid == pid,
+                    part:GetPersistentId() == pid and world:getByPersistentId(pid) == part)
             end }}"
         )
     };
@@ -546,7 +554,10 @@ fn the_world_gives_its_frame_and_time_in_setup_systems_parallel_systems_and_grou
             "print('setup', world.frame, world.time)
             local room = Instance.new('Model', world.workspace)
             room.Name = 'Room'
-            Instance.new('Part', room):AddComponent(Position)
+            local part = Instance.new('Part', room)
+            part:AddComponent(Position)
+            world:tag(part, 'crate')
+            part:SetAttribute('pid', part:GetPersistentId())
             world:setGroup(room, 'room')",
         )
         .unwrap();
@@ -560,12 +571,12 @@ fn the_world_gives_its_frame_and_time_in_setup_systems_parallel_systems_and_grou
     assert_eq!(
         prints,
         [
-            "serial\t0\t0\t1\t1\ttrue\ttrue",
-            "parallel\t0\t0\t1\t1\ttrue\ttrue",
-            "group\t0\t0\t1\t1\ttrue\ttrue",
-            "serial\t1\t0.25\t1\t1\ttrue\ttrue",
-            "parallel\t1\t0.25\t1\t1\ttrue\ttrue",
-            "group\t1\t0.25\t1\t1\ttrue\ttrue",
+            "serial\t0\t0\t1\t1\ttrue\ttrue\tcrate\ttrue\ttrue",
+            "parallel\t0\t0\t1\t1\ttrue\ttrue\tcrate\ttrue\ttrue",
+            "group\t0\t0\t1\t1\ttrue\ttrue\tcrate\ttrue\ttrue",
+            "serial\t1\t0.25\t1\t1\ttrue\ttrue\tcrate\ttrue\ttrue",
+            "parallel\t1\t0.25\t1\t1\ttrue\ttrue\tcrate\ttrue\ttrue",
+            "group\t1\t0.25\t1\t1\ttrue\ttrue\tcrate\ttrue\ttrue",
         ]
     );
     let clock = "print(world.frame, world.time)";

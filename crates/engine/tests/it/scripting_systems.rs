@@ -98,6 +98,10 @@ fn parallel_luau_cannot_change_structure_and_writes_only_what_it_declares() {
             "writes = { Position = { 'x' } }",
             "for c in world:query({ with = { Position } }):chunks() do c:write(Position).y[1] = 5 end",
         ),
+        (
+            "writes = { Position = { 'x' } }",
+            "world.workspace:GetChildren()[1]:GetPersistentId()",
+        ),
     ];
     let mut lines = Vec::new();
     for (writes, body) in cases {
