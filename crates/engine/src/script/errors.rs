@@ -317,6 +317,9 @@ impl Names<'_> {
                     .map_or("of this class", |d| d.name());
                 format!("`{component}` does not allow instances of class {class}")
             }
+            StoreError::FieldOutOfRange { component, .. } => {
+                format!("`{component}` was redefined without a field this refers to: take it again")
+            }
             StoreError::StaleDefinition(c) => format!(
                 "`{}` was redefined since this was made: take it again",
                 self.component(*c)

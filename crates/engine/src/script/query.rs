@@ -295,6 +295,11 @@ fn build(
             .component(name)
             .ok_or_else(|| lua_error(crate::error::WorldError::UnknownComponent(name.to_string())))
     };
+    if let Some(both) = names.with.iter().find(|n| names.without.contains(n)) {
+        return Err(mlua::Error::runtime(format!(
+            "the query both requires and excludes `{both}` (it is in `with` and in `without`)"
+        )));
+    }
     let mut spec = QuerySpec::new();
     let mut resolved = Vec::new();
     for name in &names.with {

@@ -330,6 +330,7 @@ const MISTAKES: &[&str] = &[
     "world:setGroup(world.workspace, 'nosuch')",
     "world:query({ with = Health })",
     "world:query({ with = { Position }, changed = { Health } })",
+    "world:query({ with = { Position }, without = { Position } })",
     "world.workspace:FindFirstChild()",
     "world:tag(world.workspace)",
     "Instance.new()",
