@@ -13,7 +13,9 @@
 //! configuration with its line on error, every script's presence and encoding); building a
 //! world from it installs the components (as `ComponentDefinition` instances in a `Components`
 //! folder under the game), then the systems and groups in file-name order, then runs the setup
-//! script, so a failure names the file and, for scripts, the line.
+//! script, so a failure names the file and, for scripts, the line, and keeps what scripts
+//! printed before it. A component file is refused, naming it, when its name cannot be a
+//! component's global in the game environment.
 
 use std::path::{Path, PathBuf};
 

@@ -10,7 +10,10 @@
 //! A column belongs to one shape of the query: any structural change made through the API,
 //! and any rebuild of the query's matches, first applies pending writes, then empties every
 //! column handed out and makes it raise an error when used, so a stale column is an error,
-//! never a wrong read.
+//! never a wrong read. A value a written column's field cannot hold is reported once, naming
+//! the column, the row and where the column was taken: none of the component's pending
+//! changes is applied and the query's columns go stale, as they do when a call fails with
+//! writes pending, so a refused or failed write never lands later.
 
 use mlua::{Buffer, Function, Lua, Table, Value as LuaValue};
 use strata_component_store::{ComponentId, FieldId, FieldType};

@@ -7,7 +7,8 @@
 //! uncached query's generation moves at every call, its inputs only with structure); a rebuild
 //! reuses the wrappers and handles of instances that survive (they come from the VM's wrapper
 //! caches). Each query is keyed by the script that asks and its spec, so every system keeps
-//! its own change window and removal cursor.
+//! its own change window and removal cursor; a removal cursor starts with the frame in which
+//! its owner first asks, so its first read lists that frame's removals so far.
 
 use hashbrown::HashMap;
 use mlua::{
