@@ -234,9 +234,15 @@ fn run(options: &RunOptions, out: &mut dyn Write, err: &mut dyn Write) -> Result
             (world, did.then(|| report.to_string()))
         }
         None => (
-            place
-                .build(options.threads)
-                .map_err(|e: PlaceError| e.to_string())?,
+            place.build(options.threads).map_err(|e: PlaceError| {
+                // What setup printed before it failed is script output like any other (on
+                // standard error with --json, whose standard output is one document).
+                let sink: &mut dyn Write = if options.json { &mut *err } else { &mut *out };
+                for line in e.printed() {
+                    let _ = writeln!(sink, "{line}");
+                }
+                e.to_string()
+            })?,
             None,
         ),
     };
@@ -247,6 +253,9 @@ fn run(options: &RunOptions, out: &mut dyn Write, err: &mut dyn Write) -> Result
         for line in report.lines() {
             let _ = writeln!(out, "  {line}");
         }
+    }
+    for warning in place.order_warnings(&mut world) {
+        let _ = writeln!(err, "warning: {warning}");
     }
     let mut prints: Vec<String> = world.take_prints();
     if !options.json {

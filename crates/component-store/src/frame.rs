@@ -317,6 +317,11 @@ impl Frame {
         self.count
     }
 
+    /// The store tick when the window opened.
+    pub(crate) fn tick(&self) -> Tick {
+        self.tick
+    }
+
     pub(crate) fn since(&self, asked: u64) -> Result<StructuralResidue<'_>, StructuralMissed> {
         if asked < self.window_start || asked > self.count {
             return Err(StructuralMissed { asked });

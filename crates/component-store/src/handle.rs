@@ -15,7 +15,7 @@ use strata_arena::InstanceId;
 use crate::column::Scalar;
 use crate::def::{ComponentId, FieldId};
 use crate::error::StoreError;
-use crate::set::InstanceRef;
+use crate::set::{InstanceRef, Tick};
 use crate::store::{Store, StoreId};
 use crate::value::Value;
 
@@ -217,6 +217,35 @@ impl RemovalReader {
         Ok(Self {
             component,
             cursor: set.removal_log().head(),
+            timeline: set.timeline().id(),
+        })
+    }
+
+    /// A reader whose first read lists the removals made after store tick `tick` (with
+    /// [`Store::frame_tick`], those of the frame so far), and every later read those since.
+    /// When the log has dropped records that may be after `tick` (it overflowed since), the
+    /// first read reports [`Removals::Missed`].
+    pub fn since(store: &Store, component: ComponentId, tick: Tick) -> Result<Self, StoreError> {
+        let set = store.set(component)?;
+        let log = set.removal_log();
+        let mut retained = log.read_since(log.floor()).ok();
+        let oldest = retained
+            .as_mut()
+            .and_then(|read| read.next())
+            .map(|(seq, r)| (seq, r.tick));
+        let cursor = match oldest {
+            // Every retained record is after `tick`, and older ones were dropped: they may be
+            // after it too, so the reader starts where the log cannot serve it.
+            Some((_, oldest)) if oldest > tick && log.floor() > 0 => log.floor() - 1,
+            Some((seq, oldest)) if oldest > tick => seq,
+            Some(_) => retained
+                .and_then(|mut read| read.find(|(_, r)| r.tick > tick))
+                .map_or(log.head(), |(seq, _)| seq),
+            None => log.head(),
+        };
+        Ok(Self {
+            component,
+            cursor,
             timeline: set.timeline().id(),
         })
     }

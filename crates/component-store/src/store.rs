@@ -999,6 +999,13 @@ impl Store {
         self.frame.end(self.tick);
     }
 
+    /// The store tick when the frame began (at the last [`Store::end_frame`], or when the store
+    /// was made or restored): every change of the frame so far has a later tick. With
+    /// [`RemovalReader::since`](crate::RemovalReader::since), a reader of the frame's removals.
+    pub fn frame_tick(&self) -> Tick {
+        self.frame.tick()
+    }
+
     /// The structural change count: it rises by one for every range of rows added, every range
     /// of rows removed and every row a removal moved, in any component, and never falls.
     pub fn structural_count(&self) -> u64 {

@@ -74,7 +74,7 @@ mod world;
 
 pub use crate::error::{LoadError, Runaway, SaveError, SystemError, WorldError};
 pub use crate::instances::DestroyReport;
-pub use crate::place::{Place, PlaceConfig, PlaceError};
+pub use crate::place::{Place, PlaceConfig, PlaceError, PlaceWarning};
 pub use crate::rollback::WorldSnapshot;
 pub use crate::save::MAGIC;
 pub use crate::scene::Scene;

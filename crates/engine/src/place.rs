@@ -13,7 +13,9 @@
 //! configuration with its line on error, every script's presence and encoding); building a
 //! world from it installs the components (as `ComponentDefinition` instances in a `Components`
 //! folder under the game), then the systems and groups in file-name order, then runs the setup
-//! script, so a failure names the file and, for scripts, the line.
+//! script, so a failure names the file and, for scripts, the line, and keeps what scripts
+//! printed before it. A component file is refused, naming it, when its name cannot be a
+//! component's global in the game environment.
 
 use std::path::{Path, PathBuf};
 
@@ -221,6 +223,36 @@ pub enum PlaceError {
     /// A world operation was refused while building.
     #[error("{0}")]
     World(WorldError),
+    /// Building failed after scripts had printed: the error, with what they printed before it
+    /// (in order), so it can be shown first.
+    #[error("{error}")]
+    AfterPrints {
+        /// The lines printed before the failure.
+        printed: Vec<String>,
+        /// The failure.
+        error: Box<PlaceError>,
+    },
+}
+
+impl PlaceError {
+    /// What scripts printed before the failure (see [`PlaceError::AfterPrints`]).
+    pub fn printed(&self) -> &[String] {
+        match self {
+            PlaceError::AfterPrints { printed, .. } => printed,
+            _ => &[],
+        }
+    }
+}
+
+/// A declaration of a place that has no effect, which the scheduler reports (an `after` or
+/// `before` naming no system or set, say): the script that declared it and what is wrong.
+#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
+#[error("{path}: {message}")]
+pub struct PlaceWarning {
+    /// The declaring script's path (`systems/move.luau`).
+    pub path: String,
+    /// The scheduler's diagnostic, as it words it.
+    pub message: String,
 }
 
 impl From<WorldError> for PlaceError {
@@ -369,9 +401,31 @@ impl Place {
     }
 
     /// A new world for the place: configured, components installed, systems and groups added,
-    /// the setup script run. `threads` overrides the configuration's.
+    /// the setup script run. `threads` overrides the configuration's. A failure after scripts
+    /// printed is [`PlaceError::AfterPrints`], with what they printed.
     pub fn build(&self, threads: Option<usize>) -> Result<World, PlaceError> {
+        if let Some(problem) = self.component_name_problems().into_iter().next() {
+            return Err(problem);
+        }
         let mut world = self.empty_world(threads)?;
+        match self.fill(&mut world) {
+            Ok(()) => Ok(world),
+            Err(error) => {
+                let printed = world.take_prints();
+                Err(if printed.is_empty() {
+                    error
+                } else {
+                    PlaceError::AfterPrints {
+                        printed,
+                        error: Box::new(error),
+                    }
+                })
+            }
+        }
+    }
+
+    /// Installs the components, adds the code and runs the setup script.
+    fn fill(&self, world: &mut World) -> Result<(), PlaceError> {
         let folder = world.create(strata_arena::ClassId::FOLDER, None)?;
         world.set_name(folder, COMPONENTS)?;
         let game = world.game();
@@ -379,17 +433,62 @@ impl Place {
         for component in &self.components {
             world.define_luau(&component.name, &component.source, Some(folder))?;
         }
-        self.check_definitions(&mut world)?;
-        self.add_code(&mut world)?;
+        self.check_definitions(world)?;
+        self.add_code(world)?;
         if let Some(setup) = &self.setup {
             world.run_script(&setup.path, &setup.source)?;
         }
-        Ok(world)
+        Ok(())
+    }
+
+    /// A problem for every component file whose name cannot name a component in the game
+    /// environment (see [`crate::script::names::component_name_problem`]), naming the file.
+    fn component_name_problems(&self) -> Vec<PlaceError> {
+        self.components.iter().filter_map(name_problem).collect()
+    }
+
+    /// What the scheduler found without effect in the order the place's systems and groups
+    /// declare (warnings only: cycles are errors, which [`Place::check`] reports), each naming
+    /// the declaring script.
+    pub fn order_warnings(&self, world: &mut World) -> Vec<PlaceWarning> {
+        use strata_scheduler::{Diagnostic, Severity};
+        let mut warnings = Vec::new();
+        for diagnostic in world.plan().diagnostics() {
+            if diagnostic.severity() != Severity::Warning {
+                continue;
+            }
+            let declaration = match diagnostic {
+                Diagnostic::MissingTarget { declaration }
+                | Diagnostic::DisabledTarget { declaration }
+                | Diagnostic::SelfTarget { declaration }
+                | Diagnostic::SelfOnlySet { declaration }
+                | Diagnostic::StoppedNeighbour { declaration, .. }
+                | Diagnostic::CrossStage { declaration, .. } => declaration,
+                _ => continue,
+            };
+            let text = diagnostic.to_string();
+            let message = text.strip_prefix("warning: ").unwrap_or(&text).to_owned();
+            let path = self
+                .systems
+                .iter()
+                .find(|s| s.name == declaration.name)
+                .or_else(|| {
+                    self.groups
+                        .iter()
+                        .find(|g| declaration.name.strip_prefix("group:") == Some(&g.name))
+                })
+                .map_or_else(|| declaration.name.clone(), |s| s.path.clone());
+            warnings.push(PlaceWarning { path, message });
+        }
+        warnings
     }
 
     /// The Luau type definitions of the place's components (see
     /// [`crate::script::types::component_definitions`]); `strata types PLACE` writes them.
     pub fn type_definitions(&self) -> Result<String, PlaceError> {
+        if let Some(problem) = self.component_name_problems().into_iter().next() {
+            return Err(problem);
+        }
         let mut world = self.empty_world(Some(1))?;
         let game = world.game();
         let folder = world.create(strata_arena::ClassId::FOLDER, Some(game))?;
@@ -527,6 +626,10 @@ impl Place {
             Err(e) => return vec![e.into()],
         };
         for component in &self.components {
+            if let Some(problem) = name_problem(component) {
+                problems.push(problem);
+                continue;
+            }
             if let Err(e) = world.define_luau(&component.name, &component.source, Some(folder)) {
                 problems.push(e.into());
             }
@@ -560,6 +663,13 @@ impl Place {
         {
             problems.push(e.into());
         }
+        for warning in self.order_warnings(&mut world) {
+            problems.push(PlaceError::Script(ScriptError {
+                script: warning.path,
+                line: None,
+                message: format!("warning: {}", warning.message),
+            }));
+        }
         let plan = world.plan();
         for cycle in plan.cycles() {
             let names: Vec<String> = cycle
@@ -577,6 +687,17 @@ impl Place {
         }
         problems
     }
+}
+
+/// The problem of a component file whose name cannot name a component in the game
+/// environment, naming the file.
+fn name_problem(component: &PlaceScript) -> Option<PlaceError> {
+    let message = crate::script::names::component_name_problem(&component.name)?;
+    Some(PlaceError::Script(ScriptError {
+        script: component.path.clone(),
+        line: None,
+        message,
+    }))
 }
 
 /// Why a saved place could not be loaded.

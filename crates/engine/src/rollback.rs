@@ -3,7 +3,7 @@
 //!
 //! Invariant: a [`WorldSnapshot`] holds the arena's save point (sharing every page), a store
 //! snapshot (sharing every set), the migration records waiting for their component, the frame
-//! counter, the fixed-step block's cadence and carry and every interval system's wait; taking
+//! counter, the simulated time, the fixed-step block's cadence and carry and every interval system's wait; taking
 //! one costs the pages' and sets' pointers plus what is queued, and restoring one costs the
 //! same plus the journal entries written since, never the world's size. A restore validates
 //! everything before it changes anything: an arena in a construction batch or holding a
@@ -25,6 +25,8 @@ use crate::world::World;
 #[derive(Clone, Debug)]
 pub(crate) struct Timing {
     pub(crate) frame: u64,
+    /// The simulated seconds stepped.
+    pub(crate) time: f64,
     pub(crate) fixed: FixedStep,
     pub(crate) carried: f64,
     /// Interval systems' accumulated waits, by system name.

@@ -46,9 +46,6 @@ pub struct Scene {
     pub(crate) script_budget: crate::script::ScriptBudget,
     /// The memory the world's game VMs share.
     pub(crate) script_memory: Arc<crate::script::ScriptMemory>,
-    /// The frame being stepped, or the next one between frames (scripts' random streams are
-    /// drawn by frame).
-    pub(crate) frame: u64,
     /// What scripts printed, not yet taken.
     pub(crate) prints: Vec<String>,
     /// Commits of execution groups since the frame's events were last taken.
@@ -57,6 +54,16 @@ pub struct Scene {
     pub(crate) lane_shuffle: Option<crate::lanes::LaneShuffle>,
     /// Whether queries made from now on keep their matches (see `Scene::set_query_caching`).
     pub(crate) query_caching: bool,
+    /// The frame and the simulated time, as the world's frame loop keeps them.
+    pub(crate) clock: Clock,
+}
+
+/// Where a world is in its frames: the frame being run (or the next one to run, between
+/// frames) and the simulated seconds before it began, the sum of every earlier frame's `dt`.
+#[derive(Clone, Copy, Debug, Default, PartialEq)]
+pub(crate) struct Clock {
+    pub(crate) frame: u64,
+    pub(crate) time: f64,
 }
 
 /// What the scene's operations did, for the statistics of the system that asked.
@@ -119,11 +126,11 @@ impl Scene {
             script_memory: Arc::new(crate::script::ScriptMemory::new(
                 crate::script::ScriptBudget::STANDARD.memory,
             )),
-            frame: 0,
             prints: Vec::new(),
             group_commits: Vec::new(),
             lane_shuffle: None,
             query_caching: true,
+            clock: Clock::default(),
         })
     }
 

@@ -286,6 +286,8 @@ pub struct ParCtx<'a> {
     pub(crate) any_write: bool,
     pub(crate) dt: f64,
     pub(crate) frame: u64,
+    /// The simulated seconds before the frame began.
+    pub(crate) time: f64,
     pub(crate) rows: u64,
     /// Lines printed by the body (a script's), delivered after the wave in scheduled order.
     pub(crate) prints: Vec<String>,
@@ -319,6 +321,11 @@ impl<'a> ParCtx<'a> {
     /// The frame being stepped.
     pub fn frame(&self) -> u64 {
         self.frame
+    }
+
+    /// The simulated seconds before the frame began (see [`World::time`](crate::World::time)).
+    pub fn time(&self) -> f64 {
+        self.time
     }
 
     /// The hierarchy as it was when the group began.

@@ -25,7 +25,7 @@ use strata_schema_adoption::{ComponentReport, SyncReport};
 
 use crate::error::{SystemError, WorldError};
 use crate::lanes::run_lanes;
-use crate::scene::Scene;
+use crate::scene::{Clock, Scene};
 use crate::systems::{Body, ParCtx, SystemSpec, serial_ctx};
 
 /// What one frame did, readable after it (see [`World::step`]).
@@ -242,6 +242,7 @@ impl World {
             .collect();
         crate::rollback::Timing {
             frame: self.frame,
+            time: self.scene.clock.time,
             fixed: self.schedule.fixed_step(),
             carried: self.schedule.fixed_carried(),
             intervals,
@@ -251,7 +252,7 @@ impl World {
     /// Puts the timing a snapshot kept back: systems added since keep their waits, and those
     /// removed since are skipped.
     pub(crate) fn set_timing(&mut self, timing: &crate::rollback::Timing) {
-        self.set_clock(timing.frame, timing.fixed, timing.carried);
+        self.set_clock(timing.frame, timing.time, timing.fixed, timing.carried);
         for (name, waited) in &timing.intervals {
             // A system the snapshot knew and the world no longer has has nothing to restore.
             if let Some(id) = self.schedule.id(name) {
@@ -260,10 +261,11 @@ impl World {
         }
     }
 
-    /// Sets the frame counter and the fixed-step block as a save or a snapshot had them.
-    pub(crate) fn set_clock(&mut self, frame: u64, fixed: FixedStep, carried: f64) {
+    /// Sets the frame counter, the simulated time and the fixed-step block as a save or a
+    /// snapshot had them.
+    pub(crate) fn set_clock(&mut self, frame: u64, time: f64, fixed: FixedStep, carried: f64) {
         self.frame = frame;
-        self.scene.frame = frame;
+        self.scene.clock = Clock { frame, time };
         self.schedule.set_fixed_step(fixed);
         self.schedule.set_fixed_carried(carried);
     }
@@ -271,6 +273,13 @@ impl World {
     /// The number of the next frame [`World::step`] runs (how many frames ran so far).
     pub fn frame(&self) -> u64 {
         self.frame
+    }
+
+    /// The simulated seconds the world has stepped: the sum of every frame's `dt` (kept by
+    /// saves and snapshots). Scripts read it as `world.time`: during a frame, the time before
+    /// that frame began.
+    pub fn time(&self) -> f64 {
+        self.scene.clock.time
     }
 
     /// Adds a system. Refused for a name already taken.
@@ -439,12 +448,12 @@ impl World {
             return Err(strata_scheduler::ScheduleError::InvalidDelta(dt).into());
         }
         let frame = self.frame;
-        self.scene.frame = frame;
         let _span = tracing::info_span!("world_frame", frame, dt).entered();
         let mut events = FrameEvents {
             frame,
             ..FrameEvents::default()
         };
+        self.scene.clock.frame = frame;
         self.scene.sync_definitions();
         if self.schedule.is_stale() {
             self.plan = self.schedule.build().clone();
@@ -492,7 +501,10 @@ impl World {
         self.end_frame(&mut events)?;
         self.events = events;
         self.frame += 1;
-        self.scene.frame = self.frame;
+        self.scene.clock = Clock {
+            frame: self.frame,
+            time: self.scene.clock.time + dt,
+        };
         Ok(&self.events)
     }
 
@@ -706,7 +718,7 @@ fn run_parallel(
         spare,
         frame,
     } = *lanes;
-    let (arena, store) = (&scene.arena, &scene.store);
+    let (arena, store, time) = (&scene.arena, &scene.store, scene.clock.time);
     let query_caching = scene.query_caching;
     // The wave's first system tells a frame's waves apart for a lane shuffle.
     let wave = group.first().map_or(0, |due| u64::from(due.id().index()));
@@ -739,6 +751,7 @@ fn run_parallel(
                 any_write: body.any_write,
                 dt: run.dt(),
                 frame,
+                time,
                 rows: 0,
                 prints: Vec::new(),
                 query_caching,

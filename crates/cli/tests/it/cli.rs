@@ -690,3 +690,88 @@ fn loading_a_save_into_a_place_syncs_the_places_current_components_onto_it() {
     );
     assert_eq!(document["prints"], serde_json::json!(["7\t0.5"]));
 }
+
+#[test]
+fn a_component_file_named_like_a_global_or_not_as_an_identifier_is_refused_naming_the_file() {
+    let schema = "return component { fields = { n = number(0) } }";
+    let root = place(
+        "component-names",
+        &[
+            ("place.toml", "frames = 1\n"),
+            ("components/Fine.luau", schema),
+            ("components/print.luau", schema),
+            ("components/math.luau", schema),
+            ("components/world.luau", schema),
+            ("components/my comp.luau", schema),
+            ("components/1bad.luau", schema),
+            ("components/end.luau", schema),
+            ("setup.luau", "print('setup ran')"),
+        ],
+    );
+    let check = strata(&["check", root.to_str().unwrap()]);
+    assert_eq!(check.code, 1, "{}", check.out);
+    insta::assert_snapshot!(shown(&check.err, &root));
+    let run = strata(&["run", root.to_str().unwrap()]);
+    assert_eq!(run.code, 1, "{}", run.out);
+    assert!(
+        run.err.starts_with("error: components/1bad.luau: ") && !run.out.contains("setup ran"),
+        "{}",
+        run.err
+    );
+    let types = strata(&["types", root.to_str().unwrap()]);
+    assert_eq!(types.code, 1, "{}", types.out);
+    assert!(
+        types.err.starts_with("error: components/1bad.luau: "),
+        "{}",
+        types.err
+    );
+}
+
+#[test]
+fn an_order_naming_no_system_is_reported_by_check_and_run() {
+    let root = place(
+        "missing-order",
+        &[
+            ("place.toml", "frames = 2\n"),
+            (
+                "systems/move.luau",
+                "return system { after = { 'physiks' }, before = { 'render' }, run = function() end }",
+            ),
+            (
+                "systems/render.luau",
+                "return system { run = function() end }",
+            ),
+        ],
+    );
+    let check = strata(&["check", root.to_str().unwrap()]);
+    assert_eq!(check.code, 1, "{}", check.out);
+    assert_eq!(
+        shown(&check.err, &root),
+        "error: place has 1 problem:\n  systems/move.luau: warning: move after physiks: no system or set has that name\n"
+    );
+    // A run goes on, with the same warning on standard error.
+    let run = strata(&["run", root.to_str().unwrap()]);
+    assert_eq!(run.code, 0, "{}", run.err);
+    assert_eq!(
+        run.err,
+        "warning: systems/move.luau: move after physiks: no system or set has that name\n"
+    );
+}
+
+#[test]
+fn what_setup_printed_before_it_failed_is_shown() {
+    let root = place(
+        "setup-prints",
+        &[
+            ("place.toml", ""),
+            (
+                "setup.luau",
+                "print('building the arena')\nprint('placing 3 drones')\nerror('out of drones')\n",
+            ),
+        ],
+    );
+    let run = strata(&["run", root.to_str().unwrap()]);
+    assert_eq!(run.code, 1);
+    assert_eq!(run.out, "building the arena\nplacing 3 drones\n");
+    assert_eq!(run.err, "error: setup.luau:3: out of drones\n");
+}

@@ -416,3 +416,48 @@ fn loads_of_sets_of_other_shapes_one_after_another_restore_each_exactly() {
         assert_eq!(w.store.take_dirty(tag).unwrap().len(), 50, "round {round}");
     }
 }
+
+#[test]
+fn a_reader_since_a_tick_lists_the_removals_after_it_and_says_when_they_were_dropped() {
+    let mut w = World::new();
+    let pulse = w.install(pulse());
+    let members: Vec<_> = (0..4).map(|_| w.spawn(ClassId::ENTITY)).collect();
+    for m in &members {
+        w.store.add(*m, ClassId::ENTITY, pulse, []).unwrap();
+    }
+    w.store.remove(members[0], pulse).unwrap();
+    w.store.end_frame();
+    assert_eq!(w.store.frame_tick(), w.store.tick());
+    w.store.remove(members[2], pulse).unwrap();
+    w.store.remove(members[1], pulse).unwrap();
+    // Made after the frame's removals, it still lists them (not the earlier frame's).
+    let mut reader = RemovalReader::since(&w.store, pulse, w.store.frame_tick()).unwrap();
+    let mut fresh = RemovalReader::new(&w.store, pulse).unwrap();
+    assert_eq!(
+        reader.read(&w.store),
+        Ok(Removals::Ids(vec![members[1].id, members[2].id]))
+    );
+    assert_eq!(fresh.read(&w.store), Ok(Removals::Ids(vec![])));
+    w.store.remove(members[3], pulse).unwrap();
+    assert_eq!(
+        reader.read(&w.store),
+        Ok(Removals::Ids(vec![members[3].id]))
+    );
+    // A frame whose removals overflowed the log: a reader since its start cannot list them.
+    w.store.end_frame();
+    let many: Vec<_> = (0..20_000).map(|_| w.spawn(ClassId::ENTITY)).collect();
+    for m in &many {
+        w.store.add(*m, ClassId::ENTITY, pulse, []).unwrap();
+    }
+    for m in &many {
+        w.store.remove(*m, pulse).unwrap();
+    }
+    let mut late = RemovalReader::since(&w.store, pulse, w.store.frame_tick()).unwrap();
+    assert!(matches!(late.read(&w.store), Ok(Removals::Missed { .. })));
+    // Since a tick inside what the log still holds, it lists exactly what followed.
+    let tick = w.store.tick();
+    w.store.add(many[0], ClassId::ENTITY, pulse, []).unwrap();
+    w.store.remove(many[0], pulse).unwrap();
+    let mut recent = RemovalReader::since(&w.store, pulse, tick).unwrap();
+    assert_eq!(recent.read(&w.store), Ok(Removals::Ids(vec![many[0].id])));
+}

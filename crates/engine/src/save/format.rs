@@ -1,14 +1,14 @@
-//! The records of save format version 1: plain serde types, versioned on their own, so the file
+//! The records of save format version 2: plain serde types, versioned on their own, so the file
 //! format never follows the in-memory layout of a layer. `convert.rs` turns them into the
 //! layers' types and back.
 //!
-//! Invariant: these types change only together with `FORMAT_VERSION`; a record of version 1 is
-//! read by every later build that reads version 1.
+//! Invariant: these types change only together with `FORMAT_VERSION`; a record of version 2 is
+//! read by every later build that reads version 2. (Version 2 added `time`.)
 
 use serde::{Deserialize, Serialize};
 
 /// The version of the records below.
-pub(crate) const FORMAT_VERSION: u32 = 1;
+pub(crate) const FORMAT_VERSION: u32 = 2;
 
 /// A saved world.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
@@ -19,6 +19,8 @@ pub(crate) struct SavedWorld {
     pub(crate) next_id: u64,
     /// The frame the world would step next.
     pub(crate) frame: u64,
+    /// The simulated seconds the world has stepped.
+    pub(crate) time: f64,
     /// The fixed-step cadence: seconds per step and the most steps per frame.
     pub(crate) fixed_step: (f64, u32),
     /// The time the fixed-step block carries to the next frame.

@@ -8,8 +8,8 @@
 //! Invariant: a save holds everything a world holds but its systems and listeners (code, not
 //! data) and its caches: every live instance with its ids, GUID, persistent id, class, place in
 //! the hierarchy, name, attributes, built-in state (Luau definitions' sources included) and tags;
-//! every component row and orphan record, as raw records; the id counter, the frame number and
-//! the fixed-step block's cadence and carry. Saving the same world twice writes the same bytes,
+//! every component row and orphan record, as raw records; the id counter, the frame number, the
+//! simulated time and the fixed-step block's cadence and carry. Saving the same world twice writes the same bytes,
 //! and so does saving a world loaded from a save without changes in between. Loading never
 //! trusts a length it has not checked against the bytes it actually has (the payload is read
 //! as it arrives, never preallocated from the header; containers in it are decoded against the
@@ -139,6 +139,7 @@ impl World {
             own_range: convert::range_code(image.own_range),
             next_id: image.next_id,
             frame: self.frame(),
+            time: self.time(),
             fixed_step: (fixed.seconds(), fixed.max_steps()),
             fixed_carried: self.fixed_carried(),
             game: scene.game().get(),
@@ -345,6 +346,11 @@ fn build(saved: &SavedWorld, threads: usize) -> Result<World, LoadError> {
     }
     let fixed = strata_scheduler::FixedStep::new(saved.fixed_step.0, saved.fixed_step.1)
         .map_err(|e| LoadError::Corrupt(e.to_string()))?;
+    if !(saved.time.is_finite() && saved.time >= 0.0) {
+        return Err(LoadError::Corrupt(
+            "the simulated time is not a time".into(),
+        ));
+    }
     if !(saved.fixed_carried.is_finite() && saved.fixed_carried >= 0.0) {
         return Err(LoadError::Corrupt(
             "the fixed-step carry is not a time".into(),
@@ -355,6 +361,6 @@ fn build(saved: &SavedWorld, threads: usize) -> Result<World, LoadError> {
     scene.sync_definitions();
     scene.syncs.clear();
     let mut world = World::from_scene(scene, threads).map_err(LoadError::Rebuild)?;
-    world.set_clock(saved.frame, fixed, saved.fixed_carried);
+    world.set_clock(saved.frame, saved.time, fixed, saved.fixed_carried);
     Ok(world)
 }

@@ -16,11 +16,14 @@ use mlua::{
 use strata_arena::{AttrValue, InstanceId, Snapshot};
 use strata_component_store::{ComponentId, FieldId, FieldType, InstanceRef, Store, Value};
 
+use super::args;
 use super::columns;
 use super::convert::{field_values, from_lua, kind, to_lua, type_name};
+use super::errors::name_ids;
+use super::navigate;
 use super::query;
 use crate::error::WorldError;
-use crate::scene::Scene;
+use crate::scene::{Clock, Scene};
 
 /// The registry table of instance wrappers (weak values), by id.
 const WRAPPERS: &str = "strata.instances";
@@ -41,6 +44,8 @@ pub(crate) struct CurrentEstablished {
 pub(crate) struct ParState {
     pub(crate) game: InstanceId,
     pub(crate) workspace: InstanceId,
+    /// The frame and time the call runs at (`world.frame`, `world.time`).
+    pub(crate) clock: Clock,
     /// The single writes (handles) in the order made.
     writes: Vec<(InstanceRef, ComponentId, FieldId, Value)>,
     /// The column writes (the column path), by column.
@@ -64,6 +69,7 @@ impl ParState {
         Self {
             game: roots.0,
             workspace: roots.1,
+            clock: Clock::default(),
             writes: Vec::new(),
             bulk: Vec::new(),
             order: Vec::new(),
@@ -72,6 +78,12 @@ impl ParState {
             reads: 0,
             rows: 0,
         }
+    }
+
+    /// The same, running at `clock`.
+    pub(crate) fn at(mut self, clock: Clock) -> Self {
+        self.clock = clock;
+        self
     }
 
     fn read(
@@ -344,6 +356,14 @@ impl Access<'_> {
         }
     }
 
+    /// The frame and time the call runs at.
+    pub(crate) fn clock(&self) -> Clock {
+        match self {
+            Access::Serial(scene) => scene.clock,
+            Access::Parallel(view) => view.par.clock,
+        }
+    }
+
     pub(crate) fn count_rows(&mut self, n: u64) {
         match self {
             Access::Serial(scene) => scene.count_rows(n),
@@ -352,13 +372,15 @@ impl Access<'_> {
     }
 }
 
-/// A layer's error as a Luau error.
+/// A layer's error as a Luau error (named in the author's terms when it leaves the API; see
+/// [`access`]).
 pub(crate) fn lua_error(error: impl Into<WorldError>) -> mlua::Error {
-    mlua::Error::runtime(error.into().to_string())
+    super::errors::world_error(error)
 }
 
 /// Runs `f` against the world the current call runs on, after applying any column writes
-/// the script made since the last API call.
+/// the script made since the last API call. A layer's error `f` returns leaves with the
+/// components, fields and instances it refers to named against that world.
 pub(crate) fn access<R>(
     lua: &Lua,
     f: impl FnOnce(&Lua, Access<'_>) -> mlua::Result<R>,
@@ -374,7 +396,9 @@ pub(crate) fn access_raw<R>(
 ) -> mlua::Result<R> {
     let scene = lua.app_data_ref::<CurrentScene>().map(|c| c.0.clone());
     if let Some(scene) = scene {
-        return scene.borrow_mut_scoped::<Scene, _>(|scene| f(lua, Access::Serial(scene)))?;
+        return scene.borrow_mut_scoped::<Scene, _>(|scene| {
+            f(lua, Access::Serial(scene)).map_err(|e| name_ids(e, &scene.arena, &scene.store))
+        })?;
     }
     let established = lua
         .app_data_ref::<CurrentEstablished>()
@@ -393,6 +417,7 @@ pub(crate) fn access_raw<R>(
                         par: &mut par,
                     }),
                 )
+                .map_err(|e| name_ids(e, arena, store))
             })?
         })?;
     }
@@ -442,7 +467,7 @@ fn optional_instance(value: &LuaValue, what: &str) -> mlua::Result<Option<Instan
     }
 }
 
-fn attribute_to_lua(lua: &Lua, value: &AttrValue) -> mlua::Result<LuaValue> {
+pub(crate) fn attribute_to_lua(lua: &Lua, value: &AttrValue) -> mlua::Result<LuaValue> {
     Ok(match value {
         AttrValue::Bool(b) => LuaValue::Boolean(*b),
         AttrValue::Number(n) => LuaValue::Number(*n),
@@ -476,6 +501,7 @@ fn attribute_from_lua(value: &LuaValue) -> mlua::Result<Option<AttrValue>> {
 
 impl UserData for Inst {
     fn add_fields<F: UserDataFields<Self>>(fields: &mut F) {
+        fields.add_meta_field(MetaMethod::Type, "Instance");
         fields.add_field_method_get("Id", |_, this| Ok(this.0.get() as f64));
         fields.add_field_method_get("Name", |lua, this| {
             access(lua, |lua, a| {
@@ -483,7 +509,8 @@ impl UserData for Inst {
                 lua.create_string(node.name())
             })
         });
-        fields.add_field_method_set("Name", |lua, this, name: String| {
+        fields.add_field_method_set("Name", |lua, this, name: LuaValue| {
+            let name = args::string(&name, "an instance's Name")?;
             access(lua, |_, mut a| {
                 a.scene("renaming")?
                     .set_name(this.0, &name)
@@ -526,6 +553,16 @@ impl UserData for Inst {
     }
 
     fn add_methods<M: UserDataMethods<Self>>(methods: &mut M) {
+        // Reached only for a key that is no property or method.
+        methods.add_meta_method(MetaMethod::Index, |lua, this, key: LuaValue| {
+            Err::<(), _>(navigate::no_instance_member(lua, this.0, &key))
+        });
+        methods.add_meta_method(
+            MetaMethod::NewIndex,
+            |lua, this, (key, _): (LuaValue, LuaValue)| {
+                Err::<(), _>(navigate::unsettable_instance_member(lua, this.0, &key))
+            },
+        );
         methods.add_meta_method(MetaMethod::ToString, |lua, this, ()| {
             let name = access(lua, |_, a| {
                 Ok(a.arena().node(this.0).map(|n| n.name().to_owned()).ok())
@@ -571,7 +608,24 @@ impl UserData for Inst {
             }
             Ok(table)
         });
-        methods.add_method("FindFirstChild", |lua, this, name: String| {
+        methods.add_method("GetDescendants", |lua, this, ()| {
+            navigate::descendants(lua, this.0)
+        });
+        methods.add_method("IsA", |lua, this, class: LuaValue| {
+            navigate::is_a(lua, this.0, &class)
+        });
+        methods.add_method("FindFirstAncestor", |lua, this, name: LuaValue| {
+            navigate::find_first_ancestor(lua, this.0, &name)
+        });
+        methods.add_method("GetAttributes", |lua, this, ()| {
+            navigate::attributes(lua, this.0)
+        });
+        methods.add_method("GetTags", |lua, this, ()| navigate::tags(lua, this.0));
+        methods.add_method("GetPersistentId", |lua, this, ()| {
+            navigate::persistent_id(lua, this.0)
+        });
+        methods.add_method("FindFirstChild", |lua, this, name: LuaValue| {
+            let name = args::string(&name, "FindFirstChild's name")?;
             let found = access(lua, |_, a| {
                 let arena = a.arena();
                 arena.node(this.0).map_err(lua_error)?;
@@ -581,7 +635,8 @@ impl UserData for Inst {
             })?;
             found.map(|id| wrap_instance(lua, id)).transpose()
         });
-        methods.add_method("GetAttribute", |lua, this, name: String| {
+        methods.add_method("GetAttribute", |lua, this, name: LuaValue| {
+            let name = args::string(&name, "GetAttribute's name")?;
             access(lua, |lua, a| {
                 let node = a.arena().node(this.0).map_err(lua_error)?;
                 match node.attributes().get(&name) {
@@ -592,7 +647,8 @@ impl UserData for Inst {
         });
         methods.add_method(
             "SetAttribute",
-            |lua, this, (name, value): (String, LuaValue)| {
+            |lua, this, (name, value): (LuaValue, LuaValue)| {
+                let name = args::string(&name, "SetAttribute's name")?;
                 let value = attribute_from_lua(&value)?;
                 access(lua, |_, mut a| {
                     a.scene("setting an attribute")?
@@ -604,8 +660,9 @@ impl UserData for Inst {
         );
         methods.add_method(
             "AddComponent",
-            |lua, this, (component, values): (LuaValue, Option<Table>)| {
+            |lua, this, (component, values): (LuaValue, LuaValue)| {
                 let name = component_arg(&component)?;
+                let values = args::optional_table(&values, "AddComponent's values")?;
                 columns::invalidate_all(lua)?;
                 let c = access(lua, |_, mut a| {
                     let scene = a.scene("adding a component")?;
@@ -663,8 +720,9 @@ impl UserData for Inst {
 /// `Instance.new(className, parent?)`.
 pub(crate) fn instance_new(
     lua: &Lua,
-    (class, parent): (String, LuaValue),
+    (class, parent): (LuaValue, LuaValue),
 ) -> mlua::Result<AnyUserData> {
+    let class = args::string(&class, "Instance.new's class name")?;
     let parent = optional_instance(&parent, "the parent")?;
     let id = access(lua, |_, mut a| {
         a.scene("creating an instance")?
@@ -682,11 +740,29 @@ pub(crate) struct ComponentType(pub(crate) std::sync::Arc<str>);
 
 impl UserData for ComponentType {
     fn add_fields<F: UserDataFields<Self>>(fields: &mut F) {
+        fields.add_meta_field(MetaMethod::Type, "Component");
         fields.add_field_method_get("Name", |_, this| Ok(this.0.to_string()));
     }
 
     fn add_methods<M: UserDataMethods<Self>>(methods: &mut M) {
         methods.add_meta_method(MetaMethod::ToString, |_, this, ()| Ok(this.0.to_string()));
+        methods.add_meta_method(MetaMethod::Index, |_, this, key: LuaValue| {
+            Err::<(), _>(navigate::no_member(
+                &format!("the component `{}`", this.0),
+                &key,
+                "a component has only `Name`; its fields are read through handles",
+            ))
+        });
+        methods.add_meta_method(
+            MetaMethod::NewIndex,
+            |_, this, (key, _): (LuaValue, LuaValue)| {
+                Err::<(), _>(navigate::no_member(
+                    &format!("the component `{}`", this.0),
+                    &key,
+                    "nothing of a component can be set",
+                ))
+            },
+        );
     }
 }
 
@@ -789,9 +865,26 @@ fn handle_field(store: &Store, handle: &Handle, key: &str) -> mlua::Result<(Fiel
     Ok((field, ty))
 }
 
+/// A handle's key as a field name: a string, or an error naming what was given.
+fn field_key(handle: &Handle, key: &LuaValue) -> mlua::Result<mlua::BorrowedStr> {
+    match key {
+        LuaValue::String(s) => s.to_str(),
+        other => Err(mlua::Error::runtime(format!(
+            "`{}` has no field {}: fields are named by strings",
+            handle.name,
+            kind(other)
+        ))),
+    }
+}
+
 impl UserData for Handle {
+    fn add_fields<F: UserDataFields<Self>>(fields: &mut F) {
+        fields.add_meta_field(MetaMethod::Type, "ComponentHandle");
+    }
+
     fn add_methods<M: UserDataMethods<Self>>(methods: &mut M) {
-        methods.add_meta_method(MetaMethod::Index, |lua, this, key: String| {
+        methods.add_meta_method(MetaMethod::Index, |lua, this, key: LuaValue| {
+            let key = field_key(this, &key)?;
             access(lua, |lua, mut a| {
                 let (field, ty) = handle_field(a.store(), this, &key)?;
                 let value = a.read(this.id, this.component, field)?;
@@ -800,10 +893,13 @@ impl UserData for Handle {
         });
         methods.add_meta_method(
             MetaMethod::NewIndex,
-            |lua, this, (key, given): (String, LuaValue)| {
+            |lua, this, (key, given): (LuaValue, LuaValue)| {
+                let key = field_key(this, &key)?;
                 access(lua, |_, mut a| {
                     let (field, ty) = handle_field(a.store(), this, &key)?;
-                    let Some(value) = from_lua(&given, &ty)? else {
+                    let value = from_lua(&given, &ty)
+                        .map_err(|e| super::convert::in_field(&e, &key, &this.name))?;
+                    let Some(value) = value else {
                         return Err(mlua::Error::runtime(format!(
                             "field `{key}` of `{}` takes {}, not {}",
                             this.name,
@@ -843,30 +939,59 @@ impl UserData for WorldApi {
             })?;
             wrap_instance(lua, id)
         });
+        fields.add_field_method_get("frame", |lua, _| {
+            access(lua, |_, a| Ok(a.clock().frame as f64))
+        });
+        fields.add_field_method_get("time", |lua, _| access(lua, |_, a| Ok(a.clock().time)));
+        fields.add_meta_field(MetaMethod::Type, "World");
     }
 
     fn add_methods<M: UserDataMethods<Self>>(methods: &mut M) {
-        methods.add_method("query", |lua, _, spec: Table| query::new_query(lua, &spec));
+        methods.add_meta_method(MetaMethod::Index, |_, _, key: LuaValue| {
+            Err::<(), _>(navigate::no_member("world", &key, &world_members()))
+        });
+        methods.add_meta_method(
+            MetaMethod::NewIndex,
+            |_, _, (key, _): (LuaValue, LuaValue)| {
+                Err::<(), _>(navigate::no_member(
+                    "world",
+                    &key,
+                    "nothing of world can be set",
+                ))
+            },
+        );
+        methods.add_method("query", |lua, _, spec: LuaValue| {
+            let spec = args::table(&spec, "world:query's spec")?;
+            query::new_query(lua, &spec)
+        });
+        methods.add_method("get", |lua, _, id: LuaValue| navigate::by_id(lua, &id));
+        methods.add_method("getByPersistentId", |lua, _, pid: LuaValue| {
+            navigate::by_persistent_id(lua, &pid)
+        });
         methods.add_method("removed", |lua, _, component: LuaValue| {
             query::removed(lua, &component)
         });
-        methods.add_method("tag", |lua, _, (inst, tag): (LuaValue, String)| {
+        methods.add_method("tag", |lua, _, (inst, tag): (LuaValue, LuaValue)| {
             let id = instance_arg(&inst, "the instance")?;
+            let tag = args::string(&tag, "world:tag's tag")?;
             access(lua, |_, mut a| {
                 a.scene("tagging")?.tag(id, &tag).map_err(lua_error)
             })
         });
-        methods.add_method("untag", |lua, _, (inst, tag): (LuaValue, String)| {
+        methods.add_method("untag", |lua, _, (inst, tag): (LuaValue, LuaValue)| {
             let id = instance_arg(&inst, "the instance")?;
+            let tag = args::string(&tag, "world:untag's tag")?;
             access(lua, |_, mut a| {
                 a.scene("untagging")?.untag(id, &tag).map_err(lua_error)
             })
         });
-        methods.add_method("hasTag", |lua, _, (inst, tag): (LuaValue, String)| {
+        methods.add_method("hasTag", |lua, _, (inst, tag): (LuaValue, LuaValue)| {
             let id = instance_arg(&inst, "the instance")?;
+            let tag = args::string(&tag, "world:hasTag's tag")?;
             access(lua, |_, a| Ok(a.arena().has_tag(id, &tag)))
         });
-        methods.add_method("tagged", |lua, _, tag: String| {
+        methods.add_method("tagged", |lua, _, tag: LuaValue| {
+            let tag = args::string(&tag, "world:tagged's tag")?;
             let ids: Vec<InstanceId> = access(lua, |_, a| Ok(a.arena().tagged(&tag).collect()))?;
             let table = lua.create_table_with_capacity(ids.len(), 0)?;
             for (k, id) in ids.into_iter().enumerate() {
@@ -886,6 +1011,9 @@ impl UserData for WorldApi {
                     )));
                 }
             };
+            if let Some(name) = &group {
+                check_group(lua, name)?;
+            }
             access(lua, |_, mut a| {
                 a.scene("marking an execution group")?
                     .set_execution_group(id, group.as_deref())
@@ -893,6 +1021,52 @@ impl UserData for WorldApi {
             })
         });
     }
+}
+
+/// What `world` has, for the error of a member it lacks.
+fn world_members() -> String {
+    let names: Vec<&str> = super::types::WORLD_PROPERTIES
+        .iter()
+        .chain(super::types::WORLD_METHODS)
+        .map(|(name, _)| *name)
+        .collect();
+    format!("world has {}", names.join(", "))
+}
+
+/// The group scripts added to the world whose VM this is, by name.
+struct GroupScripts(Vec<String>);
+
+/// Records that the world has a group script named `name` (see [`check_group`]).
+pub(crate) fn register_group(lua: &Lua, name: &str) {
+    match lua.app_data_mut::<GroupScripts>() {
+        Some(mut groups) => {
+            if !groups.0.iter().any(|g| g == name) {
+                groups.0.push(name.to_owned());
+            }
+        }
+        None => {
+            lua.set_app_data(GroupScripts(vec![name.to_owned()]));
+        }
+    }
+}
+
+/// Refuses to mark a root with a group no group script runs: it would never run.
+fn check_group(lua: &Lua, name: &str) -> mlua::Result<()> {
+    let known: Vec<String> = lua
+        .app_data_ref::<GroupScripts>()
+        .map(|groups| groups.0.clone())
+        .unwrap_or_default();
+    if known.iter().any(|g| g == name) {
+        return Ok(());
+    }
+    let have = if known.is_empty() {
+        "the world has none".to_owned()
+    } else {
+        format!("the world has {}", known.join(", "))
+    };
+    Err(mlua::Error::runtime(format!(
+        "no group script is named `{name}` (a place's groups/{name}.luau), so the root would never run: {have}"
+    )))
 }
 
 /// A weak-valued table.

@@ -10,7 +10,10 @@
 //! A column belongs to one shape of the query: any structural change made through the API,
 //! and any rebuild of the query's matches, first applies pending writes, then empties every
 //! column handed out and makes it raise an error when used, so a stale column is an error,
-//! never a wrong read.
+//! never a wrong read. A value a written column's field cannot hold is reported once, naming
+//! the column, the row and where the column was taken: none of the component's pending
+//! changes is applied and the query's columns go stale, as they do when a call fails with
+//! writes pending, so a refused or failed write never lands later.
 
 use mlua::{Buffer, Function, Lua, Table, Value as LuaValue};
 use strata_component_store::{ComponentId, FieldId, FieldType};
@@ -270,8 +273,13 @@ pub(crate) fn take(
                 set
             }
         };
-        if write && !pending.iter().any(|(k, pc)| *k == key && *pc == c) {
-            pending.push((key.clone(), c));
+        if write {
+            if let Some(line) = super::errors::caller_line(lua) {
+                entry.write_lines.insert(c, line);
+            }
+            if !pending.iter().any(|(k, pc)| *k == key && *pc == c) {
+                pending.push((key.clone(), c));
+            }
         }
         Ok(set)
     })
@@ -337,22 +345,75 @@ pub(crate) fn flush(lua: &Lua) -> mlua::Result<()> {
                 Some(b) if b.len() == n * 8 => b,
                 _ => lua.create_buffer_with_capacity(n * 8)?,
             };
-            let bad: Option<usize> = pack.call((table, n, buffer.clone(), kind.code()))?;
+            let bad: Option<usize> = pack.call((table.clone(), n, buffer.clone(), kind.code()))?;
+            let values = Packed(buffer.to_vec());
+            let bad = bad.or_else(|| {
+                (kind == Kind::Integer)
+                    .then(|| (0..values.len()).find(|&k| !is_integer(values.get(k))))
+                    .flatten()
+                    .map(|k| k + 1)
+            });
             if let Some(row) = bad {
-                let wanted = match kind {
-                    Kind::Number => "a number",
-                    Kind::Integer => "an integer",
-                    Kind::Boolean => "a boolean",
-                };
-                return Err(mlua::Error::runtime(format!(
-                    "column `{name}` holds something other than {wanted} at row {row}"
-                )));
+                let given: LuaValue = table.raw_get(row)?;
+                return Err(refuse_column(lua, &key, c, &name, row, &given, kind));
             }
-            packed.push((field, kind, name, Packed(buffer.to_vec()), buffer));
+            packed.push((field, kind, values, buffer));
         }
         access_raw(lua, |lua, a| apply(lua, a, &key, c, packed))?;
     }
     Ok(())
+}
+
+/// Whether a column value is one an integer field holds.
+fn is_integer(value: f64) -> bool {
+    value.fract() == 0.0 && value.abs() <= 9_007_199_254_740_992.0
+}
+
+/// A column taken for writing holds a value its field cannot: the error naming the column,
+/// the row, what it holds and where the column was taken. The query's changes to the
+/// component since the last write-back are dropped with it (none is applied), and every
+/// column of the query goes stale, so the value is reported once and never written later.
+fn refuse_column(
+    lua: &Lua,
+    key: &str,
+    c: ComponentId,
+    field: &str,
+    row: usize,
+    given: &LuaValue,
+    kind: Kind,
+) -> mlua::Error {
+    let wanted = match kind {
+        Kind::Number => "a number",
+        Kind::Integer => "an integer",
+        Kind::Boolean => "true or false",
+    };
+    let holds = match given {
+        LuaValue::Number(n) => format!("{n}"),
+        other => super::convert::kind(other).to_owned(),
+    };
+    let Some(mut state) = lua.app_data_mut::<VmState>() else {
+        return mlua::Error::runtime("no script state");
+    };
+    state.pending.retain(|(k, pc)| !(k == key && *pc == c));
+    let Some(entry) = state.queries.get_mut(key) else {
+        return mlua::Error::runtime(format!(
+            "column `{field}` holds {holds} at row {row}, not {wanted}"
+        ));
+    };
+    let component = entry
+        .term_of(c)
+        .and_then(|term| entry.terms.get(term))
+        .map_or_else(|| "?".to_owned(), |name| name.to_string());
+    let taken = entry.write_lines.get(&c).map_or_else(String::new, |line| {
+        format!(" (taken with `chunk:write` at line {line})")
+    });
+    let message = format!(
+        "column `{component}.{field}`{taken} holds {holds} at row {row}, not {wanted}: the writes to `{component}` since the last write-back are dropped, and the query's columns must be taken again"
+    );
+    match invalidate_entry(lua, entry) {
+        Ok(()) => mlua::Error::runtime(message),
+        Err(e) => e,
+    }
 }
 
 /// A column packed into bytes: row `k`'s value is the `k`-th little-endian f64.
@@ -377,7 +438,7 @@ fn apply(
     mut a: Access<'_>,
     key: &str,
     c: ComponentId,
-    packed: Vec<(FieldId, Kind, String, Packed, Buffer)>,
+    packed: Vec<(FieldId, Kind, Packed, Buffer)>,
 ) -> mlua::Result<()> {
     let mut state = lua
         .app_data_mut::<VmState>()
@@ -398,7 +459,7 @@ fn apply(
             .map_err(lua_error)?;
         matches.rows(term).map_err(lua_error)?.to_vec()
     };
-    for (field, kind, name, values, buffer) in packed {
+    for (field, kind, values, buffer) in packed {
         let Some(column) = entry.columns.get_mut(&(c, field)) else {
             continue;
         };
@@ -408,17 +469,6 @@ fn apply(
             .collect();
         if changed.is_empty() {
             continue;
-        }
-        if kind == Kind::Integer
-            && let Some(&k) = changed.iter().find(|&&k| {
-                values.get(k).fract() != 0.0 || values.get(k).abs() > 9_007_199_254_740_992.0
-            })
-        {
-            return Err(mlua::Error::runtime(format!(
-                "column `{name}` holds {} at row {}, which is not an integer",
-                values.get(k),
-                k + 1
-            )));
         }
         match &mut a {
             Access::Serial(scene) => {
@@ -504,6 +554,26 @@ pub(crate) fn invalidate_all(lua: &Lua) -> mlua::Result<()> {
     }
     state.pending.clear();
     Ok(())
+}
+
+/// A call failed: the writes pending in its columns are dropped, and the columns holding them
+/// go stale, so a dropped write is neither applied by a later call nor read back from a column
+/// taken again (which is then made afresh from the store).
+pub(crate) fn drop_pending(lua: &Lua) {
+    let Some(mut state) = lua.app_data_mut::<VmState>() else {
+        return;
+    };
+    let pending = std::mem::take(&mut state.pending);
+    for (key, _) in pending {
+        if let Some(entry) = state.queries.get_mut(&key)
+            && invalidate_entry(lua, entry).is_err()
+        {
+            // The stale marking runs Luau, which a spent budget may refuse; the tables are
+            // forgotten all the same, so none is taken again.
+            entry.columns.clear();
+            entry.column_sets.clear();
+        }
+    }
 }
 
 /// A query entry being replaced: its columns go stale.

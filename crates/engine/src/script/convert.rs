@@ -133,6 +133,46 @@ pub(crate) fn type_name(ty: &FieldType) -> String {
     }
 }
 
+/// A Luau number (a double) as a component of a vector or a transform, which hold single
+/// precision: rounded to the nearest single, and refused when it is finite but beyond the
+/// largest single (it would become infinity).
+pub(crate) fn single(x: f64) -> mlua::Result<f32> {
+    let rounded = x as f32;
+    if x.is_finite() && !rounded.is_finite() {
+        return Err(mlua::Error::runtime(format!(
+            "{x:e} does not fit single precision, which vectors and transforms hold (at most ±{:e})",
+            f32::MAX
+        )));
+    }
+    Ok(rounded)
+}
+
+/// `Vector3.new(x?, y?, z?)`: a vector of single-precision components (missing ones 0).
+pub(crate) fn vector3_new(
+    _: &Lua,
+    (x, y, z): (LuaValue, LuaValue, LuaValue),
+) -> mlua::Result<mlua::Vector> {
+    let component = |value: &LuaValue, axis: &str| match value {
+        LuaValue::Nil => Ok(0.0),
+        LuaValue::Number(_) | LuaValue::Integer(_) => single(number(value).unwrap_or_default())
+            .map_err(|e| {
+                mlua::Error::runtime(format!(
+                    "Vector3.new's {axis}: {}",
+                    super::errors::describe(&e)
+                ))
+            }),
+        other => Err(mlua::Error::runtime(format!(
+            "Vector3.new's {axis} must be a number, not {}",
+            kind(other)
+        ))),
+    };
+    Ok(mlua::Vector::new(
+        component(&x, "x")?,
+        component(&y, "y")?,
+        component(&z, "z")?,
+    ))
+}
+
 fn number(value: &LuaValue) -> Option<f64> {
     match value {
         LuaValue::Number(n) => Some(*n),
@@ -179,7 +219,7 @@ fn from_lua_at(value: &LuaValue, ty: &FieldType, depth: usize) -> mlua::Result<O
                 let c = |k: &str| t.raw_get::<Option<f64>>(k).ok().flatten();
                 match (c("x"), c("y"), c("z")) {
                     (Some(x), Some(y), Some(z)) => {
-                        Some(Value::Vector(Vec3::new(x as f32, y as f32, z as f32)))
+                        Some(Value::Vector(Vec3::new(single(x)?, single(y)?, single(z)?)))
                     }
                     _ => None,
                 }
@@ -191,7 +231,7 @@ fn from_lua_at(value: &LuaValue, ty: &FieldType, depth: usize) -> mlua::Result<O
                 let mut rows = [[0f32; 4]; 4];
                 for (k, cell) in rows.iter_mut().flatten().enumerate() {
                     match t.raw_get::<Option<f64>>(k + 1)? {
-                        Some(x) => *cell = x as f32,
+                        Some(x) => *cell = single(x)?,
                         None => return Ok(None),
                     }
                 }
@@ -272,6 +312,14 @@ fn from_lua_at(value: &LuaValue, ty: &FieldType, depth: usize) -> mlua::Result<O
     })
 }
 
+/// An error converting a value for field `field` of `component`, with the field named.
+pub(crate) fn in_field(error: &mlua::Error, field: &str, component: &str) -> mlua::Error {
+    mlua::Error::runtime(format!(
+        "field `{field}` of `{component}`: {}",
+        super::errors::describe(error)
+    ))
+}
+
 /// The values of a table given to `AddComponent`, checked against the component's fields by
 /// name: every key must name a field and every value must fit it.
 pub(crate) fn field_values(
@@ -295,7 +343,7 @@ pub(crate) fn field_values(
             )));
         };
         let ty = &fields[index].1;
-        match from_lua(&given, ty)? {
+        match from_lua(&given, ty).map_err(|e| in_field(&e, &key, component))? {
             Some(value) => out.push((index, value)),
             None => {
                 return Err(mlua::Error::runtime(format!(

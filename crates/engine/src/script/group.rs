@@ -87,13 +87,13 @@ fn load_group(
     scene: &Scene,
 ) -> Result<(Function, Table), ScriptError> {
     let chunk = scripts.load(script, source)?;
-    let par = ParState::new((scene.game(), scene.workspace()), None);
+    let par = ParState::new((scene.game(), scene.workspace()), None).at(scene.clock);
     let established = (&*scene.arena, &scene.store);
     let (result, _, _) = scripts.call_parallel(
         par,
         established,
         Caller::load(script),
-        scene.frame,
+        scene.clock.frame,
         script,
         &chunk,
         (),
@@ -136,6 +136,7 @@ impl SystemBody for GroupRunner {
         let pool = scene.pool.clone();
         let world_roots = (scene.game(), scene.workspace());
         let system = format!("group:{}", self.name);
+        let clock = scene.clock;
         for (_, root) in &roots {
             if self.vms.contains_key(root) {
                 continue;
@@ -171,7 +172,7 @@ impl SystemBody for GroupRunner {
         });
         let script = self.script.clone();
         let run_one = |(rank, root, vm): (u64, InstanceId, &GroupVm)| {
-            let par = ParState::new(world_roots, None);
+            let par = ParState::new(world_roots, None).at(clock);
             let lua = vm.scripts.lua();
             let args = (|| {
                 Ok::<_, mlua::Error>((vm.scripts.world().clone(), dt, wrap_instance(lua, root)?))
@@ -208,7 +209,6 @@ impl SystemBody for GroupRunner {
             scene.prints.extend(prints);
             rows += par.rows;
             if let Err(mut failure) = result {
-                failure.error.message = format!("group root {root}: {}", failure.error.message);
                 if let Some(stop) = failure.stop.take() {
                     stops.push(StopRequest {
                         system: (stop.holder.owner != system).then_some(stop.holder.owner),
@@ -216,7 +216,12 @@ impl SystemBody for GroupRunner {
                         release: true,
                     });
                 }
-                first_error.get_or_insert(failure);
+                if first_error.is_none() {
+                    let root = super::errors::instance(&scene.arena, root);
+                    failure.error.message =
+                        format!("{} (in the group under {root})", failure.error.message);
+                    first_error = Some(failure);
+                }
                 continue;
             }
             let mut overlay = Overlay::with_spare(
@@ -277,7 +282,8 @@ pub(crate) fn group_system(
     source: &str,
 ) -> Result<SystemSpec, WorldError> {
     // The script is checked once here, in a VM of its own, so a broken one fails at load.
-    let budget = scene.scripts()?.budget();
+    let scripts = scene.scripts()?;
+    let budget = scripts.budget();
     let memory = scene.script_memory.clone();
     let mut runner = GroupRunner {
         name: name.to_owned(),
@@ -291,6 +297,7 @@ pub(crate) fn group_system(
     };
     let probe = Scripts::in_world(budget, memory, None)?;
     let (_, table) = load_group(&probe, script, source, scene)?;
+    super::api::register_group(scripts.lua(), name);
     runner.vms.clear();
     let spec = SystemSpec::from_body(&format!("group:{name}"), Box::new(runner));
     super::system::place(spec, &table).map_err(|e| {

@@ -445,9 +445,11 @@ impl Scripts {
             .globals
             .lock()
             .unwrap_or_else(std::sync::PoisonError::into_inner);
+        // A name that is no identifier, or would hide a global, gets no global.
         let now: Vec<String> = store
             .components()
             .map(|s| s.def().name().to_owned())
+            .filter(|name| super::names::component_name_problem(name).is_none())
             .collect();
         if *known == now {
             return Ok(());
@@ -619,18 +621,21 @@ impl Scripts {
         if let Err(e) = self.sync_components(&scene.store) {
             return Err(script_error(name, &e).into());
         }
-        self.begin(caller, scene.frame, world_seed(&scene.arena, scene.game()));
+        self.begin(
+            caller,
+            scene.clock.frame,
+            world_seed(&scene.arena, scene.game()),
+        );
         let result = lua.scope(|scope| {
             let lent = scope.create_any_userdata_ref_mut(scene)?;
             lua.set_app_data(CurrentScene(lent));
             let result = f
                 .call::<R>(args)
                 .and_then(|r| columns::finish(lua).map(|()| r));
-            if result.is_err() {
+            if let Err(error) = &result {
                 // Writes pending when the call failed are dropped with it.
-                if let Some(mut state) = lua.app_data_mut::<VmState>() {
-                    state.pending.clear();
-                }
+                columns::drop_pending(lua);
+                super::errors::reclaim(lua, error);
             }
             lua.remove_app_data::<CurrentScene>();
             result
@@ -676,10 +681,9 @@ impl Scripts {
             let result = f
                 .call::<MultiValue>(args)
                 .and_then(|r| columns::finish(lua).map(|()| r));
-            if result.is_err()
-                && let Some(mut state) = lua.app_data_mut::<VmState>()
-            {
-                state.pending.clear();
+            if let Err(error) = &result {
+                columns::drop_pending(lua);
+                super::errors::reclaim(lua, error);
             }
             lua.remove_app_data::<CurrentEstablished>();
             result
@@ -878,19 +882,11 @@ fn install_api(lua: &Lua, base: &Table, world: &AnyUserData) -> mlua::Result<()>
     instance.set_readonly(true);
     base.raw_set("Instance", instance)?;
     let vector3 = lua.create_table()?;
-    vector3.raw_set(
-        "new",
-        lua.create_function(|_, (x, y, z): (Option<f32>, Option<f32>, Option<f32>)| {
-            Ok(mlua::Vector::new(
-                x.unwrap_or(0.0),
-                y.unwrap_or(0.0),
-                z.unwrap_or(0.0),
-            ))
-        })?,
-    )?;
+    vector3.raw_set("new", lua.create_function(super::convert::vector3_new)?)?;
     vector3.set_readonly(true);
     base.raw_set("Vector3", vector3)?;
     base.raw_set("system", lua.create_function(system)?)?;
     base.raw_set("world", world.clone())?;
+    super::errors::install(lua, base)?;
     Ok(())
 }

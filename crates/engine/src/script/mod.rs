@@ -9,11 +9,15 @@
 //! line, never a broken world.
 
 mod api;
+mod args;
 mod columns;
 mod convert;
+mod errors;
 mod group;
 mod host;
 mod memory;
+pub mod names;
+mod navigate;
 mod query;
 mod system;
 pub mod types;

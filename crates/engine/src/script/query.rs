@@ -7,11 +7,13 @@
 //! uncached query's generation moves at every call, its inputs only with structure); a rebuild
 //! reuses the wrappers and handles of instances that survive (they come from the VM's wrapper
 //! caches). Each query is keyed by the script that asks and its spec, so every system keeps
-//! its own change window and removal cursor.
+//! its own change window and removal cursor; a removal cursor starts with the frame in which
+//! its owner first asks, so its first read lists that frame's removals so far.
 
 use hashbrown::HashMap;
 use mlua::{
-    AnyUserData, Function, Lua, MetaMethod, Table, UserData, UserDataMethods, Value as LuaValue,
+    AnyUserData, Function, Lua, MetaMethod, Table, UserData, UserDataFields, UserDataMethods,
+    Value as LuaValue,
 };
 use strata_component_store::{ComponentId, RemovalReader, Removals};
 use strata_query::{BuiltAgainst, Query, QuerySpec};
@@ -35,6 +37,9 @@ pub(crate) struct QueryEntry {
     pub(crate) columns: HashMap<(ComponentId, strata_component_store::FieldId), ColumnMirror>,
     /// The field tables (`{x = column, ...}`) handed out, by component.
     pub(crate) column_sets: HashMap<ComponentId, Table>,
+    /// The script line that last took a component's columns for writing, for the error of a
+    /// value they cannot hold.
+    pub(crate) write_lines: HashMap<ComponentId, u32>,
 }
 
 impl QueryEntry {
@@ -101,15 +106,60 @@ pub(crate) struct QueryUd {
 }
 
 impl UserData for QueryUd {
+    fn add_fields<F: UserDataFields<Self>>(fields: &mut F) {
+        fields.add_meta_field(MetaMethod::Type, "Query");
+    }
+
     fn add_methods<M: UserDataMethods<Self>>(methods: &mut M) {
         methods.add_meta_method(MetaMethod::Iter, |lua, this, ()| iterate(lua, &this.key));
         methods.add_method("iter", |lua, this, ()| iterate(lua, &this.key));
         methods.add_method("chunks", |lua, this, ()| {
             super::columns::chunks(lua, &this.key)
         });
+        methods.add_method("count", |lua, this, ()| count(lua, &this.key));
+        methods.add_meta_method(MetaMethod::Index, |_, _, key: LuaValue| {
+            Err::<(), _>(super::navigate::no_member(
+                "a query",
+                &key,
+                "a query has iter, chunks and count",
+            ))
+        });
+        methods.add_meta_method(
+            MetaMethod::NewIndex,
+            |_, _, (key, _): (LuaValue, LuaValue)| {
+                Err::<(), _>(super::navigate::no_member(
+                    "a query",
+                    &key,
+                    "nothing of a query can be set",
+                ))
+            },
+        );
     }
 }
 
+/// `q:count()`: how many instances the query matches now. The `added` and `changed` filters
+/// select within a pass, so they are not applied, and counting leaves the query's change
+/// window where it was.
+fn count(lua: &Lua, key: &str) -> mlua::Result<usize> {
+    access(lua, |lua, a| {
+        let mut state = lua
+            .app_data_mut::<VmState>()
+            .ok_or_else(|| mlua::Error::runtime("no script state"))?;
+        let Some(entry) = state.queries.get_mut(key) else {
+            return Err(mlua::Error::runtime(
+                "the query is no longer known; make it again",
+            ));
+        };
+        let matches = entry
+            .query
+            .matches(a.arena(), a.store())
+            .map_err(lua_error)?;
+        Ok(matches.len())
+    })
+}
+
+/// The components a spec key lists: always a list (`with = { Health }`), never one alone, as
+/// the type definitions say.
 fn names(table: &Table, key: &str) -> mlua::Result<Vec<std::sync::Arc<str>>> {
     let list: LuaValue = table.raw_get(key)?;
     match list {
@@ -119,28 +169,54 @@ fn names(table: &Table, key: &str) -> mlua::Result<Vec<std::sync::Arc<str>>> {
             .map(|v| {
                 let v = v?;
                 match &v {
-                    LuaValue::UserData(ud) => super::api::component_name(ud),
+                    LuaValue::UserData(ud) if ud.is::<super::api::ComponentType>() => {
+                        super::api::component_name(ud)
+                    }
+                    LuaValue::String(s) => Err(mlua::Error::runtime(format!(
+                        "`{key}` lists components, not strings: write `{0}`, not \"{0}\"",
+                        s.to_string_lossy()
+                    ))),
                     other => Err(mlua::Error::runtime(format!(
-                        "`{key}` lists components, not {}",
+                        "`{key}` lists components (such as `Health`), not {}",
                         kind(other)
                     ))),
                 }
             })
             .collect(),
-        LuaValue::UserData(ud) => Ok(vec![super::api::component_name(&ud)?]),
+        LuaValue::UserData(ud) if ud.is::<super::api::ComponentType>() => {
+            let name = super::api::component_name(&ud)?;
+            Err(mlua::Error::runtime(format!(
+                "`{key}` must be a list of components: write `{key} = {{ {name} }}`, not `{key} = {name}`"
+            )))
+        }
         other => Err(mlua::Error::runtime(format!(
-            "`{key}` must be a list of components, not {}",
+            "`{key}` must be a list of components (such as `{{ Health }}`), not {}",
             kind(&other)
         ))),
     }
 }
 
+/// The strings a spec key lists: always a list (`tags = { "red" }`).
 fn strings(table: &Table, key: &str) -> mlua::Result<Vec<String>> {
     let list: LuaValue = table.raw_get(key)?;
     match list {
         LuaValue::Nil => Ok(Vec::new()),
-        LuaValue::String(s) => Ok(vec![s.to_str()?.to_string()]),
-        LuaValue::Table(t) => t.sequence_values::<String>().collect(),
+        LuaValue::String(s) => {
+            let s = s.to_string_lossy();
+            Err(mlua::Error::runtime(format!(
+                "`{key}` must be a list of strings: write `{key} = {{ \"{s}\" }}`, not `{key} = \"{s}\"`"
+            )))
+        }
+        LuaValue::Table(t) => t
+            .sequence_values::<LuaValue>()
+            .map(|v| match v? {
+                LuaValue::String(s) => Ok(s.to_str()?.to_string()),
+                other => Err(mlua::Error::runtime(format!(
+                    "`{key}` lists strings, not {}",
+                    kind(&other)
+                ))),
+            })
+            .collect(),
         other => Err(mlua::Error::runtime(format!(
             "`{key}` must be a list of strings, not {}",
             kind(&other)
@@ -174,10 +250,21 @@ fn parse_spec(spec: &Table) -> mlua::Result<SpecNames> {
             )));
         }
     }
-    let class: Option<String> = spec.raw_get("class")?;
+    let class = match spec.raw_get::<LuaValue>("class")? {
+        LuaValue::Nil => None,
+        LuaValue::String(s) => Some(s.to_str()?.to_string()),
+        other => {
+            return Err(mlua::Error::runtime(format!(
+                "`class` must be a class name (a string), not {}",
+                kind(&other)
+            )));
+        }
+    };
     let ancestor = match spec.raw_get::<LuaValue>("ancestor")? {
         LuaValue::Nil => None,
-        LuaValue::UserData(ud) => Some(super::api::component_name(&ud)?),
+        LuaValue::UserData(ud) if ud.is::<super::api::ComponentType>() => {
+            Some(super::api::component_name(&ud)?)
+        }
         other => {
             return Err(mlua::Error::runtime(format!(
                 "`ancestor` must be a component, not {}",
@@ -209,6 +296,11 @@ fn build(
             .component(name)
             .ok_or_else(|| lua_error(crate::error::WorldError::UnknownComponent(name.to_string())))
     };
+    if let Some(both) = names.with.iter().find(|n| names.without.contains(n)) {
+        return Err(mlua::Error::runtime(format!(
+            "the query both requires and excludes `{both}` (it is in `with` and in `without`)"
+        )));
+    }
     let mut spec = QuerySpec::new();
     let mut resolved = Vec::new();
     for name in &names.with {
@@ -287,6 +379,7 @@ pub(crate) fn new_query(lua: &Lua, spec: &Table) -> mlua::Result<AnyUserData> {
                     mirror: None,
                     columns: HashMap::new(),
                     column_sets: HashMap::new(),
+                    write_lines: HashMap::new(),
                 },
             );
         }
@@ -391,7 +484,8 @@ fn iterate(lua: &Lua, key: &str) -> mlua::Result<Function> {
 }
 
 /// `world:removed(C)`: the instances that lost `C` since this script last asked (sorted, each
-/// once), or `nil, "missed"` when history was dropped before it asked.
+/// once; at its first call, since the frame began), or `nil, "missed"` when history was
+/// dropped before it asked.
 pub(crate) fn removed(lua: &Lua, component: &LuaValue) -> mlua::Result<(LuaValue, LuaValue)> {
     let ids = access(lua, |lua, a| {
         let c = component_in(a.store(), component)?;
@@ -402,7 +496,11 @@ pub(crate) fn removed(lua: &Lua, component: &LuaValue) -> mlua::Result<(LuaValue
         let reader = match state.readers.get_mut(&key) {
             Some(reader) => reader,
             None => {
-                let reader = RemovalReader::new(a.store(), c).map_err(lua_error)?;
+                // A new reader's history starts with the frame: a system sees the removals of
+                // the frame it first asks in, those made before its first call included.
+                let store = a.store();
+                let reader =
+                    RemovalReader::since(store, c, store.frame_tick()).map_err(lua_error)?;
                 state.readers.entry(key.clone()).or_insert(reader)
             }
         };

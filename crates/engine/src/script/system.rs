@@ -86,7 +86,11 @@ impl SystemBody for LuauBody {
 
     fn run_parallel(&mut self, ctx: &mut ParCtx<'_>) -> SystemResult {
         let run = self.run_function()?;
-        let par = ParState::new(self.roots, self.declared.clone());
+        let clock = crate::scene::Clock {
+            frame: ctx.frame(),
+            time: ctx.time(),
+        };
+        let par = ParState::new(self.roots, self.declared.clone()).at(clock);
         let world = self.scripts.world().clone();
         let established = (ctx.arena(), ctx.store());
         let (result, par, prints) = self.scripts.call_parallel(

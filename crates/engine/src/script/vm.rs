@@ -229,6 +229,7 @@ pub(crate) fn environment(lua: &Lua, base: &Table) -> mlua::Result<Table> {
 pub(crate) fn script_error(script: &str, error: &mlua::Error) -> ScriptError {
     let message = root_message(error);
     let (mut line, message) = split_location(script, &message);
+    let message = super::errors::opaque_value(message);
     if line.is_none() {
         // An error raised by the API (in Rust) carries no location of its own; the traceback
         // of the call names the script's line that made it.
@@ -259,6 +260,9 @@ fn traceback_line(script: &str, error: &mlua::Error) -> Option<u32> {
                 .or_else(|| traceback_line(script, cause))
         }
         mlua::Error::WithContext { cause, .. } => traceback_line(script, cause),
+        // An error Luau raised with a value that is not a string carries no location of its
+        // own; mlua follows its text with the traceback.
+        mlua::Error::RuntimeError(text) => super::errors::line_in_traceback(script, text),
         _ => None,
     }
 }
@@ -272,7 +276,7 @@ fn root_message(error: &mlua::Error) -> String {
         }
         mlua::Error::MemoryError(message) => format!("out of memory: {message}"),
         mlua::Error::WithContext { cause, .. } => root_message(cause),
-        other => other.to_string(),
+        other => super::errors::describe(other),
     }
 }
 

@@ -445,7 +445,11 @@ struct Input {
 }
 
 fn apply(world: &mut World, kinds: (ComponentId, FieldId), edit: &Edit) {
-    let all = descendants(world);
+    let mut all = descendants(world);
+    // Edits may destroy every descendant of the workspace: the workspace stands in then.
+    if all.is_empty() {
+        all.push(world.workspace());
+    }
     let pick = |at: usize| all[at % all.len()];
     match *edit {
         Edit::Spawn { under, t } => {
@@ -456,7 +460,7 @@ fn apply(world: &mut World, kinds: (ComponentId, FieldId), edit: &Edit) {
         }
         Edit::Destroy { at } => {
             let id = pick(at);
-            if world.name(id).unwrap() != "Shared" {
+            if id != world.workspace() && world.name(id).unwrap() != "Shared" {
                 world.destroy(id).unwrap();
             }
         }

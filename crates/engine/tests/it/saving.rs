@@ -72,7 +72,7 @@ fn load(file: &[u8]) -> Result<World, LoadError> {
 /// Puts `payload` behind a valid header with its checksum.
 fn wrap(payload: &[u8]) -> Vec<u8> {
     let mut file = b"STRATASV".to_vec();
-    file.extend_from_slice(&1u32.to_le_bytes());
+    file.extend_from_slice(&2u32.to_le_bytes());
     file.extend_from_slice(&5u16.to_le_bytes());
     file.extend_from_slice(b"0.1.0");
     file.extend_from_slice(&(payload.len() as u64).to_le_bytes());
@@ -94,6 +94,7 @@ fn a_loaded_world_is_the_saved_world_and_saves_to_the_same_bytes() {
     assert_eq!(save(&world), file, "saving twice writes the same bytes");
     let mut loaded = load(&file).unwrap();
     assert_eq!(loaded.frame(), world.frame());
+    assert_eq!(loaded.time(), world.time());
     assert_eq!(loaded.fixed_step(), world.fixed_step());
     assert!((loaded.fixed_carried() - world.fixed_carried()).abs() < 1e-12);
     for node in world.arena().iter() {
@@ -137,7 +138,7 @@ fn a_file_that_is_not_a_save_of_this_version_is_refused() {
         load(&other),
         Err(LoadError::UnsupportedVersion {
             found: 9,
-            supported: 1
+            supported: 2
         })
     ));
     let mut flipped = file.clone();
@@ -164,7 +165,7 @@ fn every_truncation_is_refused() {
 fn a_declared_length_is_never_trusted() {
     // A header declaring 16 GiB with a few bytes behind it: refused, without allocating it.
     let mut file = b"STRATASV".to_vec();
-    file.extend_from_slice(&1u32.to_le_bytes());
+    file.extend_from_slice(&2u32.to_le_bytes());
     file.extend_from_slice(&0u16.to_le_bytes());
     file.extend_from_slice(&(16u64 << 30).to_le_bytes());
     file.extend_from_slice(&0u32.to_le_bytes());

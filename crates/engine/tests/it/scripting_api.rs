@@ -3,6 +3,7 @@
 //! the type definitions promise) are checked against what a script can reach.
 
 use crate::common::{printed, script_error, scripted};
+use strata::prelude::*;
 use strata::script::types;
 
 #[test]
@@ -316,6 +317,34 @@ const MISTAKES: &[&str] = &[
     "world:setGroup(world.workspace, 5)",
     "local t = Instance.new('Part', world.workspace):AddComponent(Target); t.of = 5",
     "error('my own failure')",
+    "error({})",
+    "local _ = world.workspace.Nope",
+    "world.workspace.Nope = 1",
+    "world.workspace.Id = 5",
+    "world.workspace:Nope()",
+    "world.workspace.GetChildren()",
+    "local _ = world.nope",
+    "world:nope()",
+    "world:query({ with = { Position } }):nope()",
+    "local _ = Health.nope",
+    "world:setGroup(world.workspace, 'nosuch')",
+    "world:query({ with = Health })",
+    "world:query({ with = { Position }, changed = { Health } })",
+    "world:query({ with = { Position }, without = { Position } })",
+    "world.workspace:FindFirstChild()",
+    "world:tag(world.workspace)",
+    "Instance.new()",
+    "local p = Instance.new('Part', world.workspace); local h = p:AddComponent(Health); p:RemoveComponent(Health); h.current = 3",
+    "local p = Instance.new('Part', world.workspace); p:AddComponent(Health); p:AddComponent(Health)",
+    "Vector3.new(1e39, 0, 0)",
+    "Vector3.new('a')",
+    "world.workspace:IsA(5)",
+    "world.workspace:IsA('Nope')",
+    "world.workspace:FindFirstAncestor()",
+    "world:get('x')",
+    "world:get(1.5)",
+    "world:getByPersistentId(5)",
+    "world:getByPersistentId('zz')",
 ];
 
 #[test]
@@ -362,4 +391,244 @@ fn a_syntax_error_names_the_script_and_line_and_check_script_finds_it_without_ru
         world.children(world.workspace()).unwrap().is_empty(),
         "check runs nothing"
     );
+}
+
+#[test]
+fn an_api_error_caught_by_pcall_is_a_message_with_the_scripts_line() {
+    let mut world = scripted(1);
+    let out = printed(
+        &mut world,
+        r#"local p = Instance.new("Part", world.workspace)
+local h = p:AddComponent(Health)
+local attempts = {
+    function() return world.workspace:FindFirstChild({}) end,
+    function() Instance.new("NoSuchClass") end,
+    function() h.nope = 1 end,
+    function() p:RemoveComponent(Health); return h.current end,
+    function() return world.workspace.Nope end,
+}
+for _, attempt in attempts do
+    local ok, message = pcall(attempt)
+    print(ok, typeof(message), message)
+end
+print(xpcall(function() Instance.new("NoSuchClass") end, function(m) return "handled: " .. m end))
+print(coroutine.resume(coroutine.create(function() Instance.new("NoSuchClass") end)))"#,
+    );
+    assert_eq!(out.len(), 7, "{out:?}");
+    for (k, line) in out[..5].iter().enumerate() {
+        let expected = format!("false\tstring\ttest.luau:{}: ", k + 4);
+        assert!(line.starts_with(&expected), "{line}");
+        for internal in [
+            "runtime error",
+            "traceback",
+            "strata:",
+            "__mlua",
+            "ComponentId",
+        ] {
+            assert!(!line.contains(internal), "{internal}: {line}");
+        }
+    }
+    assert!(
+        out[5].starts_with("false\thandled: test.luau:14: no class is named `NoSuchClass`"),
+        "{}",
+        out[5]
+    );
+    assert_eq!(
+        out[6],
+        "false\ttest.luau:15: no class is named `NoSuchClass`"
+    );
+}
+
+#[test]
+fn instances_give_descendants_ancestors_classes_attributes_tags_and_persistent_ids() {
+    let mut world = scripted(1);
+    let out = printed(
+        &mut world,
+        r#"
+        local root = Instance.new("Model", world.workspace)
+        root.Name = "Root"
+        local a = Instance.new("Folder", root)
+        a.Name = "A"
+        local b = Instance.new("Part", a)
+        b.Name = "B"
+        Instance.new("Part", root).Name = "C"
+        local names = {}
+        for _, d in root:GetDescendants() do table.insert(names, d.Name) end
+        print(table.concat(names, ","), #b:GetDescendants())
+        print(b:IsA("Part"), b:IsA("Instance"), b:IsA("Model"))
+        print(b:FindFirstAncestor("Root") == root, b:FindFirstAncestor("A") == a, b:FindFirstAncestor("B"))
+        b:SetAttribute("speed", 3)
+        b:SetAttribute("label", "fast")
+        local attributes = b:GetAttributes()
+        print(attributes.speed, attributes.label, next(a:GetAttributes()))
+        world:tag(b, "red")
+        world:tag(b, "blue")
+        print(table.concat(b:GetTags(), ","), #a:GetTags())
+        local pid = b:GetPersistentId()
+        print(type(pid), #pid, b:GetPersistentId() == pid)
+        print(world:getByPersistentId(pid) == b, world:get(b.Id) == b, world:get(root.Id) == root)
+        local id = b.Id
+        b:Destroy()
+        print(world:getByPersistentId(pid), world:get(id), world:get(123456))
+        "#,
+    );
+    assert_eq!(
+        out,
+        [
+            "A,B,C\t0",
+            "true\ttrue\tfalse",
+            "true\ttrue\tnil",
+            "3\tfast\tnil",
+            "blue,red\t0",
+            "string\t16\ttrue",
+            "true\ttrue\ttrue",
+            "nil\tnil\tnil",
+        ]
+    );
+}
+
+#[test]
+fn a_query_counts_its_matches_without_taking_its_change_window() {
+    let mut world = scripted(1);
+    let out = printed(
+        &mut world,
+        r#"
+        for i = 1, 3 do
+            local p = Instance.new("Part", world.workspace)
+            p:AddComponent(Position)
+            if i == 1 then p:AddComponent(Velocity) end
+        end
+        local changed = world:query({ with = { Position }, changed = { Position } })
+        print(world:query({ with = { Position } }):count(), world:query({ with = { Position, Velocity } }):count())
+        print(changed:count(), changed:count())
+        local n = 0
+        for _ in changed do n += 1 end
+        print(n)
+        "#,
+    );
+    assert_eq!(out, ["3\t1", "3\t3", "3"]);
+}
+
+#[test]
+fn the_world_gives_its_frame_and_time_in_setup_systems_parallel_systems_and_groups() {
+    let mut world = scripted(2);
+    let report = |label: &str| {
+        format!(
+            "return system {{ {{PLACE}}, run = function(world, dt, root)
+                local room = world.workspace:FindFirstChild('Room')
+                local part = world:get(room:GetChildren()[1].Id)
+                local pid = part:GetAttribute('pid')
+                print('{label}', world.frame, world.time, world:query({{ with = {{ Position }} }}):count(),
+                    #room:GetDescendants(), part:IsA('Part'), part:FindFirstAncestor('Room') == room,
+                    part:GetTags()[1], part:GetAttributes().pid == pid,
+                    part:GetPersistentId() == pid and world:getByPersistentId(pid) == part)
+            end }}"
+        )
+    };
+    world
+        .add_script_system(
+            "serial",
+            "systems/serial.luau",
+            &report("serial").replace("{PLACE}", "phase = 'First'"),
+        )
+        .unwrap();
+    world
+        .add_script_system(
+            "par",
+            "systems/par.luau",
+            &report("parallel").replace(
+                "{PLACE}",
+                "phase = 'Update', parallel = true, writes = { Position = { 'x' } }",
+            ),
+        )
+        .unwrap();
+    world
+        .add_group_script(
+            "room",
+            "groups/room.luau",
+            &report("group").replace("{PLACE}", "phase = 'Last'"),
+        )
+        .unwrap();
+    world
+        .run_script(
+            "setup.luau",
+            "print('setup', world.frame, world.time)
+            local room = Instance.new('Model', world.workspace)
+            room.Name = 'Room'
+            local part = Instance.new('Part', room)
+            part:AddComponent(Position)
+            world:tag(part, 'crate')
+            part:SetAttribute('pid', part:GetPersistentId())
+            world:setGroup(room, 'room')",
+        )
+        .unwrap();
+    assert_eq!(world.take_prints(), ["setup\t0\t0"]);
+    let mut prints = Vec::new();
+    for _ in 0..2 {
+        let events = world.step(0.25).unwrap();
+        assert!(events.errors.is_empty(), "{:?}", events.errors);
+        prints.extend(events.prints.iter().cloned());
+    }
+    assert_eq!(
+        prints,
+        [
+            "serial\t0\t0\t1\t1\ttrue\ttrue\tcrate\ttrue\ttrue",
+            "parallel\t0\t0\t1\t1\ttrue\ttrue\tcrate\ttrue\ttrue",
+            "group\t0\t0\t1\t1\ttrue\ttrue\tcrate\ttrue\ttrue",
+            "serial\t1\t0.25\t1\t1\ttrue\ttrue\tcrate\ttrue\ttrue",
+            "parallel\t1\t0.25\t1\t1\ttrue\ttrue\tcrate\ttrue\ttrue",
+            "group\t1\t0.25\t1\t1\ttrue\ttrue\tcrate\ttrue\ttrue",
+        ]
+    );
+    let clock = "print(world.frame, world.time)";
+    assert_eq!(printed(&mut world, clock), ["2\t0.5"]);
+    assert_eq!((world.frame(), world.time()), (2, 0.5));
+    // The time goes with the world into a save and a snapshot.
+    let mut file = Vec::new();
+    world.save(&mut file).unwrap();
+    let mut loaded = World::load(file.as_slice()).unwrap();
+    assert_eq!(printed(&mut loaded, clock), ["2\t0.5"]);
+    let snapshot = world.snapshot().unwrap();
+    world.step(0.25).unwrap();
+    world.restore(&snapshot).unwrap();
+    assert_eq!(printed(&mut world, clock), ["2\t0.5"]);
+}
+
+#[test]
+fn vectors_are_single_precision_and_a_number_that_does_not_fit_is_refused() {
+    let mut world = scripted(1);
+    world
+        .define_luau(
+            "Body",
+            "return component { fields = { at = vector(0, 0, 0), pose = transform() } }",
+            None,
+        )
+        .unwrap();
+    world.sync_definitions();
+    let out = printed(
+        &mut world,
+        r#"
+        local v = Vector3.new(0.1, 3.4e38, -3.4e38)
+        print(v.x == 0.1, v.x - 0.1 < 1e-8, v.y > 3e38)
+        local b = Instance.new("Part", world.workspace):AddComponent(Body)
+        b.at = { x = 1, y = 2, z = 3 }
+        print(b.at.x + b.at.y + b.at.z)
+        "#,
+    );
+    assert_eq!(out, ["false\ttrue\ttrue", "6"]);
+    let refused = [
+        "Vector3.new(1e39, 0, 0)",
+        "Vector3.new(0, -1e39, 0)",
+        "Instance.new('Part', world.workspace):AddComponent(Body, { at = { x = 0, y = 0, z = 1e40 } })",
+        "Instance.new('Part', world.workspace):AddComponent(Body).at = { x = 1e39, y = 0, z = 0 }",
+        "local t = table.create(16, 0); t[7] = 1e39; Instance.new('Part', world.workspace):AddComponent(Body).pose = t",
+    ];
+    for source in refused {
+        let error = script_error(world.run_script("big.luau", source));
+        assert_eq!(error.line, Some(1), "{source}: {error}");
+        assert!(
+            error.message.contains("single precision"),
+            "{source}: {error}"
+        );
+    }
 }

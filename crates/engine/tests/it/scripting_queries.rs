@@ -324,6 +324,149 @@ fn a_column_of_a_field_that_is_not_a_number_integer_or_boolean_is_an_error(cache
     );
 }
 
+fn a_bad_value_in_a_write_column_is_reported_once_naming_the_column_row_and_loop(cached: bool) {
+    let mut world = scripted(1);
+    world.set_query_caching(cached);
+    spawn(&mut world, 3);
+    // Caught by a pcall: one clean message, at the chunk loop, naming the column, the row and
+    // the line that took the column; nothing of the loop's writes is applied, and nothing is
+    // raised again afterwards.
+    let out = printed(
+        &mut world,
+        r#"local ok, message = pcall(function()
+    for chunk in world:query({ with = { Position } }):chunks() do
+        local x = chunk:write(Position).x
+        x[1] = 10
+        x[2] = "oops"
+    end
+end)
+print(ok, message)
+local xs = {}
+for _, p in world:query({ with = { Position } }) do table.insert(xs, p.x) end
+print(table.concat(xs, ","))"#,
+    );
+    assert_eq!(out.len(), 2, "{out:?}");
+    let message = out[0].strip_prefix("false\t").unwrap_or(&out[0]);
+    assert!(message.starts_with("test.luau:2: "), "{message}");
+    for part in ["`Position.x`", "row 2", "a string", "line 3"] {
+        assert!(message.contains(part), "{part}: {message}");
+    }
+    assert!(
+        !message.contains("strata:") && !message.contains("traceback"),
+        "{message}"
+    );
+    assert_eq!(out[1], "1,2,3");
+    // Uncaught, in a system: the run fails at the loop's line; the next run, which writes
+    // nothing, does not fail again on the value the column was left holding.
+    world
+        .add_script_system(
+            "writer",
+            "systems/writer.luau",
+            r#"local runs = 0
+return system { run = function(world)
+    runs += 1
+    for chunk in world:query({ with = { Position } }):chunks() do
+        local x = chunk:write(Position).x
+        if runs == 1 then x[1] = true end
+    end
+end }"#,
+        )
+        .unwrap();
+    let events = world.step(0.1).unwrap();
+    assert_eq!(events.errors.len(), 1, "{:?}", events.errors);
+    let text = events.errors[0].1.to_string();
+    assert!(
+        text.starts_with("systems/writer.luau:4: ") && text.contains("`Position.x`"),
+        "{text}"
+    );
+    assert!(
+        text.contains("row 1") && text.contains("a boolean"),
+        "{text}"
+    );
+    let events = world.step(0.1).unwrap();
+    assert!(events.errors.is_empty(), "{:?}", events.errors);
+}
+
+fn a_new_removal_reader_sees_the_removals_of_the_frame_it_first_runs_in(cached: bool) {
+    let mut world = scripted(1);
+    world.set_query_caching(cached);
+    world
+        .run_script(
+            "setup.luau",
+            "for i = 1, 4 do
+                local p = Instance.new('Part', world.workspace)
+                p.Name = 'P' .. i
+                p:AddComponent(Health)
+            end",
+        )
+        .unwrap();
+    // Each frame, a system early in the frame removes Health from the next part.
+    world
+        .add_script_system(
+            "remover",
+            "systems/remover.luau",
+            "local n = 0
+            return system { phase = 'First', run = function(world)
+                n += 1
+                world.workspace:FindFirstChild('P' .. n):RemoveComponent(Health)
+            end }",
+        )
+        .unwrap();
+    let watcher = |label: &str| {
+        format!(
+            "return system {{ phase = 'Last', run = function(world)
+                local names = {{}}
+                for _, inst in world:removed(Health) do table.insert(names, inst.Name) end
+                print('{label}: ' .. table.concat(names, ','))
+            end }}"
+        )
+    };
+    world
+        .add_script_system("early", "systems/early.luau", &watcher("early"))
+        .unwrap();
+    let events = world.step(0.1).unwrap();
+    assert_eq!(events.prints, ["early: P1"]);
+    world.step(0.1).unwrap();
+    // A reader made in the third frame: the second frame's removal is history it never had.
+    world
+        .add_script_system("late", "systems/late.luau", &watcher("late"))
+        .unwrap();
+    let events = world.step(0.1).unwrap();
+    assert_eq!(events.prints, ["early: P3", "late: P3"]);
+}
+
+fn the_column_writes_of_a_failed_call_are_dropped_and_never_applied_later(cached: bool) {
+    let mut world = scripted(1);
+    world.set_query_caching(cached);
+    spawn(&mut world, 2);
+    world
+        .add_script_system(
+            "flaky",
+            "systems/flaky.luau",
+            r#"local runs = 0
+return system { run = function(world)
+    runs += 1
+    for chunk in world:query({ with = { Position } }):chunks() do
+        local x = chunk:write(Position).x
+        if runs == 1 then
+            x[1] = 99
+            error("gave up")
+        end
+    end
+end }"#,
+        )
+        .unwrap();
+    let events = world.step(0.1).unwrap();
+    assert_eq!(events.errors.len(), 1, "{:?}", events.errors);
+    let events = world.step(0.1).unwrap();
+    assert!(events.errors.is_empty(), "{:?}", events.errors);
+    let out = printed(
+        &mut world,
+        "local xs = {}\nfor _, p in world:query({ with = { Position } }) do table.insert(xs, p.x) end\nprint(table.concat(xs, ','))",
+    );
+    assert_eq!(out, ["1,2"], "the failed run's write never lands");
+}
+
 /// `cached::NAME` and `uncached::NAME` tests of each listed `fn NAME(cached: bool)`.
 macro_rules! cached_and_uncached {
     ($($name:ident),* $(,)?) => {
@@ -357,6 +500,9 @@ cached_and_uncached!(
     a_column_used_after_a_structural_change_is_an_error_not_a_wrong_read,
     column_writes_are_applied_before_the_next_api_call_sees_the_world,
     a_column_of_a_field_that_is_not_a_number_integer_or_boolean_is_an_error,
+    a_bad_value_in_a_write_column_is_reported_once_naming_the_column_row_and_loop,
+    a_new_removal_reader_sees_the_removals_of_the_frame_it_first_runs_in,
+    the_column_writes_of_a_failed_call_are_dropped_and_never_applied_later,
 );
 
 #[test]

@@ -615,3 +615,58 @@ fn a_budget_error_names_the_line_it_stopped_at() {
         assert!(text.starts_with("systems/spin.luau:2: "), "{text}");
     }
 }
+
+#[test]
+fn a_component_named_like_a_global_or_not_as_an_identifier_never_replaces_a_global() {
+    let mut world = scripted(1);
+    for name in ["print", "math", "world", "my comp", "end", "1bad"] {
+        world
+            .define(ComponentDef::new(name).field(FieldDef::number("n", 0.0)))
+            .unwrap();
+    }
+    let out = printed(
+        &mut world,
+        "print(math.floor(2.5), world.workspace ~= nil, Position ~= nil)",
+    );
+    assert_eq!(out, ["2\ttrue\ttrue"]);
+    // Nor do the type definitions declare them (which would be invalid Luau, or shadow the
+    // global for the type checker).
+    let types = strata::script::types::component_definitions(world.store());
+    for bad in [
+        "declare print:",
+        "declare math:",
+        "declare world:",
+        "my comp:",
+        "type end ",
+        "type 1bad ",
+    ] {
+        assert!(!types.contains(bad), "{bad}:\n{types}");
+    }
+    assert!(
+        types.contains("declare Position: Component<Position>"),
+        "{types}"
+    );
+}
+
+#[test]
+fn the_names_a_component_may_not_take_cover_every_global_of_the_environment() {
+    let mut world = scripted(1);
+    let out = printed(
+        &mut world,
+        "local names = {}
+        for name in pairs(_G) do table.insert(names, tostring(name)) end
+        table.sort(names)
+        print(table.concat(names, ' '))",
+    );
+    let names: Vec<&str> = out[0].split(' ').collect();
+    assert!(
+        names.contains(&"math") && names.contains(&"print"),
+        "{names:?}"
+    );
+    for name in names {
+        assert!(
+            strata::script::names::component_name_problem(name).is_some(),
+            "`{name}` is a global a component could hide"
+        );
+    }
+}

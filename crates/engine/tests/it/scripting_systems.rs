@@ -98,6 +98,10 @@ fn parallel_luau_cannot_change_structure_and_writes_only_what_it_declares() {
             "writes = { Position = { 'x' } }",
             "for c in world:query({ with = { Position } }):chunks() do c:write(Position).y[1] = 5 end",
         ),
+        (
+            "writes = { Position = { 'x' } }",
+            "world.workspace:GetChildren()[1]:GetPersistentId()",
+        ),
     ];
     let mut lines = Vec::new();
     for (writes, body) in cases {
@@ -199,6 +203,9 @@ return system {
 fn rooms(threads: usize, rooms: usize) -> World {
     let mut world = scripted(threads);
     world
+        .add_group_script("room", "groups/room.luau", ROOM)
+        .unwrap();
+    world
         .run_script(
             "setup.luau",
             &format!(
@@ -213,9 +220,6 @@ fn rooms(threads: usize, rooms: usize) -> World {
                 end"
             ),
         )
-        .unwrap();
-    world
-        .add_group_script("room", "groups/room.luau", ROOM)
         .unwrap();
     world
 }
@@ -272,18 +276,18 @@ fn groups_give_the_same_world_every_frame_on_one_two_and_eight_threads() {
 fn a_group_may_not_change_structure_and_an_unmarked_root_stops_running() {
     let mut world = scripted(2);
     world
+        .add_group_script(
+            "builder",
+            "groups/builder.luau",
+            "return system { run = function(world, dt, root)\n print(root.Name)\n Instance.new('Part', root)\n end }",
+        )
+        .unwrap();
+    world
         .run_script(
             "setup.luau",
             "local room = Instance.new('Model', world.workspace)
             room.Name = 'Room'
             world:setGroup(room, 'builder')",
-        )
-        .unwrap();
-    world
-        .add_group_script(
-            "builder",
-            "groups/builder.luau",
-            "return system { run = function(world, dt, root)\n print(root.Name)\n Instance.new('Part', root)\n end }",
         )
         .unwrap();
     let events = world.step(0.1).unwrap();
@@ -307,4 +311,39 @@ fn a_broken_group_script_is_refused_when_added() {
     let error = script_error(world.add_group_script("g", "groups/g.luau", "return 3"));
     assert_eq!(error.script, "groups/g.luau");
     assert!(error.message.contains("system{"), "{error}");
+}
+
+#[test]
+fn a_failing_group_names_the_root_it_ran_for() {
+    let mut world = scripted(2);
+    world
+        .run_script(
+            "setup.luau",
+            "for r = 1, 3 do
+                local room = Instance.new('Model', world.workspace)
+                room.Name = 'Room' .. r
+            end",
+        )
+        .unwrap();
+    world
+        .add_group_script(
+            "fragile",
+            "groups/fragile.luau",
+            "return system { run = function(world, dt, root)\n if root.Name == 'Room2' then\n error('the floor gave way')\n end\n end }",
+        )
+        .unwrap();
+    world
+        .run_script(
+            "setup.luau",
+            "for _, room in world.workspace:GetChildren() do world:setGroup(room, 'fragile') end",
+        )
+        .unwrap();
+    let events = world.step(0.1).unwrap();
+    assert_eq!(events.errors.len(), 1, "{:?}", events.errors);
+    let text = events.errors[0].1.to_string();
+    assert!(
+        text.starts_with("groups/fragile.luau:3: the floor gave way"),
+        "{text}"
+    );
+    assert!(text.contains("`Room2`") && text.contains("Model"), "{text}");
 }
