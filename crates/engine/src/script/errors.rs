@@ -58,24 +58,6 @@ pub(crate) fn install(lua: &Lua, base: &Table) -> mlua::Result<()> {
     Ok(())
 }
 
-/// After a call that ran out of memory: a full collection, so what the call left behind is not
-/// counted against the next call (Luau collects no garbage when an allocation is refused).
-pub(crate) fn reclaim(lua: &Lua, error: &mlua::Error) {
-    fn out_of_memory(error: &mlua::Error) -> bool {
-        match error {
-            mlua::Error::MemoryError(_) => true,
-            mlua::Error::CallbackError { cause, .. } | mlua::Error::WithContext { cause, .. } => {
-                out_of_memory(cause)
-            }
-            _ => false,
-        }
-    }
-    if out_of_memory(error) {
-        // A collection only frees; should it fail, the next call reports what is wrong.
-        let _ = lua.gc_collect();
-    }
-}
-
 /// An error value a script caught: an API error becomes the string `script:LINE: message`
 /// (the line of the script's call that failed); any other value is the script's own and is
 /// left as it is.

@@ -560,6 +560,9 @@ impl Scripts {
                 let mut error = script_error(name, &e);
                 let memory = &self.host.memory;
                 let (holder, bytes) = memory.largest_holder(lua, &owner, owner_bytes);
+                // Luau collects nothing when an allocation is refused: what the failed call
+                // left is collected now, so the next call does not fail on it.
+                let _ = lua.gc_collect();
                 error.message = format!(
                     "out of memory: the world's scripts may hold {} together, and {holder} holds {}{}",
                     mebibytes(memory.limit()),
@@ -632,10 +635,9 @@ impl Scripts {
             let result = f
                 .call::<R>(args)
                 .and_then(|r| columns::finish(lua).map(|()| r));
-            if let Err(error) = &result {
+            if result.is_err() {
                 // Writes pending when the call failed are dropped with it.
                 columns::drop_pending(lua);
-                super::errors::reclaim(lua, error);
             }
             lua.remove_app_data::<CurrentScene>();
             result
@@ -681,9 +683,8 @@ impl Scripts {
             let result = f
                 .call::<MultiValue>(args)
                 .and_then(|r| columns::finish(lua).map(|()| r));
-            if let Err(error) = &result {
+            if result.is_err() {
                 columns::drop_pending(lua);
-                super::errors::reclaim(lua, error);
             }
             lua.remove_app_data::<CurrentEstablished>();
             result
