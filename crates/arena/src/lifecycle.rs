@@ -14,6 +14,7 @@
 //! scopes (subjects with their token serials) are kept by the snapshot the arena reads through,
 //! since its reads consult them.
 
+use std::panic::{AssertUnwindSafe, catch_unwind, resume_unwind};
 use std::sync::Arc;
 
 use crate::arena::Arena;
@@ -437,15 +438,20 @@ impl Arena {
         }
     }
 
-    /// Runs `read` with a lifecycle scope open on `subject`, then closes it.
+    /// Runs `read` with a lifecycle scope open on `subject`, then closes it. A `read` that
+    /// panics still closes the scope before the panic goes on to the caller, so the arena is
+    /// not left refusing drains and save points ([`ArenaError::ScopeOpen`]).
     pub fn with_lifecycle_scope<R>(
         &mut self,
         subject: InstanceId,
         read: impl FnOnce(&Snapshot) -> R,
     ) -> Result<R, ArenaError> {
         let scope = self.enter_lifecycle_scope(subject)?;
-        let result = read(&self.state);
+        let result = catch_unwind(AssertUnwindSafe(|| read(&self.state)));
         self.exit_lifecycle_scope(scope)?;
-        Ok(result)
+        match result {
+            Ok(result) => Ok(result),
+            Err(panic) => resume_unwind(panic),
+        }
     }
 }

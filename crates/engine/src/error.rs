@@ -85,6 +85,10 @@ pub enum SystemError {
     /// The system panicked; the panic was caught and is not resumed.
     #[error("the system panicked: {0}")]
     Panicked(String),
+    /// A lifecycle listener ([`World::on_lifecycle`](crate::World::on_lifecycle)) panicked
+    /// while the frame's end delivered an event; the panic was caught and is not resumed.
+    #[error("a lifecycle listener panicked: {0}")]
+    ListenerPanicked(String),
     /// The system reported a failure of its own.
     #[error("{0}")]
     Failed(String),

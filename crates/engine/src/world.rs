@@ -6,9 +6,9 @@
 //! with the whole scene and each run of consecutive parallel systems together on the pool, their
 //! overlays committed in scheduled order once the run has finished; then drain the arena
 //! (its events delivered to lifecycle listeners, destroyed subtrees readable in a lifecycle scope
-//! while they are), report reclaimed slots to the store, take the store's events and clear its
-//! frame state. A frame's result depends on the world and `dt` only: not on the thread count,
-//! nor on which lane finished first.
+//! while they are, a listener's panic caught, reported and its scope closed), report reclaimed
+//! slots to the store, take the store's events and clear its frame state. A frame's result
+//! depends on the world and `dt` only: not on the thread count, nor on which lane finished first.
 
 use std::ops::{Deref, DerefMut};
 use std::panic::{AssertUnwindSafe, catch_unwind};
@@ -45,7 +45,10 @@ pub struct FrameEvents {
     pub definitions: Vec<SyncReport>,
     /// Adoptions of saved or orphaned rows onto components defined in Rust.
     pub adoptions: Vec<ComponentReport>,
-    /// The systems whose runs failed (an error returned, or a panic caught), by name.
+    /// The systems whose runs failed (an error returned, or a panic caught), by name; then
+    /// the lifecycle listeners that panicked while the frame's end delivered its events, as
+    /// `lifecycle listener #N` (N counts listeners in registration order from 0), with
+    /// [`SystemError::ListenerPanicked`].
     pub errors: Vec<(String, SystemError)>,
     /// What scripts printed during the frame, in order (parallel waves and execution groups
     /// in scheduled and hierarchy order).
@@ -312,6 +315,8 @@ impl World {
     /// Listens to the arena's events: called at the end of every frame for each event, with
     /// the hierarchy to read; for a destruction, inside a lifecycle scope on each destroyed
     /// root, so the destroyed subtree is readable (never writable) while the listener runs.
+    /// A listener that panics is stopped for that event and reported in the frame's
+    /// [`FrameEvents::errors`]; the frame, and later ones, go on.
     pub fn on_lifecycle(&mut self, listener: impl FnMut(&Event, &Snapshot) + 'static) {
         self.listeners.push(Box::new(listener));
     }
@@ -370,7 +375,7 @@ impl World {
     fn end_frame(&mut self, events: &mut FrameEvents) -> Result<(), WorldError> {
         let drained = self.scene.arena.drain()?;
         for event in &drained.events {
-            self.deliver(event)?;
+            self.deliver(event, &mut events.errors)?;
         }
         self.scene.store.on_reclaimed(&drained.reclaimed);
         events.lifecycle = drained.events;
@@ -386,7 +391,14 @@ impl World {
     }
 
     /// Hands one arena event to every listener, in a lifecycle scope on each destroyed root.
-    fn deliver(&mut self, event: &Event) -> Result<(), WorldError> {
+    /// A listener that panics is stopped there and reported in `errors` as
+    /// `lifecycle listener #N` (N its place in registration order, from 0); the scope is closed
+    /// and the other listeners still hear the event.
+    fn deliver(
+        &mut self,
+        event: &Event,
+        errors: &mut Vec<(String, SystemError)>,
+    ) -> Result<(), WorldError> {
         if self.listeners.is_empty() {
             return Ok(());
         }
@@ -396,18 +408,22 @@ impl World {
             _ => Vec::new(),
         };
         let listeners = &mut self.listeners;
-        if roots.is_empty() {
-            for listener in listeners.iter_mut() {
-                listener(event, &self.scene.arena);
+        let mut hear = |view: &Snapshot| {
+            for (n, listener) in listeners.iter_mut().enumerate() {
+                if let Err(panic) = catch_unwind(AssertUnwindSafe(|| listener(event, view))) {
+                    errors.push((
+                        format!("lifecycle listener #{n}"),
+                        SystemError::ListenerPanicked(panic_message(panic.as_ref())),
+                    ));
+                }
             }
+        };
+        if roots.is_empty() {
+            hear(&self.scene.arena);
             return Ok(());
         }
         for root in roots {
-            self.scene.arena.with_lifecycle_scope(root, |view| {
-                for listener in listeners.iter_mut() {
-                    listener(event, view);
-                }
-            })?;
+            self.scene.arena.with_lifecycle_scope(root, &mut hear)?;
         }
         Ok(())
     }

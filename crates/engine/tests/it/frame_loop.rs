@@ -130,3 +130,52 @@ fn a_refused_delta_changes_nothing() {
     assert_eq!((world.frame(), world.hash()), (0, hash));
     assert!(log.lock().unwrap().is_empty());
 }
+
+#[test]
+fn a_panicking_lifecycle_listener_is_reported_and_later_frames_and_snapshots_go_on() {
+    let mut world = World::with_threads(1).unwrap();
+    let heard = Arc::new(Mutex::new(Vec::new()));
+    world.on_lifecycle(|event, _| {
+        if matches!(event, Event::Destroyed { .. }) {
+            panic!("listener boom");
+        }
+    });
+    let log = heard.clone();
+    world.on_lifecycle(move |event, view| {
+        if let Event::Destroyed { subtree } = event {
+            // The destroyed subtree is readable while listeners run.
+            let name = view.get(subtree.root()).map(|n| n.name().to_owned());
+            log.lock().unwrap().push(name);
+        }
+    });
+    let folder = world.create(ClassId::FOLDER, None).unwrap();
+    world.set_name(folder, "Gone").unwrap();
+    world.step(0.1).unwrap();
+    world.destroy(folder).unwrap();
+    let events = world.step(0.1).unwrap();
+    let errors: Vec<(String, String)> = events
+        .errors
+        .iter()
+        .map(|(name, error)| (name.clone(), error.to_string()))
+        .collect();
+    assert_eq!(
+        errors,
+        [(
+            "lifecycle listener #0".to_owned(),
+            "a lifecycle listener panicked: listener boom".to_owned()
+        )]
+    );
+    assert!(
+        events
+            .lifecycle
+            .iter()
+            .any(|e| matches!(e, Event::Destroyed { .. })),
+        "the frame still reports every event"
+    );
+    assert_eq!(*heard.lock().unwrap(), [Some("Gone".to_owned())]);
+    // The scope the panic left is closed: frames and snapshots go on.
+    world.snapshot().unwrap();
+    let events = world.step(0.1).unwrap();
+    assert!(events.errors.is_empty(), "{:?}", events.errors);
+    world.snapshot().unwrap();
+}
