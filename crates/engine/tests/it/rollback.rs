@@ -359,6 +359,34 @@ fn luau_queries_see_the_restored_world() {
     assert_eq!(crate::common::printed(&mut world, count), ["3\t12"]);
 }
 
+#[test]
+fn a_dropped_stage_does_not_block_a_snapshot() {
+    let mut f = fixture(1);
+    let workspace = f.world.workspace();
+    let mut stage = f.world.stage();
+    let health = f.health;
+    f.world
+        .stage_spawn(
+            &mut stage,
+            3,
+            ClassId::PART,
+            Some(workspace),
+            &[health],
+            |_| Ok::<(), strata::layers::store::StoreError>(()),
+        )
+        .unwrap();
+    drop(stage);
+    let snapshot = f.world.snapshot().unwrap();
+    let made = f.world.create(ClassId::PART, Some(workspace)).unwrap();
+    f.world.restore(&snapshot).unwrap();
+    assert!(!f.world.is_live(made));
+    f.world.step(0.1).unwrap();
+    assert_eq!(
+        f.world.children(workspace).unwrap(),
+        Vec::<InstanceId>::new()
+    );
+}
+
 fn place(name: &str) -> Place {
     let root = Path::new(env!("CARGO_MANIFEST_DIR"))
         .join("../../examples/places")
