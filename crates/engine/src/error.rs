@@ -144,11 +144,14 @@ pub enum LoadError {
     #[error("not a Strata save file")]
     NotASave,
     /// The file is of a save format this build does not read.
-    #[error("save format version {found} is not supported (this build reads version {supported})")]
+    #[error(
+        "save format version {found} is not supported (this build reads versions 1 to {supported})"
+    )]
     UnsupportedVersion {
         /// The version in the file.
         found: u32,
-        /// The version this build reads.
+        /// The newest version this build reads (and writes); it reads every version from 1 up
+        /// to it.
         supported: u32,
     },
     /// The file ends before its header says it should.

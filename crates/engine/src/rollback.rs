@@ -30,6 +30,9 @@ pub(crate) struct Timing {
     pub(crate) carried: f64,
     /// Interval systems' accumulated waits, by system name.
     pub(crate) intervals: Vec<(String, f64)>,
+    /// Waits kept for systems the world did not have (loaded from a save, their systems not
+    /// added yet), by system name.
+    pub(crate) waiting: Vec<(String, f64)>,
 }
 
 /// What a world held at one moment ([`World::snapshot`]), to make it that again

@@ -76,6 +76,10 @@ pub struct World {
     frame: u64,
     events: FrameEvents,
     listeners: Vec<Listener>,
+    /// Interval waits a save or a snapshot kept for systems the world does not have (systems
+    /// are code, added after a load), by system name: each is given to the system of that name
+    /// when it is added ([`World::add_system`]), and saved until then.
+    waiting_intervals: Vec<(String, f64)>,
 }
 
 impl std::fmt::Debug for World {
@@ -155,6 +159,7 @@ impl World {
             frame: 0,
             events: FrameEvents::default(),
             listeners: Vec::new(),
+            waiting_intervals: Vec::new(),
         })
     }
 
@@ -215,11 +220,13 @@ impl World {
             fixed: self.schedule.fixed_step(),
             carried: self.schedule.fixed_carried(),
             intervals,
+            waiting: self.waiting_intervals.clone(),
         }
     }
 
     /// Puts the timing a snapshot kept back: systems added since keep their waits, and those
-    /// removed since are skipped.
+    /// removed since are skipped. Waits the snapshot kept for systems not added yet wait again
+    /// (and one whose system was added since goes to it).
     pub(crate) fn set_timing(&mut self, timing: &crate::rollback::Timing) {
         self.set_clock(timing.frame, timing.fixed, timing.carried);
         for (name, waited) in &timing.intervals {
@@ -227,6 +234,49 @@ impl World {
             if let Some(id) = self.schedule.id(name) {
                 let _ = self.schedule.set_interval_waited(id, *waited);
             }
+        }
+        self.set_waiting_intervals(timing.waiting.clone());
+    }
+
+    /// Every interval system's wait, and the waits kept for systems not added yet, by name in
+    /// name order: what a save holds of the schedule's timing beside the fixed-step block.
+    pub(crate) fn interval_waits(&self) -> Vec<(String, f64)> {
+        let mut waits: Vec<(String, f64)> = self
+            .schedule
+            .ids()
+            .filter_map(|id| {
+                let system = self.schedule.system(id).ok()?;
+                system.interval()?;
+                Some((
+                    system.name().to_owned(),
+                    self.schedule.interval_waited(id).ok()?,
+                ))
+            })
+            .chain(self.waiting_intervals.iter().cloned())
+            .collect();
+        waits.sort_by(|a, b| a.0.cmp(&b.0));
+        waits
+    }
+
+    /// Keeps interval waits by system name (from a save or a snapshot): a system of that name
+    /// the world has takes its wait now, the others wait for [`World::add_system`].
+    pub(crate) fn set_waiting_intervals(&mut self, waits: Vec<(String, f64)>) {
+        self.waiting_intervals = waits;
+        let present: Vec<SystemId> = self.schedule.ids().collect();
+        for id in present {
+            self.resume_interval(id);
+        }
+    }
+
+    /// Gives the system `id` the wait kept under its name, if one is.
+    fn resume_interval(&mut self, id: SystemId) {
+        let Ok(system) = self.schedule.system(id) else {
+            return;
+        };
+        let name = system.name();
+        if let Some(at) = self.waiting_intervals.iter().position(|(n, _)| n == name) {
+            let (_, waited) = self.waiting_intervals.swap_remove(at);
+            let _ = self.schedule.set_interval_waited(id, waited);
         }
     }
 
@@ -242,9 +292,13 @@ impl World {
         self.frame
     }
 
-    /// Adds a system. Refused for a name already taken.
+    /// Adds a system. Refused for a name already taken. A system named as one the world was
+    /// saved with (or snapshotted with) goes on with the interval wait that one had: a loaded
+    /// world keeps the saved waits by name until their systems are added again.
     pub fn add_system(&mut self, spec: SystemSpec) -> Result<SystemId, WorldError> {
-        Ok(self.schedule.add(spec.system)?)
+        let id = self.schedule.add(spec.system)?;
+        self.resume_interval(id);
+        Ok(id)
     }
 
     /// Removes a system.

@@ -1,16 +1,21 @@
-//! The records of save format version 1: plain serde types, versioned on their own, so the file
-//! format never follows the in-memory layout of a layer. `convert.rs` turns them into the
-//! layers' types and back.
+//! The records of save format version 2, and the world record of version 1, which every build
+//! still reads: plain serde types, versioned on their own, so the file format never follows the
+//! in-memory layout of a layer. `convert.rs` turns them into the layers' types and back.
 //!
-//! Invariant: these types change only together with `FORMAT_VERSION`; a record of version 1 is
-//! read by every later build that reads version 1.
+//! Invariant: these types change only together with `FORMAT_VERSION`; a record of an older
+//! version this build reads keeps its type here (`SavedWorldV1`), decoded as it was written and
+//! converted to the current one with what it did not hold at its defaults, so a file of every
+//! version from `OLDEST_VERSION` to `FORMAT_VERSION` loads.
 
 use serde::{Deserialize, Serialize};
 
-/// The version of the records below.
-pub(crate) const FORMAT_VERSION: u32 = 1;
+/// The version of the records below, which saves are written in.
+pub(crate) const FORMAT_VERSION: u32 = 2;
 
-/// A saved world.
+/// The oldest version this build reads.
+pub(crate) const OLDEST_VERSION: u32 = 1;
+
+/// A saved world of format version 2: version 1's fields, then the schedule's interval waits.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub(crate) struct SavedWorld {
     /// 0: the server range (ids from 1); 1: the client-local range (from 2^52).
@@ -35,6 +40,53 @@ pub(crate) struct SavedWorld {
     /// Every pending migration input (the values a row held under an older version of its
     /// schema, not yet taken by a migration), by instance id then component name.
     pub(crate) migrations: Vec<SavedMigration>,
+    /// What every interval system has waited towards its next run, by system name in name
+    /// order (and the waits a loaded world keeps for systems not added again yet).
+    pub(crate) intervals: Vec<SavedInterval>,
+}
+
+/// A saved world of format version 1.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub(crate) struct SavedWorldV1 {
+    pub(crate) own_range: u8,
+    pub(crate) next_id: u64,
+    pub(crate) frame: u64,
+    pub(crate) fixed_step: (f64, u32),
+    pub(crate) fixed_carried: f64,
+    pub(crate) game: u64,
+    pub(crate) workspace: u64,
+    pub(crate) instances: Vec<SavedInstance>,
+    pub(crate) records: Vec<SavedRecord>,
+    pub(crate) migrations: Vec<SavedMigration>,
+}
+
+impl From<SavedWorldV1> for SavedWorld {
+    /// A version-1 world as the current record: no interval waits (version 1 did not save
+    /// them, so interval systems start from zero, as they did when it was read by version 1).
+    fn from(v1: SavedWorldV1) -> Self {
+        Self {
+            own_range: v1.own_range,
+            next_id: v1.next_id,
+            frame: v1.frame,
+            fixed_step: v1.fixed_step,
+            fixed_carried: v1.fixed_carried,
+            game: v1.game,
+            workspace: v1.workspace,
+            instances: v1.instances,
+            records: v1.records,
+            migrations: v1.migrations,
+            intervals: Vec::new(),
+        }
+    }
+}
+
+/// An interval system's wait.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub(crate) struct SavedInterval {
+    /// The system's name.
+    pub(crate) system: String,
+    /// The seconds it has waited towards its next run.
+    pub(crate) waited: f64,
 }
 
 /// The migration input of one row.

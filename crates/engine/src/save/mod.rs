@@ -8,14 +8,18 @@
 //! Invariant: a save holds everything a world holds but its systems and listeners (code, not
 //! data) and its caches: every live instance with its ids, GUID, persistent id, class, place in
 //! the hierarchy, name, attributes, built-in state (Luau definitions' sources included) and tags;
-//! every component row and orphan record, as raw records; the id counter, the frame number and
-//! the fixed-step block's cadence and carry. Saving the same world twice writes the same bytes,
+//! every component row and orphan record, as raw records; the id counter, the frame number,
+//! the fixed-step block's cadence and carry, and every interval system's wait by system name
+//! (kept by a loaded world for systems not added again yet, and given to each when it is).
+//! Saving the same world twice writes the same bytes,
 //! and so does saving a world loaded from a save without changes in between. Loading never
 //! trusts a length it has not checked against the bytes it actually has (the payload is read
 //! as it arrives, never preallocated from the header; containers in it are decoded against the
 //! bytes left), checks the checksum before decoding, checks everything it decodes before it
 //! builds (ids, references, nesting, classes, the hierarchy), and builds a new world, so a
-//! refused file leaves the caller's world untouched.
+//! refused file leaves the caller's world untouched. Files of every format version from
+//! `OLDEST_VERSION` on are read: an older payload decodes into its own record and converts to
+//! the current one, what it did not hold at its defaults.
 
 mod convert;
 mod format;
@@ -27,7 +31,9 @@ use hashbrown::HashSet;
 use strata_arena::{Arena, ArenaImage, ClassId, ClassRegistry, InstanceId};
 use strata_component_store::{InstanceRef, OrphanRecord, Store};
 
-use self::format::{FORMAT_VERSION, SavedMigration, SavedWorld};
+use self::format::{
+    FORMAT_VERSION, OLDEST_VERSION, SavedInterval, SavedMigration, SavedWorld, SavedWorldV1,
+};
 use crate::error::{LoadError, SaveError};
 use crate::scene::Scene;
 use crate::world::World;
@@ -124,6 +130,11 @@ impl World {
                 .map(|(id, record)| convert::save_record(*id, record))
                 .collect(),
             migrations: self.saved_migrations(),
+            intervals: self
+                .interval_waits()
+                .into_iter()
+                .map(|(system, waited)| SavedInterval { system, waited })
+                .collect(),
         }
     }
 }
@@ -173,7 +184,7 @@ fn read_saved(mut reader: impl Read) -> Result<SavedWorld, LoadError> {
     fixed[..8].copy_from_slice(&MAGIC);
     read_exact(&mut reader, &mut fixed[8..], "the header")?;
     let version = u32::from_le_bytes([fixed[8], fixed[9], fixed[10], fixed[11]]);
-    if version != FORMAT_VERSION {
+    if !(OLDEST_VERSION..=FORMAT_VERSION).contains(&version) {
         return Err(LoadError::UnsupportedVersion {
             found: version,
             supported: FORMAT_VERSION,
@@ -218,7 +229,43 @@ fn read_saved(mut reader: impl Read) -> Result<SavedWorld, LoadError> {
     if found != expected {
         return Err(LoadError::Checksum { expected, found });
     }
-    postcard::from_bytes(&payload).map_err(|e| LoadError::Corrupt(e.to_string()))
+    let corrupt = |e: postcard::Error| LoadError::Corrupt(e.to_string());
+    if version == 1 {
+        return postcard::from_bytes::<SavedWorldV1>(&payload)
+            .map(SavedWorld::from)
+            .map_err(corrupt);
+    }
+    postcard::from_bytes(&payload).map_err(corrupt)
+}
+
+/// The saved interval waits, checked: named systems in strictly ascending name order (as a
+/// save writes them, so each name once), waits that are times.
+fn intervals(saved: &[SavedInterval]) -> Result<Vec<(String, f64)>, LoadError> {
+    let mut waits: Vec<(String, f64)> = Vec::with_capacity(saved.len());
+    for interval in saved {
+        if interval.system.is_empty() {
+            return Err(LoadError::Corrupt(
+                "an interval wait names no system".into(),
+            ));
+        }
+        if waits
+            .last()
+            .is_some_and(|(last, _)| *last >= interval.system)
+        {
+            return Err(LoadError::Corrupt(format!(
+                "the interval wait of system `{}` is out of order or given twice",
+                interval.system
+            )));
+        }
+        if !(interval.waited.is_finite() && interval.waited >= 0.0) {
+            return Err(LoadError::Corrupt(format!(
+                "system `{}` has waited {}, which is not a time",
+                interval.system, interval.waited
+            )));
+        }
+        waits.push((interval.system.clone(), interval.waited));
+    }
+    Ok(waits)
 }
 
 fn read_exact(reader: &mut impl Read, buf: &mut [u8], what: &str) -> Result<(), LoadError> {
@@ -320,6 +367,7 @@ fn build(saved: &SavedWorld, threads: usize) -> Result<World, LoadError> {
     }
     let fixed = strata_scheduler::FixedStep::new(saved.fixed_step.0, saved.fixed_step.1)
         .map_err(|e| LoadError::Corrupt(e.to_string()))?;
+    let intervals = intervals(&saved.intervals)?;
     if !(saved.fixed_carried.is_finite() && saved.fixed_carried >= 0.0) {
         return Err(LoadError::Corrupt(
             "the fixed-step carry is not a time".into(),
@@ -331,5 +379,6 @@ fn build(saved: &SavedWorld, threads: usize) -> Result<World, LoadError> {
     scene.syncs.clear();
     let mut world = World::from_scene(scene, threads).map_err(LoadError::Rebuild)?;
     world.set_clock(saved.frame, fixed, saved.fixed_carried);
+    world.set_waiting_intervals(intervals);
     Ok(world)
 }
