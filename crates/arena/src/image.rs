@@ -6,11 +6,13 @@
 //! order, each followed by its subtree, siblings in their order), with what identifies it (id,
 //! GUID, persistent id) and what describes it (class name, parent, name, attributes, built-in
 //! state, tags, parent lock), and the arena's own id range with the next id its counter would
-//! issue. `Arena::from_image` checks the whole image while it builds a fresh arena, and refuses
-//! it with a typed error (nothing of the half-built arena escapes); an arena it returns has
-//! exactly the image's instances, with the image's ids, GUIDs and persistent ids, its counter
-//! at or above the image's (so no id the imaged arena issued is ever issued again), and no
-//! pending events.
+//! issue, and the arena's identity source (its GUID seed and its creation and persistent-id
+//! counters). `Arena::from_image` checks the whole image while it builds a fresh arena, and
+//! refuses it with a typed error (nothing of the half-built arena escapes); an arena it returns
+//! has exactly the image's instances, with the image's ids, GUIDs and persistent ids, its
+//! counter at or above the image's (so no id the imaged arena issued is ever issued again), its
+//! identity source continued from the image's (so it hands out the GUIDs and persistent ids the
+//! imaged arena would have, for the same calls), and no pending events.
 
 use std::sync::Arc;
 
@@ -32,7 +34,29 @@ pub struct ArenaImage {
     pub next_id: u64,
     /// Every live instance, in pre-order.
     pub nodes: Vec<ImageNode>,
+    /// Where the arena's GUIDs and persistent ids go on from; `None` for an image that does
+    /// not say (one read from a file of an older format), whose rebuilt arena draws a seed of
+    /// its own as a new arena does.
+    pub identity: Option<ImageIdentity>,
 }
+
+/// The state an arena draws new identities from: the seed GUIDs and persistent ids derive
+/// from, and how far its two counters went. An arena rebuilt from an image carrying it hands
+/// out, for the same calls, the GUIDs and persistent ids the imaged arena would have.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct ImageIdentity {
+    /// The seed new GUIDs and persistent ids derive from.
+    pub seed: u64,
+    /// How many creation counters the arena took (every instance it ever placed took one; a
+    /// GUID derives from the seed and its instance's counter).
+    pub creations: u64,
+    /// How many persistent-id counter values the arena took.
+    pub persistent_ids: u64,
+}
+
+/// How far an image's identity counters may have gone: past it, the counters of a rebuilt
+/// arena could overflow. No arena counts that far (one creation a nanosecond for 290 years).
+const COUNTER_LIMIT: u64 = 1 << 63;
 
 /// One live instance of an [`ArenaImage`].
 #[derive(Clone, Debug, PartialEq)]
@@ -92,6 +116,11 @@ impl Arena {
             own_range: self.ids.own_range(),
             next_id: self.ids.next_id(),
             nodes,
+            identity: Some(ImageIdentity {
+                seed: self.state.seed(),
+                creations: self.ids.creations_taken(),
+                persistent_ids: self.ids.persistent_taken(),
+            }),
         }
     }
 
@@ -99,9 +128,12 @@ impl Arena {
     /// image is checked as the arena is built, and refused with a typed error: an id outside
     /// every range or listed twice, a class this registry lacks, a parent that is not listed
     /// before its child or does not allow it, a state of another kind than the class's, a
-    /// persistent id or a GUID held twice ([`ArenaError::InvalidImage`] for what no other
-    /// error names). New GUIDs and persistent ids of the rebuilt arena come from a seed of its
-    /// own; the imaged ones are kept as they were.
+    /// persistent id or a GUID held twice, identity counters out of range or below the
+    /// instances the image holds ([`ArenaError::InvalidImage`] for what no other error names).
+    /// The imaged GUIDs and persistent ids are kept as they were; new ones continue the
+    /// image's identity (its seed and counters), so two arenas rebuilt from one image, and the
+    /// imaged arena itself, hand out the same identities for the same calls. Without an
+    /// identity the rebuilt arena draws a seed of its own.
     pub fn from_image(
         classes: Arc<ClassRegistry>,
         image: &ArenaImage,
@@ -111,6 +143,23 @@ impl Arena {
             IdRange::ClientLocal => Arena::client(classes),
         };
         let invalid = |reason: String| ArenaError::InvalidImage { reason };
+        if let Some(identity) = image.identity {
+            if identity.creations > COUNTER_LIMIT || identity.persistent_ids > COUNTER_LIMIT {
+                return Err(invalid(format!(
+                    "identity counters {} and {} are past {COUNTER_LIMIT}",
+                    identity.creations, identity.persistent_ids
+                )));
+            }
+            if identity.creations < image.nodes.len() as u64 {
+                return Err(invalid(format!(
+                    "{} creations cannot have made the {} instances the image holds",
+                    identity.creations,
+                    image.nodes.len()
+                )));
+            }
+            // Nothing was created yet, so the seed serves every counter.
+            arena.state.reseed(identity.seed, arena.ids.next_creation());
+        }
         let mut listed: HashSet<InstanceId> = HashSet::with_capacity(image.nodes.len());
         let mut guids: HashSet<Guid> = HashSet::with_capacity(image.nodes.len());
         // In the image's order, which is pre-order: each parent is in place before its
@@ -144,6 +193,11 @@ impl Arena {
             }
         }
         arena.ids.inserted_below(image.next_id);
+        if let Some(identity) = image.identity {
+            arena
+                .ids
+                .continue_counters(identity.creations, identity.persistent_ids);
+        }
         arena.outbox.take_events();
         Ok(arena)
     }

@@ -15,7 +15,8 @@ pub(crate) const FORMAT_VERSION: u32 = 2;
 /// The oldest version this build reads.
 pub(crate) const OLDEST_VERSION: u32 = 1;
 
-/// A saved world of format version 2: version 1's fields, then the schedule's interval waits.
+/// A saved world of format version 2: version 1's fields, then the schedule's interval waits and
+/// the arena's identity source.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub(crate) struct SavedWorld {
     /// 0: the server range (ids from 1); 1: the client-local range (from 2^52).
@@ -43,6 +44,18 @@ pub(crate) struct SavedWorld {
     /// What every interval system has waited towards its next run, by system name in name
     /// order (and the waits a loaded world keeps for systems not added again yet).
     pub(crate) intervals: Vec<SavedInterval>,
+    /// Where the arena's GUIDs and persistent ids go on from. Always written; `None` only for a
+    /// world read from version 1, which did not hold it (its load draws a seed of its own).
+    pub(crate) identity: Option<SavedIdentity>,
+}
+
+/// The arena's identity source: its GUID seed and how far its creation and persistent-id
+/// counters went.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub(crate) struct SavedIdentity {
+    pub(crate) seed: u64,
+    pub(crate) creations: u64,
+    pub(crate) persistent_ids: u64,
 }
 
 /// A saved world of format version 1.
@@ -61,8 +74,9 @@ pub(crate) struct SavedWorldV1 {
 }
 
 impl From<SavedWorldV1> for SavedWorld {
-    /// A version-1 world as the current record: no interval waits (version 1 did not save
-    /// them, so interval systems start from zero, as they did when it was read by version 1).
+    /// A version-1 world as the current record, with what version 1 did not save at its
+    /// defaults, as a version-1 build read it: no interval waits (interval systems start from
+    /// zero) and no identity source (the loaded arena draws a seed of its own).
     fn from(v1: SavedWorldV1) -> Self {
         Self {
             own_range: v1.own_range,
@@ -76,6 +90,7 @@ impl From<SavedWorldV1> for SavedWorld {
             records: v1.records,
             migrations: v1.migrations,
             intervals: Vec::new(),
+            identity: None,
         }
     }
 }

@@ -10,7 +10,9 @@
 //! the hierarchy, name, attributes, built-in state (Luau definitions' sources included) and tags;
 //! every component row and orphan record, as raw records; the id counter, the frame number,
 //! the fixed-step block's cadence and carry, and every interval system's wait by system name
-//! (kept by a loaded world for systems not added again yet, and given to each when it is).
+//! (kept by a loaded world for systems not added again yet, and given to each when it is); the
+//! arena's identity source (GUID seed, creation and persistent-id counters), which a loaded
+//! world continues, so loads of one save hand out the same identities for the same calls.
 //! Saving the same world twice writes the same bytes,
 //! and so does saving a world loaded from a save without changes in between. Loading never
 //! trusts a length it has not checked against the bytes it actually has (the payload is read
@@ -28,11 +30,12 @@ use std::io::{Read, Write};
 use std::path::Path;
 
 use hashbrown::HashSet;
-use strata_arena::{Arena, ArenaImage, ClassId, ClassRegistry, InstanceId};
+use strata_arena::{Arena, ArenaImage, ClassId, ClassRegistry, ImageIdentity, InstanceId};
 use strata_component_store::{InstanceRef, OrphanRecord, Store};
 
 use self::format::{
-    FORMAT_VERSION, OLDEST_VERSION, SavedInterval, SavedMigration, SavedWorld, SavedWorldV1,
+    FORMAT_VERSION, OLDEST_VERSION, SavedIdentity, SavedInterval, SavedMigration, SavedWorld,
+    SavedWorldV1,
 };
 use crate::error::{LoadError, SaveError};
 use crate::scene::Scene;
@@ -135,6 +138,11 @@ impl World {
                 .into_iter()
                 .map(|(system, waited)| SavedInterval { system, waited })
                 .collect(),
+            identity: image.identity.map(|identity| SavedIdentity {
+                seed: identity.seed,
+                creations: identity.creations,
+                persistent_ids: identity.persistent_ids,
+            }),
         }
     }
 }
@@ -300,6 +308,11 @@ fn build(saved: &SavedWorld, threads: usize) -> Result<World, LoadError> {
         own_range: convert::range_of(saved.own_range).map_err(corrupt)?,
         next_id: saved.next_id,
         nodes,
+        identity: saved.identity.as_ref().map(|identity| ImageIdentity {
+            seed: identity.seed,
+            creations: identity.creations,
+            persistent_ids: identity.persistent_ids,
+        }),
     };
     let arena = Arena::from_image(std::sync::Arc::new(ClassRegistry::standard()), &image)
         .map_err(|e| LoadError::Rebuild(e.into()))?;
