@@ -162,6 +162,21 @@ pub(crate) struct Reclamation {
 }
 
 impl Reclamation {
+    /// The queues of an arena rebuilt from an image: `doomed` awaiting the drain that reports
+    /// them, `reclaimable` the drain that releases their slots.
+    pub(crate) fn imaged(doomed: Vec<Doomed>, reclaimable: Vec<Doomed>) -> Self {
+        Self {
+            doomed,
+            reclaimable,
+        }
+    }
+
+    /// The two queues, in order: those awaiting the drain that reports them, and those
+    /// awaiting the drain that releases their slots.
+    pub(crate) fn queues(&self) -> (&[Doomed], &[Doomed]) {
+        (&self.doomed, &self.reclaimable)
+    }
+
     /// Queues a destroyed subtree for the next drain and returns its list.
     fn doom(&mut self, subtree: &Subtree) -> DoomedList {
         if let MovedIds::One(id) = *subtree.moved() {

@@ -15,8 +15,8 @@ pub(crate) const FORMAT_VERSION: u32 = 2;
 /// The oldest version this build reads.
 pub(crate) const OLDEST_VERSION: u32 = 1;
 
-/// A saved world of format version 2: version 1's fields, then the schedule's interval waits and
-/// the arena's identity source.
+/// A saved world of format version 2: version 1's fields, then the schedule's interval waits,
+/// the arena's identity source and what waits for the next frame's end (tombstones and events).
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub(crate) struct SavedWorld {
     /// 0: the server range (ids from 1); 1: the client-local range (from 2^52).
@@ -47,6 +47,60 @@ pub(crate) struct SavedWorld {
     /// Where the arena's GUIDs and persistent ids go on from. Always written; `None` only for a
     /// world read from version 1, which did not hold it (its load draws a seed of its own).
     pub(crate) identity: Option<SavedIdentity>,
+    /// The tombstones of instances destroyed since the last frame's end, which the next one
+    /// reports (their listeners read them), in the order it lists them: each destroyed subtree
+    /// in pre-order, its root first and without a parent.
+    pub(crate) doomed: Vec<SavedInstance>,
+    /// The tombstones the last frame's end reported, whose slots the next one releases.
+    pub(crate) reclaimable: Vec<SavedInstance>,
+    /// The arena's events queued since the last frame's end, in order: what the next frame's
+    /// end delivers.
+    pub(crate) events: Vec<SavedEvent>,
+}
+
+/// A queued arena event. Ids are raw; 0 stands for "no parent" where one is optional.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub(crate) enum SavedEvent {
+    Created {
+        id: u64,
+        parent: u64,
+    },
+    CreatedRange {
+        first: u64,
+        count: u32,
+        parent: u64,
+    },
+    CreatedList {
+        ids: Vec<u64>,
+        parent: u64,
+    },
+    DescendantRemoving {
+        ancestors: Vec<u64>,
+        moved: Vec<u64>,
+    },
+    ChildRemoved {
+        parent: u64,
+        child: u64,
+    },
+    ChildAdded {
+        parent: u64,
+        child: u64,
+    },
+    AncestryChanged {
+        moved: Vec<u64>,
+    },
+    DescendantAdded {
+        ancestors: Vec<u64>,
+        moved: Vec<u64>,
+    },
+    Destroyed {
+        subtree: Vec<u64>,
+    },
+    DestroyedMany {
+        /// Each root with the parent it left.
+        roots: Vec<(u64, u64)>,
+        destroyed: Vec<u64>,
+    },
 }
 
 /// The arena's identity source: its GUID seed and how far its creation and persistent-id
@@ -76,7 +130,8 @@ pub(crate) struct SavedWorldV1 {
 impl From<SavedWorldV1> for SavedWorld {
     /// A version-1 world as the current record, with what version 1 did not save at its
     /// defaults, as a version-1 build read it: no interval waits (interval systems start from
-    /// zero) and no identity source (the loaded arena draws a seed of its own).
+    /// zero), no identity source (the loaded arena draws a seed of its own), and nothing
+    /// waiting for the next frame's end (no tombstones, no events).
     fn from(v1: SavedWorldV1) -> Self {
         Self {
             own_range: v1.own_range,
@@ -91,6 +146,9 @@ impl From<SavedWorldV1> for SavedWorld {
             migrations: v1.migrations,
             intervals: Vec::new(),
             identity: None,
+            doomed: Vec::new(),
+            reclaimable: Vec::new(),
+            events: Vec::new(),
         }
     }
 }

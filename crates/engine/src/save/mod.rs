@@ -6,22 +6,26 @@
 //! `crc32fast`), then the payload: a `SavedWorld` (`format.rs`) encoded with postcard.
 //!
 //! Invariant: a save holds everything a world holds but its systems and listeners (code, not
-//! data) and its caches: every live instance with its ids, GUID, persistent id, class, place in
-//! the hierarchy, name, attributes, built-in state (Luau definitions' sources included) and tags;
-//! every component row and orphan record, as raw records; the id counter, the frame number,
-//! the fixed-step block's cadence and carry, and every interval system's wait by system name
-//! (kept by a loaded world for systems not added again yet, and given to each when it is); the
-//! arena's identity source (GUID seed, creation and persistent-id counters), which a loaded
-//! world continues, so loads of one save hand out the same identities for the same calls.
-//! Saving the same world twice writes the same bytes,
-//! and so does saving a world loaded from a save without changes in between. Loading never
-//! trusts a length it has not checked against the bytes it actually has (the payload is read
-//! as it arrives, never preallocated from the header; containers in it are decoded against the
-//! bytes left), checks the checksum before decoding, checks everything it decodes before it
-//! builds (ids, references, nesting, classes, the hierarchy), and builds a new world, so a
-//! refused file leaves the caller's world untouched. Files of every format version from
-//! `OLDEST_VERSION` on are read: an older payload decodes into its own record and converts to
-//! the current one, what it did not hold at its defaults.
+//! data), its caches and its change tracking: every live instance with its ids, GUID, persistent
+//! id, class, place in the hierarchy, name, attributes, built-in state (Luau definitions'
+//! sources included) and tags; every component row and orphan record, as raw records; the id
+//! counter, the frame number, the fixed-step block's cadence and carry, and every interval
+//! system's wait by system name (kept by a loaded world for systems not added again yet, and
+//! given to each when it is); the arena's identity source (GUID seed, creation and
+//! persistent-id counters), which a loaded world continues, so loads of one save hand out the
+//! same identities for the same calls; and what waits for the next frame's end: the tombstones
+//! awaiting reclamation, with their data, and the arena's queued events, so a world saved
+//! between a change and its frame's end delivers the same lifecycle events, with the same
+//! destroyed subtrees readable, at the loaded world's next frame end as the original does at
+//! its own. Saving the same world twice writes the same bytes, and so does saving a world
+//! loaded from a save without changes in between. Loading never trusts a length it has not
+//! checked against the bytes it actually has (the payload is read as it arrives, never
+//! preallocated from the header; containers in it are decoded against the bytes left), checks
+//! the checksum before decoding, checks everything it decodes before it builds (ids,
+//! references, nesting, classes, the hierarchy, tombstones and events, rows only on live
+//! instances), and builds a new world, so a refused file leaves the caller's world untouched.
+//! Files of every format version from `OLDEST_VERSION` on are read: an older payload decodes
+//! into its own record and converts to the current one, what it did not hold at its defaults.
 
 mod convert;
 mod format;
@@ -143,6 +147,13 @@ impl World {
                 creations: identity.creations,
                 persistent_ids: identity.persistent_ids,
             }),
+            doomed: image.doomed.iter().map(convert::save_instance).collect(),
+            reclaimable: image
+                .reclaimable
+                .iter()
+                .map(convert::save_instance)
+                .collect(),
+            events: image.events.iter().map(convert::save_event).collect(),
         }
     }
 }
@@ -289,14 +300,25 @@ fn read_exact(reader: &mut impl Read, buf: &mut [u8], what: &str) -> Result<(), 
 /// Builds a world from checked save records.
 fn build(saved: &SavedWorld, threads: usize) -> Result<World, LoadError> {
     let corrupt = LoadError::Corrupt;
-    let nodes = saved
-        .instances
+    let instances = |saved: &[format::SavedInstance]| {
+        saved
+            .iter()
+            .map(convert::load_instance)
+            .collect::<Result<Vec<_>, _>>()
+            .map_err(corrupt)
+    };
+    let nodes = instances(&saved.instances)?;
+    let doomed = instances(&saved.doomed)?;
+    let reclaimable = instances(&saved.reclaimable)?;
+    // Every instance the save holds, live or a tombstone: references may name either, as
+    // they may in the world that was saved.
+    let ids: HashSet<InstanceId> = nodes
         .iter()
-        .map(convert::load_instance)
-        .collect::<Result<Vec<_>, _>>()
-        .map_err(corrupt)?;
-    let ids: HashSet<InstanceId> = nodes.iter().map(|n| n.id).collect();
-    for node in &nodes {
+        .chain(&doomed)
+        .chain(&reclaimable)
+        .map(|n| n.id)
+        .collect();
+    for node in nodes.iter().chain(&doomed).chain(&reclaimable) {
         if let Some(target) = convert::instance_references(node).find(|t| !ids.contains(t)) {
             return Err(LoadError::Corrupt(format!(
                 "instance {} refers to {target}, which the save does not hold",
@@ -304,6 +326,12 @@ fn build(saved: &SavedWorld, threads: usize) -> Result<World, LoadError> {
             )));
         }
     }
+    let events = saved
+        .events
+        .iter()
+        .map(convert::load_event)
+        .collect::<Result<Vec<_>, _>>()
+        .map_err(corrupt)?;
     let image = ArenaImage {
         own_range: convert::range_of(saved.own_range).map_err(corrupt)?,
         next_id: saved.next_id,
@@ -313,6 +341,9 @@ fn build(saved: &SavedWorld, threads: usize) -> Result<World, LoadError> {
             creations: identity.creations,
             persistent_ids: identity.persistent_ids,
         }),
+        doomed,
+        reclaimable,
+        events,
     };
     let arena = Arena::from_image(std::sync::Arc::new(ClassRegistry::standard()), &image)
         .map_err(|e| LoadError::Rebuild(e.into()))?;
@@ -335,9 +366,14 @@ fn build(saved: &SavedWorld, threads: usize) -> Result<World, LoadError> {
                 saved_record.component
             )));
         }
-        let at = InstanceRef::of(&arena, id).map_err(|_| {
-            LoadError::Corrupt(format!("a record names {id}, which the save does not hold"))
-        })?;
+        let at = InstanceRef::of(&arena, id)
+            .ok()
+            .filter(|_| arena.is_live(id))
+            .ok_or_else(|| {
+                LoadError::Corrupt(format!(
+                    "a record names {id}, which is not a live instance of the save"
+                ))
+            })?;
         let record = convert::load_record(saved_record).map_err(corrupt)?;
         if let Some(target) = convert::record_references(&record)
             .into_iter()

@@ -210,7 +210,10 @@ fn a_save_describing_an_impossible_world_is_refused_with_the_reason() {
     // Find the folder's own id as the attribute's target (`SavedAttr::Reference`, variant 7,
     // holding `Some`) and point it elsewhere.
     let id = folder.get() as u8;
-    let position = body.windows(3).rposition(|w| w == [0x07, 0x01, id]).unwrap();
+    let position = body
+        .windows(3)
+        .rposition(|w| w == [0x07, 0x01, id])
+        .unwrap();
     let mut damaged = body.clone();
     damaged[position + 2] = 0x7f;
     match load(&wrap(&damaged)) {
@@ -388,4 +391,99 @@ fn loads_of_one_save_continue_its_identities_alike() {
     );
     assert_eq!(save(&first), save(&second));
     assert_eq!(save(&first), save(&world));
+}
+
+/// Listens to a world's lifecycle events: each event, and for a destruction the names of the
+/// destroyed subtree as the listener reads them in its lifecycle scope.
+fn listen(world: &mut World) -> std::sync::Arc<std::sync::Mutex<Vec<String>>> {
+    let heard: std::sync::Arc<std::sync::Mutex<Vec<String>>> = Default::default();
+    let log = heard.clone();
+    world.on_lifecycle(move |event, view| {
+        let ids: Vec<InstanceId> = match event {
+            Event::Destroyed { subtree } => subtree.as_slice().to_vec(),
+            Event::DestroyedMany(batch) => batch.destroyed.clone(),
+            _ => Vec::new(),
+        };
+        let read: Vec<String> = ids
+            .iter()
+            .map(|id| {
+                view.get(*id).map_or("unreadable".to_owned(), |n| {
+                    format!("{} {} {:?} {:?}", n.name(), n.guid(), n.parent(), n.tags())
+                })
+            })
+            .collect();
+        log.lock().unwrap().push(format!("{event:?} {read:?}"));
+    });
+    heard
+}
+
+/// What a frame showed: its lifecycle events and what the listener heard, and the world after.
+fn stepped(
+    world: &mut World,
+    heard: &std::sync::Mutex<Vec<String>>,
+) -> (String, Vec<String>, Vec<u8>, usize) {
+    let events = world.step(0.1).unwrap();
+    assert!(events.errors.is_empty(), "{:?}", events.errors);
+    let lifecycle = format!("{:?}", events.lifecycle);
+    let heard = std::mem::take(&mut *heard.lock().unwrap());
+    (lifecycle, heard, save(world), world.pending_reclamation())
+}
+
+#[test]
+fn a_save_between_a_destruction_and_the_frames_end_delivers_its_events_after_a_load() {
+    let mut world = World::with_threads(1).unwrap();
+    let workspace = world.workspace();
+    let model = world.create(ClassId::MODEL, Some(workspace)).unwrap();
+    let wheels: Vec<InstanceId> = (0..3)
+        .map(|k| {
+            let wheel = world.create(ClassId::PART, Some(model)).unwrap();
+            world.set_name(wheel, &format!("Wheel{k}")).unwrap();
+            world.tag(wheel, "round").unwrap();
+            wheel
+        })
+        .collect();
+    let crates: Vec<InstanceId> = (0..4)
+        .map(|_| world.create(ClassId::PART, Some(workspace)).unwrap())
+        .collect();
+    let old = world.create(ClassId::FOLDER, None).unwrap();
+    world.set_name(old, "LastFrame").unwrap();
+    world.step(0.1).unwrap();
+    // Destroyed a frame ago: reported already, its slot released by the next frame's end.
+    world.destroy(old).unwrap();
+    world.step(0.1).unwrap();
+    // This frame, before its end: creations, a move, a destruction of a subtree, a bulk one.
+    let late = world.create(ClassId::FOLDER, Some(workspace)).unwrap();
+    world.create(ClassId::FOLDER, Some(late)).unwrap();
+    world.set_parent(wheels[2], Some(workspace)).unwrap();
+    world.destroy(model).unwrap();
+    let mut stage = world.stage();
+    let doomed: Vec<InstanceRef> = crates[..2]
+        .iter()
+        .map(|id| world.instance_ref(*id).unwrap())
+        .collect();
+    stage.despawn(&doomed);
+    world.commit(&mut stage).unwrap();
+    let events = world.pending_events().len();
+    assert!(events >= 4, "{events} events wait for the frame's end");
+
+    let file = save(&world);
+    let mut loaded = load(&file).unwrap();
+    assert_eq!(save(&loaded), file);
+    assert_eq!(loaded.pending_events(), world.pending_events());
+    assert_eq!(loaded.pending_reclamation(), world.pending_reclamation());
+    let heard = listen(&mut world);
+    let loaded_heard = listen(&mut loaded);
+    for frame in 0..3 {
+        let original = stepped(&mut world, &heard);
+        assert!(
+            frame > 0 || !original.1.is_empty(),
+            "the listener heard the destructions"
+        );
+        assert_eq!(
+            stepped(&mut loaded, &loaded_heard),
+            original,
+            "frame {frame} after the load"
+        );
+    }
+    assert_eq!(world.pending_reclamation(), 0);
 }
