@@ -57,8 +57,7 @@ const MAX_PAYLOAD: u64 = 16 << 30;
 impl World {
     /// Writes the world to `writer` (see the module docs). Returns the bytes written.
     pub fn save(&self, mut writer: impl Write) -> Result<u64, SaveError> {
-        let payload =
-            postcard::to_stdvec(&self.saved()).map_err(|e| SaveError::Encode(e.to_string()))?;
+        let payload = self.payload()?;
         let version = env!("CARGO_PKG_VERSION").as_bytes();
         let mut header = Vec::with_capacity(32 + version.len());
         header.extend_from_slice(&MAGIC);
@@ -102,6 +101,21 @@ impl World {
     pub fn load_from_path(path: impl AsRef<Path>) -> Result<World, LoadError> {
         let file = std::fs::File::open(path)?;
         Self::load(std::io::BufReader::new(file))
+    }
+
+    /// The payload a save of the world holds (after its header).
+    fn payload(&self) -> Result<Vec<u8>, SaveError> {
+        postcard::to_stdvec(&self.saved()).map_err(|e| SaveError::Encode(e.to_string()))
+    }
+
+    /// `hash` after it was fed the save format's version and the payload a save of the world
+    /// holds, encoded into it as it is encoded (the payload is never held whole).
+    pub(crate) fn save_hash(&self, mut hash: crate::hash::Fnv) -> u64 {
+        hash.bytes(&FORMAT_VERSION.to_le_bytes());
+        // Save records are plain data of known lengths, which postcard always encodes; the
+        // hash's flavor never refuses a byte.
+        postcard::serialize_with_flavor(&self.saved(), hash)
+            .expect("save records always encode, and the hash takes every byte")
     }
 
     /// The world as save records.

@@ -317,14 +317,14 @@ fn a_snapshot_of_another_world_is_refused_and_changes_nothing() {
     crate::common::parts(&mut a, 3);
     let b = fixture(1);
     let snapshot = b.world.snapshot().unwrap();
-    let before = a.world.hash();
+    let before = a.world.state_hash();
     assert!(matches!(
         a.world.restore(&snapshot),
         Err(WorldError::Store(
             strata::layers::store::StoreError::SnapshotFromOtherStore
         ))
     ));
-    assert_eq!(a.world.hash(), before);
+    assert_eq!(a.world.state_hash(), before);
 }
 
 #[test]
@@ -404,19 +404,19 @@ fn a_place_rolled_back_ten_frames_and_run_again_gives_the_same_hashes() {
         for _ in 0..100 {
             snapshots.push(world.snapshot().unwrap());
             world.step(place.dt()).unwrap();
-            hashes.push(world.hash());
+            hashes.push(world.state_hash());
         }
         world.restore(&snapshots[90]).unwrap();
         assert_eq!(world.frame(), 90);
         assert_eq!(
-            world.hash(),
+            world.state_hash(),
             hashes[89],
             "{name}: the restored world is frame 90's"
         );
         for (frame, hash) in hashes.iter().enumerate().skip(90) {
             let events = world.step(place.dt()).unwrap();
             assert!(events.errors.is_empty(), "{name}: {:?}", events.errors);
-            assert_eq!(world.hash(), *hash, "{name}: frame {frame} again");
+            assert_eq!(world.state_hash(), *hash, "{name}: frame {frame} again");
         }
     }
 }
