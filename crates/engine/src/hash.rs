@@ -1,4 +1,6 @@
 //! World hashes: 64-bit numbers to compare worlds (thread counts, replays, rollbacks, saves).
+//! `World::hash` costs about what `World::save` does (the encoding, from borrowed state; see
+//! `save/encode.rs`), without holding the payload.
 //!
 //! Invariant: [`World::hash`] is FNV-1a over the save format's version and the save's payload,
 //! byte for byte what [`World::save`] writes after its header (fed to the hash as it is

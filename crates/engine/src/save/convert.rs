@@ -81,7 +81,12 @@ fn to_tf(rows: [[f32; 4]; 4]) -> Transform {
 }
 
 // ----- Instances. -----
+//
+// Saves are written by `encode.rs`, from borrowed state; the owned writers below
+// (`save_instance`, `save_record`, `save_value`, `save_type`) build the records of `format.rs`
+// the long way, and the unit test in `mod.rs` checks that both write the same bytes.
 
+#[cfg(test)]
 pub(crate) fn save_instance(node: &ImageNode) -> SavedInstance {
     SavedInstance {
         id: node.id.get(),
@@ -143,7 +148,7 @@ pub(crate) fn instance_references(node: &ImageNode) -> impl Iterator<Item = Inst
     node.data.reference_targets()
 }
 
-fn save_attr(value: &AttrValue) -> SavedAttr {
+pub(crate) fn save_attr(value: &AttrValue) -> SavedAttr {
     match value {
         AttrValue::Bool(b) => SavedAttr::Bool(*b),
         AttrValue::Number(n) => SavedAttr::Number(*n),
@@ -169,7 +174,7 @@ fn load_attr(value: &SavedAttr) -> Result<AttrValue, Corrupt> {
     })
 }
 
-fn save_state(state: &BuiltinState) -> SavedState {
+pub(crate) fn save_state(state: &BuiltinState) -> SavedState {
     match state {
         BuiltinState::Plain => SavedState::Plain,
         BuiltinState::Part(p) => SavedState::Part {
@@ -467,6 +472,7 @@ pub(crate) fn load_event(saved: &SavedEvent) -> Result<Event, Corrupt> {
 
 // ----- Records. -----
 
+#[cfg(test)]
 pub(crate) fn save_record(instance: InstanceId, record: &OrphanRecord) -> SavedRecord {
     SavedRecord {
         instance: instance.get(),
@@ -533,6 +539,7 @@ pub(crate) fn load_record(saved: &SavedRecord) -> Result<OrphanRecord, Corrupt> 
     })
 }
 
+#[cfg(test)]
 fn save_value(value: &Value, out: &mut Vec<ValueNode>) {
     match value {
         Value::Number(n) => out.push(ValueNode::Number(*n)),
@@ -578,7 +585,7 @@ fn save_value(value: &Value, out: &mut Vec<ValueNode>) {
 
 /// Container lengths fit `u32` (a store never holds more elements in one value than a `u32`
 /// counts: saves are bounded well below that).
-fn count(len: usize) -> u32 {
+pub(crate) fn count(len: usize) -> u32 {
     u32::try_from(len).unwrap_or(u32::MAX)
 }
 
@@ -663,6 +670,7 @@ fn read_value(nodes: &[ValueNode], at: &mut usize, depth: usize) -> Result<Value
     })
 }
 
+#[cfg(test)]
 fn save_type(ty: &FieldType, out: &mut Vec<TypeNode>) {
     match ty {
         FieldType::Number => out.push(TypeNode::Number),

@@ -28,6 +28,7 @@
 //! into its own record and converts to the current one, what it did not hold at its defaults.
 
 mod convert;
+mod encode;
 mod format;
 
 use std::io::{Read, Write};
@@ -37,9 +38,9 @@ use hashbrown::HashSet;
 use strata_arena::{Arena, ArenaImage, ClassId, ClassRegistry, ImageIdentity, InstanceId};
 use strata_component_store::{InstanceRef, OrphanRecord, Store};
 
+use self::encode::{InstanceOut, MigrationOut, RecordOut, WorldOut};
 use self::format::{
-    FORMAT_VERSION, OLDEST_VERSION, SavedIdentity, SavedInterval, SavedMigration, SavedWorld,
-    SavedWorldV1,
+    FORMAT_VERSION, OLDEST_VERSION, SavedIdentity, SavedInterval, SavedWorld, SavedWorldV1,
 };
 use crate::error::{LoadError, SaveError};
 use crate::scene::Scene;
@@ -105,7 +106,8 @@ impl World {
 
     /// The payload a save of the world holds (after its header).
     fn payload(&self) -> Result<Vec<u8>, SaveError> {
-        postcard::to_stdvec(&self.saved()).map_err(|e| SaveError::Encode(e.to_string()))
+        self.encode(postcard::ser_flavors::StdVec::new())
+            .map_err(|e| SaveError::Encode(e.to_string()))
     }
 
     /// `hash` after it was fed the save format's version and the payload a save of the world
@@ -114,30 +116,39 @@ impl World {
         hash.bytes(&FORMAT_VERSION.to_le_bytes());
         // Save records are plain data of known lengths, which postcard always encodes; the
         // hash's flavor never refuses a byte.
-        postcard::serialize_with_flavor(&self.saved(), hash)
+        self.encode(hash)
             .expect("save records always encode, and the hash takes every byte")
     }
 
-    /// The world as save records.
-    fn saved(&self) -> SavedWorld {
+    /// Encodes the world's save records (a `SavedWorld`) into `flavor`, from the world's state
+    /// as it is (`encode.rs`).
+    fn encode<O>(
+        &self,
+        flavor: impl postcard::ser_flavors::Flavor<Output = O>,
+    ) -> postcard::Result<O> {
         let scene: &Scene = self;
         let image = scene.arena.image();
-        let mut records = Vec::new();
-        for set in scene.store.components() {
-            if let Ok(rows) = scene.store.records(set.id()) {
-                records.extend(rows.into_iter().map(|(at, record)| (at.id, record)));
-            }
-        }
-        records.extend(
-            scene
-                .store
-                .orphans()
-                .iter()
-                .map(|(at, record)| (at.id, record.clone())),
-        );
+        let rows: Vec<(InstanceRef, OrphanRecord)> = scene
+            .store
+            .components()
+            .filter_map(|set| scene.store.records(set.id()).ok())
+            .flatten()
+            .collect();
+        let mut records: Vec<(InstanceId, &OrphanRecord)> = rows
+            .iter()
+            .map(|(at, record)| (at.id, record))
+            .chain(
+                scene
+                    .store
+                    .orphans()
+                    .iter()
+                    .map(|(at, record)| (at.id, record)),
+            )
+            .collect();
         records.sort_by(|a, b| (a.0, &a.1.component).cmp(&(b.0, &b.1.component)));
+        let migrations = self.saved_migrations();
         let fixed = self.fixed_step();
-        SavedWorld {
+        let world = WorldOut {
             own_range: convert::range_code(image.own_range),
             next_id: image.next_id,
             frame: self.frame(),
@@ -145,12 +156,18 @@ impl World {
             fixed_carried: self.fixed_carried(),
             game: scene.game().get(),
             workspace: scene.workspace().get(),
-            instances: image.nodes.iter().map(convert::save_instance).collect(),
+            instances: image.nodes.iter().map(InstanceOut::of).collect(),
             records: records
                 .iter()
-                .map(|(id, record)| convert::save_record(*id, record))
+                .map(|(id, record)| RecordOut::of(*id, record))
                 .collect(),
-            migrations: self.saved_migrations(),
+            migrations: migrations
+                .iter()
+                .map(|(id, component, record)| MigrationOut {
+                    component,
+                    record: RecordOut::of(*id, record),
+                })
+                .collect(),
             intervals: self
                 .interval_waits()
                 .into_iter()
@@ -161,21 +178,18 @@ impl World {
                 creations: identity.creations,
                 persistent_ids: identity.persistent_ids,
             }),
-            doomed: image.doomed.iter().map(convert::save_instance).collect(),
-            reclaimable: image
-                .reclaimable
-                .iter()
-                .map(convert::save_instance)
-                .collect(),
+            doomed: image.doomed.iter().map(InstanceOut::of).collect(),
+            reclaimable: image.reclaimable.iter().map(InstanceOut::of).collect(),
             events: image.events.iter().map(convert::save_event).collect(),
-        }
+        };
+        postcard::serialize_with_flavor(&world, flavor)
     }
 }
 
 impl World {
     /// Every pending migration input, placed or waiting, of a live instance, by instance id
     /// then component name.
-    fn saved_migrations(&self) -> Vec<SavedMigration> {
+    fn saved_migrations(&self) -> Vec<(InstanceId, String, &OrphanRecord)> {
         let scene: &Scene = self;
         let placed = scene
             .store
@@ -191,12 +205,7 @@ impl World {
             .map(|(id, name, record)| (*id, name.clone(), record));
         let mut all: Vec<(InstanceId, String, &OrphanRecord)> = placed.chain(waiting).collect();
         all.sort_by(|a, b| (a.0, &a.1).cmp(&(b.0, &b.1)));
-        all.into_iter()
-            .map(|(id, component, record)| SavedMigration {
-                component,
-                record: convert::save_record(id, record),
-            })
-            .collect()
+        all
     }
 }
 
@@ -444,4 +453,172 @@ fn build(saved: &SavedWorld, threads: usize) -> Result<World, LoadError> {
     world.set_clock(saved.frame, fixed, saved.fixed_carried);
     world.set_waiting_intervals(intervals);
     Ok(world)
+}
+
+#[cfg(test)]
+mod tests {
+    use strata_arena::{AttrValue, ClassId};
+    use strata_component_store::{ComponentDef, FieldDef, ListValue, Value};
+
+    use super::format::SavedMigration;
+    use super::*;
+    use crate::systems::SystemSpec;
+
+    /// The save records of `world`, built the long way: every record owned, as `format.rs`
+    /// declares it.
+    fn owned(world: &World) -> SavedWorld {
+        let scene: &Scene = world;
+        let image = scene.arena.image();
+        let mut records = Vec::new();
+        for set in scene.store.components() {
+            if let Ok(rows) = scene.store.records(set.id()) {
+                records.extend(rows.into_iter().map(|(at, record)| (at.id, record)));
+            }
+        }
+        records.extend(
+            scene
+                .store
+                .orphans()
+                .iter()
+                .map(|(at, record)| (at.id, record.clone())),
+        );
+        records.sort_by(|a, b| (a.0, &a.1.component).cmp(&(b.0, &b.1.component)));
+        let fixed = world.fixed_step();
+        SavedWorld {
+            own_range: convert::range_code(image.own_range),
+            next_id: image.next_id,
+            frame: world.frame(),
+            fixed_step: (fixed.seconds(), fixed.max_steps()),
+            fixed_carried: world.fixed_carried(),
+            game: scene.game().get(),
+            workspace: scene.workspace().get(),
+            instances: image.nodes.iter().map(convert::save_instance).collect(),
+            records: records
+                .iter()
+                .map(|(id, record)| convert::save_record(*id, record))
+                .collect(),
+            migrations: world
+                .saved_migrations()
+                .into_iter()
+                .map(|(id, component, record)| SavedMigration {
+                    component,
+                    record: convert::save_record(id, record),
+                })
+                .collect(),
+            intervals: world
+                .interval_waits()
+                .into_iter()
+                .map(|(system, waited)| SavedInterval { system, waited })
+                .collect(),
+            identity: image.identity.map(|identity| SavedIdentity {
+                seed: identity.seed,
+                creations: identity.creations,
+                persistent_ids: identity.persistent_ids,
+            }),
+            doomed: image.doomed.iter().map(convert::save_instance).collect(),
+            reclaimable: image
+                .reclaimable
+                .iter()
+                .map(convert::save_instance)
+                .collect(),
+            events: image.events.iter().map(convert::save_event).collect(),
+        }
+    }
+
+    const EVERYTHING: &str = r#"return component {
+        fields = {
+            n = number(1.5), i = integer(-3), b = boolean(true), t = text("hi"),
+            e = enum({ "low", "high" }, "high"), v = vector(1, 2, 3), m = transform(),
+            r = ref(), l = list(ref()), k = map(text(), integer(0)),
+            s = struct({ color = text("white"), raised = boolean(false) }),
+            o = optional(text("")), d = buffer(),
+        },
+    }"#;
+
+    /// A world holding every kind of value, a typed orphan record (a Luau component whose
+    /// definition was removed), migration input, tombstones, queued events and an interval
+    /// wait, encodes to the bytes of its owned records.
+    #[test]
+    fn a_save_writes_the_bytes_of_its_owned_records() {
+        let mut world = World::with_seed(1, 5).expect("a world");
+        world
+            .add_system(SystemSpec::new("slow", |_: &mut crate::Ctx<'_>| Ok(())).with_interval(2.0))
+            .expect("a system");
+        let definition = world
+            .define_luau("Every", EVERYTHING, None)
+            .expect("a definition");
+        let health = world
+            .define(ComponentDef::new("Health").field(FieldDef::number("hp", 3.0)))
+            .expect("a component");
+        world.sync_definitions();
+        let (every, l) = world.field_named("Every", "l").expect("a field");
+        let workspace = world.workspace();
+        let a = world
+            .create(ClassId::PART, Some(workspace))
+            .expect("a part");
+        let b = world
+            .create(ClassId::MODEL, Some(workspace))
+            .expect("a model");
+        world
+            .add(
+                a,
+                every,
+                [(
+                    l,
+                    Value::List(ListValue::from_vec(vec![Value::Reference(Some(b))])),
+                )],
+            )
+            .expect("a row");
+        world.add(b, every, []).expect("a row");
+        world.add(b, health, []).expect("a row");
+        world.step(0.5).expect("a frame");
+        // The definition goes: its rows stay as orphan records that keep their types.
+        world.destroy(definition).expect("a destruction");
+        world.step(0.5).expect("a frame");
+        let c = world.create(ClassId::FOLDER, Some(b)).expect("a folder");
+        world
+            .set_attribute(c, "to", Some(AttrValue::Reference(Some(a))))
+            .expect("an attribute");
+        world.tag(c, "doomed").expect("a tag");
+        world.set_parent(a, Some(b)).expect("a move");
+        world.destroy(c).expect("a destruction");
+        assert!(
+            world
+                .store()
+                .orphans()
+                .iter()
+                .any(|(_, r)| r.types.is_some())
+        );
+        assert!(!world.pending_events().is_empty());
+        let expected = postcard::to_stdvec(&owned(&world)).expect("owned records encode");
+        assert_eq!(world.payload().expect("a payload"), expected);
+
+        // Migration input: a load under a newer schema keeps the old values.
+        let mut file = Vec::new();
+        world.save(&mut file).expect("a save");
+        let mut loaded = World::load_with_threads(file.as_slice(), 1).expect("a load");
+        let level = loaded
+            .define_luau(
+                "Level",
+                "return component { version = 1, fields = { x = integer(1) } }",
+                None,
+            )
+            .expect("a definition");
+        loaded.sync_definitions();
+        let (component, _) = loaded.field_named("Level", "x").expect("a field");
+        loaded.add(a, component, []).expect("a row");
+        let mut file = Vec::new();
+        loaded.save(&mut file).expect("a save");
+        let mut migrated = World::load_with_threads(file.as_slice(), 1).expect("a load");
+        migrated
+            .set_definition_source(
+                level,
+                r#"return component { version = 2, fields = { y = integer(1, { formerNames = { "x" } }) } }"#,
+            )
+            .expect("a new version");
+        migrated.sync_definitions();
+        assert!(migrated.store().migration_inputs().next().is_some());
+        let expected = postcard::to_stdvec(&owned(&migrated)).expect("owned records encode");
+        assert_eq!(migrated.payload().expect("a payload"), expected);
+    }
 }
