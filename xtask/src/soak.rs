@@ -90,6 +90,12 @@ pub(crate) const MODELS: &[Model] = &[
     },
     Model {
         package: "strata",
+        module: "model",
+        test: "a_loaded_world_steps_as_the_world_it_was_saved_from",
+        cases: 64,
+    },
+    Model {
+        package: "strata",
         module: "rollback",
         test: "a_restore_gives_back_everything_a_full_copy_kept",
         cases: 96,

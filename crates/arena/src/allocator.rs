@@ -103,6 +103,23 @@ impl IdAllocator {
         self.created + 1
     }
 
+    /// How many creation counters were taken.
+    pub(crate) fn creations_taken(&self) -> u64 {
+        self.created
+    }
+
+    /// How many persistent-id counter values were taken.
+    pub(crate) fn persistent_taken(&self) -> u64 {
+        self.persistent
+    }
+
+    /// Continues the creation and persistent-id counters of another arena (rebuilt from its
+    /// image): each moves up to the other's, never down.
+    pub(crate) fn continue_counters(&mut self, created: u64, persistent: u64) {
+        self.created = self.created.max(created);
+        self.persistent = self.persistent.max(persistent);
+    }
+
     /// The next persistent-id counter value.
     pub(crate) fn next_persistent(&mut self) -> u64 {
         self.persistent += 1;

@@ -137,7 +137,7 @@ pub use crate::event::{
     DestroyedBatch, Doomed, Event, Lineage, MovedIds, PartWrite, PartWriteKind, TopologyChange,
 };
 pub use crate::id::{ArenaId, Guid, IdRange, InstanceId, PersistentId, Slot};
-pub use crate::image::{ArenaImage, ImageNode};
+pub use crate::image::{ArenaImage, ImageIdentity, ImageNode};
 pub use crate::journal::{BoundedJournal, HistoryUnavailable, JournalRead};
 pub use crate::lifecycle::{BulkDestruction, Destruction, DoomedList, Drained, LifecycleScope};
 pub use crate::math::{Color3, Transform, UDim2, Vec3};

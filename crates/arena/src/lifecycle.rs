@@ -14,6 +14,7 @@
 //! scopes (subjects with their token serials) are kept by the snapshot the arena reads through,
 //! since its reads consult them.
 
+use std::panic::{AssertUnwindSafe, catch_unwind, resume_unwind};
 use std::sync::Arc;
 
 use crate::arena::Arena;
@@ -161,6 +162,21 @@ pub(crate) struct Reclamation {
 }
 
 impl Reclamation {
+    /// The queues of an arena rebuilt from an image: `doomed` awaiting the drain that reports
+    /// them, `reclaimable` the drain that releases their slots.
+    pub(crate) fn imaged(doomed: Vec<Doomed>, reclaimable: Vec<Doomed>) -> Self {
+        Self {
+            doomed,
+            reclaimable,
+        }
+    }
+
+    /// The two queues, in order: those awaiting the drain that reports them, and those
+    /// awaiting the drain that releases their slots.
+    pub(crate) fn queues(&self) -> (&[Doomed], &[Doomed]) {
+        (&self.doomed, &self.reclaimable)
+    }
+
     /// Queues a destroyed subtree for the next drain and returns its list.
     fn doom(&mut self, subtree: &Subtree) -> DoomedList {
         if let MovedIds::One(id) = *subtree.moved() {
@@ -437,15 +453,20 @@ impl Arena {
         }
     }
 
-    /// Runs `read` with a lifecycle scope open on `subject`, then closes it.
+    /// Runs `read` with a lifecycle scope open on `subject`, then closes it. A `read` that
+    /// panics still closes the scope before the panic goes on to the caller, so the arena is
+    /// not left refusing drains and save points ([`ArenaError::ScopeOpen`]).
     pub fn with_lifecycle_scope<R>(
         &mut self,
         subject: InstanceId,
         read: impl FnOnce(&Snapshot) -> R,
     ) -> Result<R, ArenaError> {
         let scope = self.enter_lifecycle_scope(subject)?;
-        let result = read(&self.state);
+        let result = catch_unwind(AssertUnwindSafe(|| read(&self.state)));
         self.exit_lifecycle_scope(scope)?;
-        Ok(result)
+        match result {
+            Ok(result) => Ok(result),
+            Err(panic) => resume_unwind(panic),
+        }
     }
 }

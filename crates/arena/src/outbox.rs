@@ -82,6 +82,12 @@ impl Outbox {
         self.topology_log.push(change);
     }
 
+    /// Queues `events` as they are, after the ones queued (an arena rebuilt from an image, whose
+    /// events are queued exactly as imaged, without joining creations into ranges).
+    pub(crate) fn queue_imaged(&mut self, events: &[Event]) {
+        self.events.extend_from_slice(events);
+    }
+
     /// Takes every queued event (a drain).
     pub(crate) fn take_events(&mut self) -> Vec<Event> {
         std::mem::take(&mut self.events)

@@ -126,6 +126,20 @@ enum ReservedSlots {
     List(Vec<Slot>),
 }
 
+impl ReservedSlots {
+    /// Appends the slots in the order a release gives them back to the free pool: the last
+    /// first, so the pool hands them out again in reservation order.
+    fn released_order(&self, out: &mut Vec<Slot>) {
+        match self {
+            ReservedSlots::Run { first, len } => {
+                let len = u32::try_from(*len).expect("reservations are checked to fit u32");
+                out.extend((0..len).rev().map(|k| Slot(first.0 + k)));
+            }
+            ReservedSlots::List(slots) => out.extend(slots.iter().rev()),
+        }
+    }
+}
+
 impl Reservation {
     /// The arena that issued this reservation.
     pub fn arena(&self) -> ArenaId {
@@ -227,9 +241,21 @@ impl Reservations {
         self.held.len() - self.inbox.lock().len()
     }
 
-    /// Whether no reservation is held, by a token or left behind by a dropped one.
-    pub(crate) fn holds_nothing(&self) -> bool {
-        self.held.is_empty()
+    /// When every live reservation was left behind by a dropped token, the slots they hold in
+    /// the order [`Arena::sweep_abandoned`] would give them back to the free pool; `None` while
+    /// a token still holds one. Read under one lock of the inbox, so a token dropped meanwhile
+    /// cannot make the answer inconsistent.
+    pub(crate) fn abandoned_slots(&self) -> Option<Vec<Slot>> {
+        let inbox = self.inbox.lock();
+        let live = |abandoned: &&Abandoned| self.is_live(abandoned.serial);
+        if inbox.iter().filter(live).count() != self.held.len() {
+            return None;
+        }
+        let mut slots = Vec::new();
+        for abandoned in inbox.iter().filter(live) {
+            abandoned.slots.released_order(&mut slots);
+        }
+        Some(slots)
     }
 
     /// Whether a live reservation holds `id`.
@@ -497,18 +523,10 @@ impl Arena {
     /// Takes a reservation out of the registry and returns its slots to the free pool.
     fn give_back(&mut self, serial: u64, ids: &ReservedIds, slots: &ReservedSlots) {
         self.reservations.close(serial, ids);
-        match slots {
-            ReservedSlots::Run { first, len } => {
-                let len = u32::try_from(*len).expect("reservations are checked to fit u32");
-                for k in (0..len).rev() {
-                    self.slots.release(Slot(first.0 + k));
-                }
-            }
-            ReservedSlots::List(slots) => {
-                for &slot in slots.iter().rev() {
-                    self.slots.release(slot);
-                }
-            }
+        let mut released = Vec::new();
+        slots.released_order(&mut released);
+        for slot in released {
+            self.slots.release(slot);
         }
     }
 

@@ -12,7 +12,9 @@
 //! revision clock continues and every domain that differs takes a fresh tick, and journal
 //! entries written since are retracted without their numbers being reissued (a reader that saw
 //! one is refused). Both refuse, changing nothing, inside a construction batch or a lifecycle
-//! scope and while a reservation is held; restore also refuses another arena's save point.
+//! scope and while a token holds a reservation; restore also refuses another arena's save point.
+//! A reservation whose token was dropped counts as released, as the next drain releases it: a
+//! save point holds its slots as free, and a restore releases it before it puts the state back.
 
 use crate::allocator::SlotPool;
 use crate::arena::Arena;
@@ -51,14 +53,24 @@ impl Arena {
     /// Everything needed to make this arena what it is now again: see [`Arena::restore`].
     ///
     /// Refused inside a construction batch ([`ArenaError::BatchInProgress`]), inside a
-    /// lifecycle scope ([`ArenaError::ScopeOpen`]) and while a reservation is held
-    /// ([`ArenaError::ReservationHeld`]), where a later restore could not be exact.
+    /// lifecycle scope ([`ArenaError::ScopeOpen`]) and while a token holds a reservation
+    /// ([`ArenaError::ReservationHeld`]), where a later restore could not be exact. A
+    /// reservation whose token was dropped is taken as released, as the next drain or
+    /// restore releases it: the save point's free slots include the slots it held.
     pub fn save_point(&self) -> Result<SavePoint, ArenaError> {
-        self.check_restorable()?;
+        self.check_between_batches()?;
+        let abandoned = self
+            .reservations
+            .abandoned_slots()
+            .ok_or(ArenaError::ReservationHeld)?;
+        let mut slots = self.slots.clone();
+        for slot in abandoned {
+            slots.release(slot);
+        }
         Ok(SavePoint {
             arena: self.arena_id(),
             state: self.state.without_scopes(),
-            slots: self.slots.clone(),
+            slots,
             reclamation: self.reclamation.clone(),
             events: self.outbox.events().to_vec(),
             topology_head: self.outbox.topology_log().head(),
@@ -92,14 +104,6 @@ impl Arena {
         self.reclamation = point.reclamation.clone();
         self.outbox
             .restore(&point.events, point.topology_head, point.part_head);
-        Ok(())
-    }
-
-    fn check_restorable(&self) -> Result<(), ArenaError> {
-        self.check_between_batches()?;
-        if !self.reservations.holds_nothing() {
-            return Err(ArenaError::ReservationHeld);
-        }
         Ok(())
     }
 

@@ -17,6 +17,8 @@
 //! shortest length since then, and every row there was added after the baseline; a row that
 //! moved since its last change was logged where it went.)
 
+use std::panic::{AssertUnwindSafe, catch_unwind};
+
 use strata_arena::InstanceId;
 
 use crate::changes::ChangeLog;
@@ -24,6 +26,9 @@ use crate::column::Scalar;
 use crate::def::FieldId;
 use crate::dirty::{DirtyBits, DirtyDone, DirtyPart, FieldMask};
 use crate::set::Tick;
+
+/// What a caught panic carries, to resume it once the tracking is whole again.
+pub(crate) type Panic = Box<dyn std::any::Any + Send>;
 
 /// A set's change tracking (see the module invariant).
 #[derive(Clone, Debug)]
@@ -243,7 +248,9 @@ impl TrackMut<'_> {
     /// `values` and `reads`), where `values` is that field's column: each result that differs
     /// bit for bit is stored and recorded at `tick` like [`TrackMut::mark`], one word of dirty
     /// bits at a time, the change log prepared at the first change for the rows from it on (as
-    /// every pass does). Returns how many rows changed.
+    /// every pass does). Returns how many rows changed, and the panic of `f` if it panicked:
+    /// then every row stored before the panic is recorded (changed tick, log entry when the log
+    /// takes the pass, dirty bit) and the caller completes the pass before it resumes the panic.
     #[inline]
     pub(crate) fn dense<T: Scalar, R>(
         &mut self,
@@ -253,98 +260,122 @@ impl TrackMut<'_> {
         start: usize,
         tick: Tick,
         mut f: impl FnMut(&T, &R) -> T,
-    ) -> usize {
+    ) -> (usize, Option<Panic>) {
         let n = values.len().min(reads.len()).min(self.ids.len());
-        let mut row = start;
-        // Nothing is prepared before the first change.
-        loop {
-            if row >= n {
-                return 0;
-            }
-            let next = f(&values[row], &reads[row]);
-            if !values[row].identical(&next) {
-                values[row] = next;
-                break;
-            }
-            row += 1;
-        }
+        let len = self.ids.len();
         let track = &mut *self.track;
-        let logging = track.log.prepare(n - row, self.ids.len(), tick);
-        if logging && track.changed[row] < tick {
-            track.log.push(tick, row, self.ids.len());
-        }
-        track.changed[row] = tick;
-        track.dirty.mark(row, field.index());
         let field = field.index();
-        let mut count = 1;
-        row += 1;
-        while row < n {
-            let word = row / 64;
-            let end = ((word + 1) * 64).min(n);
-            let mut mask = 0u64;
-            if logging {
-                let rows = values[row..end]
-                    .iter_mut()
-                    .zip(&reads[row..end])
-                    .zip(&mut track.changed[row..end]);
-                for (r, ((value, read), changed)) in (row..end).zip(rows) {
-                    let next = f(value, read);
-                    if !value.identical(&next) {
-                        *value = next;
-                        if *changed < tick {
-                            track.log.push(tick, r, self.ids.len());
-                        }
-                        *changed = tick;
-                        mask |= 1 << (r % 64);
-                    }
+        let mut count = 0;
+        // The word being written and the bits of its rows stored but not yet recorded in the
+        // dirty bits (nor, in the plain loop, in the changed ticks): what a panic of `f`
+        // leaves to record.
+        let mut word = 0;
+        let mut stored = 0u64;
+        let run = catch_unwind(AssertUnwindSafe(|| {
+            let mut row = start;
+            // Nothing is prepared before the first change.
+            loop {
+                if row >= n {
+                    return;
                 }
-            } else if !std::mem::needs_drop::<T>() {
-                // Plain values: every result is stored (storing the same bits changes nothing),
-                // so the loop has no branch, and the word's ticks follow its mask afterwards.
-                let first_bit = row % 64;
-                let mut bits = 0u64;
-                let (word_values, word_reads) = (&mut values[row..end], &reads[row..end]);
-                for j in 0..word_values.len().min(word_reads.len()) {
-                    let next = f(&word_values[j], &word_reads[j]);
-                    bits |= u64::from(!word_values[j].identical(&next)) << j;
-                    word_values[j] = next;
+                let next = f(&values[row], &reads[row]);
+                if !values[row].identical(&next) {
+                    values[row] = next;
+                    break;
                 }
-                mask = bits << first_bit;
-                let width = end - row;
-                let full = if width == 64 {
-                    u64::MAX
-                } else {
-                    ((1u64 << width) - 1) << first_bit
-                };
-                let changed = &mut track.changed[row..end];
-                if mask == full {
-                    changed.fill(tick);
-                } else {
-                    let mut rest = mask;
-                    while rest != 0 {
-                        changed[rest.trailing_zeros() as usize - first_bit] = tick;
-                        rest &= rest - 1;
-                    }
-                }
-            } else {
-                let rows = values[row..end]
-                    .iter_mut()
-                    .zip(&reads[row..end])
-                    .zip(&mut track.changed[row..end]);
-                for (bit, ((value, read), changed)) in (row % 64..).zip(rows) {
-                    let next = f(value, read);
-                    if !value.identical(&next) {
-                        *value = next;
-                        *changed = tick;
-                        mask |= 1 << bit;
-                    }
-                }
+                row += 1;
             }
-            track.dirty.mark_word(field, word, mask);
-            count += mask.count_ones() as usize;
-            row = end;
+            let logging = track.log.prepare(n - row, len, tick);
+            if logging && track.changed[row] < tick {
+                track.log.push(tick, row, len);
+            }
+            track.changed[row] = tick;
+            track.dirty.mark(row, field);
+            count = 1;
+            row += 1;
+            while row < n {
+                word = row / 64;
+                let end = ((word + 1) * 64).min(n);
+                if logging {
+                    let rows = values[row..end]
+                        .iter_mut()
+                        .zip(&reads[row..end])
+                        .zip(&mut track.changed[row..end]);
+                    for (r, ((value, read), changed)) in (row..end).zip(rows) {
+                        let next = f(value, read);
+                        if !value.identical(&next) {
+                            *value = next;
+                            if *changed < tick {
+                                track.log.push(tick, r, len);
+                            }
+                            *changed = tick;
+                            stored |= 1 << (r % 64);
+                        }
+                    }
+                } else if !std::mem::needs_drop::<T>() {
+                    // Plain values: every result is stored (storing the same bits changes
+                    // nothing), so the loop has no branch, and the word's ticks follow its mask
+                    // afterwards.
+                    let first_bit = row % 64;
+                    let (word_values, word_reads) = (&mut values[row..end], &reads[row..end]);
+                    for j in 0..word_values.len().min(word_reads.len()) {
+                        let next = f(&word_values[j], &word_reads[j]);
+                        stored |= u64::from(!word_values[j].identical(&next)) << (first_bit + j);
+                        word_values[j] = next;
+                    }
+                    let width = end - row;
+                    let full = if width == 64 {
+                        u64::MAX
+                    } else {
+                        ((1u64 << width) - 1) << first_bit
+                    };
+                    let changed = &mut track.changed[row..end];
+                    if stored == full {
+                        changed.fill(tick);
+                    } else {
+                        let mut rest = stored;
+                        while rest != 0 {
+                            changed[rest.trailing_zeros() as usize - first_bit] = tick;
+                            rest &= rest - 1;
+                        }
+                    }
+                } else {
+                    let rows = values[row..end]
+                        .iter_mut()
+                        .zip(&reads[row..end])
+                        .zip(&mut track.changed[row..end]);
+                    for (bit, ((value, read), changed)) in (row % 64..).zip(rows) {
+                        let next = f(value, read);
+                        if !value.identical(&next) {
+                            *value = next;
+                            *changed = tick;
+                            stored |= 1 << bit;
+                        }
+                    }
+                }
+                track.dirty.mark_word(field, word, stored);
+                count += stored.count_ones() as usize;
+                stored = 0;
+                row = end;
+            }
+        }));
+        match run {
+            Ok(()) => (count, None),
+            Err(panic) => {
+                // The rows of the word in progress that were stored before the panic: their
+                // ticks (set already, except by the plain loop) and dirty bits. Their log
+                // entries were pushed as they were stored, and the plain loop runs only when
+                // the log does not take the pass.
+                let mut rest = stored;
+                while rest != 0 {
+                    track.changed[word * 64 + rest.trailing_zeros() as usize] = tick;
+                    rest &= rest - 1;
+                }
+                track.dirty.mark_word(field, word, stored);
+                count += stored.count_ones() as usize;
+                (count, Some(panic))
+            }
         }
-        count
     }
 
     /// The tracking of field `field` cut into one share per stretch of rows, for the tasks of

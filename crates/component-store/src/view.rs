@@ -6,8 +6,13 @@
 //! (`InstalledDef::check_scalar_value`) before anything is stored, a write of an equal value
 //! changes nothing (not even the set's sharing with snapshots: the set is made private at the
 //! first actual change, unless the writer reads another field of its own set), and all the
-//! changes of one writer share one tick, taken at its first actual change.
+//! changes of one writer share one tick, taken at its first actual change. A pass whose function
+//! panics ends where it stopped: every row it stored is recorded (changed tick, change log,
+//! dirty bit, event), and the writer's tick, the store's tick and the value-write counter are
+//! brought up to date before the panic goes on, so no row is left changed after the store's
+//! tick (which a changed filter would report at every later pass).
 
+use std::panic::{AssertUnwindSafe, catch_unwind, resume_unwind};
 use std::sync::Arc;
 
 use strata_arena::InstanceId;
@@ -18,7 +23,7 @@ use crate::error::StoreError;
 use crate::set::{ComponentSet, Tick};
 use crate::shared::SharedSet;
 use crate::store::{Store, StoreEvent};
-use crate::track::TrackMut;
+use crate::track::{Panic, TrackMut};
 
 /// A set's columns addressed by field name.
 #[derive(Clone, Copy)]
@@ -235,14 +240,16 @@ impl<T: Scalar> ColumnWriter<'_, T> {
     /// where row `i` reads `reads[i]`: the tight loop for a dense pass. Equal results change
     /// nothing. Returns how many rows changed; refused, changing nothing, when a result is a
     /// value the field cannot hold (see [`ColumnWriter::check`]).
+    ///
+    /// A panic of `f` stops the pass: the rows it stored before are recorded as changed (ticks,
+    /// change log, dirty bits, events, the store's tick, the value-write counter), as if the
+    /// pass had ended there, and the panic goes on to the caller.
     pub fn update_dense<R>(
         &mut self,
         reads: &[R],
         f: impl FnMut(&T, &R) -> T,
     ) -> Result<usize, StoreError> {
-        let changed = self.dense_pass(reads, f)?;
-        self.count(changed);
-        Ok(changed)
+        self.dense_pass(reads, f)
     }
 
     /// Adds `changed` writes to the value-write counter, when this column is counted.
@@ -253,7 +260,22 @@ impl<T: Scalar> ColumnWriter<'_, T> {
         }
     }
 
-    /// [`ColumnWriter::update_dense`] without counting.
+    /// Completes a pass that changed `changed` rows at `tick`, each already recorded in the
+    /// set's tracking: the writer's tick, the store's, and the value-write counter. Then
+    /// resumes the panic of the pass's function, if it panicked, so a pass cut short by a panic
+    /// leaves the store as if it had ended at its last stored row.
+    fn end_pass(&mut self, changed: usize, tick: Tick, panic: Option<Panic>) -> usize {
+        if changed > 0 {
+            self.changed_at(tick);
+        }
+        self.count(changed);
+        if let Some(panic) = panic {
+            resume_unwind(panic);
+        }
+        changed
+    }
+
+    /// [`ColumnWriter::update_dense`].
     fn dense_pass<R>(
         &mut self,
         reads: &[R],
@@ -295,30 +317,26 @@ impl<T: Scalar> ColumnWriter<'_, T> {
             track.mark(row, field, tick);
             changed += 1;
         }
-        changed += track.dense(field, values, reads, start, tick, f);
-        if changed > 0 {
-            self.changed_at(tick);
-        }
-        Ok(changed)
+        let (more, panic) = track.dense(field, values, reads, start, tick, f);
+        Ok(self.end_pass(changed + more, tick, panic))
     }
 
     /// Writes `f(current, k)` into row `rows(k).0` for `k` in `0..n`; the generic tight loop
     /// behind dense and indexed passes (`rows(k).1` is handed back to `f` as its read index).
     /// Rows past the end are skipped; equal results change nothing. Returns how many rows
     /// changed; refused, changing nothing, when a result is a value the field cannot hold
-    /// (see [`ColumnWriter::check`]).
+    /// (see [`ColumnWriter::check`]). A panic of `f` stops the pass as it does
+    /// [`ColumnWriter::update_dense`]: what was stored before it is recorded.
     pub fn update_indexed(
         &mut self,
         n: usize,
         rows: impl FnMut(usize) -> (usize, usize),
         f: impl FnMut(&T, usize) -> T,
     ) -> Result<usize, StoreError> {
-        let changed = self.indexed_pass(n, rows, f)?;
-        self.count(changed);
-        Ok(changed)
+        self.indexed_pass(n, rows, f)
     }
 
-    /// [`ColumnWriter::update_indexed`] without counting.
+    /// [`ColumnWriter::update_indexed`].
     fn indexed_pass(
         &mut self,
         n: usize,
@@ -346,7 +364,8 @@ impl<T: Scalar> ColumnWriter<'_, T> {
                 }
                 changed += usize::from(self.store(row, next)?);
             }
-            return Ok(changed);
+            let tick = self.tick();
+            return Ok(self.end_pass(changed, tick, None));
         }
         // While the set may be shared, compute without storing until a result differs.
         let mut k = 0;
@@ -375,50 +394,65 @@ impl<T: Scalar> ColumnWriter<'_, T> {
             changed += usize::from(self.store(row, next)?);
         }
         let tick = self.tick();
-        match &mut self.target {
+        // Every row is recorded as it is stored, so a panic of `f` leaves only the writer's
+        // and the store's ticks and the counter to complete (`end_pass`).
+        let mut refused = None;
+        let run = match &mut self.target {
             Target::Bound { values, track } => {
-                let mut changed_here = 0;
-                for k in k..n {
-                    let (row, read) = rows(k);
-                    let Some(current) = values.get_mut(row) else {
-                        continue;
-                    };
-                    let next = f(current, read);
-                    if !current.identical(&next) {
-                        *current = next;
-                        if !prepared {
-                            track.prepare(n - k, tick);
-                            prepared = true;
-                        }
-                        track.mark(row, self.field, tick);
-                        changed_here += 1;
-                        if self.observed {
-                            self.events.push(StoreEvent::Changed {
-                                id: track.id(row),
-                                component: self.component,
-                                field: self.field,
-                            });
+                let (field, observed, component) = (self.field, self.observed, self.component);
+                let events = &mut *self.events;
+                let changed = &mut changed;
+                catch_unwind(AssertUnwindSafe(|| {
+                    for k in k..n {
+                        let (row, read) = rows(k);
+                        let Some(current) = values.get_mut(row) else {
+                            continue;
+                        };
+                        let next = f(current, read);
+                        if !current.identical(&next) {
+                            *current = next;
+                            if !prepared {
+                                track.prepare(n - k, tick);
+                                prepared = true;
+                            }
+                            track.mark(row, field, tick);
+                            *changed += 1;
+                            if observed {
+                                events.push(StoreEvent::Changed {
+                                    id: track.id(row),
+                                    component,
+                                    field,
+                                });
+                            }
                         }
                     }
-                }
-                if changed_here > 0 {
-                    self.changed_at(tick);
-                }
-                changed += changed_here;
+                }))
             }
             Target::Set(_) | Target::Shared(_) | Target::Moving => {
-                for k in k..n {
-                    let (row, read) = rows(k);
-                    let Some(current) = self.values().get(row).cloned() else {
-                        continue;
-                    };
-                    let next = f(&current, read);
-                    self.check(&next)?;
-                    changed += usize::from(self.store(row, next)?);
-                }
+                catch_unwind(AssertUnwindSafe(|| {
+                    for k in k..n {
+                        let (row, read) = rows(k);
+                        let Some(current) = self.values().get(row).cloned() else {
+                            continue;
+                        };
+                        let next = f(&current, read);
+                        let stored = self.check(&next).and_then(|()| self.store(row, next));
+                        match stored {
+                            Ok(stored) => changed += usize::from(stored),
+                            Err(error) => {
+                                refused = Some(error);
+                                return;
+                            }
+                        }
+                    }
+                }))
             }
+        };
+        let changed = self.end_pass(changed, tick, run.err());
+        match refused {
+            Some(error) => Err(error),
+            None => Ok(changed),
         }
-        Ok(changed)
     }
 
     /// Prepares the change log at a pass's first change for the `remaining` positions from it

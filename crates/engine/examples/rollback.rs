@@ -94,8 +94,8 @@ fn rollback_loop() -> Result<(), Box<dyn std::error::Error>> {
         straight.get::<f64>(player2, body2, x)?
     );
     assert_eq!(
-        world.hash(),
-        straight.hash(),
+        world.state_hash(),
+        straight.state_hash(),
         "rollback and a straight run agree"
     );
     println!(

@@ -169,7 +169,7 @@ fn tour(threads: usize) -> Result<u64, Box<dyn std::error::Error>> {
         world.step(0.25)?;
     }
     println!("{}", world.stats_table());
-    Ok(world.hash())
+    Ok(world.state_hash())
 }
 
 fn main() -> Result<(), Box<dyn std::error::Error>> {

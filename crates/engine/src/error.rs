@@ -96,6 +96,10 @@ pub enum SystemError {
     /// The system panicked; the panic was caught and is not resumed.
     #[error("the system panicked: {0}")]
     Panicked(String),
+    /// A lifecycle listener ([`World::on_lifecycle`](crate::World::on_lifecycle)) panicked
+    /// while the frame's end delivered an event; the panic was caught and is not resumed.
+    #[error("a lifecycle listener panicked: {0}")]
+    ListenerPanicked(String),
     /// The system reported a failure of its own.
     #[error("{0}")]
     Failed(String),
@@ -166,11 +170,14 @@ pub enum LoadError {
     #[error("not a Strata save file")]
     NotASave,
     /// The file is of a save format this build does not read.
-    #[error("save format version {found} is not supported (this build reads version {supported})")]
+    #[error(
+        "save format version {found} is not supported (this build reads versions 1 to {supported})"
+    )]
     UnsupportedVersion {
         /// The version in the file.
         found: u32,
-        /// The version this build reads.
+        /// The newest version this build reads (and writes); it reads every version from 1 up
+        /// to it.
         supported: u32,
     },
     /// The file ends before its header says it should.

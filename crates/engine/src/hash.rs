@@ -1,35 +1,40 @@
-//! World hashes: one 64-bit number for everything a world holds, to compare runs (thread
-//! counts, replays, rollbacks).
+//! World hashes: 64-bit numbers to compare worlds (thread counts, replays, rollbacks, saves).
+//! `World::hash` costs about what `World::save` does (the encoding, from borrowed state; see
+//! `save/encode.rs`), without holding the payload.
 //!
-//! Invariant: the hash is a function of the observable state only, computed the same way in
-//! every process and build of the same version: FNV-1a over a canonical walk (instances in
-//! pre-order with every identity, name, attribute, state and tag; components by id with their
-//! rows in instance-id order, each row's ticks, values and dirty fields; orphan records; the
-//! store's tick; for a world also the frame number and the fixed-step carry). Floating-point
-//! values enter by their exact decimal form, so `-0.0` and `0.0` differ. Slots, cache state and
-//! identities of the process (arena and store ids) do not enter it. GUIDs and persistent ids
-//! do: two worlds hash alike only if they hold the same identities, as worlds made with one
-//! seed (`World::with_seed`) or loaded from one save do.
+//! Invariant: [`World::hash`] is FNV-1a over the save format's version and the save's payload,
+//! byte for byte what [`World::save`] writes after its header (fed to the hash as it is
+//! encoded, never held whole): two worlds hash alike exactly when they save the same bytes
+//! (save for a 64-bit collision), so it covers what a save holds (instances and their
+//! identities, rows, orphans, migration input, counters, the identity source, the frame, the
+//! fixed-step cadence and carry, interval waits, tombstones and queued events) and nothing a
+//! save leaves out (change tracking, slots, caches, identities of the process such as arena and
+//! store ids). [`World::state_hash`] covers that and the change tracking: the store's tick and,
+//! by component name and instance id, each row's added and changed ticks and dirty fields. Both
+//! are computed the same way in every process and build of one format version. Floating-point
+//! values enter by their bits, so `-0.0` and `0.0` differ.
 
-use std::fmt::Write as _;
+use strata_component_store::ComponentSet;
 
-use strata_component_store::FieldId;
-
-use crate::scene::Scene;
 use crate::world::World;
 
 /// FNV-1a, 64 bits.
-struct Fnv(u64);
+pub(crate) struct Fnv(u64);
 
 impl Fnv {
-    fn new() -> Self {
+    pub(crate) fn new() -> Self {
         Self(0xcbf2_9ce4_8422_2325)
     }
 
-    fn bytes(&mut self, bytes: &[u8]) {
+    #[inline]
+    pub(crate) fn byte(&mut self, byte: u8) {
+        self.0 ^= u64::from(byte);
+        self.0 = self.0.wrapping_mul(0x0100_0000_01b3);
+    }
+
+    pub(crate) fn bytes(&mut self, bytes: &[u8]) {
         for byte in bytes {
-            self.0 ^= u64::from(*byte);
-            self.0 = self.0.wrapping_mul(0x0100_0000_01b3);
+            self.byte(*byte);
         }
     }
 
@@ -41,32 +46,63 @@ impl Fnv {
         self.u64(text.len() as u64);
         self.bytes(text.as_bytes());
     }
+
+    pub(crate) fn finish(&self) -> u64 {
+        self.0
+    }
 }
 
-impl Scene {
-    /// The hash of everything the scene holds (see the module docs).
+impl postcard::ser_flavors::Flavor for Fnv {
+    type Output = u64;
+
+    #[inline]
+    fn try_push(&mut self, data: u8) -> postcard::Result<()> {
+        self.byte(data);
+        Ok(())
+    }
+
+    fn try_extend(&mut self, data: &[u8]) -> postcard::Result<()> {
+        self.bytes(data);
+        Ok(())
+    }
+
+    fn finalize(self) -> postcard::Result<u64> {
+        Ok(self.0)
+    }
+}
+
+impl World {
+    /// A hash of exactly what a save of the world holds (see the module docs): worlds that
+    /// save the same bytes hash alike, and worlds that save different bytes hash differently
+    /// (but for a 64-bit collision), in any process. A world loaded from a save hashes as the
+    /// world that wrote it. Change ticks and dirty state, which a save leaves out, are not
+    /// covered: [`World::state_hash`] covers them too.
+    ///
+    /// ```
+    /// # use strata::prelude::*;
+    /// let mut world = World::with_seed(1, 7).unwrap();
+    /// world.create(ClassId::FOLDER, None).unwrap();
+    /// let mut file = Vec::new();
+    /// world.save(&mut file).unwrap();
+    /// let loaded = World::load(file.as_slice()).unwrap();
+    /// assert_eq!(loaded.hash(), world.hash());
+    /// ```
     pub fn hash(&self) -> u64 {
+        self.save_hash(Fnv::new())
+    }
+
+    /// A hash of the world and its change tracking: what [`World::hash`] covers, and the
+    /// store's tick and every row's added and changed ticks and dirty fields. Two worlds that
+    /// ran the same operations in the same order state-hash alike; a loaded world does not
+    /// state-hash as the world it was saved from (loading restarts the ticks). The
+    /// determinism tests compare it across thread counts, lane orders and replays.
+    pub fn state_hash(&self) -> u64 {
         let mut h = Fnv::new();
-        let mut scratch = String::new();
-        let image = self.arena.image();
-        h.u64(image.next_id);
-        h.u64(image.nodes.len() as u64);
-        for node in &image.nodes {
-            h.u64(node.id.get());
-            h.text(&node.class);
-            h.u64(node.parent.map_or(0, |p| p.get()));
-            h.bytes(&node.guid.0.to_le_bytes());
-            h.u64(node.persistent_id.map_or(0, |p| p.0.get()));
-            scratch.clear();
-            let _ = write!(scratch, "{:?}", node.data);
-            h.text(&scratch);
-            for tag in &node.tags {
-                h.text(tag);
-            }
-            h.u64(u64::from(node.parent_locked));
-        }
-        h.u64(self.store.tick().0);
-        for set in self.store.components() {
+        h.u64(self.hash());
+        h.u64(self.store().tick().0);
+        let mut sets: Vec<&ComponentSet> = self.store().components().collect();
+        sets.sort_by(|a, b| a.def().name().cmp(b.def().name()));
+        for set in sets {
             h.text(set.def().name());
             let mut rows: Vec<usize> = (0..set.len()).collect();
             rows.sort_unstable_by_key(|row| set.ids()[*row]);
@@ -75,39 +111,13 @@ impl Scene {
                 h.u64(set.ids()[row].get());
                 h.u64(set.added_ticks()[row].0);
                 h.u64(set.changed_ticks()[row].0);
-                for field in 0..set.def().fields().len() {
-                    scratch.clear();
-                    let value = set.value(row, FieldId::from_index(field as u16));
-                    let _ = write!(scratch, "{value:?}");
-                    h.text(&scratch);
+                let dirty = set.dirty_mask(row);
+                h.u64(dirty.fields().count() as u64);
+                for field in dirty.fields() {
+                    h.u64(field.index() as u64);
                 }
-                scratch.clear();
-                let _ = write!(scratch, "{:?}", set.dirty_mask(row));
-                h.text(&scratch);
             }
         }
-        let mut orphans: Vec<String> = self
-            .store
-            .orphans()
-            .iter()
-            .map(|(at, record)| format!("{} {record:?}", at.id))
-            .collect();
-        orphans.sort_unstable();
-        for orphan in orphans {
-            h.text(&orphan);
-        }
-        h.0
-    }
-}
-
-impl World {
-    /// The hash of everything the world holds: its scene ([`Scene::hash`]), the frame number
-    /// and the time the fixed-step block carries. Equal worlds hash alike in any process.
-    pub fn hash(&self) -> u64 {
-        let mut h = Fnv::new();
-        h.u64(self.scene().hash());
-        h.u64(self.frame());
-        h.u64(self.fixed_carried().to_bits());
-        h.0
+        h.finish()
     }
 }

@@ -6,8 +6,9 @@
 //! counter, the simulated time, the fixed-step block's cadence and carry and every interval system's wait; taking
 //! one costs the pages' and sets' pointers plus what is queued, and restoring one costs the
 //! same plus the journal entries written since, never the world's size. A restore validates
-//! everything before it changes anything: an arena in a construction batch or holding a
-//! reservation, or a snapshot of another world, is refused with the world untouched. What only
+//! everything before it changes anything: an arena in a construction batch or a reservation
+//! still held by its token, or a snapshot of another world, is refused with the world
+//! untouched (reservations of dropped tokens count as released, as at a drain). What only
 //! moves forward keeps moving (ids, revision clock, store tick; see `Arena::restore` and
 //! `Store::restore`), and the restored store is a new identity, so queries, removal readers,
 //! handles and Luau mirrors built before the restore rebuild instead of answering from stale
@@ -31,6 +32,9 @@ pub(crate) struct Timing {
     pub(crate) carried: f64,
     /// Interval systems' accumulated waits, by system name.
     pub(crate) intervals: Vec<(String, f64)>,
+    /// Waits kept for systems the world did not have (loaded from a save, their systems not
+    /// added yet), by system name.
+    pub(crate) waiting: Vec<(String, f64)>,
 }
 
 /// What a world held at one moment ([`World::snapshot`]), to make it that again
@@ -76,7 +80,9 @@ impl WorldSnapshot {
 impl World {
     /// A snapshot of everything the world holds but code: instances, components, definitions,
     /// pending drains and events, the frame counter and the fixed-step and interval timing.
-    /// Refused inside a construction batch and while a reservation is held.
+    /// Refused inside a construction batch and while a reservation is held by its token (a
+    /// spawn staged in a live [`Stage`](crate::prelude::Stage)); the reservations of a dropped
+    /// stage count as released.
     pub fn snapshot(&self) -> Result<WorldSnapshot, WorldError> {
         Ok(WorldSnapshot {
             arena: self.scene().arena.save_point()?,

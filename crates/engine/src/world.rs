@@ -6,9 +6,9 @@
 //! with the whole scene and each run of consecutive parallel systems together on the pool, their
 //! overlays committed in scheduled order once the run has finished; then drain the arena
 //! (its events delivered to lifecycle listeners, destroyed subtrees readable in a lifecycle scope
-//! while they are), report reclaimed slots to the store, take the store's events and clear its
-//! frame state. A frame's result depends on the world and `dt` only: not on the thread count,
-//! nor on which lane finished first.
+//! while they are, a listener's panic caught, reported and its scope closed), report reclaimed
+//! slots to the store, take the store's events and clear its frame state. A frame's result
+//! depends on the world and `dt` only: not on the thread count, nor on which lane finished first.
 
 use std::ops::{Deref, DerefMut};
 use std::panic::{AssertUnwindSafe, catch_unwind};
@@ -45,7 +45,10 @@ pub struct FrameEvents {
     pub definitions: Vec<SyncReport>,
     /// Adoptions of saved or orphaned rows onto components defined in Rust.
     pub adoptions: Vec<ComponentReport>,
-    /// The systems whose runs failed (an error returned, or a panic caught), by name.
+    /// The systems whose runs failed (an error returned, or a panic caught), by name; then
+    /// the lifecycle listeners that panicked while the frame's end delivered its events, as
+    /// `lifecycle listener #N` (N counts listeners in registration order from 0), with
+    /// [`SystemError::ListenerPanicked`].
     pub errors: Vec<(String, SystemError)>,
     /// What scripts printed during the frame, in order (parallel waves and execution groups
     /// in scheduled and hierarchy order).
@@ -94,6 +97,10 @@ pub struct World {
     listeners: Vec<Listener>,
     /// The systems stopped because they ran away, in the order stopped.
     stopped: Vec<StoppedSystem>,
+    /// Interval waits a save or a snapshot kept for systems the world does not have (systems
+    /// are code, added after a load), by system name: each is given to the system of that name
+    /// when it is added ([`World::add_system`]), and saved until then.
+    waiting_intervals: Vec<(String, f64)>,
 }
 
 impl std::fmt::Debug for World {
@@ -185,6 +192,7 @@ impl World {
             events: FrameEvents::default(),
             listeners: Vec::new(),
             stopped: Vec::new(),
+            waiting_intervals: Vec::new(),
         })
     }
 
@@ -246,11 +254,13 @@ impl World {
             fixed: self.schedule.fixed_step(),
             carried: self.schedule.fixed_carried(),
             intervals,
+            waiting: self.waiting_intervals.clone(),
         }
     }
 
     /// Puts the timing a snapshot kept back: systems added since keep their waits, and those
-    /// removed since are skipped.
+    /// removed since are skipped. Waits the snapshot kept for systems not added yet wait again
+    /// (and one whose system was added since goes to it).
     pub(crate) fn set_timing(&mut self, timing: &crate::rollback::Timing) {
         self.set_clock(timing.frame, timing.time, timing.fixed, timing.carried);
         for (name, waited) in &timing.intervals {
@@ -258,6 +268,49 @@ impl World {
             if let Some(id) = self.schedule.id(name) {
                 let _ = self.schedule.set_interval_waited(id, *waited);
             }
+        }
+        self.set_waiting_intervals(timing.waiting.clone());
+    }
+
+    /// Every interval system's wait, and the waits kept for systems not added yet, by name in
+    /// name order: what a save holds of the schedule's timing beside the fixed-step block.
+    pub(crate) fn interval_waits(&self) -> Vec<(String, f64)> {
+        let mut waits: Vec<(String, f64)> = self
+            .schedule
+            .ids()
+            .filter_map(|id| {
+                let system = self.schedule.system(id).ok()?;
+                system.interval()?;
+                Some((
+                    system.name().to_owned(),
+                    self.schedule.interval_waited(id).ok()?,
+                ))
+            })
+            .chain(self.waiting_intervals.iter().cloned())
+            .collect();
+        waits.sort_by(|a, b| a.0.cmp(&b.0));
+        waits
+    }
+
+    /// Keeps interval waits by system name (from a save or a snapshot): a system of that name
+    /// the world has takes its wait now, the others wait for [`World::add_system`].
+    pub(crate) fn set_waiting_intervals(&mut self, waits: Vec<(String, f64)>) {
+        self.waiting_intervals = waits;
+        let present: Vec<SystemId> = self.schedule.ids().collect();
+        for id in present {
+            self.resume_interval(id);
+        }
+    }
+
+    /// Gives the system `id` the wait kept under its name, if one is.
+    fn resume_interval(&mut self, id: SystemId) {
+        let Ok(system) = self.schedule.system(id) else {
+            return;
+        };
+        let name = system.name();
+        if let Some(at) = self.waiting_intervals.iter().position(|(n, _)| n == name) {
+            let (_, waited) = self.waiting_intervals.swap_remove(at);
+            let _ = self.schedule.set_interval_waited(id, waited);
         }
     }
 
@@ -282,9 +335,13 @@ impl World {
         self.scene.clock.time
     }
 
-    /// Adds a system. Refused for a name already taken.
+    /// Adds a system. Refused for a name already taken. A system named as one the world was
+    /// saved with (or snapshotted with) goes on with the interval wait that one had: a loaded
+    /// world keeps the saved waits by name until their systems are added again.
     pub fn add_system(&mut self, spec: SystemSpec) -> Result<SystemId, WorldError> {
-        Ok(self.schedule.add(spec.system)?)
+        let id = self.schedule.add(spec.system)?;
+        self.resume_interval(id);
+        Ok(id)
     }
 
     /// Removes a system.
@@ -432,6 +489,8 @@ impl World {
     /// Listens to the arena's events: called at the end of every frame for each event, with
     /// the hierarchy to read; for a destruction, inside a lifecycle scope on each destroyed
     /// root, so the destroyed subtree is readable (never writable) while the listener runs.
+    /// A listener that panics is stopped for that event and reported in the frame's
+    /// [`FrameEvents::errors`]; the frame, and later ones, go on.
     pub fn on_lifecycle(&mut self, listener: impl FnMut(&Event, &Snapshot) + 'static) {
         self.listeners.push(Box::new(listener));
     }
@@ -513,7 +572,7 @@ impl World {
     fn end_frame(&mut self, events: &mut FrameEvents) -> Result<(), WorldError> {
         let drained = self.scene.arena.drain()?;
         for event in &drained.events {
-            self.deliver(event)?;
+            self.deliver(event, &mut events.errors)?;
         }
         self.scene.store.on_reclaimed(&drained.reclaimed);
         events.lifecycle = drained.events;
@@ -529,7 +588,14 @@ impl World {
     }
 
     /// Hands one arena event to every listener, in a lifecycle scope on each destroyed root.
-    fn deliver(&mut self, event: &Event) -> Result<(), WorldError> {
+    /// A listener that panics is stopped there and reported in `errors` as
+    /// `lifecycle listener #N` (N its place in registration order, from 0); the scope is closed
+    /// and the other listeners still hear the event.
+    fn deliver(
+        &mut self,
+        event: &Event,
+        errors: &mut Vec<(String, SystemError)>,
+    ) -> Result<(), WorldError> {
         if self.listeners.is_empty() {
             return Ok(());
         }
@@ -539,18 +605,22 @@ impl World {
             _ => Vec::new(),
         };
         let listeners = &mut self.listeners;
-        if roots.is_empty() {
-            for listener in listeners.iter_mut() {
-                listener(event, &self.scene.arena);
+        let mut hear = |view: &Snapshot| {
+            for (n, listener) in listeners.iter_mut().enumerate() {
+                if let Err(panic) = catch_unwind(AssertUnwindSafe(|| listener(event, view))) {
+                    errors.push((
+                        format!("lifecycle listener #{n}"),
+                        SystemError::ListenerPanicked(panic_message(panic.as_ref())),
+                    ));
+                }
             }
+        };
+        if roots.is_empty() {
+            hear(&self.scene.arena);
             return Ok(());
         }
         for root in roots {
-            self.scene.arena.with_lifecycle_scope(root, |view| {
-                for listener in listeners.iter_mut() {
-                    listener(event, view);
-                }
-            })?;
+            self.scene.arena.with_lifecycle_scope(root, &mut hear)?;
         }
         Ok(())
     }

@@ -431,10 +431,10 @@ fn staged(
             }
         }
     }
-    let before = world.hash();
+    let before = world.state_hash();
     if let Err(error) = world.commit(&mut stage) {
         assert!(
-            !error.kept || world.hash() == before,
+            !error.kept || world.state_hash() == before,
             "a commit refused before applying anything changed the world: {error:?}"
         );
     }

@@ -792,7 +792,9 @@ impl<'q> Pass<'q> {
 
     /// Writes one field of a term from its current value and a field of another term (or of
     /// another field of the same term), for every selected match, with full change tracking
-    /// and compare-before-write. Returns how many rows changed.
+    /// and compare-before-write. Returns how many rows changed. A panic of `f` ends the pass
+    /// there: the rows written before it stay written and are recorded as changed once, as
+    /// by any write (see `ColumnWriter::update_indexed`), and the panic goes on.
     pub fn update<W: Scalar, R: Scalar>(
         &self,
         store: &mut Store,
@@ -830,7 +832,7 @@ impl<'q> Pass<'q> {
     }
 
     /// Writes one field of a term from its current value, for every selected match. Returns
-    /// how many rows changed.
+    /// how many rows changed. A panic of `f` ends the pass as it ends [`Pass::update`].
     pub fn update_each<W: Scalar>(
         &self,
         store: &mut Store,

@@ -561,6 +561,13 @@ impl Snapshot {
         self.cold_mut(slot).guid = Some(guid);
     }
 
+    /// Gives the node at `slot` the persistent id `pid` without indexing it: a tombstone rebuilt
+    /// from an image keeps the persistent id it had, which no index lists (it is about to be
+    /// entombed, before any live node of the image is placed).
+    pub(crate) fn keep_persistent_id(&mut self, slot: Slot, pid: Option<PersistentId>) {
+        self.cold_mut(slot).persistent_id = pid;
+    }
+
     /// Gives the live node at `slot` the persistent id `pid` (which no other live node holds)
     /// or none, keeping the index in step.
     pub(crate) fn set_persistent_id(&mut self, slot: Slot, pid: Option<PersistentId>) {

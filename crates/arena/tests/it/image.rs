@@ -7,8 +7,8 @@ use std::sync::Arc;
 use crate::common::place;
 use proptest::prelude::*;
 use strata_arena::{
-    Arena, ArenaError, ArenaImage, AttrValue, BuiltinState, ClassId, ClassRegistry, InstanceId,
-    ModelState, Vec3,
+    Arena, ArenaError, ArenaImage, AttrValue, BuiltinState, ClassId, ClassRegistry, Event,
+    ImageNode, InstanceId, ModelState, MovedIds, Vec3,
 };
 
 fn classes() -> Arc<ClassRegistry> {
@@ -76,7 +76,7 @@ fn an_arena_rebuilt_from_its_image_is_the_same_arena() {
             rebuilt.children(*id).collect::<Vec<_>>()
         );
     }
-    assert!(rebuilt.pending_events().is_empty());
+    assert_eq!(rebuilt.pending_events(), arena.pending_events());
     assert_ne!(rebuilt.arena_id(), arena.arena_id());
     // The counter continues above everything the imaged arena issued, the destroyed id too.
     let mut rebuilt = rebuilt;
@@ -87,7 +87,8 @@ fn an_arena_rebuilt_from_its_image_is_the_same_arena() {
         rebuilt
             .insert_with_id(ids[7], ClassId::PART, None)
             .unwrap_err(),
-        ArenaError::IdRetired(ids[7])
+        ArenaError::IdInUse(ids[7]),
+        "the destroyed id is a tombstone until its drains, as in the imaged arena"
     );
     // New GUIDs are the rebuilt arena's own.
     assert!(
@@ -95,6 +96,129 @@ fn an_arena_rebuilt_from_its_image_is_the_same_arena() {
             .iter()
             .all(|id| rebuilt.get(*id).unwrap().guid() != rebuilt.get(next).unwrap().guid())
     );
+}
+
+/// What `n` creations and a persistent id ask of an arena: the GUIDs and the persistent id it
+/// hands out.
+fn identities_drawn(arena: &mut Arena, n: usize) -> Vec<String> {
+    let mut drawn = Vec::new();
+    for _ in 0..n {
+        let id = arena.create(ClassId::FOLDER, None).unwrap();
+        drawn.push(format!("{} {}", id, arena.get(id).unwrap().guid()));
+    }
+    let last = arena.create(ClassId::PART, None).unwrap();
+    drawn.push(format!("{:?}", arena.ensure_persistent_id(last).unwrap()));
+    drawn
+}
+
+#[test]
+fn an_arena_rebuilt_from_its_image_continues_its_identities() {
+    // Unseeded: the arena's own seed, from entropy.
+    let (mut arena, _) = world();
+    let image = arena.image();
+    let mut first = Arena::from_image(classes(), &image).unwrap();
+    let mut second = Arena::from_image(classes(), &image).unwrap();
+    let drawn = identities_drawn(&mut first, 3);
+    assert_eq!(
+        identities_drawn(&mut second, 3),
+        drawn,
+        "two rebuilds agree"
+    );
+    assert_eq!(
+        identities_drawn(&mut arena, 3),
+        drawn,
+        "and continue where the imaged arena would have"
+    );
+    assert_eq!(first.image(), arena.image());
+}
+
+/// An arena between two drains with everything pending: a tombstone the last drain reported,
+/// creations, a move, a subtree destroyed with tags and data, a bulk destruction. Returns it
+/// with the roots destroyed since the last drain.
+fn pending() -> (Arena, Vec<InstanceId>) {
+    let mut p = place();
+    let a = &mut p.arena;
+    let model = a.create(ClassId::MODEL, Some(p.workspace)).unwrap();
+    let parts: Vec<InstanceId> = (0..3)
+        .map(|_| a.create(ClassId::PART, Some(model)).unwrap())
+        .collect();
+    a.set_name(parts[0], "Wheel").unwrap();
+    a.add_tag(parts[0], "round").unwrap();
+    a.ensure_persistent_id(parts[1]).unwrap();
+    let loose: Vec<InstanceId> = (0..3)
+        .map(|_| a.create(ClassId::FOLDER, None).unwrap())
+        .collect();
+    let old = a.create(ClassId::FOLDER, Some(loose[0])).unwrap();
+    a.set_name(old, "Old").unwrap();
+    a.drain().unwrap();
+    a.destroy(old).unwrap();
+    a.drain().unwrap();
+    let late = a.create(ClassId::FOLDER, Some(p.workspace)).unwrap();
+    a.create(ClassId::PART, Some(late)).unwrap();
+    a.set_parent(parts[2], Some(p.workspace)).unwrap();
+    a.destroy(model).unwrap();
+    a.destroy_many(&loose[1..]).unwrap();
+    (p.arena, vec![model, loose[1], loose[2]])
+}
+
+/// What a drain shows: its events, the ids it made reclaimable and reclaimed, and each
+/// destroyed root's subtree read in a lifecycle scope.
+fn drained(arena: &mut Arena, roots: &[InstanceId]) -> String {
+    let drained = arena.drain().unwrap();
+    let ids = |doomed: &[strata_arena::Doomed]| doomed.iter().map(|d| d.id).collect::<Vec<_>>();
+    let mut shown = format!(
+        "{:?}\n{:?}\n{:?}\n",
+        drained.events,
+        ids(&drained.reclaimable),
+        ids(&drained.reclaimed)
+    );
+    for root in roots {
+        let read = arena.with_lifecycle_scope(*root, |view| {
+            std::iter::once(*root)
+                .chain(view.descendants(*root))
+                .map(|id| {
+                    let n = view.get(id).unwrap();
+                    format!(
+                        "{id} {} {} {:?} {:?} {:?}",
+                        n.name(),
+                        n.guid(),
+                        n.parent(),
+                        n.tags(),
+                        n.persistent_id()
+                    )
+                })
+                .collect::<Vec<_>>()
+        });
+        shown.push_str(&format!("{read:?}\n"));
+    }
+    shown
+}
+
+#[test]
+fn an_arena_rebuilt_from_its_image_keeps_what_waits_for_the_next_drains() {
+    let (mut arena, roots) = pending();
+    let image = arena.image();
+    let mut rebuilt = Arena::from_image(classes(), &image).unwrap();
+    assert_eq!(rebuilt.image(), image);
+    assert_eq!(rebuilt.pending_events(), arena.pending_events());
+    assert_eq!(rebuilt.tombstone_count(), arena.tombstone_count());
+    assert_eq!(rebuilt.pending_reclamation(), arena.pending_reclamation());
+    for root in &roots {
+        assert!(
+            rebuilt.get(*root).is_none() && !rebuilt.is_live(*root),
+            "a tombstone"
+        );
+    }
+    for round in 0..3 {
+        let shown = drained(&mut arena, if round == 0 { &roots } else { &[] });
+        assert_eq!(
+            drained(&mut rebuilt, if round == 0 { &roots } else { &[] }),
+            shown,
+            "drain {round}"
+        );
+        assert_eq!(rebuilt.image(), arena.image(), "drain {round}");
+    }
+    assert_eq!(rebuilt.tombstone_count(), 0);
 }
 
 #[test]
@@ -171,13 +295,117 @@ fn an_inconsistent_image_is_refused_with_a_typed_error() {
     ));
 }
 
+/// Tombstones and queued events an arena could not hold are refused, never rebuilt.
+#[test]
+fn an_image_with_impossible_tombstones_or_events_is_refused() {
+    let (arena, roots) = pending();
+    let image = arena.image();
+    Arena::from_image(classes(), &image).unwrap();
+    let refused = |why: &str, change: &dyn Fn(&mut ArenaImage)| {
+        let mut bad = image.clone();
+        change(&mut bad);
+        match Arena::from_image(classes(), &bad) {
+            Err(ArenaError::InvalidImage { .. } | ArenaError::IdInUse(_)) => {}
+            other => panic!("{why}: {:?}", other.map(|_| ())),
+        }
+    };
+    let unknown = InstanceId::new(999).unwrap();
+    let live = image.nodes[2].id;
+    let reported = image.reclaimable[0].id;
+    refused("an event naming an unknown instance", &|i| {
+        i.events.push(Event::ChildAdded {
+            parent: unknown,
+            child: live,
+        })
+    });
+    refused(
+        "an event naming a tombstone the last drain reported",
+        &|i| {
+            i.events.push(Event::AncestryChanged {
+                moved: MovedIds::One(reported),
+            })
+        },
+    );
+    refused("an empty list", &|i| {
+        i.events.push(Event::AncestryChanged {
+            moved: MovedIds::Many(Vec::new().into()),
+        })
+    });
+    refused("an empty range", &|i| {
+        i.events.push(Event::CreatedRange {
+            first: live,
+            count: 0,
+            parent: None,
+        })
+    });
+    refused("a range past every instance", &|i| {
+        i.events.push(Event::CreatedRange {
+            first: live,
+            count: u32::MAX,
+            parent: None,
+        })
+    });
+    refused("a destruction of a live instance", &|i| {
+        i.events.push(Event::Destroyed {
+            subtree: MovedIds::One(live),
+        })
+    });
+    refused("a destruction named twice", &|i| {
+        let again = i
+            .events
+            .iter()
+            .find(|e| matches!(e, Event::Destroyed { .. }))
+            .unwrap()
+            .clone();
+        i.events.push(again);
+    });
+    refused("a destruction not named", &|i| {
+        i.events.retain(|e| !matches!(e, Event::DestroyedMany(_)))
+    });
+    refused("a destruction naming part of its subtree", &|i| {
+        for e in &mut i.events {
+            if let Event::Destroyed { subtree } = e {
+                *subtree = MovedIds::One(subtree.root());
+            }
+        }
+    });
+    refused("a tombstone under a live instance", &|i| {
+        i.doomed[0].parent = Some(live)
+    });
+    refused("a tombstone before its parent", &|i| i.doomed.swap(0, 1));
+    refused("a tombstone not locked", &|i| {
+        i.doomed[1].parent_locked = false
+    });
+    refused("a tombstone also live", &|i| {
+        let twin = i.nodes[2].clone();
+        i.doomed.push(ImageNode {
+            parent: None,
+            parent_locked: true,
+            ..twin
+        });
+    });
+    refused("a tombstone in both queues", &|i| {
+        let twin = i.reclaimable[0].clone();
+        i.doomed.push(twin);
+    });
+    refused("fewer creations than instances", &|i| {
+        i.identity.as_mut().unwrap().creations = 3
+    });
+    assert!(
+        roots
+            .iter()
+            .all(|root| image.doomed.iter().any(|t| t.id == *root))
+    );
+}
+
 proptest! {
     #![proptest_config(ProptestConfig::with_cases(64))]
 
-    /// Random hierarchies (creations under random parents, moves, destructions) image and
-    /// rebuild to the same image.
+    /// Random hierarchies (creations under random parents, moves, destructions, bulk ones,
+    /// drains between them) image and rebuild to the same image, and the rebuilt arena's next
+    /// drains return what the imaged arena's return.
     #[test]
-    fn images_of_random_arenas_rebuild_exactly(ops in prop::collection::vec((0u8..4, any::<u16>(), any::<u16>()), 1..80)) {
+    fn images_of_random_arenas_rebuild_exactly(ops in prop::collection::vec((0u8..6, any::<u16>(), any::<u16>()), 1..80)) {
         let mut p = place();
         let mut live = vec![p.workspace];
         for (kind, a, b) in ops {
@@ -192,16 +420,34 @@ proptest! {
                 2 => {
                     let _ = p.arena.set_parent(pick(a), Some(pick(b)));
                 }
-                _ => {
+                3 => {
                     let id = pick(a);
                     if id != p.workspace && p.arena.destroy(id).is_ok() {
                         live.retain(|x| p.arena.is_live(*x));
                     }
                 }
+                4 => {
+                    let (x, y) = (pick(a), pick(b));
+                    if x != p.workspace && y != p.workspace && p.arena.destroy_many(&[x, y]).is_ok() {
+                        live.retain(|x| p.arena.is_live(*x));
+                    }
+                }
+                _ => {
+                    p.arena.drain().unwrap();
+                }
             }
         }
         let image = p.arena.image();
-        let rebuilt = Arena::from_image(classes(), &image).unwrap();
+        let mut rebuilt = Arena::from_image(classes(), &image).unwrap();
         prop_assert_eq!(rebuilt.image(), image);
+        for _ in 0..2 {
+            let roots: Vec<InstanceId> = p.arena.pending_events().iter().flat_map(|e| match e {
+                Event::Destroyed { subtree } => vec![subtree.root()],
+                Event::DestroyedMany(batch) => batch.roots.iter().map(|(r, _)| *r).collect(),
+                _ => Vec::new(),
+            }).collect();
+            prop_assert_eq!(drained(&mut rebuilt, &roots), drained(&mut p.arena, &roots));
+            prop_assert_eq!(rebuilt.image(), p.arena.image());
+        }
     }
 }

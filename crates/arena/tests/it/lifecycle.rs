@@ -405,3 +405,20 @@ fn destruction_clears_built_in_and_attribute_references_to_the_destroyed() {
         Some(&AttrValue::Reference(None))
     );
 }
+
+#[test]
+fn a_read_that_panics_inside_a_lifecycle_scope_still_closes_it() {
+    let mut p = place();
+    let folder = p.arena.create(ClassId::FOLDER, None).unwrap();
+    p.arena.destroy(folder).unwrap();
+    let panicked = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+        let _ = p
+            .arena
+            .with_lifecycle_scope(folder, |_| panic!("a reader fails"));
+    }));
+    assert!(panicked.is_err(), "the panic reaches the caller");
+    // The scope is closed: the tombstone is unreadable again, and drains and save points work.
+    assert!(p.arena.get(folder).is_none());
+    p.arena.save_point().unwrap();
+    p.arena.drain().unwrap();
+}

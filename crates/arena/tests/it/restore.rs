@@ -136,3 +136,30 @@ fn save_points_wait_for_open_batches_and_held_reservations() {
     arena.restore(&point).unwrap();
     assert!(arena.children(folder).next().is_none());
 }
+
+/// A reservation whose token was dropped holds nothing a caller can publish: a save point is
+/// taken over it as if the arena had released it (as its next drain would), and a restore to
+/// that point finds its slots free.
+#[test]
+fn a_save_point_is_taken_over_a_dropped_reservation() {
+    let (mut arena, folder) = arena();
+    let slots_before = arena.slot_capacity();
+    drop(arena.reserve(3).unwrap());
+    assert_eq!(arena.reserved_count(), 0);
+    let point = arena.save_point().unwrap();
+    arena.restore(&point).unwrap();
+    let made = arena.create_many(ClassId::PART, Some(folder), 3).unwrap();
+    assert_eq!(
+        arena.slot_capacity(),
+        slots_before + 3,
+        "the three slots the dropped token held are reused, none is lost"
+    );
+    assert_eq!(made.len(), 3);
+    // A reservation still held by its token keeps refusing.
+    let held = arena.reserve(1).unwrap();
+    assert_eq!(
+        arena.save_point().map(|_| ()),
+        Err(ArenaError::ReservationHeld)
+    );
+    arena.release(held).unwrap();
+}

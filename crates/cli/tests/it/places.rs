@@ -46,7 +46,8 @@ fn save(world: &strata::World) -> Vec<u8> {
 }
 
 /// Runs a place on `threads` threads, lanes shuffled by `lanes` when given, for `frames`
-/// frames; the world hash after every frame, and what it printed.
+/// frames; the world's state hash (`World::state_hash`: what a save holds and the change
+/// tracking) after every frame, and what it printed.
 fn hashes(name: &str, threads: usize, lanes: Option<u64>, frames: u64) -> (Vec<u64>, Vec<String>) {
     hashes_with(name, threads, lanes, true, frames)
 }
@@ -70,7 +71,7 @@ fn hashes_with(
         let events = world.step(place.dt()).unwrap();
         assert!(events.errors.is_empty(), "{:?}", events.errors);
         prints.extend(events.prints.iter().cloned());
-        hashes.push(world.hash());
+        hashes.push(world.state_hash());
     }
     (hashes, prints)
 }

@@ -662,7 +662,8 @@ impl ChunkRunner for Broken {
 
 /// The rows whose `n` a pass that then unwound stored (all rows held 0.0 before): each is
 /// tracked in full (changed tick within the store's, dirty and counted, listed to a reader from
-/// before or that reader told to scan, one event each) and no other row is. Returns them.
+/// before or that reader told to scan, one event each when `observed`) and no other row is.
+/// Returns them.
 #[track_caller]
 fn check_tracked_after_unwinding(
     w: &mut World,
@@ -670,6 +671,7 @@ fn check_tracked_after_unwinding(
     n: FieldId,
     ats: &[InstanceRef],
     before: Tick,
+    observed: bool,
 ) -> Vec<usize> {
     let set = w.store.set(c).unwrap();
     let values = set.values::<f64>(n).unwrap();
@@ -700,11 +702,12 @@ fn check_tracked_after_unwinding(
         })
         .collect();
     events.sort_unstable();
-    assert_eq!(
-        events,
-        ids(ats, stored.iter().copied()),
-        "one event per stored row"
-    );
+    let expected = if observed {
+        ids(ats, stored.iter().copied())
+    } else {
+        Vec::new()
+    };
+    assert_eq!(events, expected, "one event per stored row, when observed");
     stored
 }
 
@@ -729,7 +732,7 @@ fn a_pass_whose_function_panics_records_every_row_it_stored() {
             })
         }));
         assert!(unwound.is_err());
-        let stored = check_tracked_after_unwinding(&mut w, c, n, &ats, before);
+        let stored = check_tracked_after_unwinding(&mut w, c, n, &ats, before, true);
         // The other piece finished; the failing one stored at most the rows before the panic.
         assert!((0..100).all(|row| stored.contains(&row)), "{stored:?}");
         assert!(stored.iter().all(|row| *row < 150), "{stored:?}");
@@ -769,4 +772,47 @@ fn a_pass_whose_runner_panics_leaves_the_tracking_whole() {
         .map(|(id, _)| id)
         .collect();
     assert_eq!(dirty, ids(&ats, rows.into_iter()));
+}
+
+/// The serial column writer's passes keep the same promise as the parallel ones: a function
+/// that panics part-way leaves every row it stored tracked in full, the store's tick past their
+/// changed ticks, and the value-write counter counting them, whichever loop the pass took
+/// (dense or indexed, a change log that takes the pass or not, observed or not).
+#[test]
+fn a_serial_pass_whose_function_panics_records_every_row_it_stored() {
+    for (len, stop) in [(40, 20), (200, 100), (200, 130), (200, 0)] {
+        for observed in [false, true] {
+            for indexed in [false, true] {
+                let (mut w, c, n, ats) = counted_as(len, observed);
+                w.store.track_value_count(c, n, true).unwrap();
+                let before = w.store.tick();
+                let unwound = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+                    let mut writer = w.store.column_writer::<f64>(c, n).unwrap();
+                    let mut calls = 0;
+                    let mut bump = move |value: &f64| {
+                        assert!(calls != stop, "a function that fails part-way");
+                        calls += 1;
+                        value + 1.0
+                    };
+                    if indexed {
+                        writer.update_indexed(len, |k| (k, k), |value, _| bump(value))
+                    } else {
+                        writer.update_dense(&vec![(); len], |value, ()| bump(value))
+                    }
+                }));
+                assert!(unwound.is_err());
+                let stored = check_tracked_after_unwinding(&mut w, c, n, &ats, before, observed);
+                let case =
+                    format!("{len} rows, stop {stop}, observed {observed}, indexed {indexed}");
+                assert_eq!(stored, (0..stop).collect::<Vec<_>>(), "{case}");
+                assert_eq!(w.store.value_count(), stop as u64, "{case}: counted");
+                let tick = w.store.tick();
+                assert_eq!(
+                    tick.0,
+                    before.0 + u64::from(stop > 0),
+                    "{case}: one tick for the pass"
+                );
+            }
+        }
+    }
 }

@@ -9,13 +9,15 @@ use std::collections::BTreeMap;
 use std::sync::Arc;
 
 use strata_arena::{
-    AnimationState, AttrValue, Attributes, BuiltinState, CameraState, Color3, GuiElementState,
-    GuiLayerState, Guid, IdRange, ImageNode, InstanceId, LightState, ModelState, NodeData,
-    PartState, PersistentId, SoundState, Transform, UDim2, Vec3,
+    AnimationState, AttrValue, Attributes, BuiltinState, CameraState, Color3, DestroyedBatch,
+    Event, GuiElementState, GuiLayerState, Guid, IdRange, ImageNode, InstanceId, LightState,
+    ModelState, MovedIds, NodeData, PartState, PersistentId, SoundState, Transform, UDim2, Vec3,
 };
 use strata_component_store::{FieldType, ListValue, MapKey, OrphanRecord, StructField, Value};
 
-use super::format::{SavedAttr, SavedInstance, SavedRecord, SavedState, TypeNode, ValueNode};
+use super::format::{
+    SavedAttr, SavedEvent, SavedInstance, SavedRecord, SavedState, TypeNode, ValueNode,
+};
 
 /// How deep a saved value or type may nest.
 pub(crate) const MAX_DEPTH: usize = 64;
@@ -79,7 +81,12 @@ fn to_tf(rows: [[f32; 4]; 4]) -> Transform {
 }
 
 // ----- Instances. -----
+//
+// Saves are written by `encode.rs`, from borrowed state; the owned writers below
+// (`save_instance`, `save_record`, `save_value`, `save_type`) build the records of `format.rs`
+// the long way, and the unit test in `mod.rs` checks that both write the same bytes.
 
+#[cfg(test)]
 pub(crate) fn save_instance(node: &ImageNode) -> SavedInstance {
     SavedInstance {
         id: node.id.get(),
@@ -141,7 +148,7 @@ pub(crate) fn instance_references(node: &ImageNode) -> impl Iterator<Item = Inst
     node.data.reference_targets()
 }
 
-fn save_attr(value: &AttrValue) -> SavedAttr {
+pub(crate) fn save_attr(value: &AttrValue) -> SavedAttr {
     match value {
         AttrValue::Bool(b) => SavedAttr::Bool(*b),
         AttrValue::Number(n) => SavedAttr::Number(*n),
@@ -167,7 +174,7 @@ fn load_attr(value: &SavedAttr) -> Result<AttrValue, Corrupt> {
     })
 }
 
-fn save_state(state: &BuiltinState) -> SavedState {
+pub(crate) fn save_state(state: &BuiltinState) -> SavedState {
     match state {
         BuiltinState::Plain => SavedState::Plain,
         BuiltinState::Part(p) => SavedState::Part {
@@ -324,8 +331,148 @@ pub(crate) fn range_of(code: u8) -> Result<IdRange, Corrupt> {
     }
 }
 
+// ----- Events. -----
+
+/// A parent as saved: 0 for none.
+fn parent_code(parent: Option<InstanceId>) -> u64 {
+    parent.map_or(0, InstanceId::get)
+}
+
+fn parent_of(raw: u64) -> Result<Option<InstanceId>, Corrupt> {
+    if raw == 0 {
+        Ok(None)
+    } else {
+        id(raw).map(Some)
+    }
+}
+
+fn raws(ids: &[InstanceId]) -> Vec<u64> {
+    ids.iter().map(|id| id.get()).collect()
+}
+
+fn ids_of(raws: &[u64]) -> Result<Vec<InstanceId>, Corrupt> {
+    raws.iter().map(|raw| id(*raw)).collect()
+}
+
+/// A list of moved or destroyed instances, which names one at least.
+fn moved_of(raws: &[u64]) -> Result<MovedIds, Corrupt> {
+    match ids_of(raws)?.as_slice() {
+        [] => Err("an event names an empty list of instances".to_owned()),
+        [one] => Ok(MovedIds::One(*one)),
+        many => Ok(MovedIds::Many(many.into())),
+    }
+}
+
+pub(crate) fn save_event(event: &Event) -> SavedEvent {
+    match event {
+        Event::Created { id, parent } => SavedEvent::Created {
+            id: id.get(),
+            parent: parent_code(*parent),
+        },
+        Event::CreatedRange {
+            first,
+            count,
+            parent,
+        } => SavedEvent::CreatedRange {
+            first: first.get(),
+            count: *count,
+            parent: parent_code(*parent),
+        },
+        Event::CreatedList { ids, parent } => SavedEvent::CreatedList {
+            ids: raws(ids),
+            parent: parent_code(*parent),
+        },
+        Event::DescendantRemoving { ancestors, moved } => SavedEvent::DescendantRemoving {
+            ancestors: raws(ancestors),
+            moved: raws(moved.as_slice()),
+        },
+        Event::ChildRemoved { parent, child } => SavedEvent::ChildRemoved {
+            parent: parent.get(),
+            child: child.get(),
+        },
+        Event::ChildAdded { parent, child } => SavedEvent::ChildAdded {
+            parent: parent.get(),
+            child: child.get(),
+        },
+        Event::AncestryChanged { moved } => SavedEvent::AncestryChanged {
+            moved: raws(moved.as_slice()),
+        },
+        Event::DescendantAdded { ancestors, moved } => SavedEvent::DescendantAdded {
+            ancestors: raws(ancestors),
+            moved: raws(moved.as_slice()),
+        },
+        Event::Destroyed { subtree } => SavedEvent::Destroyed {
+            subtree: raws(subtree.as_slice()),
+        },
+        Event::DestroyedMany(batch) => SavedEvent::DestroyedMany {
+            roots: batch
+                .roots
+                .iter()
+                .map(|(root, parent)| (root.get(), parent_code(*parent)))
+                .collect(),
+            destroyed: raws(&batch.destroyed),
+        },
+    }
+}
+
+/// An event from its record, every id a valid id and every list of moved or destroyed
+/// instances non-empty (the arena checks the rest against the instances it rebuilt).
+pub(crate) fn load_event(saved: &SavedEvent) -> Result<Event, Corrupt> {
+    Ok(match saved {
+        SavedEvent::Created { id: raw, parent } => Event::Created {
+            id: id(*raw)?,
+            parent: parent_of(*parent)?,
+        },
+        SavedEvent::CreatedRange {
+            first,
+            count,
+            parent,
+        } => Event::CreatedRange {
+            first: id(*first)?,
+            count: *count,
+            parent: parent_of(*parent)?,
+        },
+        SavedEvent::CreatedList { ids, parent } => Event::CreatedList {
+            ids: ids_of(ids)?.into(),
+            parent: parent_of(*parent)?,
+        },
+        SavedEvent::DescendantRemoving { ancestors, moved } => Event::DescendantRemoving {
+            ancestors: ids_of(ancestors)?.into(),
+            moved: moved_of(moved)?,
+        },
+        SavedEvent::ChildRemoved { parent, child } => Event::ChildRemoved {
+            parent: id(*parent)?,
+            child: id(*child)?,
+        },
+        SavedEvent::ChildAdded { parent, child } => Event::ChildAdded {
+            parent: id(*parent)?,
+            child: id(*child)?,
+        },
+        SavedEvent::AncestryChanged { moved } => Event::AncestryChanged {
+            moved: moved_of(moved)?,
+        },
+        SavedEvent::DescendantAdded { ancestors, moved } => Event::DescendantAdded {
+            ancestors: ids_of(ancestors)?.into(),
+            moved: moved_of(moved)?,
+        },
+        SavedEvent::Destroyed { subtree } => Event::Destroyed {
+            subtree: moved_of(subtree)?,
+        },
+        SavedEvent::DestroyedMany { roots, destroyed } => {
+            Event::DestroyedMany(Arc::new(DestroyedBatch {
+                roots: roots
+                    .iter()
+                    .map(|(root, parent)| Ok((id(*root)?, parent_of(*parent)?)))
+                    .collect::<Result<_, Corrupt>>()?,
+                destroyed: ids_of(destroyed)?,
+            }))
+        }
+    })
+}
+
 // ----- Records. -----
 
+#[cfg(test)]
 pub(crate) fn save_record(instance: InstanceId, record: &OrphanRecord) -> SavedRecord {
     SavedRecord {
         instance: instance.get(),
@@ -392,6 +539,7 @@ pub(crate) fn load_record(saved: &SavedRecord) -> Result<OrphanRecord, Corrupt> 
     })
 }
 
+#[cfg(test)]
 fn save_value(value: &Value, out: &mut Vec<ValueNode>) {
     match value {
         Value::Number(n) => out.push(ValueNode::Number(*n)),
@@ -437,7 +585,7 @@ fn save_value(value: &Value, out: &mut Vec<ValueNode>) {
 
 /// Container lengths fit `u32` (a store never holds more elements in one value than a `u32`
 /// counts: saves are bounded well below that).
-fn count(len: usize) -> u32 {
+pub(crate) fn count(len: usize) -> u32 {
     u32::try_from(len).unwrap_or(u32::MAX)
 }
 
@@ -522,6 +670,7 @@ fn read_value(nodes: &[ValueNode], at: &mut usize, depth: usize) -> Result<Value
     })
 }
 
+#[cfg(test)]
 fn save_type(ty: &FieldType, out: &mut Vec<TypeNode>) {
     match ty {
         FieldType::Number => out.push(TypeNode::Number),

@@ -6,28 +6,42 @@
 //! `crc32fast`), then the payload: a `SavedWorld` (`format.rs`) encoded with postcard.
 //!
 //! Invariant: a save holds everything a world holds but its systems and listeners (code, not
-//! data) and its caches: every live instance with its ids, GUID, persistent id, class, place in
-//! the hierarchy, name, attributes, built-in state (Luau definitions' sources included) and tags;
-//! every component row and orphan record, as raw records; the id counter, the frame number, the
-//! simulated time and the fixed-step block's cadence and carry. Saving the same world twice writes the same bytes,
-//! and so does saving a world loaded from a save without changes in between. Loading never
-//! trusts a length it has not checked against the bytes it actually has (the payload is read
-//! as it arrives, never preallocated from the header; containers in it are decoded against the
-//! bytes left), checks the checksum before decoding, checks everything it decodes before it
-//! builds (ids, references, nesting, classes, the hierarchy), and builds a new world, so a
-//! refused file leaves the caller's world untouched.
+//! data), its caches and its change tracking: every live instance with its ids, GUID, persistent
+//! id, class, place in the hierarchy, name, attributes, built-in state (Luau definitions'
+//! sources included) and tags; every component row and orphan record, as raw records; the id
+//! counter, the frame number, the simulated time, the fixed-step block's cadence and carry, and every interval
+//! system's wait by system name (kept by a loaded world for systems not added again yet, and
+//! given to each when it is); the arena's identity source (GUID seed, creation and
+//! persistent-id counters), which a loaded world continues, so loads of one save hand out the
+//! same identities for the same calls; and what waits for the next frame's end: the tombstones
+//! awaiting reclamation, with their data, and the arena's queued events, so a world saved
+//! between a change and its frame's end delivers the same lifecycle events, with the same
+//! destroyed subtrees readable, at the loaded world's next frame end as the original does at
+//! its own. Saving the same world twice writes the same bytes, and so does saving a world
+//! loaded from a save without changes in between. Loading never trusts a length it has not
+//! checked against the bytes it actually has (the payload is read as it arrives, never
+//! preallocated from the header; containers in it are decoded against the bytes left), checks
+//! the checksum before decoding, checks everything it decodes before it builds (ids,
+//! references, nesting, classes, the hierarchy, tombstones and events, rows only on live
+//! instances), and builds a new world, so a refused file leaves the caller's world untouched.
+//! Files of every format version from `OLDEST_VERSION` on are read: an older payload decodes
+//! into its own record and converts to the current one, what it did not hold at its defaults.
 
 mod convert;
+mod encode;
 mod format;
 
 use std::io::{Read, Write};
 use std::path::Path;
 
 use hashbrown::HashSet;
-use strata_arena::{Arena, ArenaImage, ClassId, ClassRegistry, InstanceId};
+use strata_arena::{Arena, ArenaImage, ClassId, ClassRegistry, ImageIdentity, InstanceId};
 use strata_component_store::{InstanceRef, OrphanRecord, Store};
 
-use self::format::{FORMAT_VERSION, SavedMigration, SavedWorld};
+use self::encode::{InstanceOut, MigrationOut, RecordOut, WorldOut};
+use self::format::{
+    FORMAT_VERSION, OLDEST_VERSION, SavedIdentity, SavedInterval, SavedWorld, SavedWorldV1,
+};
 use crate::error::{LoadError, SaveError};
 use crate::scene::Scene;
 use crate::world::World;
@@ -44,8 +58,7 @@ const MAX_PAYLOAD: u64 = 16 << 30;
 impl World {
     /// Writes the world to `writer` (see the module docs). Returns the bytes written.
     pub fn save(&self, mut writer: impl Write) -> Result<u64, SaveError> {
-        let payload =
-            postcard::to_stdvec(&self.saved()).map_err(|e| SaveError::Encode(e.to_string()))?;
+        let payload = self.payload()?;
         let version = env!("CARGO_PKG_VERSION").as_bytes();
         let mut header = Vec::with_capacity(32 + version.len());
         header.extend_from_slice(&MAGIC);
@@ -116,26 +129,51 @@ impl World {
         Self::load(std::io::BufReader::new(file))
     }
 
-    /// The world as save records.
-    fn saved(&self) -> SavedWorld {
+    /// The payload a save of the world holds (after its header).
+    fn payload(&self) -> Result<Vec<u8>, SaveError> {
+        self.encode(postcard::ser_flavors::StdVec::new())
+            .map_err(|e| SaveError::Encode(e.to_string()))
+    }
+
+    /// `hash` after it was fed the save format's version and the payload a save of the world
+    /// holds, encoded into it as it is encoded (the payload is never held whole).
+    pub(crate) fn save_hash(&self, mut hash: crate::hash::Fnv) -> u64 {
+        hash.bytes(&FORMAT_VERSION.to_le_bytes());
+        // Save records are plain data of known lengths, which postcard always encodes; the
+        // hash's flavor never refuses a byte.
+        self.encode(hash)
+            .expect("save records always encode, and the hash takes every byte")
+    }
+
+    /// Encodes the world's save records (a `SavedWorld`) into `flavor`, from the world's state
+    /// as it is (`encode.rs`).
+    fn encode<O>(
+        &self,
+        flavor: impl postcard::ser_flavors::Flavor<Output = O>,
+    ) -> postcard::Result<O> {
         let scene: &Scene = self;
         let image = scene.arena.image();
-        let mut records = Vec::new();
-        for set in scene.store.components() {
-            if let Ok(rows) = scene.store.records(set.id()) {
-                records.extend(rows.into_iter().map(|(at, record)| (at.id, record)));
-            }
-        }
-        records.extend(
-            scene
-                .store
-                .orphans()
-                .iter()
-                .map(|(at, record)| (at.id, record.clone())),
-        );
+        let rows: Vec<(InstanceRef, OrphanRecord)> = scene
+            .store
+            .components()
+            .filter_map(|set| scene.store.records(set.id()).ok())
+            .flatten()
+            .collect();
+        let mut records: Vec<(InstanceId, &OrphanRecord)> = rows
+            .iter()
+            .map(|(at, record)| (at.id, record))
+            .chain(
+                scene
+                    .store
+                    .orphans()
+                    .iter()
+                    .map(|(at, record)| (at.id, record)),
+            )
+            .collect();
         records.sort_by(|a, b| (a.0, &a.1.component).cmp(&(b.0, &b.1.component)));
+        let migrations = self.saved_migrations();
         let fixed = self.fixed_step();
-        SavedWorld {
+        let world = WorldOut {
             own_range: convert::range_code(image.own_range),
             next_id: image.next_id,
             frame: self.frame(),
@@ -144,20 +182,40 @@ impl World {
             fixed_carried: self.fixed_carried(),
             game: scene.game().get(),
             workspace: scene.workspace().get(),
-            instances: image.nodes.iter().map(convert::save_instance).collect(),
+            instances: image.nodes.iter().map(InstanceOut::of).collect(),
             records: records
                 .iter()
-                .map(|(id, record)| convert::save_record(*id, record))
+                .map(|(id, record)| RecordOut::of(*id, record))
                 .collect(),
-            migrations: self.saved_migrations(),
-        }
+            migrations: migrations
+                .iter()
+                .map(|(id, component, record)| MigrationOut {
+                    component,
+                    record: RecordOut::of(*id, record),
+                })
+                .collect(),
+            intervals: self
+                .interval_waits()
+                .into_iter()
+                .map(|(system, waited)| SavedInterval { system, waited })
+                .collect(),
+            identity: image.identity.map(|identity| SavedIdentity {
+                seed: identity.seed,
+                creations: identity.creations,
+                persistent_ids: identity.persistent_ids,
+            }),
+            doomed: image.doomed.iter().map(InstanceOut::of).collect(),
+            reclaimable: image.reclaimable.iter().map(InstanceOut::of).collect(),
+            events: image.events.iter().map(convert::save_event).collect(),
+        };
+        postcard::serialize_with_flavor(&world, flavor)
     }
 }
 
 impl World {
     /// Every pending migration input, placed or waiting, of a live instance, by instance id
     /// then component name.
-    fn saved_migrations(&self) -> Vec<SavedMigration> {
+    fn saved_migrations(&self) -> Vec<(InstanceId, String, &OrphanRecord)> {
         let scene: &Scene = self;
         let placed = scene
             .store
@@ -173,12 +231,7 @@ impl World {
             .map(|(id, name, record)| (*id, name.clone(), record));
         let mut all: Vec<(InstanceId, String, &OrphanRecord)> = placed.chain(waiting).collect();
         all.sort_by(|a, b| (a.0, &a.1).cmp(&(b.0, &b.1)));
-        all.into_iter()
-            .map(|(id, component, record)| SavedMigration {
-                component,
-                record: convert::save_record(id, record),
-            })
-            .collect()
+        all
     }
 }
 
@@ -199,7 +252,7 @@ fn read_saved(mut reader: impl Read) -> Result<SavedWorld, LoadError> {
     fixed[..8].copy_from_slice(&MAGIC);
     read_exact(&mut reader, &mut fixed[8..], "the header")?;
     let version = u32::from_le_bytes([fixed[8], fixed[9], fixed[10], fixed[11]]);
-    if version != FORMAT_VERSION {
+    if !(OLDEST_VERSION..=FORMAT_VERSION).contains(&version) {
         return Err(LoadError::UnsupportedVersion {
             found: version,
             supported: FORMAT_VERSION,
@@ -244,7 +297,43 @@ fn read_saved(mut reader: impl Read) -> Result<SavedWorld, LoadError> {
     if found != expected {
         return Err(LoadError::Checksum { expected, found });
     }
-    postcard::from_bytes(&payload).map_err(|e| LoadError::Corrupt(e.to_string()))
+    let corrupt = |e: postcard::Error| LoadError::Corrupt(e.to_string());
+    if version == 1 {
+        return postcard::from_bytes::<SavedWorldV1>(&payload)
+            .map(SavedWorld::from)
+            .map_err(corrupt);
+    }
+    postcard::from_bytes(&payload).map_err(corrupt)
+}
+
+/// The saved interval waits, checked: named systems in strictly ascending name order (as a
+/// save writes them, so each name once), waits that are times.
+fn intervals(saved: &[SavedInterval]) -> Result<Vec<(String, f64)>, LoadError> {
+    let mut waits: Vec<(String, f64)> = Vec::with_capacity(saved.len());
+    for interval in saved {
+        if interval.system.is_empty() {
+            return Err(LoadError::Corrupt(
+                "an interval wait names no system".into(),
+            ));
+        }
+        if waits
+            .last()
+            .is_some_and(|(last, _)| *last >= interval.system)
+        {
+            return Err(LoadError::Corrupt(format!(
+                "the interval wait of system `{}` is out of order or given twice",
+                interval.system
+            )));
+        }
+        if !(interval.waited.is_finite() && interval.waited >= 0.0) {
+            return Err(LoadError::Corrupt(format!(
+                "system `{}` has waited {}, which is not a time",
+                interval.system, interval.waited
+            )));
+        }
+        waits.push((interval.system.clone(), interval.waited));
+    }
+    Ok(waits)
 }
 
 fn read_exact(reader: &mut impl Read, buf: &mut [u8], what: &str) -> Result<(), LoadError> {
@@ -260,14 +349,25 @@ fn read_exact(reader: &mut impl Read, buf: &mut [u8], what: &str) -> Result<(), 
 /// Builds a world from checked save records.
 fn build(saved: &SavedWorld, threads: usize) -> Result<World, LoadError> {
     let corrupt = LoadError::Corrupt;
-    let nodes = saved
-        .instances
+    let instances = |saved: &[format::SavedInstance]| {
+        saved
+            .iter()
+            .map(convert::load_instance)
+            .collect::<Result<Vec<_>, _>>()
+            .map_err(corrupt)
+    };
+    let nodes = instances(&saved.instances)?;
+    let doomed = instances(&saved.doomed)?;
+    let reclaimable = instances(&saved.reclaimable)?;
+    // Every instance the save holds, live or a tombstone: references may name either, as
+    // they may in the world that was saved.
+    let ids: HashSet<InstanceId> = nodes
         .iter()
-        .map(convert::load_instance)
-        .collect::<Result<Vec<_>, _>>()
-        .map_err(corrupt)?;
-    let ids: HashSet<InstanceId> = nodes.iter().map(|n| n.id).collect();
-    for node in &nodes {
+        .chain(&doomed)
+        .chain(&reclaimable)
+        .map(|n| n.id)
+        .collect();
+    for node in nodes.iter().chain(&doomed).chain(&reclaimable) {
         if let Some(target) = convert::instance_references(node).find(|t| !ids.contains(t)) {
             return Err(LoadError::Corrupt(format!(
                 "instance {} refers to {target}, which the save does not hold",
@@ -275,10 +375,24 @@ fn build(saved: &SavedWorld, threads: usize) -> Result<World, LoadError> {
             )));
         }
     }
+    let events = saved
+        .events
+        .iter()
+        .map(convert::load_event)
+        .collect::<Result<Vec<_>, _>>()
+        .map_err(corrupt)?;
     let image = ArenaImage {
         own_range: convert::range_of(saved.own_range).map_err(corrupt)?,
         next_id: saved.next_id,
         nodes,
+        identity: saved.identity.as_ref().map(|identity| ImageIdentity {
+            seed: identity.seed,
+            creations: identity.creations,
+            persistent_ids: identity.persistent_ids,
+        }),
+        doomed,
+        reclaimable,
+        events,
     };
     let arena = Arena::from_image(std::sync::Arc::new(ClassRegistry::standard()), &image)
         .map_err(|e| LoadError::Rebuild(e.into()))?;
@@ -301,9 +415,14 @@ fn build(saved: &SavedWorld, threads: usize) -> Result<World, LoadError> {
                 saved_record.component
             )));
         }
-        let at = InstanceRef::of(&arena, id).map_err(|_| {
-            LoadError::Corrupt(format!("a record names {id}, which the save does not hold"))
-        })?;
+        let at = InstanceRef::of(&arena, id)
+            .ok()
+            .filter(|_| arena.is_live(id))
+            .ok_or_else(|| {
+                LoadError::Corrupt(format!(
+                    "a record names {id}, which is not a live instance of the save"
+                ))
+            })?;
         let record = convert::load_record(saved_record).map_err(corrupt)?;
         if let Some(target) = convert::record_references(&record)
             .into_iter()
@@ -351,6 +470,7 @@ fn build(saved: &SavedWorld, threads: usize) -> Result<World, LoadError> {
             "the simulated time is not a time".into(),
         ));
     }
+    let intervals = intervals(&saved.intervals)?;
     if !(saved.fixed_carried.is_finite() && saved.fixed_carried >= 0.0) {
         return Err(LoadError::Corrupt(
             "the fixed-step carry is not a time".into(),
@@ -362,5 +482,175 @@ fn build(saved: &SavedWorld, threads: usize) -> Result<World, LoadError> {
     scene.syncs.clear();
     let mut world = World::from_scene(scene, threads).map_err(LoadError::Rebuild)?;
     world.set_clock(saved.frame, saved.time, fixed, saved.fixed_carried);
+    world.set_waiting_intervals(intervals);
     Ok(world)
+}
+
+#[cfg(test)]
+mod tests {
+    use strata_arena::{AttrValue, ClassId};
+    use strata_component_store::{ComponentDef, FieldDef, ListValue, Value};
+
+    use super::format::SavedMigration;
+    use super::*;
+    use crate::systems::SystemSpec;
+
+    /// The save records of `world`, built the long way: every record owned, as `format.rs`
+    /// declares it.
+    fn owned(world: &World) -> SavedWorld {
+        let scene: &Scene = world;
+        let image = scene.arena.image();
+        let mut records = Vec::new();
+        for set in scene.store.components() {
+            if let Ok(rows) = scene.store.records(set.id()) {
+                records.extend(rows.into_iter().map(|(at, record)| (at.id, record)));
+            }
+        }
+        records.extend(
+            scene
+                .store
+                .orphans()
+                .iter()
+                .map(|(at, record)| (at.id, record.clone())),
+        );
+        records.sort_by(|a, b| (a.0, &a.1.component).cmp(&(b.0, &b.1.component)));
+        let fixed = world.fixed_step();
+        SavedWorld {
+            own_range: convert::range_code(image.own_range),
+            next_id: image.next_id,
+            frame: world.frame(),
+            time: world.time(),
+            fixed_step: (fixed.seconds(), fixed.max_steps()),
+            fixed_carried: world.fixed_carried(),
+            game: scene.game().get(),
+            workspace: scene.workspace().get(),
+            instances: image.nodes.iter().map(convert::save_instance).collect(),
+            records: records
+                .iter()
+                .map(|(id, record)| convert::save_record(*id, record))
+                .collect(),
+            migrations: world
+                .saved_migrations()
+                .into_iter()
+                .map(|(id, component, record)| SavedMigration {
+                    component,
+                    record: convert::save_record(id, record),
+                })
+                .collect(),
+            intervals: world
+                .interval_waits()
+                .into_iter()
+                .map(|(system, waited)| SavedInterval { system, waited })
+                .collect(),
+            identity: image.identity.map(|identity| SavedIdentity {
+                seed: identity.seed,
+                creations: identity.creations,
+                persistent_ids: identity.persistent_ids,
+            }),
+            doomed: image.doomed.iter().map(convert::save_instance).collect(),
+            reclaimable: image
+                .reclaimable
+                .iter()
+                .map(convert::save_instance)
+                .collect(),
+            events: image.events.iter().map(convert::save_event).collect(),
+        }
+    }
+
+    const EVERYTHING: &str = r#"return component {
+        fields = {
+            n = number(1.5), i = integer(-3), b = boolean(true), t = text("hi"),
+            e = enum({ "low", "high" }, "high"), v = vector(1, 2, 3), m = transform(),
+            r = ref(), l = list(ref()), k = map(text(), integer(0)),
+            s = struct({ color = text("white"), raised = boolean(false) }),
+            o = optional(text("")), d = buffer(),
+        },
+    }"#;
+
+    /// A world holding every kind of value, a typed orphan record (a Luau component whose
+    /// definition was removed), migration input, tombstones, queued events and an interval
+    /// wait, encodes to the bytes of its owned records.
+    #[test]
+    fn a_save_writes_the_bytes_of_its_owned_records() {
+        let mut world = World::with_seed(1, 5).expect("a world");
+        world
+            .add_system(SystemSpec::new("slow", |_: &mut crate::Ctx<'_>| Ok(())).with_interval(2.0))
+            .expect("a system");
+        let definition = world
+            .define_luau("Every", EVERYTHING, None)
+            .expect("a definition");
+        let health = world
+            .define(ComponentDef::new("Health").field(FieldDef::number("hp", 3.0)))
+            .expect("a component");
+        world.sync_definitions();
+        let (every, l) = world.field_named("Every", "l").expect("a field");
+        let workspace = world.workspace();
+        let a = world
+            .create(ClassId::PART, Some(workspace))
+            .expect("a part");
+        let b = world
+            .create(ClassId::MODEL, Some(workspace))
+            .expect("a model");
+        world
+            .add(
+                a,
+                every,
+                [(
+                    l,
+                    Value::List(ListValue::from_vec(vec![Value::Reference(Some(b))])),
+                )],
+            )
+            .expect("a row");
+        world.add(b, every, []).expect("a row");
+        world.add(b, health, []).expect("a row");
+        world.step(0.5).expect("a frame");
+        // The definition goes: its rows stay as orphan records that keep their types.
+        world.destroy(definition).expect("a destruction");
+        world.step(0.5).expect("a frame");
+        let c = world.create(ClassId::FOLDER, Some(b)).expect("a folder");
+        world
+            .set_attribute(c, "to", Some(AttrValue::Reference(Some(a))))
+            .expect("an attribute");
+        world.tag(c, "doomed").expect("a tag");
+        world.set_parent(a, Some(b)).expect("a move");
+        world.destroy(c).expect("a destruction");
+        assert!(
+            world
+                .store()
+                .orphans()
+                .iter()
+                .any(|(_, r)| r.types.is_some())
+        );
+        assert!(!world.pending_events().is_empty());
+        let expected = postcard::to_stdvec(&owned(&world)).expect("owned records encode");
+        assert_eq!(world.payload().expect("a payload"), expected);
+
+        // Migration input: a load under a newer schema keeps the old values.
+        let mut file = Vec::new();
+        world.save(&mut file).expect("a save");
+        let mut loaded = World::load_with_threads(file.as_slice(), 1).expect("a load");
+        let level = loaded
+            .define_luau(
+                "Level",
+                "return component { version = 1, fields = { x = integer(1) } }",
+                None,
+            )
+            .expect("a definition");
+        loaded.sync_definitions();
+        let (component, _) = loaded.field_named("Level", "x").expect("a field");
+        loaded.add(a, component, []).expect("a row");
+        let mut file = Vec::new();
+        loaded.save(&mut file).expect("a save");
+        let mut migrated = World::load_with_threads(file.as_slice(), 1).expect("a load");
+        migrated
+            .set_definition_source(
+                level,
+                r#"return component { version = 2, fields = { y = integer(1, { formerNames = { "x" } }) } }"#,
+            )
+            .expect("a new version");
+        migrated.sync_definitions();
+        assert!(migrated.store().migration_inputs().next().is_some());
+        let expected = postcard::to_stdvec(&owned(&migrated)).expect("owned records encode");
+        assert_eq!(migrated.payload().expect("a payload"), expected);
+    }
 }

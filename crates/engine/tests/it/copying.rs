@@ -240,7 +240,7 @@ fn a_graft_resolves_external_references_by_persistent_id() {
 fn a_refused_copy_leaves_nothing() {
     let mut l = linked();
     let w = &mut l.f.world;
-    let hash = w.hash();
+    let hash = w.state_hash();
     let live = w.arena().live_count();
     let workspace = w.workspace();
     // A copy under a class that refuses folders? Copying a service is refused.
@@ -250,5 +250,5 @@ fn a_refused_copy_leaves_nothing() {
             .is_err()
     );
     assert_eq!(w.arena().live_count(), live);
-    assert_eq!(w.hash(), hash);
+    assert_eq!(w.state_hash(), hash);
 }

@@ -219,7 +219,7 @@ fn the_frame_loop_reclaims_slots_two_frames_after_a_destruction() {
 #[test]
 fn refused_destructions_change_nothing() {
     let mut f = fixture(1);
-    let hash = f.world.hash();
+    let hash = f.world.state_hash();
     let workspace = f.world.workspace();
     assert!(matches!(
         f.world.destroy(workspace),
@@ -227,8 +227,8 @@ fn refused_destructions_change_nothing() {
     ));
     let gone = f.world.create(ClassId::FOLDER, None).unwrap();
     f.world.destroy(gone).unwrap();
-    let hash_after = f.world.hash();
+    let hash_after = f.world.state_hash();
     assert_ne!(hash, hash_after);
     assert!(matches!(f.world.destroy(gone), Err(WorldError::Arena(_))));
-    assert_eq!(f.world.hash(), hash_after);
+    assert_eq!(f.world.state_hash(), hash_after);
 }

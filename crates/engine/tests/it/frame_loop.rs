@@ -123,11 +123,11 @@ fn a_refused_delta_changes_nothing() {
     let mut world = World::with_threads(1).unwrap();
     let log = Log::default();
     world.add_system(logger(&log, "a")).unwrap();
-    let hash = world.hash();
+    let hash = world.state_hash();
     for dt in [-1.0, f64::NAN, f64::INFINITY] {
         assert!(world.step(dt).is_err());
     }
-    assert_eq!((world.frame(), world.hash()), (0, hash));
+    assert_eq!((world.frame(), world.state_hash()), (0, hash));
     assert!(log.lock().unwrap().is_empty());
 }
 
@@ -144,4 +144,53 @@ fn thread_counts_past_the_bound_are_refused_and_change_nothing() {
     let mut world = World::with_threads(2).unwrap();
     assert!(world.set_threads(100_000).is_err());
     assert_eq!(world.threads(), 2);
+}
+
+#[test]
+fn a_panicking_lifecycle_listener_is_reported_and_later_frames_and_snapshots_go_on() {
+    let mut world = World::with_threads(1).unwrap();
+    let heard = Arc::new(Mutex::new(Vec::new()));
+    world.on_lifecycle(|event, _| {
+        if matches!(event, Event::Destroyed { .. }) {
+            panic!("listener boom");
+        }
+    });
+    let log = heard.clone();
+    world.on_lifecycle(move |event, view| {
+        if let Event::Destroyed { subtree } = event {
+            // The destroyed subtree is readable while listeners run.
+            let name = view.get(subtree.root()).map(|n| n.name().to_owned());
+            log.lock().unwrap().push(name);
+        }
+    });
+    let folder = world.create(ClassId::FOLDER, None).unwrap();
+    world.set_name(folder, "Gone").unwrap();
+    world.step(0.1).unwrap();
+    world.destroy(folder).unwrap();
+    let events = world.step(0.1).unwrap();
+    let errors: Vec<(String, String)> = events
+        .errors
+        .iter()
+        .map(|(name, error)| (name.clone(), error.to_string()))
+        .collect();
+    assert_eq!(
+        errors,
+        [(
+            "lifecycle listener #0".to_owned(),
+            "a lifecycle listener panicked: listener boom".to_owned()
+        )]
+    );
+    assert!(
+        events
+            .lifecycle
+            .iter()
+            .any(|e| matches!(e, Event::Destroyed { .. })),
+        "the frame still reports every event"
+    );
+    assert_eq!(*heard.lock().unwrap(), [Some("Gone".to_owned())]);
+    // The scope the panic left is closed: frames and snapshots go on.
+    world.snapshot().unwrap();
+    let events = world.step(0.1).unwrap();
+    assert!(events.errors.is_empty(), "{:?}", events.errors);
+    world.snapshot().unwrap();
 }

@@ -6,13 +6,14 @@
 //! spawns, destroys, reparents and removes by frame number, a fixed-step system and an interval
 //! system. Each world steps 200 frames on 1, 2 and 8 threads, and under shuffled lane
 //! assignment and finishing order (`World::set_lane_shuffle`), and with its queries uncached
-//! (`Scene::set_query_caching`); the world hash, the prints and the errors must agree after
-//! every frame.
+//! (`Scene::set_query_caching`); the state hash (`World::state_hash`: everything a save holds,
+//! and the change ticks and dirty fields), the prints and the errors must agree after every
+//! frame.
 //!
 //! The replay test records a run's inputs (each frame's measured `dt` and the edits made from
 //! outside between frames, drawn from the clock), writes them out as text, reads them back and
 //! replays them into a fresh world on another thread count under a lane shuffle: every frame
-//! must hash as it did when recorded.
+//! must state-hash as it did when recorded.
 
 use std::time::Instant;
 
@@ -331,7 +332,7 @@ fn generate(seed: u64, threads: usize, cached: bool) -> World {
     world
 }
 
-/// What a frame left that must agree between runs: the hash, the prints, the errors.
+/// What a frame left that must agree between runs: the state hash, the prints, the errors.
 type Frame = (u64, Vec<String>, Vec<String>);
 
 fn observe(world: &mut World, dt: f64) -> Frame {
@@ -342,7 +343,7 @@ fn observe(world: &mut World, dt: f64) -> Frame {
         .iter()
         .map(|(name, error)| format!("{name}: {error}"))
         .collect();
-    (world.hash(), prints, errors)
+    (world.state_hash(), prints, errors)
 }
 
 const DTS: [f64; 5] = [1.0 / 60.0, 1.0 / 30.0, 0.05, 1.0 / 144.0, 0.1];

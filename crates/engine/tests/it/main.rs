@@ -9,6 +9,7 @@ mod destruction;
 mod determinism;
 mod frame_loop;
 mod generated;
+mod hashing;
 mod metamorphic;
 mod model;
 mod references;

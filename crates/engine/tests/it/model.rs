@@ -400,3 +400,60 @@ proptest! {
         }
     }
 }
+
+/// Listens to a world's lifecycle events: each event, and what the listener reads of a
+/// destroyed subtree in its scope.
+fn listen(world: &mut World) -> std::rc::Rc<std::cell::RefCell<Vec<String>>> {
+    let heard = std::rc::Rc::new(std::cell::RefCell::new(Vec::new()));
+    let log = heard.clone();
+    world.on_lifecycle(move |event, view| {
+        let ids: Vec<InstanceId> = match event {
+            Event::Destroyed { subtree } => subtree.as_slice().to_vec(),
+            Event::DestroyedMany(batch) => batch.destroyed.clone(),
+            _ => Vec::new(),
+        };
+        let read: Vec<Option<(String, Option<InstanceId>)>> = ids
+            .iter()
+            .map(|id| view.get(*id).map(|n| (n.name().to_owned(), n.parent())))
+            .collect();
+        log.borrow_mut().push(format!("{event:?} {read:?}"));
+    });
+    heard
+}
+
+fn saved(world: &World) -> Vec<u8> {
+    let mut file = Vec::new();
+    world.save(&mut file).unwrap();
+    file
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig::with_cases(64))]
+
+    /// A world saved at any point, between frames or inside one (after destructions, moves and
+    /// creations whose events wait for the frame's end), and loaded, steps as the world it was
+    /// saved from: the same lifecycle events, the same destroyed subtrees read by listeners,
+    /// and the same world after each frame.
+    #[test]
+    fn a_loaded_world_steps_as_the_world_it_was_saved_from(ops in prop::collection::vec(op(), 1..60)) {
+        let mut run = new_run(World::with_threads(1).unwrap());
+        let mut model = Model::default();
+        for op in ops {
+            if !matches!(op, Op::SaveLoad) {
+                apply(&mut run, &mut model, op);
+            }
+        }
+        let file = saved(&run.world);
+        let mut twin = new_run(World::load_with_threads(file.as_slice(), 1).unwrap());
+        prop_assert_eq!(saved(&twin.world), file);
+        let heard = listen(&mut run.world);
+        let twin_heard = listen(&mut twin.world);
+        for frame in 0..3 {
+            let events = format!("{:?}", run.world.step(0.1).unwrap().lifecycle);
+            let twin_events = format!("{:?}", twin.world.step(0.1).unwrap().lifecycle);
+            prop_assert_eq!(twin_events, events, "frame {}", frame);
+            prop_assert_eq!(twin_heard.take(), heard.take(), "frame {}", frame);
+            prop_assert_eq!(saved(&twin.world), saved(&run.world), "frame {}", frame);
+        }
+    }
+}

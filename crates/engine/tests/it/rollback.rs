@@ -317,14 +317,14 @@ fn a_snapshot_of_another_world_is_refused_and_changes_nothing() {
     crate::common::parts(&mut a, 3);
     let b = fixture(1);
     let snapshot = b.world.snapshot().unwrap();
-    let before = a.world.hash();
+    let before = a.world.state_hash();
     assert!(matches!(
         a.world.restore(&snapshot),
         Err(WorldError::Store(
             strata::layers::store::StoreError::SnapshotFromOtherStore
         ))
     ));
-    assert_eq!(a.world.hash(), before);
+    assert_eq!(a.world.state_hash(), before);
 }
 
 #[test]
@@ -359,6 +359,34 @@ fn luau_queries_see_the_restored_world() {
     assert_eq!(crate::common::printed(&mut world, count), ["3\t12"]);
 }
 
+#[test]
+fn a_dropped_stage_does_not_block_a_snapshot() {
+    let mut f = fixture(1);
+    let workspace = f.world.workspace();
+    let mut stage = f.world.stage();
+    let health = f.health;
+    f.world
+        .stage_spawn(
+            &mut stage,
+            3,
+            ClassId::PART,
+            Some(workspace),
+            &[health],
+            |_| Ok(()),
+        )
+        .unwrap();
+    drop(stage);
+    let snapshot = f.world.snapshot().unwrap();
+    let made = f.world.create(ClassId::PART, Some(workspace)).unwrap();
+    f.world.restore(&snapshot).unwrap();
+    assert!(!f.world.is_live(made));
+    f.world.step(0.1).unwrap();
+    assert_eq!(
+        f.world.children(workspace).unwrap(),
+        Vec::<InstanceId>::new()
+    );
+}
+
 fn place(name: &str) -> Place {
     let root = Path::new(env!("CARGO_MANIFEST_DIR"))
         .join("../../examples/places")
@@ -376,19 +404,19 @@ fn a_place_rolled_back_ten_frames_and_run_again_gives_the_same_hashes() {
         for _ in 0..100 {
             snapshots.push(world.snapshot().unwrap());
             world.step(place.dt()).unwrap();
-            hashes.push(world.hash());
+            hashes.push(world.state_hash());
         }
         world.restore(&snapshots[90]).unwrap();
         assert_eq!(world.frame(), 90);
         assert_eq!(
-            world.hash(),
+            world.state_hash(),
             hashes[89],
             "{name}: the restored world is frame 90's"
         );
         for (frame, hash) in hashes.iter().enumerate().skip(90) {
             let events = world.step(place.dt()).unwrap();
             assert!(events.errors.is_empty(), "{name}: {:?}", events.errors);
-            assert_eq!(world.hash(), *hash, "{name}: frame {frame} again");
+            assert_eq!(world.state_hash(), *hash, "{name}: frame {frame} again");
         }
     }
 }

@@ -112,7 +112,7 @@ fn parallel_luau_cannot_change_structure_and_writes_only_what_it_declares() {
                 "Instance.new('Part', world.workspace):AddComponent(Position)",
             )
             .unwrap();
-        let before = world.hash();
+        let before = world.state_hash();
         let source = format!(
             "return system {{ parallel = true, {writes},\n run = function(world)\n {body}\n end }}"
         );
@@ -263,7 +263,7 @@ fn groups_give_the_same_world_every_frame_on_one_two_and_eight_threads() {
                 let events = world.step(1.0 / 60.0).unwrap();
                 assert!(events.errors.is_empty());
                 let prints = events.prints.clone();
-                (world.hash(), prints)
+                (world.state_hash(), prints)
             })
             .collect::<Vec<_>>()
     };

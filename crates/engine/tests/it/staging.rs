@@ -86,7 +86,7 @@ fn a_refused_staged_spawn_reserves_and_changes_nothing() {
     let (mut world, heat, t) = heated();
     let (other, _, _) = heated();
     let workspace = world.workspace();
-    let before = world.hash();
+    let before = world.state_hash();
 
     // A stage made by another world.
     let mut foreign = other.stage();
@@ -109,7 +109,7 @@ fn a_refused_staged_spawn_reserves_and_changes_nothing() {
     // A parent that is gone.
     let parent = world.create(ClassId::FOLDER, Some(workspace)).unwrap();
     world.destroy(parent).unwrap();
-    let after_destroy = world.hash();
+    let after_destroy = world.state_hash();
     let mut stage = world.stage();
     assert!(
         world
@@ -124,10 +124,10 @@ fn a_refused_staged_spawn_reserves_and_changes_nothing() {
             .is_err()
     );
     assert!(stage.is_empty());
-    assert_eq!(world.hash(), after_destroy);
+    assert_eq!(world.state_hash(), after_destroy);
     world.commit(&mut stage).unwrap();
     assert_eq!(
-        world.hash(),
+        world.state_hash(),
         after_destroy,
         "an empty commit changes nothing"
     );

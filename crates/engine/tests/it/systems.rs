@@ -349,3 +349,168 @@ fn a_parallel_system_declared_after_another_sees_its_writes() {
     seen.sort_by(f64::total_cmp);
     assert_eq!(seen, [-100.0, 200.0]);
 }
+
+/// The ways a serial system writes a column through a query.
+#[derive(Clone, Copy, Debug)]
+enum PassKind {
+    Each,
+    Update,
+    ParEach,
+    ParUpdate,
+}
+
+/// A world of `n` parts holding `Heat { t, w }` (`t` the part's index), every other part also
+/// `Rate { r = 1000 }`, and a system whose pass adds 1000 to `t` over the query (`Heat` alone,
+/// reading `w` if it reads, or `Heat` and `Rate`, reading `r`, when `sparse`, whose heat rows
+/// are then not `0..len`) and
+/// panics at the row holding `stop`. Afterwards the world must be as if the system wrote
+/// the rows it reached and stopped: a changed filter yields exactly the rows whose value
+/// changed, once; exactly those rows are dirty; an observed component reported exactly them.
+#[track_caller]
+fn check_a_panicking_pass(kind: PassKind, n: usize, stop: usize, observed: bool, sparse: bool) {
+    let case =
+        format!("{kind:?} over {n} rows stopping at {stop}, observed {observed}, sparse {sparse}");
+    let mut world = World::with_threads(2).unwrap();
+    let heat = world
+        .define(
+            ComponentDef::new("Heat")
+                .field(FieldDef::number("t", 0.0))
+                .field(FieldDef::number("w", 1.0))
+                .observed(observed),
+        )
+        .unwrap();
+    let t = world.field(heat, "t").unwrap();
+    let w = world.field(heat, "w").unwrap();
+    let rate = world
+        .define(ComponentDef::new("Rate").field(FieldDef::number("r", 1000.0)))
+        .unwrap();
+    let r = world.field(rate, "r").unwrap();
+    let workspace = world.workspace();
+    let ids: Vec<InstanceId> = (0..n)
+        .map(|k| {
+            let id = world.create(ClassId::PART, Some(workspace)).unwrap();
+            world.add(id, heat, [(t, Value::Number(k as f64))]).unwrap();
+            if k % 2 == 0 {
+                world.add(id, rate, []).unwrap();
+            }
+            id
+        })
+        .collect();
+    let spec = if sparse {
+        QuerySpec::new().with(heat).with(rate)
+    } else {
+        QuerySpec::new().with(heat)
+    };
+    let mut pass = world.query(spec).unwrap();
+    let mut watcher = world
+        .query(QuerySpec::new().with(heat).changed(heat))
+        .unwrap();
+    world.step(0.1).unwrap();
+    world.pass(&mut watcher).unwrap();
+    let burn = move |v: &f64| {
+        assert!(*v as usize != stop, "stops at {stop}");
+        v + 1000.0
+    };
+    world
+        .add_system(SystemSpec::new("burn", move |ctx: &mut Ctx<'_>| {
+            let chunks = Chunks::Rows(16);
+            match (kind, sparse) {
+                (PassKind::Each, _) => ctx.update_each::<f64>(&mut pass, (0, t), burn)?,
+                (PassKind::ParEach, _) => {
+                    ctx.par_update_each::<f64>(&mut pass, (0, t), chunks, burn)?
+                }
+                (PassKind::Update, true) => {
+                    ctx.update::<f64, f64>(&mut pass, (0, t), (1, r), move |v, _| burn(v))?
+                }
+                (PassKind::ParUpdate, true) => {
+                    ctx.par_update::<f64, f64>(&mut pass, (0, t), (1, r), chunks, move |v, _| {
+                        burn(v)
+                    })?
+                }
+                // Without a second term, the pass reads another field of its own row.
+                (PassKind::Update, false) => {
+                    ctx.update::<f64, f64>(&mut pass, (0, t), (0, w), move |v, _| burn(v))?
+                }
+                (PassKind::ParUpdate, false) => {
+                    ctx.par_update::<f64, f64>(&mut pass, (0, t), (0, w), chunks, move |v, _| {
+                        burn(v)
+                    })?
+                }
+            };
+            Ok(())
+        }))
+        .unwrap();
+    let events = world.step(0.1).unwrap();
+    assert_eq!(events.errors.len(), 1, "{case}: {:?}", events.errors);
+    let mut reported: Vec<InstanceId> = events
+        .components
+        .iter()
+        .filter_map(|e| match e {
+            StoreEvent::Changed { id, .. } => Some(*id),
+            _ => None,
+        })
+        .collect();
+    reported.sort_unstable();
+    let changed: Vec<InstanceId> = ids
+        .iter()
+        .enumerate()
+        .filter(|(k, id)| *world.get::<f64>(**id, heat, t).unwrap() != *k as f64)
+        .map(|(_, id)| *id)
+        .collect();
+    assert!(
+        !changed.is_empty(),
+        "{case}: the pass wrote rows before it stopped"
+    );
+    assert!(changed.len() < n, "{case}: and stopped");
+    if observed {
+        assert_eq!(
+            reported, changed,
+            "{case}: the events name the written rows"
+        );
+    }
+    let set = world.store().set(heat).unwrap();
+    let mut dirty: Vec<InstanceId> = (0..set.len())
+        .filter(|row| !set.dirty_mask(*row).is_empty())
+        .map(|row| set.ids()[row])
+        .collect();
+    dirty.sort_unstable();
+    assert_eq!(
+        dirty, changed,
+        "{case}: the written rows are dirty, and only they"
+    );
+    let burn = world.system_id("burn").unwrap();
+    world.remove_system(burn).unwrap();
+    let mut seen: Vec<InstanceId> = world
+        .pass(&mut watcher)
+        .unwrap()
+        .iter()
+        .map(|m| m.id())
+        .collect();
+    seen.sort_unstable();
+    assert_eq!(
+        seen, changed,
+        "{case}: a changed filter sees the written rows"
+    );
+    world.step(0.1).unwrap();
+    let again = world.pass(&mut watcher).unwrap().len();
+    assert_eq!(again, 0, "{case}: and only once");
+}
+
+#[test]
+fn a_pass_that_panics_leaves_the_rows_it_wrote_changed_once_and_dirty() {
+    let kinds = [
+        PassKind::Each,
+        PassKind::Update,
+        PassKind::ParEach,
+        PassKind::ParUpdate,
+    ];
+    for kind in kinds {
+        for (n, stop) in [(40, 20), (200, 100), (200, 130)] {
+            for observed in [false, true] {
+                for sparse in [false, true] {
+                    check_a_panicking_pass(kind, n, stop, observed, sparse);
+                }
+            }
+        }
+    }
+}
