@@ -244,7 +244,7 @@ mod tests {
     fn positions(world: &World, ids: &[InstanceId]) -> Vec<f64> {
         let (p, px) = world.field_named("Position", "x").unwrap();
         ids.iter()
-            .map(|id| *world.get::<f64>(*id, p, px).unwrap())
+            .map(|id| world.get::<f64>(*id, p, px).unwrap())
             .collect()
     }
 

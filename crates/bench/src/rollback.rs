@@ -71,7 +71,7 @@ pub fn frame_work(r: &mut Rollback) -> (u64, u64, u64) {
     let [position, _, _] = r.components;
     let mut changed = 0;
     for &id in data::rollback_written(&r.ids) {
-        let p = *must(r.world.get::<Vec3>(id, position, FIRST));
+        let p = must(r.world.get::<Vec3>(id, position, FIRST));
         changed += u64::from(must(r.world.write(
             id,
             position,

@@ -135,7 +135,7 @@ mod tests {
         let v = FieldId::from_index(0);
         let [a, b, c, d, e] = ["A", "B", "C", "D", "E"].map(|name| world.component(name).unwrap());
         let read = |world: &World, id: InstanceId, comp: ComponentId| -> Option<f64> {
-            world.get::<f64>(id, comp, v).ok().copied()
+            world.get::<f64>(id, comp, v).ok()
         };
         let ids: Vec<InstanceId> = world.store().set(a).unwrap().ids().to_vec();
         let before: Vec<[Option<f64>; 5]> = ids

@@ -115,7 +115,7 @@ fn try_and_take_back() -> Result<(), Box<dyn std::error::Error>> {
         for _ in 0..10 {
             simulate(&mut world, player, body, speed, candidate)?;
         }
-        let reached = *world.get::<f64>(player, body, x)?;
+        let reached = world.get::<f64>(player, body, x)?;
         if reached > best.0 {
             best = (reached, candidate);
         }

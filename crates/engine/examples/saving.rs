@@ -74,7 +74,7 @@ fn tour() -> Result<(), Box<dyn std::error::Error>> {
 
     // The Luau component came back with its definition; the Rust one waits as an orphan.
     let (score, points) = loaded.field_named("Score", "points")?;
-    assert_eq!(*loaded.get::<i64>(player, score, points)?, 40);
+    assert_eq!(loaded.get::<i64>(player, score, points)?, 40);
     assert!(loaded.component("Position").is_err());
     assert_eq!(loaded.store().orphans().of(player).len(), 1);
 
@@ -82,7 +82,7 @@ fn tour() -> Result<(), Box<dyn std::error::Error>> {
     let position = loaded.define(position_def())?;
     let p = loaded.field(position, "p")?;
     assert_eq!(
-        *loaded.get::<Vec3>(player, position, p)?,
+        loaded.get::<Vec3>(player, position, p)?,
         Vec3::new(1.0, 2.0, 3.0)
     );
     let mut again = Vec::new();
@@ -95,7 +95,7 @@ fn tour() -> Result<(), Box<dyn std::error::Error>> {
     let events = loaded.step(1.0 / 60.0)?;
     assert_eq!(events.definitions[0].changed, ["Score"]);
     let (score, total) = loaded.field_named("Score", "total")?;
-    assert_eq!(*loaded.get::<f64>(player, score, total)?, 40.0);
+    assert_eq!(loaded.get::<f64>(player, score, total)?, 40.0);
     let input = loaded
         .migration_input(player, score)
         .ok_or("migration input")?;

@@ -70,7 +70,7 @@ fn scene(world: &mut World, ids: &Ids) -> Result<Vec<InstanceId>, Box<dyn std::e
 
     // A copy brings its component rows along.
     let copy = world.clone_subtree(parts[0], Some(workspace))?;
-    assert_eq!(*world.get::<f64>(copy, ids.health, ids.hp)?, 51.0);
+    assert_eq!(world.get::<f64>(copy, ids.health, ids.hp)?, 51.0);
     parts.push(copy);
     Ok(parts)
 }
@@ -158,7 +158,7 @@ fn tour(threads: usize) -> Result<u64, Box<dyn std::error::Error>> {
     assert_eq!(ticks.load(Ordering::Relaxed), 2);
     // Part1 had 51 hp: regenerate wrote 53.5, and slow_the_hurt read the 51 established
     // before the group.
-    assert_eq!(*world.get::<f64>(parts[0], ids.health, ids.hp)?, 53.5);
+    assert_eq!(world.get::<f64>(parts[0], ids.health, ids.hp)?, 53.5);
     let (velocity, v) = world.field_named("Velocity", "v")?;
     assert_eq!(world.get::<Vec3>(parts[0], velocity, v)?.x, 0.51);
 

@@ -181,10 +181,10 @@ impl Scene {
         id: InstanceId,
         component: ComponentId,
         field: FieldId,
-    ) -> Result<&T, WorldError> {
+    ) -> Result<T, WorldError> {
         let at = self.instance_ref(id)?;
         self.count_reads(1);
-        Ok(self.store.get::<T>(at, component, field)?)
+        Ok(self.store.get::<T>(at, component, field)?.clone())
     }
 
     /// A field's value in dynamic form.
@@ -414,7 +414,7 @@ impl Scene {
     /// assert!(!world.is_live(ticket.first()));
     /// world.commit(&mut stage).unwrap();
     /// assert_eq!(world.children(workspace).unwrap().len(), 3);
-    /// assert_eq!(*world.get::<f64>(ticket.first(), health, hp).unwrap(), 0.0);
+    /// assert_eq!(world.get::<f64>(ticket.first(), health, hp).unwrap(), 0.0);
     /// ```
     pub fn stage_spawn(
         &mut self,

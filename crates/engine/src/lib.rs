@@ -52,7 +52,7 @@
 //! let parts = loaded.children(loaded.workspace())?;
 //! assert_eq!(parts.len(), 3);
 //! let (p, v) = loaded.field_named("Position", "v")?;
-//! assert_eq!(*loaded.get::<Vec3>(parts[0], p, v)?, Vec3::new(1.0, 1.0, 1.0));
+//! assert_eq!(loaded.get::<Vec3>(parts[0], p, v)?, Vec3::new(1.0, 1.0, 1.0));
 //! # Ok::<(), Box<dyn std::error::Error>>(())
 //! ```
 

@@ -87,7 +87,7 @@ fn a_clone_copies_rows_and_remaps_references_inside_the_subtree() {
     let w = &mut l.f.world;
     let copy = w.clone_subtree(l.root, None).unwrap();
     let copy_child = w.children(copy).unwrap()[0];
-    assert_eq!(*w.get::<f64>(copy, l.f.health, l.f.current).unwrap(), 7.0);
+    assert_eq!(w.get::<f64>(copy, l.f.health, l.f.current).unwrap(), 7.0);
     assert_eq!(
         w.get_value(copy, l.link, l.to).unwrap(),
         Value::Reference(Some(copy_child)),
@@ -185,12 +185,12 @@ fn a_graft_brings_rows_onto_the_destinations_definitions() {
         .graft_from(l.f.world.scene(), l.root, Some(game), ExternalRefs::Clear)
         .unwrap();
     assert_eq!(
-        *dest.get::<f64>(copy, health, current).unwrap(),
+        dest.get::<f64>(copy, health, current).unwrap(),
         7.0,
         "adopted by name"
     );
     assert_eq!(
-        *dest.get::<i64>(copy, health, armor).unwrap(),
+        dest.get::<i64>(copy, health, armor).unwrap(),
         3,
         "missing field defaulted"
     );

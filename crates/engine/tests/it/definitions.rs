@@ -43,9 +43,9 @@ fn definitions_anywhere_in_the_hierarchy_are_synced_at_the_start_of_a_frame() {
     let report = &events.definitions[0].adoption[0];
     assert_eq!(report.adopted.count, 1);
     let (health, hp) = world.field_named("Health", "hp").unwrap();
-    assert_eq!(*world.get::<f64>(part, health, hp).unwrap(), 40.0);
+    assert_eq!(world.get::<f64>(part, health, hp).unwrap(), 40.0);
     let (_, alive) = world.field_named("Health", "alive").unwrap();
-    assert!(*world.get::<bool>(part, health, alive).unwrap());
+    assert!(world.get::<bool>(part, health, alive).unwrap());
     // Destroying the definition turns the rows back into orphans.
     world.destroy(definition).unwrap();
     let events = world.step(0.0).unwrap();
@@ -88,7 +88,7 @@ fn rows_saved_under_an_older_version_keep_their_migration_input() {
     loaded.set_definition_source(definition, HEALTH_V2).unwrap();
     loaded.step(0.0).unwrap();
     let (health, hp) = loaded.field_named("Health", "hp").unwrap();
-    assert_eq!(*loaded.get::<f64>(part, health, hp).unwrap(), 12.0);
+    assert_eq!(loaded.get::<f64>(part, health, hp).unwrap(), 12.0);
     let input = loaded
         .migration_input(part, health)
         .expect("older version kept");

@@ -210,7 +210,7 @@ fn the_frame_loop_reclaims_slots_two_frames_after_a_destruction() {
     assert_ne!(again, ids[0], "never the same id");
     f.world.add(again, f.health, []).unwrap();
     assert_eq!(
-        *f.world.get::<f64>(again, f.health, f.current).unwrap(),
+        f.world.get::<f64>(again, f.health, f.current).unwrap(),
         100.0,
         "no stale row in the reused slot"
     );

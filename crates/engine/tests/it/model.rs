@@ -193,7 +193,7 @@ fn check(run: &Run, model: &Model) {
         let expected = inst.parent.or(None);
         assert_eq!(parent, expected, "{id}'s parent");
         assert_eq!(w.children(*id).unwrap(), inst.children, "{id}'s children");
-        let value = w.get::<f64>(*id, run.health, run.hp).ok().copied();
+        let value = w.get::<f64>(*id, run.health, run.hp).ok();
         assert_eq!(value, inst.health, "{id}'s health");
     }
     assert_eq!(

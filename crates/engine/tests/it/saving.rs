@@ -109,7 +109,7 @@ fn a_loaded_world_is_the_saved_world_and_saves_to_the_same_bytes() {
     // Luau components are back at once; the Rust one waits as orphans for its definition.
     let (team, score) = loaded.field_named("Team", "score").unwrap();
     let model = loaded.children(loaded.workspace()).unwrap()[0];
-    assert_eq!(*loaded.get::<i64>(model, team, score).unwrap(), 0);
+    assert_eq!(loaded.get::<i64>(model, team, score).unwrap(), 0);
     assert!(loaded.component("Health").is_err());
     let health = loaded
         .define(ComponentDef::new("Health").field(FieldDef::number("current", 100.0)))

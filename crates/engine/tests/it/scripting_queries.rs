@@ -115,11 +115,11 @@ fn a_handle_always_reads_live_state_and_its_writes_are_checked_store_writes(cach
         )
         .unwrap();
     world.step(0.1).unwrap();
-    assert_eq!(*world.get::<f64>(part, position, x).unwrap(), 2.0);
+    assert_eq!(world.get::<f64>(part, position, x).unwrap(), 2.0);
     // A write from Rust is what the handle reads next.
     world.write(part, position, x, 10.0).unwrap();
     world.step(0.1).unwrap();
-    assert_eq!(*world.get::<f64>(part, position, x).unwrap(), 11.0);
+    assert_eq!(world.get::<f64>(part, position, x).unwrap(), 11.0);
     let stats = world.stats();
     let (_, _, push) = stats.iter().find(|(_, n, _)| n == "push").unwrap();
     assert_eq!(push.field_writes, 2, "one checked write per run");

@@ -127,7 +127,7 @@ fn parallel_luau_cannot_change_structure_and_writes_only_what_it_declares() {
         let children = world.children(world.workspace()).unwrap();
         assert_eq!(children.len(), 1, "{body}: no structure changed");
         let (position, y) = world.field_named("Position", "y").unwrap();
-        assert_eq!(*world.get::<f64>(children[0], position, y).unwrap(), 0.0);
+        assert_eq!(world.get::<f64>(children[0], position, y).unwrap(), 0.0);
     }
     insta::assert_snapshot!(lines.join("\n"));
 }
@@ -172,10 +172,10 @@ fn parallel_luau_systems_of_one_wave_read_what_was_established_before_it() {
             .enumerate()
         {
             let i = (k + 1) as f64;
-            assert_eq!(*world.get::<f64>(part, position, x).unwrap(), 2.0 * i);
+            assert_eq!(world.get::<f64>(part, position, x).unwrap(), 2.0 * i);
             // `speed` read the established x (i), not `move`'s write.
             assert_eq!(
-                *world.get::<f64>(part, velocity, vx).unwrap(),
+                world.get::<f64>(part, velocity, vx).unwrap(),
                 i,
                 "{threads} threads"
             );
@@ -239,7 +239,7 @@ fn groups_run_in_vms_of_their_own_and_commit_in_hierarchy_order() {
     let (health, current) = world.field_named("Health", "current").unwrap();
     let shared = world.children(world.workspace()).unwrap()[0];
     assert_eq!(
-        *world.get::<f64>(shared, health, current).unwrap(),
+        world.get::<f64>(shared, health, current).unwrap(),
         5.0,
         "the last room wins"
     );
@@ -251,7 +251,7 @@ fn groups_run_in_vms_of_their_own_and_commit_in_hierarchy_order() {
         world.set_parent(*child, Some(folder)).unwrap();
     }
     world.step(0.5).unwrap();
-    assert_eq!(*world.get::<f64>(shared, health, current).unwrap(), 4.0);
+    assert_eq!(world.get::<f64>(shared, health, current).unwrap(), 4.0);
 }
 
 #[test]

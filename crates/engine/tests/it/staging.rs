@@ -50,7 +50,7 @@ fn a_staged_spawn_set_and_despawn_publish_at_the_commit_and_reach_the_frame_even
     let spawned: Vec<InstanceId> = world.children(workspace).unwrap();
     assert_eq!(spawned.len(), 4);
     for (k, id) in spawned.iter().enumerate() {
-        assert_eq!(*world.get::<f64>(*id, heat, t).unwrap(), 10.0 + k as f64);
+        assert_eq!(world.get::<f64>(*id, heat, t).unwrap(), 10.0 + k as f64);
     }
 
     // A set over two of them and a despawn of another, in one stage.
@@ -63,7 +63,7 @@ fn a_staged_spawn_set_and_despawn_publish_at_the_commit_and_reach_the_frame_even
     stage.set(&members, heat, vec![(t, Value::Number(99.0))]);
     stage.despawn(&doomed);
     world.commit(&mut stage).unwrap();
-    assert_eq!(*world.get::<f64>(spawned[0], heat, t).unwrap(), 99.0);
+    assert_eq!(world.get::<f64>(spawned[0], heat, t).unwrap(), 99.0);
     assert!(!world.is_live(spawned[3]));
 
     let events = world.step(1.0 / 60.0).unwrap();
@@ -173,13 +173,10 @@ fn the_facade_needs_no_annotations_and_no_world_borrow_to_make_a_query() {
     let mut all = query(QuerySpec::new().with(heat)).unwrap();
     let ids = world.matches(&mut all).unwrap();
     assert!(!all.is_cached());
+    // `get` gives the value, as a parallel context's does.
     let values: Vec<f64> = ids
         .iter()
-        .map(|id| world.get_value(*id, heat, t).unwrap())
-        .map(|v| match v {
-            Value::Number(n) => n,
-            other => panic!("{other:?}"),
-        })
+        .map(|id| world.get::<f64>(*id, heat, t).unwrap())
         .collect();
     assert_eq!(values, [2.0, 3.0, 4.0]);
 }

@@ -18,14 +18,14 @@ fn a_serial_system_changes_structure_and_its_work_is_counted() {
             let id = ctx.create(ClassId::PART, Some(workspace))?;
             ctx.add(id, health, [])?;
             ctx.update_each::<f64>(&mut all, (0, current), |hp| hp - 1.0)?;
-            let hp = *ctx.get::<f64>(id, health, current)?;
+            let hp = ctx.get::<f64>(id, health, current)?;
             assert_eq!(hp, 99.0, "the pass saw the new row");
             Ok(())
         }))
         .unwrap();
     f.world.step(0.1).unwrap();
     assert_eq!(f.world.store().set(health).unwrap().len(), 4);
-    assert_eq!(*f.world.get::<f64>(ids[0], health, current).unwrap(), 99.0);
+    assert_eq!(f.world.get::<f64>(ids[0], health, current).unwrap(), 99.0);
     let stats = f.world.stats();
     let (_, name, s) = &stats[0];
     assert_eq!(name, "spawner");
@@ -131,7 +131,7 @@ fn parallel_systems_read_the_established_state_and_commit_in_scheduled_order() {
     assert!(events.commits[0].conflicts.is_empty());
     for (k, id) in ids.iter().enumerate() {
         assert_eq!(
-            *f.world.get::<f64>(*id, health, current).unwrap(),
+            f.world.get::<f64>(*id, health, current).unwrap(),
             110.0 + k as f64
         );
         let pushed = f.world.get::<Vec3>(*id, velocity, v).unwrap().x;
@@ -176,7 +176,7 @@ fn unordered_parallel_writes_to_one_field_conflict_and_ordered_ones_take_turns()
         (
             commits,
             conflicts,
-            *f.world.get::<f64>(ids[0], health, current).unwrap(),
+            f.world.get::<f64>(ids[0], health, current).unwrap(),
         )
     };
     let (commits, conflicts, value) = run(false);
@@ -244,9 +244,9 @@ fn a_parallel_system_writes_only_what_it_declared_and_values_that_fit() {
         events.errors
     );
     assert!(events.commits[0].refusals.is_empty());
-    assert_eq!(*f.world.get::<u32>(target, mood, m).unwrap(), 0);
+    assert_eq!(f.world.get::<u32>(target, mood, m).unwrap(), 0);
     assert_eq!(
-        *f.world.get::<Vec3>(target, velocity, v).unwrap(),
+        f.world.get::<Vec3>(target, velocity, v).unwrap(),
         Vec3::ZERO
     );
 }
@@ -454,7 +454,7 @@ fn check_a_panicking_pass(kind: PassKind, n: usize, stop: usize, observed: bool,
     let changed: Vec<InstanceId> = ids
         .iter()
         .enumerate()
-        .filter(|(k, id)| *world.get::<f64>(**id, heat, t).unwrap() != *k as f64)
+        .filter(|(k, id)| world.get::<f64>(**id, heat, t).unwrap() != *k as f64)
         .map(|(_, id)| *id)
         .collect();
     assert!(
