@@ -3,7 +3,7 @@
 //! `examples/places/NAME/types.d.luau` for each example place's components.
 //!
 //! Invariant: the files are exactly what `strata types` prints, which comes from the tables
-//! the runtime uses (`strata::script::types`); `crates/cli/tests/it/codegen.rs` fails when a
+//! the runtime uses (`strata_script::types`); `crates/cli/tests/it/codegen.rs` fails when a
 //! committed file differs from what this task would write.
 
 use std::ffi::OsString;

@@ -3,6 +3,7 @@
 //! `luau_changed`. The same work in jecs, a pure-Luau ECS, is `peers::jecs`.
 
 use strata::prelude::*;
+use strata_script::prelude::*;
 
 use crate::data::luau::{
     CHANGED_SIZE, CHANGED_STRIDE, DT, ITER_SIZE, SPAWN_SIZE, position, velocity,

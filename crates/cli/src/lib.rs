@@ -24,7 +24,7 @@ use std::time::{Duration, Instant};
 
 use serde_json::json;
 use strata::prelude::*;
-use strata::{Place, PlaceError};
+use strata_script::{Place, PlaceError};
 
 /// The usage text.
 pub const USAGE: &str = "\
@@ -173,7 +173,7 @@ pub fn main_with(args: Vec<String>, out: &mut dyn Write, err: &mut dyn Write) ->
 
 fn types(place: Option<&std::path::Path>, out: &mut dyn Write) -> Result<i32, String> {
     let text = match place {
-        None => strata::script::types::api_definitions(),
+        None => strata_script::types::api_definitions(),
         Some(place) => {
             let place = Place::open(place).map_err(|e| e.to_string())?;
             place.type_definitions().map_err(|e| e.to_string())?

@@ -72,9 +72,6 @@ pub enum WorldError {
     /// The instance is not live (never created, destroyed, or reclaimed).
     #[error("instance {0} is not live")]
     NotLive(InstanceId),
-    /// A script failed (a syntax or run-time error, a budget run out), with its name and line.
-    #[error(transparent)]
-    Script(#[from] crate::script::ScriptError),
     /// A thread count of zero, or a pool the system could not make.
     #[error("cannot run on {threads} threads: {reason}")]
     Threads {
@@ -103,6 +100,10 @@ pub enum SystemError {
     /// The system reported a failure of its own.
     #[error("{0}")]
     Failed(String),
+    /// The system's body failed with an error of its own layer (a script's error, with its
+    /// script and line, say), kept as it is: downcast it to read it.
+    #[error(transparent)]
+    Body(Box<dyn std::error::Error + Send + Sync + 'static>),
     /// The system ran away: it used up a budget of its runtime (a script's instructions or
     /// time), or held memory the world's other systems needed. The world stops what the
     /// runaway names (the failing system itself, or the holder of that memory) and the frame
@@ -115,7 +116,7 @@ pub enum SystemError {
 #[derive(Debug)]
 pub struct Runaway {
     /// What went wrong, as the failing run saw it.
-    pub error: WorldError,
+    pub error: Box<dyn std::error::Error + Send + Sync + 'static>,
     /// What to stop.
     pub stops: Vec<crate::systems::StopRequest>,
 }
@@ -124,6 +125,11 @@ impl SystemError {
     /// A failure the system reports in its own words.
     pub fn failed(message: impl Into<String>) -> Self {
         Self::Failed(message.into())
+    }
+
+    /// A failure with an error of the body's own layer, kept as its source.
+    pub fn body(error: impl std::error::Error + Send + Sync + 'static) -> Self {
+        Self::Body(Box::new(error))
     }
 }
 

@@ -56,29 +56,19 @@
 //! # Ok::<(), Box<dyn std::error::Error>>(())
 //! ```
 
-mod components;
-mod copy;
-mod definitions;
 mod error;
 mod hash;
-mod instances;
-mod lanes;
-pub mod place;
 mod rollback;
 mod save;
 mod scene;
-pub mod script;
 mod stats;
 mod systems;
 mod world;
 
 pub use crate::error::{LoadError, Runaway, SaveError, SystemError, WorldError};
-pub use crate::instances::DestroyReport;
-pub use crate::place::{Place, PlaceConfig, PlaceError, PlaceWarning};
 pub use crate::rollback::WorldSnapshot;
 pub use crate::save::MAGIC;
-pub use crate::scene::Scene;
-pub use crate::script::{ScriptBudget, ScriptError, Scripts};
+pub use crate::scene::{Clock, DestroyReport, Scene, Wave};
 pub use crate::stats::format_duration;
 pub use crate::systems::{Ctx, ParCtx, StopRequest, SystemBody, SystemResult, SystemSpec};
 pub use crate::world::{FrameEvents, MAX_THREADS, StoppedSystem, World};
@@ -96,9 +86,9 @@ pub mod layers {
 /// What a user of the facade needs, in one `use strata::prelude::*`.
 pub mod prelude {
     pub use crate::{
-        Ctx, DestroyReport, FrameEvents, LoadError, ParCtx, SaveError, Scene, ScriptBudget,
-        ScriptError, StopRequest, StoppedSystem, SystemBody, SystemError, SystemResult, SystemSpec,
-        World, WorldError, WorldSnapshot,
+        Ctx, DestroyReport, FrameEvents, LoadError, ParCtx, SaveError, Scene, StopRequest,
+        StoppedSystem, SystemBody, SystemError, SystemResult, SystemSpec, World, WorldError,
+        WorldSnapshot,
     };
     pub use strata_arena::{
         AttrValue, BuiltinState, ClassId, Color3, Event, ExternalRefs, Guid, InstanceId,

@@ -15,11 +15,11 @@
 //! state. Code is not part of a snapshot: systems, listeners and the Luau VMs' own state stay
 //! as they are.
 
-use strata_arena::SavePoint;
-use strata_component_store::{OrphanRecord, Store, StoreError};
+use strata_component_store::Store;
 use strata_scheduler::FixedStep;
 
 use crate::error::WorldError;
+use crate::scene::SceneSnapshot;
 use crate::world::World;
 
 /// The frame counter and the schedule's timing, as a snapshot keeps them.
@@ -40,24 +40,11 @@ pub(crate) struct Timing {
 /// What a world held at one moment ([`World::snapshot`]), to make it that again
 /// ([`World::restore`]). Immutable and cheap to keep: it shares its pages and sets with the
 /// world until the world writes them.
-#[derive(Debug)]
+/// Cloning one gives another snapshot of the same moment, sharing everything with it.
+#[derive(Clone, Debug)]
 pub struct WorldSnapshot {
-    arena: SavePoint,
-    store: Store,
-    waiting_migrations: Vec<(strata_arena::InstanceId, String, OrphanRecord)>,
+    scene: SceneSnapshot,
     timing: Timing,
-}
-
-impl Clone for WorldSnapshot {
-    /// Another snapshot of the same moment, sharing everything with this one.
-    fn clone(&self) -> Self {
-        Self {
-            arena: self.arena.clone(),
-            store: self.store.snapshot(),
-            waiting_migrations: self.waiting_migrations.clone(),
-            timing: self.timing.clone(),
-        }
-    }
 }
 
 impl WorldSnapshot {
@@ -68,12 +55,12 @@ impl WorldSnapshot {
 
     /// The arena's state, to read.
     pub fn arena(&self) -> &strata_arena::Snapshot {
-        self.arena.snapshot()
+        self.scene.arena.snapshot()
     }
 
     /// The store's state, to read.
     pub fn store(&self) -> &Store {
-        &self.store
+        &self.scene.store
     }
 }
 
@@ -85,9 +72,7 @@ impl World {
     /// stage count as released.
     pub fn snapshot(&self) -> Result<WorldSnapshot, WorldError> {
         Ok(WorldSnapshot {
-            arena: self.scene().arena.save_point()?,
-            store: self.scene().store.snapshot(),
-            waiting_migrations: self.scene().waiting_migrations.clone(),
+            scene: self.scene().snapshot()?,
             timing: self.timing(),
         })
     }
@@ -100,18 +85,7 @@ impl World {
     /// Refused, changing nothing, for a snapshot of another world, inside a construction batch
     /// and while a reservation is held.
     pub fn restore(&mut self, snapshot: &WorldSnapshot) -> Result<(), WorldError> {
-        if snapshot.store.lineage() != self.scene().store.lineage() {
-            return Err(StoreError::SnapshotFromOtherStore.into());
-        }
-        let scene = self.scene_mut();
-        scene.arena.restore(&snapshot.arena)?;
-        scene
-            .store
-            .restore(&snapshot.store)
-            .map_err(WorldError::from)?;
-        scene
-            .waiting_migrations
-            .clone_from(&snapshot.waiting_migrations);
+        self.scene_mut().restore(&snapshot.scene)?;
         self.set_timing(&snapshot.timing);
         Ok(())
     }

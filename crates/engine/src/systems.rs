@@ -296,20 +296,34 @@ pub struct ParCtx<'a> {
 }
 
 impl<'a> ParCtx<'a> {
-    /// Counts rows a body visited by other means than this context's passes.
-    pub(crate) fn add_rows(&mut self, rows: u64) {
+    /// Counts rows a body visited by other means than this context's passes (a scripting
+    /// layer's queries), towards the system's statistics.
+    pub fn add_rows(&mut self, rows: u64) {
         self.rows += rows;
     }
 
-    /// Replays a script's parallel writes into this context's overlay (their fields were
-    /// checked against the declared ones as they were made).
-    pub(crate) fn replay(&mut self, par: crate::script::ParWrites) -> Result<(), WorldError> {
-        par.replay(&mut self.overlay)?;
-        Ok(())
+    /// This run's overlay, for a layer that records writes of its own making (a scripting
+    /// layer replays a script's writes here). Writes through it are not checked against the
+    /// system's declared fields or against the hierarchy: the layer checks them as they are
+    /// made, as [`ParCtx::write_value`] does.
+    #[doc(hidden)]
+    pub fn overlay_mut(&mut self) -> &mut Overlay<'a> {
+        &mut self.overlay
     }
 
-    /// Keeps lines a body printed.
-    pub(crate) fn add_prints(&mut self, prints: Vec<String>) {
+    /// Whether the world's queries keep their matches (see `Scene::set_query_caching`): a
+    /// layer running queries of its own in a parallel system follows it.
+    pub fn query_caching(&self) -> bool {
+        self.query_caching
+    }
+
+    /// Whether the system may write `field` of `component` (see [`SystemSpec::writes`]).
+    pub fn may_write(&self, component: ComponentId, field: FieldId) -> bool {
+        self.any_write || self.writes.contains(&(component, field))
+    }
+
+    /// Keeps lines a body printed (a script's), delivered after the wave in scheduled order.
+    pub fn add_prints(&mut self, prints: impl IntoIterator<Item = String>) {
         self.prints.extend(prints);
     }
 

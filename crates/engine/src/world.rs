@@ -17,14 +17,11 @@ use std::time::Instant;
 
 use strata_arena::{Event, InstanceId, Snapshot};
 use strata_component_store::StoreEvent;
-use strata_parallel_overlay::{
-    CommitReport, Overlay, Spare, SystemOrder, WriterRank, commit_with_spare,
-};
+use strata_parallel_overlay::{CommitReport, SystemOrder, WriterRank};
 use strata_scheduler::{Due, FixedStep, Plan, Schedule, SystemId, SystemStats};
 use strata_schema_adoption::{ComponentReport, SyncReport};
 
 use crate::error::{SystemError, WorldError};
-use crate::lanes::run_lanes;
 use crate::scene::{Clock, Scene};
 use crate::systems::{Body, ParCtx, SystemSpec, serial_ctx};
 
@@ -89,9 +86,7 @@ pub struct World {
     schedule: Schedule<Body>,
     /// The schedule's plan as of its last build, for writer ranks and the conflict oracle.
     plan: Plan,
-    pool: Arc<rayon::ThreadPool>,
     threads: usize,
-    spare: Spare,
     frame: u64,
     events: FrameEvents,
     listeners: Vec<Listener>,
@@ -179,15 +174,12 @@ impl World {
     }
 
     pub(crate) fn from_scene(mut scene: Scene, threads: usize) -> Result<Self, WorldError> {
-        let pool = pool(threads)?;
-        scene.pool = Some(Arc::clone(&pool));
+        scene.set_pool(pool(threads)?);
         Ok(Self {
             scene,
             schedule: Schedule::new(),
             plan: Plan::default(),
-            pool,
             threads,
-            spare: Spare::new(),
             frame: 0,
             events: FrameEvents::default(),
             listeners: Vec::new(),
@@ -214,8 +206,7 @@ impl World {
     /// Runs parallel systems on `threads` threads from the next frame on. The result of a frame
     /// does not depend on it.
     pub fn set_threads(&mut self, threads: usize) -> Result<(), WorldError> {
-        self.pool = pool(threads)?;
-        self.scene.pool = Some(Arc::clone(&self.pool));
+        self.scene.set_pool(pool(threads)?);
         self.threads = threads;
         Ok(())
     }
@@ -250,7 +241,7 @@ impl World {
             .collect();
         crate::rollback::Timing {
             frame: self.frame,
-            time: self.scene.clock.time,
+            time: self.scene.clock().time,
             fixed: self.schedule.fixed_step(),
             carried: self.schedule.fixed_carried(),
             intervals,
@@ -318,7 +309,7 @@ impl World {
     /// snapshot had them.
     pub(crate) fn set_clock(&mut self, frame: u64, time: f64, fixed: FixedStep, carried: f64) {
         self.frame = frame;
-        self.scene.clock = Clock { frame, time };
+        self.scene.set_clock(Clock { frame, time });
         self.schedule.set_fixed_step(fixed);
         self.schedule.set_fixed_carried(carried);
     }
@@ -332,7 +323,7 @@ impl World {
     /// saves and snapshots). Scripts read it as `world.time`: during a frame, the time before
     /// that frame began.
     pub fn time(&self) -> f64 {
-        self.scene.clock.time
+        self.scene.clock().time
     }
 
     /// Adds a system. Refused for a name already taken. A system named as one the world was
@@ -458,7 +449,7 @@ impl World {
     /// world.step(1.0 / 60.0).unwrap();
     /// ```
     pub fn set_lane_shuffle(&mut self, seed: Option<u64>) {
-        self.scene.lane_shuffle = seed.map(crate::lanes::LaneShuffle::new);
+        self.scene.set_lane_shuffle(seed);
     }
 
     /// The schedule's plan (built first if systems changed): order, cycles, diagnostics,
@@ -512,7 +503,8 @@ impl World {
             frame,
             ..FrameEvents::default()
         };
-        self.scene.clock.frame = frame;
+        let time = self.scene.clock().time;
+        self.scene.set_clock(Clock { frame, time });
         self.scene.sync_definitions();
         if self.schedule.is_stale() {
             self.plan = self.schedule.build().clone();
@@ -521,22 +513,12 @@ impl World {
             scene,
             schedule,
             plan,
-            pool,
-            spare,
             ..
         } = self;
-        let mut commits = Vec::new();
         let mut runaways = Runaways::default();
         let report = schedule.run_frame_grouped(dt, Body::is_parallel, |group| {
-            let lanes = Lanes {
-                plan,
-                pool,
-                spare,
-                frame,
-            };
-            run_group(scene, &lanes, group, &mut commits, &mut runaways)
+            run_group(scene, plan, frame, group, &mut runaways)
         })?;
-        events.commits = commits;
         events.fixed_steps = report.fixed_steps;
         events.fixed_steps_dropped = report.fixed_steps_dropped;
         for (id, error) in report.errors {
@@ -560,30 +542,28 @@ impl World {
         self.end_frame(&mut events)?;
         self.events = events;
         self.frame += 1;
-        self.scene.clock = Clock {
+        self.scene.set_clock(Clock {
             frame: self.frame,
-            time: self.scene.clock.time + dt,
-        };
+            time: time + dt,
+        });
         Ok(&self.events)
     }
 
-    /// The end of a frame: drain the arena, deliver its events, report reclaimed slots, take
-    /// the store's events and definition syncs, clear the store's frame state.
+    /// The end of a frame: drain the arena (reclaimed slots reported to the store with it),
+    /// deliver its events, take what the frame collected (prints, commits, the store's events,
+    /// definition syncs and adoptions) and clear the store's frame state.
     fn end_frame(&mut self, events: &mut FrameEvents) -> Result<(), WorldError> {
-        let drained = self.scene.arena.drain()?;
+        let drained = self.scene.drain_arena()?;
         for event in &drained.events {
             self.deliver(event, &mut events.errors)?;
         }
-        self.scene.store.on_reclaimed(&drained.reclaimed);
-        events.lifecycle = drained.events;
-        events.prints = std::mem::take(&mut self.scene.prints);
-        events
-            .commits
-            .extend(std::mem::take(&mut self.scene.group_commits));
-        events.components = self.scene.store.drain_events();
-        events.definitions = std::mem::take(&mut self.scene.syncs);
-        events.adoptions = std::mem::take(&mut self.scene.adoptions);
-        self.scene.store.end_frame();
+        let take = self.scene.take_frame(drained.events);
+        events.lifecycle = take.lifecycle;
+        events.prints = take.prints;
+        events.commits = take.commits;
+        events.components = take.components;
+        events.definitions = take.definitions;
+        events.adoptions = take.adoptions;
         Ok(())
     }
 
@@ -616,11 +596,11 @@ impl World {
             }
         };
         if roots.is_empty() {
-            hear(&self.scene.arena);
+            hear(self.scene.arena());
             return Ok(());
         }
         for root in roots {
-            self.scene.arena.with_lifecycle_scope(root, &mut hear)?;
+            self.scene.with_lifecycle_scope(root, &mut hear)?;
         }
         Ok(())
     }
@@ -635,14 +615,6 @@ pub(crate) fn panic_message(panic: &(dyn std::any::Any + Send)) -> String {
     } else {
         "a panic without a message".to_owned()
     }
-}
-
-/// What a frame's parallel runs share: the plan, the pool, recycled overlay memory, the frame.
-struct Lanes<'a> {
-    plan: &'a Plan,
-    pool: &'a rayon::ThreadPool,
-    spare: &'a Spare,
-    frame: u64,
 }
 
 /// The runaways of a frame so far: systems stopped earlier in the frame (not run again in it,
@@ -685,9 +657,9 @@ impl Runaways {
 /// run of parallel systems on the pool, committed after they all finished.
 fn run_group(
     scene: &mut Scene,
-    lanes: &Lanes<'_>,
+    plan: &Plan,
+    frame: u64,
     group: &mut [Due<'_, Body>],
-    commits: &mut Vec<CommitReport>,
     runaways: &mut Runaways,
 ) -> GroupResults {
     if let [due] = group
@@ -696,10 +668,9 @@ fn run_group(
         if runaways.halted(due.id()) {
             return GroupResults::One(Some(Ok(())));
         }
-        let result = run_serial(scene, lanes.frame, due);
+        let result = run_serial(scene, frame, due);
         return GroupResults::One(Some(runaways.sort(due.id(), result)));
     }
-    let plan = lanes.plan;
     // Waves: a system the plan orders after a member of the current wave starts the next one,
     // so it sees that member's writes; the rest of a run shares one commit.
     let mut results = Vec::with_capacity(group.len());
@@ -718,7 +689,7 @@ fn run_group(
         }
         let wave = &mut group[start..end];
         let ids: Vec<SystemId> = wave.iter().map(Due::id).collect();
-        let wave_results = run_parallel(scene, lanes, wave, commits, runaways);
+        let wave_results = run_parallel(scene, plan, wave, runaways);
         results.extend(
             ids.into_iter()
                 .zip(wave_results)
@@ -751,12 +722,12 @@ fn run_serial(scene: &mut Scene, frame: u64, due: &mut Due<'_, Body>) -> Result<
     let _span = tracing::info_span!("system", name = due.name()).entered();
     let (body, run) = due.parts();
     let dt = run.dt();
-    scene.counts().take();
+    scene.take_counts();
     let outcome = {
         let mut ctx = serial_ctx(scene, dt, frame);
         catch_unwind(AssertUnwindSafe(|| body.inner.run(&mut ctx)))
     };
-    let (reads, writes, rows) = scene.counts().take();
+    let (reads, writes, rows) = scene.take_counts();
     run.add_component_reads(reads);
     run.add_field_writes(writes);
     run.add_visited_rows(rows);
@@ -777,21 +748,16 @@ struct Lane {
 
 fn run_parallel(
     scene: &mut Scene,
-    lanes: &Lanes<'_>,
+    plan: &Plan,
     group: &mut [Due<'_, Body>],
-    commits: &mut Vec<CommitReport>,
     runaways: &Runaways,
 ) -> Vec<Result<(), SystemError>> {
-    let Lanes {
-        plan,
-        pool,
-        spare,
-        frame,
-    } = *lanes;
-    let (arena, store, time) = (&scene.arena, &scene.store, scene.clock.time);
-    let query_caching = scene.query_caching;
+    let clock = scene.clock();
+    let query_caching = scene.query_caching();
+    let wave = scene.wave();
+    let arena = wave.arena();
     // The wave's first system tells a frame's waves apart for a lane shuffle.
-    let wave = group.first().map_or(0, |due| u64::from(due.id().index()));
+    let run = group.first().map_or(0, |due| u64::from(due.id().index()));
     let jobs: Vec<(&mut Due<'_, Body>, bool)> = group
         .iter_mut()
         .map(|due| {
@@ -799,53 +765,46 @@ fn run_parallel(
             (due, halted)
         })
         .collect();
-    let (lanes, arrival) = run_lanes(
-        Some(pool),
-        scene.lane_shuffle,
-        frame,
-        wave,
-        jobs,
-        |(due, halted)| {
-            let id = due.id();
-            let _span = tracing::info_span!("system", name = due.name()).entered();
-            let rank = WriterRank::system(
-                u64::from(plan.position(id).unwrap_or(u32::MAX)),
-                u64::from(id.index()),
-            );
-            let (body, run) = due.parts();
-            let started = Instant::now();
-            let mut ctx = ParCtx {
-                arena,
-                overlay: Overlay::with_spare(rank, store, spare),
-                writes: &body.writes,
-                any_write: body.any_write,
-                dt: run.dt(),
-                frame,
-                time,
-                rows: 0,
-                prints: Vec::new(),
-                query_caching,
-            };
-            let outcome = if halted {
-                Ok(Ok(()))
-            } else {
-                catch_unwind(AssertUnwindSafe(|| body.inner.run_parallel(&mut ctx)))
-            };
-            let result = match outcome {
-                Ok(result) => result,
-                Err(panic) => Err(SystemError::Panicked(panic_message(panic.as_ref()))),
-            };
-            let rows = ctx.rows;
-            let prints = std::mem::take(&mut ctx.prints);
-            Lane {
-                result,
-                set: ctx.overlay.finish(),
-                rows,
-                prints,
-                took: started.elapsed(),
-            }
-        },
-    );
+    let (lanes, arrival) = wave.run(run, jobs, |(due, halted)| {
+        let id = due.id();
+        let _span = tracing::info_span!("system", name = due.name()).entered();
+        let rank = WriterRank::system(
+            u64::from(plan.position(id).unwrap_or(u32::MAX)),
+            u64::from(id.index()),
+        );
+        let (body, run) = due.parts();
+        let started = Instant::now();
+        let mut ctx = ParCtx {
+            arena,
+            overlay: wave.overlay(rank),
+            writes: &body.writes,
+            any_write: body.any_write,
+            dt: run.dt(),
+            frame: clock.frame,
+            time: clock.time,
+            rows: 0,
+            prints: Vec::new(),
+            query_caching,
+        };
+        let outcome = if halted {
+            Ok(Ok(()))
+        } else {
+            catch_unwind(AssertUnwindSafe(|| body.inner.run_parallel(&mut ctx)))
+        };
+        let result = match outcome {
+            Ok(result) => result,
+            Err(panic) => Err(SystemError::Panicked(panic_message(panic.as_ref()))),
+        };
+        let rows = ctx.rows;
+        let prints = std::mem::take(&mut ctx.prints);
+        Lane {
+            result,
+            set: ctx.overlay.finish(),
+            rows,
+            prints,
+            took: started.elapsed(),
+        }
+    });
     // Statistics, prints and results go in scheduled order; the commit takes the write sets
     // in the order the lanes finished.
     let mut sets = Vec::with_capacity(lanes.len());
@@ -856,15 +815,11 @@ fn run_parallel(
         run.add_field_writes(lane.set.writes());
         run.add_visited_rows(lane.rows);
         due.set_duration(lane.took);
-        scene.prints.extend(lane.prints);
+        scene.add_prints(lane.prints);
         sets.push(Some(lane.set));
         results.push(lane.result);
     }
     let sets: Vec<_> = arrival.iter().filter_map(|job| sets[*job].take()).collect();
-    let oracle = SystemOrder(plan.order_oracle());
-    let report = pool.install(|| commit_with_spare(&mut scene.store, sets, &oracle, spare));
-    if !report.conflicts.is_empty() || !report.refusals.is_empty() || report.writers > 0 {
-        commits.push(report);
-    }
+    scene.commit_wave(sets, &SystemOrder(plan.order_oracle()));
     results
 }

@@ -2,9 +2,10 @@
 
 use std::time::Duration;
 
+use strata::WorldSnapshot;
 use strata::layers::schema::{Budget, Evaluator};
 use strata::prelude::*;
-use strata::{PlaceConfig, WorldSnapshot};
+use strata_script::prelude::*;
 
 use crate::bytes::Bytes;
 

@@ -1,5 +1,5 @@
 //! jecs (a pure-Luau ECS, `@rbxts/jecs` on the npm registry, MIT) doing the Luau workloads,
-//! loaded into a game VM made exactly as Strata's (`strata::Scripts::new` with the standard
+//! loaded into a game VM made exactly as Strata's (`strata_script::Scripts::new` with the standard
 //! budget: sandboxed, memory-limited, the budget interrupt installed, native code generation
 //! as Strata's VM has it). The game VM has no `newproxy`; jecs's one use of it (a sentinel) is
 //! given a frozen empty table instead.
@@ -29,7 +29,7 @@ fn vm() -> Lua {
     };
     let source =
         std::fs::read_to_string(&path).unwrap_or_else(|e| panic!("{}: {e}", path.display()));
-    let scripts = strata::Scripts::new(strata::ScriptBudget::STANDARD)
+    let scripts = strata_script::Scripts::new(strata_script::ScriptBudget::STANDARD)
         .unwrap_or_else(|e| panic!("benchmark fixture: {e}"));
     let lua = scripts.vm().clone();
     // jecs makes its one sentinel with `newproxy`, which the game VM removes; a frozen empty

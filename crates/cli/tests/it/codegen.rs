@@ -17,7 +17,7 @@ fn committed(path: &Path) -> String {
 fn the_game_api_definitions_are_fresh() {
     let path = root().join("types/strata.d.luau");
     assert!(
-        committed(&path) == strata::script::types::api_definitions(),
+        committed(&path) == strata_script::types::api_definitions(),
         "{} is stale: run `cargo xtask codegen`",
         path.display()
     );
@@ -33,7 +33,7 @@ fn every_example_place_has_fresh_component_definitions() {
             continue;
         }
         seen += 1;
-        let place = strata::Place::open(&folder).unwrap();
+        let place = strata_script::Place::open(&folder).unwrap();
         let path = folder.join("types.d.luau");
         assert!(
             committed(&path) == place.type_definitions().unwrap(),
@@ -52,6 +52,6 @@ fn the_strata_command_writes_the_same_definitions() {
     assert_eq!(code, 0, "{}", String::from_utf8_lossy(&err));
     assert_eq!(
         String::from_utf8(out).unwrap(),
-        strata::script::types::api_definitions()
+        strata_script::types::api_definitions()
     );
 }

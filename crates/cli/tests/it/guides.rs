@@ -5,6 +5,7 @@
 use std::path::{Path, PathBuf};
 
 use strata::World;
+use strata_script::{ScriptScene, ScriptWorld};
 
 fn guide(name: &str) -> String {
     let path = Path::new(env!("CARGO_MANIFEST_DIR"))
@@ -46,14 +47,17 @@ fn every_scripting_guide_example_runs() {
             .unwrap_or_else(|| panic!("unnamed block: {first}"));
         let stem = Path::new(file).file_stem().unwrap().to_str().unwrap();
         let result = match file.split('/').next().unwrap() {
-            "components" => world.define_luau(stem, block, None).map(|_| {
-                let report = world.sync_definitions();
-                assert!(
-                    report.diagnostics.is_empty(),
-                    "{file}: {:?}",
-                    report.diagnostics
-                );
-            }),
+            "components" => world
+                .define_luau(stem, block, None)
+                .map(|_| {
+                    let report = world.sync_definitions();
+                    assert!(
+                        report.diagnostics.is_empty(),
+                        "{file}: {:?}",
+                        report.diagnostics
+                    );
+                })
+                .map_err(strata_script::Error::from),
             "systems" => world.add_script_system(stem, file, block).map(|_| ()),
             "groups" => world.add_group_script(stem, file, block).map(|_| ()),
             _ => world.run_script(file, block),
@@ -96,7 +100,7 @@ fn every_place_guide_configuration_opens() {
             std::env::temp_dir().join(format!("strata-guide-{}-{k}", std::process::id()));
         std::fs::create_dir_all(&root).unwrap();
         std::fs::write(root.join("place.toml"), block).unwrap();
-        let place = strata::Place::open(&root);
+        let place = strata_script::Place::open(&root);
         let _ = std::fs::remove_dir_all(&root);
         place.unwrap_or_else(|e| panic!("{e}\n{block}"));
     }

@@ -2,7 +2,7 @@
 
 use std::path::PathBuf;
 
-use strata::Place;
+use strata_script::Place;
 
 fn place(name: &str) -> Place {
     let root = PathBuf::from(env!("CARGO_MANIFEST_DIR"))

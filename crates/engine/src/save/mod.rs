@@ -152,11 +152,11 @@ impl World {
         flavor: impl postcard::ser_flavors::Flavor<Output = O>,
     ) -> postcard::Result<O> {
         let scene: &Scene = self;
-        let image = scene.arena.image();
+        let image = scene.arena_image();
         let rows: Vec<(InstanceRef, OrphanRecord)> = scene
-            .store
+            .store()
             .components()
-            .filter_map(|set| scene.store.records(set.id()).ok())
+            .filter_map(|set| scene.store().records(set.id()).ok())
             .flatten()
             .collect();
         let mut records: Vec<(InstanceId, &OrphanRecord)> = rows
@@ -164,7 +164,7 @@ impl World {
             .map(|(at, record)| (at.id, record))
             .chain(
                 scene
-                    .store
+                    .store()
                     .orphans()
                     .iter()
                     .map(|(at, record)| (at.id, record)),
@@ -218,16 +218,16 @@ impl World {
     fn saved_migrations(&self) -> Vec<(InstanceId, String, &OrphanRecord)> {
         let scene: &Scene = self;
         let placed = scene
-            .store
+            .store()
             .migration_inputs()
             .filter_map(|(id, component, record)| {
-                let name = scene.store.set(component).ok()?.def().name().to_owned();
+                let name = scene.store().set(component).ok()?.def().name().to_owned();
                 Some((id, name, record))
             });
         let waiting = scene
-            .waiting_migrations
+            .waiting_migrations()
             .iter()
-            .filter(|(id, ..)| scene.arena.is_live(*id))
+            .filter(|(id, ..)| scene.is_live(*id))
             .map(|(id, name, record)| (*id, name.clone(), record));
         let mut all: Vec<(InstanceId, String, &OrphanRecord)> = placed.chain(waiting).collect();
         all.sort_by(|a, b| (a.0, &a.1).cmp(&(b.0, &b.1)));
@@ -477,9 +477,7 @@ fn build(saved: &SavedWorld, threads: usize) -> Result<World, LoadError> {
         ));
     }
     let mut scene = Scene::from_parts(arena, store, game, workspace).map_err(LoadError::Rebuild)?;
-    scene.waiting_migrations = waiting;
-    scene.sync_definitions();
-    scene.syncs.clear();
+    scene.settle_loaded(waiting);
     let mut world = World::from_scene(scene, threads).map_err(LoadError::Rebuild)?;
     world.set_clock(saved.frame, saved.time, fixed, saved.fixed_carried);
     world.set_waiting_intervals(intervals);
@@ -499,16 +497,16 @@ mod tests {
     /// declares it.
     fn owned(world: &World) -> SavedWorld {
         let scene: &Scene = world;
-        let image = scene.arena.image();
+        let image = scene.arena_image();
         let mut records = Vec::new();
-        for set in scene.store.components() {
-            if let Ok(rows) = scene.store.records(set.id()) {
+        for set in scene.store().components() {
+            if let Ok(rows) = scene.store().records(set.id()) {
                 records.extend(rows.into_iter().map(|(at, record)| (at.id, record)));
             }
         }
         records.extend(
             scene
-                .store
+                .store()
                 .orphans()
                 .iter()
                 .map(|(at, record)| (at.id, record.clone())),

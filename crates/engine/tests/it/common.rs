@@ -49,48 +49,6 @@ pub fn parts(f: &mut Fixture, n: usize) -> Vec<InstanceId> {
         .collect()
 }
 
-/// A world on `threads` threads with Luau components `Position {x, y, z}`,
-/// `Velocity {x, y, z}`, `Health {current = 100, max = 100}` and `Target {of = ref}` (removed
-/// with its target), ready for game scripts. Its identities come from a fixed seed, so two
-/// such worlds that do the same things hash alike.
-pub fn scripted(threads: usize) -> World {
-    let mut world = World::with_seed(threads, 1).unwrap();
-    let xyz = "return component { fields = { x = number(0), y = number(0), z = number(0) } }";
-    world.define_luau("Position", xyz, None).unwrap();
-    world.define_luau("Velocity", xyz, None).unwrap();
-    world
-        .define_luau(
-            "Health",
-            "return component { fields = { current = number(100), max = number(100) } }",
-            None,
-        )
-        .unwrap();
-    world
-        .define_luau(
-            "Target",
-            r#"return component { fields = { of = ref({ onDestroy = "removeComponent" }) } }"#,
-            None,
-        )
-        .unwrap();
-    let report = world.sync_definitions();
-    assert!(report.diagnostics.is_empty(), "{:?}", report.diagnostics);
-    world
-}
-
-/// The script error a failing script gave, or a panic naming what it did instead.
-pub fn script_error(result: Result<impl std::fmt::Debug, WorldError>) -> ScriptError {
-    match result {
-        Err(WorldError::Script(error)) => error,
-        other => panic!("expected a script error, got {other:?}"),
-    }
-}
-
-/// Runs `source` as `test.luau` and returns what it printed.
-pub fn printed(world: &mut World, source: &str) -> Vec<String> {
-    world.run_script("test.luau", source).unwrap();
-    world.take_prints()
-}
-
 /// What a world holds, change ticks, counters and GUIDs aside: every live instance (id, class,
 /// parent, data, tags) and every row's values, in id order. Two runs that did the same things
 /// in another order (so with other ticks), or in worlds of other seeds, compare equal by it.

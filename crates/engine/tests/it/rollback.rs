@@ -2,12 +2,10 @@
 //! a full copy of everything observable at each snapshot, the caches that must rebuild after a
 //! restore, refusals, and a place rolled back and re-run to the same hashes.
 
-use std::path::Path;
-
-use crate::common::{Fixture, fixture, scripted};
+use crate::common::{Fixture, fixture};
 use proptest::prelude::*;
+use strata::WorldSnapshot;
 use strata::prelude::*;
-use strata::{Place, WorldSnapshot};
 
 /// Everything a world shows that a restore must put back, in a comparable form. (Counters that
 /// only move forward, the next id and the revision clock, are left out on purpose.)
@@ -328,38 +326,6 @@ fn a_snapshot_of_another_world_is_refused_and_changes_nothing() {
 }
 
 #[test]
-fn luau_queries_see_the_restored_world() {
-    let mut world = scripted(1);
-    world
-        .run_script(
-            "setup.luau",
-            "for i = 1, 3 do Instance.new('Part', world.workspace):AddComponent(Position, { x = i }) end",
-        )
-        .unwrap();
-    let count = "local n, sum = 0, 0
-        for _, p in world:query({ with = { Position } }) do n += 1; sum += p.x end
-        for chunk in world:query({ with = { Position } }):chunks() do
-            local x = chunk:read(Position).x
-            for row = chunk.first, chunk.last do sum += x[row] end
-        end
-        print(n, sum)";
-    assert_eq!(crate::common::printed(&mut world, count), ["3\t12"]);
-    let snapshot = world.snapshot().unwrap();
-    world
-        .run_script(
-            "more.luau",
-            "Instance.new('Part', world.workspace):AddComponent(Position, { x = 10 })
-            for _, p in world:query({ with = { Position } }) do p.x += 1 end",
-        )
-        .unwrap();
-    assert_eq!(crate::common::printed(&mut world, count), ["4\t40"]);
-    world.restore(&snapshot).unwrap();
-    // The mirror and the columns were built against the store before the restore: both are
-    // rebuilt, never read stale.
-    assert_eq!(crate::common::printed(&mut world, count), ["3\t12"]);
-}
-
-#[test]
 fn a_dropped_stage_does_not_block_a_snapshot() {
     let mut f = fixture(1);
     let workspace = f.world.workspace();
@@ -385,38 +351,4 @@ fn a_dropped_stage_does_not_block_a_snapshot() {
         f.world.children(workspace).unwrap(),
         Vec::<InstanceId>::new()
     );
-}
-
-fn place(name: &str) -> Place {
-    let root = Path::new(env!("CARGO_MANIFEST_DIR"))
-        .join("../../examples/places")
-        .join(name);
-    Place::open(root).unwrap()
-}
-
-#[test]
-fn a_place_rolled_back_ten_frames_and_run_again_gives_the_same_hashes() {
-    for name in ["tour", "groups"] {
-        let place = place(name);
-        let mut world = place.build(Some(2)).unwrap();
-        let mut hashes = Vec::new();
-        let mut snapshots = Vec::new();
-        for _ in 0..100 {
-            snapshots.push(world.snapshot().unwrap());
-            world.step(place.dt()).unwrap();
-            hashes.push(world.state_hash());
-        }
-        world.restore(&snapshots[90]).unwrap();
-        assert_eq!(world.frame(), 90);
-        assert_eq!(
-            world.state_hash(),
-            hashes[89],
-            "{name}: the restored world is frame 90's"
-        );
-        for (frame, hash) in hashes.iter().enumerate().skip(90) {
-            let events = world.step(place.dt()).unwrap();
-            assert!(events.errors.is_empty(), "{name}: {:?}", events.errors);
-            assert_eq!(world.state_hash(), *hash, "{name}: frame {frame} again");
-        }
-    }
 }

@@ -24,12 +24,13 @@ use serde::Deserialize;
 use strata_arena::{ClassId, InstanceId};
 use strata_schema_adoption::SyncReport;
 
-use crate::error::WorldError;
-use crate::script::{ScriptBudget, ScriptError};
+use strata::WorldError;
+
+use crate::{ScriptBudget, ScriptError, ScriptScene, ScriptWorld};
 
 /// The folder under the game a place's component definitions live in.
 const COMPONENTS: &str = "Components";
-use crate::world::World;
+use strata::World;
 
 /// A place's `place.toml`.
 #[derive(Clone, Debug, PartialEq, Deserialize)]
@@ -76,12 +77,12 @@ impl PlaceConfig {
             "fixed_rate must be a positive number of steps per second",
         )?;
         if let Some(threads) = config.threads
-            && !(1..=crate::world::MAX_THREADS).contains(&threads)
+            && !(1..=strata::MAX_THREADS).contains(&threads)
         {
             return Err(format!(
                 "{}threads must be between 1 and {}, not {threads}",
                 threads_line(text),
-                crate::world::MAX_THREADS
+                strata::MAX_THREADS
             ));
         }
         Ok(config)
@@ -257,9 +258,15 @@ pub struct PlaceWarning {
 
 impl From<WorldError> for PlaceError {
     fn from(error: WorldError) -> Self {
+        PlaceError::World(error)
+    }
+}
+
+impl From<crate::Error> for PlaceError {
+    fn from(error: crate::Error) -> Self {
         match error {
-            WorldError::Script(e) => PlaceError::Script(e),
-            other => PlaceError::World(other),
+            crate::Error::Script(e) => PlaceError::Script(e),
+            crate::Error::World(e) => PlaceError::World(e),
         }
     }
 }
@@ -442,7 +449,7 @@ impl Place {
     }
 
     /// A problem for every component file whose name cannot name a component in the game
-    /// environment (see [`crate::script::names::component_name_problem`]), naming the file.
+    /// environment (see [`crate::names::component_name_problem`]), naming the file.
     fn component_name_problems(&self) -> Vec<PlaceError> {
         self.components.iter().filter_map(name_problem).collect()
     }
@@ -484,7 +491,7 @@ impl Place {
     }
 
     /// The Luau type definitions of the place's components (see
-    /// [`crate::script::types::component_definitions`]); `strata types PLACE` writes them.
+    /// [`crate::types::component_definitions`]); `strata types PLACE` writes them.
     pub fn type_definitions(&self) -> Result<String, PlaceError> {
         if let Some(problem) = self.component_name_problems().into_iter().next() {
             return Err(problem);
@@ -496,7 +503,7 @@ impl Place {
             world.define_luau(&component.name, &component.source, Some(folder))?;
         }
         self.check_definitions(&mut world)?;
-        Ok(crate::script::types::component_definitions(world.store()))
+        Ok(crate::types::component_definitions(world.store()))
     }
 
     /// A world loaded from a save of this place: the save brings the instances, components
@@ -692,7 +699,7 @@ impl Place {
 /// The problem of a component file whose name cannot name a component in the game
 /// environment, naming the file.
 fn name_problem(component: &PlaceScript) -> Option<PlaceError> {
-    let message = crate::script::names::component_name_problem(&component.name)?;
+    let message = crate::names::component_name_problem(&component.name)?;
     Some(PlaceError::Script(ScriptError {
         script: component.path.clone(),
         line: None,
@@ -706,7 +713,7 @@ fn name_problem(component: &PlaceScript) -> Option<PlaceError> {
 pub enum LoadPlaceError {
     /// The save could not be read.
     #[error("{0}")]
-    Load(crate::error::LoadError),
+    Load(strata::LoadError),
     /// The place's code could not be added.
     #[error("{0}")]
     Place(PlaceError),

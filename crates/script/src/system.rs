@@ -15,10 +15,10 @@ use strata_scheduler::Phase;
 use super::api::ParState;
 use super::host::{Caller, Failure, Scripts, Stop};
 use super::vm::script_error;
-use super::{ScriptError, convert::kind};
-use crate::error::{Runaway, SystemError, WorldError};
-use crate::scene::Scene;
-use crate::systems::{Ctx, ParCtx, StopRequest, SystemBody, SystemResult, SystemSpec};
+use super::{Error, ScriptError, ScriptScene, convert::kind};
+use strata::{
+    Ctx, ParCtx, Runaway, Scene, StopRequest, SystemBody, SystemError, SystemResult, SystemSpec,
+};
 
 /// A Luau system's body. Its `run` function is kept by the VM under the system's name, so
 /// the VM can let go of it (and all the script holds) when the system is stopped for holding
@@ -37,11 +37,10 @@ pub(crate) struct LuauBody {
 /// A failed call as the error of system `system`: a runaway (a budget trip, or memory run
 /// out) asks the world to stop the holder its failure names.
 pub(crate) fn system_failure(failure: Failure, system: &str) -> SystemError {
-    let error = WorldError::Script(failure.error);
     match failure.stop {
-        None => SystemError::World(error),
+        None => SystemError::body(failure.error),
         Some(Stop { holder, release }) => SystemError::RanAway(Box::new(Runaway {
-            error,
+            error: Box::new(failure.error),
             stops: vec![StopRequest {
                 system: (holder.owner != system).then_some(holder.owner),
                 part: holder.part,
@@ -86,7 +85,7 @@ impl SystemBody for LuauBody {
 
     fn run_parallel(&mut self, ctx: &mut ParCtx<'_>) -> SystemResult {
         let run = self.run_function()?;
-        let clock = crate::scene::Clock {
+        let clock = strata::Clock {
             frame: ctx.frame(),
             time: ctx.time(),
         };
@@ -98,6 +97,7 @@ impl SystemBody for LuauBody {
             established,
             Caller::run(&self.owner),
             ctx.frame(),
+            ctx.query_caching(),
             &self.script,
             &run,
             (world, ctx.dt()),
@@ -105,7 +105,8 @@ impl SystemBody for LuauBody {
         ctx.add_prints(prints);
         result.map_err(|f| system_failure(f, &self.owner))?;
         ctx.add_rows(par.rows);
-        ctx.replay(par)?;
+        par.replay(ctx.overlay_mut())
+            .map_err(|e| SystemError::World(e.into()))?;
         Ok(())
     }
 
@@ -268,12 +269,12 @@ pub(crate) fn system_from_script(
     name: &str,
     script: &str,
     source: &str,
-) -> Result<SystemSpec, WorldError> {
+) -> Result<SystemSpec, Error> {
     let scripts = scene.scripts()?;
     let chunk = scripts.load(script, source)?;
     let value: LuaValue = scripts.call_serial(scene, Caller::load(name), script, &chunk, ())?;
     if !scripts.is_system_table(&value) {
-        return Err(WorldError::Script(ScriptError {
+        return Err(Error::Script(ScriptError {
             script: script.to_owned(),
             line: None,
             message: format!(
@@ -286,7 +287,7 @@ pub(crate) fn system_from_script(
         unreachable!("is_system_table checked it is a table");
     };
     let invalid = |message: String| {
-        WorldError::Script(ScriptError {
+        Error::Script(ScriptError {
             script: script.to_owned(),
             line: None,
             message,
@@ -294,12 +295,12 @@ pub(crate) fn system_from_script(
     };
     let run: Function = table
         .raw_get("run")
-        .map_err(|e| WorldError::Script(script_error(script, &e)))?;
+        .map_err(|e| Error::Script(script_error(script, &e)))?;
     let parallel = parallel_of(&table).map_err(|e| script_error(script, &e))?;
     let declared = declared_writes(scene, &table).map_err(invalid)?;
     scripts
         .keep(name, &run)
-        .map_err(|e| WorldError::Script(script_error(script, &e)))?;
+        .map_err(|e| Error::Script(script_error(script, &e)))?;
     let body = LuauBody {
         scripts,
         owner: name.to_owned(),
@@ -317,5 +318,5 @@ pub(crate) fn system_from_script(
         }
         None => spec = spec.writes_any_field(),
     }
-    place(spec, &table).map_err(|e| WorldError::Script(script_error(script, &e)))
+    place(spec, &table).map_err(|e| Error::Script(script_error(script, &e)))
 }

@@ -4,8 +4,9 @@
 
 use crate::common::{script_error, scripted};
 use strata::prelude::*;
+use strata_script::prelude::*;
 
-fn system(world: &mut World, name: &str, source: &str) -> Result<SystemId, WorldError> {
+fn system(world: &mut World, name: &str, source: &str) -> Result<SystemId, strata_script::Error> {
     world.add_script_system(name, &format!("systems/{name}.luau"), source)
 }
 

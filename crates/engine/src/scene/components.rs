@@ -14,8 +14,8 @@ use strata_component_store::{
 };
 use strata_query::{Chunks, Pass, Query, QuerySpec};
 
+use super::instances::DestroyReport;
 use crate::error::WorldError;
-use crate::instances::DestroyReport;
 use crate::scene::Scene;
 
 impl Scene {
@@ -368,6 +368,32 @@ impl Scene {
         };
         self.count_writes(changed as u64);
         Ok(changed)
+    }
+
+    /// A checked writer over one field's column, for loops that write many rows (a scripting
+    /// layer's columns, say): a row written gets its changed tick, dirty bit and change event
+    /// as a serial write does, and only rows whose value differs change.
+    ///
+    /// # Errors
+    ///
+    /// An unknown component or field, a type that is not the field's, and a field that can
+    /// hold references (write those one at a time with [`Scene::write_value`], which checks
+    /// that each names a live instance).
+    pub fn column_writer<T: Scalar>(
+        &mut self,
+        component: ComponentId,
+        field: FieldId,
+    ) -> Result<strata_component_store::ColumnWriter<'_, T>, WorldError> {
+        let def = self.store.def(component)?;
+        if let Some(f) = def.field(field)
+            && f.ty.can_reference()
+        {
+            return Err(WorldError::ReferencePass {
+                component: def.name().to_owned(),
+                field: f.name.to_string(),
+            });
+        }
+        Ok(self.store.column_writer::<T>(component, field)?)
     }
 
     /// A removal reader on a component, starting at the present head of its removal log.

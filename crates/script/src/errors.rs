@@ -16,7 +16,7 @@ use strata_component_store::{ComponentId, FieldId, Store, StoreError};
 use strata_parallel_overlay::OverlayError;
 use strata_query::QueryError;
 
-use crate::error::WorldError;
+use strata::WorldError;
 
 /// The `pcall`, `xpcall` and `coroutine` library of the game environment: the standard ones,
 /// with an API error caught (or ending a coroutine) turned into its message (see [`caught`]).

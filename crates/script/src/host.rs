@@ -21,7 +21,7 @@ use super::columns;
 use super::memory::{Categories, Holder, ScriptMemory};
 use super::query::QueryEntry;
 use super::vm::{Meter, ScriptBudget, environment, new_vm, script_error};
-use crate::scene::Scene;
+use strata::Scene;
 
 /// The registry key of the Luau helpers.
 const HELPERS: &str = "strata.helpers";
@@ -221,12 +221,6 @@ impl From<ScriptError> for Failure {
 impl From<Failure> for ScriptError {
     fn from(failure: Failure) -> Self {
         failure.error
-    }
-}
-
-impl From<Failure> for crate::error::WorldError {
-    fn from(failure: Failure) -> Self {
-        crate::error::WorldError::Script(failure.error)
     }
 }
 
@@ -621,13 +615,14 @@ impl Scripts {
             .lock()
             .unwrap_or_else(std::sync::PoisonError::into_inner);
         let lua = &self.host.lua;
-        if let Err(e) = self.sync_components(&scene.store) {
+        if let Err(e) = self.sync_components(scene.store()) {
             return Err(script_error(name, &e).into());
         }
+        self.set_query_caching(scene.query_caching());
         self.begin(
             caller,
-            scene.clock.frame,
-            world_seed(&scene.arena, scene.game()),
+            scene.clock().frame,
+            world_seed(scene.arena(), scene.game()),
         );
         let result = lua.scope(|scope| {
             let lent = scope.create_any_userdata_ref_mut(scene)?;
@@ -643,7 +638,7 @@ impl Scripts {
             result
         });
         let prints = self.take_prints();
-        scene.prints.extend(prints);
+        scene.add_prints(prints);
         self.end(caller, name, result)
     }
 
@@ -659,6 +654,7 @@ impl Scripts {
         (arena, store): (&Snapshot, &Store),
         caller: Caller<'_>,
         frame: u64,
+        cached: bool,
         name: &str,
         f: &Function,
         args: impl IntoLuaMulti,
@@ -672,6 +668,7 @@ impl Scripts {
         if let Err(e) = self.sync_components(store) {
             return (Err(script_error(name, &e).into()), par, Vec::new());
         }
+        self.set_query_caching(cached);
         self.begin(caller, frame, world_seed(arena, par.game));
         let roots = (par.game, par.workspace);
         lua.set_app_data(par);

@@ -18,6 +18,8 @@
 use mlua::{Buffer, Function, Lua, Table, Value as LuaValue};
 use strata_component_store::{ComponentId, FieldId, FieldType};
 
+use strata::WorldError;
+
 use super::api::{Access, BulkKind, BulkWrite, access, access_raw, component_in, lua_error};
 use super::host::{VmState, helpers};
 use super::query::{QueryEntry, pass_and_mirror};
@@ -475,28 +477,18 @@ fn apply(
                 let n = changed.len();
                 let row_of = |j: usize| (rows[changed[j]] as usize, j);
                 let written = match kind {
-                    Kind::Number => scene
-                        .store
-                        .column_writer::<f64>(c, field)
-                        .and_then(|mut w| {
-                            w.update_indexed(n, row_of, |_, j| values.get(changed[j]))
-                        }),
-                    Kind::Integer => {
-                        scene
-                            .store
-                            .column_writer::<i64>(c, field)
-                            .and_then(|mut w| {
-                                w.update_indexed(n, row_of, |_, j| values.get(changed[j]) as i64)
-                            })
-                    }
-                    Kind::Boolean => {
-                        scene
-                            .store
-                            .column_writer::<bool>(c, field)
-                            .and_then(|mut w| {
-                                w.update_indexed(n, row_of, |_, j| values.get(changed[j]) != 0.0)
-                            })
-                    }
+                    Kind::Number => scene.column_writer::<f64>(c, field).and_then(|mut w| {
+                        w.update_indexed(n, row_of, |_, j| values.get(changed[j]))
+                            .map_err(WorldError::from)
+                    }),
+                    Kind::Integer => scene.column_writer::<i64>(c, field).and_then(|mut w| {
+                        w.update_indexed(n, row_of, |_, j| values.get(changed[j]) as i64)
+                            .map_err(WorldError::from)
+                    }),
+                    Kind::Boolean => scene.column_writer::<bool>(c, field).and_then(|mut w| {
+                        w.update_indexed(n, row_of, |_, j| values.get(changed[j]) != 0.0)
+                            .map_err(WorldError::from)
+                    }),
                 }
                 .map_err(lua_error)?;
                 scene.count_writes(written as u64);

@@ -1,10 +1,11 @@
 //! The game API, function by function: what each does to the world, and the script error (with
-//! the script and the line) each mistake gives. The API tables of `strata::script::types` (what
+//! the script and the line) each mistake gives. The API tables of `strata_script::types` (what
 //! the type definitions promise) are checked against what a script can reach.
 
 use crate::common::{printed, script_error, scripted};
 use strata::prelude::*;
-use strata::script::types;
+use strata_script::prelude::*;
+use strata_script::types;
 
 #[test]
 fn everything_the_type_definitions_promise_exists_at_run_time() {

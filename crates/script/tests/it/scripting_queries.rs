@@ -9,6 +9,7 @@
 
 use crate::common::{printed, script_error, scripted};
 use strata::prelude::*;
+use strata_script::prelude::*;
 
 /// Spawns `n` parts under the workspace with Position `{x = i}` and Velocity `{x = 1}`.
 fn spawn(world: &mut World, n: usize) {

@@ -22,8 +22,9 @@ use super::convert::{field_values, from_lua, kind, to_lua, type_name};
 use super::errors::name_ids;
 use super::navigate;
 use super::query;
-use crate::error::WorldError;
-use crate::scene::{Clock, Scene};
+use strata::{Clock, Scene, WorldError};
+
+use super::ScriptScene;
 
 /// The registry table of instance wrappers (weak values), by id.
 const WRAPPERS: &str = "strata.instances";
@@ -301,14 +302,14 @@ pub(crate) struct ParView<'a> {
 impl Access<'_> {
     pub(crate) fn arena(&self) -> &Snapshot {
         match self {
-            Access::Serial(scene) => &scene.arena,
+            Access::Serial(scene) => scene.arena(),
             Access::Parallel(view) => view.arena,
         }
     }
 
     pub(crate) fn store(&self) -> &Store {
         match self {
-            Access::Serial(scene) => &scene.store,
+            Access::Serial(scene) => scene.store(),
             Access::Parallel(view) => view.store,
         }
     }
@@ -359,7 +360,7 @@ impl Access<'_> {
     /// The frame and time the call runs at.
     pub(crate) fn clock(&self) -> Clock {
         match self {
-            Access::Serial(scene) => scene.clock,
+            Access::Serial(scene) => scene.clock(),
             Access::Parallel(view) => view.par.clock,
         }
     }
@@ -397,7 +398,7 @@ pub(crate) fn access_raw<R>(
     let scene = lua.app_data_ref::<CurrentScene>().map(|c| c.0.clone());
     if let Some(scene) = scene {
         return scene.borrow_mut_scoped::<Scene, _>(|scene| {
-            f(lua, Access::Serial(scene)).map_err(|e| name_ids(e, &scene.arena, &scene.store))
+            f(lua, Access::Serial(scene)).map_err(|e| name_ids(e, scene.arena(), scene.store()))
         })?;
     }
     let established = lua
@@ -592,7 +593,7 @@ impl UserData for Inst {
             columns::invalidate_all(lua)?;
             let copy = access(lua, |_, mut a| {
                 let scene = a.scene("cloning")?;
-                let parent = scene.arena.node(this.0).map_err(lua_error)?.parent();
+                let parent = scene.arena().node(this.0).map_err(lua_error)?.parent();
                 scene.clone_subtree(this.0, parent).map_err(lua_error)
             })?;
             wrap_instance(lua, copy)
@@ -667,7 +668,7 @@ impl UserData for Inst {
                 let c = access(lua, |_, mut a| {
                     let scene = a.scene("adding a component")?;
                     let c = scene.component(&name).map_err(lua_error)?;
-                    let fields = field_types(&scene.store, c)?;
+                    let fields = field_types(scene.store(), c)?;
                     let values = match &values {
                         Some(values) => field_values(values, &name, &fields)?,
                         None => Vec::new(),
@@ -1015,9 +1016,14 @@ impl UserData for WorldApi {
                 check_group(lua, name)?;
             }
             access(lua, |_, mut a| {
-                a.scene("marking an execution group")?
+                match a
+                    .scene("marking an execution group")?
                     .set_execution_group(id, group.as_deref())
-                    .map_err(lua_error)
+                {
+                    Ok(changed) => Ok(changed),
+                    Err(super::Error::World(e)) => Err(lua_error(e)),
+                    Err(e) => Err(mlua::Error::runtime(e.to_string())),
+                }
             })
         });
     }

@@ -6,10 +6,11 @@
 //! running that script. Once per frame, in the script's phase, the world runs every marked
 //! group's callback together on its pool.
 //!
-//! Invariant: each group's callback reads the state established before the groups began (and
-//! its own writes) and writes through an overlay ranked `WriterRank::group(position, root)`,
+//! Invariant: the groups of one script run as one wave of the scene ([`Scene::wave`]): each
+//! group's callback reads the state established before the groups began (and its own writes)
+//! and its writes are replayed into an overlay ranked `WriterRank::group(position, root)`,
 //! where `position` is the root's place in a pre-order walk of the hierarchy; the overlays
-//! commit in that order after every callback has finished. A group's VM holds only what its
+//! commit through [`Scene::commit_wave`], in that order, after every callback has finished. A group's VM holds only what its
 //! own callbacks put there, so the world after the frame is the same for any thread count.
 //! Structural changes are refused inside a group's callback.
 
@@ -17,18 +18,15 @@ use std::sync::Arc;
 
 use hashbrown::{HashMap, HashSet};
 use mlua::{Function, Table, Value as LuaValue};
+use strata::{Ctx, Runaway, Scene, StopRequest, SystemBody, SystemError, SystemResult, SystemSpec};
 use strata_arena::InstanceId;
-use strata_parallel_overlay::{NoOrder, Overlay, Spare, WriterRank, commit_with_spare};
+use strata_parallel_overlay::{NoOrder, WriterRank};
 
 use super::api::{ParState, wrap_instance};
 use super::host::{Caller, Failure, Scripts};
 use super::memory::{Holder, ScriptMemory};
 use super::vm::ScriptBudget;
-use super::{ScriptError, convert::kind};
-use crate::error::{Runaway, SystemError, WorldError};
-use crate::lanes::run_lanes;
-use crate::scene::Scene;
-use crate::systems::{Ctx, StopRequest, SystemBody, SystemResult, SystemSpec};
+use super::{Error, ScriptError, ScriptScene, convert::kind};
 
 /// The tag that marks the root of a group running `name`.
 pub(crate) fn group_tag(name: &str) -> String {
@@ -52,7 +50,6 @@ pub(crate) struct GroupRunner {
     vms: HashMap<InstanceId, GroupVm>,
     /// Roots whose groups are stopped: they are not run again.
     stopped: HashSet<InstanceId>,
-    spare: Spare,
 }
 
 /// The path of child positions from a root of the hierarchy down to `id`: sorting by it
@@ -62,7 +59,7 @@ fn path(scene: &Scene, id: InstanceId) -> Vec<usize> {
     let mut at = id;
     while let Ok(Some(parent)) = scene.parent(at) {
         let position = scene
-            .arena
+            .arena()
             .children(parent)
             .position(|c| c == at)
             .unwrap_or(usize::MAX);
@@ -75,7 +72,7 @@ fn path(scene: &Scene, id: InstanceId) -> Vec<usize> {
 }
 
 fn failure(error: ScriptError) -> SystemError {
-    SystemError::World(WorldError::Script(error))
+    SystemError::body(error)
 }
 
 /// Runs a group script's chunk in `scripts` against `par` (so component globals exist) and
@@ -87,13 +84,14 @@ fn load_group(
     scene: &Scene,
 ) -> Result<(Function, Table), ScriptError> {
     let chunk = scripts.load(script, source)?;
-    let par = ParState::new((scene.game(), scene.workspace()), None).at(scene.clock);
-    let established = (&*scene.arena, &scene.store);
+    let par = ParState::new((scene.game(), scene.workspace()), None).at(scene.clock());
+    let established = (scene.arena(), scene.store());
     let (result, _, _) = scripts.call_parallel(
         par,
         established,
         Caller::load(script),
-        scene.clock.frame,
+        scene.clock().frame,
+        scene.query_caching(),
         script,
         &chunk,
         (),
@@ -120,7 +118,6 @@ fn load_group(
 impl SystemBody for GroupRunner {
     fn run(&mut self, ctx: &mut Ctx<'_>) -> SystemResult {
         let dt = ctx.dt();
-        let frame = ctx.frame();
         let scene: &mut Scene = ctx;
         let tag = group_tag(&self.name);
         let mut roots: Vec<(Vec<usize>, InstanceId)> = scene
@@ -133,10 +130,10 @@ impl SystemBody for GroupRunner {
         roots.retain(|(_, root)| !self.stopped.contains(root));
         self.vms
             .retain(|root, _| roots.iter().any(|(_, r)| r == root));
-        let pool = scene.pool.clone();
         let world_roots = (scene.game(), scene.workspace());
         let system = format!("group:{}", self.name);
-        let clock = scene.clock;
+        let clock = scene.clock();
+        let cached = scene.query_caching();
         for (_, root) in &roots {
             if self.vms.contains_key(root) {
                 continue;
@@ -147,12 +144,10 @@ impl SystemBody for GroupRunner {
             };
             let scripts = Scripts::in_world(self.budget, self.memory.clone(), Some(holder))
                 .map_err(failure)?;
-            scripts.set_query_caching(scene.query_caching);
             let (run, _) =
                 load_group(&scripts, &self.script, &self.source, scene).map_err(failure)?;
             self.vms.insert(*root, GroupVm { scripts, run });
         }
-        let established = (&*scene.arena, &scene.store);
         let jobs: Vec<(u64, InstanceId, &GroupVm)> = roots
             .iter()
             .enumerate()
@@ -163,14 +158,13 @@ impl SystemBody for GroupRunner {
         for ((_, _, vm), limit) in jobs.iter().zip(self.memory.begin_wave(&vms)) {
             vm.scripts.fix_next_limit(limit);
         }
-        let shuffle = scene.lane_shuffle;
         // The script's name tells a frame's group scripts apart for a lane shuffle.
-        let run = shuffle.map_or(0, |_| {
-            self.name.bytes().fold(0_u64, |h, b| {
-                (h ^ u64::from(b)).wrapping_mul(0x0100_0000_01b3)
-            })
+        let run = self.name.bytes().fold(0_u64, |h, b| {
+            (h ^ u64::from(b)).wrapping_mul(0x0100_0000_01b3)
         });
         let script = self.script.clone();
+        let wave = scene.wave();
+        let established = (wave.arena(), wave.store());
         let run_one = |(rank, root, vm): (u64, InstanceId, &GroupVm)| {
             let par = ParState::new(world_roots, None).at(clock);
             let lua = vm.scripts.lua();
@@ -184,7 +178,8 @@ impl SystemBody for GroupRunner {
                         par,
                         established,
                         Caller::run(&owner),
-                        frame,
+                        clock.frame,
+                        cached,
                         &script,
                         &vm.run,
                         args,
@@ -199,14 +194,15 @@ impl SystemBody for GroupRunner {
         };
         // Outcomes come back in hierarchy order (prints and the first error go so); the
         // overlays reach the commit in the order the groups finished.
-        let (outcomes, arrival) = run_lanes(pool.as_deref(), shuffle, frame, run, jobs, run_one);
+        let (outcomes, arrival) = wave.run(run, jobs, run_one);
         self.memory.end_wave();
         let mut sets: Vec<Option<_>> = (0..outcomes.len()).map(|_| None).collect();
         let mut first_error: Option<Failure> = None;
         let mut stops = Vec::new();
         let mut rows = 0;
-        for (rank, root, result, par, prints) in outcomes {
-            scene.prints.extend(prints);
+        let mut prints = Vec::new();
+        for (rank, root, result, par, printed) in outcomes {
+            prints.extend(printed);
             rows += par.rows;
             if let Err(mut failure) = result {
                 if let Some(stop) = failure.stop.take() {
@@ -217,36 +213,26 @@ impl SystemBody for GroupRunner {
                     });
                 }
                 if first_error.is_none() {
-                    let root = super::errors::instance(&scene.arena, root);
+                    let root = super::errors::instance(wave.arena(), root);
                     failure.error.message =
                         format!("{} (in the group under {root})", failure.error.message);
                     first_error = Some(failure);
                 }
                 continue;
             }
-            let mut overlay = Overlay::with_spare(
-                WriterRank::group(rank, root.get()),
-                &scene.store,
-                &self.spare,
-            );
+            let mut overlay = wave.overlay(WriterRank::group(rank, root.get()));
             par.replay(&mut overlay)
                 .map_err(|e| SystemError::World(e.into()))?;
             sets[rank as usize] = Some(overlay.finish());
         }
-        scene.count_rows(rows);
         let sets: Vec<_> = arrival.iter().filter_map(|k| sets[*k].take()).collect();
-        if !sets.is_empty() {
-            let report = match &pool {
-                Some(pool) => pool
-                    .install(|| commit_with_spare(&mut scene.store, sets, &NoOrder, &self.spare)),
-                None => commit_with_spare(&mut scene.store, sets, &NoOrder, &self.spare),
-            };
-            scene.count_writes(report.applied as u64);
-            scene.group_commits.push(report);
-        }
+        scene.add_prints(prints);
+        scene.count_rows(rows);
+        let applied = scene.commit_wave(sets, &NoOrder);
+        scene.count_writes(applied as u64);
         match first_error {
             Some(error) if !stops.is_empty() => Err(SystemError::RanAway(Box::new(Runaway {
-                error: WorldError::Script(error.error),
+                error: Box::new(error.error),
                 stops,
             }))),
             Some(error) => Err(failure(error.error)),
@@ -280,12 +266,11 @@ pub(crate) fn group_system(
     name: &str,
     script: &str,
     source: &str,
-) -> Result<SystemSpec, WorldError> {
+) -> Result<SystemSpec, Error> {
     // The script is checked once here, in a VM of its own, so a broken one fails at load.
     let scripts = scene.scripts()?;
-    let budget = scripts.budget();
-    let memory = scene.script_memory.clone();
-    let mut runner = GroupRunner {
+    let (budget, memory) = super::vm_settings(scene);
+    let runner = GroupRunner {
         name: name.to_owned(),
         script: script.to_owned(),
         source: source.to_owned(),
@@ -293,15 +278,13 @@ pub(crate) fn group_system(
         memory: memory.clone(),
         vms: HashMap::new(),
         stopped: HashSet::new(),
-        spare: Spare::new(),
     };
     let probe = Scripts::in_world(budget, memory, None)?;
     let (_, table) = load_group(&probe, script, source, scene)?;
     super::api::register_group(scripts.lua(), name);
-    runner.vms.clear();
     let spec = SystemSpec::from_body(&format!("group:{name}"), Box::new(runner));
     super::system::place(spec, &table).map_err(|e| {
-        WorldError::Script(ScriptError {
+        Error::Script(ScriptError {
             script: script.to_owned(),
             line: None,
             message: e.to_string(),

@@ -294,7 +294,7 @@ fn build(
     let resolve = |name: &std::sync::Arc<str>| {
         store
             .component(name)
-            .ok_or_else(|| lua_error(crate::error::WorldError::UnknownComponent(name.to_string())))
+            .ok_or_else(|| lua_error(strata::WorldError::UnknownComponent(name.to_string())))
     };
     if let Some(both) = names.with.iter().find(|n| names.without.contains(n)) {
         return Err(mlua::Error::runtime(format!(
@@ -319,9 +319,7 @@ fn build(
     }
     if let Some(class) = &names.class {
         let Some(id) = classes.class_id(class) else {
-            return Err(lua_error(crate::error::WorldError::UnknownClass(
-                class.clone(),
-            )));
+            return Err(lua_error(strata::WorldError::UnknownClass(class.clone())));
         };
         spec = spec.class(id);
     }

@@ -6,6 +6,7 @@ use std::time::Duration;
 
 use crate::common::{printed, script_error, scripted};
 use strata::prelude::*;
+use strata_script::prelude::*;
 
 #[test]
 fn the_game_environment_offers_none_of_the_unsafe_globals() {
@@ -631,7 +632,7 @@ fn a_component_named_like_a_global_or_not_as_an_identifier_never_replaces_a_glob
     assert_eq!(out, ["2\ttrue\ttrue"]);
     // Nor do the type definitions declare them (which would be invalid Luau, or shadow the
     // global for the type checker).
-    let types = strata::script::types::component_definitions(world.store());
+    let types = strata_script::types::component_definitions(world.store());
     for bad in [
         "declare print:",
         "declare math:",
@@ -665,7 +666,7 @@ fn the_names_a_component_may_not_take_cover_every_global_of_the_environment() {
     );
     for name in names {
         assert!(
-            strata::script::names::component_name_problem(name).is_some(),
+            strata_script::names::component_name_problem(name).is_some(),
             "`{name}` is a global a component could hide"
         );
     }

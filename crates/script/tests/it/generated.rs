@@ -18,6 +18,7 @@
 use std::time::Instant;
 
 use strata::prelude::*;
+use strata_script::prelude::*;
 
 /// splitmix64: the generator's draws.
 struct Rng(u64);

@@ -15,7 +15,7 @@ use super::args;
 use super::convert::kind;
 use super::errors::instance;
 use super::types::{INSTANCE_METHODS, INSTANCE_PROPERTIES};
-use crate::error::WorldError;
+use strata::WorldError;
 
 /// `inst:GetDescendants()`: every descendant, in pre-order (a child before its children).
 pub(crate) fn descendants(lua: &Lua, id: InstanceId) -> mlua::Result<Table> {

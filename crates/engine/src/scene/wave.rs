@@ -1,0 +1,103 @@
+//! Waves: parallel work over a scene's established state, written through overlays and
+//! committed in writer-rank order. A wave of parallel systems and an execution-group script's
+//! groups both run as waves: [`Scene::wave`] lends the established state and the pool
+//! ([`Wave::run`] hands jobs to lanes, [`Wave::overlay`] gives a job its overlay), and
+//! [`Scene::commit_wave`] is the one path that commits what lanes wrote.
+//!
+//! Invariant: nothing changes the scene while a wave runs (a [`Wave`] borrows it); every lane's
+//! writes reach the store through [`Scene::commit_wave`], which applies them in writer-rank
+//! order whatever order the lanes finished in (the order it is given, which a lane shuffle
+//! varies), hands the overlays' memory back for the next wave, and keeps the commit's report
+//! for the frame's events. So a wave's result depends on the established state and the ranks
+//! only, never on threads or timing.
+
+use strata_arena::Snapshot;
+use strata_component_store::Store;
+use strata_parallel_overlay::{
+    CommitReport, OrderOracle, Overlay, Spare, WriteSet, WriterRank, commit_with_spare,
+};
+
+use super::Scene;
+use super::lanes::{LaneShuffle, run_lanes};
+
+/// A scene's established state lent to a wave of parallel work (see the module docs). It is
+/// shared by the wave's lanes.
+pub struct Wave<'s> {
+    arena: &'s Snapshot,
+    store: &'s Store,
+    spare: &'s Spare,
+    pool: Option<&'s rayon::ThreadPool>,
+    shuffle: Option<LaneShuffle>,
+    frame: u64,
+}
+
+impl<'s> Wave<'s> {
+    /// The hierarchy as the wave reads it.
+    pub fn arena(&self) -> &'s Snapshot {
+        self.arena
+    }
+
+    /// The store as the wave reads it.
+    pub fn store(&self) -> &'s Store {
+        self.store
+    }
+
+    /// An overlay of writer rank `rank` over the established store, recording into memory
+    /// earlier waves handed back: a job's writes.
+    pub fn overlay(&self, rank: WriterRank) -> Overlay<'s> {
+        Overlay::with_spare(rank, self.store, self.spare)
+    }
+
+    /// Runs every job through `work` on the scene's pool (one after another without one):
+    /// returns the results in job order, and the jobs' indexes in the order they finished,
+    /// which is the order their write sets go to [`Scene::commit_wave`]. `run` tells the
+    /// frame's waves apart for a lane shuffle (any number, the same for the same wave in every
+    /// frame).
+    pub fn run<J: Send, R: Send>(
+        &self,
+        run: u64,
+        jobs: Vec<J>,
+        work: impl Fn(J) -> R + Sync,
+    ) -> (Vec<R>, Vec<usize>) {
+        run_lanes(self.pool, self.shuffle, self.frame, run, jobs, work)
+    }
+}
+
+impl Scene {
+    /// The established state, lent to a wave of parallel work (see the module docs).
+    pub fn wave(&self) -> Wave<'_> {
+        Wave {
+            arena: &self.arena,
+            store: &self.store,
+            spare: &self.spare,
+            pool: self.pool.as_deref(),
+            shuffle: self.lane_shuffle,
+            frame: self.clock.frame,
+        }
+    }
+
+    /// Commits a wave's write sets, given in the order its lanes finished, in writer-rank
+    /// order (conflicts judged by `oracle`), on the scene's pool; keeps the report for the
+    /// frame's events (when the wave wrote, conflicted or was refused anything). Returns how
+    /// many writes it applied.
+    pub fn commit_wave(
+        &mut self,
+        sets: Vec<WriteSet>,
+        oracle: &(impl OrderOracle + Sync),
+    ) -> usize {
+        if sets.is_empty() {
+            return 0;
+        }
+        let store = &mut self.store;
+        let spare = &self.spare;
+        let report: CommitReport = match &self.pool {
+            Some(pool) => pool.install(|| commit_with_spare(store, sets, oracle, spare)),
+            None => commit_with_spare(store, sets, oracle, spare),
+        };
+        let applied = report.applied;
+        if !report.conflicts.is_empty() || !report.refusals.is_empty() || report.writers > 0 {
+            self.commits.push(report);
+        }
+        applied
+    }
+}

@@ -1,0 +1,14 @@
+//! The integration tests of this crate, one module per behaviour, in one test binary.
+
+#![allow(clippy::unwrap_used, reason = "test fixtures fail loudly on purpose")]
+
+mod common;
+mod generated;
+mod hashing;
+mod references;
+mod rollback;
+mod scripting_api;
+mod scripting_queries;
+mod scripting_sandbox;
+mod scripting_systems;
+mod shuffle;
