@@ -65,7 +65,7 @@ pub fn rollback_world(n: u64) -> Rollback {
     }
 }
 
-/// The frame's work: every [`ROLLBACK_WRITE_STRIDE`]-th Position nudged, [`ROLLBACK_CHURN`]
+/// The frame's work: every `ROLLBACK_WRITE_STRIDE`-th Position nudged, [`ROLLBACK_CHURN`]
 /// bodies spawned and as many destroyed. Returns (positions changed, spawned, destroyed).
 pub fn frame_work(r: &mut Rollback) -> (u64, u64, u64) {
     let [position, _, _] = r.components;
