@@ -5,7 +5,7 @@
 //! layers' own errors pass through unchanged inside it, so a caller can match on them.
 
 use strata_arena::{ArenaError, InstanceId};
-use strata_component_store::{ComponentId, FieldId, StageError, StoreError};
+use strata_component_store::{CommitError, ComponentId, FieldId, StageError, StoreError};
 use strata_parallel_overlay::OverlayError;
 use strata_query::QueryError;
 use strata_scheduler::ScheduleError;
@@ -33,6 +33,9 @@ pub enum WorldError {
     /// A staged operation could not be staged.
     #[error(transparent)]
     Stage(#[from] StageError),
+    /// A stage's commit failed (what it published before the failure is in the error).
+    #[error(transparent)]
+    Commit(Box<CommitError>),
     /// A parallel system's overlay refused (a wrong type, a structural change on a lane).
     #[error(transparent)]
     Overlay(#[from] OverlayError),
@@ -133,6 +136,12 @@ impl SystemError {
     }
 }
 
+impl From<CommitError> for WorldError {
+    fn from(error: CommitError) -> Self {
+        Self::Commit(Box::new(error))
+    }
+}
+
 macro_rules! system_error_from {
     ($($from:ty),*) => {$(
         impl From<$from> for SystemError {
@@ -149,7 +158,8 @@ system_error_from!(
     QueryError,
     SchemaError,
     StageError,
-    OverlayError
+    OverlayError,
+    CommitError
 );
 
 /// Why a world could not be saved.
@@ -159,9 +169,10 @@ pub enum SaveError {
     /// Writing failed.
     #[error("the save could not be written: {0}")]
     Io(#[from] std::io::Error),
-    /// The world could not be encoded (a value the format cannot hold).
-    #[error("the world could not be encoded: {0}")]
-    Encode(String),
+    /// The world could not be encoded (a value the format cannot hold); the encoder's error
+    /// is the source.
+    #[error("the world could not be encoded")]
+    Encode(#[source] Box<dyn std::error::Error + Send + Sync + 'static>),
 }
 
 /// Why a save file could not be loaded. The world the caller had is untouched: loading builds
@@ -199,10 +210,14 @@ pub enum LoadError {
         /// The checksum of the payload read.
         found: u32,
     },
-    /// The payload does not decode, or describes a world that cannot exist (an id twice, a
-    /// parent that is not there, a reference to a missing instance, a value of the wrong kind).
+    /// The payload describes a world that cannot exist (an id twice, a parent that is not
+    /// there, a reference to a missing instance, a value of the wrong kind).
     #[error("the save is corrupt: {0}")]
     Corrupt(String),
+    /// The payload does not decode as the records of its format version; the decoder's error
+    /// is the source.
+    #[error("the save is corrupt: its payload does not decode")]
+    Decode(#[source] Box<dyn std::error::Error + Send + Sync + 'static>),
     /// The world it describes was refused by a layer while it was rebuilt.
     #[error("the save describes a world that cannot be rebuilt: {0}")]
     Rebuild(#[from] WorldError),

@@ -76,7 +76,7 @@ pub struct StoppedSystem {
 }
 
 /// A listener of the arena's events, called at the end of each frame.
-type Listener = Box<dyn FnMut(&Event, &Snapshot)>;
+type Listener = Box<dyn FnMut(&Event, &Snapshot) + Send>;
 
 /// A scene, the systems that run on it, and the frame loop (see the module docs). It derefs to
 /// its [`Scene`], so instances and components are reached the same way outside systems and
@@ -482,7 +482,7 @@ impl World {
     /// root, so the destroyed subtree is readable (never writable) while the listener runs.
     /// A listener that panics is stopped for that event and reported in the frame's
     /// [`FrameEvents::errors`]; the frame, and later ones, go on.
-    pub fn on_lifecycle(&mut self, listener: impl FnMut(&Event, &Snapshot) + 'static) {
+    pub fn on_lifecycle(&mut self, listener: impl FnMut(&Event, &Snapshot) + Send + 'static) {
         self.listeners.push(Box::new(listener));
     }
 

@@ -132,7 +132,7 @@ impl World {
     /// The payload a save of the world holds (after its header).
     fn payload(&self) -> Result<Vec<u8>, SaveError> {
         self.encode(postcard::ser_flavors::StdVec::new())
-            .map_err(|e| SaveError::Encode(e.to_string()))
+            .map_err(|e| SaveError::Encode(Box::new(e)))
     }
 
     /// `hash` after it was fed the save format's version and the payload a save of the world
@@ -297,13 +297,13 @@ fn read_saved(mut reader: impl Read) -> Result<SavedWorld, LoadError> {
     if found != expected {
         return Err(LoadError::Checksum { expected, found });
     }
-    let corrupt = |e: postcard::Error| LoadError::Corrupt(e.to_string());
+    let undecodable = |e: postcard::Error| LoadError::Decode(Box::new(e));
     if version == 1 {
         return postcard::from_bytes::<SavedWorldV1>(&payload)
             .map(SavedWorld::from)
-            .map_err(corrupt);
+            .map_err(undecodable);
     }
-    postcard::from_bytes(&payload).map_err(corrupt)
+    postcard::from_bytes(&payload).map_err(undecodable)
 }
 
 /// The saved interval waits, checked: named systems in strictly ascending name order (as a
@@ -464,7 +464,7 @@ fn build(saved: &SavedWorld, threads: usize) -> Result<World, LoadError> {
         waiting.push((id, migration.component.clone(), record));
     }
     let fixed = strata_scheduler::FixedStep::new(saved.fixed_step.0, saved.fixed_step.1)
-        .map_err(|e| LoadError::Corrupt(e.to_string()))?;
+        .map_err(|e| LoadError::Rebuild(e.into()))?;
     if !(saved.time.is_finite() && saved.time >= 0.0) {
         return Err(LoadError::Corrupt(
             "the simulated time is not a time".into(),

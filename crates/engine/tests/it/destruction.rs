@@ -3,8 +3,7 @@
 //! to the destroyed are cleared wherever they are held, lifecycle listeners read the destroyed
 //! subtree in a scope, and the frame loop reclaims slots two frames later.
 
-use std::cell::RefCell;
-use std::rc::Rc;
+use std::sync::{Arc, Mutex};
 
 use crate::common::{fixture, parts};
 use strata::prelude::*;
@@ -159,25 +158,26 @@ fn lifecycle_listeners_read_the_destroyed_subtree_in_a_scope() {
     w.set_name(folder, "Crate").unwrap();
     let inner = w.create(ClassId::FOLDER, Some(folder)).unwrap();
     w.set_name(inner, "Lid").unwrap();
-    let seen = Rc::new(RefCell::new(Vec::new()));
+    let seen = Arc::new(Mutex::new(Vec::new()));
     let into = seen.clone();
     w.on_lifecycle(move |event, view| {
         if let Event::Destroyed { subtree } = event {
             for id in subtree.as_slice() {
                 let node = view.get(*id).expect("readable in the scope");
-                into.borrow_mut()
+                into.lock()
+                    .unwrap()
                     .push((node.name().to_owned(), view.is_live(*id)));
             }
         }
     });
     w.destroy(folder).unwrap();
     assert!(
-        seen.borrow().is_empty(),
+        seen.lock().unwrap().is_empty(),
         "delivered at the end of the frame"
     );
     w.step(0.0).unwrap();
     assert_eq!(
-        *seen.borrow(),
+        *seen.lock().unwrap(),
         [("Crate".to_owned(), false), ("Lid".to_owned(), false)]
     );
     assert!(

@@ -194,3 +194,19 @@ fn a_panicking_lifecycle_listener_is_reported_and_later_frames_and_snapshots_go_
     assert!(events.errors.is_empty(), "{:?}", events.errors);
     world.snapshot().unwrap();
 }
+
+/// A world moves between threads (a server's worker, a loading thread), listeners and all.
+#[test]
+fn a_world_is_send() {
+    fn send<T: Send>(_: &T) {}
+    let mut world = World::with_threads(1).unwrap();
+    world.on_lifecycle(|_, _| {});
+    send(&world);
+    let moved = std::thread::spawn(move || {
+        world.step(0.1).unwrap();
+        world
+    })
+    .join()
+    .unwrap();
+    assert_eq!(moved.frame(), 1);
+}

@@ -403,8 +403,8 @@ proptest! {
 
 /// Listens to a world's lifecycle events: each event, and what the listener reads of a
 /// destroyed subtree in its scope.
-fn listen(world: &mut World) -> std::rc::Rc<std::cell::RefCell<Vec<String>>> {
-    let heard = std::rc::Rc::new(std::cell::RefCell::new(Vec::new()));
+fn listen(world: &mut World) -> std::sync::Arc<std::sync::Mutex<Vec<String>>> {
+    let heard = std::sync::Arc::new(std::sync::Mutex::new(Vec::new()));
     let log = heard.clone();
     world.on_lifecycle(move |event, view| {
         let ids: Vec<InstanceId> = match event {
@@ -416,7 +416,7 @@ fn listen(world: &mut World) -> std::rc::Rc<std::cell::RefCell<Vec<String>>> {
             .iter()
             .map(|id| view.get(*id).map(|n| (n.name().to_owned(), n.parent())))
             .collect();
-        log.borrow_mut().push(format!("{event:?} {read:?}"));
+        log.lock().unwrap().push(format!("{event:?} {read:?}"));
     });
     heard
 }
@@ -452,7 +452,7 @@ proptest! {
             let events = format!("{:?}", run.world.step(0.1).unwrap().lifecycle);
             let twin_events = format!("{:?}", twin.world.step(0.1).unwrap().lifecycle);
             prop_assert_eq!(twin_events, events, "frame {}", frame);
-            prop_assert_eq!(twin_heard.take(), heard.take(), "frame {}", frame);
+            prop_assert_eq!(std::mem::take(&mut *twin_heard.lock().unwrap()), std::mem::take(&mut *heard.lock().unwrap()), "frame {}", frame);
             prop_assert_eq!(saved(&twin.world), saved(&run.world), "frame {}", frame);
         }
     }
