@@ -469,36 +469,7 @@ impl<'a> ParCtx<'a> {
         write: (usize, FieldId),
         mut f: impl FnMut(&W) -> W,
     ) -> Result<usize, WorldError> {
-        let (term, field) = write;
-        let component = pass_component(query, term)?;
-        self.declared(component, field)?;
-        self.refuse_reference_pass(component, field)?;
-        query.set_caching(self.query_caching);
-        let pass = query.run(self.arena, self.overlay.store())?;
-        self.rows += pass.len() as u64;
-        let matches = pass.matches();
-        let rows = matches.rows(term)?;
-        let mut column = self.overlay.column::<W>(component, field)?;
-        let (mut recorded, mut failed) = (0, None);
-        for_each_selected(pass.selection(), rows.len(), |k| {
-            let row = rows[k] as usize;
-            let Some(current) = column.get(row) else {
-                return true;
-            };
-            let next = f(current);
-            if next.identical(current) {
-                return true;
-            }
-            match column.write(row, next) {
-                Ok(()) => recorded += 1,
-                Err(error) => failed = Some(error),
-            }
-            failed.is_none()
-        });
-        if let Some(error) = failed {
-            return Err(error.into());
-        }
-        Ok(recorded)
+        self.record::<W, W>(query, write, None, |current, _| f(current))
     }
 
     /// Records `write = f(write, read)` (each a term and field of the query) for every
@@ -510,24 +481,58 @@ impl<'a> ParCtx<'a> {
         read: (usize, FieldId),
         mut f: impl FnMut(&W, &R) -> W,
     ) -> Result<usize, WorldError> {
+        self.record::<W, R>(query, write, Some(read), |current, input| {
+            f(current, input.expect("a pass with a read term gives every row its input"))
+        })
+    }
+
+    /// The pass behind [`ParCtx::update`] and [`ParCtx::update_each`]: `write = f(write,
+    /// read)` for every selected match, `read` (a term and field, taken from the established
+    /// state) given when asked for; a row whose read value is missing is skipped.
+    fn record<W: Logged + Clone, R: Scalar + Clone>(
+        &mut self,
+        query: &mut Query,
+        write: (usize, FieldId),
+        read: Option<(usize, FieldId)>,
+        mut f: impl FnMut(&W, Option<&R>) -> W,
+    ) -> Result<usize, WorldError> {
         let (term, field) = write;
-        let (read_term, read_field) = read;
         let component = pass_component(query, term)?;
-        let read_component = pass_component(query, read_term)?;
         self.declared(component, field)?;
         self.refuse_reference_pass(component, field)?;
+        let read = match read {
+            Some((read_term, read_field)) => {
+                Some((read_term, pass_component(query, read_term)?, read_field))
+            }
+            None => None,
+        };
         query.set_caching(self.query_caching);
         let store = self.overlay.store();
         let pass = query.run(self.arena, store)?;
         self.rows += pass.len() as u64;
-        let reads = store.set(read_component)?.checked_values::<R>(read_field)?;
         let matches = pass.matches();
-        let (rows, read_rows) = (matches.rows(term)?, matches.rows(read_term)?);
+        let rows = matches.rows(term)?;
+        let reads = match read {
+            Some((read_term, read_component, read_field)) => Some((
+                store
+                    .set(read_component)?
+                    .checked_values::<R>(read_field)?,
+                matches.rows(read_term)?,
+            )),
+            None => None,
+        };
         let mut column = self.overlay.column::<W>(component, field)?;
         let (mut recorded, mut failed) = (0, None);
         for_each_selected(pass.selection(), rows.len(), |k| {
-            let (row, read_row) = (rows[k] as usize, read_rows[k] as usize);
-            let (Some(input), Some(current)) = (reads.get(read_row), column.get(row)) else {
+            let row = rows[k] as usize;
+            let input = match &reads {
+                Some((values, read_rows)) => match values.get(read_rows[k] as usize) {
+                    Some(input) => Some(input),
+                    None => return true,
+                },
+                None => None,
+            };
+            let Some(current) = column.get(row) else {
                 return true;
             };
             let next = f(current, input);
