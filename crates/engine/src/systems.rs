@@ -482,7 +482,10 @@ impl<'a> ParCtx<'a> {
         mut f: impl FnMut(&W, &R) -> W,
     ) -> Result<usize, WorldError> {
         self.record::<W, R>(query, write, Some(read), |current, input| {
-            f(current, input.expect("a pass with a read term gives every row its input"))
+            f(
+                current,
+                input.expect("a pass with a read term gives every row its input"),
+            )
         })
     }
 
@@ -514,9 +517,7 @@ impl<'a> ParCtx<'a> {
         let rows = matches.rows(term)?;
         let reads = match read {
             Some((read_term, read_component, read_field)) => Some((
-                store
-                    .set(read_component)?
-                    .checked_values::<R>(read_field)?,
+                store.set(read_component)?.checked_values::<R>(read_field)?,
                 matches.rows(read_term)?,
             )),
             None => None,

@@ -1,28 +1,29 @@
 //! The game API as Luau sees it: instance wrappers, component types, component handles, the
 //! `world` object, and how every call reaches the world it runs against.
 //!
-//! Invariant: the API reaches the world only through [`access`]: the scene of a serial call
+//! Invariant: the API reaches the world only through [`access`], which applies pending column
+//! writes and then goes through the access module (`access.rs`): the scene of a serial call
 //! (lent to the VM for exactly the duration of the call), or the established state and the
 //! write log of a parallel one. Outside a call every API function refuses with an error. An
 //! instance has one wrapper per VM while anything refers to it, so wrappers compare equal by
 //! identity; a handle resolves its row on every access, so it always reads live state, and a
 //! write through it is a checked store write (or, in parallel code, a logged one).
 
-use hashbrown::HashMap;
 use mlua::{
     AnyUserData, FromLua, Lua, MetaMethod, Table, UserData, UserDataFields, UserDataMethods,
     Value as LuaValue,
 };
-use strata_arena::{AttrValue, InstanceId, Snapshot};
-use strata_component_store::{ComponentId, FieldId, FieldType, InstanceRef, Store, Value};
+use strata_arena::{AttrValue, InstanceId};
+use strata_component_store::{ComponentId, FieldId, FieldType, InstanceRef, Store};
 
+use super::access::{Access, lua_error, with_world};
 use super::args;
+use super::args::{ComponentType, component_name};
 use super::columns;
 use super::convert::{field_values, from_lua, kind, to_lua, type_name};
-use super::errors::name_ids;
 use super::navigate;
 use super::query;
-use strata::{Clock, Scene, WorldError};
+use strata::WorldError;
 
 use super::ScriptScene;
 
@@ -31,400 +32,15 @@ const WRAPPERS: &str = "strata.instances";
 /// The registry table of handle caches (weak values), by component id then instance id.
 const HANDLES: &str = "strata.handles";
 
-/// The scene lent to the VM for a serial call.
-pub(crate) struct CurrentScene(pub(crate) AnyUserData);
-
-/// The established state lent to the VM for a parallel call: the arena snapshot and the store
-/// the wave reads.
-pub(crate) struct CurrentEstablished {
-    pub(crate) arena: AnyUserData,
-    pub(crate) store: AnyUserData,
-}
-
-/// What a parallel call writes (the state it reads is lent beside it).
-pub(crate) struct ParState {
-    pub(crate) game: InstanceId,
-    pub(crate) workspace: InstanceId,
-    /// The frame and time the call runs at (`world.frame`, `world.time`).
-    pub(crate) clock: Clock,
-    /// The single writes (handles) in the order made.
-    writes: Vec<(InstanceRef, ComponentId, FieldId, Value)>,
-    /// The column writes (the column path), by column.
-    bulk: Vec<BulkWrite>,
-    /// The order of everything written: single writes and column writes interleaved.
-    order: Vec<Op>,
-    /// The latest write of each field, as an index into `writes`.
-    latest: HashMap<(InstanceId, ComponentId, FieldId), usize>,
-    /// The fields a parallel system declared it writes; `None` for execution groups, which
-    /// may write any field.
-    declared: Option<Vec<(ComponentId, FieldId)>>,
-    pub(crate) reads: u64,
-    pub(crate) rows: u64,
-}
-
-impl ParState {
-    pub(crate) fn new(
-        roots: (InstanceId, InstanceId),
-        declared: Option<Vec<(ComponentId, FieldId)>>,
-    ) -> Self {
-        Self {
-            game: roots.0,
-            workspace: roots.1,
-            clock: Clock::default(),
-            writes: Vec::new(),
-            bulk: Vec::new(),
-            order: Vec::new(),
-            latest: HashMap::new(),
-            declared,
-            reads: 0,
-            rows: 0,
-        }
-    }
-
-    /// The same, running at `clock`.
-    pub(crate) fn at(mut self, clock: Clock) -> Self {
-        self.clock = clock;
-        self
-    }
-
-    fn read(
-        &mut self,
-        (arena, store): (&Snapshot, &Store),
-        id: InstanceId,
-        component: ComponentId,
-        field: FieldId,
-    ) -> mlua::Result<Value> {
-        self.reads += 1;
-        let at = InstanceRef::of(arena, id).map_err(lua_error)?;
-        // The latest write wins: a single write, or a later column write of the same row.
-        let single = self.latest.get(&(id, component, field)).copied();
-        let single_at = single.and_then(|w| {
-            self.order
-                .iter()
-                .rposition(|op| matches!(op, Op::One(i) if *i == w))
-        });
-        let mut column_write = None;
-        if let Ok(row) = store.row(at, component) {
-            for (k, op) in self.order.iter().enumerate().rev() {
-                if single_at.is_some_and(|s| k < s) {
-                    break;
-                }
-                if let Op::Bulk(b) = op {
-                    let bulk = &self.bulk[*b];
-                    if bulk.component == component
-                        && bulk.field == field
-                        && let Some(i) = bulk.rows.iter().rposition(|r| *r as usize == row)
-                    {
-                        column_write = Some(bulk.value(i));
-                        break;
-                    }
-                }
-            }
-        }
-        if let Some(value) = column_write {
-            return Ok(value);
-        }
-        if let Some(w) = single {
-            return Ok(self.writes[w].3.clone());
-        }
-        store.get_value(at, component, field).map_err(lua_error)
-    }
-
-    /// Checks a parallel call may write a field.
-    pub(crate) fn check_declared(
-        &self,
-        store: &Store,
-        component: ComponentId,
-        field: FieldId,
-    ) -> mlua::Result<()> {
-        match &self.declared {
-            Some(declared) if !declared.contains(&(component, field)) => {
-                let name = store.def(component).map_or_else(
-                    |_| format!("{component:?}.{field:?}"),
-                    |def| {
-                        let field = def
-                            .fields()
-                            .get(field.index())
-                            .map_or_else(|| format!("{field:?}"), |f| f.name.to_string());
-                        format!("{}.{field}", def.name())
-                    },
-                );
-                Err(mlua::Error::runtime(format!(
-                    "the system did not declare writes to `{name}` (list it in the system's `writes`)"
-                )))
-            }
-            _ => Ok(()),
-        }
-    }
-
-    fn write(
-        &mut self,
-        (arena, store): (&Snapshot, &Store),
-        id: InstanceId,
-        component: ComponentId,
-        field: FieldId,
-        value: Value,
-    ) -> mlua::Result<()> {
-        self.check_declared(store, component, field)?;
-        let at = InstanceRef::of(arena, id).map_err(lua_error)?;
-        if !store.has(at, component) {
-            return Err(lua_error(
-                strata_component_store::StoreError::MissingMembership { id, component },
-            ));
-        }
-        store
-            .def(component)
-            .and_then(|def| {
-                def.check_value(field, &value)?;
-                def.check_references(field, &value, |t| arena.is_live(t))
-            })
-            .map_err(lua_error)?;
-        self.latest
-            .insert((id, component, field), self.writes.len());
-        self.order.push(Op::One(self.writes.len()));
-        self.writes.push((at, component, field, value));
-        Ok(())
-    }
-
-    /// Records a column write: `values[i]` into set row `rows[i]`.
-    pub(crate) fn write_column(&mut self, store: &Store, bulk: BulkWrite) -> mlua::Result<()> {
-        self.check_declared(store, bulk.component, bulk.field)?;
-        self.order.push(Op::Bulk(self.bulk.len()));
-        self.bulk.push(bulk);
-        Ok(())
-    }
-
-    /// Replays everything written, in order, into an overlay over the same established store.
-    pub(crate) fn replay(
-        self,
-        overlay: &mut strata_parallel_overlay::Overlay<'_>,
-    ) -> Result<(), strata_parallel_overlay::OverlayError> {
-        let Self {
-            writes,
-            bulk,
-            order,
-            ..
-        } = self;
-        let mut writes: Vec<Option<(InstanceRef, ComponentId, FieldId, Value)>> =
-            writes.into_iter().map(Some).collect();
-        for op in order {
-            match op {
-                Op::One(i) => {
-                    if let Some((at, component, field, value)) = writes[i].take() {
-                        overlay.write(at, component, field, value)?;
-                    }
-                }
-                Op::Bulk(b) => bulk[b].replay(overlay)?,
-            }
-        }
-        Ok(())
-    }
-}
-
-/// One entry of a parallel call's write order.
-#[derive(Clone, Copy, Debug)]
-enum Op {
-    One(usize),
-    Bulk(usize),
-}
-
-/// The kinds of value a column write holds.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub(crate) enum BulkKind {
-    Number,
-    Integer,
-    Boolean,
-}
-
-/// A column write of a parallel call: values (as numbers) for set rows.
-#[derive(Clone, Debug)]
-pub(crate) struct BulkWrite {
-    pub(crate) component: ComponentId,
-    pub(crate) field: FieldId,
-    pub(crate) kind: BulkKind,
-    pub(crate) rows: Vec<u32>,
-    pub(crate) values: Vec<f64>,
-}
-
-impl BulkWrite {
-    fn value(&self, i: usize) -> Value {
-        let v = self.values[i];
-        match self.kind {
-            BulkKind::Number => Value::Number(v),
-            BulkKind::Integer => Value::Integer(v as i64),
-            BulkKind::Boolean => Value::Boolean(v != 0.0),
-        }
-    }
-
-    fn replay(
-        &self,
-        overlay: &mut strata_parallel_overlay::Overlay<'_>,
-    ) -> Result<(), strata_parallel_overlay::OverlayError> {
-        match self.kind {
-            BulkKind::Number => {
-                let mut column = overlay.column::<f64>(self.component, self.field)?;
-                for (row, v) in self.rows.iter().zip(&self.values) {
-                    column.write(*row as usize, *v)?;
-                }
-            }
-            BulkKind::Integer => {
-                let mut column = overlay.column::<i64>(self.component, self.field)?;
-                for (row, v) in self.rows.iter().zip(&self.values) {
-                    column.write(*row as usize, *v as i64)?;
-                }
-            }
-            BulkKind::Boolean => {
-                let mut column = overlay.column::<bool>(self.component, self.field)?;
-                for (row, v) in self.rows.iter().zip(&self.values) {
-                    column.write(*row as usize, *v != 0.0)?;
-                }
-            }
-        }
-        Ok(())
-    }
-}
-
-/// The world a call runs against.
-pub(crate) enum Access<'a> {
-    /// A serial call: the whole scene.
-    Serial(&'a mut Scene),
-    /// A parallel call: established state and a write log.
-    Parallel(ParView<'a>),
-}
-
-/// A parallel call's view: what it reads and where its writes go.
-pub(crate) struct ParView<'a> {
-    pub(crate) arena: &'a Snapshot,
-    pub(crate) store: &'a Store,
-    pub(crate) par: &'a mut ParState,
-}
-
-impl Access<'_> {
-    pub(crate) fn arena(&self) -> &Snapshot {
-        match self {
-            Access::Serial(scene) => scene.arena(),
-            Access::Parallel(view) => view.arena,
-        }
-    }
-
-    pub(crate) fn store(&self) -> &Store {
-        match self {
-            Access::Serial(scene) => scene.store(),
-            Access::Parallel(view) => view.store,
-        }
-    }
-
-    /// The scene, for a structural change; refused in parallel code.
-    pub(crate) fn scene(&mut self, what: &str) -> mlua::Result<&mut Scene> {
-        match self {
-            Access::Serial(scene) => Ok(scene),
-            Access::Parallel(_) => Err(mlua::Error::runtime(format!(
-                "{what} is a structural change, which parallel code cannot make (run it in a serial system)"
-            ))),
-        }
-    }
-
-    pub(crate) fn read(
-        &mut self,
-        id: InstanceId,
-        component: ComponentId,
-        field: FieldId,
-    ) -> mlua::Result<Value> {
-        match self {
-            Access::Serial(scene) => scene.get_value(id, component, field).map_err(lua_error),
-            Access::Parallel(view) => view
-                .par
-                .read((view.arena, view.store), id, component, field),
-        }
-    }
-
-    pub(crate) fn write(
-        &mut self,
-        id: InstanceId,
-        component: ComponentId,
-        field: FieldId,
-        value: Value,
-    ) -> mlua::Result<()> {
-        match self {
-            Access::Serial(scene) => scene
-                .write_value(id, component, field, value)
-                .map(|_| ())
-                .map_err(lua_error),
-            Access::Parallel(view) => {
-                view.par
-                    .write((view.arena, view.store), id, component, field, value)
-            }
-        }
-    }
-
-    /// The frame and time the call runs at.
-    pub(crate) fn clock(&self) -> Clock {
-        match self {
-            Access::Serial(scene) => scene.clock(),
-            Access::Parallel(view) => view.par.clock,
-        }
-    }
-
-    pub(crate) fn count_rows(&mut self, n: u64) {
-        match self {
-            Access::Serial(scene) => scene.count_rows(n),
-            Access::Parallel(view) => view.par.rows += n,
-        }
-    }
-}
-
-/// A layer's error as a Luau error (named in the author's terms when it leaves the API; see
-/// [`access`]).
-pub(crate) fn lua_error(error: impl Into<WorldError>) -> mlua::Error {
-    super::errors::world_error(error)
-}
-
-/// Runs `f` against the world the current call runs on, after applying any column writes
-/// the script made since the last API call. A layer's error `f` returns leaves with the
-/// components, fields and instances it refers to named against that world.
+/// Runs `f` against the world the current call runs on (see [`with_world`]), after applying
+/// any column writes the script made since the last API call, so the API always meets the
+/// world as the script left it.
 pub(crate) fn access<R>(
     lua: &Lua,
     f: impl FnOnce(&Lua, Access<'_>) -> mlua::Result<R>,
 ) -> mlua::Result<R> {
     columns::flush(lua)?;
-    access_raw(lua, f)
-}
-
-/// [`access`] without the flush (for the flush itself).
-pub(crate) fn access_raw<R>(
-    lua: &Lua,
-    f: impl FnOnce(&Lua, Access<'_>) -> mlua::Result<R>,
-) -> mlua::Result<R> {
-    let scene = lua.app_data_ref::<CurrentScene>().map(|c| c.0.clone());
-    if let Some(scene) = scene {
-        return scene.borrow_mut_scoped::<Scene, _>(|scene| {
-            f(lua, Access::Serial(scene)).map_err(|e| name_ids(e, scene.arena(), scene.store()))
-        })?;
-    }
-    let established = lua
-        .app_data_ref::<CurrentEstablished>()
-        .map(|e| (e.arena.clone(), e.store.clone()));
-    if let Some((arena, store)) = established {
-        return arena.borrow_scoped::<Snapshot, _>(|arena| {
-            store.borrow_scoped::<Store, _>(|store| {
-                let Some(mut par) = lua.app_data_mut::<ParState>() else {
-                    return Err(mlua::Error::runtime("no parallel state"));
-                };
-                f(
-                    lua,
-                    Access::Parallel(ParView {
-                        arena,
-                        store,
-                        par: &mut par,
-                    }),
-                )
-                .map_err(|e| name_ids(e, arena, store))
-            })?
-        })?;
-    }
-    Err(mlua::Error::runtime(
-        "the game API is only available while the world runs a script",
-    ))
+    with_world(lua, f)
 }
 
 // ----- Instances. -----
@@ -735,10 +351,6 @@ pub(crate) fn instance_new(
 
 // ----- Component types and handles. -----
 
-/// A component global (`Health`): the component's name.
-#[derive(Clone, Debug)]
-pub(crate) struct ComponentType(pub(crate) std::sync::Arc<str>);
-
 impl UserData for ComponentType {
     fn add_fields<F: UserDataFields<Self>>(fields: &mut F) {
         fields.add_meta_field(MetaMethod::Type, "Component");
@@ -776,27 +388,6 @@ fn component_arg(value: &LuaValue) -> mlua::Result<std::sync::Arc<str>> {
             kind(other)
         ))),
     }
-}
-
-/// The name of a component argument.
-pub(crate) fn component_name(ud: &AnyUserData) -> mlua::Result<std::sync::Arc<str>> {
-    ud.borrow::<ComponentType>()
-        .map(|c| c.0.clone())
-        .map_err(|_| mlua::Error::runtime("expected a component (such as `Health`)"))
-}
-
-/// The component of a component argument, in a store.
-pub(crate) fn component_in(store: &Store, value: &LuaValue) -> mlua::Result<ComponentId> {
-    let LuaValue::UserData(ud) = value else {
-        return Err(mlua::Error::runtime(format!(
-            "expected a component (such as `Health`), not {}",
-            kind(value)
-        )));
-    };
-    let name = component_name(ud)?;
-    store
-        .component(&name)
-        .ok_or_else(|| lua_error(WorldError::UnknownComponent(name.to_string())))
 }
 
 /// Every field of a component with its type, in order.

@@ -5,10 +5,38 @@
 //! call, the argument and the kind (or value) given; nothing is converted behind the script's
 //! back (a number is not a name, a string is not an id).
 
-use mlua::{Table, Value as LuaValue};
+use mlua::{AnyUserData, Table, Value as LuaValue};
+use strata::WorldError;
 use strata_arena::{InstanceId, PersistentId};
+use strata_component_store::{ComponentId, Store};
 
+use super::access::lua_error;
 use super::convert::kind;
+
+/// A component global (`Health`): the component's name. Its Luau side is in `api.rs`.
+#[derive(Clone, Debug)]
+pub(crate) struct ComponentType(pub(crate) std::sync::Arc<str>);
+
+/// The name of a component argument.
+pub(crate) fn component_name(ud: &AnyUserData) -> mlua::Result<std::sync::Arc<str>> {
+    ud.borrow::<ComponentType>()
+        .map(|c| c.0.clone())
+        .map_err(|_| mlua::Error::runtime("expected a component (such as `Health`)"))
+}
+
+/// The component of a component argument, in a store.
+pub(crate) fn component_in(store: &Store, value: &LuaValue) -> mlua::Result<ComponentId> {
+    let LuaValue::UserData(ud) = value else {
+        return Err(mlua::Error::runtime(format!(
+            "expected a component (such as `Health`), not {}",
+            kind(value)
+        )));
+    };
+    let name = component_name(ud)?;
+    store
+        .component(&name)
+        .ok_or_else(|| lua_error(WorldError::UnknownComponent(name.to_string())))
+}
 
 /// The largest integer a Luau number holds exactly.
 const EXACT: f64 = 9_007_199_254_740_992.0;

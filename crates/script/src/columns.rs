@@ -20,7 +20,8 @@ use strata_component_store::{ComponentId, FieldId, FieldType};
 
 use strata::WorldError;
 
-use super::api::{Access, BulkKind, BulkWrite, access, access_raw, component_in, lua_error};
+use super::access::{Access, BulkKind, BulkWrite, lua_error, with_world};
+use super::args::component_in;
 use super::host::{VmState, helpers};
 use super::query::{QueryEntry, pass_and_mirror};
 
@@ -187,7 +188,8 @@ pub(crate) fn take(
     write: bool,
 ) -> mlua::Result<Table> {
     let key: String = chunk.raw_get("query")?;
-    access(lua, |lua, a| {
+    flush(lua)?;
+    with_world(lua, |lua, a| {
         let helpers = helpers(lua)?;
         let mut state = lua
             .app_data_mut::<VmState>()
@@ -361,7 +363,7 @@ pub(crate) fn flush(lua: &Lua) -> mlua::Result<()> {
             }
             packed.push((field, kind, values, buffer));
         }
-        access_raw(lua, |lua, a| apply(lua, a, &key, c, packed))?;
+        with_world(lua, |lua, a| apply(lua, a, &key, c, packed))?;
     }
     Ok(())
 }

@@ -22,7 +22,8 @@ use strata::{Ctx, Runaway, Scene, StopRequest, SystemBody, SystemError, SystemRe
 use strata_arena::InstanceId;
 use strata_parallel_overlay::{NoOrder, WriterRank};
 
-use super::api::{ParState, wrap_instance};
+use super::access::ParState;
+use super::api::wrap_instance;
 use super::host::{Caller, Failure, Scripts};
 use super::memory::{Holder, ScriptMemory};
 use super::vm::ScriptBudget;

@@ -13,10 +13,9 @@ use strata_arena::Snapshot;
 use strata_component_store::{ComponentId, RemovalReader, Store};
 
 use super::ScriptError;
-use super::api::{
-    ComponentType, CurrentEstablished, CurrentScene, ParState, WorldApi, install_registry,
-    instance_new,
-};
+use super::access::{CurrentEstablished, CurrentScene, ParState};
+use super::api::{WorldApi, install_registry, instance_new};
+use super::args::ComponentType;
 use super::columns;
 use super::memory::{Categories, Holder, ScriptMemory};
 use super::query::QueryEntry;

@@ -10,7 +10,8 @@
 use mlua::{AnyUserData, Lua, Table, Value as LuaValue};
 use strata_arena::InstanceId;
 
-use super::api::{Access, access, attribute_to_lua, lua_error, wrap_instance};
+use super::access::{Access, lua_error};
+use super::api::{access, attribute_to_lua, wrap_instance};
 use super::args;
 use super::convert::kind;
 use super::errors::instance;

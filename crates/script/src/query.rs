@@ -18,7 +18,9 @@ use mlua::{
 use strata_component_store::{ComponentId, RemovalReader, Removals};
 use strata_query::{BuiltAgainst, Query, QuerySpec};
 
-use super::api::{access, component_in, lua_error, wrap_handle, wrap_instance};
+use super::access::lua_error;
+use super::api::{access, wrap_handle, wrap_instance};
+use super::args::component_in;
 use super::columns::ColumnMirror;
 use super::convert::kind;
 use super::host::VmState;
@@ -169,8 +171,8 @@ fn names(table: &Table, key: &str) -> mlua::Result<Vec<std::sync::Arc<str>>> {
             .map(|v| {
                 let v = v?;
                 match &v {
-                    LuaValue::UserData(ud) if ud.is::<super::api::ComponentType>() => {
-                        super::api::component_name(ud)
+                    LuaValue::UserData(ud) if ud.is::<super::args::ComponentType>() => {
+                        super::args::component_name(ud)
                     }
                     LuaValue::String(s) => Err(mlua::Error::runtime(format!(
                         "`{key}` lists components, not strings: write `{0}`, not \"{0}\"",
@@ -183,8 +185,8 @@ fn names(table: &Table, key: &str) -> mlua::Result<Vec<std::sync::Arc<str>>> {
                 }
             })
             .collect(),
-        LuaValue::UserData(ud) if ud.is::<super::api::ComponentType>() => {
-            let name = super::api::component_name(&ud)?;
+        LuaValue::UserData(ud) if ud.is::<super::args::ComponentType>() => {
+            let name = super::args::component_name(&ud)?;
             Err(mlua::Error::runtime(format!(
                 "`{key}` must be a list of components: write `{key} = {{ {name} }}`, not `{key} = {name}`"
             )))
@@ -262,8 +264,8 @@ fn parse_spec(spec: &Table) -> mlua::Result<SpecNames> {
     };
     let ancestor = match spec.raw_get::<LuaValue>("ancestor")? {
         LuaValue::Nil => None,
-        LuaValue::UserData(ud) if ud.is::<super::api::ComponentType>() => {
-            Some(super::api::component_name(&ud)?)
+        LuaValue::UserData(ud) if ud.is::<super::args::ComponentType>() => {
+            Some(super::args::component_name(&ud)?)
         }
         other => {
             return Err(mlua::Error::runtime(format!(

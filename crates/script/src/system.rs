@@ -12,7 +12,7 @@ use strata_arena::InstanceId;
 use strata_component_store::{ComponentId, FieldId};
 use strata_scheduler::Phase;
 
-use super::api::ParState;
+use super::access::ParState;
 use super::host::{Caller, Failure, Scripts, Stop};
 use super::vm::script_error;
 use super::{Error, ScriptError, ScriptScene, convert::kind};
