@@ -170,168 +170,189 @@ impl UserData for Inst {
     }
 
     fn add_methods<M: UserDataMethods<Self>>(methods: &mut M) {
-        // Reached only for a key that is no property or method.
-        methods.add_meta_method(MetaMethod::Index, |lua, this, key: LuaValue| {
-            Err::<(), _>(navigate::no_instance_member(lua, this.0, &key))
-        });
-        methods.add_meta_method(
-            MetaMethod::NewIndex,
-            |lua, this, (key, _): (LuaValue, LuaValue)| {
-                Err::<(), _>(navigate::unsettable_instance_member(lua, this.0, &key))
-            },
-        );
-        methods.add_meta_method(MetaMethod::ToString, |lua, this, ()| {
-            let name = access(lua, |_, a| {
-                Ok(a.arena().node(this.0).map(|n| n.name().to_owned()).ok())
-            })
-            .unwrap_or(None);
-            Ok(match name {
-                Some(name) => format!("{name} ({})", this.0),
-                None => format!("instance {}", this.0),
-            })
-        });
-        methods.add_meta_function(MetaMethod::Eq, |_, (a, b): (AnyUserData, AnyUserData)| {
-            Ok(instance_id(&a).is_some() && instance_id(&a) == instance_id(&b))
-        });
-        methods.add_method("IsAlive", |lua, this, ()| {
-            access(lua, |_, a| Ok(a.arena().is_live(this.0)))
-        });
-        methods.add_method("Destroy", |lua, this, ()| {
-            columns::invalidate_all(lua)?;
+        instance_meta_methods(methods);
+        hierarchy_methods(methods);
+        attribute_methods(methods);
+        component_methods(methods);
+    }
+}
+
+/// An instance's metamethods: members it lacks, its text, equality.
+fn instance_meta_methods<M: UserDataMethods<Inst>>(methods: &mut M) {
+    // Reached only for a key that is no property or method.
+    methods.add_meta_method(MetaMethod::Index, |lua, this, key: LuaValue| {
+        Err::<(), _>(navigate::no_instance_member(lua, this.0, &key))
+    });
+    methods.add_meta_method(
+        MetaMethod::NewIndex,
+        |lua, this, (key, _): (LuaValue, LuaValue)| {
+            Err::<(), _>(navigate::unsettable_instance_member(lua, this.0, &key))
+        },
+    );
+    methods.add_meta_method(MetaMethod::ToString, |lua, this, ()| {
+        let name = access(lua, |_, a| {
+            Ok(a.arena().node(this.0).map(|n| n.name().to_owned()).ok())
+        })
+        .unwrap_or(None);
+        Ok(match name {
+            Some(name) => format!("{name} ({})", this.0),
+            None => format!("instance {}", this.0),
+        })
+    });
+    methods.add_meta_function(MetaMethod::Eq, |_, (a, b): (AnyUserData, AnyUserData)| {
+        Ok(instance_id(&a).is_some() && instance_id(&a) == instance_id(&b))
+    });
+}
+
+/// An instance's place in the hierarchy: life, destruction, copies, children, descendants,
+/// ancestors, class, tags, persistent id.
+fn hierarchy_methods<M: UserDataMethods<Inst>>(methods: &mut M) {
+    methods.add_method("IsAlive", |lua, this, ()| {
+        access(lua, |_, a| Ok(a.arena().is_live(this.0)))
+    });
+    methods.add_method("Destroy", |lua, this, ()| {
+        columns::invalidate_all(lua)?;
+        access(lua, |_, mut a| {
+            a.scene("destroying")?
+                .destroy(this.0)
+                .map(|_| ())
+                .map_err(lua_error)
+        })
+    });
+    methods.add_method("Clone", |lua, this, ()| {
+        columns::invalidate_all(lua)?;
+        let copy = access(lua, |_, mut a| {
+            let scene = a.scene("cloning")?;
+            let parent = scene.arena().node(this.0).map_err(lua_error)?.parent();
+            scene.clone_subtree(this.0, parent).map_err(lua_error)
+        })?;
+        wrap_instance(lua, copy)
+    });
+    methods.add_method("GetChildren", |lua, this, ()| {
+        let children = access(lua, |_, a| {
+            a.arena().node(this.0).map_err(lua_error)?;
+            Ok(a.arena().children(this.0).collect::<Vec<_>>())
+        })?;
+        let table = lua.create_table_with_capacity(children.len(), 0)?;
+        for (k, child) in children.into_iter().enumerate() {
+            table.raw_set(k + 1, wrap_instance(lua, child)?)?;
+        }
+        Ok(table)
+    });
+    methods.add_method("GetDescendants", |lua, this, ()| {
+        navigate::descendants(lua, this.0)
+    });
+    methods.add_method("IsA", |lua, this, class: LuaValue| {
+        navigate::is_a(lua, this.0, &class)
+    });
+    methods.add_method("FindFirstAncestor", |lua, this, name: LuaValue| {
+        navigate::find_first_ancestor(lua, this.0, &name)
+    });
+    methods.add_method("GetAttributes", |lua, this, ()| {
+        navigate::attributes(lua, this.0)
+    });
+    methods.add_method("GetTags", |lua, this, ()| navigate::tags(lua, this.0));
+    methods.add_method("GetPersistentId", |lua, this, ()| {
+        navigate::persistent_id(lua, this.0)
+    });
+    methods.add_method("FindFirstChild", |lua, this, name: LuaValue| {
+        let name = args::string(&name, "FindFirstChild's name")?;
+        let found = access(lua, |_, a| {
+            let arena = a.arena();
+            arena.node(this.0).map_err(lua_error)?;
+            Ok(arena
+                .children(this.0)
+                .find(|c| arena.node(*c).is_ok_and(|n| n.name() == name)))
+        })?;
+        found.map(|id| wrap_instance(lua, id)).transpose()
+    });
+}
+
+/// An instance's attributes, one by name.
+fn attribute_methods<M: UserDataMethods<Inst>>(methods: &mut M) {
+    methods.add_method("GetAttribute", |lua, this, name: LuaValue| {
+        let name = args::string(&name, "GetAttribute's name")?;
+        access(lua, |lua, a| {
+            let node = a.arena().node(this.0).map_err(lua_error)?;
+            match node.attributes().get(&name) {
+                Some(value) => attribute_to_lua(lua, value),
+                None => Ok(LuaValue::Nil),
+            }
+        })
+    });
+    methods.add_method(
+        "SetAttribute",
+        |lua, this, (name, value): (LuaValue, LuaValue)| {
+            let name = args::string(&name, "SetAttribute's name")?;
+            let value = attribute_from_lua(&value)?;
             access(lua, |_, mut a| {
-                a.scene("destroying")?
-                    .destroy(this.0)
+                a.scene("setting an attribute")?
+                    .set_attribute(this.0, &name, value)
                     .map(|_| ())
                     .map_err(lua_error)
             })
-        });
-        methods.add_method("Clone", |lua, this, ()| {
+        },
+    );
+}
+
+/// An instance's components: adding, getting a handle, testing, removing.
+fn component_methods<M: UserDataMethods<Inst>>(methods: &mut M) {
+    methods.add_method(
+        "AddComponent",
+        |lua, this, (component, values): (LuaValue, LuaValue)| {
+            let name = component_arg(&component)?;
+            let values = args::optional_table(&values, "AddComponent's values")?;
             columns::invalidate_all(lua)?;
-            let copy = access(lua, |_, mut a| {
-                let scene = a.scene("cloning")?;
-                let parent = scene.arena().node(this.0).map_err(lua_error)?.parent();
-                scene.clone_subtree(this.0, parent).map_err(lua_error)
-            })?;
-            wrap_instance(lua, copy)
-        });
-        methods.add_method("GetChildren", |lua, this, ()| {
-            let children = access(lua, |_, a| {
-                a.arena().node(this.0).map_err(lua_error)?;
-                Ok(a.arena().children(this.0).collect::<Vec<_>>())
-            })?;
-            let table = lua.create_table_with_capacity(children.len(), 0)?;
-            for (k, child) in children.into_iter().enumerate() {
-                table.raw_set(k + 1, wrap_instance(lua, child)?)?;
-            }
-            Ok(table)
-        });
-        methods.add_method("GetDescendants", |lua, this, ()| {
-            navigate::descendants(lua, this.0)
-        });
-        methods.add_method("IsA", |lua, this, class: LuaValue| {
-            navigate::is_a(lua, this.0, &class)
-        });
-        methods.add_method("FindFirstAncestor", |lua, this, name: LuaValue| {
-            navigate::find_first_ancestor(lua, this.0, &name)
-        });
-        methods.add_method("GetAttributes", |lua, this, ()| {
-            navigate::attributes(lua, this.0)
-        });
-        methods.add_method("GetTags", |lua, this, ()| navigate::tags(lua, this.0));
-        methods.add_method("GetPersistentId", |lua, this, ()| {
-            navigate::persistent_id(lua, this.0)
-        });
-        methods.add_method("FindFirstChild", |lua, this, name: LuaValue| {
-            let name = args::string(&name, "FindFirstChild's name")?;
-            let found = access(lua, |_, a| {
-                let arena = a.arena();
-                arena.node(this.0).map_err(lua_error)?;
-                Ok(arena
-                    .children(this.0)
-                    .find(|c| arena.node(*c).is_ok_and(|n| n.name() == name)))
-            })?;
-            found.map(|id| wrap_instance(lua, id)).transpose()
-        });
-        methods.add_method("GetAttribute", |lua, this, name: LuaValue| {
-            let name = args::string(&name, "GetAttribute's name")?;
-            access(lua, |lua, a| {
-                let node = a.arena().node(this.0).map_err(lua_error)?;
-                match node.attributes().get(&name) {
-                    Some(value) => attribute_to_lua(lua, value),
-                    None => Ok(LuaValue::Nil),
-                }
-            })
-        });
-        methods.add_method(
-            "SetAttribute",
-            |lua, this, (name, value): (LuaValue, LuaValue)| {
-                let name = args::string(&name, "SetAttribute's name")?;
-                let value = attribute_from_lua(&value)?;
-                access(lua, |_, mut a| {
-                    a.scene("setting an attribute")?
-                        .set_attribute(this.0, &name, value)
-                        .map(|_| ())
-                        .map_err(lua_error)
-                })
-            },
-        );
-        methods.add_method(
-            "AddComponent",
-            |lua, this, (component, values): (LuaValue, LuaValue)| {
-                let name = component_arg(&component)?;
-                let values = args::optional_table(&values, "AddComponent's values")?;
-                columns::invalidate_all(lua)?;
-                let c = access(lua, |_, mut a| {
-                    let scene = a.scene("adding a component")?;
-                    let c = scene.component(&name).map_err(lua_error)?;
-                    let fields = field_types(scene.store(), c)?;
-                    let values = match &values {
-                        Some(values) => field_values(values, &name, &fields)?,
-                        None => Vec::new(),
-                    };
-                    let values = values
-                        .into_iter()
-                        .map(|(k, v)| (FieldId::from_index(k as u16), v));
-                    scene.add(this.0, c, values).map_err(lua_error)?;
-                    Ok(c)
-                })?;
-                wrap_handle(lua, this.0, c, &name)
-            },
-        );
-        methods.add_method("GetComponent", |lua, this, component: LuaValue| {
-            let name = component_arg(&component)?;
-            let held = access(lua, |_, a| {
-                let Some(c) = a.store().component(&name) else {
-                    return Err(lua_error(WorldError::UnknownComponent(name.to_string())));
-                };
-                let at = InstanceRef::of(a.arena(), this.0).map_err(lua_error)?;
-                Ok(a.store().has(at, c).then_some(c))
-            })?;
-            match held {
-                Some(c) => Ok(LuaValue::UserData(wrap_handle(lua, this.0, c, &name)?)),
-                None => Ok(LuaValue::Nil),
-            }
-        });
-        methods.add_method("HasComponent", |lua, this, component: LuaValue| {
-            let name = component_arg(&component)?;
-            access(lua, |_, a| {
-                let Some(c) = a.store().component(&name) else {
-                    return Err(lua_error(WorldError::UnknownComponent(name.to_string())));
-                };
-                let at = InstanceRef::of(a.arena(), this.0).map_err(lua_error)?;
-                Ok(a.store().has(at, c))
-            })
-        });
-        methods.add_method("RemoveComponent", |lua, this, component: LuaValue| {
-            let name = component_arg(&component)?;
-            columns::invalidate_all(lua)?;
-            access(lua, |_, mut a| {
-                let scene = a.scene("removing a component")?;
+            let c = access(lua, |_, mut a| {
+                let scene = a.scene("adding a component")?;
                 let c = scene.component(&name).map_err(lua_error)?;
-                scene.remove(this.0, c).map_err(lua_error)
-            })
-        });
-    }
+                let fields = field_types(scene.store(), c)?;
+                let values = match &values {
+                    Some(values) => field_values(values, &name, &fields)?,
+                    None => Vec::new(),
+                };
+                let values = values
+                    .into_iter()
+                    .map(|(k, v)| (FieldId::from_index(k as u16), v));
+                scene.add(this.0, c, values).map_err(lua_error)?;
+                Ok(c)
+            })?;
+            wrap_handle(lua, this.0, c, &name)
+        },
+    );
+    methods.add_method("GetComponent", |lua, this, component: LuaValue| {
+        let name = component_arg(&component)?;
+        let held = access(lua, |_, a| {
+            let Some(c) = a.store().component(&name) else {
+                return Err(lua_error(WorldError::UnknownComponent(name.to_string())));
+            };
+            let at = InstanceRef::of(a.arena(), this.0).map_err(lua_error)?;
+            Ok(a.store().has(at, c).then_some(c))
+        })?;
+        match held {
+            Some(c) => Ok(LuaValue::UserData(wrap_handle(lua, this.0, c, &name)?)),
+            None => Ok(LuaValue::Nil),
+        }
+    });
+    methods.add_method("HasComponent", |lua, this, component: LuaValue| {
+        let name = component_arg(&component)?;
+        access(lua, |_, a| {
+            let Some(c) = a.store().component(&name) else {
+                return Err(lua_error(WorldError::UnknownComponent(name.to_string())));
+            };
+            let at = InstanceRef::of(a.arena(), this.0).map_err(lua_error)?;
+            Ok(a.store().has(at, c))
+        })
+    });
+    methods.add_method("RemoveComponent", |lua, this, component: LuaValue| {
+        let name = component_arg(&component)?;
+        columns::invalidate_all(lua)?;
+        access(lua, |_, mut a| {
+            let scene = a.scene("removing a component")?;
+            let c = scene.component(&name).map_err(lua_error)?;
+            scene.remove(this.0, c).map_err(lua_error)
+        })
+    });
 }
 
 /// `Instance.new(className, parent?)`.

@@ -225,58 +225,8 @@ pub(crate) fn take(
                 ))
             })
             .collect();
-        let mut fresh = false;
-        for (field, name, kind) in &fields {
-            match entry.columns.get_mut(&(c, *field)) {
-                Some(column) => refresh(store, c, *field, *kind, rows, column)?,
-                None => {
-                    let values = gather(store, c, *field, *kind, rows)?;
-                    let unpack: Function = helpers.raw_get("unpack")?;
-                    let buffer = lua.create_buffer(bytes_of(&values))?;
-                    let table: Table = unpack.call((buffer, values.len(), kind.code()))?;
-                    entry.columns.insert(
-                        (c, *field),
-                        ColumnMirror {
-                            table,
-                            shadow: values,
-                            kind: *kind,
-                            name: name.clone(),
-                            buffer: None,
-                        },
-                    );
-                    fresh = true;
-                }
-            }
-        }
-        let set = match entry.column_sets.get(&c) {
-            Some(set) if !fresh => set.clone(),
-            _ => {
-                let set = lua.create_table_with_capacity(0, fields.len())?;
-                for (field, name, _) in &fields {
-                    if let Some(column) = entry.columns.get(&(c, *field)) {
-                        set.raw_set(name.as_str(), column.table.clone())?;
-                    }
-                }
-                // A name that is not a column is an error, not a nil read.
-                let component = def.name().to_owned();
-                let columns: Vec<String> = fields.iter().map(|(_, n, _)| n.clone()).collect();
-                let meta = lua.create_table()?;
-                let missing = lua.create_function(move |_, (_, key): (LuaValue, LuaValue)| {
-                    let key = match &key {
-                        LuaValue::String(s) => format!("`{}`", s.to_string_lossy()),
-                        other => super::convert::kind(other).to_owned(),
-                    };
-                    Err::<(), _>(mlua::Error::runtime(format!(
-                        "`{component}` has no column {key}: columns hold its number, integer and boolean fields ({})",
-                        if columns.is_empty() { "it has none".to_owned() } else { columns.join(", ") }
-                    )))
-                })?;
-                meta.raw_set("__index", missing)?;
-                set.set_metatable(Some(meta))?;
-                entry.column_sets.insert(c, set.clone());
-                set
-            }
-        };
+        let fresh = bring_up_to_date(lua, &helpers, &mut entry.columns, store, c, rows, &fields)?;
+        let set = column_set(lua, entry, c, def.name(), &fields, fresh)?;
         if write {
             if let Some(line) = super::errors::caller_line(lua) {
                 entry.write_lines.insert(c, line);
@@ -289,10 +239,120 @@ pub(crate) fn take(
     })
 }
 
+/// Brings a query's column tables of `c`'s fields up to date with the store, making the
+/// missing ones; returns whether any was made.
+fn bring_up_to_date(
+    lua: &Lua,
+    helpers: &Table,
+    columns: &mut hashbrown::HashMap<(ComponentId, FieldId), ColumnMirror>,
+    store: &strata_component_store::Store,
+    c: ComponentId,
+    rows: &[u32],
+    fields: &[(FieldId, String, Kind)],
+) -> mlua::Result<bool> {
+    let mut fresh = false;
+    for (field, name, kind) in fields {
+        match columns.get_mut(&(c, *field)) {
+            Some(column) => refresh(store, c, *field, *kind, rows, column)?,
+            None => {
+                let values = gather(store, c, *field, *kind, rows)?;
+                let unpack: Function = helpers.raw_get("unpack")?;
+                let buffer = lua.create_buffer(bytes_of(&values))?;
+                let table: Table = unpack.call((buffer, values.len(), kind.code()))?;
+                columns.insert(
+                    (c, *field),
+                    ColumnMirror {
+                        table,
+                        shadow: values,
+                        kind: *kind,
+                        name: name.clone(),
+                        buffer: None,
+                    },
+                );
+                fresh = true;
+            }
+        }
+    }
+    Ok(fresh)
+}
+
+/// The table `{ field = column }` of `c` (named `component`) a chunk hands out: the one made
+/// before unless a column was made since; a name that is not a column is an error there, not
+/// a nil read.
+fn column_set(
+    lua: &Lua,
+    entry: &mut QueryEntry,
+    c: ComponentId,
+    component: &str,
+    fields: &[(FieldId, String, Kind)],
+    fresh: bool,
+) -> mlua::Result<Table> {
+    if let Some(set) = entry.column_sets.get(&c)
+        && !fresh
+    {
+        return Ok(set.clone());
+    }
+    let set = lua.create_table_with_capacity(0, fields.len())?;
+    for (field, name, _) in fields {
+        if let Some(column) = entry.columns.get(&(c, *field)) {
+            set.raw_set(name.as_str(), column.table.clone())?;
+        }
+    }
+    let component = component.to_owned();
+    let columns: Vec<String> = fields.iter().map(|(_, n, _)| n.clone()).collect();
+    let meta = lua.create_table()?;
+    let missing = lua.create_function(move |_, (_, key): (LuaValue, LuaValue)| {
+        let key = match &key {
+            LuaValue::String(s) => format!("`{}`", s.to_string_lossy()),
+            other => super::convert::kind(other).to_owned(),
+        };
+        Err::<(), _>(mlua::Error::runtime(format!(
+            "`{component}` has no column {key}: columns hold its number, integer and boolean fields ({})",
+            if columns.is_empty() { "it has none".to_owned() } else { columns.join(", ") }
+        )))
+    })?;
+    meta.raw_set("__index", missing)?;
+    set.set_metatable(Some(meta))?;
+    entry.column_sets.insert(c, set.clone());
+    Ok(set)
+}
+
 fn stale() -> mlua::Error {
     mlua::Error::runtime(
         "the chunk is stale: the query's matches changed since it was made (a structural change); start the chunk loop again",
     )
+}
+
+/// Writes the `changed` matches of a column (`values` holds every match's) into their rows
+/// of the scene, checked, with change tracking; counts the writes for the running system.
+fn write_rows(
+    scene: &mut strata::Scene,
+    c: ComponentId,
+    field: FieldId,
+    kind: Kind,
+    rows: &[u32],
+    changed: &[usize],
+    values: &Packed,
+) -> mlua::Result<()> {
+    let n = changed.len();
+    let row_of = |j: usize| (rows[changed[j]] as usize, j);
+    let written = match kind {
+        Kind::Number => scene.column_writer::<f64>(c, field).and_then(|mut w| {
+            w.update_indexed(n, row_of, |_, j| values.get(changed[j]))
+                .map_err(WorldError::from)
+        }),
+        Kind::Integer => scene.column_writer::<i64>(c, field).and_then(|mut w| {
+            w.update_indexed(n, row_of, |_, j| values.get(changed[j]) as i64)
+                .map_err(WorldError::from)
+        }),
+        Kind::Boolean => scene.column_writer::<bool>(c, field).and_then(|mut w| {
+            w.update_indexed(n, row_of, |_, j| values.get(changed[j]) != 0.0)
+                .map_err(WorldError::from)
+        }),
+    }
+    .map_err(lua_error)?;
+    scene.count_writes(written as u64);
+    Ok(())
 }
 
 /// Applies the rows scripts changed in columns taken for writing, and forgets them: the end
@@ -475,26 +535,7 @@ fn apply(
             continue;
         }
         match &mut a {
-            Access::Serial(scene) => {
-                let n = changed.len();
-                let row_of = |j: usize| (rows[changed[j]] as usize, j);
-                let written = match kind {
-                    Kind::Number => scene.column_writer::<f64>(c, field).and_then(|mut w| {
-                        w.update_indexed(n, row_of, |_, j| values.get(changed[j]))
-                            .map_err(WorldError::from)
-                    }),
-                    Kind::Integer => scene.column_writer::<i64>(c, field).and_then(|mut w| {
-                        w.update_indexed(n, row_of, |_, j| values.get(changed[j]) as i64)
-                            .map_err(WorldError::from)
-                    }),
-                    Kind::Boolean => scene.column_writer::<bool>(c, field).and_then(|mut w| {
-                        w.update_indexed(n, row_of, |_, j| values.get(changed[j]) != 0.0)
-                            .map_err(WorldError::from)
-                    }),
-                }
-                .map_err(lua_error)?;
-                scene.count_writes(written as u64);
-            }
+            Access::Serial(scene) => write_rows(scene, c, field, kind, &rows, &changed, &values)?,
             Access::Parallel(view) => {
                 view.par.write_column(
                     view.store,

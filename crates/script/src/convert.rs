@@ -192,123 +192,123 @@ fn from_lua_at(value: &LuaValue, ty: &FieldType, depth: usize) -> mlua::Result<O
             "a value nests deeper than {MAX_DEPTH} levels"
         )));
     }
-    Ok(match ty {
-        FieldType::Number => number(value).map(Value::Number),
-        FieldType::Integer => number(value)
+    match ty {
+        FieldType::List(_) | FieldType::Map(..) | FieldType::Struct(_) | FieldType::Optional(_) => {
+            container_from_lua(value, ty, depth)
+        }
+        _ => scalar_from_lua(value, ty),
+    }
+}
+
+/// A Luau value as a value of a field type that holds no other value; `None` when it does
+/// not fit.
+fn scalar_from_lua(value: &LuaValue, ty: &FieldType) -> mlua::Result<Option<Value>> {
+    Ok(match (ty, value) {
+        (FieldType::Number, _) => number(value).map(Value::Number),
+        (FieldType::Integer, _) => number(value)
             .filter(|n| n.fract() == 0.0 && n.abs() <= 9_007_199_254_740_992.0)
             .map(|n| Value::Integer(n as i64)),
-        FieldType::Boolean => match value {
-            LuaValue::Boolean(b) => Some(Value::Boolean(*b)),
-            _ => None,
-        },
-        FieldType::Text => match value {
-            LuaValue::String(s) => s.to_str().ok().map(|s| Value::Text(Arc::from(&*s))),
-            _ => None,
-        },
-        FieldType::Enum(variants) => match value {
-            LuaValue::String(s) => {
-                let name = s.to_str().ok();
-                name.and_then(|name| variants.iter().position(|v| v.as_ref() == &*name))
-                    .map(|index| Value::Enum(index as u32))
+        (FieldType::Boolean, LuaValue::Boolean(b)) => Some(Value::Boolean(*b)),
+        (FieldType::Text, LuaValue::String(s)) => {
+            s.to_str().ok().map(|s| Value::Text(Arc::from(&*s)))
+        }
+        (FieldType::Enum(variants), LuaValue::String(s)) => {
+            let name = s.to_str().ok();
+            name.and_then(|name| variants.iter().position(|v| v.as_ref() == &*name))
+                .map(|index| Value::Enum(index as u32))
+        }
+        (FieldType::Vector, LuaValue::Vector(v)) => {
+            Some(Value::Vector(Vec3::new(v.x(), v.y(), v.z())))
+        }
+        (FieldType::Vector, LuaValue::Table(t)) => {
+            let c = |k: &str| t.raw_get::<Option<f64>>(k).ok().flatten();
+            match (c("x"), c("y"), c("z")) {
+                (Some(x), Some(y), Some(z)) => {
+                    Some(Value::Vector(Vec3::new(single(x)?, single(y)?, single(z)?)))
+                }
+                _ => None,
             }
-            _ => None,
-        },
-        FieldType::Vector => match value {
-            LuaValue::Vector(v) => Some(Value::Vector(Vec3::new(v.x(), v.y(), v.z()))),
-            LuaValue::Table(t) => {
-                let c = |k: &str| t.raw_get::<Option<f64>>(k).ok().flatten();
-                match (c("x"), c("y"), c("z")) {
-                    (Some(x), Some(y), Some(z)) => {
-                        Some(Value::Vector(Vec3::new(single(x)?, single(y)?, single(z)?)))
-                    }
-                    _ => None,
+        }
+        (FieldType::Transform, LuaValue::Table(t)) if t.raw_len() == 16 => {
+            let mut rows = [[0f32; 4]; 4];
+            for (k, cell) in rows.iter_mut().flatten().enumerate() {
+                match t.raw_get::<Option<f64>>(k + 1)? {
+                    Some(x) => *cell = single(x)?,
+                    None => return Ok(None),
                 }
             }
-            _ => None,
-        },
-        FieldType::Transform => match value {
-            LuaValue::Table(t) if t.raw_len() == 16 => {
-                let mut rows = [[0f32; 4]; 4];
-                for (k, cell) in rows.iter_mut().flatten().enumerate() {
-                    match t.raw_get::<Option<f64>>(k + 1)? {
-                        Some(x) => *cell = single(x)?,
-                        None => return Ok(None),
-                    }
+            Some(Value::Transform(Box::new(Transform { rows })))
+        }
+        (FieldType::Reference, LuaValue::Nil) => Some(Value::Reference(None)),
+        (FieldType::Reference, LuaValue::UserData(ud)) => {
+            instance_id(ud).map(|id| Value::Reference(Some(id)))
+        }
+        (FieldType::Buffer, LuaValue::Buffer(b)) => Some(Value::Buffer(b.to_vec().into())),
+        (FieldType::Buffer, LuaValue::String(s)) => {
+            Some(Value::Buffer(s.as_bytes().to_vec().into()))
+        }
+        _ => None,
+    })
+}
+
+/// A Luau value as a value of a field type that holds others (a list, a map, a struct, an
+/// optional), each converted a level deeper; `None` when it, or any it holds, does not fit.
+fn container_from_lua(
+    value: &LuaValue,
+    ty: &FieldType,
+    depth: usize,
+) -> mlua::Result<Option<Value>> {
+    Ok(match (ty, value) {
+        (FieldType::List(element), LuaValue::Table(t)) => {
+            let mut items = Vec::with_capacity(t.raw_len());
+            for item in t.clone().sequence_values::<LuaValue>() {
+                match from_lua_at(&item?, element, depth + 1)? {
+                    Some(v) => items.push(v),
+                    None => return Ok(None),
                 }
-                Some(Value::Transform(Box::new(Transform { rows })))
             }
-            _ => None,
-        },
-        FieldType::Reference => match value {
-            LuaValue::Nil => Some(Value::Reference(None)),
-            LuaValue::UserData(ud) => instance_id(ud).map(|id| Value::Reference(Some(id))),
-            _ => None,
-        },
-        FieldType::List(element) => match value {
-            LuaValue::Table(t) => {
-                let mut items = Vec::with_capacity(t.raw_len());
-                for item in t.clone().sequence_values::<LuaValue>() {
-                    match from_lua_at(&item?, element, depth + 1)? {
-                        Some(v) => items.push(v),
-                        None => return Ok(None),
+            Some(Value::List(ListValue::from_vec(items)))
+        }
+        (FieldType::Map(key_ty, value_ty), LuaValue::Table(t)) => {
+            let mut map = BTreeMap::new();
+            for pair in t.clone().pairs::<LuaValue, LuaValue>() {
+                let (k, v) = pair?;
+                let key = match from_lua_at(&k, key_ty, depth + 1)? {
+                    Some(Value::Text(t)) => MapKey::Text(t),
+                    Some(Value::Integer(i)) => MapKey::Integer(i),
+                    Some(Value::Boolean(b)) => MapKey::Boolean(b),
+                    Some(Value::Enum(e)) => MapKey::Enum(e),
+                    _ => return Ok(None),
+                };
+                match from_lua_at(&v, value_ty, depth + 1)? {
+                    Some(v) => {
+                        map.insert(key, v);
                     }
+                    None => return Ok(None),
                 }
-                Some(Value::List(ListValue::from_vec(items)))
             }
-            _ => None,
-        },
-        FieldType::Map(key_ty, value_ty) => match value {
-            LuaValue::Table(t) => {
-                let mut map = BTreeMap::new();
-                for pair in t.clone().pairs::<LuaValue, LuaValue>() {
-                    let (k, v) = pair?;
-                    let key = match from_lua_at(&k, key_ty, depth + 1)? {
-                        Some(Value::Text(t)) => MapKey::Text(t),
-                        Some(Value::Integer(i)) => MapKey::Integer(i),
-                        Some(Value::Boolean(b)) => MapKey::Boolean(b),
-                        Some(Value::Enum(e)) => MapKey::Enum(e),
-                        _ => return Ok(None),
-                    };
-                    match from_lua_at(&v, value_ty, depth + 1)? {
-                        Some(v) => {
-                            map.insert(key, v);
-                        }
-                        None => return Ok(None),
-                    }
+            Some(Value::Map(Arc::new(map)))
+        }
+        (FieldType::Struct(fields), LuaValue::Table(t)) => {
+            let mut members = Vec::with_capacity(fields.len());
+            for field in fields.iter() {
+                let given: LuaValue = t.raw_get(field.name.as_ref())?;
+                if given.is_nil() {
+                    members.push(field.default.clone());
+                    continue;
                 }
-                Some(Value::Map(Arc::new(map)))
-            }
-            _ => None,
-        },
-        FieldType::Struct(fields) => match value {
-            LuaValue::Table(t) => {
-                let mut members = Vec::with_capacity(fields.len());
-                for field in fields.iter() {
-                    let given: LuaValue = t.raw_get(field.name.as_ref())?;
-                    if given.is_nil() {
-                        members.push(field.default.clone());
-                        continue;
-                    }
-                    match from_lua_at(&given, &field.ty, depth + 1)? {
-                        Some(v) => members.push(v),
-                        None => return Ok(None),
-                    }
+                match from_lua_at(&given, &field.ty, depth + 1)? {
+                    Some(v) => members.push(v),
+                    None => return Ok(None),
                 }
-                Some(Value::Struct(members.into()))
             }
-            _ => None,
-        },
-        FieldType::Optional(inner) => match value {
-            LuaValue::Nil => Some(Value::Optional(None)),
-            other => {
-                from_lua_at(other, inner, depth + 1)?.map(|v| Value::Optional(Some(Box::new(v))))
-            }
-        },
-        FieldType::Buffer => match value {
-            LuaValue::Buffer(b) => Some(Value::Buffer(b.to_vec().into())),
-            LuaValue::String(s) => Some(Value::Buffer(s.as_bytes().to_vec().into())),
-            _ => None,
-        },
+            Some(Value::Struct(members.into()))
+        }
+        (FieldType::Optional(_), LuaValue::Nil) => Some(Value::Optional(None)),
+        (FieldType::Optional(inner), other) => {
+            from_lua_at(other, inner, depth + 1)?.map(|v| Value::Optional(Some(Box::new(v))))
+        }
+        _ => None,
     })
 }
 

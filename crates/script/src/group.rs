@@ -116,26 +116,31 @@ fn load_group(
     }
 }
 
-impl SystemBody for GroupRunner {
-    fn run(&mut self, ctx: &mut Ctx<'_>) -> SystemResult {
-        let dt = ctx.dt();
-        let scene: &mut Scene = ctx;
+/// What one group's callback gave back: its rank, its root, its result, its writes and what
+/// it printed.
+type Outcome = (u64, InstanceId, Result<(), Failure>, ParState, Vec<String>);
+
+impl GroupRunner {
+    /// The live roots marked with the script's group, in hierarchy order, but the stopped;
+    /// the VMs of roots no longer marked are dropped.
+    fn roots(&mut self, scene: &Scene) -> Vec<InstanceId> {
         let tag = group_tag(&self.name);
         let mut roots: Vec<(Vec<usize>, InstanceId)> = scene
             .tagged(&tag)
             .into_iter()
-            .filter(|id| scene.is_live(*id))
+            .filter(|id| scene.is_live(*id) && !self.stopped.contains(id))
             .map(|id| (path(scene, id), id))
             .collect();
         roots.sort();
-        roots.retain(|(_, root)| !self.stopped.contains(root));
         self.vms
             .retain(|root, _| roots.iter().any(|(_, r)| r == root));
-        let world_roots = (scene.game(), scene.workspace());
+        roots.into_iter().map(|(_, root)| root).collect()
+    }
+
+    /// Makes the VM of every root that has none yet, with the script loaded in it.
+    fn load_missing(&mut self, scene: &Scene, roots: &[InstanceId]) -> SystemResult {
         let system = format!("group:{}", self.name);
-        let clock = scene.clock();
-        let cached = scene.query_caching();
-        for (_, root) in &roots {
+        for root in roots {
             if self.vms.contains_key(root) {
                 continue;
             }
@@ -149,12 +154,26 @@ impl SystemBody for GroupRunner {
                 load_group(&scripts, &self.script, &self.source, scene).map_err(failure)?;
             self.vms.insert(*root, GroupVm { scripts, run });
         }
+        Ok(())
+    }
+
+    /// Runs every root's callback as one wave of the scene, each with its share of the
+    /// world's free memory fixed before any starts; returns the outcomes in hierarchy order
+    /// and the order they finished in.
+    fn run_groups(
+        &self,
+        scene: &Scene,
+        roots: &[InstanceId],
+        dt: f64,
+    ) -> (Vec<Outcome>, Vec<usize>) {
+        let world_roots = (scene.game(), scene.workspace());
+        let clock = scene.clock();
+        let cached = scene.query_caching();
         let jobs: Vec<(u64, InstanceId, &GroupVm)> = roots
             .iter()
             .enumerate()
-            .map(|(rank, (_, root))| (rank as u64, *root, &self.vms[root]))
+            .map(|(rank, root)| (rank as u64, *root, &self.vms[root]))
             .collect();
-        // The groups run at once: each gets its share of the world's free memory, fixed now.
         let vms: Vec<&mlua::Lua> = jobs.iter().map(|(_, _, vm)| vm.scripts.lua()).collect();
         for ((_, _, vm), limit) in jobs.iter().zip(self.memory.begin_wave(&vms)) {
             vm.scripts.fix_next_limit(limit);
@@ -163,10 +182,10 @@ impl SystemBody for GroupRunner {
         let run = self.name.bytes().fold(0_u64, |h, b| {
             (h ^ u64::from(b)).wrapping_mul(0x0100_0000_01b3)
         });
-        let script = self.script.clone();
+        let script = &self.script;
         let wave = scene.wave();
         let established = (wave.arena(), wave.store());
-        let run_one = |(rank, root, vm): (u64, InstanceId, &GroupVm)| {
+        let run_one = |(rank, root, vm): (u64, InstanceId, &GroupVm)| -> Outcome {
             let par = ParState::new(world_roots, None).at(clock);
             let lua = vm.scripts.lua();
             let args = (|| {
@@ -181,27 +200,38 @@ impl SystemBody for GroupRunner {
                         Caller::run(&owner),
                         clock.frame,
                         cached,
-                        &script,
+                        script,
                         &vm.run,
                         args,
                     );
                     (rank, root, result.map(|_| ()), par, prints)
                 }
                 Err(e) => {
-                    let error = super::vm::script_error(&script, &e);
+                    let error = super::vm::script_error(script, &e);
                     (rank, root, Err(error.into()), par, Vec::new())
                 }
             }
         };
-        // Outcomes come back in hierarchy order (prints and the first error go so); the
-        // overlays reach the commit in the order the groups finished.
-        let (outcomes, arrival) = wave.run(run, jobs, run_one);
+        let done = wave.run(run, jobs, run_one);
         self.memory.end_wave();
+        done
+    }
+}
+
+impl SystemBody for GroupRunner {
+    fn run(&mut self, ctx: &mut Ctx<'_>) -> SystemResult {
+        let dt = ctx.dt();
+        let scene: &mut Scene = ctx;
+        let roots = self.roots(scene);
+        self.load_missing(scene, &roots)?;
+        let (outcomes, arrival) = self.run_groups(scene, &roots, dt);
+        let system = format!("group:{}", self.name);
         let mut sets: Vec<Option<_>> = (0..outcomes.len()).map(|_| None).collect();
         let mut first_error: Option<Failure> = None;
         let mut stops = Vec::new();
         let mut rows = 0;
         let mut prints = Vec::new();
+        let wave = scene.wave();
         for (rank, root, result, par, printed) in outcomes {
             prints.extend(printed);
             rows += par.rows;
@@ -226,6 +256,7 @@ impl SystemBody for GroupRunner {
                 .map_err(|e| SystemError::World(e.into()))?;
             sets[rank as usize] = Some(overlay.finish());
         }
+        // The overlays reach the commit in the order the groups finished.
         let sets: Vec<_> = arrival.iter().filter_map(|k| sets[*k].take()).collect();
         scene.add_prints(prints);
         scene.count_rows(rows);

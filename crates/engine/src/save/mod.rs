@@ -346,8 +346,45 @@ fn read_exact(reader: &mut impl Read, buf: &mut [u8], what: &str) -> Result<(), 
     }
 }
 
-/// Builds a world from checked save records.
+/// Builds a world from checked save records: the arena from its image, the store from the
+/// rows (kept as orphans until their definitions adopt them), the migration input, the clock.
 fn build(saved: &SavedWorld, threads: usize) -> Result<World, LoadError> {
+    let (arena, ids) = build_arena(saved)?;
+    let game = convert::id(saved.game).map_err(LoadError::Corrupt)?;
+    let workspace = convert::id(saved.workspace).map_err(LoadError::Corrupt)?;
+    let class_is =
+        |id: InstanceId, class: ClassId| arena.get(id).is_some_and(|n| n.class() == class);
+    if !class_is(game, ClassId::DATA_MODEL) || !class_is(workspace, ClassId::WORKSPACE) {
+        return Err(LoadError::Corrupt(
+            "the game or the workspace is not an instance of its class".into(),
+        ));
+    }
+    let (store, rows) = build_store(saved, &arena, &ids)?;
+    let waiting = migration_input(saved, &rows, &ids)?;
+    let fixed = strata_scheduler::FixedStep::new(saved.fixed_step.0, saved.fixed_step.1)
+        .map_err(|e| LoadError::Rebuild(e.into()))?;
+    if !(saved.time.is_finite() && saved.time >= 0.0) {
+        return Err(LoadError::Corrupt(
+            "the simulated time is not a time".into(),
+        ));
+    }
+    let intervals = intervals(&saved.intervals)?;
+    if !(saved.fixed_carried.is_finite() && saved.fixed_carried >= 0.0) {
+        return Err(LoadError::Corrupt(
+            "the fixed-step carry is not a time".into(),
+        ));
+    }
+    let mut scene = Scene::from_parts(arena, store, game, workspace).map_err(LoadError::Rebuild)?;
+    scene.settle_loaded(waiting);
+    let mut world = World::from_scene(scene, threads).map_err(LoadError::Rebuild)?;
+    world.set_clock(saved.frame, saved.time, fixed, saved.fixed_carried);
+    world.set_waiting_intervals(intervals);
+    Ok(world)
+}
+
+/// The arena of a save, rebuilt from its image, with every id the save holds (live or a
+/// tombstone: references may name either, as they may in the world that was saved).
+fn build_arena(saved: &SavedWorld) -> Result<(Arena, HashSet<InstanceId>), LoadError> {
     let corrupt = LoadError::Corrupt;
     let instances = |saved: &[format::SavedInstance]| {
         saved
@@ -359,8 +396,6 @@ fn build(saved: &SavedWorld, threads: usize) -> Result<World, LoadError> {
     let nodes = instances(&saved.instances)?;
     let doomed = instances(&saved.doomed)?;
     let reclaimable = instances(&saved.reclaimable)?;
-    // Every instance the save holds, live or a tombstone: references may name either, as
-    // they may in the world that was saved.
     let ids: HashSet<InstanceId> = nodes
         .iter()
         .chain(&doomed)
@@ -396,26 +431,31 @@ fn build(saved: &SavedWorld, threads: usize) -> Result<World, LoadError> {
     };
     let arena = Arena::from_image(std::sync::Arc::new(ClassRegistry::standard()), &image)
         .map_err(|e| LoadError::Rebuild(e.into()))?;
-    let game = convert::id(saved.game).map_err(corrupt)?;
-    let workspace = convert::id(saved.workspace).map_err(corrupt)?;
-    let class_is =
-        |id: InstanceId, class: ClassId| arena.get(id).is_some_and(|n| n.class() == class);
-    if !class_is(game, ClassId::DATA_MODEL) || !class_is(workspace, ClassId::WORKSPACE) {
-        return Err(LoadError::Corrupt(
-            "the game or the workspace is not an instance of its class".into(),
-        ));
-    }
+    Ok((arena, ids))
+}
+
+/// The (instance, component name) of every row a save holds.
+type Rows<'s> = HashSet<(InstanceId, &'s str)>;
+
+/// The store of a save: every row and orphan record as an orphan of its live instance, each
+/// (instance, component) once, every reference naming an instance the save holds. Returns the
+/// rows it placed.
+fn build_store<'s>(
+    saved: &'s SavedWorld,
+    arena: &Arena,
+    ids: &HashSet<InstanceId>,
+) -> Result<(Store, Rows<'s>), LoadError> {
     let mut store = Store::new();
     let mut seen: HashSet<(InstanceId, &str)> = HashSet::with_capacity(saved.records.len());
     for saved_record in &saved.records {
-        let id = convert::id(saved_record.instance).map_err(corrupt)?;
+        let id = convert::id(saved_record.instance).map_err(LoadError::Corrupt)?;
         if !seen.insert((id, saved_record.component.as_str())) {
             return Err(LoadError::Corrupt(format!(
                 "instance {id} holds component `{}` twice",
                 saved_record.component
             )));
         }
-        let at = InstanceRef::of(&arena, id)
+        let at = InstanceRef::of(arena, id)
             .ok()
             .filter(|_| arena.is_live(id))
             .ok_or_else(|| {
@@ -423,7 +463,7 @@ fn build(saved: &SavedWorld, threads: usize) -> Result<World, LoadError> {
                     "a record names {id}, which is not a live instance of the save"
                 ))
             })?;
-        let record = convert::load_record(saved_record).map_err(corrupt)?;
+        let record = convert::load_record(saved_record).map_err(LoadError::Corrupt)?;
         if let Some(target) = convert::record_references(&record)
             .into_iter()
             .find(|t| !ids.contains(t))
@@ -435,11 +475,21 @@ fn build(saved: &SavedWorld, threads: usize) -> Result<World, LoadError> {
         }
         store.add_orphan(at, record);
     }
+    Ok((store, seen))
+}
+
+/// The migration input of a save: each for a row the save holds, each once, every reference
+/// naming an instance the save holds.
+fn migration_input(
+    saved: &SavedWorld,
+    rows: &Rows<'_>,
+    ids: &HashSet<InstanceId>,
+) -> Result<Vec<(InstanceId, String, OrphanRecord)>, LoadError> {
     let mut waiting = Vec::with_capacity(saved.migrations.len().min(saved.records.len()));
     let mut seen_inputs: HashSet<(InstanceId, &str)> = HashSet::new();
     for migration in &saved.migrations {
-        let id = convert::id(migration.record.instance).map_err(corrupt)?;
-        if !seen.contains(&(id, migration.component.as_str())) {
+        let id = convert::id(migration.record.instance).map_err(LoadError::Corrupt)?;
+        if !rows.contains(&(id, migration.component.as_str())) {
             return Err(LoadError::Corrupt(format!(
                 "migration input of `{}` for {id}, which holds no such row",
                 migration.component
@@ -451,7 +501,7 @@ fn build(saved: &SavedWorld, threads: usize) -> Result<World, LoadError> {
                 migration.component
             )));
         }
-        let record = convert::load_record(&migration.record).map_err(corrupt)?;
+        let record = convert::load_record(&migration.record).map_err(LoadError::Corrupt)?;
         if let Some(target) = convert::record_references(&record)
             .into_iter()
             .find(|t| !ids.contains(t))
@@ -463,25 +513,7 @@ fn build(saved: &SavedWorld, threads: usize) -> Result<World, LoadError> {
         }
         waiting.push((id, migration.component.clone(), record));
     }
-    let fixed = strata_scheduler::FixedStep::new(saved.fixed_step.0, saved.fixed_step.1)
-        .map_err(|e| LoadError::Rebuild(e.into()))?;
-    if !(saved.time.is_finite() && saved.time >= 0.0) {
-        return Err(LoadError::Corrupt(
-            "the simulated time is not a time".into(),
-        ));
-    }
-    let intervals = intervals(&saved.intervals)?;
-    if !(saved.fixed_carried.is_finite() && saved.fixed_carried >= 0.0) {
-        return Err(LoadError::Corrupt(
-            "the fixed-step carry is not a time".into(),
-        ));
-    }
-    let mut scene = Scene::from_parts(arena, store, game, workspace).map_err(LoadError::Rebuild)?;
-    scene.settle_loaded(waiting);
-    let mut world = World::from_scene(scene, threads).map_err(LoadError::Rebuild)?;
-    world.set_clock(saved.frame, saved.time, fixed, saved.fixed_carried);
-    world.set_waiting_intervals(intervals);
-    Ok(world)
+    Ok(waiting)
 }
 
 #[cfg(test)]
