@@ -1,4 +1,4 @@
-//! The `strata` binary; see [`strata_cli::USAGE`].
+//! The `strata` binary; see [`strata_cli::main_with`] (`strata --help` for the commands).
 //!
 //! Invariant: all behaviour lives in the library, so this file only hands over the arguments
 //! and the process's output streams.
