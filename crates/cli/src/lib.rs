@@ -28,7 +28,6 @@ use std::io::Write;
 use std::path::PathBuf;
 use std::time::{Duration, Instant};
 
-use clap::{CommandFactory as _, Parser as _};
 use serde_json::json;
 use strata::prelude::*;
 use strata::{Place, PlaceError};
@@ -138,7 +137,8 @@ fn thread_count(text: &str) -> Result<usize, String> {
 /// Parses the command line `args` (without the program name). `--help` and `--version` come
 /// back as errors too, of the kinds clap gives them, to be written to standard output.
 fn parse(args: Vec<String>) -> Result<Command, clap::Error> {
-    Cli::try_parse_from(std::iter::once("strata".to_owned()).chain(args)).map(|cli| cli.command)
+    <Cli as clap::Parser>::try_parse_from(std::iter::once("strata".to_owned()).chain(args))
+        .map(|cli| cli.command)
 }
 
 /// Runs the command line `args` (without the program name), writing to `out` and `err`, and
@@ -163,7 +163,12 @@ pub fn main_with(args: Vec<String>, out: &mut dyn Write, err: &mut dyn Write) ->
             // Generated into memory first: clap_complete panics when its writer fails (a
             // closed pipe), and this command never panics.
             let mut script = Vec::new();
-            clap_complete::generate(shell, &mut Cli::command(), "strata", &mut script);
+            clap_complete::generate(
+                shell,
+                &mut <Cli as clap::CommandFactory>::command(),
+                "strata",
+                &mut script,
+            );
             let _ = out.write_all(&script);
             return 0;
         }
@@ -656,7 +661,7 @@ mod tests {
     /// The bound the help states is the one `--threads` checks.
     #[test]
     fn the_run_help_names_the_thread_bound() {
-        let help = Cli::command()
+        let help = <Cli as clap::CommandFactory>::command()
             .find_subcommand_mut("run")
             .expect("run is a command")
             .render_long_help()
