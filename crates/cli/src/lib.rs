@@ -38,6 +38,8 @@ use strata::{Place, PlaceError};
     name = "strata",
     version,
     about = "Runs a Strata place headlessly, checks it, or writes its Luau types.",
+    // The doc comment above is for readers of this file, not for --help.
+    long_about = None,
     // No arguments is a mistake like any other, named as one rather than answered with the
     // whole help.
     arg_required_else_help = false

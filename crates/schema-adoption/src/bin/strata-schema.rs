@@ -37,6 +37,8 @@ use strata_schema_adoption::{Schema, SchemaError, SchemaVm};
 #[command(
     name = "strata-schema",
     about = "Checks Strata component schema files without a world.",
+    // The doc comment above is for readers of this file, not for --help.
+    long_about = None,
     after_help = EXIT_CODES,
     // No arguments is a usage error naming what is missing, not the whole help.
     arg_required_else_help = false
