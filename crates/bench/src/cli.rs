@@ -1,5 +1,5 @@
-//! The command line of the `strata-bench` binary: argument parsing, workload filtering, the run
-//! loop and writing the results.
+//! The command line of the `strata-bench` binary: argument parsing (clap, derived on `Cli`),
+//! workload filtering, the run loop and writing the results.
 //!
 //! By default the binary is a parent: it selects the workloads, then runs each one in a child
 //! process of its own, which is the same executable started again with the hidden arguments
@@ -12,7 +12,7 @@
 //! which suits profilers.
 //!
 //! Invariant: progress and diagnostics go to standard error; standard output carries only the
-//! Markdown table, or in a child only the record's JSON line. When workloads run, the results
+//! Markdown table (or the help `--help` asks for), or in a child only the record's JSON line. When workloads run, the results
 //! file is written even if none matched or some failed, and the exit code is non-zero only for
 //! bad arguments, duplicate workload keys, failed workloads (a child that exits non-zero,
 //! crashes or prints no record counts as one) or failed writes.
