@@ -421,6 +421,18 @@ fn the_binary_exits_with_the_code_and_no_backtrace() {
         .output()
         .unwrap();
     assert_eq!(output.status.code(), Some(0));
+    // An argument that is not UTF-8 is a command-line mistake, not a panic.
+    let output = std::process::Command::new(env!("CARGO_BIN_EXE_strata"))
+        .arg("run")
+        .arg(<std::ffi::OsStr as std::os::unix::ffi::OsStrExt>::from_bytes(b"pl\xffce"))
+        .env("RUST_BACKTRACE", "1")
+        .output()
+        .unwrap();
+    assert_eq!(output.status.code(), Some(2));
+    assert_eq!(
+        String::from_utf8(output.stderr).unwrap(),
+        "error: the argument 'pl\u{fffd}ce' is not valid UTF-8\n"
+    );
 }
 
 #[test]
