@@ -101,11 +101,12 @@ struct RunOptions {
     #[arg(value_name = "PLACE")]
     place: PathBuf,
     /// Frames to step (default: place.toml's `frames`).
-    #[arg(long, value_name = "N", value_parser = frame_count)]
+    // A negative count is a wrong value, named as one, not an unknown flag.
+    #[arg(long, value_name = "N", value_parser = frame_count, allow_negative_numbers = true)]
     frames: Option<u64>,
     /// Threads for parallel systems and groups, 1 to 256 (default: place.toml's, or the
     /// machine's).
-    #[arg(long, value_name = "N", value_parser = thread_count)]
+    #[arg(long, value_name = "N", value_parser = thread_count, allow_negative_numbers = true)]
     threads: Option<usize>,
     /// Write statistics and the summary as one JSON document (script output included).
     #[arg(long)]
@@ -180,7 +181,7 @@ pub fn main_with(args: Vec<String>, out: &mut dyn Write, err: &mut dyn Write) ->
             if let Some(path) = &options.save
                 && let Err(message) = check_destination(path)
             {
-                let _ = writeln!(err, "strata: --save {}: {message}", path.display());
+                let _ = writeln!(err, "error: --save {}: {message}", path.display());
                 return 2;
             }
             run(&options, out, err)
@@ -599,6 +600,20 @@ mod tests {
                 ErrorKind::ValueValidation,
                 "error: invalid value '10000' for '--threads <N>': the count must be between 1 and 256"
                     .into()
+            )
+        );
+        assert_eq!(
+            refused("run p --frames -1"),
+            (
+                ErrorKind::ValueValidation,
+                "error: invalid value '-1' for '--frames <N>': not a whole number of frames".into()
+            )
+        );
+        assert_eq!(
+            refused("run p --threads=-2"),
+            (
+                ErrorKind::ValueValidation,
+                "error: invalid value '-2' for '--threads <N>': not a whole number; the count must be between 1 and 256".into()
             )
         );
         assert_eq!(
