@@ -23,41 +23,21 @@ const BENCH_PACKAGE: &str = "strata-bench";
 const PEERS_FEATURE: &str = "peers";
 
 /// The arguments of `cargo xtask bench`.
-#[derive(Debug, PartialEq, Eq)]
+#[derive(Debug, PartialEq, Eq, clap::Args)]
 pub(crate) struct Args {
+    /// Fewer samples and a shorter time budget per workload (rough numbers).
+    #[arg(long)]
     quick: bool,
+    /// Run only the workloads whose LIBRARY/NAME contains PATTERN (`arena`, `hecs/`,
+    /// `/spawn`); repeat the flag, or separate patterns with commas, for several.
+    #[arg(long = "filter", value_name = "PATTERN")]
     filters: Vec<String>,
+    /// Also run the peer libraries' workloads (bevy_ecs, hecs, shipyard; jecs through npm).
+    #[arg(long)]
     peers: bool,
 }
 
 impl Args {
-    /// Parses `[--quick] [--filter PATTERN]... [--peers]`; `--filter=PATTERN` works too.
-    pub(crate) fn parse(args: impl IntoIterator<Item = String>) -> anyhow::Result<Args> {
-        let mut parsed = Args {
-            quick: false,
-            filters: Vec::new(),
-            peers: false,
-        };
-        let mut args = args.into_iter();
-        while let Some(arg) = args.next() {
-            match arg.as_str() {
-                "--quick" => parsed.quick = true,
-                "--peers" => parsed.peers = true,
-                "--filter" => match args.next() {
-                    Some(pattern) => parsed.filters.push(pattern),
-                    None => bail!("`--filter` needs a pattern (part of LIBRARY/NAME)"),
-                },
-                _ => match arg.strip_prefix("--filter=") {
-                    Some(name) => parsed.filters.push(name.to_owned()),
-                    None => bail!(
-                        "unknown argument `{arg}`; expected [--quick] [--filter PATTERN]... [--peers]"
-                    ),
-                },
-            }
-        }
-        Ok(parsed)
-    }
-
     /// The arguments handed to the `strata-bench` binary.
     fn bench_args(&self, outputs: &Outputs) -> Vec<String> {
         let mut out = vec![
@@ -207,20 +187,17 @@ fn has_feature(metadata: &Value, package: &str, feature: &str) -> bool {
 mod tests {
     use super::*;
 
-    fn parse(args: &[&str]) -> anyhow::Result<Args> {
-        Args::parse(args.iter().map(|a| (*a).to_owned()))
+    fn parse(line: &str) -> Result<Args, clap::Error> {
+        match crate::parse(&format!("bench {line}"))? {
+            crate::Task::Bench(args) => Ok(args),
+            other => panic!("{line} parsed as {other:?}"),
+        }
     }
 
     #[test]
     fn parses_bench_arguments() {
-        let args = parse(&[
-            "--quick",
-            "--filter",
-            "arena",
-            "--filter=query,spawn",
-            "--peers",
-        ])
-        .expect("valid arguments");
+        let args =
+            parse("--quick --filter arena --filter=query,spawn --peers").expect("valid arguments");
         assert_eq!(
             args,
             Args {
@@ -245,8 +222,22 @@ mod tests {
                 "query,spawn"
             ]
         );
-        assert!(parse(&["--filter"]).is_err());
-        assert!(parse(&["--fast"]).is_err());
+        assert_eq!(
+            parse("").expect("no arguments are valid"),
+            Args {
+                quick: false,
+                filters: Vec::new(),
+                peers: false,
+            }
+        );
+        assert!(parse("--filter").is_err());
+        assert!(parse("--fast").is_err());
+        // A misspelt flag gets the one it most likely meant.
+        let message = parse("--peer").expect_err("misspelt").render().to_string();
+        assert!(
+            message.contains("tip: a similar argument exists: '--peers'"),
+            "{message}"
+        );
     }
 
     #[test]

@@ -23,36 +23,27 @@ pub(crate) const TARGETS: [&str; 6] = [
 ];
 
 /// What `fuzz` was asked to do.
-#[derive(Debug, PartialEq)]
+#[derive(Debug, PartialEq, clap::Args)]
 pub(crate) struct Args {
-    targets: Vec<&'static str>,
+    /// The targets to run, in this order (all when none is named).
+    #[arg(
+        value_name = "TARGET",
+        value_parser = clap::builder::PossibleValuesParser::new(TARGETS)
+    )]
+    targets: Vec<String>,
+    /// Seconds to fuzz each target for.
+    #[arg(long = "time", value_name = "S", default_value_t = 60)]
     seconds: u64,
 }
 
 impl Args {
-    pub(crate) fn parse(args: Vec<String>) -> anyhow::Result<Args> {
-        let mut targets = Vec::new();
-        let mut seconds = 60;
-        let mut args = args.into_iter();
-        while let Some(arg) = args.next() {
-            if arg == "--time" {
-                let value = args.next().context("--time needs a number of seconds")?;
-                seconds = value
-                    .parse()
-                    .with_context(|| format!("--time takes whole seconds, not `{value}`"))?;
-            } else if let Some(target) = TARGETS.iter().find(|t| **t == arg) {
-                targets.push(*target);
-            } else {
-                bail!(
-                    "unknown fuzz target or flag `{arg}`; the targets are {}",
-                    TARGETS.join(", ")
-                );
-            }
+    /// The targets to run: those named, or all of [`TARGETS`].
+    fn targets(&self) -> Vec<&str> {
+        if self.targets.is_empty() {
+            TARGETS.to_vec()
+        } else {
+            self.targets.iter().map(String::as_str).collect()
         }
-        if targets.is_empty() {
-            targets = TARGETS.to_vec();
-        }
-        Ok(Args { targets, seconds })
     }
 }
 
@@ -112,7 +103,7 @@ fn crash_artifact(output: &str) -> Option<PathBuf> {
 pub(crate) fn run(root: &Path, args: &Args) -> anyhow::Result<()> {
     let fuzz_dir = root.join("fuzz");
     let mut crashed = Vec::new();
-    for target in &args.targets {
+    for target in args.targets() {
         let corpus = fuzz_dir.join("corpus").join(target);
         std::fs::create_dir_all(&corpus)
             .with_context(|| format!("cannot create {}", corpus.display()))?;
@@ -179,7 +170,7 @@ pub(crate) fn run(root: &Path, args: &Args) -> anyhow::Result<()> {
         std::fs::copy(&smallest, &kept)
             .with_context(|| format!("cannot copy {} to {}", smallest.display(), kept.display()))?;
         println!("  CRASH: minimised input kept as {}", kept.display());
-        crashed.push(*target);
+        crashed.push(target);
     }
     if !crashed.is_empty() {
         bail!(
@@ -193,7 +184,13 @@ pub(crate) fn run(root: &Path, args: &Args) -> anyhow::Result<()> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::words as args;
+
+    fn parse(line: &str) -> Result<Args, clap::Error> {
+        match crate::parse(&format!("fuzz {line}"))? {
+            crate::Task::Fuzz(args) => Ok(args),
+            other => panic!("{line} parsed as {other:?}"),
+        }
+    }
 
     #[test]
     fn the_error_section_runs_from_the_error_to_the_summary() {
@@ -210,16 +207,24 @@ mod tests {
 
     #[test]
     fn targets_and_time_parse_and_mistakes_are_named() {
+        let args = parse("query --time 5").unwrap();
+        assert_eq!((args.targets(), args.seconds), (vec!["query"], 5));
+        let args = parse("--time=7 save_file query").unwrap();
         assert_eq!(
-            Args::parse(args("query --time 5")).unwrap(),
-            Args {
-                targets: vec!["query"],
-                seconds: 5
-            }
+            (args.targets(), args.seconds),
+            (vec!["save_file", "query"], 7)
         );
-        assert_eq!(Args::parse(Vec::new()).unwrap().targets, TARGETS.to_vec());
-        assert!(Args::parse(args("nope")).is_err());
-        assert!(Args::parse(args("--time x")).is_err());
+        let args = parse("").unwrap();
+        assert_eq!((args.targets(), args.seconds), (TARGETS.to_vec(), 60));
+        // An unknown target is named, with the targets there are.
+        let message = parse("nope").unwrap_err().render().to_string();
+        assert!(
+            message.contains("invalid value 'nope' for '[TARGET]...'")
+                && message.contains(&TARGETS.join(", ")),
+            "{message}"
+        );
+        assert!(parse("--time x").is_err());
+        assert!(parse("--time").is_err());
     }
 
     #[test]

@@ -1,4 +1,6 @@
-//! `cargo xtask`: Strata's developer tasks, run through the alias in `.cargo/config.toml`.
+//! `cargo xtask`: Strata's developer tasks, run through the alias in `.cargo/config.toml`. The
+//! command line is parsed by clap from `Cli` and `Task` (`cargo xtask --help`, and `--help` after
+//! each task); a command line it refuses exits with code 2, a task that fails with 1.
 //!
 //! Invariant: xtask depends on no engine crate; it drives them by running cargo, so it builds
 //! quickly and stays usable while an engine crate does not compile.
@@ -22,112 +24,100 @@ use std::process::{Command, ExitCode};
 
 use anyhow::{Context as _, bail};
 
-const USAGE: &str = "\
-usage: cargo xtask <task>
+/// The command line, as clap parses it (`cargo xtask --help`, `cargo xtask TASK --help`).
+#[derive(Debug, PartialEq, clap::Parser)]
+#[command(
+    name = "xtask",
+    bin_name = "cargo xtask",
+    about = "Strata's developer tasks: benchmarks, CI steps, fuzzing, soaking, code generation \
+             and schema checks.",
+    // The doc comment above is for readers of this file, not for --help.
+    long_about = None
+)]
+struct Cli {
+    #[command(subcommand)]
+    task: Task,
+}
 
-tasks:
-  bench [--quick] [--filter PATTERN]... [--peers]
-        build strata-bench in release mode, run its workloads (those whose
-        LIBRARY/NAME contains a PATTERN; with --peers also bevy_ecs, hecs and
-        shipyard), print the results and write target/bench/results.json,
-        results.md and results.svg
-  ci    run the steps of .ci/run: formatting, clippy, tests, supply-chain check
-  fuzz [TARGET]... [--time S]
-        run the fuzz targets of fuzz/ with cargo-fuzz (nightly) for S seconds each
-        (default 60; all targets when none is named), minimise any crash and keep it
-        under fuzz/regressions/TARGET/, which `cargo test` replays
-  soak [--cases N] [--minutes M]
-        run every model-based property test (built in release mode) again and again
-        until it has run N cases (default 100,000) or its share of M minutes has
-        passed, and report the cases and failures of each
-  codegen
-        write the Luau type definitions: types/strata.d.luau (the game API) and
-        examples/places/NAME/types.d.luau (each example place's components)
-  schema check [--json] FILE.luau...
-        build strata-schema (strata-schema-adoption) in release mode and check
-        component schema files: print each definition or error (--json: one
-        JSON document); exits 0 if all are valid, 1 if any is not, 2 on misuse";
+/// The tasks.
+#[derive(Debug, PartialEq, clap::Subcommand)]
+enum Task {
+    /// Builds strata-bench in release mode, runs its workloads and writes the results.
+    ///
+    /// Runs the workloads whose LIBRARY/NAME contains a PATTERN (all without --filter; with
+    /// --peers also those of bevy_ecs, hecs and shipyard, and jecs's when npm can fetch it),
+    /// prints the results and writes target/bench/results.json, results.md and results.svg.
+    Bench(bench::Args),
+    /// Runs the steps of .ci/run: formatting, clippy, tests, the bench crate with its peers,
+    /// the supply-chain check.
+    Ci,
+    /// Runs the fuzz targets of fuzz/ with cargo-fuzz (nightly).
+    ///
+    /// Runs each TARGET (all when none is named) for S seconds, minimises any crash and keeps
+    /// it under fuzz/regressions/TARGET/, which `cargo test` replays.
+    Fuzz(fuzz::Args),
+    /// Runs every model-based property test (built in release mode) again and again.
+    ///
+    /// Each model runs until it has run N cases or its share of M minutes has passed; the
+    /// task reports the cases and failures of each.
+    Soak(soak::Args),
+    /// Writes the Luau type definitions of the game API and of each example place.
+    ///
+    /// types/strata.d.luau (the game API) and examples/places/NAME/types.d.luau (each example
+    /// place's components), from what `strata types` prints.
+    Codegen,
+    /// Builds strata-schema (strata-schema-adoption) in release mode and runs it on component
+    /// schema files.
+    ///
+    /// Everything after `schema` goes to strata-schema unchanged (`check [--json]
+    /// FILE.luau...`; `cargo xtask schema --help` is strata-schema's help). It prints each
+    /// definition or error (--json: one JSON document) and exits 0 if all are valid, 1 if any
+    /// is not, 2 on misuse.
+    #[command(disable_help_flag = true)]
+    Schema {
+        /// The arguments of strata-schema, such as `check --json Health.luau`.
+        #[arg(
+            trailing_var_arg = true,
+            allow_hyphen_values = true,
+            value_parser = clap::value_parser!(OsString)
+        )]
+        args: Vec<OsString>,
+    },
+}
 
-/// A command line as the words a task's `Args::parse` takes, for the tasks' tests.
+/// Parses a command line given as one line of words, for the tasks' tests.
 #[cfg(test)]
-fn words(line: &str) -> Vec<String> {
-    line.split_whitespace().map(str::to_owned).collect()
+fn parse(line: &str) -> Result<Task, clap::Error> {
+    let words = std::iter::once("xtask").chain(line.split_whitespace());
+    <Cli as clap::Parser>::try_parse_from(words).map(|cli| cli.task)
 }
 
 fn main() -> ExitCode {
-    match run_task() {
+    // A command line clap refuses exits here with code 2 (and `--help` with 0).
+    let cli = <Cli as clap::Parser>::parse();
+    match run_task(cli.task) {
         Ok(code) => code,
         Err(err) => {
             // Printed by hand: anyhow's `Termination` output would add a backtrace whenever
-            // RUST_BACKTRACE is set, which buries a usage message.
+            // RUST_BACKTRACE is set, which buries the message.
             eprintln!("xtask: {err:#}");
             ExitCode::FAILURE
         }
     }
 }
 
-/// Runs the task the command line names and returns the exit code it asks for.
-fn run_task() -> anyhow::Result<ExitCode> {
-    let mut args = std::env::args_os().skip(1);
+/// Runs `task` and returns the exit code it asks for.
+fn run_task(task: Task) -> anyhow::Result<ExitCode> {
     let root = project_root();
-    let task = args.next();
-    let task = match task.as_deref().map(|t| t.to_str()) {
-        None => None,
-        Some(Some(task)) => Some(task),
-        Some(None) => bail!("the task name is not valid UTF-8\n\n{USAGE}"),
-    };
     match task {
         // Schema file paths go through as they are, UTF-8 or not.
-        Some("schema") => schema::run(&root, args),
-        Some("bench") => {
-            bench::run(&root, &bench::Args::parse(utf8_args(args)?)?)?;
-            Ok(ExitCode::SUCCESS)
-        }
-        Some("ci") => {
-            if let Some(extra) = args.next() {
-                bail!(
-                    "`ci` takes no arguments, got `{}`\n\n{USAGE}",
-                    extra.to_string_lossy()
-                );
-            }
-            ci::run(&root)?;
-            Ok(ExitCode::SUCCESS)
-        }
-        Some("fuzz") => {
-            fuzz::run(&root, &fuzz::Args::parse(utf8_args(args)?)?)?;
-            Ok(ExitCode::SUCCESS)
-        }
-        Some("soak") => {
-            soak::run(&root, &soak::Args::parse(utf8_args(args)?)?)?;
-            Ok(ExitCode::SUCCESS)
-        }
-        Some("codegen") => {
-            if let Some(extra) = args.next() {
-                bail!(
-                    "`codegen` takes no arguments, got `{}`\n\n{USAGE}",
-                    extra.to_string_lossy()
-                );
-            }
-            codegen::run(&root)?;
-            Ok(ExitCode::SUCCESS)
-        }
-        Some("help" | "--help" | "-h") | None => {
-            println!("{USAGE}");
-            Ok(ExitCode::SUCCESS)
-        }
-        Some(other) => bail!("unknown task `{other}`\n\n{USAGE}"),
+        Task::Schema { args } => schema::run(&root, args),
+        Task::Bench(args) => bench::run(&root, &args).map(|()| ExitCode::SUCCESS),
+        Task::Ci => ci::run(&root).map(|()| ExitCode::SUCCESS),
+        Task::Fuzz(args) => fuzz::run(&root, &args).map(|()| ExitCode::SUCCESS),
+        Task::Soak(args) => soak::run(&root, &args).map(|()| ExitCode::SUCCESS),
+        Task::Codegen => codegen::run(&root).map(|()| ExitCode::SUCCESS),
     }
-}
-
-/// The arguments as UTF-8 strings, or the first that is not.
-fn utf8_args(args: impl IntoIterator<Item = OsString>) -> anyhow::Result<Vec<String>> {
-    args.into_iter()
-        .map(|arg| {
-            arg.into_string().map_err(|arg| {
-                anyhow::anyhow!("argument `{}` is not valid UTF-8", arg.to_string_lossy())
-            })
-        })
-        .collect()
 }
 
 /// The workspace root: xtask's manifest folder is one level below it.
@@ -151,4 +141,74 @@ fn run_command(command: &mut Command) -> anyhow::Result<()> {
         bail!("{shown} failed with {status}");
     }
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use clap::error::ErrorKind;
+
+    use super::*;
+
+    #[test]
+    fn tasks_parse_and_mistakes_are_named() {
+        assert_eq!(parse("ci").unwrap(), Task::Ci);
+        assert_eq!(parse("codegen").unwrap(), Task::Codegen);
+        for (line, kind) in [
+            ("ci extra", ErrorKind::UnknownArgument),
+            ("codegen --check", ErrorKind::UnknownArgument),
+            ("benhc", ErrorKind::InvalidSubcommand),
+            ("", ErrorKind::DisplayHelpOnMissingArgumentOrSubcommand),
+        ] {
+            let err = parse(line).expect_err(line);
+            assert_eq!(err.kind(), kind, "{line}");
+            assert_eq!(err.exit_code(), 2, "{line}");
+        }
+        let message = parse("benhc").unwrap_err().render().to_string();
+        assert!(
+            message.contains("tip: a similar subcommand exists: 'bench'"),
+            "{message}"
+        );
+        // Every task has its help, on standard output with exit code 0; `schema`'s is
+        // strata-schema's own.
+        for line in [
+            "--help",
+            "help",
+            "bench --help",
+            "ci --help",
+            "fuzz -h",
+            "soak --help",
+            "codegen --help",
+            "help schema",
+        ] {
+            let err = parse(line).expect_err(line);
+            assert_eq!(err.kind(), ErrorKind::DisplayHelp, "{line}");
+            assert!(!err.use_stderr() && err.exit_code() == 0, "{line}");
+        }
+        let help = parse("bench --help").unwrap_err().render().to_string();
+        assert!(
+            help.contains("Usage: cargo xtask bench [OPTIONS]")
+                && help.contains("--filter <PATTERN>"),
+            "{help}"
+        );
+    }
+
+    /// Whatever follows `schema` reaches strata-schema as it is, flags and `--help` included.
+    #[test]
+    fn schema_arguments_pass_through() {
+        for line in [
+            "check --json a.luau -- -odd.luau",
+            "--help",
+            "check -h",
+            "--json check",
+            "lint",
+            "",
+        ] {
+            let expected: Vec<OsString> = line.split_whitespace().map(OsString::from).collect();
+            assert_eq!(
+                parse(&format!("schema {line}")).unwrap(),
+                Task::Schema { args: expected },
+                "{line}"
+            );
+        }
+    }
 }

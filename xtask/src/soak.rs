@@ -103,36 +103,15 @@ pub(crate) const MODELS: &[Model] = &[
 ];
 
 /// What `soak` was asked to do.
-#[derive(Debug, PartialEq)]
+#[derive(Debug, PartialEq, clap::Args)]
 pub(crate) struct Args {
+    /// Stop a model once it has run N cases.
+    #[arg(long, value_name = "N", default_value_t = 100_000)]
     cases: u64,
+    /// Stop a model once its share of M minutes (split evenly among the models) has passed
+    /// (default: no limit).
+    #[arg(long, value_name = "M")]
     minutes: Option<u64>,
-}
-
-impl Args {
-    pub(crate) fn parse(args: Vec<String>) -> anyhow::Result<Args> {
-        let mut parsed = Args {
-            cases: 100_000,
-            minutes: None,
-        };
-        let mut args = args.into_iter();
-        while let Some(arg) = args.next() {
-            let mut number = |flag: &str| -> anyhow::Result<u64> {
-                let value = args
-                    .next()
-                    .with_context(|| format!("{flag} needs a number"))?;
-                value
-                    .parse()
-                    .with_context(|| format!("{flag} takes a whole number, not `{value}`"))
-            };
-            match arg.as_str() {
-                "--cases" => parsed.cases = number("--cases")?,
-                "--minutes" => parsed.minutes = Some(number("--minutes")?),
-                other => bail!("unknown flag `{other}`; soak takes --cases N and --minutes M"),
-            }
-        }
-        Ok(parsed)
-    }
 }
 
 /// The name of every package's one integration-test binary (`tests/it/main.rs`).
@@ -220,26 +199,37 @@ pub(crate) fn run(root: &Path, args: &Args) -> anyhow::Result<()> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::words as args;
+
+    fn parse(line: &str) -> Result<Args, clap::Error> {
+        match crate::parse(&format!("soak {line}"))? {
+            crate::Task::Soak(args) => Ok(args),
+            other => panic!("{line} parsed as {other:?}"),
+        }
+    }
 
     #[test]
     fn flags_parse_and_mistakes_are_named() {
         assert_eq!(
-            Args::parse(args("--cases 500 --minutes 3")).unwrap(),
+            parse("--cases 500 --minutes=3").unwrap(),
             Args {
                 cases: 500,
                 minutes: Some(3)
             }
         );
         assert_eq!(
-            Args::parse(Vec::new()).unwrap(),
+            parse("").unwrap(),
             Args {
                 cases: 100_000,
                 minutes: None
             }
         );
-        assert!(Args::parse(args("--cases many")).is_err());
-        assert!(Args::parse(args("--fast")).is_err());
+        assert!(parse("--cases many").is_err());
+        assert!(parse("--fast").is_err());
+        let message = parse("--case 5").unwrap_err().render().to_string();
+        assert!(
+            message.contains("tip: a similar argument exists: '--cases'"),
+            "{message}"
+        );
     }
 
     #[test]

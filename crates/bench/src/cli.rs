@@ -1,5 +1,5 @@
-//! The command line of the `strata-bench` binary: argument parsing, workload filtering, the run
-//! loop and writing the results.
+//! The command line of the `strata-bench` binary: argument parsing (clap, derived on `Cli`),
+//! workload filtering, the run loop and writing the results.
 //!
 //! By default the binary is a parent: it selects the workloads, then runs each one in a child
 //! process of its own, which is the same executable started again with the hidden arguments
@@ -12,7 +12,7 @@
 //! which suits profilers.
 //!
 //! Invariant: progress and diagnostics go to standard error; standard output carries only the
-//! Markdown table, or in a child only the record's JSON line. When workloads run, the results
+//! Markdown table (or the help `--help` asks for), or in a child only the record's JSON line. When workloads run, the results
 //! file is written even if none matched or some failed, and the exit code is non-zero only for
 //! bad arguments, duplicate workload keys, failed workloads (a child that exits non-zero,
 //! crashes or prints no record counts as one) or failed writes.
@@ -33,27 +33,63 @@ use crate::error::BenchError;
 use crate::harness::{self, SampleConfig, Workload, WorkloadKey};
 use crate::report::{self, BenchRecord, Machine, Report, Unsupported};
 
-/// The usage text printed by `--help` and after a bad argument.
-///
-/// The `--run-one` mode the parent uses to start its children is left out on purpose.
-pub const USAGE: &str = "\
-usage: strata-bench [--quick] [--filter SUBSTR]... [--out FILE] [--markdown FILE] [--svg FILE]
-                    [--list] [--in-process]
-
-  --quick            fewer samples and a shorter time budget per workload (rough numbers)
-  --filter SUBSTR    run only workloads whose LIBRARY/NAME contains SUBSTR (`arena`,
-                     `hecs/`, `/spawn`); repeat the flag or separate several with commas
-                     to run the workloads matching any of them
-  --out FILE         write the results as JSON to FILE
-  --markdown FILE    write the results table as Markdown to FILE
-  --svg FILE         write a chart of time per item (log scale) as SVG to FILE
-  --list             list the matching workloads and exit
-  --in-process       run every workload in this process instead of one child process each
-                     (for profilers; peak RSS then includes what earlier workloads left)
-  --help             print this text";
-
 /// The hidden flag that makes the binary a child running one workload.
 const RUN_ONE: &str = "--run-one";
+
+/// The command line as clap parses it (`--help` shows it); [`Options`] is what it asks for.
+///
+/// The `--run-one` mode the parent uses to start its children is hidden from the help on
+/// purpose.
+#[derive(Debug, clap::Parser)]
+#[command(
+    name = "strata-bench",
+    about = "Runs Strata's benchmark workloads, each in a child process of its own, and reports \
+             their medians as a Markdown table (and JSON and SVG files on request).",
+    // The doc comment above is for readers of this file, not for --help.
+    long_about = None
+)]
+struct Cli {
+    /// Fewer samples and a shorter time budget per workload (rough numbers).
+    #[arg(long)]
+    quick: bool,
+    /// Run only workloads whose LIBRARY/NAME contains SUBSTR (`arena`, `hecs/`, `/spawn`);
+    /// repeat the flag or separate several with commas to run the workloads matching any of
+    /// them.
+    #[arg(long = "filter", value_name = "SUBSTR")]
+    filters: Vec<String>,
+    /// Write the results as JSON to FILE.
+    #[arg(long, value_name = "FILE")]
+    out: Option<PathBuf>,
+    /// Write the results table as Markdown to FILE.
+    #[arg(long, value_name = "FILE")]
+    markdown: Option<PathBuf>,
+    /// Write a chart of time per item (log scale) as SVG to FILE.
+    #[arg(long, value_name = "FILE")]
+    svg: Option<PathBuf>,
+    /// List the matching workloads and exit.
+    #[arg(long)]
+    list: bool,
+    /// Run every workload in this process instead of one child process each (for profilers;
+    /// peak RSS then includes what earlier workloads left).
+    #[arg(long)]
+    in_process: bool,
+    /// Run only the workload with exactly this key and print its record as one JSON line (how
+    /// the parent starts a child); takes no other option but `--quick`.
+    #[arg(
+        long = "run-one",
+        value_name = "LIBRARY/NAME/SIZE",
+        value_parser = workload_key,
+        hide = true,
+        conflicts_with_all = ["filters", "out", "markdown", "svg", "list", "in_process"]
+    )]
+    run_one: Option<WorkloadKey>,
+}
+
+/// The value of `--run-one`.
+fn workload_key(text: &str) -> Result<WorkloadKey, String> {
+    WorkloadKey::parse(text)
+        .ok_or_else(|| "wants LIBRARY/NAME/SIZE, such as `strata/arena_create/1000000`".to_owned())
+}
 
 /// Which workloads to run, by substrings of `library/name` (whatever their size), so a pattern
 /// may name a workload (`arena_create`), a library (`hecs/`) or a name's start (`/spawn`).
@@ -129,83 +165,41 @@ pub struct Options {
     pub svg: Option<PathBuf>,
     /// List the matching workloads instead of running them.
     pub list: bool,
-    /// Print the usage text and exit.
-    pub help: bool,
     /// Where the workloads run.
     pub mode: Mode,
 }
 
 impl Options {
-    /// Parses the arguments after the program name; `--flag VALUE` and `--flag=VALUE` both work.
+    /// Parses the arguments after the program name with clap: `--flag VALUE` and
+    /// `--flag=VALUE` both work, a misspelt flag gets a suggestion.
     ///
     /// `--run-one LIBRARY/NAME/SIZE` may be combined with `--quick` only.
-    pub fn parse(args: impl IntoIterator<Item = String>) -> Result<Options, BenchError> {
-        let mut options = Options {
-            quick: false,
-            filter: Filter::everything(),
-            out: None,
-            markdown: None,
-            svg: None,
-            list: false,
-            help: false,
-            mode: Mode::Children,
-        };
-        let mut in_process = false;
-        let mut run_one = None;
-        let mut args = args.into_iter();
-        while let Some(arg) = args.next() {
-            let (flag, inline) = match arg.split_once('=') {
-                Some((flag, value)) if flag.starts_with("--") => (flag.to_owned(), Some(value)),
-                _ => (arg.clone(), None),
-            };
-            let mut value = |flag: &str| match inline {
-                Some(value) => Ok(value.to_owned()),
-                None => args
-                    .next()
-                    .ok_or_else(|| BenchError::Usage(format!("`{flag}` needs a value"))),
-            };
-            match flag.as_str() {
-                "--quick" if inline.is_none() => options.quick = true,
-                "--list" if inline.is_none() => options.list = true,
-                "--help" | "-h" if inline.is_none() => options.help = true,
-                "--in-process" if inline.is_none() => in_process = true,
-                "--filter" => options.filter.add(&value("--filter")?),
-                "--out" => options.out = Some(PathBuf::from(value("--out")?)),
-                "--markdown" => options.markdown = Some(PathBuf::from(value("--markdown")?)),
-                "--svg" => options.svg = Some(PathBuf::from(value("--svg")?)),
-                RUN_ONE => {
-                    let text = value(RUN_ONE)?;
-                    let key = WorkloadKey::parse(&text).ok_or_else(|| {
-                        BenchError::Usage(format!(
-                            "`{RUN_ONE}` wants LIBRARY/NAME/SIZE, such as `strata/arena_create/1000000`, not `{text}`"
-                        ))
-                    })?;
-                    if run_one.replace(key).is_some() {
-                        return Err(BenchError::Usage(format!("`{RUN_ONE}` given twice")));
-                    }
-                }
-                _ => return Err(BenchError::Usage(format!("unknown argument `{arg}`"))),
-            }
+    ///
+    /// # Errors
+    ///
+    /// clap's error for a command line it refuses (exit code 2, for standard error), and for
+    /// `--help`, whose text the error carries (exit code 0, for standard output).
+    pub fn parse(args: impl IntoIterator<Item = String>) -> Result<Options, clap::Error> {
+        let args = std::iter::once("strata-bench".to_owned()).chain(args);
+        let cli = <Cli as clap::Parser>::try_parse_from(args)?;
+        let mut filter = Filter::everything();
+        for value in &cli.filters {
+            filter.add(value);
         }
-        options.mode = match run_one {
-            Some(key) => {
-                let others = in_process
-                    || options.list
-                    || options.out.is_some()
-                    || options.markdown.is_some()
-                    || options.svg.is_some()
-                    || !options.filter.is_everything();
-                if others {
-                    return Err(BenchError::Usage(format!(
-                        "`{RUN_ONE}` runs one workload by its exact key and takes no option but `--quick`"
-                    )));
-                }
-                Mode::RunOne(key)
-            }
-            None if in_process => Mode::InProcess,
+        let mode = match cli.run_one {
+            Some(key) => Mode::RunOne(key),
+            None if cli.in_process => Mode::InProcess,
             None => Mode::Children,
         };
-        Ok(options)
+        Ok(Options {
+            quick: cli.quick,
+            filter,
+            out: cli.out,
+            markdown: cli.markdown,
+            svg: cli.svg,
+            list: cli.list,
+            mode,
+        })
     }
 
     fn sample_config(&self) -> SampleConfig {
@@ -258,14 +252,12 @@ fn main_with_launcher(
     let options = match Options::parse(args) {
         Ok(options) => options,
         Err(err) => {
-            eprintln!("strata-bench: {err}\n\n{USAGE}");
-            return ExitCode::from(2);
+            // A refused command line on standard error with exit code 2, `--help` on standard
+            // output with 0, as clap decides.
+            let _ = err.print();
+            return ExitCode::from(u8::try_from(err.exit_code()).unwrap_or(2));
         }
     };
-    if options.help {
-        println!("{USAGE}");
-        return ExitCode::SUCCESS;
-    }
     if let Err(err) = harness::check_unique_keys(&workloads) {
         eprintln!("strata-bench: {err}");
         return ExitCode::FAILURE;
@@ -527,8 +519,13 @@ fn write_file(path: &Path, contents: &str) -> Result<(), BenchError> {
 mod tests {
     use super::*;
 
-    fn parse(args: &[&str]) -> Result<Options, BenchError> {
+    fn parse(args: &[&str]) -> Result<Options, clap::Error> {
         Options::parse(args.iter().map(|a| (*a).to_owned()))
+    }
+
+    /// Whether `args` are refused as a usage error: exit code 2, on standard error.
+    fn refused(args: &[&str]) -> bool {
+        parse(args).is_err_and(|err| err.use_stderr() && err.exit_code() == 2)
     }
 
     #[track_caller]
@@ -581,7 +578,7 @@ mod tests {
             "--markdown=r.md",
         ])
         .expect("valid arguments");
-        assert!(options.quick && !options.list && !options.help);
+        assert!(options.quick && !options.list);
         assert_eq!(options.filter.patterns(), ["arena", "query", "spawn"]);
         assert_eq!(options.out, Some(PathBuf::from("r.json")));
         assert_eq!(options.markdown, Some(PathBuf::from("r.md")));
@@ -602,11 +599,38 @@ mod tests {
             &["arena"],
             &["--quick=yes"],
         ] {
-            assert!(
-                matches!(parse(args), Err(BenchError::Usage(_))),
-                "{args:?} was accepted"
-            );
+            assert!(refused(args), "{args:?} was accepted");
         }
+        // A misspelt flag gets the one it most likely meant.
+        let err = parse(&["--filtre", "arena"]).expect_err("a misspelt flag");
+        let message = err.render().to_string();
+        assert!(
+            message.contains("unexpected argument '--filtre'")
+                && message.contains("tip: a similar argument exists: '--filter'"),
+            "{message}"
+        );
+    }
+
+    #[test]
+    fn help_is_asked_for_not_refused() {
+        for args in [&["--help"][..], &["-h"], &["--quick", "--help"]] {
+            let err = parse(args).expect_err("help is an error to clap");
+            assert_eq!(err.kind(), clap::error::ErrorKind::DisplayHelp, "{args:?}");
+            assert!(!err.use_stderr() && err.exit_code() == 0, "{args:?}");
+        }
+        let help = <Cli as clap::CommandFactory>::command()
+            .render_long_help()
+            .to_string();
+        for flag in [
+            "--quick",
+            "--filter <SUBSTR>",
+            "--out <FILE>",
+            "--svg <FILE>",
+            "--in-process",
+        ] {
+            assert!(help.contains(flag), "{flag}: {help}");
+        }
+        assert!(!help.contains(RUN_ONE), "{help}");
     }
 
     /// Runs the whole binary path on a temporary workload and reads back what it wrote.
@@ -717,12 +741,15 @@ mod tests {
             &["--run-one", "s/a/1", "--svg", "r.svg"],
             &["--in-process=yes"],
         ] {
-            assert!(
-                matches!(parse(args), Err(BenchError::Usage(_))),
-                "{args:?} was accepted"
-            );
+            assert!(refused(args), "{args:?} was accepted");
         }
-        assert!(USAGE.contains("--in-process") && !USAGE.contains(RUN_ONE));
+        let err = parse(&["--run-one", "arena_create"]).expect_err("not a key");
+        assert!(
+            err.render().to_string().contains(
+                "invalid value 'arena_create' for '--run-one <LIBRARY/NAME/SIZE>': wants LIBRARY/NAME/SIZE"
+            ),
+            "{err}"
+        );
     }
 
     /// The key of a Strata workload of size 1000, as [`record_of`] describes.

@@ -1,4 +1,5 @@
-//! The `strata-bench` binary: runs the registered workloads; see [`strata_bench::cli::USAGE`].
+//! The `strata-bench` binary: runs the registered workloads; see [`strata_bench::cli`]
+//! (`strata-bench --help` for the flags).
 //!
 //! Invariant: all behaviour lives in the library, so this file only hands over the arguments.
 

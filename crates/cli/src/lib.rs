@@ -4,6 +4,7 @@
 //! strata run PLACE [--frames N] [--threads N] [--json] [--save FILE] [--load FILE]
 //! strata check PLACE
 //! strata types [PLACE]
+//! strata completions SHELL
 //! ```
 //!
 //! `run` builds the place's world (or loads a save of it), steps it frame by frame, writes
@@ -11,12 +12,17 @@
 //! the world; `--json` writes the same as one JSON document instead. A progress bar goes to
 //! standard error once a run has taken a second. `check` validates the place without running
 //! it. `types` writes the Luau type definitions of the game API, or of a place's components.
+//! `completions` writes a shell completion script. Every command takes `--help`.
+//!
+//! The command line is parsed by clap from the types below (`Cli`, `Command`, `RunOptions`),
+//! so `--flag=value` works, a misspelt flag gets a suggestion, and clap's
+//! usage errors keep this command's exit code 2.
 //!
 //! Invariant: every user mistake (a missing folder, a bad `place.toml`, a script error, a
 //! damaged save, a wrong flag) ends with a message on standard error naming the file and, for
-//! scripts, the line, and a non-zero exit code; never a panic. Exit codes: 0 done, 1 the place
-//! or a run failed (including systems that failed during the run), 2 the command line is
-//! wrong.
+//! scripts, the line, and a non-zero exit code; never a panic. Exit codes: 0 done (also
+//! `--help` and `--version`, which write to standard output), 1 the place or a run failed
+//! (including systems that failed during the run), 2 the command line is wrong.
 
 use std::io::Write;
 use std::path::PathBuf;
@@ -26,109 +32,116 @@ use serde_json::json;
 use strata::prelude::*;
 use strata_script::{Place, PlaceError};
 
-/// The usage text.
-pub const USAGE: &str = "\
-usage: strata run PLACE [--frames N] [--threads N] [--json] [--save FILE] [--load FILE]
-       strata check PLACE
-       strata types [PLACE]
+/// The `strata` command line.
+#[derive(Debug, PartialEq, clap::Parser)]
+#[command(
+    name = "strata",
+    version,
+    about = "Runs a Strata place headlessly, checks it, or writes its Luau types.",
+    // The doc comment above is for readers of this file, not for --help.
+    long_about = None,
+    // No arguments is a mistake like any other, named as one rather than answered with the
+    // whole help.
+    arg_required_else_help = false
+)]
+struct Cli {
+    #[command(subcommand)]
+    command: Command,
+}
 
-  run      builds the place's world (or loads --load FILE), steps it, prints what scripts
-           print, then per-system statistics and a summary of the world
-  check    validates the place (schemas, systems, groups, setup) without running it
-  types    writes the Luau type definitions (.d.luau) of the game API, or with PLACE of
-           the place's components
+/// What the command line asks for.
+#[derive(Debug, PartialEq, clap::Subcommand)]
+enum Command {
+    /// Runs a place: steps its world, then reports per-system statistics and the world.
+    ///
+    /// Builds the place's world (or loads --load FILE), steps it, prints what scripts print,
+    /// then per-system statistics and a summary of the world. Exit code 0 when every system
+    /// ran, 1 when the place or any system run failed, 2 when the command line is wrong.
+    Run(RunOptions),
+    /// Validates a place without running it.
+    ///
+    /// Evaluates every schema, runs every system and group script far enough to read its
+    /// declaration, compiles setup.luau without running it, checks the component files' names
+    /// and the systems' order, and reports every problem with its file and line. Exit code 0
+    /// when there is none, 1 otherwise.
+    Check {
+        /// The place: a folder holding place.toml.
+        #[arg(value_name = "PLACE")]
+        place: PathBuf,
+    },
+    /// Writes the Luau type definitions of the game API, or of a place's components.
+    ///
+    /// Without PLACE, the .d.luau definitions of the game API; with PLACE, those of the
+    /// place's components (what its types.d.luau holds).
+    Types {
+        /// The place whose components to describe.
+        #[arg(value_name = "PLACE")]
+        place: Option<PathBuf>,
+    },
+    /// Writes the shell completion script of `strata` to standard output.
+    #[command(after_long_help = COMPLETIONS_EXAMPLES)]
+    Completions {
+        /// The shell to complete in.
+        #[arg(value_name = "SHELL")]
+        shell: clap_complete::Shell,
+    },
+}
 
-  --frames N    frames to step (default: place.toml's `frames`)
-  --threads N   threads for parallel systems and groups (default: place.toml's, or the machine's)
-  --json        write statistics and the summary as JSON (script output included)
-  --save FILE   save the world to FILE after the run
-  --load FILE   start from the world saved in FILE instead of running setup.luau
-";
+/// Where the completion scripts go, after `strata completions --help`.
+const COMPLETIONS_EXAMPLES: &str = "\
+Examples:
+  strata completions bash > ~/.local/share/bash-completion/completions/strata
+  strata completions zsh > ~/.zfunc/_strata      (with ~/.zfunc in $fpath)
+  strata completions fish > ~/.config/fish/completions/strata.fish";
 
 /// What `run` was asked to do.
-#[derive(Debug, Default, PartialEq)]
+#[derive(Debug, Default, PartialEq, clap::Args)]
 struct RunOptions {
+    /// The place: a folder holding place.toml.
+    #[arg(value_name = "PLACE")]
     place: PathBuf,
+    /// Frames to step (default: place.toml's `frames`).
+    // A negative count is a wrong value, named as one, not an unknown flag.
+    #[arg(long, value_name = "N", value_parser = frame_count, allow_negative_numbers = true)]
     frames: Option<u64>,
+    /// Threads for parallel systems and groups, 1 to 256 (default: place.toml's, or the
+    /// machine's).
+    #[arg(long, value_name = "N", value_parser = thread_count, allow_negative_numbers = true)]
     threads: Option<usize>,
+    /// Write statistics and the summary as one JSON document (script output included).
+    #[arg(long)]
     json: bool,
+    /// Save the world to FILE after the run.
+    #[arg(long, value_name = "FILE")]
     save: Option<PathBuf>,
+    /// Start from the world saved in FILE instead of running setup.luau.
+    #[arg(long, value_name = "FILE")]
     load: Option<PathBuf>,
 }
 
-#[derive(Debug, PartialEq)]
-enum Command {
-    Run(RunOptions),
-    Check(PathBuf),
-    Types(Option<PathBuf>),
-    Help,
-    Version,
+/// The value of `--frames`.
+fn frame_count(text: &str) -> Result<u64, String> {
+    text.parse()
+        .map_err(|_| "not a whole number of frames".to_owned())
 }
 
-fn number<T: std::str::FromStr>(flag: &str, value: Option<String>) -> Result<T, String> {
-    let value = value.ok_or_else(|| format!("{flag} needs a value"))?;
-    value
+/// The value of `--threads`: a whole number from 1 to [`strata::MAX_THREADS`].
+fn thread_count(text: &str) -> Result<usize, String> {
+    let bounds = format!("between 1 and {}", strata::MAX_THREADS);
+    let threads: usize = text
         .parse()
-        .map_err(|_| format!("{flag} takes a whole number, not `{value}`"))
+        .map_err(|_| format!("not a whole number; the count must be {bounds}"))?;
+    if !(1..=strata::MAX_THREADS).contains(&threads) {
+        return Err(format!("the count must be {bounds}"));
+    }
+    Ok(threads)
 }
 
-fn parse(args: Vec<String>) -> Result<Command, String> {
-    let mut args = args.into_iter();
-    let Some(command) = args.next() else {
-        return Err("no command given".into());
-    };
-    match command.as_str() {
-        "-h" | "--help" | "help" => Ok(Command::Help),
-        "-V" | "--version" => Ok(Command::Version),
-        "check" => {
-            let place = args.next().ok_or("check needs a PLACE folder")?;
-            if let Some(extra) = args.next() {
-                return Err(format!("unexpected argument `{extra}`"));
-            }
-            Ok(Command::Check(place.into()))
-        }
-        "types" => {
-            let place = args.next().map(PathBuf::from);
-            if let Some(extra) = args.next() {
-                return Err(format!("unexpected argument `{extra}`"));
-            }
-            Ok(Command::Types(place))
-        }
-        "run" => {
-            let mut options = RunOptions::default();
-            let mut place = None;
-            while let Some(arg) = args.next() {
-                match arg.as_str() {
-                    "--frames" => options.frames = Some(number("--frames", args.next())?),
-                    "--threads" => {
-                        let threads: usize = number("--threads", args.next())?;
-                        if !(1..=strata::MAX_THREADS).contains(&threads) {
-                            return Err(format!(
-                                "--threads must be between 1 and {}, not {threads}",
-                                strata::MAX_THREADS
-                            ));
-                        }
-                        options.threads = Some(threads);
-                    }
-                    "--json" => options.json = true,
-                    "--save" => {
-                        options.save = Some(args.next().ok_or("--save needs a FILE")?.into());
-                    }
-                    "--load" => {
-                        options.load = Some(args.next().ok_or("--load needs a FILE")?.into());
-                    }
-                    flag if flag.starts_with('-') => {
-                        return Err(format!("unknown flag `{flag}`"));
-                    }
-                    _ if place.is_none() => place = Some(arg),
-                    _ => return Err(format!("unexpected argument `{arg}`")),
-                }
-            }
-            options.place = place.ok_or("run needs a PLACE folder")?.into();
-            Ok(Command::Run(options))
-        }
-        other => Err(format!("unknown command `{other}`")),
-    }
+/// Parses the command line `args` (without the program name). `--help` and `--version` come
+/// back as errors too, of the kinds clap gives them, to be written to standard output.
+fn parse(args: Vec<String>) -> Result<Command, clap::Error> {
+    <Cli as clap::Parser>::try_parse_from(std::iter::once("strata".to_owned()).chain(args))
+        .map(|cli| cli.command)
 }
 
 /// Runs the command line `args` (without the program name), writing to `out` and `err`, and
@@ -136,27 +149,39 @@ fn parse(args: Vec<String>) -> Result<Command, String> {
 pub fn main_with(args: Vec<String>, out: &mut dyn Write, err: &mut dyn Write) -> i32 {
     let command = match parse(args) {
         Ok(command) => command,
-        Err(message) => {
-            let _ = writeln!(err, "strata: {message}\n\n{USAGE}");
-            return 2;
+        Err(error) => {
+            // A usage mistake goes to standard error with exit code 2; `--help` and `--version`
+            // to standard output with 0, as clap decides.
+            let sink: &mut dyn Write = if error.use_stderr() {
+                &mut *err
+            } else {
+                &mut *out
+            };
+            let _ = write!(sink, "{}", error.render());
+            return error.exit_code();
         }
     };
     let result = match command {
-        Command::Help => {
-            let _ = write!(out, "{USAGE}");
+        Command::Completions { shell } => {
+            // Generated into memory first: clap_complete panics when its writer fails (a
+            // closed pipe), and this command never panics.
+            let mut script = Vec::new();
+            clap_complete::generate(
+                shell,
+                &mut <Cli as clap::CommandFactory>::command(),
+                "strata",
+                &mut script,
+            );
+            let _ = out.write_all(&script);
             return 0;
         }
-        Command::Version => {
-            let _ = writeln!(out, "strata {}", env!("CARGO_PKG_VERSION"));
-            return 0;
-        }
-        Command::Check(place) => check(&place, out),
-        Command::Types(place) => types(place.as_deref(), out),
+        Command::Check { place } => check(&place, out),
+        Command::Types { place } => types(place.as_deref(), out),
         Command::Run(options) => {
             if let Some(path) = &options.save
                 && let Err(message) = check_destination(path)
             {
-                let _ = writeln!(err, "strata: --save {}: {message}", path.display());
+                let _ = writeln!(err, "error: --save {}: {message}", path.display());
                 return 2;
             }
             run(&options, out, err)
@@ -478,48 +503,189 @@ fn report_json(
 
 #[cfg(test)]
 mod tests {
+    use clap::error::ErrorKind;
+
     use super::*;
 
     fn args(line: &str) -> Vec<String> {
         line.split_whitespace().map(str::to_owned).collect()
     }
 
+    /// The kind of a refused command line and clap's message, up to the usage line.
+    #[track_caller]
+    fn refused(line: &str) -> (ErrorKind, String) {
+        let error = parse(args(line)).expect_err(line);
+        let message = error.render().to_string();
+        let message = message
+            .lines()
+            .take_while(|l| !l.starts_with("Usage:") && !l.starts_with("For more information"))
+            .filter(|l| !l.trim().is_empty())
+            .collect::<Vec<_>>()
+            .join("\n");
+        (error.kind(), message)
+    }
+
     #[test]
     fn flags_parse_and_mistakes_are_named() {
+        let all = RunOptions {
+            place: "p".into(),
+            frames: Some(5),
+            threads: Some(2),
+            json: true,
+            save: Some("a".into()),
+            load: Some("b".into()),
+        };
         assert_eq!(
             parse(args(
                 "run p --frames 5 --threads 2 --json --save a --load b"
-            )),
-            Ok(Command::Run(RunOptions {
+            ))
+            .unwrap(),
+            Command::Run(all)
+        );
+        // `--flag=value` too, flags before the place, and the bounds themselves.
+        assert_eq!(
+            parse(args("run --frames=0 --threads=256 p")).unwrap(),
+            Command::Run(RunOptions {
                 place: "p".into(),
-                frames: Some(5),
-                threads: Some(2),
-                json: true,
-                save: Some("a".into()),
-                load: Some("b".into()),
-            }))
-        );
-        assert_eq!(parse(args("check p")), Ok(Command::Check("p".into())));
-        assert_eq!(parse(args("types")), Ok(Command::Types(None)));
-        assert_eq!(parse(args("types p")), Ok(Command::Types(Some("p".into()))));
-        assert_eq!(
-            parse(args("types p q")),
-            Err("unexpected argument `q`".into())
+                frames: Some(0),
+                threads: Some(strata::MAX_THREADS),
+                ..RunOptions::default()
+            })
         );
         assert_eq!(
-            parse(args("run p --frames x")),
-            Err("--frames takes a whole number, not `x`".into())
+            parse(args("check p")).unwrap(),
+            Command::Check { place: "p".into() }
         );
         assert_eq!(
-            parse(args("run p --threads 0")),
-            Err("--threads must be between 1 and 256, not 0".into())
+            parse(args("types")).unwrap(),
+            Command::Types { place: None }
         );
-        assert_eq!(parse(args("run")), Err("run needs a PLACE folder".into()));
         assert_eq!(
-            parse(args("run p --fast")),
-            Err("unknown flag `--fast`".into())
+            parse(args("types p")).unwrap(),
+            Command::Types {
+                place: Some("p".into())
+            }
         );
-        assert_eq!(parse(args("fly")), Err("unknown command `fly`".into()));
-        assert_eq!(parse(Vec::new()), Err("no command given".into()));
+        assert_eq!(
+            parse(args("completions zsh")).unwrap(),
+            Command::Completions {
+                shell: clap_complete::Shell::Zsh
+            }
+        );
+        assert_eq!(
+            refused("types p q"),
+            (
+                ErrorKind::UnknownArgument,
+                "error: unexpected argument 'q' found".into()
+            )
+        );
+        assert_eq!(
+            refused("run p --frames x"),
+            (
+                ErrorKind::ValueValidation,
+                "error: invalid value 'x' for '--frames <N>': not a whole number of frames".into()
+            )
+        );
+        assert_eq!(
+            refused("run p --threads 0"),
+            (
+                ErrorKind::ValueValidation,
+                "error: invalid value '0' for '--threads <N>': the count must be between 1 and 256"
+                    .into()
+            )
+        );
+        assert_eq!(
+            refused("run p --threads 10000"),
+            (
+                ErrorKind::ValueValidation,
+                "error: invalid value '10000' for '--threads <N>': the count must be between 1 and 256"
+                    .into()
+            )
+        );
+        assert_eq!(
+            refused("run p --frames -1"),
+            (
+                ErrorKind::ValueValidation,
+                "error: invalid value '-1' for '--frames <N>': not a whole number of frames".into()
+            )
+        );
+        assert_eq!(
+            refused("run p --threads=-2"),
+            (
+                ErrorKind::ValueValidation,
+                "error: invalid value '-2' for '--threads <N>': not a whole number; the count must be between 1 and 256".into()
+            )
+        );
+        assert_eq!(
+            refused("run"),
+            (
+                ErrorKind::MissingRequiredArgument,
+                "error: the following required arguments were not provided:\n  <PLACE>".into()
+            )
+        );
+        assert_eq!(
+            refused("run p --fast"),
+            (
+                ErrorKind::UnknownArgument,
+                "error: unexpected argument '--fast' found\n  tip: to pass '--fast' as a value, use '-- --fast'".into()
+            )
+        );
+        // A misspelt flag gets the one it most likely meant.
+        assert_eq!(
+            refused("run p --thread 2"),
+            (
+                ErrorKind::UnknownArgument,
+                "error: unexpected argument '--thread' found\n  tip: a similar argument exists: '--threads'".into()
+            )
+        );
+        assert_eq!(
+            refused("run p --json=yes"),
+            (
+                ErrorKind::TooManyValues,
+                "error: unexpected value 'yes' for '--json' found; no more were expected".into()
+            )
+        );
+        assert_eq!(
+            refused("fly"),
+            (
+                ErrorKind::InvalidSubcommand,
+                "error: unrecognized subcommand 'fly'".into()
+            )
+        );
+        assert_eq!(
+            refused(""),
+            (
+                ErrorKind::MissingSubcommand,
+                "error: 'strata' requires a subcommand but one was not provided\n  [subcommands: run, check, types, completions, help]".into()
+            )
+        );
+        assert_eq!(
+            refused("completions tcsh"),
+            (
+                ErrorKind::InvalidValue,
+                "error: invalid value 'tcsh' for '<SHELL>'\n  [possible values: bash, elvish, fish, powershell, zsh]\n  tip: a similar value exists: 'zsh'".into()
+            )
+        );
+        // What is asked for rather than refused: help and the version, on standard output.
+        for line in ["--help", "-h", "help", "run --help", "help run", "check -h"] {
+            let error = parse(args(line)).expect_err(line);
+            assert_eq!(error.kind(), ErrorKind::DisplayHelp, "{line}");
+            assert!(!error.use_stderr() && error.exit_code() == 0, "{line}");
+        }
+        assert_eq!(refused("-V").0, ErrorKind::DisplayVersion);
+    }
+
+    /// The bound the help states is the one `--threads` checks.
+    #[test]
+    fn the_run_help_names_the_thread_bound() {
+        let help = <Cli as clap::CommandFactory>::command()
+            .find_subcommand_mut("run")
+            .expect("run is a command")
+            .render_long_help()
+            .to_string();
+        assert!(
+            help.contains(&format!("1 to {}", strata::MAX_THREADS)),
+            "{help}"
+        );
     }
 }

@@ -238,12 +238,28 @@ fn every_user_mistake_gets_a_message_and_an_exit_code_never_a_panic() {
             vec!["run".into(), "p".into(), "--fast".into()],
         ),
         (
+            "misspelt flag".into(),
+            vec!["run".into(), "p".into(), "--frame".into(), "3".into()],
+        ),
+        (
+            "extra argument".into(),
+            vec!["check".into(), "p".into(), "q".into()],
+        ),
+        (
+            "flag without its value".into(),
+            vec!["run".into(), "p".into(), "--save".into()],
+        ),
+        (
             "bad frame count".into(),
             vec!["run".into(), "p".into(), "--frames".into(), "ten".into()],
         ),
         (
             "zero threads flag".into(),
             vec!["run".into(), "p".into(), "--threads".into(), "0".into()],
+        ),
+        (
+            "too many threads flag".into(),
+            vec!["run".into(), "p".into(), "--threads=10000".into()],
         ),
         (
             "missing folder".into(),
@@ -298,7 +314,8 @@ fn every_user_mistake_gets_a_message_and_an_exit_code_never_a_panic() {
         let err = err
             .lines()
             .filter(|l| !l.trim().is_empty())
-            .take_while(|l| !l.starts_with("usage:"))
+            // Up to clap's usage line and pointer to --help, the same after every mistake.
+            .take_while(|l| !l.starts_with("Usage:") && !l.starts_with("For more information"))
             .map(|l| l.replace(&format!("strata-cli-{}-", std::process::id()), ""))
             .collect::<Vec<_>>()
             .join("\n    ");
@@ -310,13 +327,79 @@ fn every_user_mistake_gets_a_message_and_an_exit_code_never_a_panic() {
 #[test]
 fn help_and_version_exit_zero() {
     let help = strata(&["--help"]);
-    assert_eq!(help.code, 0);
-    assert!(help.out.starts_with("usage: strata run PLACE"));
+    assert_eq!((help.code, help.err.as_str()), (0, ""));
+    assert!(help.out.contains("Usage: strata <COMMAND>"), "{}", help.out);
+    for command in ["run", "check", "types", "completions"] {
+        assert!(
+            help.out.contains(&format!("\n  {command} ")),
+            "{}",
+            help.out
+        );
+    }
+    // Every command has its own help, listing its flags.
+    let run = strata(&["run", "--help"]);
+    assert_eq!((run.code, run.err.as_str()), (0, ""));
+    assert!(
+        run.out.contains("Usage: strata run [OPTIONS] <PLACE>"),
+        "{}",
+        run.out
+    );
+    for flag in [
+        "--frames <N>",
+        "--threads <N>",
+        "--json",
+        "--save <FILE>",
+        "--load <FILE>",
+    ] {
+        assert!(run.out.contains(flag), "{flag}: {}", run.out);
+    }
+    for (args, usage) in [
+        (&["check", "--help"][..], "Usage: strata check <PLACE>"),
+        (&["help", "types"], "Usage: strata types [PLACE]"),
+        (&["completions", "-h"], "Usage: strata completions <SHELL>"),
+    ] {
+        let help = strata(args);
+        assert_eq!((help.code, help.err.as_str()), (0, ""), "{args:?}");
+        assert!(help.out.contains(usage), "{args:?}: {}", help.out);
+    }
     let version = strata(&["--version"]);
     assert_eq!(version.code, 0);
     assert_eq!(
         version.out,
         format!("strata {}\n", env!("CARGO_PKG_VERSION"))
+    );
+}
+
+#[test]
+fn completions_are_written_for_bash_zsh_and_fish() {
+    for (shell, opening) in [
+        ("bash", "_strata() {"),
+        ("zsh", "#compdef strata"),
+        ("fish", "complete -c strata"),
+    ] {
+        let script = strata(&["completions", shell]);
+        assert_eq!((script.code, script.err.as_str()), (0, ""), "{shell}");
+        assert!(script.out.contains(opening), "{shell}: {}", script.out);
+        // The commands and run's flags are completed.
+        for word in [
+            "run",
+            "check",
+            "types",
+            "completions",
+            "frames",
+            "threads",
+            "load",
+        ] {
+            assert!(script.out.contains(word), "{shell} lacks {word}");
+        }
+    }
+    let unknown = strata(&["completions", "tcsh"]);
+    assert_eq!(unknown.code, 2);
+    assert!(unknown.out.is_empty());
+    assert!(
+        unknown.err.contains("invalid value 'tcsh'") && unknown.err.contains("possible values"),
+        "{}",
+        unknown.err
     );
 }
 
@@ -338,6 +421,18 @@ fn the_binary_exits_with_the_code_and_no_backtrace() {
         .output()
         .unwrap();
     assert_eq!(output.status.code(), Some(0));
+    // An argument that is not UTF-8 is a command-line mistake, not a panic.
+    let output = std::process::Command::new(env!("CARGO_BIN_EXE_strata"))
+        .arg("run")
+        .arg(<std::ffi::OsStr as std::os::unix::ffi::OsStrExt>::from_bytes(b"pl\xffce"))
+        .env("RUST_BACKTRACE", "1")
+        .output()
+        .unwrap();
+    assert_eq!(output.status.code(), Some(2));
+    assert_eq!(
+        String::from_utf8(output.stderr).unwrap(),
+        "error: the argument 'pl\u{fffd}ce' is not valid UTF-8\n"
+    );
 }
 
 #[test]

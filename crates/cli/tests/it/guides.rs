@@ -1,6 +1,7 @@
 //! The guides' examples, run: every `luau` block of `docs/guides/scripting.md` in order in one
 //! world (each block's first line names its file: a component, a system, a group script or a
-//! setup script), and every `toml` block of `docs/guides/places.md` opened as a place.
+//! setup script), every `toml` block of `docs/guides/places.md` opened as a place, and its
+//! table of `strata run` flags checked against `strata run --help`.
 
 use std::path::{Path, PathBuf};
 
@@ -103,5 +104,31 @@ fn every_place_guide_configuration_opens() {
         let place = strata_script::Place::open(&root);
         let _ = std::fs::remove_dir_all(&root);
         place.unwrap_or_else(|e| panic!("{e}\n{block}"));
+    }
+}
+
+/// The places guide's flags table names every flag `strata run --help` lists, so the two stay
+/// in step.
+#[test]
+fn the_places_guide_lists_every_flag_of_run() {
+    let mut out = Vec::new();
+    let mut err = Vec::new();
+    let code = strata_cli::main_with(vec!["run".into(), "--help".into()], &mut out, &mut err);
+    assert_eq!(code, 0);
+    let help = String::from_utf8(out).unwrap();
+    // The option lines: `      --frames <N>`, `  -h, --help`.
+    let flags: Vec<&str> = help
+        .lines()
+        .filter(|line| line.trim_start().starts_with('-'))
+        .flat_map(|line| line.split([' ', ',']))
+        .filter_map(|word| word.strip_prefix("--"))
+        .collect();
+    assert!(flags.len() >= 6, "{help}");
+    let guide = guide("places.md");
+    for flag in flags {
+        assert!(
+            guide.contains(&format!("| `--{flag}")),
+            "docs/guides/places.md has no row for --{flag}"
+        );
     }
 }

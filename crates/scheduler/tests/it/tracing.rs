@@ -1,20 +1,38 @@
 //! What a frame tells a `tracing` subscriber: a span per frame, per stage and per system run,
 //! and an event for every build diagnostic.
 
+use std::cell::RefCell;
 use std::fmt::Write as _;
-use std::sync::Mutex;
+use std::sync::OnceLock;
 use std::sync::atomic::{AtomicU64, Ordering};
 
 use crate::common::schedule;
 use tracing::field::{Field, Visit};
 use tracing::span::{Attributes, Id, Record};
+use tracing::subscriber::Interest;
 use tracing::{Event, Metadata, Subscriber};
 
-/// Writes every span opened and every event, one line each, `name key=value ...`.
+/// Writes every span opened and every event on a thread that is recording, one line each,
+/// `name key=value ...`. It is the process's one global subscriber: a subscriber set for a
+/// scope only (`with_default`) can miss callsites whose interest another test's thread cached
+/// first, which made these tests fail now and then once every test of the crate shared one
+/// binary.
 #[derive(Default)]
 struct Recorder {
-    lines: Mutex<Vec<String>>,
     next: AtomicU64,
+}
+
+thread_local! {
+    /// The lines recorded on this thread, while it records.
+    static LINES: RefCell<Option<Vec<String>>> = const { RefCell::new(None) };
+}
+
+fn keep(line: String) {
+    LINES.with(|lines| {
+        if let Some(lines) = lines.borrow_mut().as_mut() {
+            lines.push(line);
+        }
+    });
 }
 
 struct Fields(String);
@@ -30,6 +48,10 @@ impl Visit for Fields {
 }
 
 impl Subscriber for Recorder {
+    fn register_callsite(&self, _: &'static Metadata<'static>) -> Interest {
+        Interest::always()
+    }
+
     fn enabled(&self, _: &Metadata<'_>) -> bool {
         true
     }
@@ -37,7 +59,7 @@ impl Subscriber for Recorder {
     fn new_span(&self, span: &Attributes<'_>) -> Id {
         let mut fields = Fields(format!("span {}", span.metadata().name()));
         span.record(&mut fields);
-        self.lines.lock().unwrap().push(fields.0);
+        keep(fields.0);
         Id::from_u64(self.next.fetch_add(1, Ordering::Relaxed) + 1)
     }
 
@@ -48,7 +70,7 @@ impl Subscriber for Recorder {
     fn event(&self, event: &Event<'_>) {
         let mut fields = Fields(format!("event {}", event.metadata().level()));
         event.record(&mut fields);
-        self.lines.lock().unwrap().push(fields.0);
+        keep(fields.0);
     }
 
     fn enter(&self, _: &Id) {}
@@ -56,10 +78,16 @@ impl Subscriber for Recorder {
     fn exit(&self, _: &Id) {}
 }
 
+/// What `f` told the subscriber, on this thread.
 fn recorded(f: impl FnOnce()) -> Vec<String> {
-    let recorder = std::sync::Arc::new(Recorder::default());
-    tracing::subscriber::with_default(recorder.clone(), f);
-    recorder.lines.lock().unwrap().clone()
+    static INSTALLED: OnceLock<()> = OnceLock::new();
+    INSTALLED.get_or_init(|| {
+        tracing::subscriber::set_global_default(Recorder::default())
+            .expect("no other subscriber is set in this test binary");
+    });
+    LINES.with(|lines| *lines.borrow_mut() = Some(Vec::new()));
+    f();
+    LINES.with(|lines| lines.borrow_mut().take().unwrap_or_default())
 }
 
 #[test]

@@ -8,12 +8,13 @@
 //! policies only on references); its class list is not checked, since the classes a game
 //! registers are not known here. Each file's definition (name, version, classes, requires,
 //! observed, and per field its name, type, default, former names and `onDestroy` policy) or its
-//! error is printed as text, or with `--json` as one JSON document: an array with one object
-//! per file.
+//! error is printed as text, or with `--json` as one JSON document (written by serde_json): an
+//! array with one object per file. The command line is parsed by clap (`--help` on every
+//! command).
 //!
-//! Invariant: standard output carries only the report; usage errors go to standard error. The
-//! exit code is 0 when every file is a valid schema, 1 when any file is not (or cannot be
-//! read), and 2 on a usage error.
+//! Invariant: standard output carries only the report (or the help asked for); usage errors go
+//! to standard error. The exit code is 0 when every file is a valid schema, 1 when any file is
+//! not (or cannot be read), and 2 on a usage error.
 
 #![allow(
     clippy::print_stdout,
@@ -21,76 +22,66 @@
     reason = "a command-line tool reports on the terminal"
 )]
 
-use std::ffi::OsString;
 use std::fmt::Write as _;
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 
+use serde::Serialize;
+use serde::ser::{SerializeMap as _, SerializeSeq as _, Serializer};
 use strata_arena::{ClassRegistry, Transform};
 use strata_component_store::{FieldDef, FieldType, MapKey, RefPolicy, Store, Value};
 use strata_schema_adoption::{Schema, SchemaError, SchemaVm};
 
-const USAGE: &str = "\
-usage: strata-schema check [--json] FILE.luau...
-
-Evaluates each component schema file in the sandbox and prints its definition or its error.
-The component's name is the file's stem (Health.luau defines Health).
-
-  --json    print one JSON document: an array of {file, component, ok, definition | error}
-  --help    print this text
-
-exit code: 0 if every file is a valid schema, 1 if any is not, 2 on a usage error";
-
-fn main() -> ExitCode {
-    match parse_args(std::env::args_os().skip(1)) {
-        Ok(Command::Help) => {
-            println!("{USAGE}");
-            ExitCode::SUCCESS
-        }
-        Ok(Command::Check { json, files }) => check(json, &files),
-        Err(message) => {
-            eprintln!("strata-schema: {message}\n\n{USAGE}");
-            ExitCode::from(2)
-        }
-    }
+/// The `strata-schema` command line.
+#[derive(Debug, PartialEq, Eq, clap::Parser)]
+#[command(
+    name = "strata-schema",
+    about = "Checks Strata component schema files without a world.",
+    // The doc comment above is for readers of this file, not for --help.
+    long_about = None,
+    after_help = EXIT_CODES,
+    // No arguments is a usage error naming what is missing, not the whole help.
+    arg_required_else_help = false
+)]
+struct Cli {
+    #[command(subcommand)]
+    command: Command,
 }
+
+/// The exit codes, after every help text.
+const EXIT_CODES: &str =
+    "Exit code: 0 if every file is a valid schema, 1 if any is not, 2 on a usage error.";
 
 /// What the command line asks for.
-#[derive(Debug, PartialEq, Eq)]
+#[derive(Debug, PartialEq, Eq, clap::Subcommand)]
 enum Command {
-    Help,
-    Check { json: bool, files: Vec<PathBuf> },
+    /// Evaluates each schema file in the sandbox and prints its definition or its error.
+    ///
+    /// The component's name is the file's stem (Health.luau defines Health). Files after
+    /// `--` are taken as files even when they start with `-`.
+    #[command(after_help = EXIT_CODES)]
+    Check {
+        /// Print one JSON document: an array of {file, component, ok, definition | error}.
+        #[arg(long)]
+        json: bool,
+        /// The schema files.
+        #[arg(value_name = "FILE.luau", required = true)]
+        files: Vec<PathBuf>,
+    },
 }
 
-/// Parses `check [--json] [--] FILE...` or `--help`; the error is a one-line message.
-fn parse_args(args: impl IntoIterator<Item = OsString>) -> Result<Command, String> {
-    let mut args = args.into_iter();
-    let Some(task) = args.next() else {
-        return Err("no command given".into());
-    };
-    match task.to_str() {
-        Some("check") => {}
-        Some("help" | "--help" | "-h") => return Ok(Command::Help),
-        _ => return Err(format!("unknown command `{}`", task.to_string_lossy())),
-    }
-    let mut json = false;
-    let mut files = Vec::new();
-    let mut options_done = false;
-    for arg in args {
-        match arg.to_str() {
-            Some("--") if !options_done => options_done = true,
-            Some("--json") if !options_done => json = true,
-            Some("--help" | "-h") if !options_done => return Ok(Command::Help),
-            Some(flag) if !options_done && flag.starts_with('-') && flag.len() > 1 => {
-                return Err(format!("unknown option `{flag}`"));
-            }
-            _ => files.push(PathBuf::from(arg)),
+fn main() -> ExitCode {
+    match <Cli as clap::Parser>::try_parse_from(std::env::args_os()) {
+        Ok(Cli {
+            command: Command::Check { json, files },
+        }) => check(json, &files),
+        Err(error) => {
+            // Usage errors on standard error with exit code 2, `--help` on standard output
+            // with 0, as clap decides.
+            let _ = error.print();
+            ExitCode::from(u8::try_from(error.exit_code()).unwrap_or(2))
         }
     }
-    if files.is_empty() {
-        return Err("`check` needs at least one schema file".into());
-    }
-    Ok(Command::Check { json, files })
 }
 
 /// Checks every file and prints the report; the exit code says whether all were valid.
@@ -409,255 +400,214 @@ fn human_value(value: &Value, ty: &FieldType) -> String {
 
 // ----- The JSON report. -----
 
-/// A JSON value, rendered by hand (the crate needs no JSON library for one document).
-#[derive(Debug, Clone, PartialEq)]
-enum Json {
-    Null,
-    Bool(bool),
-    /// A number's JSON text (always a finite number).
-    Number(String),
-    String(String),
-    Array(Vec<Json>),
-    Object(Vec<(&'static str, Json)>),
-    /// An object whose keys are data (map defaults, struct members).
-    Map(Vec<(String, Json)>),
+/// One file in the JSON report: members in this order, `definition` or `error`.
+#[derive(Serialize)]
+struct JsonReport<'a> {
+    file: &'a str,
+    component: &'a str,
+    ok: bool,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    definition: Option<JsonDefinition<'a>>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    error: Option<JsonError<'a>>,
 }
 
-impl Json {
-    fn f64(n: f64) -> Json {
-        if n.is_finite() {
-            Json::Number(n.to_string())
-        } else {
-            Json::String(number_text(n))
-        }
-    }
-
-    fn f32(n: f32) -> Json {
-        if n.is_finite() {
-            Json::Number(n.to_string())
-        } else {
-            Json::String(number_text(f64::from(n)))
-        }
-    }
-
-    fn int(n: impl Into<i64>) -> Json {
-        Json::Number(n.into().to_string())
-    }
-
-    fn str(s: &str) -> Json {
-        Json::String(s.to_owned())
-    }
-
-    fn names(list: &[std::sync::Arc<str>]) -> Json {
-        Json::Array(list.iter().map(|n| Json::str(n)).collect())
-    }
-
-    /// Writes the value indented by `depth` levels of two spaces (the first line excepted).
-    fn write(&self, out: &mut String, depth: usize) {
-        match self {
-            Json::Null => out.push_str("null"),
-            Json::Bool(b) => out.push_str(if *b { "true" } else { "false" }),
-            Json::Number(n) => out.push_str(n),
-            Json::String(s) => write_json_string(out, s),
-            Json::Array(items) => {
-                write_container(out, depth, '[', ']', items, |out, item| {
-                    item.write(out, depth + 1)
-                });
-            }
-            Json::Object(members) => {
-                write_container(out, depth, '{', '}', members, |out, (key, value)| {
-                    write_json_string(out, key);
-                    out.push_str(": ");
-                    value.write(out, depth + 1);
-                });
-            }
-            Json::Map(members) => {
-                write_container(out, depth, '{', '}', members, |out, (key, value)| {
-                    write_json_string(out, key);
-                    out.push_str(": ");
-                    value.write(out, depth + 1);
-                });
-            }
-        }
-    }
+#[derive(Serialize)]
+struct JsonError<'a> {
+    kind: &'a str,
+    message: &'a str,
+    line: Option<u32>,
 }
 
-fn write_container<T>(
-    out: &mut String,
-    depth: usize,
-    open: char,
-    close: char,
-    items: &[T],
-    mut write_item: impl FnMut(&mut String, &T),
-) {
-    out.push(open);
-    if items.is_empty() {
-        out.push(close);
-        return;
-    }
-    for (i, item) in items.iter().enumerate() {
-        if i > 0 {
-            out.push(',');
-        }
-        out.push('\n');
-        push_indent(out, depth + 1);
-        write_item(out, item);
-    }
-    out.push('\n');
-    push_indent(out, depth);
-    out.push(close);
+#[derive(Serialize)]
+struct JsonDefinition<'a> {
+    name: &'a str,
+    version: u32,
+    classes: Option<Vec<&'a str>>,
+    requires: Vec<&'a str>,
+    observed: bool,
+    fields: Vec<JsonField<'a>>,
 }
 
-fn push_indent(out: &mut String, depth: usize) {
-    for _ in 0..depth {
-        out.push_str("  ");
-    }
+#[derive(Serialize)]
+#[serde(rename_all = "camelCase")]
+struct JsonField<'a> {
+    name: &'a str,
+    #[serde(rename = "type")]
+    ty: String,
+    default: JsonValue<'a>,
+    former_names: Vec<&'a str>,
+    on_destroy: Option<&'static str>,
 }
 
-/// Writes `s` as a JSON string: quotes, backslashes and control characters escaped.
-fn write_json_string(out: &mut String, s: &str) {
-    out.push('"');
-    for c in s.chars() {
-        match c {
-            '"' => out.push_str("\\\""),
-            '\\' => out.push_str("\\\\"),
-            '\n' => out.push_str("\\n"),
-            '\r' => out.push_str("\\r"),
-            '\t' => out.push_str("\\t"),
-            '\u{8}' => out.push_str("\\b"),
-            '\u{c}' => out.push_str("\\f"),
-            c if u32::from(c) < 0x20 || c == '\u{7f}' => {
-                let _ = write!(out, "\\u{:04x}", u32::from(c));
-            }
-            c => out.push(c),
-        }
-    }
-    out.push('"');
+/// Names as JSON strings.
+fn json_names(list: &[std::sync::Arc<str>]) -> Vec<&str> {
+    list.iter().map(|name| &**name).collect()
 }
 
 fn render_json(reports: &[FileReport]) -> String {
-    let document = Json::Array(reports.iter().map(json_report).collect());
-    let mut out = String::new();
-    document.write(&mut out, 0);
+    let document: Vec<JsonReport<'_>> = reports.iter().map(json_report).collect();
+    let mut out = serde_json::to_string_pretty(&document)
+        .expect("serde_json writes every report: its map keys are strings, its numbers finite");
     out.push('\n');
     out
 }
 
-fn json_report(report: &FileReport) -> Json {
-    let mut members = vec![
-        ("file", Json::str(&report.file)),
-        ("component", Json::str(&report.component)),
-        ("ok", Json::Bool(report.outcome.is_ok())),
-    ];
-    match &report.outcome {
-        Ok(schema) => members.push(("definition", json_definition(&report.component, schema))),
-        Err(failure) => members.push((
-            "error",
-            Json::Object(vec![
-                ("kind", Json::str(failure.kind)),
-                ("message", Json::str(&failure.message)),
-                ("line", failure.line.map_or(Json::Null, Json::int)),
-            ]),
-        )),
+fn json_report(report: &FileReport) -> JsonReport<'_> {
+    let (definition, error) = match &report.outcome {
+        Ok(schema) => (Some(json_definition(&report.component, schema)), None),
+        Err(failure) => (
+            None,
+            Some(JsonError {
+                kind: failure.kind,
+                message: &failure.message,
+                line: failure.line,
+            }),
+        ),
+    };
+    JsonReport {
+        file: &report.file,
+        component: &report.component,
+        ok: report.outcome.is_ok(),
+        definition,
+        error,
     }
-    Json::Object(members)
 }
 
-fn json_definition(component: &str, schema: &Schema) -> Json {
-    let fields = schema
-        .fields
-        .iter()
-        .map(|f| {
-            Json::Object(vec![
-                ("name", Json::str(&f.name)),
-                ("type", Json::String(f.ty.name())),
-                ("default", json_value(&f.default, &f.ty)),
-                ("formerNames", Json::names(&f.former_names)),
-                ("onDestroy", on_destroy(f).map_or(Json::Null, Json::str)),
-            ])
-        })
-        .collect();
-    Json::Object(vec![
-        ("name", Json::str(component)),
-        ("version", Json::int(schema.version)),
-        (
-            "classes",
-            schema.classes.as_deref().map_or(Json::Null, Json::names),
-        ),
-        ("requires", Json::names(&schema.requires)),
-        ("observed", Json::Bool(schema.observed)),
-        ("fields", Json::Array(fields)),
-    ])
+fn json_definition<'a>(component: &'a str, schema: &'a Schema) -> JsonDefinition<'a> {
+    JsonDefinition {
+        name: component,
+        version: schema.version,
+        classes: schema.classes.as_deref().map(json_names),
+        requires: json_names(&schema.requires),
+        observed: schema.observed,
+        fields: schema
+            .fields
+            .iter()
+            .map(|f| JsonField {
+                name: &f.name,
+                ty: f.ty.name(),
+                default: JsonValue(&f.default, &f.ty),
+                former_names: json_names(&f.former_names),
+                on_destroy: on_destroy(f),
+            })
+            .collect(),
+    }
 }
 
-/// A value as JSON: numbers, booleans and text as themselves (non-finite numbers as the
-/// strings `inf`, `-inf`, `nan`), enums by variant name, vectors as `[x, y, z]`, transforms as
-/// four rows of four, empty references and optionals as `null`, lists and buffers as arrays,
-/// structs as objects by member name, maps as objects keyed by the key's text.
-fn json_value(value: &Value, ty: &FieldType) -> Json {
-    match (value, ty) {
-        (Value::Number(n), _) => Json::f64(*n),
-        (Value::Integer(i), _) => Json::int(*i),
-        (Value::Boolean(b), _) => Json::Bool(*b),
-        (Value::Text(t), _) => Json::str(t),
-        (Value::Enum(i), FieldType::Enum(variants)) => match variants.get(*i as usize) {
-            Some(variant) => Json::str(variant),
-            None => Json::int(*i),
-        },
-        (Value::Enum(i), _) => Json::int(*i),
-        (Value::Vector(v), _) => Json::Array(vec![Json::f32(v.x), Json::f32(v.y), Json::f32(v.z)]),
-        (Value::Transform(t), _) => Json::Array(
-            t.rows
-                .iter()
-                .map(|r| Json::Array(r.iter().map(|c| Json::f32(*c)).collect()))
-                .collect(),
-        ),
-        (Value::Reference(None), _) | (Value::Optional(None), _) => Json::Null,
-        (Value::Reference(Some(id)), _) => Json::Number(id.get().to_string()),
-        (Value::List(list), _) => {
-            let element = match ty {
-                FieldType::List(element) => element,
-                other => other,
-            };
-            Json::Array(
-                list.as_slice()
-                    .iter()
-                    .map(|v| json_value(v, element))
-                    .collect(),
-            )
+/// A value as JSON, given its type: numbers, booleans and text as themselves (non-finite
+/// numbers as the strings `inf`, `-inf`, `nan`), enums by variant name, vectors as `[x, y, z]`,
+/// transforms as four rows of four, empty references and optionals as `null`, lists and buffers
+/// as arrays, structs as objects by member name, maps as objects keyed by the key's text.
+#[derive(Clone, Copy)]
+struct JsonValue<'a>(&'a Value, &'a FieldType);
+
+impl Serialize for JsonValue<'_> {
+    fn serialize<S: Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        let JsonValue(value, ty) = *self;
+        match (value, ty) {
+            (Value::Number(n), _) => serialize_number(*n, serializer),
+            (Value::Integer(i), _) => serializer.serialize_i64(*i),
+            (Value::Boolean(b), _) => serializer.serialize_bool(*b),
+            (Value::Text(t), _) => serializer.serialize_str(t),
+            (Value::Enum(i), FieldType::Enum(variants)) => match variants.get(*i as usize) {
+                Some(variant) => serializer.serialize_str(variant),
+                None => serializer.serialize_u32(*i),
+            },
+            (Value::Enum(i), _) => serializer.serialize_u32(*i),
+            (Value::Vector(v), _) => serialize_f32s(&[v.x, v.y, v.z], serializer),
+            (Value::Transform(t), _) => {
+                let mut rows = serializer.serialize_seq(Some(t.rows.len()))?;
+                for row in &t.rows {
+                    rows.serialize_element(&F32s(row))?;
+                }
+                rows.end()
+            }
+            (Value::Reference(None), _) | (Value::Optional(None), _) => serializer.serialize_none(),
+            (Value::Reference(Some(id)), _) => serializer.serialize_u64(id.get()),
+            (Value::List(list), _) => {
+                let element = match ty {
+                    FieldType::List(element) => element,
+                    other => other,
+                };
+                serializer.collect_seq(list.as_slice().iter().map(|v| JsonValue(v, element)))
+            }
+            (Value::Map(map), _) => {
+                let (key_ty, value_ty) = match ty {
+                    FieldType::Map(k, v) => (&**k, &**v),
+                    other => (other, other),
+                };
+                let mut members = serializer.serialize_map(Some(map.len()))?;
+                for (k, v) in map.iter() {
+                    members.serialize_entry(&map_key_text(k, key_ty), &JsonValue(v, value_ty))?;
+                }
+                members.end()
+            }
+            (Value::Struct(values), _) => {
+                let declared: &[_] = match ty {
+                    FieldType::Struct(members) => members,
+                    _ => &[],
+                };
+                let mut members = serializer.serialize_map(Some(values.len()))?;
+                for (i, v) in values.iter().enumerate() {
+                    match declared.get(i) {
+                        Some(m) => members.serialize_entry(&*m.name, &JsonValue(v, &m.ty))?,
+                        None => members.serialize_entry(&i.to_string(), &JsonValue(v, ty))?,
+                    }
+                }
+                members.end()
+            }
+            (Value::Optional(Some(inner)), _) => match ty {
+                FieldType::Optional(inner_ty) => JsonValue(inner, inner_ty).serialize(serializer),
+                other => JsonValue(inner, other).serialize(serializer),
+            },
+            (Value::Buffer(bytes), _) => serializer.collect_seq(bytes.iter()),
         }
-        (Value::Map(map), _) => {
-            let (key_ty, value_ty) = match ty {
-                FieldType::Map(k, v) => (&**k, &**v),
-                other => (other, other),
-            };
-            Json::Map(
-                map.iter()
-                    .map(|(k, v)| (map_key_text(k, key_ty), json_value(v, value_ty)))
-                    .collect(),
-            )
-        }
-        (Value::Struct(values), _) => {
-            let members: &[_] = match ty {
-                FieldType::Struct(members) => members,
-                _ => &[],
-            };
-            Json::Map(
-                values
-                    .iter()
-                    .enumerate()
-                    .map(|(i, v)| match members.get(i) {
-                        Some(m) => (m.name.to_string(), json_value(v, &m.ty)),
-                        None => (i.to_string(), json_value(v, ty)),
-                    })
-                    .collect(),
-            )
-        }
-        (Value::Optional(Some(inner)), _) => match ty {
-            FieldType::Optional(inner_ty) => json_value(inner, inner_ty),
-            other => json_value(inner, other),
-        },
-        (Value::Buffer(bytes), _) => Json::Array(bytes.iter().map(|b| Json::int(*b)).collect()),
+    }
+}
+
+/// Single-precision numbers as a JSON array.
+struct F32s<'a>(&'a [f32]);
+
+impl Serialize for F32s<'_> {
+    fn serialize<S: Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        serialize_f32s(self.0, serializer)
+    }
+}
+
+fn serialize_f32s<S: Serializer>(numbers: &[f32], serializer: S) -> Result<S::Ok, S::Error> {
+    let mut seq = serializer.serialize_seq(Some(numbers.len()))?;
+    for n in numbers {
+        seq.serialize_element(&F32(*n))?;
+    }
+    seq.end()
+}
+
+/// One single-precision number, written as the double its shortest text spells: `0.1`, not
+/// `0.10000000149011612`, as the text report shows it.
+struct F32(f32);
+
+impl Serialize for F32 {
+    fn serialize<S: Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        let n = f32_text(self.0).parse().unwrap_or(f64::from(self.0));
+        serialize_number(n, serializer)
+    }
+}
+
+/// Writes a number: a whole one that fits an `i64` without a fraction (`100`, not `100.0`, as
+/// the text report shows it), another finite one as serde_json writes doubles (shortest
+/// round-trip form, `1e300` rather than 301 digits), and a non-finite one as the string `inf`,
+/// `-inf` or `nan`.
+fn serialize_number<S: Serializer>(n: f64, serializer: S) -> Result<S::Ok, S::Error> {
+    /// 2^63: whole numbers below it in magnitude convert to `i64` exactly.
+    const I64_BOUND: f64 = 9_223_372_036_854_775_808.0;
+    if !n.is_finite() {
+        serializer.serialize_str(&number_text(n))
+    } else if n.fract() == 0.0 && n.abs() < I64_BOUND && !(n == 0.0 && n.is_sign_negative()) {
+        // A whole number below 2^63 in magnitude converts exactly.
+        serializer.serialize_i64(n as i64)
+    } else {
+        serializer.serialize_f64(n)
     }
 }
 
@@ -679,38 +629,99 @@ mod tests {
     use std::collections::BTreeMap;
     use std::sync::Arc;
 
-    use strata_arena::Vec3;
+    use strata_arena::{InstanceId, Vec3};
     use strata_component_store::{ListValue, StructField};
+
+    use clap::error::ErrorKind;
 
     use super::*;
 
-    fn os(args: &[&str]) -> Vec<OsString> {
-        args.iter().map(OsString::from).collect()
+    fn parse(args: &[&str]) -> Result<Command, clap::Error> {
+        let args = std::iter::once("strata-schema").chain(args.iter().copied());
+        <Cli as clap::Parser>::try_parse_from(args).map(|cli| cli.command)
+    }
+
+    /// The kind of error a refused command line gets, and its first line.
+    #[track_caller]
+    fn refused(args: &[&str]) -> (ErrorKind, String) {
+        let error = parse(args).expect_err("refused");
+        let message = error.render().to_string();
+        let first = message.lines().next().unwrap_or_default().to_owned();
+        (error.kind(), first)
     }
 
     #[test]
     fn parses_the_command_line() {
         assert_eq!(
-            parse_args(os(&["check", "--json", "a.luau", "b.luau"])),
-            Ok(Command::Check {
+            parse(&["check", "--json", "a.luau", "b.luau"]).expect("valid"),
+            Command::Check {
                 json: true,
                 files: vec!["a.luau".into(), "b.luau".into()],
-            })
+            }
         );
         assert_eq!(
-            parse_args(os(&["check", "a.luau", "--", "--json", "-"])),
-            Ok(Command::Check {
+            parse(&["check", "a.luau", "--", "--json", "-"]).expect("valid"),
+            Command::Check {
                 json: false,
                 files: vec!["a.luau".into(), "--json".into(), "-".into()],
-            })
+            }
         );
-        assert_eq!(parse_args(os(&["--help"])), Ok(Command::Help));
-        assert_eq!(parse_args(os(&["check", "-h"])), Ok(Command::Help));
-        assert!(parse_args(os(&[])).is_err());
-        assert!(parse_args(os(&["lint", "a.luau"])).is_err());
-        assert!(parse_args(os(&["check"])).is_err());
-        assert!(parse_args(os(&["check", "--json"])).is_err());
-        assert!(parse_args(os(&["check", "--yaml", "a.luau"])).is_err());
+        for help in [
+            &["--help"][..],
+            &["-h"],
+            &["help"],
+            &["check", "-h"],
+            &["help", "check"],
+        ] {
+            let error = parse(help).expect_err("help is an error to clap");
+            assert_eq!(error.kind(), ErrorKind::DisplayHelp, "{help:?}");
+            assert!(!error.use_stderr() && error.exit_code() == 0, "{help:?}");
+        }
+        assert_eq!(
+            refused(&[]),
+            (
+                ErrorKind::MissingSubcommand,
+                "error: 'strata-schema' requires a subcommand but one was not provided".into()
+            )
+        );
+        assert_eq!(
+            refused(&["lint", "a.luau"]),
+            (
+                ErrorKind::InvalidSubcommand,
+                "error: unrecognized subcommand 'lint'".into()
+            )
+        );
+        for no_file in [&["check"][..], &["check", "--json"]] {
+            assert_eq!(
+                refused(no_file),
+                (
+                    ErrorKind::MissingRequiredArgument,
+                    "error: the following required arguments were not provided:".into()
+                ),
+                "{no_file:?}"
+            );
+        }
+        assert_eq!(
+            refused(&["check", "--yaml", "a.luau"]),
+            (
+                ErrorKind::UnknownArgument,
+                "error: unexpected argument '--yaml' found".into()
+            )
+        );
+        // A misspelt flag gets the one it most likely meant.
+        let (kind, message) = refused(&["check", "--jsno", "a.luau"]);
+        assert_eq!(kind, ErrorKind::UnknownArgument);
+        let error = parse(&["check", "--jsno", "a.luau"]).expect_err("refused");
+        assert!(
+            error
+                .render()
+                .to_string()
+                .contains("tip: a similar argument exists: '--json'"),
+            "{message}"
+        );
+        // Every error is a usage error: exit code 2, on standard error.
+        let error = parse(&["check"]).expect_err("refused");
+        assert!(error.use_stderr() && error.exit_code() == 2);
     }
 
     #[test]
@@ -720,10 +731,12 @@ mod tests {
         assert_eq!(component_name(Path::new("a/Inv.v2.luau")), "Inv.v2");
     }
 
-    fn json_text(value: &Json) -> String {
-        let mut out = String::new();
-        value.write(&mut out, 0);
-        out
+    fn json_text(value: &impl Serialize) -> String {
+        serde_json::to_string_pretty(value).expect("the value is written")
+    }
+
+    fn json_value(value: &Value, ty: &FieldType) -> String {
+        json_text(&JsonValue(value, ty))
     }
 
     #[test]
@@ -733,27 +746,58 @@ mod tests {
             ("a \"quoted\" word", r#""a \"quoted\" word""#),
             (r"back\slash", r#""back\\slash""#),
             ("line\nbreak\ttab\rret", r#""line\nbreak\ttab\rret""#),
-            ("\u{0}\u{1f}\u{7f}\u{8}\u{c}", r#""\u0000\u001f\u007f\b\f""#),
+            // U+007F (delete) is no JSON control character: serde_json writes it as it is,
+            // where the hand-written writer escaped it.
+            (
+                "\u{0}\u{1f}\u{7f}\u{8}\u{c}",
+                "\"\\u0000\\u001f\u{7f}\\b\\f\"",
+            ),
             ("é ✓ 🦀", "\"é ✓ 🦀\""),
             ("</script>", r#""</script>""#),
         ];
         for (input, expected) in cases {
-            assert_eq!(json_text(&Json::str(input)), expected, "{input:?}");
+            let text = Value::Text(Arc::from(input));
+            assert_eq!(json_value(&text, &FieldType::Text), expected, "{input:?}");
         }
     }
 
     #[test]
     fn json_is_indented_and_numbers_stay_valid() {
-        let value = Json::Object(vec![
-            ("a", Json::Array(vec![Json::int(1), Json::f64(0.5)])),
-            ("b", Json::Array(Vec::new())),
-            ("c", Json::Map(Vec::new())),
-            ("d", Json::Null),
-            ("e", Json::f64(f64::INFINITY)),
-            ("f", Json::f32(0.1)),
-        ]);
+        let member = |name: &str, ty: FieldType| StructField {
+            name: Arc::from(name),
+            default: ty.zero(),
+            ty,
+        };
+        let ty = FieldType::Struct(
+            vec![
+                member("a", FieldType::List(Box::new(FieldType::Number))),
+                member("b", FieldType::List(Box::new(FieldType::Text))),
+                member(
+                    "c",
+                    FieldType::Map(Box::new(FieldType::Text), Box::new(FieldType::Text)),
+                ),
+                member("d", FieldType::Optional(Box::new(FieldType::Number))),
+                member("e", FieldType::Number),
+                member("f", FieldType::Vector),
+            ]
+            .into(),
+        );
+        let value = Value::Struct(
+            vec![
+                Value::List(ListValue::from_vec(vec![
+                    Value::Number(1.0),
+                    Value::Number(0.5),
+                ])),
+                Value::List(ListValue::EMPTY),
+                Value::Map(Arc::new(BTreeMap::new())),
+                Value::Optional(None),
+                Value::Number(f64::INFINITY),
+                Value::Vector(Vec3::new(0.1, -2.0, 1e10)),
+            ]
+            .into(),
+        );
         assert_eq!(
-            json_text(&value),
+            json_value(&value, &ty),
             r#"{
   "a": [
     1,
@@ -763,7 +807,11 @@ mod tests {
   "c": {},
   "d": null,
   "e": "inf",
-  "f": 0.1
+  "f": [
+    0.1,
+    -2,
+    10000000000
+  ]
 }"#
         );
     }
@@ -773,10 +821,7 @@ mod tests {
         let variants: Arc<[Arc<str>]> = vec![Arc::from("idle"), Arc::from("dead")].into();
         let enum_ty = FieldType::Enum(variants.clone());
         assert_eq!(human_value(&Value::Enum(1), &enum_ty), "dead");
-        assert_eq!(
-            json_text(&json_value(&Value::Enum(1), &enum_ty)),
-            "\"dead\""
-        );
+        assert_eq!(json_value(&Value::Enum(1), &enum_ty), "\"dead\"");
         assert_eq!(
             human_value(&Value::Text(Arc::from("say \"hi\"")), &FieldType::Text),
             r#""say \"hi\"""#
@@ -801,10 +846,7 @@ mod tests {
             "(0, 1.5, -2)"
         );
         assert_eq!(
-            json_text(&json_value(
-                &Value::Vector(Vec3::new(0.1, 0.0, 3.0)),
-                &FieldType::Vector
-            )),
+            json_value(&Value::Vector(Vec3::new(0.1, 0.0, 3.0)), &FieldType::Vector),
             "[\n  0.1,\n  0,\n  3\n]"
         );
         assert_eq!(
@@ -834,7 +876,7 @@ mod tests {
             "{mode = idle, n = 3}"
         );
         assert_eq!(
-            json_text(&json_value(&struct_ty.zero(), &struct_ty)),
+            json_value(&struct_ty.zero(), &struct_ty),
             "{\n  \"mode\": \"idle\",\n  \"n\": 3\n}"
         );
         let list_ty = FieldType::List(Box::new(FieldType::Boolean));
@@ -847,16 +889,10 @@ mod tests {
             Value::Integer(2),
         )])));
         assert_eq!(human_value(&map, &map_ty), r#"{["a\"b"] = 2}"#);
-        assert_eq!(
-            json_text(&json_value(&map, &map_ty)),
-            "{\n  \"a\\\"b\": 2\n}"
-        );
+        assert_eq!(json_value(&map, &map_ty), "{\n  \"a\\\"b\": 2\n}");
         let optional_ty = FieldType::Optional(Box::new(FieldType::Number));
         assert_eq!(human_value(&Value::Optional(None), &optional_ty), "nil");
-        assert_eq!(
-            json_text(&json_value(&Value::Optional(None), &optional_ty)),
-            "null"
-        );
+        assert_eq!(json_value(&Value::Optional(None), &optional_ty), "null");
         assert_eq!(
             human_value(&Value::Buffer(Arc::from(vec![1_u8, 2])), &FieldType::Buffer),
             "buffer(2 bytes)"
@@ -873,6 +909,260 @@ mod tests {
             component: component_name(Path::new(file)),
             outcome,
         }
+    }
+
+    /// Reports covering every kind of value, number and string the JSON report writes: a
+    /// schema evaluated from Luau with every field constructor, fields whose defaults a schema
+    /// cannot spell (filled lists and maps, references, buffers, odd numbers), and failures with
+    /// and without a line.
+    fn every_kind_of_report() -> Vec<FileReport> {
+        let vm = SchemaVm::new().expect("a VM");
+        let evaluated = vm
+            .evaluate(
+                "Every",
+                r#"return component {
+                    version = 3,
+                    classes = { "Model", "Part" },
+                    requires = { "Team", "Health" },
+                    observed = true,
+                    fields = {
+                        n = number(-0.25, { formerNames = { "num", "value" } }),
+                        i = integer(-42),
+                        b = boolean(true),
+                        t = text("tab\t \"q\" \\ é ✓ \u{7f} \u{1} \u{2028} </script>"),
+                        e = enum({ "A", "B" }, "B"),
+                        v = vector(0.1, -2, 1e10),
+                        tr = transform(),
+                        r = ref({ onDestroy = "destroyHolder" }),
+                        l = list(vector()),
+                        m = map(text(), integer(0)),
+                        o = optional(number(0)),
+                        buf = buffer(),
+                        s = struct({ z = number(1), a = text("x"), k = enum({ "P", "Q" }, "Q") }),
+                    },
+                }"#,
+            )
+            .expect("a valid schema");
+        let variants: Arc<[Arc<str>]> = vec![Arc::from("idle"), Arc::from("dead")].into();
+        let enum_ty = FieldType::Enum(variants);
+        let field = |name: &str, ty: FieldType, default: Value| FieldDef::new(name, ty, default);
+        let mut map = BTreeMap::new();
+        map.insert(MapKey::Text(Arc::from("a\"b\n")), Value::Integer(2));
+        map.insert(MapKey::Text(Arc::from("")), Value::Integer(-1));
+        let mut enum_map = BTreeMap::new();
+        enum_map.insert(MapKey::Enum(1), Value::Boolean(true));
+        enum_map.insert(MapKey::Enum(7), Value::Boolean(false));
+        let mut int_map = BTreeMap::new();
+        int_map.insert(MapKey::Integer(-3), Value::Text(Arc::from("minus three")));
+        int_map.insert(
+            MapKey::Boolean(true),
+            Value::Text(Arc::from("a boolean key")),
+        );
+        let struct_ty = FieldType::Struct(
+            vec![StructField {
+                name: Arc::from("only"),
+                ty: FieldType::Integer,
+                default: Value::Integer(1),
+            }]
+            .into(),
+        );
+        let mut transform = Transform::IDENTITY;
+        transform.rows[0][3] = 0.1;
+        transform.rows[1][3] = -1.5e-8;
+        transform.rows[2][3] = 3.4e38;
+        let numbers = [
+            0.0,
+            -0.0,
+            1.0,
+            100.0,
+            -7.5,
+            0.1,
+            1.0 / 3.0,
+            1e300,
+            -1e-300,
+            1e-7,
+            123_456_789_012_345_680.0,
+            f64::MAX,
+            f64::MIN_POSITIVE,
+            f64::INFINITY,
+            f64::NEG_INFINITY,
+            f64::NAN,
+        ];
+        let made = Schema {
+            version: u32::MAX,
+            fields: vec![
+                field(
+                    "numbers",
+                    FieldType::List(Box::new(FieldType::Number)),
+                    Value::List(ListValue::from_vec(
+                        numbers.iter().map(|n| Value::Number(*n)).collect(),
+                    )),
+                ),
+                field(
+                    "vectors",
+                    FieldType::List(Box::new(FieldType::Vector)),
+                    Value::List(ListValue::from_vec(vec![
+                        Value::Vector(Vec3::new(f32::MAX, f32::MIN_POSITIVE, -0.0)),
+                        Value::Vector(Vec3::new(f32::INFINITY, f32::NAN, 1.0 / 3.0)),
+                    ])),
+                ),
+                field(
+                    "moved",
+                    FieldType::Transform,
+                    Value::Transform(Box::new(transform)),
+                ),
+                field(
+                    "integers",
+                    FieldType::List(Box::new(FieldType::Integer)),
+                    Value::List(ListValue::from_vec(vec![
+                        Value::Integer(i64::MIN),
+                        Value::Integer(i64::MAX),
+                        Value::Integer(0),
+                    ])),
+                ),
+                field(
+                    "texts",
+                    FieldType::Map(Box::new(FieldType::Text), Box::new(FieldType::Integer)),
+                    Value::Map(Arc::new(map)),
+                ),
+                field(
+                    "by_state",
+                    FieldType::Map(Box::new(enum_ty.clone()), Box::new(FieldType::Boolean)),
+                    Value::Map(Arc::new(enum_map)),
+                ),
+                field(
+                    "by_number",
+                    FieldType::Map(Box::new(FieldType::Integer), Box::new(FieldType::Text)),
+                    Value::Map(Arc::new(int_map)),
+                ),
+                field(
+                    "target",
+                    FieldType::Reference,
+                    Value::Reference(InstanceId::new(99)),
+                ),
+                field("state", enum_ty.clone(), Value::Enum(5)),
+                field("unit", FieldType::Integer, Value::Enum(1)),
+                field(
+                    "bytes",
+                    FieldType::Buffer,
+                    Value::Buffer(Arc::from(vec![0_u8, 7, 255])),
+                ),
+                field(
+                    "maybe",
+                    FieldType::Optional(Box::new(enum_ty.clone())),
+                    Value::Optional(Some(Box::new(Value::Enum(1)))),
+                ),
+                field(
+                    "nested",
+                    FieldType::List(Box::new(FieldType::List(Box::new(FieldType::Boolean)))),
+                    Value::List(ListValue::from_vec(vec![
+                        Value::List(ListValue::EMPTY),
+                        Value::List(ListValue::from_vec(vec![Value::Boolean(false)])),
+                    ])),
+                ),
+                field(
+                    "extra_members",
+                    struct_ty,
+                    Value::Struct(vec![Value::Integer(4), Value::Text(Arc::from("spare"))].into()),
+                ),
+                field(
+                    "empty_map",
+                    FieldType::Map(Box::new(FieldType::Text), Box::new(FieldType::Text)),
+                    Value::Map(Arc::new(BTreeMap::new())),
+                ),
+            ],
+            classes: Some(Vec::new()),
+            requires: Vec::new(),
+            observed: false,
+        };
+        let failure = |kind: &'static str, message: &str, line: Option<u32>| Failure {
+            kind,
+            message: message.to_owned(),
+            line,
+            text: message.to_owned(),
+        };
+        vec![
+            report("schemas/Every.luau", Ok(evaluated)),
+            report("Made \"by hand\"\t.luau", Ok(made)),
+            report(
+                "Broken.luau",
+                Err(failure(
+                    "syntax",
+                    "Expected ')' (to close '(' at line 3), got '}'",
+                    Some(4),
+                )),
+            ),
+            report(
+                "Missing.luau",
+                Err(failure(
+                    "io",
+                    "cannot read the file: No such file or directory (os error 2)",
+                    None,
+                )),
+            ),
+        ]
+    }
+
+    /// The JSON report of every kind of value, against what the hand-written JSON writer this
+    /// tool had before serde_json wrote for the same reports (`strata-schema.old-report.json`,
+    /// written from [`every_kind_of_report`] by that writer): line for line the same text except
+    /// where a number or a string is spelt differently, and there the same number (the same
+    /// double, as Rust reads both) or the same string.
+    #[test]
+    fn the_json_report_is_what_the_hand_written_writer_wrote() {
+        let old = include_str!("strata-schema.old-report.json");
+        let new = render_json(&every_kind_of_report());
+        let old_lines: Vec<&str> = old.lines().collect();
+        let new_lines: Vec<&str> = new.lines().collect();
+        assert_eq!(old_lines.len(), new_lines.len(), "{new}");
+        let mut respelt_numbers = Vec::new();
+        let mut respelt_strings = Vec::new();
+        for (i, (old, new)) in old_lines.iter().zip(&new_lines).enumerate() {
+            if old == new {
+                continue;
+            }
+            let (old, new) = (
+                old.trim().trim_end_matches(','),
+                new.trim().trim_end_matches(','),
+            );
+            if let (Ok(old_n), Ok(new_n)) = (old.parse::<f64>(), new.parse::<f64>()) {
+                assert_eq!(
+                    old_n.to_bits(),
+                    new_n.to_bits(),
+                    "line {}: {old} {new}",
+                    i + 1
+                );
+                respelt_numbers.push(new.to_owned());
+            } else {
+                let member = |line: &str| -> serde_json::Value {
+                    serde_json::from_str(&format!("{{{line}}}")).expect("a JSON member")
+                };
+                assert_eq!(member(old), member(new), "line {}", i + 1);
+                respelt_strings.push(i + 1);
+            }
+        }
+        // Doubles in serde_json's shortest form with an exponent where the old writer wrote
+        // every digit, and negative zero with its fraction.
+        assert_eq!(
+            respelt_numbers,
+            [
+                "-0.0",
+                "1e+300",
+                "-1e-300",
+                "1e-7",
+                "1.7976931348623157e+308",
+                "2.2250738585072014e-308",
+                "3.4028235e+38",
+                "1.1754944e-38",
+                "-0.0",
+                "-1.5e-8",
+                "3.4e+38"
+            ]
+        );
+        // The text holding U+007F (delete), which serde_json does not escape.
+        assert_eq!(respelt_strings, [99]);
+        assert!(new_lines[98].contains('\u{7f}') && old_lines[98].contains("\\u007f"));
+        serde_json::from_str::<serde_json::Value>(&new).expect("the report is JSON");
     }
 
     #[test]

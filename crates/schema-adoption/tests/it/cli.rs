@@ -246,11 +246,35 @@ fn usage_errors_exit_two_with_nothing_on_stdout() {
         assert_eq!(output.status.code(), Some(2), "{args:?}");
         assert!(output.stdout.is_empty(), "{args:?}");
         let stderr = String::from_utf8_lossy(&output.stderr);
-        assert!(stderr.contains("usage: strata-schema check"), "{stderr}");
+        assert!(stderr.starts_with("error: "), "{stderr}");
+        assert!(stderr.contains("Usage: strata-schema "), "{stderr}");
     }
+    // A misspelt flag is named, with the flag it most likely meant.
+    let output = run(&dir, &["check", "--jsno", "Health.luau"]);
+    assert_eq!(output.status.code(), Some(2));
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert!(
+        stderr.contains("tip: a similar argument exists: '--json'"),
+        "{stderr}"
+    );
+    // Help goes to standard output and exits 0, for the tool and for `check`.
     let help = run(&dir, &["--help"]);
     assert_eq!(help.status.code(), Some(0));
-    assert!(stdout(&help).starts_with("usage: strata-schema check"));
+    assert!(help.stderr.is_empty());
+    assert!(
+        stdout(&help).contains("Usage: strata-schema <COMMAND>"),
+        "{}",
+        stdout(&help)
+    );
+    let help = run(&dir, &["check", "--help"]);
+    assert_eq!(help.status.code(), Some(0));
+    let text = stdout(&help);
+    assert!(
+        text.contains("Usage: strata-schema check [OPTIONS] <FILE.luau>...")
+            && text.contains("--json")
+            && text.contains("Exit code: 0 if every file is a valid schema"),
+        "{text}"
+    );
 }
 
 #[test]
