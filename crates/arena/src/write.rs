@@ -14,7 +14,9 @@ use crate::arena::Arena;
 use crate::class::StateKind;
 use crate::error::ArenaError;
 use crate::event::{PartWrite, PartWriteKind};
-use crate::id::{InstanceId, PersistentId, Slot, mix64};
+use strata_mix::mix;
+
+use crate::id::{InstanceId, PersistentId, Slot};
 use crate::math::{Transform, Vec3};
 use crate::revision::{Domain, Revision};
 use crate::snapshot::Record;
@@ -365,7 +367,7 @@ impl Arena {
         }
         let seed = self.state.seed();
         let pid = loop {
-            let raw = mix64(seed.rotate_left(17) ^ self.ids.next_persistent());
+            let raw = mix(seed.rotate_left(17) ^ self.ids.next_persistent());
             if let Some(pid) = PersistentId::new(raw)
                 && self.state.by_persistent_id(pid).is_none()
             {
