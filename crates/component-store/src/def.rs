@@ -497,7 +497,10 @@ impl InstalledDef {
                 return Err(invalid(format!("field `{}` is declared twice", field.name)));
             }
         }
-        check_former_names(&def.fields).map_err(invalid)?;
+        check_former_names(&def.fields).map_err(|conflict| StoreError::FormerNames {
+            component: def.name.to_string(),
+            conflict,
+        })?;
         let allowed = match &def.classes {
             None => None,
             Some(names) => Some(
@@ -742,33 +745,72 @@ fn found_name(value: &Value) -> String {
     }
 }
 
+/// Why a definition's former names do not say unambiguously where a saved value goes, naming
+/// the fields as written.
+#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
+#[non_exhaustive]
+pub enum FormerNameConflict {
+    /// A field names itself as a former name.
+    #[error("field `{field}` names itself as a former name")]
+    OwnName {
+        /// The field.
+        field: String,
+    },
+    /// A field names another current field as a former name.
+    #[error(
+        "field `{field}` names `{former}` as a former name, but `{former}` is a current field; its saved value belongs to `{former}`"
+    )]
+    CurrentField {
+        /// The field naming it.
+        field: String,
+        /// The former name, which is a current field's name.
+        former: String,
+    },
+    /// Two fields name the same former name.
+    #[error(
+        "fields `{first}` and `{second}` both name `{former}` as a former name; a saved value can go to one field only"
+    )]
+    Shared {
+        /// The first field naming it, in field order.
+        first: String,
+        /// The second field naming it.
+        second: String,
+        /// The former name both claim.
+        former: String,
+    },
+}
+
 /// Checks that former names say unambiguously where a saved value goes: no field names itself
 /// or another field's current name, and no two fields name the same former name (one field may
-/// repeat one). Returns why not, naming the fields. Installing and redefining run it, and so
-/// does schema evaluation, for its own report.
-pub fn check_former_names(fields: &[FieldDef]) -> Result<(), String> {
+/// repeat one). Installing and redefining run it, and so does schema evaluation, for its own
+/// report.
+///
+/// # Errors
+///
+/// The first conflict found, in field order ([`FormerNameConflict`]).
+pub fn check_former_names(fields: &[FieldDef]) -> Result<(), FormerNameConflict> {
     let current: HashSet<&str> = fields.iter().map(|f| &*f.name).collect();
     let mut claimed: HashMap<&str, &str> = HashMap::new();
     for field in fields {
         for former in &field.former_names {
             if **former == *field.name {
-                return Err(format!(
-                    "field `{}` names itself as a former name",
-                    field.name
-                ));
+                return Err(FormerNameConflict::OwnName {
+                    field: field.name.to_string(),
+                });
             }
             if current.contains(&**former) {
-                return Err(format!(
-                    "field `{}` names `{former}` as a former name, but `{former}` is a current field; its saved value belongs to `{former}`",
-                    field.name
-                ));
+                return Err(FormerNameConflict::CurrentField {
+                    field: field.name.to_string(),
+                    former: former.to_string(),
+                });
             }
             match claimed.get(&**former) {
                 Some(other) if *other != &*field.name => {
-                    return Err(format!(
-                        "fields `{other}` and `{}` both name `{former}` as a former name; a saved value can go to one field only",
-                        field.name
-                    ));
+                    return Err(FormerNameConflict::Shared {
+                        first: (*other).to_owned(),
+                        second: field.name.to_string(),
+                        former: former.to_string(),
+                    });
                 }
                 _ => {
                     claimed.insert(former, &field.name);

@@ -5,7 +5,7 @@
 
 use strata_arena::{ClassId, InstanceId};
 
-use crate::def::{ComponentId, FieldId};
+use crate::def::{ComponentId, FieldId, FormerNameConflict};
 use crate::observe::ObserverId;
 
 /// Why a store operation was refused.
@@ -28,6 +28,15 @@ pub enum StoreError {
         component: String,
         /// What is wrong.
         reason: String,
+    },
+    /// The definition's former names are ambiguous.
+    #[error("component `{component}` has ambiguous former names")]
+    FormerNames {
+        /// The component's name.
+        component: String,
+        /// Which fields conflict, and how.
+        #[source]
+        conflict: FormerNameConflict,
     },
     /// The component has no field with that name.
     #[error("component `{component}` has no field `{field}`")]

@@ -109,7 +109,7 @@ pub use crate::column_mut::ColumnMut;
 pub use crate::copy::CopyPair;
 pub use crate::def::{
     ComponentDef, ComponentId, DefaultFactory, FieldDef, FieldId, FieldType, InstalledDef,
-    RefPolicy, StructField, check_former_names,
+    FormerNameConflict, RefPolicy, StructField, check_former_names,
 };
 pub use crate::dirty::FieldMask;
 pub use crate::error::StoreError;

@@ -128,6 +128,7 @@ mod convert;
 mod error;
 mod eval;
 mod library;
+pub mod meter;
 mod sandbox;
 mod scan;
 mod schema;
@@ -137,7 +138,7 @@ pub use crate::adopt::{
     Adopted, ComponentReport, FieldReport, Outcome, SourceField, SourceRow, adopt,
 };
 pub use crate::convert::convert;
-pub use crate::error::SchemaError;
+pub use crate::error::{SchemaError, VmError};
 pub use crate::eval::{CacheLimit, Evaluator};
 pub use crate::library::{ITEM_CAP, TEXT_CAP};
 pub use crate::sandbox::{Budget, SchemaVm};
