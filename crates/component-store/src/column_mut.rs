@@ -126,7 +126,12 @@ impl Store {
         let set = self.set(component)?;
         set.checked_values::<T>(field)?;
         if T::RANGED || set.def().reference_fields().contains(&field) {
-            return Err(StoreError::UncheckedColumn { component, field });
+            return Err(StoreError::UncheckedColumn {
+                component,
+                field,
+                component_name: set.def().shared_name(),
+                field_name: set.def().shared_field_name(field),
+            });
         }
         let (shared, _, store_tick, events, frame) = self.parts_split(component, None)?;
         frame.mark_whole(component);

@@ -609,6 +609,18 @@ impl InstalledDef {
         }
     }
 
+    /// The component's name, shared, for errors that name it.
+    pub(crate) fn shared_name(&self) -> Arc<str> {
+        self.def.name.clone()
+    }
+
+    /// A field's name, shared, for errors that name it (`?` for a position past the fields,
+    /// which callers have checked).
+    pub(crate) fn shared_field_name(&self, field: FieldId) -> Arc<str> {
+        self.field(field)
+            .map_or_else(|| Arc::from("?"), |f| f.name.clone())
+    }
+
     #[cold]
     #[inline(never)]
     fn field_out_of_range(&self, field: FieldId) -> StoreError {

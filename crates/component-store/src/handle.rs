@@ -50,8 +50,12 @@ impl ComponentHandle {
 
     /// The instance's present row, or why there is none.
     pub fn row(&self, store: &Store) -> Result<usize, StoreError> {
-        if store.def(self.component)?.allocation() != self.allocation {
-            return Err(StoreError::StaleDefinition(self.component));
+        let def = store.def(self.component)?;
+        if def.allocation() != self.allocation {
+            return Err(StoreError::StaleDefinition {
+                component: self.component,
+                component_name: def.shared_name(),
+            });
         }
         store.row(self.at, self.component)
     }

@@ -108,8 +108,8 @@ pub use crate::column::{Column, Scalar};
 pub use crate::column_mut::ColumnMut;
 pub use crate::copy::CopyPair;
 pub use crate::def::{
-    ComponentDef, ComponentId, DefaultFactory, FieldDef, FieldId, FieldType, InstalledDef,
-    FormerNameConflict, RefPolicy, StructField, check_former_names,
+    ComponentDef, ComponentId, DefaultFactory, FieldDef, FieldId, FieldType, FormerNameConflict,
+    InstalledDef, RefPolicy, StructField, check_former_names,
 };
 pub use crate::dirty::FieldMask;
 pub use crate::error::StoreError;

@@ -185,7 +185,13 @@ impl Store {
         if let Some((rc, rf)) = read {
             self.set(rc)?.checked_values::<R>(rf)?;
             if rc == component && rf == field {
-                return Err(StoreError::AliasedColumns { component, field });
+                let def = self.def(component)?;
+                return Err(StoreError::AliasedColumns {
+                    component,
+                    field,
+                    component_name: def.shared_name(),
+                    field_name: def.shared_field_name(field),
+                });
             }
         }
         let (shared, other, store_tick, events, frame) =

@@ -107,12 +107,16 @@ impl Store {
     pub fn load_from(&mut self, component: ComponentId, slot: &SetSlot) -> Result<(), StoreError> {
         let set = self.set(component)?;
         if slot.component.is_some() && slot.lineage != Some(self.lineage()) {
-            return Err(StoreError::SlotFromOtherStore { component });
+            return Err(StoreError::SlotFromOtherStore {
+                component,
+                component_name: set.def().shared_name(),
+            });
         }
         if slot.component != Some(component) || slot.allocation != set.def().allocation() {
             return Err(StoreError::SlotMismatch {
                 expected: component,
                 found: slot.component,
+                expected_name: set.def().shared_name(),
             });
         }
         let tick = Tick(self.tick().0 + 1);

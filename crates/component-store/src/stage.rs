@@ -21,7 +21,7 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use strata_arena::{Arena, ArenaError, ArenaId, ClassId, InstanceId, Reservation, Slot};
 
 use crate::column::{Column, Scalar};
-use crate::def::{ComponentId, FieldId, FieldType};
+use crate::def::{ComponentId, FieldId, FieldType, InstalledDef};
 use crate::error::StoreError;
 use crate::set::{InstanceRef, Tick};
 use crate::store::{DestroyOutcome, Store, StoreId};
@@ -1099,7 +1099,13 @@ impl SpawnRows<'_> {
             .iter()
             .find(|(c, _)| *c == component)
             .map(|(_, rows)| rows.clone())
-            .ok_or(StoreError::NotInSpawn(component))
+            .ok_or_else(|| StoreError::NotInSpawn {
+                component,
+                component_name: self
+                    .store
+                    .def(component)
+                    .map_or_else(|_| std::sync::Arc::from("?"), InstalledDef::shared_name),
+            })
     }
 
     /// The rows of `component` the spawn placed, `first..=last`: the `k`-th instance's row is
@@ -1124,7 +1130,12 @@ impl SpawnRows<'_> {
         let def = self.store.def(component)?;
         let field_def = def.check_scalar::<T>(field)?;
         if def.reference_fields.contains(&field) {
-            return Err(StoreError::CheckedFieldOnly { component, field });
+            return Err(StoreError::CheckedFieldOnly {
+                component,
+                field,
+                component_name: def.shared_name(),
+                field_name: def.shared_field_name(field),
+            });
         }
         let mismatch = def.type_mismatch(field_def, std::any::type_name::<T>());
         self.store

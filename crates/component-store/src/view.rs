@@ -124,7 +124,12 @@ impl Store {
         if let Some((rc, rf)) = read {
             self.set(rc)?.checked_values::<R>(rf)?;
             if rc == component && (rf == field || references) {
-                return Err(StoreError::AliasedColumns { component, field });
+                return Err(StoreError::AliasedColumns {
+                    component,
+                    field,
+                    component_name: write_set.def().shared_name(),
+                    field_name: write_set.def().shared_field_name(field),
+                });
             }
         }
         let (shared, other, store_tick, events, frame) =

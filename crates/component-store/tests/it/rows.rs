@@ -6,8 +6,8 @@ use std::sync::Arc;
 use crate::common::World;
 use strata_arena::{ClassId, InstanceId, Transform, Vec3};
 use strata_component_store::{
-    ComponentDef, FieldDef, FieldType, FormerNameConflict, InstanceRef, ListValue, MapKey, StoreError, StructField,
-    Value,
+    ComponentDef, FieldDef, FieldType, FormerNameConflict, InstanceRef, ListValue, MapKey,
+    StoreError, StructField, Value,
 };
 
 fn scores() -> ComponentDef {
@@ -496,7 +496,11 @@ fn a_definition_whose_fields_share_a_former_name_is_refused() {
         .err()
         .and_then(|e| std::error::Error::source(e))
         .map(ToString::to_string);
-    assert_eq!(source.as_deref(), Some(message), "the conflict is the refusal's source");
+    assert_eq!(
+        source.as_deref(),
+        Some(message),
+        "the conflict is the refusal's source"
+    );
     assert_eq!(w.store.install(shared(), w.arena.classes()), refusal);
     let stats = w.install(ComponentDef::new("Stats").field(FieldDef::number("old", 0.0)));
     let revision = w.store.name_revision();
