@@ -273,7 +273,6 @@ const fn mix128(mut z: u128) -> u128 {
     z ^ (z >> 64)
 }
 
-
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -20,6 +20,7 @@
 //! references, composites and refused values through the checked single-field setter.
 
 use std::fmt;
+use std::sync::Arc;
 
 use hashbrown::HashMap;
 use rayon::prelude::*;
@@ -413,10 +414,14 @@ fn current_definition(
     component: ComponentId,
     allocation: u64,
 ) -> Result<(), StoreError> {
-    if store.def(component)?.allocation() == allocation {
+    let def = store.def(component)?;
+    if def.allocation() == allocation {
         Ok(())
     } else {
-        Err(StoreError::StaleDefinition(component))
+        Err(StoreError::StaleDefinition {
+            component,
+            component_name: Arc::from(def.name()),
+        })
     }
 }
 

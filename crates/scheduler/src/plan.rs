@@ -965,6 +965,9 @@ mod tests {
     fn shuffle_ranks_are_pinned() {
         assert_eq!(shuffle_rank(0, ""), 0x9341_ca26_3702_a9e6);
         assert_eq!(shuffle_rank(1, "physics"), 0x536b_dafa_3bcd_983f);
-        assert_eq!(shuffle_rank(0xdead_beef, "Render/Sprites"), 0x7587_bbe6_b965_ba13);
+        assert_eq!(
+            shuffle_rank(0xdead_beef, "Render/Sprites"),
+            0x7587_bbe6_b965_ba13
+        );
     }
 }

@@ -197,7 +197,11 @@ impl Meter {
         self.limit.store(u64::MAX, Ordering::Relaxed);
         self.deadline.store(u64::MAX, Ordering::Relaxed);
         let limit = Limit::from_code(self.tripped.swap(0, Ordering::Relaxed))?;
-        let at = self.at.lock().unwrap_or_else(PoisonError::into_inner).take();
+        let at = self
+            .at
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .take();
         Some(Trip { limit, at })
     }
 

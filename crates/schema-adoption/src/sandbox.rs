@@ -175,8 +175,7 @@ impl SchemaVm {
         self.lua
             .set_memory_limit(used + self.budget.memory)
             .map_err(vm_error("limiting its memory"))?;
-        self.meter
-            .start(self.budget.instructions, self.budget.time);
+        self.meter.start(self.budget.instructions, self.budget.time);
 
         let result = self.run(chunk_name, &source);
 

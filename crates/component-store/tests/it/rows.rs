@@ -31,7 +31,8 @@ fn removing_the_last_row_leaves_its_slot_absent() {
         w.store.row(b, score).unwrap_err(),
         StoreError::MissingMembership {
             id: b.id,
-            component: score
+            component: score,
+            component_name: "Score".into(),
         }
     );
     assert_eq!(w.store.row(a, score).unwrap(), 0);
@@ -97,7 +98,8 @@ fn a_reused_slot_never_resolves_to_the_previous_instance_s_row() {
         Err(StoreError::SlotOccupied {
             slot: new.slot,
             holder: old.id,
-            component: score
+            component: score,
+            component_name: "Score".into(),
         })
     );
     assert!(w.store.has(old, score), "the refused add changed nothing");
