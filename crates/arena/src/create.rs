@@ -102,18 +102,7 @@ impl Arena {
                 "explicit ids cannot be inserted inside a construction batch",
             ));
         }
-        if id.get() >= id.range().end() {
-            return Err(ArenaError::IdOutOfRange(id));
-        }
-        if self.state.find(id).is_some() {
-            return Err(ArenaError::IdInUse(id));
-        }
-        if self.reservations.holds(id) {
-            return Err(ArenaError::IdReserved(id));
-        }
-        if self.ids.is_retired(id) {
-            return Err(ArenaError::IdRetired(id));
-        }
+        self.check_id_fresh(id)?;
         let parent = self.check_new_child(class, parent)?;
         self.slots.check_room(1, self.state.slot_len())?;
         self.ids.inserted(id);
@@ -132,16 +121,38 @@ impl Arena {
         class: ClassId,
         parent: Option<InstanceId>,
     ) -> Result<(), ArenaError> {
+        self.check_id_free(id)?;
+        let parent = self.check_new_child(class, parent)?;
+        self.slots.check_room(1, self.state.slot_len())?;
+        self.ids.inserted(id);
+        self.place_run(id, 1, class, None, parent, |_, _| {});
+        Ok(())
+    }
+
+    /// Whether `id` may be given to a new instance, whatever its range's counter says: it lies
+    /// inside an id range ([`ArenaError::IdOutOfRange`]), and no live instance or tombstone
+    /// ([`ArenaError::IdInUse`]) nor reservation ([`ArenaError::IdReserved`]) holds it. The
+    /// checks every id chosen elsewhere goes through, in this order.
+    pub(crate) fn check_id_free(&self, id: InstanceId) -> Result<(), ArenaError> {
         if id.get() >= id.range().end() {
             return Err(ArenaError::IdOutOfRange(id));
         }
         if self.state.find(id).is_some() {
             return Err(ArenaError::IdInUse(id));
         }
-        let parent = self.check_new_child(class, parent)?;
-        self.slots.check_room(1, self.state.slot_len())?;
-        self.ids.inserted(id);
-        self.place_run(id, 1, class, None, parent, |_, _| {});
+        if self.reservations.holds(id) {
+            return Err(ArenaError::IdReserved(id));
+        }
+        Ok(())
+    }
+
+    /// [`Arena::check_id_free`], and, for an id of the arena's own range, not issued by it
+    /// already ([`ArenaError::IdRetired`]): ids are never reused.
+    pub(crate) fn check_id_fresh(&self, id: InstanceId) -> Result<(), ArenaError> {
+        self.check_id_free(id)?;
+        if self.ids.is_retired(id) {
+            return Err(ArenaError::IdRetired(id));
+        }
         Ok(())
     }
 

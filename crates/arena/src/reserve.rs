@@ -375,21 +375,11 @@ impl Arena {
         let count32 = u32::try_from(ids.len()).map_err(|_| ArenaError::SlotsExhausted)?;
         let mut seen = HashSet::with_capacity(ids.len());
         for &id in ids {
-            if id.get() >= id.range().end() {
-                return Err(ArenaError::IdOutOfRange(id));
-            }
+            // A repeat is refused before the checks: its first occurrence passed them.
             if !seen.insert(id) {
                 return Err(ArenaError::DuplicateId(id));
             }
-            if self.state.find(id).is_some() {
-                return Err(ArenaError::IdInUse(id));
-            }
-            if self.reservations.holds(id) {
-                return Err(ArenaError::IdReserved(id));
-            }
-            if self.ids.is_retired(id) {
-                return Err(ArenaError::IdRetired(id));
-            }
+            self.check_id_fresh(id)?;
         }
         self.slots.check_room(count32, self.state.slot_len())?;
         let serial = self.next_token();

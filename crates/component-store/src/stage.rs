@@ -342,6 +342,24 @@ pub struct Stage {
     ops: Vec<(OpId, Op)>,
 }
 
+/// The ids a spawn takes: fresh ones, the given ones, or given raw values not yet checked.
+#[derive(Clone, Copy)]
+enum SpawnIds<'a> {
+    Fresh(usize),
+    Given(&'a [InstanceId]),
+    Raw(&'a [u64]),
+}
+
+impl SpawnIds<'_> {
+    fn is_empty(self) -> bool {
+        match self {
+            SpawnIds::Fresh(count) => count == 0,
+            SpawnIds::Given(ids) => ids.is_empty(),
+            SpawnIds::Raw(ids) => ids.is_empty(),
+        }
+    }
+}
+
 impl std::fmt::Debug for Stage {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("Stage")
@@ -417,14 +435,8 @@ impl Stage {
     where
         E: Into<InitError>,
     {
-        self.check_arena(arena)?;
-        if count == 0 {
-            return Err(StageError::EmptySpawn);
-        }
-        // Checked before reserving: a reservation released on refusal retires its ids.
-        arena.check_new_instances(class, parent)?;
-        let reservation = arena.reserve(count)?;
-        self.stage_spawn(arena, reservation, class, parent, components, init)
+        let ids = SpawnIds::Fresh(count);
+        self.spawn_ids(arena, ids, class, parent, components, init)
     }
 
     /// [`Stage::spawn`] at the given ids (replication, restoring a save): refused, reserving
@@ -441,21 +453,34 @@ impl Stage {
     where
         E: Into<InitError>,
     {
-        self.check_arena(arena)?;
-        if ids.is_empty() {
-            return Err(StageError::EmptySpawn);
-        }
-        arena.check_new_instances(class, parent)?;
-        let reservation = arena.reserve_at(ids)?;
-        self.stage_spawn(arena, reservation, class, parent, components, init)
+        let ids = SpawnIds::Given(ids);
+        self.spawn_ids(arena, ids, class, parent, components, init)
     }
 
-    /// [`Stage::spawn_at`] from raw id values (as saved or sent): refused, reserving nothing,
-    /// also when a value is no valid id.
+    /// [`Stage::spawn_at`] from raw id values as saved or sent, which nothing has checked yet:
+    /// refused, reserving nothing, also when a value is no valid id.
     pub fn spawn_at_raw<E>(
         &mut self,
         arena: &mut Arena,
         ids: &[u64],
+        class: ClassId,
+        parent: Option<InstanceId>,
+        components: &[ComponentId],
+        init: impl FnMut(&mut SpawnRows<'_>) -> Result<(), E> + 'static,
+    ) -> Result<SpawnTicket, StageError>
+    where
+        E: Into<InitError>,
+    {
+        let ids = SpawnIds::Raw(ids);
+        self.spawn_ids(arena, ids, class, parent, components, init)
+    }
+
+    /// The one body of the spawns: checks what can be checked before reserving (a
+    /// reservation released on refusal retires its ids), reserves the ids, and stages.
+    fn spawn_ids<E>(
+        &mut self,
+        arena: &mut Arena,
+        ids: SpawnIds<'_>,
         class: ClassId,
         parent: Option<InstanceId>,
         components: &[ComponentId],
@@ -469,7 +494,11 @@ impl Stage {
             return Err(StageError::EmptySpawn);
         }
         arena.check_new_instances(class, parent)?;
-        let reservation = arena.reserve_at_raw(ids)?;
+        let reservation = match ids {
+            SpawnIds::Fresh(count) => arena.reserve(count)?,
+            SpawnIds::Given(ids) => arena.reserve_at(ids)?,
+            SpawnIds::Raw(ids) => arena.reserve_at_raw(ids)?,
+        };
         self.stage_spawn(arena, reservation, class, parent, components, init)
     }
 
