@@ -173,6 +173,20 @@ struct Slot<B> {
     waited: f64,
 }
 
+impl<B> Slot<B> {
+    /// Whether the system is due after `dt` more seconds of its stage's time, and the time its
+    /// run stands for: `dt` for a system without an interval; for one with an interval, what it
+    /// waited once that reaches the interval (the wait then starts again from zero), else
+    /// `None` with the wait moved on.
+    fn due(&mut self, dt: f64) -> Option<f64> {
+        let Some(interval) = self.system.interval else {
+            return Some(dt);
+        };
+        self.waited += dt;
+        (self.waited + TIME_EPSILON >= interval).then(|| std::mem::take(&mut self.waited))
+    }
+}
+
 /// Systems with bodies of type `B`, their plan, and the frame loop that runs them.
 ///
 /// The schedule never calls a body itself: [`Schedule::run_frame`] hands each due body to the
@@ -450,10 +464,27 @@ impl<B> Schedule<B> {
     /// in the statistics and returned in the report; the frame goes on.
     ///
     /// Refused, changing nothing, when `dt` is negative or not finite.
+    ///
+    /// # Errors
+    ///
+    /// [`ScheduleError::InvalidDelta`] when `dt` is negative or not finite.
     pub fn run_frame<E>(
         &mut self,
         dt: f64,
         mut run: impl FnMut(SystemId, &mut B, &mut RunCtx) -> Result<(), E>,
+    ) -> Result<FrameReport<E>, ScheduleError> {
+        self.frame(dt, |schedule, stage, dt, report| {
+            schedule.run_stage(stage, dt, &mut run, report);
+        })
+    }
+
+    /// What every frame does around its stages: checks `dt`, rebuilds a stale plan, moves the
+    /// fixed-step block on, then hands each stage pass to `pass` with its stage time, in
+    /// [`Stage::ALL`] order with the fixed block's steps where its first stage stands.
+    fn frame<E>(
+        &mut self,
+        dt: f64,
+        mut pass: impl FnMut(&mut Self, Stage, f64, &mut FrameReport<E>),
     ) -> Result<FrameReport<E>, ScheduleError> {
         if !(dt.is_finite() && dt >= 0.0) {
             return Err(ScheduleError::InvalidDelta(dt));
@@ -470,12 +501,12 @@ impl<B> Schedule<B> {
         let step = self.fixed.seconds;
         for stage in Stage::ALL {
             match stage {
-                Stage::Frame(_) => self.run_stage(stage, dt, &mut run, &mut report),
+                Stage::Frame(_) => pass(self, stage, dt, &mut report),
                 // The fixed block runs whole, step after step, where its first stage stands.
                 Stage::Fixed(Phase::First) => {
                     for _ in 0..steps {
                         for phase in Phase::ALL {
-                            self.run_stage(Stage::Fixed(phase), step, &mut run, &mut report);
+                            pass(self, Stage::Fixed(phase), step, &mut report);
                         }
                     }
                 }
@@ -508,15 +539,8 @@ impl<B> Schedule<B> {
             else {
                 continue;
             };
-            let run_dt = match slot.system.interval {
-                None => dt,
-                Some(interval) => {
-                    slot.waited += dt;
-                    if slot.waited + TIME_EPSILON < interval {
-                        continue;
-                    }
-                    std::mem::take(&mut slot.waited)
-                }
+            let Some(run_dt) = slot.due(dt) else {
+                continue;
             };
             let mut ctx = RunCtx {
                 system: id,
@@ -555,40 +579,19 @@ impl<B> Schedule<B> {
     /// of the group before it in the stage). Everything else is
     /// as [`Schedule::run_frame`]: stage order, the fixed block, intervals, statistics and
     /// errors that never stop the frame.
+    ///
+    /// # Errors
+    ///
+    /// [`ScheduleError::InvalidDelta`] when `dt` is negative or not finite.
     pub fn run_frame_grouped<E, R: IntoIterator<Item = Result<(), E>>>(
         &mut self,
         dt: f64,
         together: impl Fn(&B) -> bool,
         mut run: impl FnMut(&mut [Due<'_, B>]) -> R,
     ) -> Result<FrameReport<E>, ScheduleError> {
-        if !(dt.is_finite() && dt >= 0.0) {
-            return Err(ScheduleError::InvalidDelta(dt));
-        }
-        let _frame = tracing::debug_span!("frame", dt).entered();
-        self.build();
-        let mut report = FrameReport {
-            runs: 0,
-            fixed_steps: 0,
-            fixed_steps_dropped: 0,
-            errors: Vec::new(),
-        };
-        let steps = self.advance_fixed(dt, &mut report);
-        let step = self.fixed.seconds;
-        for stage in Stage::ALL {
-            match stage {
-                Stage::Frame(_) => self.run_grouped(stage, dt, &together, &mut run, &mut report),
-                Stage::Fixed(Phase::First) => {
-                    for _ in 0..steps {
-                        for phase in Phase::ALL {
-                            let stage = Stage::Fixed(phase);
-                            self.run_grouped(stage, step, &together, &mut run, &mut report);
-                        }
-                    }
-                }
-                Stage::Fixed(_) => {}
-            }
-        }
-        Ok(report)
+        self.frame(dt, |schedule, stage, dt, report| {
+            schedule.run_grouped(stage, dt, &together, &mut run, report);
+        })
     }
 
     /// Moves the fixed-step accumulator on by `dt`; returns the steps this frame runs.
@@ -623,14 +626,8 @@ impl<B> Schedule<B> {
             else {
                 continue;
             };
-            match slot.system.interval {
-                None => due.push((id, dt)),
-                Some(interval) => {
-                    slot.waited += dt;
-                    if slot.waited + TIME_EPSILON >= interval {
-                        due.push((id, std::mem::take(&mut slot.waited)));
-                    }
-                }
+            if let Some(run_dt) = slot.due(dt) {
+                due.push((id, run_dt));
             }
         }
         due
