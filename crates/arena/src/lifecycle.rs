@@ -289,6 +289,7 @@ impl Arena {
     /// assert_eq!(arena.drain()?.reclaimed, destruction.doomed);
     /// # Ok::<(), strata_arena::ArenaError>(())
     /// ```
+    // Long: the checks of every root, then the subtrees taken in one pass, share slot bitmaps.
     pub fn destroy_many(&mut self, ids: &[InstanceId]) -> Result<BulkDestruction, ArenaError> {
         if self.batches.is_open() {
             return Err(ArenaError::BatchInProgress(

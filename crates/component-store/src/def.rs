@@ -469,27 +469,7 @@ impl InstalledDef {
         let mut reference_fields = Vec::new();
         for (i, field) in def.fields.iter().enumerate() {
             let fid = FieldId(i as u16);
-            check_type(&field.ty).map_err(|r| invalid(format!("field `{}`: {r}", field.name)))?;
-            if !field.default.conforms(&field.ty) {
-                return Err(invalid(format!(
-                    "field `{}`: default {} does not fit type {}",
-                    field.name,
-                    field.default.kind_name(),
-                    field.ty.name()
-                )));
-            }
-            if field.factory.is_some() && field.ty.can_reference() {
-                return Err(invalid(format!(
-                    "field `{}`: a default factory cannot make references",
-                    field.name
-                )));
-            }
-            if field.on_destroy != RefPolicy::Clear && !field.ty.can_reference() {
-                return Err(invalid(format!(
-                    "field `{}`: a destruction policy needs a reference field",
-                    field.name
-                )));
-            }
+            check_field(field).map_err(|r| invalid(format!("field `{}`: {r}", field.name)))?;
             if field.ty.can_reference() {
                 reference_fields.push(fid);
             }
@@ -829,6 +809,26 @@ pub fn check_former_names(fields: &[FieldDef]) -> Result<(), FormerNameConflict>
                 }
             }
         }
+    }
+    Ok(())
+}
+
+/// Checks one field on its own: its type, its default against it, and that a default factory
+/// or a destruction policy suits it. Returns why not, for [`StoreError::InvalidDefinition`].
+fn check_field(field: &FieldDef) -> Result<(), String> {
+    check_type(&field.ty)?;
+    if !field.default.conforms(&field.ty) {
+        return Err(format!(
+            "default {} does not fit type {}",
+            field.default.kind_name(),
+            field.ty.name()
+        ));
+    }
+    if field.factory.is_some() && field.ty.can_reference() {
+        return Err("a default factory cannot make references".into());
+    }
+    if field.on_destroy != RefPolicy::Clear && !field.ty.can_reference() {
+        return Err("a destruction policy needs a reference field".into());
     }
     Ok(())
 }

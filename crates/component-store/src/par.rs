@@ -652,6 +652,8 @@ fn split_values<'c, 'r, T>(
 /// the word's changed ticks and dirty bits recorded through the piece's share of the tracking.
 /// A panic of the piece's function is caught and handed back with what the piece stored until
 /// then, all of it recorded.
+// Long: the word-at-a-time write loop and its panic recovery share the word's buffer and
+// mask (as `TrackMut::dense` does).
 fn write_chunk<T: Scalar>(
     chunk: Chunk<'_, '_, T>,
     mut g: impl FnMut(&T, usize) -> T,

@@ -844,6 +844,7 @@ fn live_members(
     live
 }
 
+// Long: one arm per kind of staged operation, each a few lines.
 fn apply(
     op: Op,
     arena: &mut Arena,

@@ -342,6 +342,7 @@ impl<T: Scalar> ColumnWriter<'_, T> {
     }
 
     /// [`ColumnWriter::update_indexed`].
+    // Long: the checked (ranged) and plain passes side by side, recording changes alike.
     fn indexed_pass(
         &mut self,
         n: usize,

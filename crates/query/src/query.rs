@@ -361,23 +361,7 @@ impl Query {
             .collect::<Result<_, _>>()?;
         let ancestor = spec.ancestor.map(|c| store.set(c)).transpose()?;
 
-        // The driver: the smallest required component set or required tag.
-        let component_driver = required
-            .iter()
-            .enumerate()
-            .min_by_key(|(_, s)| s.len())
-            .map(|(t, s)| (t, s.len()));
-        let tag_driver = spec
-            .tags
-            .iter()
-            .map(|t| (t, arena.tag_count(t)))
-            .min_by_key(|(_, n)| *n);
-        let driver = match (component_driver, tag_driver) {
-            (Some((_, n)), Some((tag, m))) if m < n => Driver::Tag(tag.clone()),
-            (Some((t, _)), _) => Driver::Component(spec.with[t]),
-            (None, Some((tag, _))) => Driver::Tag(tag.clone()),
-            (None, None) => return Err(QueryError::NoDriver),
-        };
+        let driver = choose_driver(spec, arena, &required)?;
 
         let filter = Filter {
             spec,
@@ -1119,3 +1103,28 @@ impl<'s, T> Iterator for TermValues<'s, '_, T> {
 
 /// Exact: the pass checked every row against the values when the column was bound.
 impl<T> ExactSizeIterator for TermValues<'_, '_, T> {}
+
+/// The driver of a rebuild: the smallest required component set or required tag (a component
+/// on a tie), whose members are the candidates every other term filters.
+fn choose_driver(
+    spec: &QuerySpec,
+    arena: &Snapshot,
+    required: &[&ComponentSet],
+) -> Result<Driver, QueryError> {
+    let component_driver = required
+        .iter()
+        .enumerate()
+        .min_by_key(|(_, s)| s.len())
+        .map(|(t, s)| (t, s.len()));
+    let tag_driver = spec
+        .tags
+        .iter()
+        .map(|t| (t, arena.tag_count(t)))
+        .min_by_key(|(_, n)| *n);
+    match (component_driver, tag_driver) {
+        (Some((_, n)), Some((tag, m))) if m < n => Ok(Driver::Tag(tag.clone())),
+        (Some((t, _)), _) => Ok(Driver::Component(spec.with[t])),
+        (None, Some((tag, _))) => Ok(Driver::Tag(tag.clone())),
+        (None, None) => Err(QueryError::NoDriver),
+    }
+}

@@ -275,6 +275,7 @@ impl SchemaVm {
     }
 
     /// A fresh environment: constructors and the value operations, nothing else.
+    // Long: one registration per constructor of the schema language, in the crate docs' order.
     fn environment(&self) -> mlua::Result<Table> {
         let lua = &self.lua;
         let env = lua.create_table()?;

@@ -13,12 +13,14 @@ use strata_arena::{ClassId, InstanceId};
 use super::{Store, StoreEvent};
 use crate::def::{ComponentId, FieldId};
 use crate::error::StoreError;
-use crate::set::{InstanceRef, Tick};
+use crate::set::{ComponentSet, InstanceRef, Tick};
 use crate::value::Value;
 
 impl Store {
     /// Checks that every instance of `ats` (of class `class`) may take a default row of
-    /// `component` (see [`Store::insert_many`]), changing nothing.
+    /// `component` (see [`Store::insert_many`]), changing nothing: the class is allowed, then
+    /// each slot is free and in range (decided by `check_add_slow` in full where the quick test
+    /// fails). Slots named twice are not checked here.
     pub(crate) fn check_place(
         &self,
         ats: &[InstanceRef],
@@ -132,25 +134,7 @@ impl Store {
     ) -> Result<(usize, usize), StoreError> {
         let template = self.template_row(component, values)?;
         let set = self.set(component)?;
-        let mut holders = Vec::new();
-        let mut newcomers = Vec::new();
-        let max_slot = members
-            .iter()
-            .map(|(at, _)| at.slot.index())
-            .max()
-            .unwrap_or(0);
-        let mut seen = vec![0u64; max_slot / 64 + 1];
-        for (at, _) in members {
-            let (word, bit) = (at.slot.index() / 64, 1u64 << (at.slot.index() % 64));
-            if seen[word] & bit != 0 {
-                continue;
-            }
-            seen[word] |= bit;
-            match set.row_of(*at) {
-                Some(row) => holders.push(row),
-                None => newcomers.push(*at),
-            }
-        }
+        let (holders, newcomers) = partition_members(set, members);
         if !newcomers.is_empty() {
             let rows_after = set.len() + newcomers.len();
             for (at, class) in members {
@@ -297,4 +281,32 @@ impl Store {
         }
         removed.len() - first
     }
+}
+
+/// The members of `members` that hold a row of `set` (their rows) and those that do not, each
+/// slot counted once, in the order given.
+fn partition_members(
+    set: &ComponentSet,
+    members: &[(InstanceRef, ClassId)],
+) -> (Vec<usize>, Vec<InstanceRef>) {
+    let mut holders = Vec::new();
+    let mut newcomers = Vec::new();
+    let max_slot = members
+        .iter()
+        .map(|(at, _)| at.slot.index())
+        .max()
+        .unwrap_or(0);
+    let mut seen = vec![0u64; max_slot / 64 + 1];
+    for (at, _) in members {
+        let (word, bit) = (at.slot.index() / 64, 1u64 << (at.slot.index() % 64));
+        if seen[word] & bit != 0 {
+            continue;
+        }
+        seen[word] |= bit;
+        match set.row_of(*at) {
+            Some(row) => holders.push(row),
+            None => newcomers.push(*at),
+        }
+    }
+    (holders, newcomers)
 }

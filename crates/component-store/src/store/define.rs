@@ -76,37 +76,8 @@ impl Store {
             return Err(StoreError::DuplicateComponent(def.name.to_string()));
         }
         let installed = InstalledDef::validate(def, component, classes)?;
-        for (at, values) in &rows {
-            if let Some(holder) = old.holder_at(at.slot).filter(|holder| *holder != at.id) {
-                return Err(StoreError::SlotOccupied {
-                    slot: at.slot,
-                    holder,
-                    component,
-                    component_name: old.def().shared_name(),
-                });
-            }
-            at.check_slot(old.sparse_len(), rows.len(), || self.slot_extent())?;
-            check_row(&installed, values)?;
-        }
-        let mut seen = HashSet::with_capacity(rows.len());
-        if rows.iter().any(|(at, _)| !seen.insert(at.slot)) {
-            return Err(StoreError::InvalidDefinition {
-                component: installed.def.name.to_string(),
-                reason: "two rows for one slot".into(),
-            });
-        }
-        // Each new field's counterpart in the old definition: same name, else a former name,
-        // and the same type.
-        let counterparts: Vec<Option<FieldId>> = installed
-            .fields()
-            .iter()
-            .map(|field| {
-                std::iter::once(&field.name)
-                    .chain(&field.former_names)
-                    .find_map(|name| old.def().field_id(name))
-                    .filter(|g| old.def().field(*g).is_some_and(|o| o.ty == field.ty))
-            })
-            .collect();
+        self.check_redefined_rows(old, &installed, &rows)?;
+        let counterparts = counterparts(old.def(), &installed);
         let (old_observed, new_observed) = (old.def().def.observed, installed.def.observed);
         let old_name = old.def().def.name.clone();
         let tick = Tick(self.tick.0 + 1);
@@ -151,6 +122,37 @@ impl Store {
         Ok(())
     }
 
+    /// The checks [`Store::redefine`] runs on the rows it is given, before anything changes:
+    /// no row's slot holds another instance's row of `old` or lies past what its reference may
+    /// address, every row's values fit `installed`, and no slot has two rows.
+    fn check_redefined_rows(
+        &self,
+        old: &ComponentSet,
+        installed: &InstalledDef,
+        rows: &[(InstanceRef, Vec<Value>)],
+    ) -> Result<(), StoreError> {
+        for (at, values) in rows {
+            if let Some(holder) = old.holder_at(at.slot).filter(|holder| *holder != at.id) {
+                return Err(StoreError::SlotOccupied {
+                    slot: at.slot,
+                    holder,
+                    component: old.id(),
+                    component_name: old.def().shared_name(),
+                });
+            }
+            at.check_slot(old.sparse_len(), rows.len(), || self.slot_extent())?;
+            check_row(installed, values)?;
+        }
+        let mut seen = HashSet::with_capacity(rows.len());
+        if rows.iter().any(|(at, _)| !seen.insert(at.slot)) {
+            return Err(StoreError::InvalidDefinition {
+                component: installed.def.name.to_string(),
+                reason: "two rows for one slot".into(),
+            });
+        }
+        Ok(())
+    }
+
     /// Removes a component's definition and returns its rows with named field values and the
     /// types they were stored under (for the caller to keep as orphans). The id is never reused.
     pub fn uninstall(
@@ -190,6 +192,20 @@ impl Store {
         }
         self.dependents = dependents;
     }
+}
+
+/// Each field of `new`'s counterpart in `old`: the field of the same name, else of one of its
+/// former names, when its type is the same.
+fn counterparts(old: &InstalledDef, new: &InstalledDef) -> Vec<Option<FieldId>> {
+    new.fields()
+        .iter()
+        .map(|field| {
+            std::iter::once(&field.name)
+                .chain(&field.former_names)
+                .find_map(|name| old.field_id(name))
+                .filter(|g| old.field(*g).is_some_and(|o| o.ty == field.ty))
+        })
+        .collect()
 }
 
 /// Checks a whole row of values against a definition.

@@ -155,13 +155,9 @@ impl Store {
         class: ClassId,
         component: ComponentId,
     ) -> Result<BulkInit<'_>, StoreError> {
-        let set = self.set(component)?;
-        if !set.def().allows_class(class) {
-            return Err(StoreError::ClassNotAllowed {
-                component: set.def().name().to_owned(),
-                class,
-            });
-        }
+        // Every slot is checked against its bound before `check_distinct_slots` sizes its
+        // bitmap by them.
+        self.check_place(ats, class, component)?;
         if ats.is_empty() {
             // Nothing to add: no tick, no revision, and the set stays shared with snapshots.
             let set = self
@@ -175,26 +171,8 @@ impl Store {
                 observers: None,
             });
         }
-        // Every slot is checked against its bound before the bitmap below is sized by them.
-        // The class is allowed (checked above): each slot needs only to be free and in range,
-        // decided by `check_add` in full where the quick test fails.
-        let rows_after = set.len() + ats.len();
-        let sparse_len = set.sparse_len();
-        let mut max_slot = 0;
-        for at in ats {
-            if set.holder_at(at.slot).is_some() || !at.slot_near(sparse_len, rows_after) {
-                self.check_add_slow(set, *at, class, rows_after)?;
-            }
-            max_slot = max_slot.max(at.slot.index());
-        }
-        let mut seen = vec![0u64; max_slot / 64 + 1];
-        for at in ats {
-            let (word, bit) = (at.slot.index() / 64, 1u64 << (at.slot.index() % 64));
-            if seen[word] & bit != 0 {
-                return Err(StoreError::DuplicateSlot(at.slot));
-            }
-            seen[word] |= bit;
-        }
+        check_distinct_slots(ats)?;
+        let set = self.set(component)?;
         let made = if set.def().has_factories() {
             let ids: Vec<InstanceId> = ats.iter().map(|at| at.id).collect();
             set.def().make_defaults(&ids, &[])?
@@ -405,6 +383,21 @@ impl Store {
             .max()
             .unwrap_or(0)
     }
+}
+
+/// Refuses a list naming one slot twice ([`StoreError::DuplicateSlot`], the first repeat). The
+/// slots must be in range (checked): a bitmap up to the largest is allocated.
+fn check_distinct_slots(ats: &[InstanceRef]) -> Result<(), StoreError> {
+    let max_slot = ats.iter().map(|at| at.slot.index()).max().unwrap_or(0);
+    let mut seen = vec![0u64; max_slot / 64 + 1];
+    for at in ats {
+        let (word, bit) = (at.slot.index() / 64, 1u64 << (at.slot.index() % 64));
+        if seen[word] & bit != 0 {
+            return Err(StoreError::DuplicateSlot(at.slot));
+        }
+        seen[word] |= bit;
+    }
+    Ok(())
 }
 
 /// A writer for the fields of a row just added by [`Store::insert`]; its writes are part of the
