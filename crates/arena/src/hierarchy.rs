@@ -149,10 +149,12 @@ impl Arena {
     /// Moves `child` (with its subtree) under `parent`, or unparents it with `None`. Returns
     /// `false` for a no-op move, which produces no event, journal entry or revision.
     ///
-    /// Refused, leaving everything unchanged: unknown or destroyed child or destination, a
-    /// locked child parent, a destination inside the child's own subtree, a destination class
-    /// the child's class may not be placed in, and a subtree holding a locked instance below
-    /// the child ([`ArenaError::LockedDescendant`]: it would move with it).
+    /// # Errors
+    ///
+    /// Refused, leaving everything unchanged: unknown or destroyed child or destination, a locked
+    /// child parent, a destination inside the child's own subtree, a destination class the child's
+    /// class may not be placed in, and a subtree holding a locked instance below the child
+    /// ([`ArenaError::LockedDescendant`]: it would move with it).
     pub fn set_parent(
         &mut self,
         child: InstanceId,

@@ -190,6 +190,13 @@ impl Arena {
     /// identity the rebuilt arena draws a seed of its own. The tombstones wait for the same
     /// drains as they did (readable in a lifecycle scope meanwhile), and the next drain returns
     /// the imaged events.
+    ///
+    /// # Errors
+    ///
+    /// [`ArenaError::InvalidImage`] for an image inconsistent in itself (a child listed before its
+    /// parent, a GUID held twice, events naming instances it lacks), and the refusals of creating
+    /// its instances as listed (a class this registry lacks, ids in use or listed twice,
+    /// containment).
     // Long: the rebuild's steps in their required order (tombstones, live instances, identity,
     // events), each short, with the comments saying why that order.
     pub fn from_image(

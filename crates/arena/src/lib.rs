@@ -103,6 +103,8 @@
 //! # Ok::<(), strata_arena::ArenaError>(())
 //! ```
 
+#![warn(clippy::missing_errors_doc, clippy::missing_panics_doc)]
+
 mod allocator;
 mod arena;
 mod batch;

@@ -118,6 +118,13 @@ impl Store {
     /// assert_eq!(*store.get::<f64>(a, speed, value)?, 2.0);
     /// # Ok::<(), Box<dyn std::error::Error>>(())
     /// ```
+    ///
+    /// # Errors
+    ///
+    /// [`StoreError::UnknownComponent`] for a component not installed,
+    /// [`StoreError::FieldOutOfRange`] for a field it lacks, [`StoreError::TypeMismatch`] for a
+    /// field whose column does not hold `T`, and [`StoreError::UncheckedColumn`] for a reference,
+    /// enum or other ranged field, whose values only checked writes may store.
     pub fn column_mut<T: Scalar>(
         &mut self,
         component: ComponentId,

@@ -581,6 +581,10 @@ impl InstalledDef {
     }
 
     /// A field by id, or [`StoreError::FieldOutOfRange`] when the definition has no field there.
+    ///
+    /// # Errors
+    ///
+    /// [`StoreError::FieldOutOfRange`] for a position past the fields.
     #[inline]
     pub fn checked_field(&self, field: FieldId) -> Result<&FieldDef, StoreError> {
         match self.field(field) {
@@ -611,9 +615,12 @@ impl InstalledDef {
     }
 
     /// Checks that `value` can be stored in `field`, and returns the field: the store runs this
-    /// check on every dynamic value before storing it. Refused with
-    /// [`StoreError::FieldOutOfRange`], or [`StoreError::TypeMismatch`] naming the value's kind
-    /// (or, for an enum index past the variants, the index).
+    /// check on every dynamic value before storing it.
+    ///
+    /// # Errors
+    ///
+    /// Refused with [`StoreError::FieldOutOfRange`], or [`StoreError::TypeMismatch`] naming the
+    /// value's kind (or, for an enum index past the variants, the index).
     pub fn check_value(&self, field: FieldId, value: &Value) -> Result<&FieldDef, StoreError> {
         let field_def = self.checked_field(field)?;
         if value.conforms(&field_def.ty) {
@@ -625,8 +632,11 @@ impl InstalledDef {
 
     /// Checks that every reference in `value` (a value of `field`, at any depth) names an
     /// instance `is_live` accepts. The store cannot tell a live instance from another id; the
-    /// layer that holds the hierarchy runs this before a value enters the store. Refused with
-    /// [`StoreError::NotLiveReference`] naming the first that is not.
+    /// layer that holds the hierarchy runs this before a value enters the store.
+    ///
+    /// # Errors
+    ///
+    /// Refused with [`StoreError::NotLiveReference`] naming the first that is not.
     pub fn check_references(
         &self,
         field: FieldId,
@@ -652,8 +662,11 @@ impl InstalledDef {
     }
 
     /// Checks that `field`'s column holds the Rust type `T`, and returns the field: the check
-    /// behind every typed access. Refused with [`StoreError::FieldOutOfRange`], or
-    /// [`StoreError::TypeMismatch`] naming `T`.
+    /// behind every typed access.
+    ///
+    /// # Errors
+    ///
+    /// Refused with [`StoreError::FieldOutOfRange`], or [`StoreError::TypeMismatch`] naming `T`.
     #[inline]
     pub fn check_scalar<T: Scalar>(&self, field: FieldId) -> Result<&FieldDef, StoreError> {
         let field_def = self.checked_field(field)?;
@@ -667,6 +680,11 @@ impl InstalledDef {
     /// Checks that the typed `value` can be stored in `field`, and returns the field: the check
     /// behind every typed write ([`InstalledDef::check_scalar`], then the value itself, which
     /// matters for enum indexes, refused past the variants as the dynamic check refuses them).
+    ///
+    /// # Errors
+    ///
+    /// As [`InstalledDef::check_scalar`], and [`StoreError::TypeMismatch`] for an enum index past
+    /// the variants.
     #[inline]
     pub fn check_scalar_value<T: Scalar>(
         &self,
@@ -682,8 +700,12 @@ impl InstalledDef {
     }
 
     /// Checks that `element` can be appended to the list field `field`, and returns the
-    /// element type. Refused with [`StoreError::FieldOutOfRange`], or
-    /// [`StoreError::TypeMismatch`] when the field is not a list or the element does not fit.
+    /// element type.
+    ///
+    /// # Errors
+    ///
+    /// Refused with [`StoreError::FieldOutOfRange`], or [`StoreError::TypeMismatch`] when the field
+    /// is not a list or the element does not fit.
     pub fn check_element(&self, field: FieldId, element: &Value) -> Result<&FieldType, StoreError> {
         let field_def = self.checked_field(field)?;
         match &field_def.ty {

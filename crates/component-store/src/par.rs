@@ -147,6 +147,10 @@ enum OwnSet<'a, T: Scalar> {
 impl Store {
     /// A writer for one typed field of a component whose rows several tasks write at once,
     /// each its own rows (see [`ParWriter::update`]).
+    ///
+    /// # Errors
+    ///
+    /// As [`Store::column_writer`].
     pub fn par_writer<T: Scalar + Send + Sync>(
         &mut self,
         component: ComponentId,
@@ -160,6 +164,10 @@ impl Store {
     /// [`Store::update_columns`] gives them to a serial pass, and refused for the same reasons.
     /// A read of another field of the written set makes that set private at once (the read
     /// borrows it).
+    ///
+    /// # Errors
+    ///
+    /// As [`Store::update_columns`].
     pub fn par_update_columns<W: Scalar + Send + Sync, R: Scalar>(
         &mut self,
         component: ComponentId,
@@ -371,6 +379,12 @@ impl<T: Scalar + Send + Sync> ParWriter<'_, T> {
     /// [`StoreError::RowOutOfRange`] for a row past the set's, [`StoreError::OverlappingRows`]
     /// for rows out of order or named twice, and for a result the field cannot hold (see
     /// [`InstalledDef::check_scalar_value`]).
+    ///
+    /// # Errors
+    ///
+    /// [`StoreError::OverlappingRows`] for a row named twice or out of order within a piece, and
+    /// [`StoreError::TypeMismatch`] for a result the field cannot hold (an enum index past the
+    /// variants); nothing is written then.
     pub fn update<F, G>(
         &mut self,
         runner: &impl ChunkRunner,

@@ -102,6 +102,10 @@ impl SpawnTicket {
     }
 
     /// Every instance of the spawn, in spawn order.
+    ///
+    /// # Panics
+    ///
+    /// Never: a ticket holds a slot for each of its ids (the `expect` states why).
     pub fn instances(&self) -> impl ExactSizeIterator<Item = InstanceRef> + '_ {
         (0..self.len).map(|k| {
             self.instance(k)
@@ -421,8 +425,10 @@ impl Stage {
     /// event for the batch), the store's tick moves, and observed components queue their
     /// events.
     ///
-    /// Refused, reserving nothing: a foreign arena, a count of zero, and what the arena
-    /// refuses (ids or slots exhausted, a bad class or parent).
+    /// # Errors
+    ///
+    /// Refused, reserving nothing: a foreign arena, a count of zero, and what the arena refuses
+    /// (ids or slots exhausted, a bad class or parent).
     pub fn spawn<E>(
         &mut self,
         arena: &mut Arena,
@@ -441,6 +447,11 @@ impl Stage {
 
     /// [`Stage::spawn`] at the given ids (replication, restoring a save): refused, reserving
     /// nothing, when an id is alive, retired, repeated or outside the arena's ranges.
+    ///
+    /// # Errors
+    ///
+    /// As [`Stage::spawn`], and, reserving nothing, when an id is alive, retired, repeated or
+    /// outside the arena's ranges.
     pub fn spawn_at<E>(
         &mut self,
         arena: &mut Arena,
@@ -459,6 +470,12 @@ impl Stage {
 
     /// [`Stage::spawn_at`] from raw id values as saved or sent, which nothing has checked yet:
     /// refused, reserving nothing, also when a value is no valid id.
+    ///
+    /// # Errors
+    ///
+    /// As [`Stage::spawn_at`], and when a value is no valid id
+    /// ([`ArenaError::InvalidRawId`](strata_arena::ArenaError::InvalidRawId) inside
+    /// [`StageError::Arena`]).
     pub fn spawn_at_raw<E>(
         &mut self,
         arena: &mut Arena,
@@ -556,6 +573,11 @@ impl Stage {
     /// Cancels a staged spawn: its reservation is released now (the ids retired, never
     /// reused), its initializer never runs, and no event ever announces it. Refused for a
     /// foreign arena and for a ticket of no spawn staged here.
+    ///
+    /// # Errors
+    ///
+    /// [`StageError::ForeignArena`] for another arena, and [`StageError::UnknownTicket`] for a
+    /// ticket of no spawn staged here.
     pub fn cancel(&mut self, arena: &mut Arena, ticket: &SpawnTicket) -> Result<(), StageError> {
         self.check_arena(arena)?;
         if ticket.stage != self.id {
@@ -570,6 +592,11 @@ impl Stage {
     /// Cancels any staged operation: it is never applied, and a spawn's reservation is
     /// released now (as [`Stage::cancel`]). Refused for a foreign arena and for an id of no
     /// operation staged here.
+    ///
+    /// # Errors
+    ///
+    /// [`StageError::ForeignArena`] for another arena, and [`StageError::UnknownOp`] for an id of
+    /// no operation staged here.
     pub fn cancel_op(&mut self, arena: &mut Arena, op: OpId) -> Result<(), StageError> {
         self.check_arena(arena)?;
         let position = self
@@ -679,6 +706,10 @@ impl Stage {
 
     /// Drops everything staged, releasing every reservation. Refused for a foreign arena,
     /// changing nothing.
+    ///
+    /// # Errors
+    ///
+    /// [`StageError::ForeignArena`] for another arena; nothing is dropped then.
     pub fn discard(&mut self, arena: &mut Arena) -> Result<(), StageError> {
         self.check_arena(arena)?;
         for (_, op) in self.ops.drain(..) {
@@ -702,6 +733,11 @@ impl Stage {
     /// the failing one remains (a spawn's rows are taken back and its reservation released),
     /// every later spawn's reservation is released and every later operation dropped;
     /// [`CommitError`] names each of them.
+    ///
+    /// # Errors
+    ///
+    /// A [`CommitError`] saying what failed, what was published before it ([`CommitError::kept`]
+    /// when nothing applied), and what was dropped, as described above.
     #[allow(
         clippy::result_large_err,
         reason = "the error carries what was published; a commit is rare next to what it applies"
@@ -1140,17 +1176,24 @@ impl SpawnRows<'_> {
 
     /// The rows of `component` the spawn placed, `first..=last`: the `k`-th instance's row is
     /// `first + k`.
+    ///
+    /// # Errors
+    ///
+    /// [`StoreError::NotInSpawn`] for a component the spawn does not add.
     pub fn rows(&self, component: ComponentId) -> Result<RangeInclusive<usize>, StoreError> {
         let rows = self.placed(component)?;
         Ok(rows.start..=rows.end - 1)
     }
 
     /// A field's values over exactly the spawn's rows, for filling in place (element `k` is
-    /// the `k`-th instance's). Refused for a component the spawn does not add
-    /// ([`StoreError::NotInSpawn`]), a field whose column does not hold `T`, and a reference
-    /// field ([`StoreError::CheckedFieldOnly`]: use [`SpawnRows::set_reference`]). Enum
-    /// indexes stored here are checked after the initializer returns: one past the variants
-    /// fails the spawn.
+    /// the `k`-th instance's).
+    ///
+    /// # Errors
+    ///
+    /// Refused for a component the spawn does not add ([`StoreError::NotInSpawn`]), a field whose
+    /// column does not hold `T`, and a reference field ([`StoreError::CheckedFieldOnly`]: use
+    /// [`SpawnRows::set_reference`]). Enum indexes stored here are checked after the initializer
+    /// returns: one past the variants fails the spawn.
     pub fn column_mut<T: Scalar>(
         &mut self,
         component: ComponentId,
@@ -1176,6 +1219,13 @@ impl SpawnRows<'_> {
 
     /// Stores a checked value in field `field` of the `k`-th instance's row (any kind,
     /// references included: the reverse index follows).
+    ///
+    /// # Errors
+    ///
+    /// [`StoreError::NotInSpawn`] for a component the spawn does not add,
+    /// [`StoreError::SpawnIndexOutOfRange`] for `k` past the spawn's instances,
+    /// [`StoreError::FieldOutOfRange`] for a field it lacks, and [`StoreError::TypeMismatch`] for a
+    /// value the field cannot hold.
     pub fn set_value(
         &mut self,
         component: ComponentId,
@@ -1199,6 +1249,10 @@ impl SpawnRows<'_> {
 
     /// Stores a reference in field `field` of the `k`-th instance's row, keeping the reverse
     /// index exact.
+    ///
+    /// # Errors
+    ///
+    /// As [`SpawnRows::set_value`].
     pub fn set_reference(
         &mut self,
         component: ComponentId,

@@ -27,6 +27,8 @@
 //! assert_eq!(mix(0), 0);
 //! ```
 
+#![warn(clippy::missing_errors_doc, clippy::missing_panics_doc)]
+
 /// splitmix64's increment: 2^64 divided by the golden ratio, rounded to odd. Multiplying by it
 /// spreads consecutive counters over the whole range (Fibonacci hashing), and splitmix64 adds it
 /// to its state before each output.

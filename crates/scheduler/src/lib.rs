@@ -62,6 +62,8 @@
 //! # Ok::<(), strata_scheduler::ScheduleError>(())
 //! ```
 
+#![warn(clippy::missing_errors_doc, clippy::missing_panics_doc)]
+
 mod diagnostics;
 mod error;
 mod inspect;

@@ -37,6 +37,11 @@ impl FixedStep {
     };
 
     /// Steps of `seconds` each, at most `max_steps` per frame.
+    ///
+    /// # Errors
+    ///
+    /// [`ScheduleError::InvalidFixedStep`] when `seconds` is not positive and finite, or
+    /// `max_steps` is zero.
     pub fn new(seconds: f64, max_steps: u32) -> Result<FixedStep, ScheduleError> {
         if !(seconds.is_finite() && seconds > 0.0) || max_steps == 0 {
             return Err(ScheduleError::InvalidFixedStep { seconds, max_steps });
@@ -236,9 +241,11 @@ impl<B> Schedule<B> {
 
     /// Adds a system and returns its id.
     ///
-    /// Refused when the name (or a set name) is empty, another live system has the name, the
-    /// name is a set's or a set is named like a system, or the interval is not a positive,
-    /// finite number of seconds.
+    /// # Errors
+    ///
+    /// Refused when the name (or a set name) is empty, another live system has the name, the name
+    /// is a set's or a set is named like a system, or the interval is not a positive, finite number
+    /// of seconds.
     pub fn add(&mut self, system: System<B>) -> Result<SystemId, ScheduleError> {
         if system.name.is_empty() || system.sets.iter().any(|set| set.is_empty()) {
             return Err(ScheduleError::EmptyName);
@@ -277,6 +284,10 @@ impl<B> Schedule<B> {
     }
 
     /// Removes a system and gives it back; its id is never used again.
+    ///
+    /// # Errors
+    ///
+    /// [`ScheduleError::UnknownSystem`] when `id` names no live system of this schedule.
     pub fn remove(&mut self, id: SystemId) -> Result<System<B>, ScheduleError> {
         let slot = self
             .slots
@@ -298,6 +309,10 @@ impl<B> Schedule<B> {
 
     /// Enables or disables a system. A disabled system is left out of the plan and keeps its
     /// interval's accumulated time until enabled again.
+    ///
+    /// # Errors
+    ///
+    /// [`ScheduleError::UnknownSystem`] when `id` names no live system of this schedule.
     pub fn set_enabled(&mut self, id: SystemId, enabled: bool) -> Result<(), ScheduleError> {
         let slot = self.slot_mut(id)?;
         if slot.system.enabled != enabled {
@@ -313,11 +328,19 @@ impl<B> Schedule<B> {
     }
 
     /// A live system.
+    ///
+    /// # Errors
+    ///
+    /// [`ScheduleError::UnknownSystem`] when `id` names no live system of this schedule.
     pub fn system(&self, id: SystemId) -> Result<&System<B>, ScheduleError> {
         self.slot(id).map(|slot| &slot.system)
     }
 
     /// A live system's body, mutably.
+    ///
+    /// # Errors
+    ///
+    /// [`ScheduleError::UnknownSystem`] when `id` names no live system of this schedule.
     pub fn body_mut(&mut self, id: SystemId) -> Result<&mut B, ScheduleError> {
         self.slot_mut(id).map(|slot| &mut slot.system.body)
     }
@@ -342,6 +365,10 @@ impl<B> Schedule<B> {
     }
 
     /// A system's statistics.
+    ///
+    /// # Errors
+    ///
+    /// [`ScheduleError::UnknownSystem`] when `id` names no live system of this schedule.
     pub fn stats(&self, id: SystemId) -> Result<&SystemStats, ScheduleError> {
         self.slot(id).map(|slot| &slot.stats)
     }
@@ -379,12 +406,20 @@ impl<B> Schedule<B> {
     }
 
     /// Time an interval system has accumulated towards its next run, in seconds.
+    ///
+    /// # Errors
+    ///
+    /// [`ScheduleError::UnknownSystem`] when `id` names no live system of this schedule.
     pub fn interval_waited(&self, id: SystemId) -> Result<f64, ScheduleError> {
         self.slot(id).map(|slot| slot.waited)
     }
 
     /// Sets the time an interval system has accumulated towards its next run (restoring a
     /// snapshotted schedule); a negative or non-finite value counts as none.
+    ///
+    /// # Errors
+    ///
+    /// [`ScheduleError::UnknownSystem`] when `id` names no live system of this schedule.
     pub fn set_interval_waited(&mut self, id: SystemId, waited: f64) -> Result<(), ScheduleError> {
         let slot = self.slot_mut(id)?;
         slot.waited = if waited.is_finite() && waited >= 0.0 {

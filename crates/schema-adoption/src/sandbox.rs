@@ -160,6 +160,15 @@ impl SchemaVm {
 
     /// Evaluates a schema source. `chunk_name` names the source in error messages (the
     /// definition's name, or a file name).
+    ///
+    /// # Errors
+    ///
+    /// Every way the source can fail: [`SchemaError::SourceTooLong`] before compiling;
+    /// [`SchemaError::Syntax`], [`SchemaError::Runtime`], [`SchemaError::SizeCap`] and
+    /// [`SchemaError::StackOverflow`] while running; a budget ([`SchemaError::InstructionBudget`],
+    /// [`SchemaError::TimeBudget`], [`SchemaError::MemoryBudget`]); a returned value that is no
+    /// component ([`SchemaError::NotAComponent`], [`SchemaError::Invalid`],
+    /// [`SchemaError::FormerNames`]); and [`SchemaError::Vm`] when the VM itself fails.
     pub fn evaluate(&self, chunk_name: &str, source: &str) -> Result<Schema, SchemaError> {
         if source.len() > self.budget.source {
             return Err(SchemaError::SourceTooLong {

@@ -14,6 +14,13 @@ use crate::value::Value;
 
 impl Store {
     /// A field's value, typed (no boxing).
+    ///
+    /// # Errors
+    ///
+    /// [`StoreError::UnknownComponent`] for a component not installed,
+    /// [`StoreError::MissingMembership`] when the instance does not hold it,
+    /// [`StoreError::FieldOutOfRange`] for a field it lacks, and [`StoreError::TypeMismatch`] for a
+    /// field whose column does not hold `T`.
     pub fn get<T: Scalar>(
         &self,
         at: InstanceRef,
@@ -27,6 +34,12 @@ impl Store {
     }
 
     /// A field's value in dynamic form.
+    ///
+    /// # Errors
+    ///
+    /// [`StoreError::UnknownComponent`] for a component not installed,
+    /// [`StoreError::MissingMembership`] when the instance does not hold it, and
+    /// [`StoreError::FieldOutOfRange`] for a field it lacks.
     pub fn get_value(
         &self,
         at: InstanceRef,
@@ -45,6 +58,14 @@ impl Store {
     }
 
     /// Writes a field, typed. An equal value changes nothing and returns `false`.
+    ///
+    /// # Errors
+    ///
+    /// [`StoreError::UnknownComponent`] for a component not installed,
+    /// [`StoreError::MissingMembership`] when the instance does not hold it,
+    /// [`StoreError::FieldOutOfRange`] for a field it lacks, [`StoreError::TypeMismatch`] for a
+    /// field whose column does not hold `T`, and [`StoreError::TypeMismatch`] for an enum index
+    /// past the variants; nothing changes then.
     pub fn write<T: Scalar>(
         &mut self,
         at: InstanceRef,
@@ -85,6 +106,13 @@ impl Store {
     }
 
     /// Writes a field in dynamic form. An equal value changes nothing and returns `false`.
+    ///
+    /// # Errors
+    ///
+    /// [`StoreError::UnknownComponent`] for a component not installed,
+    /// [`StoreError::MissingMembership`] when the instance does not hold it,
+    /// [`StoreError::FieldOutOfRange`] for a field it lacks, and [`StoreError::TypeMismatch`] for a
+    /// value the field cannot hold; nothing changes then.
     pub fn write_value(
         &mut self,
         at: InstanceRef,
@@ -107,6 +135,13 @@ impl Store {
     /// Writes a field at a row in dynamic form: the value is checked against the field's type;
     /// an equal value changes nothing and returns `false`. The caller is responsible for the row
     /// still holding the instance it means (see `ComponentSet::ids`).
+    ///
+    /// # Errors
+    ///
+    /// [`StoreError::UnknownComponent`] for a component not installed,
+    /// [`StoreError::FieldOutOfRange`] for a field it lacks, [`StoreError::TypeMismatch`] for a
+    /// value the field cannot hold, and [`StoreError::RowOutOfRange`] for a row past the set's
+    /// rows; nothing changes then.
     pub fn write_value_at(
         &mut self,
         component: ComponentId,

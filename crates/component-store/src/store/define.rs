@@ -21,6 +21,13 @@ use crate::value::Value;
 
 impl Store {
     /// Installs a definition; class names are resolved against `classes`.
+    ///
+    /// # Errors
+    ///
+    /// [`StoreError::DuplicateComponent`] when a component of that name is installed,
+    /// [`StoreError::InvalidDefinition`] for a malformed definition (a field declared twice, a
+    /// default or factory that does not fit, an unknown class), and [`StoreError::FormerNames`] for
+    /// ambiguous former names; nothing is installed then.
     pub fn install(
         &mut self,
         def: ComponentDef,
@@ -57,8 +64,10 @@ impl Store {
     /// removal: a removal record, a `Removed` event when the old definition was observed, and
     /// the removal of every component of the instance that requires this one.
     ///
-    /// Refused, changing nothing, for an invalid definition, a name another component holds,
-    /// two rows for one slot, a row whose values do not fit, and a row whose slot holds another
+    /// # Errors
+    ///
+    /// Refused, changing nothing, for an invalid definition, a name another component holds, two
+    /// rows for one slot, a row whose values do not fit, and a row whose slot holds another
     /// instance's row or lies past what its reference may address, as for [`Store::add`].
     pub fn redefine(
         &mut self,
@@ -155,6 +164,10 @@ impl Store {
 
     /// Removes a component's definition and returns its rows with named field values and the
     /// types they were stored under (for the caller to keep as orphans). The id is never reused.
+    ///
+    /// # Errors
+    ///
+    /// [`StoreError::UnknownComponent`] for a component not installed.
     pub fn uninstall(
         &mut self,
         component: ComponentId,

@@ -55,6 +55,10 @@ impl Store {
     /// The rows of a component whose fields changed since the last call, in row order, with
     /// the changed fields; cleans them. Rows removed since are not reported. Costs nothing when
     /// no row is dirty, and otherwise follows the words of rows holding dirty ones.
+    ///
+    /// # Errors
+    ///
+    /// [`StoreError::UnknownComponent`] for a component not installed.
     pub fn take_dirty(
         &mut self,
         component: ComponentId,
@@ -68,14 +72,22 @@ impl Store {
     /// Whether anything of a component is dirty since the last [`Store::end_frame`]: a row
     /// added, removed, moved or written (an actual change: an equal write is no write), a
     /// [`Store::column_mut`], or a mark ([`Store::mark_dirty`], [`Store::mark_rows_dirty`]).
-    /// Reading marks nothing. Refused for a component not installed.
+    /// Reading marks nothing.
+    ///
+    /// # Errors
+    ///
+    /// Refused for a component not installed.
     pub fn is_dirty(&self, component: ComponentId) -> Result<bool, StoreError> {
         let set = self.set(component)?;
         Ok(self.frame.is_dirty(component, set))
     }
 
     /// What of a component is dirty since the last [`Store::end_frame`]: clean, the whole
-    /// column, or the dirty rows (see [`FrameDirty`]). Refused for a component not installed.
+    /// column, or the dirty rows (see [`FrameDirty`]).
+    ///
+    /// # Errors
+    ///
+    /// Refused for a component not installed.
     pub fn frame_dirty(&self, component: ComponentId) -> Result<FrameDirty, StoreError> {
         let set = self.set(component)?;
         Ok(self.frame.dirty(component, set))
@@ -83,8 +95,12 @@ impl Store {
 
     /// Marks an instance's row of a component dirty for the frame, after a write the store
     /// could not see (through a value read out and written back elsewhere, say). Changes no
-    /// tick and no value. Refused, changing nothing, for a component not installed or an
-    /// instance without the component ([`StoreError::MissingMembership`]).
+    /// tick and no value.
+    ///
+    /// # Errors
+    ///
+    /// Refused, changing nothing, for a component not installed or an instance without the
+    /// component ([`StoreError::MissingMembership`]).
     pub fn mark_dirty(
         &mut self,
         at: InstanceRef,
@@ -96,6 +112,9 @@ impl Store {
     }
 
     /// Marks rows `rows` of a component dirty for the frame (see [`Store::mark_dirty`]).
+    ///
+    /// # Errors
+    ///
     /// Refused, changing nothing, for a component not installed or a range past the set's rows
     /// ([`StoreError::RowOutOfRange`]).
     pub fn mark_rows_dirty(
@@ -149,11 +168,14 @@ impl Store {
 
     /// The structural changes after `count` (a value of [`Store::structural_count`] read
     /// earlier in this window): the components whose membership changed, the instances that got
-    /// a row, and those that lost or moved one. [`StructuralMissed`] when `count` predates the
-    /// window or is past the present count: the window opens at every [`Store::end_frame`], and
-    /// again at any event that would take the residue past its bound
-    /// ([`RESIDUE_CAPACITY`](crate::RESIDUE_CAPACITY) instances per list). Then refresh
-    /// completely and continue from the present count, in the same frame.
+    /// a row, and those that lost or moved one.
+    ///
+    /// # Errors
+    ///
+    /// [`StructuralMissed`] when `count` predates the window or is past the present count: the
+    /// window opens at every [`Store::end_frame`], and again at any event that would take the
+    /// residue past its bound ([`RESIDUE_CAPACITY`](crate::RESIDUE_CAPACITY) instances per list).
+    /// Then refresh completely and continue from the present count, in the same frame.
     pub fn structural_since(&self, count: u64) -> Result<StructuralResidue<'_>, StructuralMissed> {
         self.frame.since(count)
     }
@@ -161,8 +183,11 @@ impl Store {
     /// Turns on (or off) the counting of explicit writes to one column (checked setters such
     /// as [`Store::write`], column writers, parallel passes, bulk sets, [`Store::column_mut`]):
     /// [`Store::value_count`] adds each write that
-    /// changes a value of it from now on (an equal write is no write). Refused, changing
-    /// nothing, for a component not installed or a field it lacks.
+    /// changes a value of it from now on (an equal write is no write).
+    ///
+    /// # Errors
+    ///
+    /// Refused, changing nothing, for a component not installed or a field it lacks.
     pub fn track_value_count(
         &mut self,
         component: ComponentId,

@@ -156,6 +156,10 @@ impl Store {
     }
 
     /// A component's set.
+    ///
+    /// # Errors
+    ///
+    /// [`StoreError::UnknownComponent`] for a component not installed.
     #[inline]
     pub fn set(&self, component: ComponentId) -> Result<&ComponentSet, StoreError> {
         match self.slot_set(component) {
@@ -165,11 +169,20 @@ impl Store {
     }
 
     /// A component's installed definition.
+    ///
+    /// # Errors
+    ///
+    /// [`StoreError::UnknownComponent`] for a component not installed.
     pub fn def(&self, component: ComponentId) -> Result<&InstalledDef, StoreError> {
         Ok(self.set(component)?.def())
     }
 
     /// A field's id by name.
+    ///
+    /// # Errors
+    ///
+    /// [`StoreError::UnknownComponent`] for a component not installed, and
+    /// [`StoreError::UnknownField`] when it has no field of that name.
     pub fn field(&self, component: ComponentId, name: &str) -> Result<FieldId, StoreError> {
         let def = self.def(component)?;
         def.field_id(name).ok_or_else(|| StoreError::UnknownField {
@@ -208,6 +221,12 @@ impl Store {
     }
 
     /// The row an instance holds in a component's set.
+    ///
+    /// # Errors
+    ///
+    /// [`StoreError::UnknownComponent`] for a component not installed, and
+    /// [`StoreError::MissingMembership`] when the instance does not hold it (it never had it, lost
+    /// it, or the slot now holds another instance).
     pub fn row(&self, at: InstanceRef, component: ComponentId) -> Result<usize, StoreError> {
         member_row(self.set(component)?, at)
     }

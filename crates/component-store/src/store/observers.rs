@@ -22,8 +22,9 @@ impl Store {
     /// change the store. Observers live in this store value: a [`Store::snapshot`] has none,
     /// and [`Store::uninstall`] drops the component's observers with it.
     ///
-    /// Refused, changing nothing, for a component not installed
-    /// ([`StoreError::UnknownComponent`]).
+    /// # Errors
+    ///
+    /// Refused, changing nothing, for a component not installed ([`StoreError::UnknownComponent`]).
     pub fn observe(
         &mut self,
         component: ComponentId,
@@ -33,9 +34,12 @@ impl Store {
         Ok(self.observers.register(component, observer))
     }
 
-    /// Unregisters an observer and hands it back. Refused, changing nothing, for an id this
-    /// store did not give, or already took back, or whose component was uninstalled
-    /// ([`StoreError::UnknownObserver`]).
+    /// Unregisters an observer and hands it back.
+    ///
+    /// # Errors
+    ///
+    /// Refused, changing nothing, for an id this store did not give, or already took back, or whose
+    /// component was uninstalled ([`StoreError::UnknownObserver`]).
     pub fn unobserve(&mut self, id: ObserverId) -> Result<Observer, StoreError> {
         self.observers
             .unregister(id)

@@ -19,6 +19,11 @@ impl Store {
     /// A row of `component` as a raw record: field name → value, with the types the values
     /// are stored under (as a removed definition leaves its rows). For moving rows to another
     /// store (a graft, a save file), where adoption reads them under that store's definition.
+    ///
+    /// # Errors
+    ///
+    /// [`StoreError::UnknownComponent`] for a component not installed, and
+    /// [`StoreError::MissingMembership`] when the instance does not hold it.
     pub fn record(
         &self,
         at: InstanceRef,
@@ -35,6 +40,10 @@ impl Store {
 
     /// Every row of `component` as a raw record (see [`Store::record`]), in row order, the
     /// types shared by all of them.
+    ///
+    /// # Errors
+    ///
+    /// [`StoreError::UnknownComponent`] for a component not installed.
     pub fn records(
         &self,
         component: ComponentId,

@@ -23,12 +23,16 @@ use crate::value::Value;
 
 impl Store {
     /// Adds a component to an instance of `class`: fields take the given values, the rest their
-    /// defaults. Every value is checked before anything is stored. Refused, changing nothing,
-    /// when the instance already holds the component ([`StoreError::AlreadyPresent`]), the
-    /// class is not allowed ([`StoreError::ClassNotAllowed`]), another instance holds a row at
-    /// the slot ([`StoreError::SlotOccupied`]: a mismatched pair, or a destruction never
-    /// reported, see [`Store::evict_stale`]), or the slot is past what the reference may
-    /// address ([`StoreError::SlotOutOfRange`], see [`InstanceRef`]).
+    /// defaults. Every value is checked before anything is stored.
+    ///
+    /// # Errors
+    ///
+    /// Refused, changing nothing, when the instance already holds the component
+    /// ([`StoreError::AlreadyPresent`]), the class is not allowed
+    /// ([`StoreError::ClassNotAllowed`]), another instance holds a row at the slot
+    /// ([`StoreError::SlotOccupied`]: a mismatched pair, or a destruction never reported, see
+    /// [`Store::evict_stale`]), or the slot is past what the reference may address
+    /// ([`StoreError::SlotOutOfRange`], see [`InstanceRef`]).
     pub fn add(
         &mut self,
         at: InstanceRef,
@@ -58,6 +62,10 @@ impl Store {
     /// Adds a component with every field at its default (copied from typed default columns,
     /// without building values) and returns a writer for setting fields of the new row without
     /// further ticks: the fast path for spawning.
+    ///
+    /// # Errors
+    ///
+    /// As [`Store::add`].
     pub fn insert(
         &mut self,
         at: InstanceRef,
@@ -145,10 +153,13 @@ impl Store {
 
     /// Adds a component with default values to many instances of one class in one step: one
     /// tick, each column extended once, defaults copied without building values. Returns a
-    /// writer for filling the new rows' fields without further ticks. Refused, changing
-    /// nothing, when one slot appears twice or any instance could not take the row alone (see
-    /// [`Store::add`]). An empty `ats` changes nothing: no tick, no structural revision, and a
-    /// set shared with a snapshot stays shared.
+    /// writer for filling the new rows' fields without further ticks.
+    ///
+    /// # Errors
+    ///
+    /// Refused, changing nothing, when one slot appears twice or any instance could not take the
+    /// row alone (see [`Store::add`]). An empty `ats` changes nothing: no tick, no structural
+    /// revision, and a set shared with a snapshot stays shared.
     pub fn insert_many(
         &mut self,
         ats: &[InstanceRef],
@@ -235,6 +246,10 @@ impl Store {
 
     /// Removes a component from an instance, together with every component of the instance
     /// that requires it (transitively). Returns `false` when the instance did not hold it.
+    ///
+    /// # Errors
+    ///
+    /// [`StoreError::UnknownComponent`] for a component not installed.
     pub fn remove(&mut self, at: InstanceRef, component: ComponentId) -> Result<bool, StoreError> {
         let Some(row) = self.set(component)?.row_of(at) else {
             return Ok(false);
@@ -427,6 +442,12 @@ impl RowInit<'_> {
     }
 
     /// Sets a field, typed.
+    ///
+    /// # Errors
+    ///
+    /// [`StoreError::FieldOutOfRange`] for a field it lacks, [`StoreError::TypeMismatch`] for a
+    /// field whose column does not hold `T`, and [`StoreError::TypeMismatch`] for an enum index
+    /// past the variants; nothing is stored then.
     pub fn set<T: Scalar>(&mut self, field: FieldId, value: T) -> Result<&mut Self, StoreError> {
         self.set.def().check_scalar_value(field, &value)?;
         self.set.init_typed(self.row..self.row + 1, field, [value]);
@@ -434,6 +455,11 @@ impl RowInit<'_> {
     }
 
     /// Sets a field in dynamic form.
+    ///
+    /// # Errors
+    ///
+    /// [`StoreError::FieldOutOfRange`] for a field it lacks, and [`StoreError::TypeMismatch`] for a
+    /// value the field cannot hold; nothing is stored then.
     pub fn set_value(&mut self, field: FieldId, value: Value) -> Result<&mut Self, StoreError> {
         self.set.def().check_value(field, &value)?;
         self.set.init_field(self.row, field, value);
@@ -476,6 +502,12 @@ impl BulkInit<'_> {
 
     /// Sets a field of every new row from `values` (in row order; missing values leave the
     /// default, extra ones are ignored). Every value is checked before the first is stored.
+    ///
+    /// # Errors
+    ///
+    /// [`StoreError::FieldOutOfRange`] for a field it lacks, [`StoreError::TypeMismatch`] for a
+    /// field whose column does not hold `T`, and [`StoreError::TypeMismatch`] for a value it cannot
+    /// hold (an enum index past the variants); nothing is stored then.
     pub fn fill<T: Scalar>(
         &mut self,
         field: FieldId,

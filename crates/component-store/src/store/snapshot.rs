@@ -19,7 +19,7 @@ impl Store {
     /// frame state at a cost independent of the frame's work: dirty state (a component with
     /// explicitly marked or moved rows counts as dirty whole there), the structural count and
     /// value counters as they are, and a structural window opened at the snapshot (a count
-    /// from before it is [`StructuralMissed`] there).
+    /// from before it is [`StructuralMissed`](crate::StructuralMissed) there).
     pub fn snapshot(&self) -> Store {
         Store {
             id: StoreId::fresh(),
@@ -54,6 +54,8 @@ impl Store {
     /// restore see a change. A removal reader that read removals made after `saved` was taken
     /// reports missed removals, since its log's history does not continue there. Pending events
     /// are dropped (they announced what the restore takes back); observers stay registered.
+    ///
+    /// # Errors
     ///
     /// Refused, changing nothing, for a store of another lineage
     /// ([`StoreError::SnapshotFromOtherStore`]).
