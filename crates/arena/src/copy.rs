@@ -253,7 +253,10 @@ impl Arena {
             let class = resolve(self, node.class)?;
             let descriptor = self.state.class_of(class);
             if source_descriptor.is_service() || descriptor.is_service() {
-                return Err(ArenaError::NotCloneable(node.id));
+                return Err(ArenaError::NotCloneable {
+                    id: node.id,
+                    service: descriptor.name().to_owned(),
+                });
             }
             if source_descriptor.state_kind() != descriptor.state_kind() {
                 return Err(ArenaError::StateKindMismatch {

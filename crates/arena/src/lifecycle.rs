@@ -223,11 +223,11 @@ impl Arena {
             .record_at(slot)
             .ok_or(ArenaError::UnknownInstance(id))?;
         if record.is_parent_locked() {
-            return Err(ArenaError::ParentLocked(id));
+            return Err(self.parent_locked(id));
         }
         let subtree = self.collect_subtree(slot);
         if let Some(locked) = subtree.info().locked_below {
-            return Err(ArenaError::LockedDescendant { root: id, locked });
+            return Err(self.locked_descendant(id, locked));
         }
         let Detached { subtree, at, .. } = self.detach(subtree);
         self.update_world_membership(&subtree, Membership::Cleared, at);
@@ -319,7 +319,7 @@ impl Arena {
                 .record_at(slot)
                 .is_some_and(Record::is_parent_locked);
             if parent_locked {
-                return Err(ArenaError::ParentLocked(id));
+                return Err(self.parent_locked(id));
             }
             let (word, mask) = bit(slot);
             listed[word] |= mask;
@@ -348,7 +348,7 @@ impl Arena {
             // and holding a million collected subtrees at once would cost more than walking
             // each twice.
             if let Some(locked) = self.collect_subtree(slot).info().locked_below {
-                return Err(ArenaError::LockedDescendant { root: id, locked });
+                return Err(self.locked_descendant(id, locked));
             }
             roots.push(id);
             root_slots.push(slot);
