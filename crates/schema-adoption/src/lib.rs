@@ -22,6 +22,10 @@
 //!   components of those names; a component of a wanted name that the sync did not install
 //!   is compared with the definition and kept or redefined). [`SchemaSync::adopt_orphans`]
 //!   looks components up by name in the store it is given.
+//! - [`meter::Meter`] is the Luau sandbox meter: an instruction budget counted at interrupts and
+//!   a deadline read every so many interrupts (every one for schemas, whose library calls do up
+//!   to a cap's worth of work between two), with sticky trips and the location of the first. The
+//!   schema VM uses it, and so can any other sandboxed Luau VM (the engine's game VM).
 //! - [`adopt()`] moves rows onto a definition: fields by name, then by former names; missing
 //!   fields take their default, values that do not convert exactly are reset, unknown fields are
 //!   dropped, and instances whose class the definition excludes stay unadopted. A
