@@ -118,6 +118,11 @@ impl Arena {
     }
 
     /// Registers another class on this arena's registry. Snapshots keep the registry they had.
+    ///
+    /// # Errors
+    ///
+    /// As [`ClassRegistry::register`](crate::ClassRegistry::register): a duplicate name, an unknown
+    /// containment class name, or a full registry.
     pub fn register_class(
         &mut self,
         descriptor: crate::ClassDescriptor,
@@ -126,6 +131,10 @@ impl Arena {
     }
 
     /// Registers another family on this arena's registry.
+    ///
+    /// # Errors
+    ///
+    /// [`ArenaError::RegistryFull`] when the family registry has no room left.
     pub fn register_family(&mut self, name: &str) -> Result<crate::FamilyId, ArenaError> {
         self.state.register_family(name)
     }
@@ -168,6 +177,11 @@ impl Arena {
     /// The part-write log entries since `cursor` (a head returned by an earlier read, or
     /// `part_log().head()`), or `HistoryUnavailable` when entries were dropped in between:
     /// the reader must then re-examine every part.
+    ///
+    /// # Errors
+    ///
+    /// [`HistoryUnavailable`] when entries after `cursor` were dropped or retracted, or the cursor
+    /// is not this log's: re-examine every part.
     pub fn part_writes_since(
         &self,
         cursor: u64,
@@ -181,6 +195,11 @@ impl Arena {
     }
 
     /// Topology journal entries since `cursor`, or `HistoryUnavailable`.
+    ///
+    /// # Errors
+    ///
+    /// [`HistoryUnavailable`] when entries after `cursor` were dropped or retracted, or the cursor
+    /// is not this journal's: re-examine the whole hierarchy.
     pub fn topology_since(
         &self,
         cursor: u64,

@@ -128,6 +128,11 @@ impl Arena {
     }
 
     /// Keeps what the batch built.
+    ///
+    /// # Errors
+    ///
+    /// [`ArenaError::ForeignToken`] for another arena's checkpoint, and
+    /// [`ArenaError::StaleCheckpoint`] when its batch is already closed.
     pub fn commit(&mut self, checkpoint: Checkpoint) -> Result<(), ArenaError> {
         self.close_batch(&checkpoint)?;
         self.batches.settle();
@@ -146,6 +151,12 @@ impl Arena {
     /// or inside the batch sees a change); journal entries written inside the batch are
     /// retracted, the journal heads move forward, and a cursor taken inside the batch reads
     /// `HistoryUnavailable`.
+    ///
+    /// # Errors
+    ///
+    /// [`ArenaError::ForeignToken`] for another arena's checkpoint, and
+    /// [`ArenaError::StaleCheckpoint`] when its batch is already closed; nothing is rolled back
+    /// then.
     pub fn rollback(&mut self, checkpoint: Checkpoint) -> Result<(), ArenaError> {
         let mark = self.close_batch(&checkpoint)?;
         let rolled_back = self.batches.take_since(mark.allocations);

@@ -422,8 +422,11 @@ impl ClassRegistry {
         registry
     }
 
-    /// Registers a class, resolving its containment names. Fails on a duplicate name, an
-    /// unknown parent class name, or when the registry is full.
+    /// Registers a class, resolving its containment names.
+    ///
+    /// # Errors
+    ///
+    /// Fails on a duplicate name, an unknown parent class name, or when the registry is full.
     pub fn register(&mut self, mut descriptor: ClassDescriptor) -> Result<ClassId, ArenaError> {
         if self.by_name.contains_key(descriptor.name()) {
             return Err(ArenaError::DuplicateClass(descriptor.name().to_owned()));
@@ -451,6 +454,10 @@ impl ClassRegistry {
     }
 
     /// Registers a family by name, or returns the existing one.
+    ///
+    /// # Errors
+    ///
+    /// [`ArenaError::RegistryFull`] when the name is new and the registry has no room left.
     pub fn register_family(&mut self, name: &str) -> Result<FamilyId, ArenaError> {
         if let Some(existing) = self.family_id(name) {
             return Ok(existing);

@@ -153,9 +153,11 @@ impl Arena {
     /// copy under `parent` (or leaves it unparented). References inside the subtree are
     /// remapped to the copies; references leaving it keep their targets. Tags are copied.
     ///
+    /// # Errors
+    ///
     /// Refused, changing nothing, for unknown or destroyed sources and destinations, containment
-    /// violations, subtrees containing services, and an id range or slot table that cannot hold
-    /// the copy. Everything is checked before the first write, so a copy never stops half-way.
+    /// violations, subtrees containing services, and an id range or slot table that cannot hold the
+    /// copy. Everything is checked before the first write, so a copy never stops half-way.
     pub fn clone_subtree(
         &mut self,
         source: InstanceId,
@@ -179,9 +181,11 @@ impl Arena {
     /// source persistent ids are kept where this arena does not already use them; tags are
     /// kept.
     ///
-    /// Every copied node is checked against this arena's registry before the first write: its
-    /// class name must be registered here ([`ArenaError::UnknownClass`]) with the same state
-    /// kind ([`ArenaError::StateKindMismatch`]), be a service in neither registry
+    /// # Errors
+    ///
+    /// Every copied node is checked against this arena's registry before the first write: its class
+    /// name must be registered here ([`ArenaError::UnknownClass`]) with the same state kind
+    /// ([`ArenaError::StateKindMismatch`]), be a service in neither registry
     /// ([`ArenaError::NotCloneable`]), and be allowed under its copied parent
     /// ([`ArenaError::Containment`]); the id range and slots must hold the copy. A refused graft
     /// changes nothing.
@@ -249,7 +253,10 @@ impl Arena {
             let class = resolve(self, node.class)?;
             let descriptor = self.state.class_of(class);
             if source_descriptor.is_service() || descriptor.is_service() {
-                return Err(ArenaError::NotCloneable(node.id));
+                return Err(ArenaError::NotCloneable {
+                    id: node.id,
+                    service: descriptor.name().to_owned(),
+                });
             }
             if source_descriptor.state_kind() != descriptor.state_kind() {
                 return Err(ArenaError::StateKindMismatch {

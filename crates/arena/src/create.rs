@@ -35,6 +35,14 @@ const SLOT_SCRATCH_KEPT: usize = 4096;
 
 impl Arena {
     /// Creates an instance of `class`, optionally under `parent`, and returns its new id.
+    ///
+    /// # Errors
+    ///
+    /// [`ArenaError::UnknownClassId`] for a class of another registry, an unknown, destroyed or
+    /// containment-refusing `parent` ([`ArenaError::UnknownInstance`],
+    /// [`ArenaError::DestroyedInstance`], [`ArenaError::Containment`]), and
+    /// [`ArenaError::IdSpaceExhausted`] or [`ArenaError::SlotsExhausted`] when no id or slot is
+    /// left.
     pub fn create(
         &mut self,
         class: ClassId,
@@ -50,8 +58,12 @@ impl Arena {
     /// Creates `count` instances of `class` under `parent` in one step: consecutive ids, one
     /// clock tick, one `CreatedRange` event and journal entry. Otherwise it does exactly what
     /// `count` calls of [`Arena::create`] do (the same steps run for both), and returns each new
-    /// instance's id and slot, in id (and child) order. Refused, changing nothing, for a bad
-    /// class or parent, or when the id range or the slots cannot hold `count` more instances.
+    /// instance's id and slot, in id (and child) order.
+    ///
+    /// # Errors
+    ///
+    /// Refused, changing nothing, for a bad class or parent, or when the id range or the slots
+    /// cannot hold `count` more instances.
     pub fn create_many(
         &mut self,
         class: ClassId,
@@ -73,6 +85,10 @@ impl Arena {
     }
 
     /// Creates an instance of the class named `class`.
+    ///
+    /// # Errors
+    ///
+    /// [`ArenaError::UnknownClass`] for a name no class has, then as [`Arena::create`].
     pub fn create_named(
         &mut self,
         class: &str,
@@ -91,6 +107,13 @@ impl Arena {
     /// reservation ([`ArenaError::IdReserved`]), and an
     /// id of this arena's own range must not have been issued by it already; inserting one moves
     /// the arena's counter past it.
+    ///
+    /// # Errors
+    ///
+    /// [`ArenaError::BatchInProgress`] inside a construction batch; [`ArenaError::IdOutOfRange`],
+    /// [`ArenaError::IdInUse`], [`ArenaError::IdReserved`] or [`ArenaError::IdRetired`] for an id
+    /// that cannot be given (checked in that order); then as [`Arena::create`] for the class, the
+    /// parent and the room for a slot.
     pub fn insert_with_id(
         &mut self,
         id: InstanceId,
@@ -102,18 +125,7 @@ impl Arena {
                 "explicit ids cannot be inserted inside a construction batch",
             ));
         }
-        if id.get() >= id.range().end() {
-            return Err(ArenaError::IdOutOfRange(id));
-        }
-        if self.state.find(id).is_some() {
-            return Err(ArenaError::IdInUse(id));
-        }
-        if self.reservations.holds(id) {
-            return Err(ArenaError::IdReserved(id));
-        }
-        if self.ids.is_retired(id) {
-            return Err(ArenaError::IdRetired(id));
-        }
+        self.check_id_fresh(id)?;
         let parent = self.check_new_child(class, parent)?;
         self.slots.check_room(1, self.state.slot_len())?;
         self.ids.inserted(id);
@@ -132,12 +144,7 @@ impl Arena {
         class: ClassId,
         parent: Option<InstanceId>,
     ) -> Result<(), ArenaError> {
-        if id.get() >= id.range().end() {
-            return Err(ArenaError::IdOutOfRange(id));
-        }
-        if self.state.find(id).is_some() {
-            return Err(ArenaError::IdInUse(id));
-        }
+        self.check_id_free(id)?;
         let parent = self.check_new_child(class, parent)?;
         self.slots.check_room(1, self.state.slot_len())?;
         self.ids.inserted(id);
@@ -145,10 +152,43 @@ impl Arena {
         Ok(())
     }
 
+    /// Whether `id` may be given to a new instance, whatever its range's counter says: it lies
+    /// inside an id range ([`ArenaError::IdOutOfRange`]), and no live instance or tombstone
+    /// ([`ArenaError::IdInUse`]) nor reservation ([`ArenaError::IdReserved`]) holds it. The
+    /// checks every id chosen elsewhere goes through, in this order.
+    pub(crate) fn check_id_free(&self, id: InstanceId) -> Result<(), ArenaError> {
+        if id.get() >= id.range().end() {
+            return Err(ArenaError::IdOutOfRange(id));
+        }
+        if self.state.find(id).is_some() {
+            return Err(ArenaError::IdInUse(id));
+        }
+        if self.reservations.holds(id) {
+            return Err(ArenaError::IdReserved(id));
+        }
+        Ok(())
+    }
+
+    /// [`Arena::check_id_free`], and, for an id of the arena's own range, not issued by it
+    /// already ([`ArenaError::IdRetired`]): ids are never reused.
+    pub(crate) fn check_id_fresh(&self, id: InstanceId) -> Result<(), ArenaError> {
+        self.check_id_free(id)?;
+        if self.ids.is_retired(id) {
+            return Err(ArenaError::IdRetired(id));
+        }
+        Ok(())
+    }
+
     /// Whether instances of `class` could be created under `parent` now: the class is known,
     /// and the parent, when given, is live and may hold the class. Changes nothing; for
     /// callers that must refuse before taking anything (a staged spawn checks this before it
     /// reserves ids, which a release would retire).
+    ///
+    /// # Errors
+    ///
+    /// The refusal [`Arena::create`] would give for `class` and `parent`:
+    /// [`ArenaError::UnknownClassId`], [`ArenaError::UnknownInstance`],
+    /// [`ArenaError::DestroyedInstance`] or [`ArenaError::Containment`].
     pub fn check_new_instances(
         &self,
         class: ClassId,

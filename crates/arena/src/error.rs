@@ -39,17 +39,24 @@ pub enum ArenaError {
         /// The requested parent.
         parent: InstanceId,
     },
-    /// The instance's parent is locked (services, for example).
-    #[error("the parent of {0} is locked")]
-    ParentLocked(InstanceId),
+    /// The instance's parent is locked: it is a service, or its parent was locked by hand.
+    #[error("{}", parent_locked(*.id, .service.as_deref()))]
+    ParentLocked {
+        /// The instance.
+        id: InstanceId,
+        /// Its class's name when the class makes it a service, whose parent is always locked.
+        service: Option<String>,
+    },
     /// The subtree to move or destroy holds an instance whose parent is locked (a service, or
     /// one locked by hand) below its root: the locked instance would move or die with it.
-    #[error("cannot move or destroy {root}: its descendant {locked} has its parent locked")]
+    #[error("cannot move or destroy {root}: {}", locked_below(*.locked, .service.as_deref()))]
     LockedDescendant {
         /// The root of the subtree the operation was asked for.
         root: InstanceId,
         /// The first locked instance below it, in pre-order.
         locked: InstanceId,
+        /// The locked instance's class name when the class makes it a service.
+        service: Option<String>,
     },
     /// The class does not allow that parent class.
     #[error("a {child_class} cannot be placed under a {parent_class}")]
@@ -89,8 +96,15 @@ pub enum ArenaError {
     #[error("the arena has no free slots left")]
     SlotsExhausted,
     /// Services cannot be cloned or grafted: they are singletons of their place.
-    #[error("instance {0} is a service and cannot be copied")]
-    NotCloneable(InstanceId),
+    #[error(
+        "{id} is the service `{service}`, which cannot be copied: services are singletons of their place"
+    )]
+    NotCloneable {
+        /// The instance.
+        id: InstanceId,
+        /// Its class's name (a service class in the source's or this arena's registry).
+        service: String,
+    },
     /// A graft met a class whose state kind differs between the source and this arena's
     /// registries, so the source's state has no place here.
     #[error(
@@ -163,4 +177,20 @@ pub enum ArenaError {
         /// The instance named.
         target: InstanceId,
     },
+}
+
+/// The message of [`ArenaError::ParentLocked`].
+fn parent_locked(id: InstanceId, service: Option<&str>) -> String {
+    match service {
+        Some(class) => format!("{id} is the service `{class}`, whose parent is locked"),
+        None => format!("the parent of {id} is locked"),
+    }
+}
+
+/// The reason of [`ArenaError::LockedDescendant`].
+fn locked_below(locked: InstanceId, service: Option<&str>) -> String {
+    match service {
+        Some(class) => format!("it holds the service `{class}` ({locked}), whose parent is locked"),
+        None => format!("its descendant {locked} has its parent locked"),
+    }
 }

@@ -149,10 +149,12 @@ impl Arena {
     /// Moves `child` (with its subtree) under `parent`, or unparents it with `None`. Returns
     /// `false` for a no-op move, which produces no event, journal entry or revision.
     ///
-    /// Refused, leaving everything unchanged: unknown or destroyed child or destination, a
-    /// locked child parent, a destination inside the child's own subtree, a destination class
-    /// the child's class may not be placed in, and a subtree holding a locked instance below
-    /// the child ([`ArenaError::LockedDescendant`]: it would move with it).
+    /// # Errors
+    ///
+    /// Refused, leaving everything unchanged: unknown or destroyed child or destination, a locked
+    /// child parent, a destination inside the child's own subtree, a destination class the child's
+    /// class may not be placed in, and a subtree holding a locked instance below the child
+    /// ([`ArenaError::LockedDescendant`]: it would move with it).
     pub fn set_parent(
         &mut self,
         child: InstanceId,
@@ -168,7 +170,7 @@ impl Arena {
             return Ok(false);
         }
         if record.is_parent_locked() {
-            return Err(ArenaError::ParentLocked(child));
+            return Err(self.parent_locked(child));
         }
         let parent = self.check_new_child(record.class(), parent)?;
         if let Some((parent_id, _)) = parent
@@ -181,13 +183,35 @@ impl Arena {
         }
         let subtree = self.collect_subtree(child_slot);
         if let Some(locked) = subtree.info.locked_below {
-            return Err(ArenaError::LockedDescendant {
-                root: child,
-                locked,
-            });
+            return Err(self.locked_descendant(child, locked));
         }
         self.move_subtree(subtree, parent);
         Ok(true)
+    }
+
+    /// [`ArenaError::ParentLocked`] for `id`, naming the service its class makes it, if any.
+    pub(crate) fn parent_locked(&self, id: InstanceId) -> ArenaError {
+        ArenaError::ParentLocked {
+            id,
+            service: self.service_class(id),
+        }
+    }
+
+    /// [`ArenaError::LockedDescendant`] for `locked` below `root`, naming the service `locked`'s
+    /// class makes it, if any.
+    pub(crate) fn locked_descendant(&self, root: InstanceId, locked: InstanceId) -> ArenaError {
+        ArenaError::LockedDescendant {
+            root,
+            locked,
+            service: self.service_class(locked),
+        }
+    }
+
+    /// The name of `id`'s class when that class is a service.
+    fn service_class(&self, id: InstanceId) -> Option<String> {
+        let record = self.state.record_at(self.state.slot_of(id)?)?;
+        let class = self.state.class_of(record.class());
+        class.is_service().then(|| class.name().to_owned())
     }
 
     /// Detaches a live subtree root from its parent, given its collected subtree: advances

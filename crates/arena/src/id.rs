@@ -14,6 +14,8 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, PoisonError};
 use std::time::{SystemTime, UNIX_EPOCH};
 
+use strata_mix::{GAMMA, mix};
+
 /// The runtime identity of one instance.
 ///
 /// Ids come from a counter and are never returned to a pool, so an id that no longer resolves
@@ -182,7 +184,7 @@ static ENTROPY: Mutex<Option<(u32, u64)>> = Mutex::new(None);
 /// base is drawn from operating-system entropy, the clock and the process id, so seeds of two
 /// processes differ except with negligible probability.
 pub(crate) fn fresh_seed(arena: ArenaId) -> u64 {
-    mix64(process_entropy().wrapping_add(arena.get().wrapping_mul(0x9e37_79b9_7f4a_7c15)))
+    mix(process_entropy().wrapping_add(arena.get().wrapping_mul(GAMMA)))
 }
 
 fn process_entropy() -> u64 {
@@ -271,14 +273,6 @@ const fn mix128(mut z: u128) -> u128 {
     z ^ (z >> 64)
 }
 
-/// SplitMix64's output function: a bijective mixer used to derive GUIDs and persistent ids
-/// from counters, so they look random but are reproducible for a given arena seed.
-pub(crate) const fn mix64(mut z: u64) -> u64 {
-    z = (z ^ (z >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
-    z = (z ^ (z >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
-    z ^ (z >> 31)
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -339,7 +333,7 @@ mod tests {
 
     #[test]
     fn mixer_is_injective_on_a_sample() {
-        let mut seen: Vec<u64> = (0..10_000).map(mix64).collect();
+        let mut seen: Vec<u64> = (0..10_000).map(strata_mix::mix).collect();
         seen.sort_unstable();
         seen.dedup();
         assert_eq!(seen.len(), 10_000);

@@ -190,6 +190,15 @@ impl Arena {
     /// identity the rebuilt arena draws a seed of its own. The tombstones wait for the same
     /// drains as they did (readable in a lifecycle scope meanwhile), and the next drain returns
     /// the imaged events.
+    ///
+    /// # Errors
+    ///
+    /// [`ArenaError::InvalidImage`] for an image inconsistent in itself (a child listed before its
+    /// parent, a GUID held twice, events naming instances it lacks), and the refusals of creating
+    /// its instances as listed (a class this registry lacks, ids in use or listed twice,
+    /// containment).
+    // Long: the rebuild's steps in their required order (tombstones, live instances, identity,
+    // events), each short, with the comments saying why that order.
     pub fn from_image(
         classes: Arc<ClassRegistry>,
         image: &ArenaImage,
@@ -392,6 +401,7 @@ impl Arena {
     /// instance they name is live or a tombstone awaiting its first drain, no list or range is
     /// empty, and the destructions name exactly those tombstones, each once, each destruction
     /// a whole subtree of them in pre-order from a root without a parent.
+    // Long: one check per kind of imaged event, against one set of tombstones.
     fn check_imaged_events(&self, events: &[Event]) -> Result<(), ArenaError> {
         let doomed: HashSet<InstanceId> =
             self.reclamation.queues().0.iter().map(|d| d.id).collect();

@@ -146,6 +146,11 @@ impl<T> BoundedJournal<T> {
     /// The entries from `cursor` (inclusive) to the head, or `HistoryUnavailable` when some of
     /// them were dropped, the cursor is not one this journal issued, or entries the cursor's
     /// reader saw were retracted since.
+    ///
+    /// # Errors
+    ///
+    /// [`HistoryUnavailable`] when entries after `cursor` were dropped, the cursor is not one this
+    /// journal issued, or entries its reader saw were retracted since.
     pub fn read_since(&self, cursor: u64) -> Result<JournalRead<'_, T>, HistoryUnavailable> {
         // Stretches are disjoint and sorted: only the last one starting below the cursor can
         // hold it.

@@ -11,7 +11,10 @@
 //!   (or the rollback of the batch that made it) it never resolves again, even when its slot
 //!   holds a new instance, and no arena hands it out again.
 //! - GUIDs and persistent ids of independently made arenas never meet (each arena draws its own
-//!   seed; [`Arena::with_seed`] reproduces a run).
+//!   seed; [`Arena::with_seed`] reproduces a run). They are mixed from counters by `strata-mix`
+//!   and a 128-bit mixer of this crate, whose outputs never change.
+//! - Errors name services as services: moving, destroying or copying one is refused with its
+//!   class's name ([`ArenaError::ParentLocked`], [`ArenaError::NotCloneable`]).
 //! - Parent and child links are symmetric, and the hierarchy has no cycles.
 //! - World membership of every node follows from its own ancestry.
 //! - A node's built-in state always has the kind its class declares; [`Arena::node_mut`] hands
@@ -102,6 +105,8 @@
 //! assert!(matches!(arena.drain()?.events.as_slice(), [Event::DestroyedMany(_)]));
 //! # Ok::<(), strata_arena::ArenaError>(())
 //! ```
+
+#![warn(clippy::missing_errors_doc, clippy::missing_panics_doc)]
 
 mod allocator;
 mod arena;

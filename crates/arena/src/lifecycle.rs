@@ -206,9 +206,11 @@ impl Arena {
     /// their tag and persistent-id index entries, records parts leaving the world, and queues
     /// the detach events and a `Destroyed` event. The nodes stay as tombstones.
     ///
-    /// Refused for unknown or already destroyed instances, for instances whose parent is
-    /// locked or whose subtree holds a locked instance ([`ArenaError::LockedDescendant`]), and
-    /// inside a construction batch.
+    /// # Errors
+    ///
+    /// Refused for unknown or already destroyed instances, for instances whose parent is locked or
+    /// whose subtree holds a locked instance ([`ArenaError::LockedDescendant`]), and inside a
+    /// construction batch.
     pub fn destroy(&mut self, id: InstanceId) -> Result<Destruction, ArenaError> {
         if self.batches.is_open() {
             return Err(ArenaError::BatchInProgress(
@@ -221,11 +223,11 @@ impl Arena {
             .record_at(slot)
             .ok_or(ArenaError::UnknownInstance(id))?;
         if record.is_parent_locked() {
-            return Err(ArenaError::ParentLocked(id));
+            return Err(self.parent_locked(id));
         }
         let subtree = self.collect_subtree(slot);
         if let Some(locked) = subtree.info().locked_below {
-            return Err(ArenaError::LockedDescendant { root: id, locked });
+            return Err(self.locked_descendant(id, locked));
         }
         let Detached { subtree, at, .. } = self.detach(subtree);
         self.update_world_membership(&subtree, Membership::Cleared, at);
@@ -289,6 +291,15 @@ impl Arena {
     /// assert_eq!(arena.drain()?.reclaimed, destruction.doomed);
     /// # Ok::<(), strata_arena::ArenaError>(())
     /// ```
+    ///
+    /// # Errors
+    ///
+    /// [`ArenaError::BatchInProgress`] inside a construction batch, [`ArenaError::UnknownInstance`]
+    /// or [`ArenaError::DestroyedInstance`] for an id that is not live,
+    /// [`ArenaError::ParentLocked`] for one whose parent is locked, and
+    /// [`ArenaError::LockedDescendant`] for a subtree holding an instance whose parent is locked;
+    /// nothing is destroyed then.
+    // Long: the checks of every root, then the subtrees taken in one pass, share slot bitmaps.
     pub fn destroy_many(&mut self, ids: &[InstanceId]) -> Result<BulkDestruction, ArenaError> {
         if self.batches.is_open() {
             return Err(ArenaError::BatchInProgress(
@@ -308,7 +319,7 @@ impl Arena {
                 .record_at(slot)
                 .is_some_and(Record::is_parent_locked);
             if parent_locked {
-                return Err(ArenaError::ParentLocked(id));
+                return Err(self.parent_locked(id));
             }
             let (word, mask) = bit(slot);
             listed[word] |= mask;
@@ -337,7 +348,7 @@ impl Arena {
             // and holding a million collected subtrees at once would cost more than walking
             // each twice.
             if let Some(locked) = self.collect_subtree(slot).info().locked_below {
-                return Err(ArenaError::LockedDescendant { root: id, locked });
+                return Err(self.locked_descendant(id, locked));
             }
             roots.push(id);
             root_slots.push(slot);
@@ -394,6 +405,12 @@ impl Arena {
     /// released first (see [`Reservation`](crate::Reservation)).
     ///
     /// Refused while a construction batch or a lifecycle scope is open.
+    ///
+    /// # Errors
+    ///
+    /// [`ArenaError::BatchInProgress`] inside a construction batch and [`ArenaError::ScopeOpen`]
+    /// inside a lifecycle scope, where reclaiming slots would pull tombstones from under their
+    /// readers.
     pub fn drain(&mut self) -> Result<Drained, ArenaError> {
         if self.batches.is_open() {
             return Err(ArenaError::BatchInProgress("draining would reclaim slots"));
@@ -422,6 +439,11 @@ impl Arena {
     /// destroyed subtree are readable through `get`, `node`, `children` and the other reads.
     /// They stay not live and not writable. Scopes nest; exiting one restores the view that
     /// preceded it.
+    ///
+    /// # Errors
+    ///
+    /// [`ArenaError::NotATombstone`] when `subject` is not a destroyed instance awaiting
+    /// reclamation.
     pub fn enter_lifecycle_scope(
         &mut self,
         subject: InstanceId,
@@ -439,9 +461,12 @@ impl Arena {
         }
     }
 
-    /// Closes a lifecycle scope (and any opened inside it). Refused, closing nothing, for a
-    /// scope already closed ([`ArenaError::ScopeNotOpen`]) or another arena's token
-    /// ([`ArenaError::ForeignToken`]).
+    /// Closes a lifecycle scope (and any opened inside it).
+    ///
+    /// # Errors
+    ///
+    /// Refused, closing nothing, for a scope already closed ([`ArenaError::ScopeNotOpen`]) or
+    /// another arena's token ([`ArenaError::ForeignToken`]).
     pub fn exit_lifecycle_scope(&mut self, scope: LifecycleScope) -> Result<(), ArenaError> {
         if scope.arena != self.arena_id() {
             return Err(ArenaError::ForeignToken);
@@ -456,6 +481,10 @@ impl Arena {
     /// Runs `read` with a lifecycle scope open on `subject`, then closes it. A `read` that
     /// panics still closes the scope before the panic goes on to the caller, so the arena is
     /// not left refusing drains and save points ([`ArenaError::ScopeOpen`]).
+    ///
+    /// # Errors
+    ///
+    /// As [`Arena::enter_lifecycle_scope`]; `read` does not run then.
     pub fn with_lifecycle_scope<R>(
         &mut self,
         subject: InstanceId,

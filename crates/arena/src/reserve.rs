@@ -208,6 +208,11 @@ impl Reservation {
     }
 
     /// Each reserved id with its slot, in order.
+    ///
+    /// # Panics
+    ///
+    /// Never: a reservation holds an id and a slot for each of its positions (the `expect`s state
+    /// why).
     pub fn iter(&self) -> impl ExactSizeIterator<Item = (InstanceId, Slot)> + '_ {
         (0..self.len()).map(|k| {
             (
@@ -317,9 +322,6 @@ impl Arena {
     /// other reservations never take these ids or slots. `count == 0` gives an empty
     /// reservation, which takes nothing.
     ///
-    /// Refused, taking nothing: inside a construction batch ([`ArenaError::BatchInProgress`]),
-    /// or when the id range or the slots cannot hold `count` more instances.
-    ///
     /// ```
     /// use strata_arena::{Arena, ClassId};
     ///
@@ -336,6 +338,11 @@ impl Arena {
     /// assert_eq!(arena.children(folder).count(), 3);
     /// # Ok::<(), strata_arena::ArenaError>(())
     /// ```
+    ///
+    /// # Errors
+    ///
+    /// Refused, taking nothing: inside a construction batch ([`ArenaError::BatchInProgress`]), or
+    /// when the id range or the slots cannot hold `count` more instances.
     pub fn reserve(&mut self, count: usize) -> Result<Reservation, ArenaError> {
         self.refuse_reservation_in_batch()?;
         self.sweep_abandoned();
@@ -363,33 +370,25 @@ impl Arena {
     /// `None`), otherwise it carries the list. An id of the arena's own range moves its counter
     /// past it, so the arena never issues it itself.
     ///
+    /// # Errors
+    ///
     /// Refused, taking nothing, with the first offending id: inside a construction batch
-    /// ([`ArenaError::BatchInProgress`]); an id outside every range
-    /// ([`ArenaError::IdOutOfRange`]); an id listed twice ([`ArenaError::DuplicateId`]); an id
-    /// held by a live instance or a tombstone ([`ArenaError::IdInUse`]); an id another live
-    /// reservation holds ([`ArenaError::IdReserved`]); an id of the arena's own range it has
-    /// already issued ([`ArenaError::IdRetired`]); no room for the slots.
+    /// ([`ArenaError::BatchInProgress`]); an id outside every range ([`ArenaError::IdOutOfRange`]);
+    /// an id listed twice ([`ArenaError::DuplicateId`]); an id held by a live instance or a
+    /// tombstone ([`ArenaError::IdInUse`]); an id another live reservation holds
+    /// ([`ArenaError::IdReserved`]); an id of the arena's own range it has already issued
+    /// ([`ArenaError::IdRetired`]); no room for the slots.
     pub fn reserve_at(&mut self, ids: &[InstanceId]) -> Result<Reservation, ArenaError> {
         self.refuse_reservation_in_batch()?;
         self.sweep_abandoned();
         let count32 = u32::try_from(ids.len()).map_err(|_| ArenaError::SlotsExhausted)?;
         let mut seen = HashSet::with_capacity(ids.len());
         for &id in ids {
-            if id.get() >= id.range().end() {
-                return Err(ArenaError::IdOutOfRange(id));
-            }
+            // A repeat is refused before the checks: its first occurrence passed them.
             if !seen.insert(id) {
                 return Err(ArenaError::DuplicateId(id));
             }
-            if self.state.find(id).is_some() {
-                return Err(ArenaError::IdInUse(id));
-            }
-            if self.reservations.holds(id) {
-                return Err(ArenaError::IdReserved(id));
-            }
-            if self.ids.is_retired(id) {
-                return Err(ArenaError::IdRetired(id));
-            }
+            self.check_id_fresh(id)?;
         }
         self.slots.check_room(count32, self.state.slot_len())?;
         let serial = self.next_token();
@@ -412,8 +411,12 @@ impl Arena {
     }
 
     /// [`Arena::reserve_at`] from raw id values (a borrowed slice read from a file or the
-    /// network). Refused, taking nothing, with [`ArenaError::InvalidRawId`] for zero or a value
-    /// outside every id range, then as `reserve_at`.
+    /// network).
+    ///
+    /// # Errors
+    ///
+    /// Refused, taking nothing, with [`ArenaError::InvalidRawId`] for zero or a value outside every
+    /// id range, then as `reserve_at`.
     pub fn reserve_at_raw(&mut self, ids: &[u64]) -> Result<Reservation, ArenaError> {
         let ids = ids
             .iter()
@@ -431,6 +434,12 @@ impl Arena {
     /// no construction batch is open ([`ArenaError::BatchInProgress`]), `class` is registered
     /// and `parent` is live and allows it. A caller publishing several things at one barrier
     /// can validate them all first.
+    ///
+    /// # Errors
+    ///
+    /// The first refusal of those checks: [`ArenaError::ForeignToken`],
+    /// [`ArenaError::StaleReservation`], [`ArenaError::BatchInProgress`], or the class and parent
+    /// refusals of [`Arena::create`].
     pub fn check_publish(
         &self,
         reservation: &Reservation,
@@ -451,6 +460,14 @@ impl Arena {
     /// Refused when a check of [`Arena::check_publish`] fails: nothing changes and the
     /// reservation comes back with the error, still held and usable (publish it under a valid
     /// parent, or release it).
+    ///
+    /// # Panics
+    ///
+    /// Never: a reservation's length was checked to fit a `u32` when it was made.
+    ///
+    /// # Errors
+    ///
+    /// The reservation handed back with the refusal of [`Arena::check_publish`], nothing created.
     pub fn publish(
         &mut self,
         mut reservation: Reservation,
@@ -495,8 +512,10 @@ impl Arena {
     /// slots go back to the free pool. Nothing was announced, so nothing is. Allowed inside a
     /// construction batch.
     ///
-    /// Refused, changing nothing, for another arena's reservation
-    /// ([`ArenaError::ForeignToken`]) or one no longer held ([`ArenaError::StaleReservation`]).
+    /// # Errors
+    ///
+    /// Refused, changing nothing, for another arena's reservation ([`ArenaError::ForeignToken`]) or
+    /// one no longer held ([`ArenaError::StaleReservation`]).
     pub fn release(&mut self, mut reservation: Reservation) -> Result<(), ArenaError> {
         self.check_token(&reservation)?;
         reservation.inbox = None;

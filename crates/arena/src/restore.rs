@@ -52,11 +52,13 @@ impl SavePoint {
 impl Arena {
     /// Everything needed to make this arena what it is now again: see [`Arena::restore`].
     ///
-    /// Refused inside a construction batch ([`ArenaError::BatchInProgress`]), inside a
-    /// lifecycle scope ([`ArenaError::ScopeOpen`]) and while a token holds a reservation
-    /// ([`ArenaError::ReservationHeld`]), where a later restore could not be exact. A
-    /// reservation whose token was dropped is taken as released, as the next drain or
-    /// restore releases it: the save point's free slots include the slots it held.
+    /// # Errors
+    ///
+    /// Refused inside a construction batch ([`ArenaError::BatchInProgress`]), inside a lifecycle
+    /// scope ([`ArenaError::ScopeOpen`]) and while a token holds a reservation
+    /// ([`ArenaError::ReservationHeld`]), where a later restore could not be exact. A reservation
+    /// whose token was dropped is taken as released, as the next drain or restore releases it: the
+    /// save point's free slots include the slots it held.
     pub fn save_point(&self) -> Result<SavePoint, ArenaError> {
         self.check_between_batches()?;
         let abandoned = self
@@ -86,8 +88,10 @@ impl Arena {
     /// tick, so a cache keyed by a revision sees a change), and journal entries written since
     /// are retracted: a reader that saw one is refused, one that had not reads on.
     ///
-    /// Refused, changing nothing, for another arena's save point ([`ArenaError::ForeignToken`])
-    /// and where [`Arena::save_point`] is.
+    /// # Errors
+    ///
+    /// Refused, changing nothing, for another arena's save point ([`ArenaError::ForeignToken`]) and
+    /// where [`Arena::save_point`] is.
     pub fn restore(&mut self, point: &SavePoint) -> Result<(), ArenaError> {
         if point.arena != self.arena_id() {
             return Err(ArenaError::ForeignToken);

@@ -14,7 +14,9 @@ use crate::arena::Arena;
 use crate::class::StateKind;
 use crate::error::ArenaError;
 use crate::event::{PartWrite, PartWriteKind};
-use crate::id::{InstanceId, PersistentId, Slot, mix64};
+use strata_mix::mix;
+
+use crate::id::{InstanceId, PersistentId, Slot};
 use crate::math::{Transform, Vec3};
 use crate::revision::{Domain, Revision};
 use crate::snapshot::Record;
@@ -34,6 +36,12 @@ impl Arena {
     /// state (never the state's variant, which its class fixes). The node is marked written
     /// (revision, families, collision, animation, part-write log, GUI layout) before it is
     /// returned, whether or not the caller then changes anything.
+    ///
+    /// # Errors
+    ///
+    /// [`ArenaError::UnknownInstance`] or [`ArenaError::DestroyedInstance`] when `id` is not live,
+    /// and [`ArenaError::BatchInProgress`] for an instance that predates an open construction
+    /// batch.
     pub fn node_mut(&mut self, id: InstanceId) -> Result<NodeMut<'_>, ArenaError> {
         let slot = self.state.live_slot(id)?;
         self.guard_batch_write(id)?;
@@ -44,6 +52,12 @@ impl Arena {
     }
 
     /// Renames an instance. Returns `false`, changing nothing, when the name is already equal.
+    ///
+    /// # Errors
+    ///
+    /// [`ArenaError::UnknownInstance`] or [`ArenaError::DestroyedInstance`] when `id` is not live,
+    /// and [`ArenaError::BatchInProgress`] for an instance that predates an open construction
+    /// batch.
     pub fn set_name(&mut self, id: InstanceId, name: &str) -> Result<bool, ArenaError> {
         let slot = self.state.live_slot(id)?;
         self.guard_batch_write(id)?;
@@ -61,6 +75,13 @@ impl Arena {
 
     /// Sets (`Some`) or removes (`None`) an attribute. Returns `false`, changing nothing, when
     /// the stored value is already equal.
+    ///
+    /// # Errors
+    ///
+    /// [`ArenaError::UnknownInstance`] or [`ArenaError::DestroyedInstance`] when `id` is not live,
+    /// and [`ArenaError::BatchInProgress`] for an instance that predates an open construction
+    /// batch. Also [`ArenaError::NotLiveReference`] for a reference value naming an instance that
+    /// is not live.
     pub fn set_attribute(
         &mut self,
         id: InstanceId,
@@ -111,6 +132,13 @@ impl Arena {
 
     /// Replaces an instance's built-in state. The variant must match its class. Returns
     /// `false`, changing nothing, when the state is already equal.
+    ///
+    /// # Errors
+    ///
+    /// [`ArenaError::UnknownInstance`] or [`ArenaError::DestroyedInstance`] when `id` is not live,
+    /// and [`ArenaError::BatchInProgress`] for an instance that predates an open construction
+    /// batch. Also [`ArenaError::WrongState`] for a variant the class does not carry, and
+    /// [`ArenaError::NotLiveReference`] for a built-in reference to an instance that is not live.
     pub fn set_state(&mut self, id: InstanceId, state: BuiltinState) -> Result<bool, ArenaError> {
         self.state.live_slot(id)?;
         self.check_state_references(id, &state)?;
@@ -143,6 +171,11 @@ impl Arena {
     }
 
     /// Checks that every built-in reference of `state` (for `holder`) names a live instance.
+    ///
+    /// # Errors
+    ///
+    /// [`ArenaError::NotLiveReference`] naming the first reference (`PrimaryPart`, `CameraSubject`)
+    /// whose target is not live.
     pub fn check_state_references(
         &self,
         holder: InstanceId,
@@ -163,6 +196,12 @@ impl Arena {
     }
 
     /// Moves a part. Returns `false`, changing nothing, when the transform is already equal.
+    ///
+    /// # Errors
+    ///
+    /// [`ArenaError::UnknownInstance`] or [`ArenaError::DestroyedInstance`] when `id` is not live,
+    /// and [`ArenaError::BatchInProgress`] for an instance that predates an open construction
+    /// batch. Also [`ArenaError::WrongState`] when the instance is not a part.
     pub fn set_part_transform(
         &mut self,
         id: InstanceId,
@@ -177,11 +216,23 @@ impl Arena {
     }
 
     /// Resizes a part. Returns `false`, changing nothing, when the size is already equal.
+    ///
+    /// # Errors
+    ///
+    /// [`ArenaError::UnknownInstance`] or [`ArenaError::DestroyedInstance`] when `id` is not live,
+    /// and [`ArenaError::BatchInProgress`] for an instance that predates an open construction
+    /// batch. Also [`ArenaError::WrongState`] when the instance is not a part.
     pub fn set_part_size(&mut self, id: InstanceId, size: Vec3) -> Result<bool, ArenaError> {
         self.set_state_field(id, size, |p: &PartState| &p.size, |p| &mut p.size)
     }
 
     /// Sets a light's brightness. Returns `false`, changing nothing, when already equal.
+    ///
+    /// # Errors
+    ///
+    /// [`ArenaError::UnknownInstance`] or [`ArenaError::DestroyedInstance`] when `id` is not live,
+    /// and [`ArenaError::BatchInProgress`] for an instance that predates an open construction
+    /// batch. Also [`ArenaError::WrongState`] when the instance is not a light.
     pub fn set_light_brightness(
         &mut self,
         id: InstanceId,
@@ -197,6 +248,12 @@ impl Arena {
 
     /// Sets a component definition's Luau source. Returns `false`, changing nothing, when the
     /// source is already equal.
+    ///
+    /// # Errors
+    ///
+    /// [`ArenaError::UnknownInstance`] or [`ArenaError::DestroyedInstance`] when `id` is not live,
+    /// and [`ArenaError::BatchInProgress`] for an instance that predates an open construction
+    /// batch. Also [`ArenaError::WrongState`] when the instance is not a component definition.
     pub fn set_definition_source(
         &mut self,
         id: InstanceId,
@@ -306,6 +363,12 @@ impl Arena {
     }
 
     /// Locks or unlocks an instance's parent. Returns whether anything changed.
+    ///
+    /// # Errors
+    ///
+    /// [`ArenaError::UnknownInstance`] or [`ArenaError::DestroyedInstance`] when `id` is not live,
+    /// and [`ArenaError::BatchInProgress`] for an instance that predates an open construction
+    /// batch.
     pub fn set_parent_locked(&mut self, id: InstanceId, locked: bool) -> Result<bool, ArenaError> {
         let slot = self.state.live_slot(id)?;
         self.guard_batch_write(id)?;
@@ -323,6 +386,12 @@ impl Arena {
     // ----- Tags. -----
 
     /// Adds a tag to a live instance. Returns `false` when it already had it.
+    ///
+    /// # Errors
+    ///
+    /// [`ArenaError::UnknownInstance`] or [`ArenaError::DestroyedInstance`] when `id` is not live,
+    /// and [`ArenaError::BatchInProgress`] for an instance that predates an open construction
+    /// batch.
     pub fn add_tag(&mut self, id: InstanceId, tag: &str) -> Result<bool, ArenaError> {
         let slot = self.state.live_slot(id)?;
         self.guard_batch_write(id)?;
@@ -342,6 +411,12 @@ impl Arena {
     }
 
     /// Removes a tag from a live instance. Returns `false` when it did not have it.
+    ///
+    /// # Errors
+    ///
+    /// [`ArenaError::UnknownInstance`] or [`ArenaError::DestroyedInstance`] when `id` is not live,
+    /// and [`ArenaError::BatchInProgress`] for an instance that predates an open construction
+    /// batch.
     pub fn remove_tag(&mut self, id: InstanceId, tag: &str) -> Result<bool, ArenaError> {
         let slot = self.state.live_slot(id)?;
         self.guard_batch_write(id)?;
@@ -357,6 +432,12 @@ impl Arena {
     // ----- Persistent ids. -----
 
     /// The persistent id of a live instance, assigning a fresh one on first request.
+    ///
+    /// # Errors
+    ///
+    /// [`ArenaError::UnknownInstance`] or [`ArenaError::DestroyedInstance`] when `id` is not live,
+    /// and [`ArenaError::BatchInProgress`] for an instance that predates an open construction
+    /// batch.
     pub fn ensure_persistent_id(&mut self, id: InstanceId) -> Result<PersistentId, ArenaError> {
         let slot = self.state.live_slot(id)?;
         self.guard_batch_write(id)?;
@@ -365,7 +446,7 @@ impl Arena {
         }
         let seed = self.state.seed();
         let pid = loop {
-            let raw = mix64(seed.rotate_left(17) ^ self.ids.next_persistent());
+            let raw = mix(seed.rotate_left(17) ^ self.ids.next_persistent());
             if let Some(pid) = PersistentId::new(raw)
                 && self.state.by_persistent_id(pid).is_none()
             {
@@ -378,6 +459,12 @@ impl Arena {
 
     /// Sets or clears a live instance's persistent id (loading saved data). Fails when another
     /// instance holds it. Returns whether anything changed.
+    ///
+    /// # Errors
+    ///
+    /// [`ArenaError::UnknownInstance`] or [`ArenaError::DestroyedInstance`] when `id` is not live,
+    /// and [`ArenaError::BatchInProgress`] for an instance that predates an open construction
+    /// batch. Also [`ArenaError::PersistentIdInUse`] when another instance holds `pid`.
     pub fn set_persistent_id(
         &mut self,
         id: InstanceId,

@@ -118,6 +118,13 @@ impl Store {
     /// assert_eq!(*store.get::<f64>(a, speed, value)?, 2.0);
     /// # Ok::<(), Box<dyn std::error::Error>>(())
     /// ```
+    ///
+    /// # Errors
+    ///
+    /// [`StoreError::UnknownComponent`] for a component not installed,
+    /// [`StoreError::FieldOutOfRange`] for a field it lacks, [`StoreError::TypeMismatch`] for a
+    /// field whose column does not hold `T`, and [`StoreError::UncheckedColumn`] for a reference,
+    /// enum or other ranged field, whose values only checked writes may store.
     pub fn column_mut<T: Scalar>(
         &mut self,
         component: ComponentId,
@@ -126,7 +133,12 @@ impl Store {
         let set = self.set(component)?;
         set.checked_values::<T>(field)?;
         if T::RANGED || set.def().reference_fields().contains(&field) {
-            return Err(StoreError::UncheckedColumn { component, field });
+            return Err(StoreError::UncheckedColumn {
+                component,
+                field,
+                component_name: set.def().shared_name(),
+                field_name: set.def().shared_field_name(field),
+            });
         }
         let (shared, _, store_tick, events, frame) = self.parts_split(component, None)?;
         frame.mark_whole(component);

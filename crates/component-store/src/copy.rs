@@ -29,9 +29,13 @@ impl Store {
     /// Copies every component row and orphan record of each source to its copy. `remap` gives
     /// each referenced instance's new target (the copy for instances inside the copied set, the
     /// old target or `None` for those outside, as the caller's policy says). Returns the number
-    /// of rows copied. Every pair is checked before anything is stored; refused, changing
-    /// nothing, when two pairs name one copy slot ([`StoreError::DuplicateSlot`]), or a copy
-    /// could not take one of the rows for any reason [`Store::add`] refuses.
+    /// of rows copied. Every pair is checked before anything is stored.
+    ///
+    /// # Errors
+    ///
+    /// Refused, changing nothing, when two pairs name one copy slot
+    /// ([`StoreError::DuplicateSlot`]), or a copy could not take one of the rows for any reason
+    /// [`Store::add`] refuses.
     pub fn copy_rows(
         &mut self,
         pairs: &[CopyPair],

@@ -469,27 +469,7 @@ impl InstalledDef {
         let mut reference_fields = Vec::new();
         for (i, field) in def.fields.iter().enumerate() {
             let fid = FieldId(i as u16);
-            check_type(&field.ty).map_err(|r| invalid(format!("field `{}`: {r}", field.name)))?;
-            if !field.default.conforms(&field.ty) {
-                return Err(invalid(format!(
-                    "field `{}`: default {} does not fit type {}",
-                    field.name,
-                    field.default.kind_name(),
-                    field.ty.name()
-                )));
-            }
-            if field.factory.is_some() && field.ty.can_reference() {
-                return Err(invalid(format!(
-                    "field `{}`: a default factory cannot make references",
-                    field.name
-                )));
-            }
-            if field.on_destroy != RefPolicy::Clear && !field.ty.can_reference() {
-                return Err(invalid(format!(
-                    "field `{}`: a destruction policy needs a reference field",
-                    field.name
-                )));
-            }
+            check_field(field).map_err(|r| invalid(format!("field `{}`: {r}", field.name)))?;
             if field.ty.can_reference() {
                 reference_fields.push(fid);
             }
@@ -497,7 +477,10 @@ impl InstalledDef {
                 return Err(invalid(format!("field `{}` is declared twice", field.name)));
             }
         }
-        check_former_names(&def.fields).map_err(invalid)?;
+        check_former_names(&def.fields).map_err(|conflict| StoreError::FormerNames {
+            component: def.name.to_string(),
+            conflict,
+        })?;
         let allowed = match &def.classes {
             None => None,
             Some(names) => Some(
@@ -598,12 +581,28 @@ impl InstalledDef {
     }
 
     /// A field by id, or [`StoreError::FieldOutOfRange`] when the definition has no field there.
+    ///
+    /// # Errors
+    ///
+    /// [`StoreError::FieldOutOfRange`] for a position past the fields.
     #[inline]
     pub fn checked_field(&self, field: FieldId) -> Result<&FieldDef, StoreError> {
         match self.field(field) {
             Some(field_def) => Ok(field_def),
             None => Err(self.field_out_of_range(field)),
         }
+    }
+
+    /// The component's name, shared, for errors that name it.
+    pub(crate) fn shared_name(&self) -> Arc<str> {
+        self.def.name.clone()
+    }
+
+    /// A field's name, shared, for errors that name it (`?` for a position past the fields,
+    /// which callers have checked).
+    pub(crate) fn shared_field_name(&self, field: FieldId) -> Arc<str> {
+        self.field(field)
+            .map_or_else(|| Arc::from("?"), |f| f.name.clone())
     }
 
     #[cold]
@@ -616,9 +615,12 @@ impl InstalledDef {
     }
 
     /// Checks that `value` can be stored in `field`, and returns the field: the store runs this
-    /// check on every dynamic value before storing it. Refused with
-    /// [`StoreError::FieldOutOfRange`], or [`StoreError::TypeMismatch`] naming the value's kind
-    /// (or, for an enum index past the variants, the index).
+    /// check on every dynamic value before storing it.
+    ///
+    /// # Errors
+    ///
+    /// Refused with [`StoreError::FieldOutOfRange`], or [`StoreError::TypeMismatch`] naming the
+    /// value's kind (or, for an enum index past the variants, the index).
     pub fn check_value(&self, field: FieldId, value: &Value) -> Result<&FieldDef, StoreError> {
         let field_def = self.checked_field(field)?;
         if value.conforms(&field_def.ty) {
@@ -630,8 +632,11 @@ impl InstalledDef {
 
     /// Checks that every reference in `value` (a value of `field`, at any depth) names an
     /// instance `is_live` accepts. The store cannot tell a live instance from another id; the
-    /// layer that holds the hierarchy runs this before a value enters the store. Refused with
-    /// [`StoreError::NotLiveReference`] naming the first that is not.
+    /// layer that holds the hierarchy runs this before a value enters the store.
+    ///
+    /// # Errors
+    ///
+    /// Refused with [`StoreError::NotLiveReference`] naming the first that is not.
     pub fn check_references(
         &self,
         field: FieldId,
@@ -657,8 +662,11 @@ impl InstalledDef {
     }
 
     /// Checks that `field`'s column holds the Rust type `T`, and returns the field: the check
-    /// behind every typed access. Refused with [`StoreError::FieldOutOfRange`], or
-    /// [`StoreError::TypeMismatch`] naming `T`.
+    /// behind every typed access.
+    ///
+    /// # Errors
+    ///
+    /// Refused with [`StoreError::FieldOutOfRange`], or [`StoreError::TypeMismatch`] naming `T`.
     #[inline]
     pub fn check_scalar<T: Scalar>(&self, field: FieldId) -> Result<&FieldDef, StoreError> {
         let field_def = self.checked_field(field)?;
@@ -672,6 +680,11 @@ impl InstalledDef {
     /// Checks that the typed `value` can be stored in `field`, and returns the field: the check
     /// behind every typed write ([`InstalledDef::check_scalar`], then the value itself, which
     /// matters for enum indexes, refused past the variants as the dynamic check refuses them).
+    ///
+    /// # Errors
+    ///
+    /// As [`InstalledDef::check_scalar`], and [`StoreError::TypeMismatch`] for an enum index past
+    /// the variants.
     #[inline]
     pub fn check_scalar_value<T: Scalar>(
         &self,
@@ -687,8 +700,12 @@ impl InstalledDef {
     }
 
     /// Checks that `element` can be appended to the list field `field`, and returns the
-    /// element type. Refused with [`StoreError::FieldOutOfRange`], or
-    /// [`StoreError::TypeMismatch`] when the field is not a list or the element does not fit.
+    /// element type.
+    ///
+    /// # Errors
+    ///
+    /// Refused with [`StoreError::FieldOutOfRange`], or [`StoreError::TypeMismatch`] when the field
+    /// is not a list or the element does not fit.
     pub fn check_element(&self, field: FieldId, element: &Value) -> Result<&FieldType, StoreError> {
         let field_def = self.checked_field(field)?;
         match &field_def.ty {
@@ -742,39 +759,98 @@ fn found_name(value: &Value) -> String {
     }
 }
 
+/// Why a definition's former names do not say unambiguously where a saved value goes, naming
+/// the fields as written.
+#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
+#[non_exhaustive]
+pub enum FormerNameConflict {
+    /// A field names itself as a former name.
+    #[error("field `{field}` names itself as a former name")]
+    OwnName {
+        /// The field.
+        field: String,
+    },
+    /// A field names another current field as a former name.
+    #[error(
+        "field `{field}` names `{former}` as a former name, but `{former}` is a current field; its saved value belongs to `{former}`"
+    )]
+    CurrentField {
+        /// The field naming it.
+        field: String,
+        /// The former name, which is a current field's name.
+        former: String,
+    },
+    /// Two fields name the same former name.
+    #[error(
+        "fields `{first}` and `{second}` both name `{former}` as a former name; a saved value can go to one field only"
+    )]
+    Shared {
+        /// The first field naming it, in field order.
+        first: String,
+        /// The second field naming it.
+        second: String,
+        /// The former name both claim.
+        former: String,
+    },
+}
+
 /// Checks that former names say unambiguously where a saved value goes: no field names itself
 /// or another field's current name, and no two fields name the same former name (one field may
-/// repeat one). Returns why not, naming the fields. Installing and redefining run it, and so
-/// does schema evaluation, for its own report.
-pub fn check_former_names(fields: &[FieldDef]) -> Result<(), String> {
+/// repeat one). Installing and redefining run it, and so does schema evaluation, for its own
+/// report.
+///
+/// # Errors
+///
+/// The first conflict found, in field order ([`FormerNameConflict`]).
+pub fn check_former_names(fields: &[FieldDef]) -> Result<(), FormerNameConflict> {
     let current: HashSet<&str> = fields.iter().map(|f| &*f.name).collect();
     let mut claimed: HashMap<&str, &str> = HashMap::new();
     for field in fields {
         for former in &field.former_names {
             if **former == *field.name {
-                return Err(format!(
-                    "field `{}` names itself as a former name",
-                    field.name
-                ));
+                return Err(FormerNameConflict::OwnName {
+                    field: field.name.to_string(),
+                });
             }
             if current.contains(&**former) {
-                return Err(format!(
-                    "field `{}` names `{former}` as a former name, but `{former}` is a current field; its saved value belongs to `{former}`",
-                    field.name
-                ));
+                return Err(FormerNameConflict::CurrentField {
+                    field: field.name.to_string(),
+                    former: former.to_string(),
+                });
             }
             match claimed.get(&**former) {
                 Some(other) if *other != &*field.name => {
-                    return Err(format!(
-                        "fields `{other}` and `{}` both name `{former}` as a former name; a saved value can go to one field only",
-                        field.name
-                    ));
+                    return Err(FormerNameConflict::Shared {
+                        first: (*other).to_owned(),
+                        second: field.name.to_string(),
+                        former: former.to_string(),
+                    });
                 }
                 _ => {
                     claimed.insert(former, &field.name);
                 }
             }
         }
+    }
+    Ok(())
+}
+
+/// Checks one field on its own: its type, its default against it, and that a default factory
+/// or a destruction policy suits it. Returns why not, for [`StoreError::InvalidDefinition`].
+fn check_field(field: &FieldDef) -> Result<(), String> {
+    check_type(&field.ty)?;
+    if !field.default.conforms(&field.ty) {
+        return Err(format!(
+            "default {} does not fit type {}",
+            field.default.kind_name(),
+            field.ty.name()
+        ));
+    }
+    if field.factory.is_some() && field.ty.can_reference() {
+        return Err("a default factory cannot make references".into());
+    }
+    if field.on_destroy != RefPolicy::Clear && !field.ty.can_reference() {
+        return Err("a destruction policy needs a reference field".into());
     }
     Ok(())
 }

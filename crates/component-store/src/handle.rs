@@ -29,6 +29,11 @@ pub struct ComponentHandle {
 
 impl ComponentHandle {
     /// A handle on a component the instance holds now.
+    ///
+    /// # Errors
+    ///
+    /// [`StoreError::UnknownComponent`] for a component not installed, and
+    /// [`StoreError::MissingMembership`] when the instance does not hold it.
     pub fn new(store: &Store, at: InstanceRef, component: ComponentId) -> Result<Self, StoreError> {
         store.row(at, component)?;
         Ok(Self {
@@ -49,9 +54,18 @@ impl ComponentHandle {
     }
 
     /// The instance's present row, or why there is none.
+    ///
+    /// # Errors
+    ///
+    /// [`StoreError::StaleDefinition`] when the definition was replaced since the handle was made,
+    /// then as [`Store::row`].
     pub fn row(&self, store: &Store) -> Result<usize, StoreError> {
-        if store.def(self.component)?.allocation() != self.allocation {
-            return Err(StoreError::StaleDefinition(self.component));
+        let def = store.def(self.component)?;
+        if def.allocation() != self.allocation {
+            return Err(StoreError::StaleDefinition {
+                component: self.component,
+                component_name: def.shared_name(),
+            });
         }
         store.row(self.at, self.component)
     }
@@ -62,6 +76,11 @@ impl ComponentHandle {
     }
 
     /// A field, typed.
+    ///
+    /// # Errors
+    ///
+    /// As [`ComponentHandle::row`], then [`StoreError::FieldOutOfRange`] for a field it lacks and
+    /// [`StoreError::TypeMismatch`] for a field whose column does not hold `T`.
     pub fn get<'s, T: Scalar>(
         &self,
         store: &'s Store,
@@ -72,12 +91,20 @@ impl ComponentHandle {
     }
 
     /// A field in dynamic form.
+    ///
+    /// # Errors
+    ///
+    /// As [`ComponentHandle::row`], then [`StoreError::FieldOutOfRange`] for a field it lacks.
     pub fn get_value(&self, store: &Store, field: FieldId) -> Result<Value, StoreError> {
         self.row(store)?;
         store.get_value(self.at, self.component, field)
     }
 
     /// Writes a field, typed; `false` for an equal value.
+    ///
+    /// # Errors
+    ///
+    /// As [`ComponentHandle::row`], then as [`Store::write`].
     pub fn write<T: Scalar>(
         &self,
         store: &mut Store,
@@ -89,6 +116,10 @@ impl ComponentHandle {
     }
 
     /// Writes a field in dynamic form; `false` for an equal value.
+    ///
+    /// # Errors
+    ///
+    /// As [`ComponentHandle::row`], then as [`Store::write_value`].
     pub fn write_value(
         &self,
         store: &mut Store,
@@ -135,11 +166,20 @@ impl Binding {
     }
 
     /// The component's id in `store`.
+    ///
+    /// # Errors
+    ///
+    /// [`StoreError::UnknownComponentName`] when `store` has no component of the bound name.
     pub fn component(&mut self, store: &Store) -> Result<ComponentId, StoreError> {
         Ok(self.bound(store)?.component)
     }
 
     /// The component's and a field's ids in `store`.
+    ///
+    /// # Errors
+    ///
+    /// As [`Binding::component`], and [`StoreError::UnknownField`] when the component has no field
+    /// named `field`.
     pub fn field(
         &mut self,
         store: &Store,
@@ -212,6 +252,10 @@ pub struct RemovalReader {
 
 impl RemovalReader {
     /// A reader that will see removals from now on.
+    ///
+    /// # Errors
+    ///
+    /// [`StoreError::UnknownComponent`] for a component not installed.
     pub fn new(store: &Store, component: ComponentId) -> Result<Self, StoreError> {
         let set = store.set(component)?;
         Ok(Self {
@@ -225,6 +269,10 @@ impl RemovalReader {
     /// [`Store::frame_tick`], those of the frame so far), and every later read those since.
     /// When the log has dropped records that may be after `tick` (it overflowed since), the
     /// first read reports [`Removals::Missed`].
+    ///
+    /// # Errors
+    ///
+    /// [`StoreError::UnknownComponent`] for a component not installed.
     pub fn since(store: &Store, component: ComponentId, tick: Tick) -> Result<Self, StoreError> {
         let set = store.set(component)?;
         let log = set.removal_log();
@@ -257,6 +305,11 @@ impl RemovalReader {
 
     /// The removals since the previous read, or [`Removals::Missed`] when some were dropped
     /// from the log or `store`'s log does not continue the history this reader has read.
+    ///
+    /// # Errors
+    ///
+    /// [`StoreError::UnknownComponent`] when the reader's component is not installed in `store`
+    /// (missed removals are [`Removals::Missed`], not an error).
     pub fn read(&mut self, store: &Store) -> Result<Removals, StoreError> {
         let set = store.set(self.component)?;
         let log = set.removal_log();

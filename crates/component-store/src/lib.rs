@@ -11,6 +11,9 @@
 //! Guarantees a downstream crate can rely on:
 //! - A lookup by [`InstanceRef`] checks the row's instance id, so a removed component or a
 //!   reused slot yields [`StoreError::MissingMembership`], never another instance's data.
+//! - Every [`StoreError`] names components and fields as their definitions do (beside the ids,
+//!   for programs); only what no definition names (an id not installed, a field position past
+//!   the fields) is given by number.
 //! - Make references with [`InstanceRef::of`], which asks the arena for the slot. An add (or a
 //!   redefinition's row) never evicts another instance's row: a slot held by another instance is
 //!   [`StoreError::SlotOccupied`], and [`Store::evict_stale`] is the explicit call for rows
@@ -80,6 +83,8 @@
 //! # Ok::<(), Box<dyn std::error::Error>>(())
 //! ```
 
+#![warn(clippy::missing_errors_doc, clippy::missing_panics_doc)]
+
 mod changes;
 mod column;
 mod column_mut;
@@ -108,8 +113,8 @@ pub use crate::column::{Column, Scalar};
 pub use crate::column_mut::ColumnMut;
 pub use crate::copy::CopyPair;
 pub use crate::def::{
-    ComponentDef, ComponentId, DefaultFactory, FieldDef, FieldId, FieldType, InstalledDef,
-    RefPolicy, StructField, check_former_names,
+    ComponentDef, ComponentId, DefaultFactory, FieldDef, FieldId, FieldType, FormerNameConflict,
+    InstalledDef, RefPolicy, StructField, check_former_names,
 };
 pub use crate::dirty::FieldMask;
 pub use crate::error::StoreError;

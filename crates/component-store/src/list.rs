@@ -14,6 +14,13 @@ use crate::value::{ListValue, Value};
 
 impl Store {
     /// A list field's elements.
+    ///
+    /// # Errors
+    ///
+    /// [`StoreError::UnknownComponent`] for a component not installed,
+    /// [`StoreError::MissingMembership`] when the instance does not hold it,
+    /// [`StoreError::FieldOutOfRange`] for a field it lacks, and [`StoreError::TypeMismatch`] when
+    /// the field is not a list.
     pub fn list(
         &self,
         at: InstanceRef,
@@ -27,6 +34,13 @@ impl Store {
     }
 
     /// An accessor for editing a list field of an instance's component.
+    ///
+    /// # Errors
+    ///
+    /// [`StoreError::UnknownComponent`] for a component not installed,
+    /// [`StoreError::MissingMembership`] when the instance does not hold it,
+    /// [`StoreError::FieldOutOfRange`] for a field it lacks, and [`StoreError::TypeMismatch`] when
+    /// the field is not a list.
     pub fn list_mut(
         &mut self,
         at: InstanceRef,
@@ -79,21 +93,39 @@ pub struct ListAccessor<'a> {
 
 impl ListAccessor<'_> {
     /// The elements.
+    ///
+    /// # Errors
+    ///
+    /// As [`Store::list`]: the row is resolved again, so an instance that lost the component since
+    /// is [`StoreError::MissingMembership`].
     pub fn as_slice(&self) -> Result<&[Value], StoreError> {
         self.store.list(self.at, self.component, self.field)
     }
 
     /// How many elements.
+    ///
+    /// # Errors
+    ///
+    /// As [`ListAccessor::as_slice`].
     pub fn len(&self) -> Result<usize, StoreError> {
         Ok(self.as_slice()?.len())
     }
 
     /// Whether the list is empty.
+    ///
+    /// # Errors
+    ///
+    /// As [`ListAccessor::as_slice`].
     pub fn is_empty(&self) -> Result<bool, StoreError> {
         Ok(self.as_slice()?.is_empty())
     }
 
     /// Appends an element.
+    ///
+    /// # Errors
+    ///
+    /// As [`ListAccessor::as_slice`], and [`StoreError::TypeMismatch`] for an element the list
+    /// cannot hold.
     pub fn push(&mut self, element: Value) -> Result<(), StoreError> {
         self.check(&element)?;
         self.store
@@ -106,6 +138,11 @@ impl ListAccessor<'_> {
 
     /// Replaces the whole content with a fresh buffer (the old one is released; a snapshot
     /// sharing it keeps it). Returns `false`, changing nothing, for equal content.
+    ///
+    /// # Errors
+    ///
+    /// As [`ListAccessor::as_slice`], and [`StoreError::TypeMismatch`] for an element the list
+    /// cannot hold; nothing is stored then.
     pub fn replace(&mut self, elements: Vec<Value>) -> Result<bool, StoreError> {
         for element in &elements {
             self.check(element)?;
@@ -125,6 +162,10 @@ impl ListAccessor<'_> {
     }
 
     /// Empties the list; an empty list holds no buffer. Returns `false` when already empty.
+    ///
+    /// # Errors
+    ///
+    /// As [`ListAccessor::as_slice`].
     pub fn clear(&mut self) -> Result<bool, StoreError> {
         if self.as_slice()?.is_empty() {
             return Ok(false);

@@ -147,6 +147,10 @@ enum OwnSet<'a, T: Scalar> {
 impl Store {
     /// A writer for one typed field of a component whose rows several tasks write at once,
     /// each its own rows (see [`ParWriter::update`]).
+    ///
+    /// # Errors
+    ///
+    /// As [`Store::column_writer`].
     pub fn par_writer<T: Scalar + Send + Sync>(
         &mut self,
         component: ComponentId,
@@ -160,6 +164,10 @@ impl Store {
     /// [`Store::update_columns`] gives them to a serial pass, and refused for the same reasons.
     /// A read of another field of the written set makes that set private at once (the read
     /// borrows it).
+    ///
+    /// # Errors
+    ///
+    /// As [`Store::update_columns`].
     pub fn par_update_columns<W: Scalar + Send + Sync, R: Scalar>(
         &mut self,
         component: ComponentId,
@@ -185,7 +193,13 @@ impl Store {
         if let Some((rc, rf)) = read {
             self.set(rc)?.checked_values::<R>(rf)?;
             if rc == component && rf == field {
-                return Err(StoreError::AliasedColumns { component, field });
+                let def = self.def(component)?;
+                return Err(StoreError::AliasedColumns {
+                    component,
+                    field,
+                    component_name: def.shared_name(),
+                    field_name: def.shared_field_name(field),
+                });
             }
         }
         let (shared, other, store_tick, events, frame) =
@@ -365,6 +379,12 @@ impl<T: Scalar + Send + Sync> ParWriter<'_, T> {
     /// [`StoreError::RowOutOfRange`] for a row past the set's, [`StoreError::OverlappingRows`]
     /// for rows out of order or named twice, and for a result the field cannot hold (see
     /// [`InstalledDef::check_scalar_value`]).
+    ///
+    /// # Errors
+    ///
+    /// [`StoreError::OverlappingRows`] for a row named twice or out of order within a piece, and
+    /// [`StoreError::TypeMismatch`] for a result the field cannot hold (an enum index past the
+    /// variants); nothing is written then.
     pub fn update<F, G>(
         &mut self,
         runner: &impl ChunkRunner,
@@ -646,6 +666,8 @@ fn split_values<'c, 'r, T>(
 /// the word's changed ticks and dirty bits recorded through the piece's share of the tracking.
 /// A panic of the piece's function is caught and handed back with what the piece stored until
 /// then, all of it recorded.
+// Long: the word-at-a-time write loop and its panic recovery share the word's buffer and
+// mask (as `TrackMut::dense` does).
 fn write_chunk<T: Scalar>(
     chunk: Chunk<'_, '_, T>,
     mut g: impl FnMut(&T, usize) -> T,

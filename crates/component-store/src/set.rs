@@ -76,6 +76,9 @@ impl InstanceRef {
 
     /// The instance `id` of `arena` (a snapshot, or a live `Arena` through its `Deref`), at the
     /// slot the arena keeps it in (live or destroyed and not yet reclaimed).
+    ///
+    /// # Errors
+    ///
     /// [`StoreError::UnknownInstance`] when the arena has no slot for it.
     pub fn of(arena: &Snapshot, id: InstanceId) -> Result<Self, StoreError> {
         let slot = arena.slot_of(id).ok_or(StoreError::UnknownInstance(id))?;
@@ -392,6 +395,11 @@ impl ComponentSet {
     /// A field's values as a typed slice, or why not: [`StoreError::FieldOutOfRange`], or
     /// [`StoreError::TypeMismatch`] when the field's column does not hold `T`
     /// (see [`InstalledDef::check_scalar`]).
+    ///
+    /// # Errors
+    ///
+    /// [`StoreError::FieldOutOfRange`], or [`StoreError::TypeMismatch`] when the field's column
+    /// does not hold `T`.
     pub fn checked_values<T: Scalar>(&self, field: FieldId) -> Result<&[T], StoreError> {
         let field_def = self.def.check_scalar::<T>(field)?;
         self.values::<T>(field).ok_or_else(|| {

@@ -64,6 +64,10 @@ impl SetSlot {
 impl Store {
     /// Copies a set's live rows into `slot`, growing it if it is short and reusing its buffers
     /// otherwise. The set itself is not touched.
+    ///
+    /// # Errors
+    ///
+    /// [`StoreError::UnknownComponent`] for a component not installed.
     pub fn save_into(&self, component: ComponentId, slot: &mut SetSlot) -> Result<(), StoreError> {
         let set = self.set(component)?;
         let len = set.len();
@@ -101,18 +105,24 @@ impl Store {
     /// the component counts as added now. A load restores one set as saved: it queues no events
     /// and removes no dependents in other sets (restore those from their own slots).
     ///
-    /// Refused, changing nothing: [`StoreError::SlotFromOtherStore`] for a slot saved from a
-    /// store of another [`Lineage`], and [`StoreError::SlotMismatch`] for a slot never saved,
-    /// saved from another component, or saved under a definition replaced since.
+    /// # Errors
+    ///
+    /// Refused, changing nothing: [`StoreError::SlotFromOtherStore`] for a slot saved from a store
+    /// of another [`Lineage`], and [`StoreError::SlotMismatch`] for a slot never saved, saved from
+    /// another component, or saved under a definition replaced since.
     pub fn load_from(&mut self, component: ComponentId, slot: &SetSlot) -> Result<(), StoreError> {
         let set = self.set(component)?;
         if slot.component.is_some() && slot.lineage != Some(self.lineage()) {
-            return Err(StoreError::SlotFromOtherStore { component });
+            return Err(StoreError::SlotFromOtherStore {
+                component,
+                component_name: set.def().shared_name(),
+            });
         }
         if slot.component != Some(component) || slot.allocation != set.def().allocation() {
             return Err(StoreError::SlotMismatch {
                 expected: component,
                 found: slot.component,
+                expected_name: set.def().shared_name(),
             });
         }
         let tick = Tick(self.tick().0 + 1);

@@ -21,7 +21,7 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use strata_arena::{Arena, ArenaError, ArenaId, ClassId, InstanceId, Reservation, Slot};
 
 use crate::column::{Column, Scalar};
-use crate::def::{ComponentId, FieldId, FieldType};
+use crate::def::{ComponentId, FieldId, FieldType, InstalledDef};
 use crate::error::StoreError;
 use crate::set::{InstanceRef, Tick};
 use crate::store::{DestroyOutcome, Store, StoreId};
@@ -102,6 +102,10 @@ impl SpawnTicket {
     }
 
     /// Every instance of the spawn, in spawn order.
+    ///
+    /// # Panics
+    ///
+    /// Never: a ticket holds a slot for each of its ids (the `expect` states why).
     pub fn instances(&self) -> impl ExactSizeIterator<Item = InstanceRef> + '_ {
         (0..self.len).map(|k| {
             self.instance(k)
@@ -342,6 +346,24 @@ pub struct Stage {
     ops: Vec<(OpId, Op)>,
 }
 
+/// The ids a spawn takes: fresh ones, the given ones, or given raw values not yet checked.
+#[derive(Clone, Copy)]
+enum SpawnIds<'a> {
+    Fresh(usize),
+    Given(&'a [InstanceId]),
+    Raw(&'a [u64]),
+}
+
+impl SpawnIds<'_> {
+    fn is_empty(self) -> bool {
+        match self {
+            SpawnIds::Fresh(count) => count == 0,
+            SpawnIds::Given(ids) => ids.is_empty(),
+            SpawnIds::Raw(ids) => ids.is_empty(),
+        }
+    }
+}
+
 impl std::fmt::Debug for Stage {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("Stage")
@@ -403,8 +425,10 @@ impl Stage {
     /// event for the batch), the store's tick moves, and observed components queue their
     /// events.
     ///
-    /// Refused, reserving nothing: a foreign arena, a count of zero, and what the arena
-    /// refuses (ids or slots exhausted, a bad class or parent).
+    /// # Errors
+    ///
+    /// Refused, reserving nothing: a foreign arena, a count of zero, and what the arena refuses
+    /// (ids or slots exhausted, a bad class or parent).
     pub fn spawn<E>(
         &mut self,
         arena: &mut Arena,
@@ -417,18 +441,17 @@ impl Stage {
     where
         E: Into<InitError>,
     {
-        self.check_arena(arena)?;
-        if count == 0 {
-            return Err(StageError::EmptySpawn);
-        }
-        // Checked before reserving: a reservation released on refusal retires its ids.
-        arena.check_new_instances(class, parent)?;
-        let reservation = arena.reserve(count)?;
-        self.stage_spawn(arena, reservation, class, parent, components, init)
+        let ids = SpawnIds::Fresh(count);
+        self.spawn_ids(arena, ids, class, parent, components, init)
     }
 
     /// [`Stage::spawn`] at the given ids (replication, restoring a save): refused, reserving
     /// nothing, when an id is alive, retired, repeated or outside the arena's ranges.
+    ///
+    /// # Errors
+    ///
+    /// As [`Stage::spawn`], and, reserving nothing, when an id is alive, retired, repeated or
+    /// outside the arena's ranges.
     pub fn spawn_at<E>(
         &mut self,
         arena: &mut Arena,
@@ -441,21 +464,40 @@ impl Stage {
     where
         E: Into<InitError>,
     {
-        self.check_arena(arena)?;
-        if ids.is_empty() {
-            return Err(StageError::EmptySpawn);
-        }
-        arena.check_new_instances(class, parent)?;
-        let reservation = arena.reserve_at(ids)?;
-        self.stage_spawn(arena, reservation, class, parent, components, init)
+        let ids = SpawnIds::Given(ids);
+        self.spawn_ids(arena, ids, class, parent, components, init)
     }
 
-    /// [`Stage::spawn_at`] from raw id values (as saved or sent): refused, reserving nothing,
-    /// also when a value is no valid id.
+    /// [`Stage::spawn_at`] from raw id values as saved or sent, which nothing has checked yet:
+    /// refused, reserving nothing, also when a value is no valid id.
+    ///
+    /// # Errors
+    ///
+    /// As [`Stage::spawn_at`], and when a value is no valid id
+    /// ([`ArenaError::InvalidRawId`](strata_arena::ArenaError::InvalidRawId) inside
+    /// [`StageError::Arena`]).
     pub fn spawn_at_raw<E>(
         &mut self,
         arena: &mut Arena,
         ids: &[u64],
+        class: ClassId,
+        parent: Option<InstanceId>,
+        components: &[ComponentId],
+        init: impl FnMut(&mut SpawnRows<'_>) -> Result<(), E> + 'static,
+    ) -> Result<SpawnTicket, StageError>
+    where
+        E: Into<InitError>,
+    {
+        let ids = SpawnIds::Raw(ids);
+        self.spawn_ids(arena, ids, class, parent, components, init)
+    }
+
+    /// The one body of the spawns: checks what can be checked before reserving (a
+    /// reservation released on refusal retires its ids), reserves the ids, and stages.
+    fn spawn_ids<E>(
+        &mut self,
+        arena: &mut Arena,
+        ids: SpawnIds<'_>,
         class: ClassId,
         parent: Option<InstanceId>,
         components: &[ComponentId],
@@ -469,7 +511,11 @@ impl Stage {
             return Err(StageError::EmptySpawn);
         }
         arena.check_new_instances(class, parent)?;
-        let reservation = arena.reserve_at_raw(ids)?;
+        let reservation = match ids {
+            SpawnIds::Fresh(count) => arena.reserve(count)?,
+            SpawnIds::Given(ids) => arena.reserve_at(ids)?,
+            SpawnIds::Raw(ids) => arena.reserve_at_raw(ids)?,
+        };
         self.stage_spawn(arena, reservation, class, parent, components, init)
     }
 
@@ -527,6 +573,11 @@ impl Stage {
     /// Cancels a staged spawn: its reservation is released now (the ids retired, never
     /// reused), its initializer never runs, and no event ever announces it. Refused for a
     /// foreign arena and for a ticket of no spawn staged here.
+    ///
+    /// # Errors
+    ///
+    /// [`StageError::ForeignArena`] for another arena, and [`StageError::UnknownTicket`] for a
+    /// ticket of no spawn staged here.
     pub fn cancel(&mut self, arena: &mut Arena, ticket: &SpawnTicket) -> Result<(), StageError> {
         self.check_arena(arena)?;
         if ticket.stage != self.id {
@@ -541,6 +592,11 @@ impl Stage {
     /// Cancels any staged operation: it is never applied, and a spawn's reservation is
     /// released now (as [`Stage::cancel`]). Refused for a foreign arena and for an id of no
     /// operation staged here.
+    ///
+    /// # Errors
+    ///
+    /// [`StageError::ForeignArena`] for another arena, and [`StageError::UnknownOp`] for an id of
+    /// no operation staged here.
     pub fn cancel_op(&mut self, arena: &mut Arena, op: OpId) -> Result<(), StageError> {
         self.check_arena(arena)?;
         let position = self
@@ -650,6 +706,10 @@ impl Stage {
 
     /// Drops everything staged, releasing every reservation. Refused for a foreign arena,
     /// changing nothing.
+    ///
+    /// # Errors
+    ///
+    /// [`StageError::ForeignArena`] for another arena; nothing is dropped then.
     pub fn discard(&mut self, arena: &mut Arena) -> Result<(), StageError> {
         self.check_arena(arena)?;
         for (_, op) in self.ops.drain(..) {
@@ -673,6 +733,11 @@ impl Stage {
     /// the failing one remains (a spawn's rows are taken back and its reservation released),
     /// every later spawn's reservation is released and every later operation dropped;
     /// [`CommitError`] names each of them.
+    ///
+    /// # Errors
+    ///
+    /// A [`CommitError`] saying what failed, what was published before it ([`CommitError::kept`]
+    /// when nothing applied), and what was dropped, as described above.
     #[allow(
         clippy::result_large_err,
         reason = "the error carries what was published; a commit is rare next to what it applies"
@@ -815,6 +880,7 @@ fn live_members(
     live
 }
 
+// Long: one arm per kind of staged operation, each a few lines.
 fn apply(
     op: Op,
     arena: &mut Arena,
@@ -1099,22 +1165,35 @@ impl SpawnRows<'_> {
             .iter()
             .find(|(c, _)| *c == component)
             .map(|(_, rows)| rows.clone())
-            .ok_or(StoreError::NotInSpawn(component))
+            .ok_or_else(|| StoreError::NotInSpawn {
+                component,
+                component_name: self
+                    .store
+                    .def(component)
+                    .map_or_else(|_| std::sync::Arc::from("?"), InstalledDef::shared_name),
+            })
     }
 
     /// The rows of `component` the spawn placed, `first..=last`: the `k`-th instance's row is
     /// `first + k`.
+    ///
+    /// # Errors
+    ///
+    /// [`StoreError::NotInSpawn`] for a component the spawn does not add.
     pub fn rows(&self, component: ComponentId) -> Result<RangeInclusive<usize>, StoreError> {
         let rows = self.placed(component)?;
         Ok(rows.start..=rows.end - 1)
     }
 
     /// A field's values over exactly the spawn's rows, for filling in place (element `k` is
-    /// the `k`-th instance's). Refused for a component the spawn does not add
-    /// ([`StoreError::NotInSpawn`]), a field whose column does not hold `T`, and a reference
-    /// field ([`StoreError::CheckedFieldOnly`]: use [`SpawnRows::set_reference`]). Enum
-    /// indexes stored here are checked after the initializer returns: one past the variants
-    /// fails the spawn.
+    /// the `k`-th instance's).
+    ///
+    /// # Errors
+    ///
+    /// Refused for a component the spawn does not add ([`StoreError::NotInSpawn`]), a field whose
+    /// column does not hold `T`, and a reference field ([`StoreError::CheckedFieldOnly`]: use
+    /// [`SpawnRows::set_reference`]). Enum indexes stored here are checked after the initializer
+    /// returns: one past the variants fails the spawn.
     pub fn column_mut<T: Scalar>(
         &mut self,
         component: ComponentId,
@@ -1124,7 +1203,12 @@ impl SpawnRows<'_> {
         let def = self.store.def(component)?;
         let field_def = def.check_scalar::<T>(field)?;
         if def.reference_fields.contains(&field) {
-            return Err(StoreError::CheckedFieldOnly { component, field });
+            return Err(StoreError::CheckedFieldOnly {
+                component,
+                field,
+                component_name: def.shared_name(),
+                field_name: def.shared_field_name(field),
+            });
         }
         let mismatch = def.type_mismatch(field_def, std::any::type_name::<T>());
         self.store
@@ -1135,6 +1219,13 @@ impl SpawnRows<'_> {
 
     /// Stores a checked value in field `field` of the `k`-th instance's row (any kind,
     /// references included: the reverse index follows).
+    ///
+    /// # Errors
+    ///
+    /// [`StoreError::NotInSpawn`] for a component the spawn does not add,
+    /// [`StoreError::SpawnIndexOutOfRange`] for `k` past the spawn's instances,
+    /// [`StoreError::FieldOutOfRange`] for a field it lacks, and [`StoreError::TypeMismatch`] for a
+    /// value the field cannot hold.
     pub fn set_value(
         &mut self,
         component: ComponentId,
@@ -1158,6 +1249,10 @@ impl SpawnRows<'_> {
 
     /// Stores a reference in field `field` of the `k`-th instance's row, keeping the reverse
     /// index exact.
+    ///
+    /// # Errors
+    ///
+    /// As [`SpawnRows::set_value`].
     pub fn set_reference(
         &mut self,
         component: ComponentId,

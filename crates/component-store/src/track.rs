@@ -252,6 +252,8 @@ impl TrackMut<'_> {
     /// then every row stored before the panic is recorded (changed tick, log entry when the log
     /// takes the pass, dirty bit) and the caller completes the pass before it resumes the panic.
     #[inline]
+    // Long: one hot loop whose word state (`word`, `stored`) the panic recovery below reads;
+    // split into calls, that state would cross a call in the innermost loop.
     pub(crate) fn dense<T: Scalar, R>(
         &mut self,
         field: FieldId,

@@ -100,6 +100,12 @@ enum Target<'a, T: Scalar> {
 
 impl Store {
     /// A writer for one typed field of every row of a component.
+    ///
+    /// # Errors
+    ///
+    /// [`StoreError::UnknownComponent`] for a component not installed,
+    /// [`StoreError::FieldOutOfRange`] for a field it lacks, and [`StoreError::TypeMismatch`] for a
+    /// field whose column does not hold `T`.
     pub fn column_writer<T: Scalar>(
         &mut self,
         component: ComponentId,
@@ -112,6 +118,13 @@ impl Store {
     /// (of the same or another component), borrowed together: the shape of a system that
     /// writes one column from another. Indexes are rows of each field's own set. A read of
     /// another field of the written set makes that set private at once (the read borrows it).
+    ///
+    /// # Errors
+    ///
+    /// [`StoreError::UnknownComponent`] for a component not installed (written or read),
+    /// [`StoreError::FieldOutOfRange`] for a field it lacks, [`StoreError::TypeMismatch`] for a
+    /// field whose column does not hold `T` or `R`, and [`StoreError::AliasedColumns`] when the
+    /// read is the written column, or another field of a written reference field's set.
     pub fn update_columns<W: Scalar, R: Scalar>(
         &mut self,
         component: ComponentId,
@@ -124,7 +137,12 @@ impl Store {
         if let Some((rc, rf)) = read {
             self.set(rc)?.checked_values::<R>(rf)?;
             if rc == component && (rf == field || references) {
-                return Err(StoreError::AliasedColumns { component, field });
+                return Err(StoreError::AliasedColumns {
+                    component,
+                    field,
+                    component_name: write_set.def().shared_name(),
+                    field_name: write_set.def().shared_field_name(field),
+                });
             }
         }
         let (shared, other, store_tick, events, frame) =
@@ -215,6 +233,10 @@ impl<T: Scalar> ColumnWriter<'_, T> {
     /// Checks that the field can hold `value` (an enum index must name a variant), as every
     /// write of this writer does before storing anything; see
     /// [`InstalledDef::check_scalar_value`].
+    ///
+    /// # Errors
+    ///
+    /// [`StoreError::TypeMismatch`] for an enum index past the variants.
     #[inline]
     pub fn check(&self, value: &T) -> Result<(), StoreError> {
         if T::RANGED {
@@ -238,12 +260,16 @@ impl<T: Scalar> ColumnWriter<'_, T> {
 
     /// Writes `f(current, read)` into rows `0..n` (`n` the shorter of the column and `reads`),
     /// where row `i` reads `reads[i]`: the tight loop for a dense pass. Equal results change
-    /// nothing. Returns how many rows changed; refused, changing nothing, when a result is a
-    /// value the field cannot hold (see [`ColumnWriter::check`]).
+    /// nothing. Returns how many rows changed.
     ///
     /// A panic of `f` stops the pass: the rows it stored before are recorded as changed (ticks,
     /// change log, dirty bits, events, the store's tick, the value-write counter), as if the
     /// pass had ended there, and the panic goes on to the caller.
+    ///
+    /// # Errors
+    ///
+    /// Refused, changing nothing, when a result is a value the field cannot hold (see
+    /// [`ColumnWriter::check`]).
     pub fn update_dense<R>(
         &mut self,
         reads: &[R],
@@ -324,8 +350,12 @@ impl<T: Scalar> ColumnWriter<'_, T> {
     /// Writes `f(current, k)` into row `rows(k).0` for `k` in `0..n`; the generic tight loop
     /// behind dense and indexed passes (`rows(k).1` is handed back to `f` as its read index).
     /// Rows past the end are skipped; equal results change nothing. Returns how many rows
-    /// changed; refused, changing nothing, when a result is a value the field cannot hold
-    /// (see [`ColumnWriter::check`]). A panic of `f` stops the pass as it does
+    /// changed.
+    ///
+    /// # Errors
+    ///
+    /// Refused, changing nothing, when a result is a value the field cannot hold (see
+    /// [`ColumnWriter::check`]). A panic of `f` stops the pass as it does
     /// [`ColumnWriter::update_dense`]: what was stored before it is recorded.
     pub fn update_indexed(
         &mut self,
@@ -337,6 +367,7 @@ impl<T: Scalar> ColumnWriter<'_, T> {
     }
 
     /// [`ColumnWriter::update_indexed`].
+    // Long: the checked (ranged) and plain passes side by side, recording changes alike.
     fn indexed_pass(
         &mut self,
         n: usize,
@@ -467,9 +498,12 @@ impl<T: Scalar> ColumnWriter<'_, T> {
         }
     }
 
-    /// Writes row `row`; returns `false`, changing nothing, for an equal value. Refused,
-    /// changing nothing, for a row out of range ([`StoreError::RowOutOfRange`]) or a value the
-    /// field cannot hold (see [`ColumnWriter::check`]).
+    /// Writes row `row`; returns `false`, changing nothing, for an equal value.
+    ///
+    /// # Errors
+    ///
+    /// Refused, changing nothing, for a row out of range ([`StoreError::RowOutOfRange`]) or a value
+    /// the field cannot hold (see [`ColumnWriter::check`]).
     #[inline]
     pub fn write(&mut self, row: usize, value: T) -> Result<bool, StoreError> {
         self.check(&value)?;

@@ -20,6 +20,7 @@
 //! references, composites and refused values through the checked single-field setter.
 
 use std::fmt;
+use std::sync::Arc;
 
 use hashbrown::HashMap;
 use rayon::prelude::*;
@@ -76,6 +77,10 @@ pub struct Conflict {
     pub component: ComponentId,
     /// The field.
     pub field: FieldId,
+    /// The component's name, as defined at the commit.
+    pub component_name: Arc<str>,
+    /// The field's name, as defined at the commit.
+    pub field_name: Arc<str>,
     /// The instance.
     pub instance: InstanceId,
     /// The writer whose value was overwritten (earlier in commit order).
@@ -97,6 +102,10 @@ pub struct Refusal {
     pub component: ComponentId,
     /// The field.
     pub field: FieldId,
+    /// The component's name, as defined at the commit (`?` when it is not installed).
+    pub component_name: Arc<str>,
+    /// The field's name, as defined at the commit (`?` when the definition has none there).
+    pub field_name: Arc<str>,
     /// Why.
     pub error: StoreError,
 }
@@ -132,9 +141,9 @@ impl fmt::Display for CommitReport {
         for c in &self.conflicts {
             writeln!(
                 f,
-                "conflict on {:?}.{:?} of {}: {} then {} ({})",
-                c.component,
-                c.field,
+                "conflict on {}.{} of {}: {} then {} ({})",
+                c.component_name,
+                c.field_name,
                 c.instance,
                 c.first,
                 c.second,
@@ -148,8 +157,8 @@ impl fmt::Display for CommitReport {
         for r in &self.refusals {
             writeln!(
                 f,
-                "refused {:?}.{:?} of {} from {}: {}",
-                r.component, r.field, r.instance, r.writer, r.error
+                "refused {}.{} of {} from {}: {}",
+                r.component_name, r.field_name, r.instance, r.writer, r.error
             )?;
         }
         Ok(())
@@ -247,6 +256,7 @@ fn apply_column(
         match current_definition(store, column.component, column.allocation) {
             Ok(()) => current.push((writer, column)),
             Err(error) => {
+                let (component_name, field_name) = names(store, column.component, column.field);
                 column.log.for_each_in_order(|_, instance| {
                     report.refusals.push(Refusal {
                         writer,
@@ -255,6 +265,8 @@ fn apply_column(
                             .id,
                         component: column.component,
                         field: column.field,
+                        component_name: component_name.clone(),
+                        field_name: field_name.clone(),
                         error: error.clone(),
                     });
                 });
@@ -406,6 +418,19 @@ fn together<T: Logged + Sync>(
     }
 }
 
+/// A component's and a field's names in the store's present definition, for reports (`?` for
+/// what it does not define).
+fn names(store: &Store, component: ComponentId, field: FieldId) -> (Arc<str>, Arc<str>) {
+    match store.def(component) {
+        Ok(def) => (
+            Arc::from(def.name()),
+            def.field(field)
+                .map_or_else(|| Arc::from("?"), |f| f.name.clone()),
+        ),
+        Err(_) => (Arc::from("?"), Arc::from("?")),
+    }
+}
+
 /// Whether the store's definition of `component` is still the one of `allocation`: the
 /// store's own error when it has none, `StaleDefinition` when it was replaced.
 fn current_definition(
@@ -413,10 +438,14 @@ fn current_definition(
     component: ComponentId,
     allocation: u64,
 ) -> Result<(), StoreError> {
-    if store.def(component)?.allocation() == allocation {
+    let def = store.def(component)?;
+    if def.allocation() == allocation {
         Ok(())
     } else {
-        Err(StoreError::StaleDefinition(component))
+        Err(StoreError::StaleDefinition {
+            component,
+            component_name: Arc::from(def.name()),
+        })
     }
 }
 
@@ -532,13 +561,18 @@ impl Apply<'_> {
                     self.report.unchanged += 1;
                 }
             }
-            Err(error) => self.report.refusals.push(Refusal {
-                writer: self.writer,
-                instance: instance.id,
-                component,
-                field,
-                error,
-            }),
+            Err(error) => {
+                let (component_name, field_name) = names(self.store, component, field);
+                self.report.refusals.push(Refusal {
+                    writer: self.writer,
+                    instance: instance.id,
+                    component,
+                    field,
+                    component_name,
+                    field_name,
+                    error,
+                });
+            }
         }
     }
 }
@@ -588,6 +622,7 @@ fn conflicts(store: &Store, sets: &[WriteSet], oracle: &impl OrderOracle) -> Vec
                 .set(component)
                 .ok()
                 .filter(|_| column.rows.hold(store, component));
+            let (component_name, field_name) = names(store, component, field);
             column.log.for_each_in_order(|row, instance| {
                 let slot = &mut owner[row as usize];
                 if *slot != usize::MAX {
@@ -599,6 +634,8 @@ fn conflicts(store: &Store, sets: &[WriteSet], oracle: &impl OrderOracle) -> Vec
                     found.push(Conflict {
                         component,
                         field,
+                        component_name: component_name.clone(),
+                        field_name: field_name.clone(),
                         instance,
                         first,
                         second,

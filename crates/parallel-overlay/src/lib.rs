@@ -184,6 +184,8 @@
 //! assert!(!store.has(at, tag));
 //! ```
 
+#![warn(clippy::missing_errors_doc, clippy::missing_panics_doc)]
+
 mod commit;
 mod error;
 mod log;

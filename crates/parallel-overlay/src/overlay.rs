@@ -152,6 +152,11 @@ impl<'s> Overlay<'s> {
 
     /// Reads a field: this writer's latest write if it made one, the established value
     /// otherwise.
+    ///
+    /// # Errors
+    ///
+    /// [`OverlayError::Store`] with the store's refusal: a component not installed, an instance
+    /// without it, a field it lacks.
     pub fn read(
         &mut self,
         at: InstanceRef,
@@ -167,6 +172,11 @@ impl<'s> Overlay<'s> {
     }
 
     /// Reads a field, typed (see [`Overlay::read`]).
+    ///
+    /// # Errors
+    ///
+    /// [`OverlayError::Store`] with the store's refusal: a component not installed, an instance
+    /// without it, a field it lacks, or a field that does not hold `T`.
     pub fn get<T: Scalar>(
         &mut self,
         at: InstanceRef,
@@ -189,6 +199,12 @@ impl<'s> Overlay<'s> {
     /// Records a write of a field of an instance's component. The value is checked against the
     /// field's type now; it reaches the store only at commit. A repeated write replaces this
     /// writer's previous value and takes a new sequence number.
+    ///
+    /// # Errors
+    ///
+    /// [`OverlayError::Store`] with the store's refusal: a component not installed, an instance
+    /// without it, a field it lacks, or a value the field cannot hold (a reference to an instance
+    /// that is not live included).
     pub fn write(
         &mut self,
         at: InstanceRef,
@@ -201,6 +217,10 @@ impl<'s> Overlay<'s> {
     }
 
     /// Records a typed write (see [`Overlay::write`]).
+    ///
+    /// # Errors
+    ///
+    /// As [`Overlay::write`], and a field that does not hold `T`.
     pub fn set<T: Scalar>(
         &mut self,
         at: InstanceRef,
@@ -214,6 +234,12 @@ impl<'s> Overlay<'s> {
     /// Records a write addressed by row (a query's row): the row's instance is read from the
     /// store now and checked again at commit. For loops over many rows of one field,
     /// [`Overlay::column`] skips the per-write lookups.
+    ///
+    /// # Errors
+    ///
+    /// As [`Overlay::write`], and
+    /// [`StoreError::RowOutOfRange`](strata_component_store::StoreError::RowOutOfRange) for a row
+    /// past the set's rows.
     pub fn write_row(
         &mut self,
         component: ComponentId,
@@ -235,6 +261,11 @@ impl<'s> Overlay<'s> {
     /// A typed handle on one field of a component, for writing many rows: the set, the field
     /// and this writer's log are looked up once, and each write is a bounds check and an
     /// append (or an in-place replacement of the row's earlier write).
+    ///
+    /// # Errors
+    ///
+    /// [`OverlayError::Store`] with the store's refusal: a component not installed, a field it
+    /// lacks, or a field that does not hold `T`.
     pub fn column<T: Logged>(
         &mut self,
         component: ComponentId,
@@ -358,6 +389,10 @@ impl<'s> Overlay<'s> {
     }
 
     /// Adding a component is a structural operation: always refused while writers run.
+    ///
+    /// # Errors
+    ///
+    /// Always [`OverlayError::StructuralRefused`].
     pub fn add_component(
         &mut self,
         _at: InstanceRef,
@@ -368,6 +403,10 @@ impl<'s> Overlay<'s> {
     }
 
     /// Removing a component is a structural operation: always refused while writers run.
+    ///
+    /// # Errors
+    ///
+    /// Always [`OverlayError::StructuralRefused`].
     pub fn remove_component(
         &mut self,
         _at: InstanceRef,
@@ -475,6 +514,12 @@ impl<T: Logged> OverlayColumn<'_, '_, T> {
 
     /// Records a write of `value` at `row`; a repeated write replaces this writer's earlier
     /// value and takes a new sequence number.
+    ///
+    /// # Errors
+    ///
+    /// [`StoreError::RowOutOfRange`](strata_component_store::StoreError::RowOutOfRange) (as
+    /// [`OverlayError::Store`]) for a row past the set's rows, and the store's refusal of a value
+    /// the field cannot hold.
     #[inline]
     pub fn write(&mut self, row: usize, value: T) -> Result<(), OverlayError> {
         let (true, Ok(key)) = (row < self.holders.ids.len(), u32::try_from(row)) else {
@@ -498,8 +543,11 @@ impl<T: Logged> OverlayColumn<'_, '_, T> {
 
     /// Records `values` at rows `start`, `start + 1`, ... in that order: the same as writing
     /// each with [`OverlayColumn::write`], in one step while this writer's writes to the column
-    /// have swept the rows up to `start` in order. Refused, recording nothing, when the rows
-    /// run past the set's.
+    /// have swept the rows up to `start` in order.
+    ///
+    /// # Errors
+    ///
+    /// Refused, recording nothing, when the rows run past the set's.
     pub fn write_run<I>(&mut self, start: usize, values: I) -> Result<(), OverlayError>
     where
         I: IntoIterator<Item = T>,

@@ -1,7 +1,9 @@
 //! `QueryError`: why a query spec was refused or a pass could not run.
 //!
 //! Invariant: a refused spec never becomes a `Query`, and a failed pass leaves the query's cache
-//! and baseline as they were.
+//! and baseline as they were. A spec is checked without a store (`Query::new`), so the spec's
+//! own refusals name a component by its id, the only thing a spec holds; everything refused
+//! against a store is the store's error, which names components and fields as defined.
 
 use strata_component_store::{ComponentId, StoreError};
 
@@ -14,9 +16,10 @@ pub enum QueryError {
     #[error("a query needs at least one required component or required tag to drive it")]
     NoDriver,
     /// An added or changed filter names a component the query does not require.
-    #[error("change filters must name required components; {0:?} is not required")]
+    #[error("change filters must name required components; component id {} is not required", .0.index())]
     ChangeTermNotRequired(ComponentId),
-    /// A component is both required and excluded, or a tag both required and excluded.
+    /// A component is both required and excluded, or a tag both required and excluded: the
+    /// term, as `component id 3` or ``tag `Enemy` ``.
     #[error("the spec both requires and excludes {0}")]
     Contradiction(String),
     /// A term index outside the spec's required terms.

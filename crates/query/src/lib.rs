@@ -94,6 +94,8 @@
 //! # Ok::<(), Box<dyn std::error::Error>>(())
 //! ```
 
+#![warn(clippy::missing_errors_doc, clippy::missing_panics_doc)]
+
 mod error;
 mod par;
 mod query;

@@ -76,6 +76,10 @@ impl Pass<'_> {
     /// The store ends exactly as after the serial [`Pass::update`], whatever the thread count
     /// and the chunking. Returns how many rows changed; refused, changing nothing, as the
     /// serial pass is, and for zero chunks or rows per chunk ([`QueryError::ZeroChunks`]).
+    ///
+    /// # Errors
+    ///
+    /// As [`Pass::update`], and [`QueryError::ZeroChunks`] for chunks of no rows or no chunks.
     pub fn par_update<W, R>(
         &self,
         store: &mut Store,
@@ -96,6 +100,10 @@ impl Pass<'_> {
 
     /// [`Pass::update_each`] in parallel, as [`Pass::par_update`]: one field of a term written
     /// from its current value, for every selected match.
+    ///
+    /// # Errors
+    ///
+    /// As [`Pass::update_each`], and [`QueryError::ZeroChunks`] for chunks of no rows or no chunks.
     pub fn par_update_each<W>(
         &self,
         store: &mut Store,

@@ -153,6 +153,12 @@ pub struct Query {
 
 impl Query {
     /// A query for a spec; refused when the spec has no driver or is contradictory.
+    ///
+    /// # Errors
+    ///
+    /// [`QueryError::NoDriver`] for a spec with no required component or tag,
+    /// [`QueryError::ChangeTermNotRequired`] for a change filter on a component it does not
+    /// require, and [`QueryError::Contradiction`] for a term both required and excluded.
     pub fn new(spec: QuerySpec) -> Result<Self, QueryError> {
         spec.validate()?;
         let terms = spec.with.len();
@@ -174,11 +180,19 @@ impl Query {
     /// baseline carries over from pass to pass as a cached query's does. Its results are a
     /// cached query's by definition; a test reading both after the same operations checks the
     /// cache's reuse rules.
+    ///
+    /// # Errors
+    ///
+    /// As [`Query::new`].
     pub fn uncached(spec: QuerySpec) -> Result<Self, QueryError> {
         Self::with_caching(spec, false)
     }
 
     /// [`Query::new`] when `cached`, [`Query::uncached`] otherwise.
+    ///
+    /// # Errors
+    ///
+    /// As [`Query::new`].
     pub fn with_caching(spec: QuerySpec, cached: bool) -> Result<Self, QueryError> {
         Ok(Self {
             cached,
@@ -240,6 +254,10 @@ impl Query {
     /// Rebuilds the cache if its stamp no longer matches (an uncached query: always);
     /// returns whether it did. A rebuild refused (a component the spec names is gone) keeps
     /// the cache as it was.
+    ///
+    /// # Errors
+    ///
+    /// [`QueryError::Store`] when a component the spec names is not installed in `store`.
     pub fn refresh(&mut self, arena: &Snapshot, store: &Store) -> Result<bool, QueryError> {
         if self.cached && self.stamp_holds(arena, store)? {
             return Ok(false);
@@ -249,6 +267,10 @@ impl Query {
     }
 
     /// The full cached matches (no change filtering, baseline untouched), refreshed first.
+    ///
+    /// # Errors
+    ///
+    /// As [`Query::refresh`].
     pub fn matches(&mut self, arena: &Snapshot, store: &Store) -> Result<Matches<'_>, QueryError> {
         self.refresh(arena, store)?;
         Ok(Matches {
@@ -261,6 +283,10 @@ impl Query {
     /// addresses it, in instance-id order. For staging a bulk operation over the query's
     /// members (`Stage::set`, `Stage::remove`, `Stage::despawn`): the copy never gains an
     /// instance spawned afterwards, whether staged before or after it is taken.
+    ///
+    /// # Errors
+    ///
+    /// As [`Query::refresh`].
     pub fn capture(
         &mut self,
         arena: &Snapshot,
@@ -282,6 +308,10 @@ impl Query {
     /// log covers the baseline, and a scan of the matches otherwise. When the previous pass ran
     /// against another store, there is no window to compare with: the pass yields every match
     /// and [`Pass::window_unavailable`] says so.
+    ///
+    /// # Errors
+    ///
+    /// As [`Query::refresh`].
     pub fn run(&mut self, arena: &Snapshot, store: &Store) -> Result<Pass<'_>, QueryError> {
         self.refresh(arena, store)?;
         let window = if !self.spec.has_change_filters() {
@@ -316,6 +346,10 @@ impl Query {
     }
 
     /// Runs a pass and calls `f` for every selected match, in instance-id order.
+    ///
+    /// # Errors
+    ///
+    /// As [`Query::refresh`].
     pub fn for_each(
         &mut self,
         arena: &Snapshot,
@@ -330,6 +364,10 @@ impl Query {
     }
 
     /// Runs a pass and returns an iterator over its selected matches.
+    ///
+    /// # Errors
+    ///
+    /// As [`Query::refresh`].
     pub fn iter(&mut self, arena: &Snapshot, store: &Store) -> Result<PassIter<'_>, QueryError> {
         Ok(self.run(arena, store)?.into_iter())
     }
@@ -361,23 +399,7 @@ impl Query {
             .collect::<Result<_, _>>()?;
         let ancestor = spec.ancestor.map(|c| store.set(c)).transpose()?;
 
-        // The driver: the smallest required component set or required tag.
-        let component_driver = required
-            .iter()
-            .enumerate()
-            .min_by_key(|(_, s)| s.len())
-            .map(|(t, s)| (t, s.len()));
-        let tag_driver = spec
-            .tags
-            .iter()
-            .map(|t| (t, arena.tag_count(t)))
-            .min_by_key(|(_, n)| *n);
-        let driver = match (component_driver, tag_driver) {
-            (Some((_, n)), Some((tag, m))) if m < n => Driver::Tag(tag.clone()),
-            (Some((t, _)), _) => Driver::Component(spec.with[t]),
-            (None, Some((tag, _))) => Driver::Tag(tag.clone()),
-            (None, None) => return Err(QueryError::NoDriver),
-        };
+        let driver = choose_driver(spec, arena, &required)?;
 
         let filter = Filter {
             spec,
@@ -659,6 +681,10 @@ impl<'q> Matches<'q> {
     }
 
     /// A required term's dense row per match.
+    ///
+    /// # Errors
+    ///
+    /// [`QueryError::NoSuchTerm`] for a term index past the spec's required terms.
     pub fn rows(&self, term: usize) -> Result<&'q [u32], QueryError> {
         self.cache
             .rows
@@ -746,8 +772,12 @@ impl<'q> Pass<'q> {
         }
     }
 
-    /// A typed read-only column of a required term, bound once for the pass. Refused when the
-    /// store is not the one the matches were built against, or its structure changed since.
+    /// A typed read-only column of a required term, bound once for the pass.
+    ///
+    /// # Errors
+    ///
+    /// Refused when the store is not the one the matches were built against, or its structure
+    /// changed since.
     pub fn column<'s, T: Scalar>(
         &self,
         store: &'s Store,
@@ -795,6 +825,13 @@ impl<'q> Pass<'q> {
     /// and compare-before-write. Returns how many rows changed. A panic of `f` ends the pass
     /// there: the rows written before it stay written and are recorded as changed once, as
     /// by any write (see `ColumnWriter::update_indexed`), and the panic goes on.
+    ///
+    /// # Errors
+    ///
+    /// [`QueryError::StaleMatches`] when `store` is not the one the matches were built against or
+    /// its structure changed since, [`QueryError::NoSuchTerm`] for a term index past the required
+    /// terms, and [`QueryError::Store`] for a field the term lacks, of another type than `W` or
+    /// `R`, or a read that aliases the written column.
     pub fn update<W: Scalar, R: Scalar>(
         &self,
         store: &mut Store,
@@ -833,6 +870,10 @@ impl<'q> Pass<'q> {
 
     /// Writes one field of a term from its current value, for every selected match. Returns
     /// how many rows changed. A panic of `f` ends the pass as it ends [`Pass::update`].
+    ///
+    /// # Errors
+    ///
+    /// As [`Pass::update`].
     pub fn update_each<W: Scalar>(
         &self,
         store: &mut Store,
@@ -965,6 +1006,11 @@ impl MatchRef<'_> {
     }
 
     /// A handle on a required term's component of this instance.
+    ///
+    /// # Errors
+    ///
+    /// [`QueryError::NoSuchTerm`] for a term index past the required terms, and
+    /// [`QueryError::Store`] when the instance no longer holds the term's component.
     pub fn handle(&self, store: &Store, term: usize) -> Result<ComponentHandle, QueryError> {
         let component = *self
             .spec
@@ -975,6 +1021,12 @@ impl MatchRef<'_> {
     }
 
     /// A typed field of a required term, read through the store (checked).
+    ///
+    /// # Errors
+    ///
+    /// [`QueryError::NoSuchTerm`] for a term index past the required terms, and
+    /// [`QueryError::Store`] when the instance no longer holds the term's component, or the field
+    /// is missing or not a `T`.
     pub fn get<'s, T: Scalar>(
         &self,
         store: &'s Store,
@@ -1119,3 +1171,28 @@ impl<'s, T> Iterator for TermValues<'s, '_, T> {
 
 /// Exact: the pass checked every row against the values when the column was bound.
 impl<T> ExactSizeIterator for TermValues<'_, '_, T> {}
+
+/// The driver of a rebuild: the smallest required component set or required tag (a component
+/// on a tie), whose members are the candidates every other term filters.
+fn choose_driver(
+    spec: &QuerySpec,
+    arena: &Snapshot,
+    required: &[&ComponentSet],
+) -> Result<Driver, QueryError> {
+    let component_driver = required
+        .iter()
+        .enumerate()
+        .min_by_key(|(_, s)| s.len())
+        .map(|(t, s)| (t, s.len()));
+    let tag_driver = spec
+        .tags
+        .iter()
+        .map(|t| (t, arena.tag_count(t)))
+        .min_by_key(|(_, n)| *n);
+    match (component_driver, tag_driver) {
+        (Some((_, n)), Some((tag, m))) if m < n => Ok(Driver::Tag(tag.clone())),
+        (Some((t, _)), _) => Ok(Driver::Component(spec.with[t])),
+        (None, Some((tag, _))) => Ok(Driver::Tag(tag.clone())),
+        (None, None) => Err(QueryError::NoDriver),
+    }
+}

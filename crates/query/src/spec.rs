@@ -135,7 +135,10 @@ impl QuerySpec {
             }
         }
         if let Some(c) = self.with.iter().find(|c| self.without.contains(c)) {
-            return Err(QueryError::Contradiction(format!("component {c:?}")));
+            return Err(QueryError::Contradiction(format!(
+                "component id {}",
+                c.index()
+            )));
         }
         if let Some(t) = self.tags.iter().find(|t| self.not_tags.contains(t)) {
             return Err(QueryError::Contradiction(format!("tag `{t}`")));

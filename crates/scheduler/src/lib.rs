@@ -2,7 +2,8 @@
 //! from `before`/`after` declarations, cycles stopped and reported, a hierarchy-ordered plan
 //! with reachability, interval systems, a fixed-step block and per-system statistics.
 //!
-//! The crate depends on no other Strata crate. A [`Schedule<B>`](Schedule) holds [`System`]s
+//! The crate depends on no other Strata crate but the internal `strata-mix` (for shuffle ranks).
+//! A [`Schedule<B>`](Schedule) holds [`System`]s
 //! whose bodies are of any type `B`; it never calls a body itself, so the layer that runs
 //! systems (the engine's Luau scripts, plain Rust closures) stays outside.
 //!
@@ -61,6 +62,8 @@
 //! assert_eq!(schedule.stats(sound)?.visited_rows, 30);
 //! # Ok::<(), strata_scheduler::ScheduleError>(())
 //! ```
+
+#![warn(clippy::missing_errors_doc, clippy::missing_panics_doc)]
 
 mod diagnostics;
 mod error;

@@ -37,6 +37,11 @@ impl FixedStep {
     };
 
     /// Steps of `seconds` each, at most `max_steps` per frame.
+    ///
+    /// # Errors
+    ///
+    /// [`ScheduleError::InvalidFixedStep`] when `seconds` is not positive and finite, or
+    /// `max_steps` is zero.
     pub fn new(seconds: f64, max_steps: u32) -> Result<FixedStep, ScheduleError> {
         if !(seconds.is_finite() && seconds > 0.0) || max_steps == 0 {
             return Err(ScheduleError::InvalidFixedStep { seconds, max_steps });
@@ -173,6 +178,20 @@ struct Slot<B> {
     waited: f64,
 }
 
+impl<B> Slot<B> {
+    /// Whether the system is due after `dt` more seconds of its stage's time, and the time its
+    /// run stands for: `dt` for a system without an interval; for one with an interval, what it
+    /// waited once that reaches the interval (the wait then starts again from zero), else
+    /// `None` with the wait moved on.
+    fn due(&mut self, dt: f64) -> Option<f64> {
+        let Some(interval) = self.system.interval else {
+            return Some(dt);
+        };
+        self.waited += dt;
+        (self.waited + TIME_EPSILON >= interval).then(|| std::mem::take(&mut self.waited))
+    }
+}
+
 /// Systems with bodies of type `B`, their plan, and the frame loop that runs them.
 ///
 /// The schedule never calls a body itself: [`Schedule::run_frame`] hands each due body to the
@@ -222,9 +241,11 @@ impl<B> Schedule<B> {
 
     /// Adds a system and returns its id.
     ///
-    /// Refused when the name (or a set name) is empty, another live system has the name, the
-    /// name is a set's or a set is named like a system, or the interval is not a positive,
-    /// finite number of seconds.
+    /// # Errors
+    ///
+    /// Refused when the name (or a set name) is empty, another live system has the name, the name
+    /// is a set's or a set is named like a system, or the interval is not a positive, finite number
+    /// of seconds.
     pub fn add(&mut self, system: System<B>) -> Result<SystemId, ScheduleError> {
         if system.name.is_empty() || system.sets.iter().any(|set| set.is_empty()) {
             return Err(ScheduleError::EmptyName);
@@ -263,6 +284,10 @@ impl<B> Schedule<B> {
     }
 
     /// Removes a system and gives it back; its id is never used again.
+    ///
+    /// # Errors
+    ///
+    /// [`ScheduleError::UnknownSystem`] when `id` names no live system of this schedule.
     pub fn remove(&mut self, id: SystemId) -> Result<System<B>, ScheduleError> {
         let slot = self
             .slots
@@ -284,6 +309,10 @@ impl<B> Schedule<B> {
 
     /// Enables or disables a system. A disabled system is left out of the plan and keeps its
     /// interval's accumulated time until enabled again.
+    ///
+    /// # Errors
+    ///
+    /// [`ScheduleError::UnknownSystem`] when `id` names no live system of this schedule.
     pub fn set_enabled(&mut self, id: SystemId, enabled: bool) -> Result<(), ScheduleError> {
         let slot = self.slot_mut(id)?;
         if slot.system.enabled != enabled {
@@ -299,11 +328,19 @@ impl<B> Schedule<B> {
     }
 
     /// A live system.
+    ///
+    /// # Errors
+    ///
+    /// [`ScheduleError::UnknownSystem`] when `id` names no live system of this schedule.
     pub fn system(&self, id: SystemId) -> Result<&System<B>, ScheduleError> {
         self.slot(id).map(|slot| &slot.system)
     }
 
     /// A live system's body, mutably.
+    ///
+    /// # Errors
+    ///
+    /// [`ScheduleError::UnknownSystem`] when `id` names no live system of this schedule.
     pub fn body_mut(&mut self, id: SystemId) -> Result<&mut B, ScheduleError> {
         self.slot_mut(id).map(|slot| &mut slot.system.body)
     }
@@ -328,6 +365,10 @@ impl<B> Schedule<B> {
     }
 
     /// A system's statistics.
+    ///
+    /// # Errors
+    ///
+    /// [`ScheduleError::UnknownSystem`] when `id` names no live system of this schedule.
     pub fn stats(&self, id: SystemId) -> Result<&SystemStats, ScheduleError> {
         self.slot(id).map(|slot| &slot.stats)
     }
@@ -365,12 +406,20 @@ impl<B> Schedule<B> {
     }
 
     /// Time an interval system has accumulated towards its next run, in seconds.
+    ///
+    /// # Errors
+    ///
+    /// [`ScheduleError::UnknownSystem`] when `id` names no live system of this schedule.
     pub fn interval_waited(&self, id: SystemId) -> Result<f64, ScheduleError> {
         self.slot(id).map(|slot| slot.waited)
     }
 
     /// Sets the time an interval system has accumulated towards its next run (restoring a
     /// snapshotted schedule); a negative or non-finite value counts as none.
+    ///
+    /// # Errors
+    ///
+    /// [`ScheduleError::UnknownSystem`] when `id` names no live system of this schedule.
     pub fn set_interval_waited(&mut self, id: SystemId, waited: f64) -> Result<(), ScheduleError> {
         let slot = self.slot_mut(id)?;
         slot.waited = if waited.is_finite() && waited >= 0.0 {
@@ -450,10 +499,27 @@ impl<B> Schedule<B> {
     /// in the statistics and returned in the report; the frame goes on.
     ///
     /// Refused, changing nothing, when `dt` is negative or not finite.
+    ///
+    /// # Errors
+    ///
+    /// [`ScheduleError::InvalidDelta`] when `dt` is negative or not finite.
     pub fn run_frame<E>(
         &mut self,
         dt: f64,
         mut run: impl FnMut(SystemId, &mut B, &mut RunCtx) -> Result<(), E>,
+    ) -> Result<FrameReport<E>, ScheduleError> {
+        self.frame(dt, |schedule, stage, dt, report| {
+            schedule.run_stage(stage, dt, &mut run, report);
+        })
+    }
+
+    /// What every frame does around its stages: checks `dt`, rebuilds a stale plan, moves the
+    /// fixed-step block on, then hands each stage pass to `pass` with its stage time, in
+    /// [`Stage::ALL`] order with the fixed block's steps where its first stage stands.
+    fn frame<E>(
+        &mut self,
+        dt: f64,
+        mut pass: impl FnMut(&mut Self, Stage, f64, &mut FrameReport<E>),
     ) -> Result<FrameReport<E>, ScheduleError> {
         if !(dt.is_finite() && dt >= 0.0) {
             return Err(ScheduleError::InvalidDelta(dt));
@@ -470,12 +536,12 @@ impl<B> Schedule<B> {
         let step = self.fixed.seconds;
         for stage in Stage::ALL {
             match stage {
-                Stage::Frame(_) => self.run_stage(stage, dt, &mut run, &mut report),
+                Stage::Frame(_) => pass(self, stage, dt, &mut report),
                 // The fixed block runs whole, step after step, where its first stage stands.
                 Stage::Fixed(Phase::First) => {
                     for _ in 0..steps {
                         for phase in Phase::ALL {
-                            self.run_stage(Stage::Fixed(phase), step, &mut run, &mut report);
+                            pass(self, Stage::Fixed(phase), step, &mut report);
                         }
                     }
                 }
@@ -508,15 +574,8 @@ impl<B> Schedule<B> {
             else {
                 continue;
             };
-            let run_dt = match slot.system.interval {
-                None => dt,
-                Some(interval) => {
-                    slot.waited += dt;
-                    if slot.waited + TIME_EPSILON < interval {
-                        continue;
-                    }
-                    std::mem::take(&mut slot.waited)
-                }
+            let Some(run_dt) = slot.due(dt) else {
+                continue;
             };
             let mut ctx = RunCtx {
                 system: id,
@@ -555,40 +614,19 @@ impl<B> Schedule<B> {
     /// of the group before it in the stage). Everything else is
     /// as [`Schedule::run_frame`]: stage order, the fixed block, intervals, statistics and
     /// errors that never stop the frame.
+    ///
+    /// # Errors
+    ///
+    /// [`ScheduleError::InvalidDelta`] when `dt` is negative or not finite.
     pub fn run_frame_grouped<E, R: IntoIterator<Item = Result<(), E>>>(
         &mut self,
         dt: f64,
         together: impl Fn(&B) -> bool,
         mut run: impl FnMut(&mut [Due<'_, B>]) -> R,
     ) -> Result<FrameReport<E>, ScheduleError> {
-        if !(dt.is_finite() && dt >= 0.0) {
-            return Err(ScheduleError::InvalidDelta(dt));
-        }
-        let _frame = tracing::debug_span!("frame", dt).entered();
-        self.build();
-        let mut report = FrameReport {
-            runs: 0,
-            fixed_steps: 0,
-            fixed_steps_dropped: 0,
-            errors: Vec::new(),
-        };
-        let steps = self.advance_fixed(dt, &mut report);
-        let step = self.fixed.seconds;
-        for stage in Stage::ALL {
-            match stage {
-                Stage::Frame(_) => self.run_grouped(stage, dt, &together, &mut run, &mut report),
-                Stage::Fixed(Phase::First) => {
-                    for _ in 0..steps {
-                        for phase in Phase::ALL {
-                            let stage = Stage::Fixed(phase);
-                            self.run_grouped(stage, step, &together, &mut run, &mut report);
-                        }
-                    }
-                }
-                Stage::Fixed(_) => {}
-            }
-        }
-        Ok(report)
+        self.frame(dt, |schedule, stage, dt, report| {
+            schedule.run_grouped(stage, dt, &together, &mut run, report);
+        })
     }
 
     /// Moves the fixed-step accumulator on by `dt`; returns the steps this frame runs.
@@ -623,14 +661,8 @@ impl<B> Schedule<B> {
             else {
                 continue;
             };
-            match slot.system.interval {
-                None => due.push((id, dt)),
-                Some(interval) => {
-                    slot.waited += dt;
-                    if slot.waited + TIME_EPSILON >= interval {
-                        due.push((id, std::mem::take(&mut slot.waited)));
-                    }
-                }
+            if let Some(run_dt) = slot.due(dt) {
+                due.push((id, run_dt));
             }
         }
         due

@@ -3,7 +3,7 @@
 //! Invariant: every failure of evaluation (syntax, runtime, budget, shape) is a value of this
 //! type, never a panic, and is cloneable so failures can be cached like successes.
 
-use strata_component_store::StoreError;
+use strata_component_store::{FormerNameConflict, StoreError};
 
 /// Why a schema was refused.
 #[derive(Clone, Debug, PartialEq, thiserror::Error)]
@@ -71,12 +71,40 @@ pub enum SchemaError {
         /// The line, when known.
         line: Option<u32>,
     },
+    /// The schema's former names are ambiguous (see `check_former_names`).
+    #[error(transparent)]
+    FormerNames(#[from] FormerNameConflict),
     /// The store refused the definition.
     #[error(transparent)]
     Store(#[from] StoreError),
-    /// The Luau VM could not be set up.
-    #[error("the Luau VM could not be set up: {0}")]
-    Vm(String),
+    /// The Luau VM itself failed (being set up, or having its limits set or lifted), not the
+    /// schema.
+    #[error(transparent)]
+    Vm(#[from] VmError),
+}
+
+/// A failure of the Luau VM itself, with Luau's error as its source.
+///
+/// Cloneable like every [`SchemaError`]; two are equal when they say the same (what failed and
+/// Luau's message), since Luau's errors have no equality of their own.
+#[derive(Clone, Debug, thiserror::Error)]
+#[error("the Luau VM failed while {what}")]
+pub struct VmError {
+    what: &'static str,
+    #[source]
+    source: mlua::Error,
+}
+
+impl VmError {
+    pub(crate) fn new(what: &'static str, source: mlua::Error) -> Self {
+        Self { what, source }
+    }
+}
+
+impl PartialEq for VmError {
+    fn eq(&self, other: &Self) -> bool {
+        self.what == other.what && self.source.to_string() == other.source.to_string()
+    }
 }
 
 fn line_suffix(line: Option<u32>) -> String {

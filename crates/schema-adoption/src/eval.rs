@@ -62,16 +62,28 @@ pub struct Evaluator {
 
 impl Evaluator {
     /// An evaluator with the standard budget and cache limit.
+    ///
+    /// # Errors
+    ///
+    /// [`SchemaError::Vm`] when the Luau VM cannot be set up.
     pub fn new() -> Result<Self, SchemaError> {
         Self::with_budget(Budget::STANDARD)
     }
 
     /// An evaluator with a given budget and the standard cache limit.
+    ///
+    /// # Errors
+    ///
+    /// [`SchemaError::Vm`] when the Luau VM cannot be set up.
     pub fn with_budget(budget: Budget) -> Result<Self, SchemaError> {
         Self::with_limits(budget, CacheLimit::STANDARD)
     }
 
     /// An evaluator with a given budget and cache limit.
+    ///
+    /// # Errors
+    ///
+    /// [`SchemaError::Vm`] when the Luau VM cannot be set up.
     pub fn with_limits(budget: Budget, limit: CacheLimit) -> Result<Self, SchemaError> {
         Ok(Self {
             vm: SchemaVm::with_budget(budget)?,
@@ -87,6 +99,11 @@ impl Evaluator {
     }
 
     /// The schema of a source, evaluating it only if its outcome is not cached.
+    ///
+    /// # Errors
+    ///
+    /// The source's [`SchemaError`], as [`SchemaVm::evaluate`](crate::SchemaVm::evaluate) gives it
+    /// (a cached failure is returned again without evaluating).
     pub fn evaluate(&mut self, chunk_name: &str, source: &str) -> Result<Arc<Schema>, SchemaError> {
         let stamp = self.next_use;
         self.next_use += 1;

@@ -22,6 +22,10 @@
 //!   components of those names; a component of a wanted name that the sync did not install
 //!   is compared with the definition and kept or redefined). [`SchemaSync::adopt_orphans`]
 //!   looks components up by name in the store it is given.
+//! - [`meter::Meter`] is the Luau sandbox meter: an instruction budget counted at interrupts and
+//!   a deadline read every so many interrupts (every one for schemas, whose library calls do up
+//!   to a cap's worth of work between two), with sticky trips and the location of the first. The
+//!   schema VM uses it, and so can any other sandboxed Luau VM (the engine's game VM).
 //! - [`adopt()`] moves rows onto a definition: fields by name, then by former names; missing
 //!   fields take their default, values that do not convert exactly are reset, unknown fields are
 //!   dropped, and instances whose class the definition excludes stay unadopted. A
@@ -123,11 +127,14 @@
 //! # Ok::<(), Box<dyn std::error::Error>>(())
 //! ```
 
+#![warn(clippy::missing_errors_doc, clippy::missing_panics_doc)]
+
 mod adopt;
 mod convert;
 mod error;
 mod eval;
 mod library;
+pub mod meter;
 mod sandbox;
 mod scan;
 mod schema;
@@ -137,7 +144,7 @@ pub use crate::adopt::{
     Adopted, ComponentReport, FieldReport, Outcome, SourceField, SourceRow, adopt,
 };
 pub use crate::convert::convert;
-pub use crate::error::SchemaError;
+pub use crate::error::{SchemaError, VmError};
 pub use crate::eval::{CacheLimit, Evaluator};
 pub use crate::library::{ITEM_CAP, TEXT_CAP};
 pub use crate::sandbox::{Budget, SchemaVm};

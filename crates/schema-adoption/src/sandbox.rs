@@ -12,8 +12,9 @@
 //! Invariant: every evaluation is bounded: a source longer than the budget allows is refused
 //! before it is compiled (compiling runs outside the other limits); memory to the budget above
 //! what the VM used before it; an instruction budget counted at Luau's interrupts; and a
-//! wall-clock deadline read at every interrupt, which the operations' caps make sufficient
-//! (between two interrupts only one capped library call can run). Whatever happens, the limits
+//! wall-clock deadline read at every interrupt (the sandbox [`Meter`], which says why every
+//! interrupt), which the operations' caps make sufficient (between two interrupts only one
+//! capped library call can run). Whatever happens, the limits
 //! are lifted and garbage collected afterwards, so the VM is usable for the next evaluation.
 //! Evaluation is pure: the environment offers nothing that differs between runs or carries
 //! state from one evaluation into the next. Constructors mark the tables they build with
@@ -25,18 +26,19 @@
 //! A schema's former names are unambiguous: none is a current field name, and no two fields
 //! share one.
 
+use std::num::NonZeroU32;
 use std::sync::Arc;
-use std::sync::atomic::{AtomicU8, AtomicU64, Ordering};
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
-use mlua::{Lua, MultiValue, Table, Value as LuaValue, VmState};
+use mlua::{Lua, MultiValue, Table, Value as LuaValue};
 use strata_arena::{Transform, Vec3};
 use strata_component_store::{
     FieldDef, FieldType, ListValue, RefPolicy, StructField, Value, check_former_names,
 };
 
-use crate::error::SchemaError;
+use crate::error::{SchemaError, VmError};
 use crate::library::{CapExceeded, Library};
+use crate::meter::{Limit, Meter};
 use crate::scan;
 use crate::schema::Schema;
 
@@ -88,69 +90,6 @@ impl Tally {
     }
 }
 
-/// Why the interrupt stopped an evaluation.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-enum Trip {
-    Instructions,
-    Time,
-}
-
-/// The interrupt's counters, shared with the callback (atomics: the VM may move between
-/// threads between evaluations).
-struct Meter {
-    interrupts: AtomicU64,
-    limit: AtomicU64,
-    /// The clock deadlines are measured from.
-    epoch: Instant,
-    /// Nanoseconds after `epoch`; `u64::MAX` for none.
-    deadline: AtomicU64,
-    /// 0 while nothing tripped, else a [`Trip`] code.
-    tripped: AtomicU8,
-}
-
-impl Default for Meter {
-    fn default() -> Self {
-        Self {
-            interrupts: AtomicU64::new(0),
-            limit: AtomicU64::new(u64::MAX),
-            epoch: Instant::now(),
-            deadline: AtomicU64::new(u64::MAX),
-            tripped: AtomicU8::new(0),
-        }
-    }
-}
-
-impl Meter {
-    fn trip(&self, trip: Trip) {
-        let code = match trip {
-            Trip::Instructions => 1,
-            Trip::Time => 2,
-        };
-        self.tripped.store(code, Ordering::Relaxed);
-    }
-
-    fn tripped(&self) -> Option<Trip> {
-        match self.tripped.load(Ordering::Relaxed) {
-            1 => Some(Trip::Instructions),
-            2 => Some(Trip::Time),
-            _ => None,
-        }
-    }
-
-    fn set_deadline(&self, deadline: Option<Instant>) {
-        let nanos = deadline.map_or(u64::MAX, |d| {
-            u64::try_from(d.saturating_duration_since(self.epoch).as_nanos()).unwrap_or(u64::MAX)
-        });
-        self.deadline.store(nanos, Ordering::Relaxed);
-    }
-
-    fn past_deadline(&self) -> bool {
-        let deadline = self.deadline.load(Ordering::Relaxed);
-        deadline != u64::MAX
-            && u64::try_from(self.epoch.elapsed().as_nanos()).unwrap_or(u64::MAX) > deadline
-    }
-}
-
 /// A Luau VM set up for evaluating schemas.
 pub struct SchemaVm {
     lua: Lua,
@@ -169,45 +108,40 @@ impl std::fmt::Debug for SchemaVm {
     }
 }
 
-fn vm_error(error: mlua::Error) -> SchemaError {
-    SchemaError::Vm(error.to_string())
+/// A failure of the VM itself, while it is being `what`.
+fn vm_error(what: &'static str) -> impl FnOnce(mlua::Error) -> SchemaError {
+    move |source| SchemaError::Vm(VmError::new(what, source))
 }
 
 impl SchemaVm {
     /// A VM with the standard budget.
+    ///
+    /// # Errors
+    ///
+    /// [`SchemaError::Vm`] when the Luau VM cannot be set up.
     pub fn new() -> Result<Self, SchemaError> {
         Self::with_budget(Budget::STANDARD)
     }
 
     /// A VM with a given budget.
+    ///
+    /// # Errors
+    ///
+    /// [`SchemaError::Vm`] when the Luau VM cannot be set up.
     pub fn with_budget(budget: Budget) -> Result<Self, SchemaError> {
         let lua = Lua::new();
         // The operations wrap the VM's own libraries, so they are built before sandboxing
         // replaces the globals.
-        let library = Library::new(&lua).map_err(vm_error)?;
-        lua.sandbox(true).map_err(vm_error)?;
-        let meter = Arc::new(Meter::default());
-        let callback_meter = Arc::clone(&meter);
-        lua.set_interrupt(move |_| {
-            let meter = &callback_meter;
-            let count = meter.interrupts.fetch_add(1, Ordering::Relaxed) + 1;
-            if count > meter.limit.load(Ordering::Relaxed) {
-                meter.trip(Trip::Instructions);
-                return Err(mlua::Error::runtime("instruction budget exhausted"));
-            }
-            // The clock is read at every interrupt: between two interrupts a library call can
-            // run for up to its caps' worth of work, so reading it less often would let a loop
-            // of such calls overrun the deadline many times over.
-            if meter.past_deadline() {
-                meter.trip(Trip::Time);
-                return Err(mlua::Error::runtime("time budget exhausted"));
-            }
-            Ok(VmState::Continue)
-        });
+        let library = Library::new(&lua).map_err(vm_error("being set up"))?;
+        lua.sandbox(true).map_err(vm_error("being set up"))?;
+        // The clock is read at every interrupt: a library call between two interrupts can do
+        // up to its caps' worth of work (see `Meter` on the interval).
+        let meter = Arc::new(Meter::new(NonZeroU32::MIN));
+        meter.install(&lua);
         // Every evaluation shares the marks and can reach them by iterating a built table.
-        let field_mark = lua.create_table().map_err(vm_error)?;
+        let field_mark = lua.create_table().map_err(vm_error("being set up"))?;
         field_mark.set_readonly(true);
-        let component_mark = lua.create_table().map_err(vm_error)?;
+        let component_mark = lua.create_table().map_err(vm_error("being set up"))?;
         component_mark.set_readonly(true);
         Ok(Self {
             field_mark,
@@ -226,6 +160,15 @@ impl SchemaVm {
 
     /// Evaluates a schema source. `chunk_name` names the source in error messages (the
     /// definition's name, or a file name).
+    ///
+    /// # Errors
+    ///
+    /// Every way the source can fail: [`SchemaError::SourceTooLong`] before compiling;
+    /// [`SchemaError::Syntax`], [`SchemaError::Runtime`], [`SchemaError::SizeCap`] and
+    /// [`SchemaError::StackOverflow`] while running; a budget ([`SchemaError::InstructionBudget`],
+    /// [`SchemaError::TimeBudget`], [`SchemaError::MemoryBudget`]); a returned value that is no
+    /// component ([`SchemaError::NotAComponent`], [`SchemaError::Invalid`],
+    /// [`SchemaError::FormerNames`]); and [`SchemaError::Vm`] when the VM itself fails.
     pub fn evaluate(&self, chunk_name: &str, source: &str) -> Result<Schema, SchemaError> {
         if source.len() > self.budget.source {
             return Err(SchemaError::SourceTooLong {
@@ -237,28 +180,24 @@ impl SchemaVm {
             message: refused.message,
             line: Some(refused.line),
         })?;
-        self.meter.interrupts.store(0, Ordering::Relaxed);
-        self.meter
-            .limit
-            .store(self.budget.instructions, Ordering::Relaxed);
-        self.meter.tripped.store(0, Ordering::Relaxed);
-        self.meter
-            .set_deadline(Some(Instant::now() + self.budget.time));
         let used = self.lua.used_memory();
         self.lua
             .set_memory_limit(used + self.budget.memory)
-            .map_err(vm_error)?;
+            .map_err(vm_error("limiting its memory"))?;
+        self.meter.start(self.budget.instructions, self.budget.time);
 
         let result = self.run(chunk_name, &source);
 
         // Lift the limits and collect whatever the evaluation left, failure or not.
-        self.meter.set_deadline(None);
-        self.meter.limit.store(u64::MAX, Ordering::Relaxed);
+        let trip = self.meter.stop();
         let lifted = self.lua.set_memory_limit(0);
         let collected = self.lua.gc_collect();
-        let result = result.map_err(|e| self.classify(e));
-        lifted.map_err(vm_error)?;
-        collected.map_err(vm_error)?;
+        let result = result.map_err(|e| match trip {
+            Some(trip) => self.budget_error(trip.limit),
+            None => self.classify(e),
+        });
+        lifted.map_err(vm_error("lifting its memory limit"))?;
+        collected.map_err(vm_error("collecting garbage"))?;
         result?
     }
 
@@ -280,15 +219,18 @@ impl SchemaVm {
         Ok(self.schema_from(values))
     }
 
-    /// Maps a Luau error to a schema error, recognising the budgets' own errors.
-    fn classify(&self, error: mlua::Error) -> SchemaError {
-        match self.meter.tripped() {
-            Some(Trip::Instructions) => {
-                return SchemaError::InstructionBudget(self.budget.instructions);
-            }
-            Some(Trip::Time) => return SchemaError::TimeBudget(self.budget.time.as_millis() as u64),
-            None => {}
+    /// The error of a budget that stopped an evaluation.
+    fn budget_error(&self, limit: Limit) -> SchemaError {
+        match limit {
+            Limit::Instructions => SchemaError::InstructionBudget(self.budget.instructions),
+            Limit::Time => SchemaError::TimeBudget(
+                u64::try_from(self.budget.time.as_millis()).unwrap_or(u64::MAX),
+            ),
         }
+    }
+
+    /// Maps a Luau error of an evaluation no budget stopped to a schema error.
+    fn classify(&self, error: mlua::Error) -> SchemaError {
         match error {
             mlua::Error::SyntaxError { message, .. } => SchemaError::Syntax {
                 line: line_of(&message),
@@ -342,6 +284,7 @@ impl SchemaVm {
     }
 
     /// A fresh environment: constructors and the value operations, nothing else.
+    // Long: one registration per constructor of the schema language, in the crate docs' order.
     fn environment(&self) -> mlua::Result<Table> {
         let lua = &self.lua;
         let env = lua.create_table()?;
@@ -537,7 +480,7 @@ impl SchemaVm {
             let field = self.field_def(&name, &value, &mut tally)?;
             schema.fields.push(field);
         }
-        check_former_names(&schema.fields).map_err(invalid_schema)?;
+        check_former_names(&schema.fields)?;
         Ok(schema)
     }
 

@@ -178,6 +178,10 @@ struct Found {
 
 impl SchemaSync {
     /// A sync with a fresh evaluator (standard budget).
+    ///
+    /// # Errors
+    ///
+    /// [`SchemaError::Vm`] when the Luau VM cannot be set up.
     pub fn new() -> Result<Self, SchemaError> {
         Ok(Self::with_evaluator(Evaluator::new()?))
     }
@@ -484,6 +488,11 @@ impl SchemaSync {
 /// Adopts the orphan records of one installed component, whatever defined it (a definition in
 /// the hierarchy or code that installed it directly): the same adoption a sync makes, onto the
 /// component's present definition, with its report. `None` when no orphan has its name.
+///
+/// # Errors
+///
+/// [`SchemaError::Store`] when `component` is not installed, or the store refuses to redefine it
+/// with the adopted rows.
 pub fn adopt_orphans_of(
     arena: &Snapshot,
     store: &mut Store,

@@ -154,11 +154,7 @@ impl ParState {
     ) -> mlua::Result<()> {
         self.check_declared(store, component, field)?;
         let at = InstanceRef::of(arena, id).map_err(lua_error)?;
-        if !store.has(at, component) {
-            return Err(lua_error(
-                strata_component_store::StoreError::MissingMembership { id, component },
-            ));
-        }
+        store.row(at, component).map_err(lua_error)?;
         store
             .def(component)
             .and_then(|def| {

@@ -281,12 +281,12 @@ impl Names<'_> {
             StoreError::UnknownComponent(c) => {
                 format!("`{}` is not installed any more", self.component(*c))
             }
-            StoreError::MissingMembership { id, component } => format!(
+            StoreError::MissingMembership { id, component, .. } => format!(
                 "{} does not hold `{}`",
                 instance(self.arena, *id),
                 self.component(*component)
             ),
-            StoreError::AlreadyPresent { id, component } => format!(
+            StoreError::AlreadyPresent { id, component, .. } => format!(
                 "{} already holds `{}`",
                 instance(self.arena, *id),
                 self.component(*component)
@@ -302,16 +302,22 @@ impl Names<'_> {
             StoreError::FieldOutOfRange { component, .. } => {
                 format!("`{component}` was redefined without a field this refers to: take it again")
             }
-            StoreError::StaleDefinition(c) => format!(
+            StoreError::StaleDefinition { component: c, .. } => format!(
                 "`{}` was redefined since this was made: take it again",
                 self.component(*c)
             ),
-            StoreError::AliasedColumns { component, field } => format!(
+            StoreError::AliasedColumns {
+                component, field, ..
+            } => format!(
                 "`{}` cannot be read while it is being written",
                 self.field(*component, *field)
             ),
-            StoreError::CheckedFieldOnly { component, field }
-            | StoreError::UncheckedColumn { component, field } => format!(
+            StoreError::CheckedFieldOnly {
+                component, field, ..
+            }
+            | StoreError::UncheckedColumn {
+                component, field, ..
+            } => format!(
                 "`{}` takes its values through checked writes only",
                 self.field(*component, *field)
             ),

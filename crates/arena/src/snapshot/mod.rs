@@ -730,6 +730,11 @@ impl Snapshot {
     }
 
     /// Like [`Snapshot::get`], with the reason when the node is not readable.
+    ///
+    /// # Errors
+    ///
+    /// [`ArenaError::DestroyedInstance`] for a tombstone outside a lifecycle scope open on it, and
+    /// [`ArenaError::UnknownInstance`] for an id this arena does not hold.
     pub fn node(&self, id: InstanceId) -> Result<Node<'_>, ArenaError> {
         match self.find(id) {
             Some((_, record)) if !record.is_destroyed() || self.in_scope(record) => {

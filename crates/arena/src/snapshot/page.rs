@@ -100,7 +100,7 @@ impl IdIndex {
 
     fn shard(id: InstanceId) -> usize {
         // Fibonacci hashing: ids are counter values, so multiply to spread them over shards.
-        (id.get().wrapping_mul(0x9e37_79b9_7f4a_7c15) >> 58) as usize
+        (id.get().wrapping_mul(strata_mix::GAMMA) >> 58) as usize
     }
 
     pub(super) fn get(&self, id: InstanceId) -> Option<Slot> {

@@ -108,12 +108,19 @@ fn destroy_many_validates_every_id_before_destroying_any() {
     let cases = [
         (vec![a, unknown], ArenaError::UnknownInstance(unknown)),
         (vec![a, p1, gone], ArenaError::DestroyedInstance(gone)),
-        (vec![b, workspace], ArenaError::ParentLocked(workspace)),
+        (
+            vec![b, workspace],
+            ArenaError::ParentLocked {
+                id: workspace,
+                service: Some("Workspace".into()),
+            },
+        ),
         (
             vec![a, locked_folder],
             ArenaError::LockedDescendant {
                 root: locked_folder,
                 locked: locked_child,
+                service: None,
             },
         ),
     ];

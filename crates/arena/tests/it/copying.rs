@@ -177,7 +177,13 @@ fn clone_refusals_change_nothing() {
     let mut f = fixture();
     let ws = f.p.workspace;
     let error = assert_refused_unchanged(&mut f.p.arena, |a| a.clone_subtree(ws, None));
-    assert_eq!(error, ArenaError::NotCloneable(ws));
+    assert_eq!(
+        error,
+        ArenaError::NotCloneable {
+            id: ws,
+            service: "Workspace".into()
+        }
+    );
     let light =
         f.p.arena
             .create(ClassId::POINT_LIGHT, Some(f.body))
@@ -514,7 +520,10 @@ fn graft_checks_every_copied_node_against_the_destination_classes() {
     let error = assert_refused_unchanged(&mut services.arena, |a| {
         a.graft(&snapshot, root, Some(workspace), ExternalRefs::Clear)
     });
-    assert!(matches!(error, ArenaError::NotCloneable(_)), "{error:?}");
+    assert!(
+        matches!(error, ArenaError::NotCloneable { .. }),
+        "{error:?}"
+    );
 
     // Where the registries agree, the graft goes through and keeps every state kind.
     let mut agreeing = place();

@@ -79,10 +79,29 @@ fn missing_destroyed_and_locked_moves_are_rejected() {
     // Services are created with their parent locked.
     let error =
         assert_refused_unchanged(&mut p.arena, |arena| arena.set_parent(p.workspace, Some(a)));
-    assert_eq!(error, ArenaError::ParentLocked(p.workspace));
+    assert_eq!(
+        error,
+        ArenaError::ParentLocked {
+            id: p.workspace,
+            service: Some("Workspace".into())
+        }
+    );
+    assert_eq!(
+        error.to_string(),
+        format!(
+            "{} is the service `Workspace`, whose parent is locked",
+            p.workspace
+        )
+    );
     p.arena.set_parent_locked(a, true).unwrap();
     let error = assert_refused_unchanged(&mut p.arena, |arena| arena.set_parent(a, None));
-    assert_eq!(error, ArenaError::ParentLocked(a));
+    assert_eq!(
+        error,
+        ArenaError::ParentLocked {
+            id: a,
+            service: None
+        }
+    );
     p.arena.set_parent_locked(a, false).unwrap();
     assert!(p.arena.set_parent(a, None).unwrap());
 }
@@ -595,6 +614,7 @@ fn a_subtree_holding_a_locked_instance_is_neither_moved_nor_destroyed() {
     let locked = ArenaError::LockedDescendant {
         root: folder,
         locked: service,
+        service: Some("Lighting".into()),
     };
     let error = assert_refused_unchanged(&mut p.arena, |a| a.set_parent(folder, Some(elsewhere)));
     assert_eq!(error, locked);
@@ -613,7 +633,8 @@ fn a_subtree_holding_a_locked_instance_is_neither_moved_nor_destroyed() {
         error,
         ArenaError::LockedDescendant {
             root: elsewhere,
-            locked: lid
+            locked: lid,
+            service: None,
         }
     );
     // Unlocked, the subtree moves and is destroyed as before.

@@ -102,7 +102,13 @@ fn services_cannot_be_destroyed() {
     let mut p = place();
     let workspace = p.workspace;
     let error = assert_refused_unchanged(&mut p.arena, |a| a.destroy(workspace));
-    assert_eq!(error, ArenaError::ParentLocked(workspace));
+    assert_eq!(
+        error,
+        ArenaError::ParentLocked {
+            id: workspace,
+            service: Some("Workspace".into())
+        }
+    );
 }
 
 #[test]

@@ -187,6 +187,19 @@ fn locked(class: ClassId) -> bool {
     class == ClassId::DATA_MODEL || class == ClassId::WORKSPACE
 }
 
+/// The refusal to move or destroy an instance of a `locked` class: a service, named.
+fn service_locked(id: InstanceId, class: ClassId) -> ArenaError {
+    let service = if class == ClassId::DATA_MODEL {
+        "DataModel"
+    } else {
+        "Workspace"
+    };
+    ArenaError::ParentLocked {
+        id,
+        service: Some(service.to_owned()),
+    }
+}
+
 /// Whether a class belongs to a family.
 type MemberOf = fn(ClassId) -> bool;
 
@@ -965,7 +978,7 @@ impl Harness {
             .filter(|n| n.status != Status::Reclaimed)
             .map(|n| n.class);
         if self.model.is_live(child) && locked(self.model.node(child).class) {
-            refusals.push(ArenaError::ParentLocked(child));
+            refusals.push(service_locked(child, self.model.node(child).class));
         }
         if let Some(p) = parent {
             refusals.extend(self.model.stale_error(p));
@@ -1051,7 +1064,7 @@ impl Harness {
         let mut refusals = Vec::new();
         refusals.extend(self.model.stale_error(id));
         if self.model.is_live(id) && locked(self.model.node(id).class) {
-            refusals.push(ArenaError::ParentLocked(id));
+            refusals.push(service_locked(id, self.model.node(id).class));
         }
         if !refusals.is_empty() {
             expect_refusal(result, &refusals, ctx);

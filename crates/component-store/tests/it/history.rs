@@ -39,7 +39,7 @@ fn a_slot_saved_from_another_store_is_refused_and_changes_nothing() {
 
     let got = b.store.load_from(name, &slot);
     assert!(
-        matches!(got, Err(StoreError::SlotFromOtherStore { component }) if component == name),
+        matches!(got, Err(StoreError::SlotFromOtherStore { component, .. }) if component == name),
         "{got:?}"
     );
     assert_eq!(b.store.tick(), tick);
@@ -53,10 +53,14 @@ fn a_slot_saved_from_another_store_is_refused_and_changes_nothing() {
         b.store.get_value(f, name, text),
         Ok(Value::Text(Arc::from("x")))
     );
-    // A handle is bound to its store's definition too.
+    // A handle is bound to its store's definition too; the error names the definition the
+    // store holds now.
     assert_eq!(
         handle.get_value(&b.store, text),
-        Err(StoreError::StaleDefinition(position))
+        Err(StoreError::StaleDefinition {
+            component: position,
+            component_name: "Name".into(),
+        })
     );
 }
 
@@ -100,7 +104,8 @@ fn a_slot_loads_into_the_store_it_came_from_and_into_its_snapshots() {
         w.store.load_from(position, &slot),
         Err(StoreError::SlotMismatch {
             expected: position,
-            found: Some(position)
+            found: Some(position),
+            expected_name: "Position".into(),
         })
     );
 }

@@ -31,6 +31,7 @@ fn a_mismatched_pair_never_evicts_another_live_instance() {
         slot: a.slot,
         holder: a.id,
         component: score,
+        component_name: "Score".into(),
     };
     assert_eq!(
         w.store.add(forged, ClassId::ENTITY, score, []),
@@ -222,6 +223,7 @@ fn a_redefinition_never_gives_a_live_instance_s_slot_to_another() {
             slot: a.slot,
             holder: a.id,
             component: score,
+            component_name: "Score".into(),
         })
     );
     assert_eq!(*w.store.get::<i64>(a, score, points).unwrap(), 5);

@@ -823,7 +823,8 @@ fn check_store(store: &Store, model: &mut Model, ids: &[ComponentId], world: &[I
                     store.get_value(at, cid, fid(0)),
                     Err(StoreError::MissingMembership {
                         id: inst.id,
-                        component: cid
+                        component: cid,
+                        component_name: name_of(cid),
                     }),
                     "{ctx}: {name}: read of non-member {:?}",
                     inst.id
@@ -1105,6 +1106,7 @@ impl Harness {
             let def = component_def(spec);
             defaults.push(def.fields.iter().map(|f| f.default.clone()).collect());
             let cid = store.install(def, arena.classes()).unwrap();
+            assert_eq!(cid.index(), ids.len(), "ids follow SPECS (see `name_of`)");
             for (f, field) in spec.fields.iter().enumerate() {
                 assert_eq!(store.field(cid, field.name), Ok(fid(f)));
             }
@@ -1476,7 +1478,8 @@ impl Harness {
                     Err(StoreError::SlotOccupied {
                         slot: at.slot,
                         holder,
-                        component: cid
+                        component: cid,
+                        component_name: name_of(cid),
                     }),
                     "{ctx}"
                 );
@@ -1616,6 +1619,7 @@ impl Harness {
             Some(Err(StoreError::AlreadyPresent {
                 id: at.id,
                 component: cid,
+                component_name: name_of(cid),
             }))
         } else if let Some(holder) = self.model.occupant(c, at) {
             self.stats.slot_occupied += 1;
@@ -1623,6 +1627,7 @@ impl Harness {
                 slot: at.slot,
                 holder,
                 component: cid,
+                component_name: name_of(cid),
             }))
         } else if !allows(c, class) {
             self.stats.class_refused += 1;
@@ -2016,7 +2021,8 @@ impl Harness {
                     self.store.load_from(cid, &self.slots[s]),
                     Err(StoreError::SlotMismatch {
                         expected: cid,
-                        found: None
+                        found: None,
+                        expected_name: name_of(cid),
                     }),
                     "{ctx}"
                 );
@@ -2027,7 +2033,8 @@ impl Harness {
                     self.store.load_from(cid, &self.slots[s]),
                     Err(StoreError::SlotMismatch {
                         expected: cid,
-                        found: Some(self.ids[*saved_c])
+                        found: Some(self.ids[*saved_c]),
+                        expected_name: name_of(cid),
                     }),
                     "{ctx}"
                 );
@@ -2194,7 +2201,13 @@ fn missing(at: InstanceRef, component: ComponentId) -> StoreError {
     StoreError::MissingMembership {
         id: at.id,
         component,
+        component_name: name_of(component),
     }
+}
+
+/// A component's name: the model installs `SPECS` in order, so an id's index is its spec's.
+fn name_of(component: ComponentId) -> Arc<str> {
+    SPECS[component.index()].name.into()
 }
 
 // ----- Strategies. -----

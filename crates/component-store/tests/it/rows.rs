@@ -6,8 +6,8 @@ use std::sync::Arc;
 use crate::common::World;
 use strata_arena::{ClassId, InstanceId, Transform, Vec3};
 use strata_component_store::{
-    ComponentDef, FieldDef, FieldType, InstanceRef, ListValue, MapKey, StoreError, StructField,
-    Value,
+    ComponentDef, FieldDef, FieldType, FormerNameConflict, InstanceRef, ListValue, MapKey,
+    StoreError, StructField, Value,
 };
 
 fn scores() -> ComponentDef {
@@ -31,7 +31,8 @@ fn removing_the_last_row_leaves_its_slot_absent() {
         w.store.row(b, score).unwrap_err(),
         StoreError::MissingMembership {
             id: b.id,
-            component: score
+            component: score,
+            component_name: "Score".into(),
         }
     );
     assert_eq!(w.store.row(a, score).unwrap(), 0);
@@ -97,7 +98,8 @@ fn a_reused_slot_never_resolves_to_the_previous_instance_s_row() {
         Err(StoreError::SlotOccupied {
             slot: new.slot,
             holder: old.id,
-            component: score
+            component: score,
+            component_name: "Score".into(),
         })
     );
     assert!(w.store.has(old, score), "the refused add changed nothing");
@@ -367,6 +369,7 @@ fn malformed_definitions_are_refused() {
         let mut store = strata_component_store::Store::new();
         match store.install(def, &classes) {
             Err(StoreError::InvalidDefinition { reason, .. }) => reason,
+            Err(StoreError::FormerNames { conflict, .. }) => conflict.to_string(),
             other => panic!("expected a refusal, got {other:?}"),
         }
     };
@@ -481,10 +484,25 @@ fn a_definition_whose_fields_share_a_former_name_is_refused() {
             .field(FieldDef::number("a", 0.0).former_names(&["old"]))
             .field(FieldDef::number("b", 0.0).former_names(&["x", "old"]))
     };
-    let refusal = Err(StoreError::InvalidDefinition {
+    let refusal = Err(StoreError::FormerNames {
         component: "Stats".into(),
-        reason: "fields `a` and `b` both name `old` as a former name; a saved value can go to one field only".into(),
+        conflict: FormerNameConflict::Shared {
+            first: "a".into(),
+            second: "b".into(),
+            former: "old".into(),
+        },
     });
+    let message = "fields `a` and `b` both name `old` as a former name; a saved value can go to one field only";
+    let source = refusal
+        .as_ref()
+        .err()
+        .and_then(|e| std::error::Error::source(e))
+        .map(ToString::to_string);
+    assert_eq!(
+        source.as_deref(),
+        Some(message),
+        "the conflict is the refusal's source"
+    );
     assert_eq!(w.store.install(shared(), w.arena.classes()), refusal);
     let stats = w.install(ComponentDef::new("Stats").field(FieldDef::number("old", 0.0)));
     let revision = w.store.name_revision();

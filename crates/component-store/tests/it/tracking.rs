@@ -167,7 +167,8 @@ fn handles_resolve_the_present_row_and_never_another_instance() {
         ha.get::<f64>(&w.store, mass).unwrap_err(),
         StoreError::MissingMembership {
             id: a.id,
-            component: body
+            component: body,
+            component_name: "Body".into(),
         }
     );
 
@@ -198,7 +199,10 @@ fn handles_resolve_the_present_row_and_never_another_instance() {
         .unwrap();
     assert_eq!(
         hc.row(&w.store).unwrap_err(),
-        StoreError::StaleDefinition(body)
+        StoreError::StaleDefinition {
+            component: body,
+            component_name: "Body".into(),
+        }
     );
     assert!(
         ComponentHandle::new(&w.store, c, body)

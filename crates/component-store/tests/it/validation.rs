@@ -151,3 +151,50 @@ fn initialisers_check_the_variant_range_before_the_row_is_visible() {
     );
     assert_eq!(*w.store.get::<u32>(b2, c, mood).unwrap(), 0);
 }
+
+#[test]
+fn refusals_name_components_and_fields_as_defined() {
+    let mut w = World::new();
+    let health = w.install(
+        ComponentDef::new("Health")
+            .field(FieldDef::number("current", 100.0))
+            .field(FieldDef::reference(
+                "attacker",
+                strata_component_store::RefPolicy::Clear,
+            )),
+    );
+    let attacker = w.field(health, "attacker");
+    let hero = w.spawn(ClassId::ENTITY);
+    let other = w.spawn(ClassId::ENTITY);
+    w.store.add(hero, ClassId::ENTITY, health, []).unwrap();
+    let messages = [
+        w.store.row(other, health).unwrap_err(),
+        w.store.add(hero, ClassId::ENTITY, health, []).unwrap_err(),
+        w.store
+            .column_mut::<Option<strata_arena::InstanceId>>(health, attacker)
+            .err()
+            .unwrap(),
+        w.store
+            .get_value(hero, health, strata_component_store::FieldId::from_index(7))
+            .unwrap_err(),
+        w.store
+            .track_value_count(health, strata_component_store::FieldId::from_index(7), true)
+            .unwrap_err(),
+    ]
+    .map(|error| {
+        error
+            .to_string()
+            .replace(&other.id.to_string(), "OTHER")
+            .replace(&hero.id.to_string(), "HERO")
+    });
+    assert_eq!(
+        messages,
+        [
+            "instance OTHER does not hold component `Health`",
+            "instance HERO already holds component `Health`",
+            "field `Health.attacker` needs checked writes: use a column writer",
+            "component `Health` has no field at position 7",
+            "component `Health` has no field at position 7",
+        ]
+    );
+}

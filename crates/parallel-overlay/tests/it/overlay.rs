@@ -114,9 +114,9 @@ fn commit_applies_by_tier_then_rank_then_sequence() {
     );
     insta::assert_snapshot!(report.to_string(), @r"
     3 writers: 6 applied, 0 unchanged, 0 relocated, 0 refused
-    conflict on ComponentId(0).FieldId(0) of #1: group 7 (rank 99) then system 10 (rank 1) (NOT ordered by the schedule)
-    conflict on ComponentId(0).FieldId(0) of #3: group 7 (rank 99) then system 10 (rank 1) (NOT ordered by the schedule)
-    conflict on ComponentId(0).FieldId(0) of #1: system 10 (rank 1) then system 50 (rank 5) (NOT ordered by the schedule)
+    conflict on Score.n of #1: group 7 (rank 99) then system 10 (rank 1) (NOT ordered by the schedule)
+    conflict on Score.n of #3: group 7 (rank 99) then system 10 (rank 1) (NOT ordered by the schedule)
+    conflict on Score.n of #1: system 10 (rank 1) then system 50 (rank 5) (NOT ordered by the schedule)
     ");
 }
 

@@ -74,6 +74,10 @@ fn writes_recorded_against_a_replaced_definition_are_refused_and_write_nothing()
     let tick = store.tick();
     let report = commit(&mut store, vec![set], &NoOrder);
 
+    let stale = |component| StoreError::StaleDefinition {
+        component,
+        component_name: "Pair".into(),
+    };
     let refused: Vec<_> = report
         .refusals
         .iter()
@@ -81,10 +85,7 @@ fn writes_recorded_against_a_replaced_definition_are_refused_and_write_nothing()
         .collect();
     assert_eq!(
         refused,
-        vec![
-            (holder.id, c, x, StoreError::StaleDefinition(c)),
-            (holder.id, c, p, StoreError::StaleDefinition(c)),
-        ]
+        vec![(holder.id, c, x, stale(c)), (holder.id, c, p, stale(c)),]
     );
     assert_eq!(
         report.applied, 1,

@@ -89,7 +89,7 @@ fn check(json: bool, files: &[PathBuf]) -> ExitCode {
     let vm = match SchemaVm::new() {
         Ok(vm) => vm,
         Err(error) => {
-            eprintln!("strata-schema: {error}");
+            eprintln!("strata-schema: {}", with_causes(&error));
             return ExitCode::FAILURE;
         }
     };
@@ -132,11 +132,12 @@ struct Failure {
 
 impl Failure {
     fn from_schema_error(error: &SchemaError) -> Failure {
-        let text = error.to_string();
+        let text = with_causes(error);
         let (kind, message, line) = match error {
             SchemaError::Syntax { message, line } => ("syntax", message.clone(), *line),
             SchemaError::Runtime { message, line } => ("runtime", message.clone(), *line),
             SchemaError::Invalid { message, line } => ("invalid", message.clone(), *line),
+            SchemaError::FormerNames(conflict) => ("invalid", conflict.to_string(), None),
             SchemaError::InstructionBudget(_) => ("instructionBudget", text.clone(), None),
             SchemaError::TimeBudget(_) => ("timeBudget", text.clone(), None),
             SchemaError::MemoryBudget(_) => ("memoryBudget", text.clone(), None),
@@ -155,6 +156,19 @@ impl Failure {
             text,
         }
     }
+}
+
+/// An error's message followed by its causes', each after `: `, for a reader who sees only
+/// this line.
+fn with_causes(error: &dyn std::error::Error) -> String {
+    let mut text = error.to_string();
+    let mut cause = error.source();
+    while let Some(inner) = cause {
+        text.push_str(": ");
+        text.push_str(&inner.to_string());
+        cause = inner.source();
+    }
+    text
 }
 
 /// The component name a file defines: its stem.

@@ -13,12 +13,7 @@ const COLLIDING: [&str; 2] = [
 ];
 
 fn fnv1a(source: &str) -> u64 {
-    let mut hash: u64 = 0xcbf2_9ce4_8422_2325;
-    for byte in source.as_bytes() {
-        hash ^= u64::from(*byte);
-        hash = hash.wrapping_mul(0x0000_0100_0000_01b3);
-    }
-    hash
+    strata_mix::Fnv1a::hash(source.as_bytes())
 }
 
 #[test]

@@ -14,6 +14,7 @@ fn refused(source: &str) -> String {
     match SchemaVm::new().unwrap().evaluate("Probe", source) {
         Ok(schema) => panic!("accepted: {source}\n{schema:?}"),
         Err(SchemaError::Invalid { message, .. }) => message,
+        Err(SchemaError::FormerNames(conflict)) => conflict.to_string(),
         Err(other) => panic!("not an invalid schema: {other:?}"),
     }
 }
