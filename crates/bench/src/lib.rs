@@ -25,6 +25,35 @@
 //! });
 //! assert_eq!(sum.name(), "vec_sum");
 //! ```
+//!
+//! # How a run is measured
+//!
+//! - The binary (`cli.rs`) is a parent by default: it runs each selected workload in a child
+//!   process, the same executable started with `--run-one LIBRARY/NAME/SIZE`, which prints its
+//!   record as one JSON line; the parent checks the record is the one it asked for. A child that
+//!   fails, crashes or prints no record is reported by its key while the others still run, and
+//!   the exit code says a workload failed. `--in-process` runs everything in one process, for
+//!   profilers.
+//! - Setup is never timed, and a workload measures its library through that library's public
+//!   API. Every timed write changes the stored value on every run, for every library, so no
+//!   equal-write check can skip work. `Bencher::iter_frames` times a frame loop on one state
+//!   kept across samples, each frame's preparation untimed.
+//! - Peak resident memory is the high-water mark (`VmHWM`) at the end of the warm-up run: in a
+//!   child, the process's own few MiB plus the workload's setup, one run and its output. In one
+//!   process the mark is reset as each workload starts (`rss.rs`).
+//! - Allocations are counted by `alloc::CountingAllocator`, which the binary installs as the
+//!   global allocator: after its samples, each `Bencher` method runs the routine once more with
+//!   counting on over exactly the region the clock times, never setup, frame preparation or the
+//!   drop of the output, and the record holds that run's calls and bytes. Counting is never on
+//!   during a timed run, and costs a relaxed load and a branch otherwise. The counts are
+//!   process-wide (a parallel routine's pool threads count too); without the allocator the
+//!   fields are absent.
+//! - The `peers` feature (off by default: the peers add minutes of compile time) registers the
+//!   same work on bevy_ecs, hecs and shipyard, and the Luau workloads on jecs, under Strata's
+//!   names and sizes, each through its own idiomatic paths and change detection, named in the
+//!   record's `mechanism`. Work a library has no API for is listed as `Unsupported` with a
+//!   reason, never as a number. CI compiles the crate with the feature, and `deny.toml` checks
+//!   it with every feature on.
 
 pub mod alloc;
 pub mod arena;

@@ -82,6 +82,113 @@
 //! assert_eq!(*store.get::<Option<_>>(hero_ref, health, attacker)?, None);
 //! # Ok::<(), Box<dyn std::error::Error>>(())
 //! ```
+//!
+//! # Rows and what they cost
+//!
+//! The store depends on `strata-arena` only (ids, slots, classes, `BoundedJournal`, `Vec3`,
+//! `Transform`) and never calls into an arena: its one read of arena state is
+//! `InstanceRef::of`, and the arena's owner reports destruction (`Store::on_destroyed`, given
+//! `Destruction::doomed`) and reclamation (`Store::on_reclaimed`, given `Drained::reclaimed`),
+//! then follows the destroy requests the store returns. Beside the column values, a row costs
+//! its id (8 bytes), slot (4), added and changed ticks (8 each), one dirty bit per field plus
+//! one, and its sparse entry (4 bytes per slot the sparse array covers). In every set,
+//! `sparse[slot] == row` exactly when `slots[row] == slot`; a removal swaps the last row into
+//! the hole and writes the moved row's sparse entry before marking the removed slot absent.
+//!
+//! # The change log
+//!
+//! Each set logs row positions with the tick that put them there, in tick order, and knows
+//! nothing at or before its base. For a baseline at or after the base, every row changed or
+//! added after it is either logged after the baseline at its present position, or in the run of
+//! rows at the end of the set added after it. A write logs its row once per tick; an add logs
+//! nothing; a removal that moves a row changed since the base logs the row's new position. The
+//! log holds at most a quarter of the rows (at least 64 entries, 12 bytes each): when full it
+//! drops its older half and its base moves on, and readers with an older baseline scan. Every
+//! column-writer pass, serial or parallel, prepares the log the same way at its first change,
+//! so passes over the same rows log alike.
+//!
+//! # Writes
+//!
+//! Every write route (typed and dynamic writes, handles, `RowInit`, `BulkInit`, column writers,
+//! list edits, and so the overlay's commit) checks its values through `InstalledDef` before
+//! storing anything, so an enum index past its variants is refused everywhere and every type
+//! mismatch names its field. A column writer makes its set private at its first actual change.
+//! The reverse index keeps each target's holders sorted by holder and field: a destruction clears
+//! the direct `Clear` references to a target in one pass, a tick per clear, then applies the
+//! other policies entry by entry in that order.
+//!
+//! In a parallel column pass each task owns the values and changed ticks of its piece's rows
+//! and the dirty words that start there; the shared dirty words, the dirty count, the change
+//! log, events and the tick are recorded after every piece has finished, piece by piece. Enum
+//! values are all checked before the first is stored, and reference fields go through the
+//! serial column writer. When a piece's function panics, the rows its task stored are recorded
+//! before the panic resumes; when a runner panics, the tracking is repaired afterwards (rows at
+//! the pass's tick marked dirty, the dirty count recounted, the change log forgotten). The
+//! serial column writers keep the same promise.
+//!
+//! # Snapshots, loads and redefinitions
+//!
+//! Every snapshot has a new `StoreId`; a store and its snapshots share a `Lineage`, and a
+//! `SetSlot` loads only into a store of the lineage it was saved from, under the same
+//! definition. Each copy of a set forks its removal log onto a timeline of its own.
+//! `Store::restore` shares a snapshot's sets back under a new identity, with the snapshot's
+//! tick. Loads and redefinitions keep change tracking: a kept row keeps its added tick and
+//! pending dirty fields and takes a new changed tick only for the fields whose value changes; a
+//! row a redefinition drops is removed like any removal. A load restores one set only, queues no
+//! events, removes no dependents, and reuses its tracking buffers from one load to the next.
+//!
+//! # Observers and frame state
+//!
+//! Observers of a component run in registration order and get `&ComponentSet` only. Removing
+//! row `r` while the last row `l` is another reports `on_removed(r..=r)`, then
+//! `on_moved(id of l, l, r)`, then the deactivation if the set is now empty. `Store::insert` and
+//! `Store::insert_many` report their rows when the returned `RowInit` or `BulkInit` drops. A
+//! load or a redefinition reports every present row removed and the set deactivated, then the
+//! set activated and every row added, with no moves; `Store::uninstall` reports every row
+//! removed, then drops the observers. With no observer the cost is one branch.
+//!
+//! A row is dirty for the frame when its added or changed tick is after the tick of the last
+//! `Store::end_frame`, when its instance was marked (`Store::mark_dirty`,
+//! `Store::mark_rows_dirty`, or moved by a removal), or when its set is marked whole
+//! (`Store::column_mut`, a load, a redefinition, more than `RESIDUE_CAPACITY` marks). A removal
+//! leaves its component dirty even when it emptied the set. `Store::column_mut` refuses reference
+//! and enum fields (`StoreError::UncheckedColumn`) and on drop records each row whose value
+//! changed, at one new tick. `Store::structural_count` rises once per added range, removed range
+//! and move; `Store::structural_since` is `StructuralMissed` for a count before the window, from
+//! the future, or past a residue overflow (4,096 instances per list). `Store::end_frame` clears
+//! dirty state and residue only, never ticks or change logs. A snapshot carries the frame state
+//! at a cost independent of the frame's work.
+//!
+//! # Staged bulk operations
+//!
+//! A `Stage` is an ordered queue bound to one arena and one store value; `Stage::commit` applies
+//! it in issue order. A staged spawn reserves its ids in the arena, so nothing of it is alive,
+//! findable or observable before the commit. At the commit a spawn checks the arena and every
+//! slot first, places default rows (each column extended once, at the tick it will publish at),
+//! runs its initializer over `SpawnRows` (typed slices over exactly its rows), checks the enum
+//! indexes written, and only then publishes: the arena's one event, the store's tick, one
+//! `on_added` per component, then the `Added` events. Staged `set`, `remove` and `despawn` copy
+//! their members when staged (`Query::capture` copies a query's), and members gone by then are
+//! skipped and counted (`Published::skipped`). A bulk remove gathers the removed rows at the end
+//! of the set and truncates every column once; a bulk despawn goes through
+//! `Arena::destroy_many` and removes rows set by set before the reference policies run.
+//!
+//! Before applying anything, a commit checks every operation against what no staged operation
+//! can change; a refusal there applies nothing and leaves the stage holding everything
+//! (`CommitError::kept`). An operation failing while applying (an initializer's error, a panic
+//! caught as `CommitFailure::Panic` and not resumed, a refusal that depends on earlier
+//! operations) leaves the earlier ones published and nothing of its own, releases later spawns'
+//! reservations and drops later operations; `CommitError` names each by `OpId`. A field's
+//! `DefaultFactory` makes each new row's value once per row, in row order, on every path that
+//! creates rows; conversions use the fixed default, and factories cannot make references.
+//!
+//! # Where to start reading
+//!
+//! `set.rs` (the layout; every field of `ComponentSet` is private there), then `store/mod.rs`
+//! (`Store`, and `member_row`, the one row lookup) and the operations by responsibility under
+//! `store/` (`define.rs`, `rows.rs`, `access.rs`, `bulk.rs`, `destroy.rs`, `observers.rs`,
+//! `events.rs`, `orphans.rs`, `snapshot.rs`). Tracking is `track.rs`, `dirty.rs`, `changes.rs`
+//! and `frame.rs`; parallel passes `par.rs`; staging `stage.rs`; definitions `def.rs`.
 
 #![warn(clippy::missing_errors_doc, clippy::missing_panics_doc)]
 

@@ -55,6 +55,51 @@
 //! assert_eq!(loaded.get::<Vec3>(parts[0], p, v)?, Vec3::new(1.0, 1.0, 1.0));
 //! # Ok::<(), Box<dyn std::error::Error>>(())
 //! ```
+//!
+//! # What the facade keeps
+//!
+//! - The arena and the store stay in step: they are private to `scene/`, every destruction goes
+//!   through `Scene::destroy` (or a committed stage), and every drain hands the reclaimed slots
+//!   to the store in the same call. A destruction reaches everything before it returns: the
+//!   arena's subtree with the built-in and attribute references to it, the store's rows, the
+//!   reference policies of rows that pointed into it (followed, a `DestroyHolder` through the
+//!   arena again, until no request is left, each holder checked live when its turn comes), and
+//!   the references orphan records held to it.
+//! - A copy is whole or absent: the arena copies inside a construction batch, rolled back when
+//!   the store refuses the rows, and every reference between two copied instances points to the
+//!   copies, in rows, lists and orphan records as in built-in state and attributes.
+//! - A frame is the same steps in the same order: definitions synced; the schedule's stages,
+//!   each serial system alone with the scene, each run of consecutive parallel systems split
+//!   into waves (a system the plan orders after a member of the current wave starts the next),
+//!   each wave together on the pool and committed in scheduled order once all its systems have
+//!   finished; the arena drained, its events delivered in lifecycle scopes; reclaimed slots
+//!   reported to the store; the store's events taken and its frame state cleared. A parallel
+//!   writer's rank is its position in the plan, and conflicts are checked against the plan's
+//!   reachability. Lanes commit in the order they finished, and prints, statistics and errors
+//!   are reported in scheduled and hierarchy order, so the result depends on the world and `dt`
+//!   only; `World::set_lane_shuffle` varies lanes and finishing order to test it.
+//! - A save holds everything a world holds but code (systems, listeners), caches and change
+//!   tracking, including the arena's identity source and what waits for the next frame's end
+//!   (tombstones, queued events), so "save, load, step" delivers what "step" delivers, and
+//!   saving twice writes the same bytes. Format version 2 is written and version 1 still read.
+//!   The records are serde types of the save format's own, encoded with postcard under a CRC-32;
+//!   the writer encodes borrowed twins of them, so a save or a hash copies almost nothing, and
+//!   value nesting is capped at 64. Loading never trusts a length, checks every record before it
+//!   builds, and builds a new world, so a refused file changes nothing the caller has.
+//! - `World::hash` is FNV-1a over the format version and the save payload: equal hashes mean
+//!   equal saves. `World::state_hash` adds the store's tick and every row's ticks and dirty
+//!   fields, and is what determinism and rollback tests compare.
+//! - `World::snapshot` and `World::restore` keep ids, revisions and journals moving forward and
+//!   restore the store's tick with its rows, under a new store identity.
+//!
+//! Other layers plug in through the public API only: `SystemBody` for systems in any language,
+//! `Scene::wave` and `Scene::commit_wave` for parallel work of their own, `ParCtx` for parallel
+//! systems, and the scene's extension slot (`Scene::extension`) for their state. The Luau game
+//! layer (`strata-script`) is built that way; this crate runs Luau only to evaluate component
+//! schemas (`Scene::define_luau`, through `strata-schema-adoption`).
+//!
+//! Start reading at `world.rs` (`World::step`), then `scene/instances.rs` (`Scene::destroy`),
+//! then `save/mod.rs`.
 
 mod error;
 mod hash;

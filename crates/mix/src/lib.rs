@@ -10,6 +10,10 @@
 //! save files, so a change here is a change of save format. The unit tests pin published test
 //! vectors of both functions.
 //!
+//! The crate depends on nothing, so any layer may use it without pulling in another: the arena
+//! mixes GUIDs and persistent ids with it, the scheduler its shuffle ranks, and a crate that
+//! hashes bytes or draws seeded numbers takes them from here rather than keeping a copy.
+//!
 //! # Example
 //!
 //! ```

@@ -183,6 +183,48 @@
 //! assert!(matches!(report.errors[0].1, OverlayError::StructuralRefused(_)));
 //! assert!(!store.has(at, tag));
 //! ```
+//!
+//! # Dependencies
+//!
+//! The crate depends on `strata-component-store` and `strata-arena` only. It learns whether the
+//! schedule orders two writers through the `OrderOracle` trait, so the scheduler and the
+//! overlay stay independent of each other: `SystemOrder` wraps any test on two system ids (the
+//! scheduler's `Plan::order_oracle`) and consults it only when both writers are systems, since a
+//! group writer's id is an instance id. `NoOrder` declares nothing.
+//!
+//! # Logs
+//!
+//! A writer's log of one column is typed by the field (`f64`, `i64`, `bool`, `Arc<str>`, enum
+//! index, `Vec3`, `Transform`, and `Value` for references and composites) and holds at most one
+//! entry per row: the latest value, the instance the row held, and the sequence number of the
+//! latest write. While every write lands on the row after the previous one, the log is a run of
+//! values only; the first write off the run spills it into parallel arrays of row, instance,
+//! value and sequence, where a repeated write replaces value and sequence in place and the
+//! commit sorts only when that broke the sequence order. The row index exists only once a run
+//! has spilled: a hash map while the writer has touched few rows, a zeroed array over the set
+//! once it has touched more than one row in 1,024. Values are checked against the field's type
+//! when recorded. Each column remembers the store and the set's structural revision it was
+//! recorded against; while both hold at the commit, every logged row still holds its instance.
+//!
+//! # The commit
+//!
+//! The commit sorts the write sets by `(tier, rank, id)` itself and applies, column by column,
+//! each column's writers in that order and each writer's entries in sequence order; the final
+//! store depends only on the write sets, never on the order they arrive in (proptests hand them
+//! over shuffled, and against a model applying each writer's final writes). Two sets under one
+//! `WriterRank` have no order between them and apply in arrival order. A column whose logs all
+//! still have their rows, ascending in sequence order, with the writers' row spans apart, is
+//! written in one parallel `ParWriter` pass (each log a piece, cut every 65,536 rows, one tick for
+//! the column). Otherwise each stretch of a scalar log whose rows still hold their instances
+//! goes through one `ColumnWriter` pass, and references, composites and moved rows through the
+//! store's per-value writes. Every write takes the store's own paths, so equal values change
+//! nothing and ticks, change logs, dirty bits, events and the reverse index update as usual. Only
+//! columns that two writers touched with overlapping row spans are scanned row by row for
+//! conflicts. Everything a `Spare` holds is empty (cleared logs, row arrays of length zero with
+//! their capacity kept), so an overlay taking from it behaves as one that allocates.
+//!
+//! Start reading at `Overlay::column` (`overlay.rs`), then the log's `record` (`log.rs`), then
+//! `commit` (`commit.rs`).
 
 #![warn(clippy::missing_errors_doc, clippy::missing_panics_doc)]
 

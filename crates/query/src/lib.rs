@@ -93,6 +93,33 @@
 //! assert_eq!(cooled.run(&arena, &store)?.len(), 10_000);
 //! # Ok::<(), Box<dyn std::error::Error>>(())
 //! ```
+//!
+//! # Caches and passes
+//!
+//! A query needs a positive driver (a required component or tag) and never scans every
+//! instance. Its cache stamp is the store's identity, the structural revision of every
+//! component the spec names, and, for a spec that consults the arena, the arena's identity with
+//! the tag revision (tag terms) or the topology revision (ancestor and class terms). Revisions
+//! are compared only within one arena lineage, where equal revisions mean equal state; this
+//! holds across construction rollback, which stamps every touched domain with a revision newer
+//! than any issued inside the batch. `Query::generation` advances exactly when the matches are
+//! rebuilt; `Query::built_against` names the inputs they were built from, for cached and
+//! uncached queries alike. A `Pass` checks the stamp once per column it binds or writer it
+//! opens (`QueryError::StaleMatches` for another store or a structural change since), and a
+//! bound column is checked once against its term's largest row, so walking it costs what a
+//! slice walk costs.
+//!
+//! A parallel pass whose written rows ascend with the matches (a dense term, or a selection of
+//! one) writes each chunk's stretch of the column in place through the store's `ParWriter`;
+//! when removals have swapped rows out of id order, the values are computed in parallel and
+//! stored in match order by one column writer. Either way the store ends exactly as after the
+//! serial pass: the same values, ticks, change log, events and dirty state (a proptest compares
+//! 1 to 8 threads under random chunking). The crate links rayon for parallel passes only; the
+//! store links no thread pool. `RemovedReader` is the store's own `RemovalReader`, so what it
+//! reports after a change of store is the store's contract.
+//!
+//! Start reading at `Query::rebuild` and `Query::select_changed` in `query.rs`; `spec.rs` holds
+//! `QuerySpec` and `par.rs` the parallel passes.
 
 #![warn(clippy::missing_errors_doc, clippy::missing_panics_doc)]
 

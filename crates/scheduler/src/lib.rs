@@ -62,6 +62,38 @@
 //! assert_eq!(schedule.stats(sound)?.visited_rows, 30);
 //! # Ok::<(), strata_scheduler::ScheduleError>(())
 //! ```
+//!
+//! # Rules the plan keeps
+//!
+//! - A build never fails and never invents a node: an edge joins two enabled systems of one
+//!   stage; every enabled system is either scheduled or stopped as a member of exactly one
+//!   reported cycle. A declaration joined to a stopped system, in either direction, is a
+//!   `StoppedNeighbour` warning naming the stopped system, its cycle and the system that runs
+//!   without the order (one per stopped member of a set target). Orderings through a stopped or
+//!   disabled system are not kept between its neighbours. Diagnostics come in declaration order
+//!   (declaring system, `before` then `after` targets as written), then the cycles.
+//! - Within a stage a system runs after every scheduled predecessor, and among the ready systems
+//!   the first by `HierarchyKey`, then by `SystemId`, goes first. A system's scheduled position
+//!   runs through the frame: `First`, `PreUpdate`, the fixed block (`FixedFirst` to `FixedLast`,
+//!   one stage per phase, so fixed systems are ordered within a step as frame systems are),
+//!   `Update`, `PostUpdate`, `Last`. The parallel overlay ranks system writers by it.
+//! - `Plan::is_ordered(a, b)` is true exactly when a and b are distinct scheduled systems in
+//!   different stages, or a path of declared edges joins them; hierarchy order alone never
+//!   counts. It answers from the stage's bit matrix (`reach.rs`).
+//! - An interval system adds its stage's time (the frame's, or the fixed step's) to its wait and
+//!   runs once with all of it when that reaches its interval; a long frame never causes
+//!   catch-up runs. The fixed block runs `min(floor((carried + dt) / step), max_steps)` steps,
+//!   carries the fraction left over, and drops and reports whole steps beyond the limit, so one
+//!   slow frame cannot make every later frame run at the limit. Statistics change only when a
+//!   body is called; a system's duration is timed from the previous call's end, one clock read
+//!   per call.
+//! - `Schedule::set_shuffle` ranks systems by a mix of a seed and their names before hierarchy
+//!   order: it reorders what no declaration orders and keeps every declared order, for tests.
+//!
+//! petgraph (`tarjan_scc`) is linked by this crate only, and no petgraph type appears in its
+//! API. Start reading at `plan.rs` (`build`: targets resolved, cycles found, Kahn's algorithm per
+//! stage over a priority queue), then `Schedule::run_frame` in `schedule.rs`; `inspect.rs` holds
+//! `Plan::dump` and `Plan::to_dot`.
 
 #![warn(clippy::missing_errors_doc, clippy::missing_panics_doc)]
 

@@ -38,6 +38,48 @@
 //! assert_eq!(world.get::<f64>(part, health, hp)?, 101.0);
 //! # Ok::<(), Box<dyn std::error::Error>>(())
 //! ```
+//!
+//! # What the layer keeps
+//!
+//! - The game VM offers no `os`, `io`, `require`, `loadstring`, `getfenv`, `setfenv`, `debug`,
+//!   `collectgarbage`, `gcinfo` or `newproxy`; its libraries and API are read-only, and each
+//!   script has an environment of its own. Every callback runs under a budget of instructions
+//!   and time (the sandbox meter of `strata-schema-adoption`) and one memory budget shared by
+//!   all of the world's VMs; a budget error lifts the limits afterwards, so the VM stays usable.
+//!   When memory runs out, the script holding the most is named and stopped (`memory.rs` reads
+//!   Luau's per-category byte counter for that, the layer's one `unsafe` block).
+//! - A query's Luau mirror is rebuilt exactly when the inputs its matches were built from
+//!   (`Query::built_against`) moved, and a rebuild reuses the surviving wrappers and handles,
+//!   which come from weak caches keyed by instance and by instance and component.
+//! - A column table holds a field's values for the query's matches as they were when it was
+//!   handed out. On write-back only the rows whose value the script changed are written, as
+//!   checked writes, so `changed` filters see exactly those rows. Pending column writes are
+//!   applied at every API call, so a script never misses its own write; a structural change or a
+//!   rebuild of the matches first applies them, then empties every column and makes it raise.
+//! - An execution group's callback runs in a VM of its own, reads the state established before
+//!   the groups began, and writes through an overlay ranked `WriterRank::group(position, root)`,
+//!   `position` being the root's place in a pre-order walk. The overlays commit in that order
+//!   once every group has finished, and printed lines are gathered in the same order, so the
+//!   frame's result does not depend on the thread count.
+//! - Parallel Luau systems of one wave share the world's one VM, taking it in turn (a Luau VM
+//!   is single-threaded); their reads and writes still follow the wave's rules.
+//! - `math.random` draws splitmix64 from the world's seed, the frame, the calling owner and how
+//!   many calls it made before in that frame, so the numbers are the same on any thread count,
+//!   in any lane order, and after a save and load. A VM's own state (a script's locals) is code
+//!   and is neither saved nor rolled back; state that must survive belongs in components.
+//! - Errors speak the author's terms: layer errors leave `access.rs` with ids named, mlua's
+//!   argument errors are reworded, and a caught API error is `script:LINE: message`.
+//!
+//! `access.rs` calls no other module of the layer but `errors`; the API, the query mirror and
+//! the columns call it. The modules that refer to each other both ways are one responsibility
+//! each: `api` with `convert`, `navigate` and `query` (the API surface), `columns` with `query`
+//! (queries in Luau), `host` with the rest (the VM's state), `names` with `types`.
+//!
+//! A [`Place`] is a folder (`place.toml` read into [`PlaceConfig`], components, systems, group
+//! scripts, `setup.luau`): `Place::open` reads and checks it, `Place::build` makes its world (a
+//! failure after scripts printed is `PlaceError::AfterPrints`, with the lines), `Place::load`
+//! adds its scripts to a loaded world, and `Place::check`, `Place::order_warnings` and
+//! `Place::type_definitions` serve `strata check` and `strata types`.
 
 mod access;
 mod api;
