@@ -1,5 +1,6 @@
 //! `cargo xtask bench`: builds `strata-bench` in release mode, runs it, and leaves
-//! `results.json`, `results.md` and `results.svg` in `<target dir>/bench/`; the Markdown (with,
+//! `results.json`, `results.md`, `results.svg` and (written by `strata-bench` beside the chart)
+//! `ratios.svg` in `<target dir>/bench/`; the Markdown (with,
 //! under `--peers`, the comparison of each workload and size across libraries) is also printed.
 //!
 //! Invariant: the results always go to the target directory cargo itself uses (as reported by
@@ -102,10 +103,11 @@ pub(crate) fn run(root: &Path, args: &Args) -> anyhow::Result<()> {
     command.arg("--").args(args.bench_args(&outputs));
     run_command(&mut command)?;
     eprintln!(
-        "wrote {}, {} and {}",
+        "wrote {}, {}, {} and {}",
         outputs.json.display(),
         outputs.markdown.display(),
-        outputs.svg.display()
+        outputs.svg.display(),
+        outputs.svg.with_file_name("ratios.svg").display()
     );
     Ok(())
 }

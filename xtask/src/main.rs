@@ -66,7 +66,7 @@ enum Task {
     /// types/strata.d.luau (the game API) and examples/places/NAME/types.d.luau (each example
     /// place's components), from what `strata types` prints.
     Codegen,
-    /// Builds strata-schema (strata-schema-adoption) in release mode and runs it on component
+    /// Builds strata-schema (strata-cli) in release mode and runs it on component
     /// schema files.
     ///
     /// Everything after `schema` goes to strata-schema unchanged (`check [--json]

@@ -1,5 +1,5 @@
 //! `cargo xtask schema check [--json] FILE.luau...`: runs the `strata-schema` binary of
-//! `strata-schema-adoption` (built in release mode) on schema files and returns its exit code.
+//! `strata-cli` (built in release mode) on schema files and returns its exit code.
 //!
 //! Invariant: the arguments after `schema` reach the binary unchanged and in order, and the
 //! binary runs in the caller's working directory (the workspace is named by its manifest path),
@@ -15,7 +15,7 @@ use anyhow::Context as _;
 use crate::cargo;
 
 /// The package that holds the binary.
-const PACKAGE: &str = "strata-schema-adoption";
+const PACKAGE: &str = "strata-cli";
 
 /// The binary that checks schema files.
 const BINARY: &str = "strata-schema";

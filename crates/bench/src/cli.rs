@@ -63,7 +63,8 @@ struct Cli {
     /// Write the results table as Markdown to FILE.
     #[arg(long, value_name = "FILE")]
     markdown: Option<PathBuf>,
-    /// Write a chart of time per item (log scale) as SVG to FILE.
+    /// Write a chart of time per item (log scale) as SVG to FILE, and one of Strata ÷ the
+    /// fastest peer per workload beside it as ratios.svg.
     #[arg(long, value_name = "FILE")]
     svg: Option<PathBuf>,
     /// List the matching workloads and exit.
@@ -353,7 +354,9 @@ fn run(
         write_file(path, &markdown)?;
     }
     if let Some(path) = &options.svg {
+        let ratios = report::ratio_chart_path(path);
         write_file(path, &report::render_svg(&report))?;
+        write_file(&ratios, &report::render_ratio_svg(&report))?;
     }
     print!("{markdown}");
     if n_failed > 0 {
@@ -1158,6 +1161,8 @@ mod tests {
             );
             let svg = fs::read_to_string(&svg_path).expect("the SVG file was written");
             assert!(svg.starts_with("<svg ") && svg.trim_end().ends_with("</svg>"));
+            let ratios = fs::read_to_string(dir.join("ratios.svg")).expect("the ratio chart");
+            assert!(ratios.starts_with("<svg ") && ratios.trim_end().ends_with("</svg>"));
 
             // Without the failing workload the same run succeeds.
             let all_good = ["--quick".to_owned(), "--filter=b_,a_".to_owned()];

@@ -40,11 +40,7 @@
 //! Invariant: every library's fixture of one workload holds the values the constructors here
 //! give, in the same field types, so all libraries work on equal data.
 
-use std::cell::RefCell;
-
 use strata_arena::Vec3;
-
-use crate::harness::Workload;
 
 /// The sizes of `spawn`, `spawn_batch` and `iter2`.
 pub const ENTITY_SIZES: [u64; 2] = [10_000, 1_000_000];
@@ -148,9 +144,10 @@ components! {
     pub struct Tagged(pub f64);
 }
 
-/// Expands `$m!(Kind, $args...)` once per fragment kind of `frag_iter`, `A` to `Z`.
+/// Expands `$m!(Kind, $args...)` once per fragment kind of `frag_iter`, `A` to `Z`; each
+/// argument is one token (a name), so it can be handed on as an identifier.
 macro_rules! for_each_kind {
-    ($m:ident $(, $arg:expr)*) => {
+    ($m:ident $(, $arg:tt)*) => {
         $m!(A $(, $arg)*);
         $m!(B $(, $arg)*);
         $m!(C $(, $arg)*);
@@ -180,6 +177,25 @@ macro_rules! for_each_kind {
     };
 }
 pub(crate) use for_each_kind;
+
+/// Spawns the entities of one fragment kind of `frag_iter` into `$world` through its batch
+/// spawn method `$spawn_batch` (`spawn_batch`, `bulk_add_entity`): [`FRAG_PER_KIND`] entities,
+/// the `i`-th with `$kind` and [`Data`] from [`fragment`]. `for_each_kind!(spawn_fragment_kind,
+/// world, spawn_batch)` spawns the whole world of `frag_iter` the same way for every library
+/// with such a method.
+#[cfg(feature = "peers")]
+macro_rules! spawn_fragment_kind {
+    ($kind:ident, $world:ident, $spawn_batch:ident) => {
+        $world
+            .$spawn_batch((0..$crate::data::FRAG_PER_KIND).map(|i| {
+                let (value, data) = $crate::data::fragment(i);
+                ($kind(value), data)
+            }))
+            .for_each(drop);
+    };
+}
+#[cfg(feature = "peers")]
+pub(crate) use spawn_fragment_kind;
 
 /// The components of `schedule`: one f64 each.
 pub mod schedule {
@@ -408,55 +424,6 @@ pub fn written_groups<Id: Copy>(ids: &[Id]) -> Vec<Vec<Id>> {
 /// that no library's visit can be optimised away.
 pub fn tally(xs: impl Iterator<Item = f32>) -> (u64, f32) {
     xs.fold((0, 0.0), |(count, sum), x| (count + 1, sum + x))
-}
-
-/// The state one library's `changed_filter` and `changed_filter_frames` keep across samples:
-/// its world of [`Position`]s with change detection switched on, and the rows
-/// [`written_groups`] picks.
-pub trait ChangedWork {
-    /// The untimed part of a frame: every row of the group of `frame` [`Position::nudge`]d
-    /// through the library's tracked path.
-    fn write(&mut self, frame: u64);
-    /// The timed part: the rows changed since the last visit, through the library's change
-    /// detection, [`tally`]ed.
-    fn visit(&mut self) -> (u64, f32);
-}
-
-/// The `changed_filter` workload of one library: the fixture `new(n)` is built once (its
-/// world spawned in bulk), then each sample writes the same 1% of rows in setup and times one
-/// visit.
-pub fn changed_filter<F: ChangedWork + 'static>(
-    n: u64,
-    mechanism: &str,
-    new: fn(u64, Spawn) -> F,
-) -> Workload {
-    Workload::new("changed_filter", n, mechanism, move |b| {
-        let fixture = RefCell::new(new(n, Spawn::Batch));
-        b.iter_with_setup(
-            || fixture.borrow_mut().write(0),
-            |_| fixture.borrow_mut().visit(),
-        );
-    })
-}
-
-/// The `changed_filter_frames` workload of one library: the fixture `new(n)` is built once,
-/// its world spawned one entity at a time; then frame after frame (counted across samples)
-/// writes another 1% of the rows untimed and times one visit. A sample is [`FRAMES`] frames,
-/// and its figure the sum of their visits, so the figure per item is the mean per frame.
-pub fn changed_filter_frames<F: ChangedWork + 'static>(
-    n: u64,
-    mechanism: &str,
-    new: fn(u64, Spawn) -> F,
-) -> Workload {
-    Workload::new("changed_filter_frames", n, mechanism, move |b| {
-        b.iter_frames(
-            FRAMES,
-            new(n, Spawn::OneByOne),
-            |fixture, frame| fixture.write(frame),
-            ChangedWork::visit,
-        );
-    })
-    .items(FRAMES)
 }
 
 impl From<Transform> for strata_arena::Transform {

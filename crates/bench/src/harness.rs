@@ -152,6 +152,11 @@ impl Workload {
         &self.mechanism
     }
 
+    /// The number of items one run processes (see [`Workload::items`]).
+    pub fn items_per_run(&self) -> u64 {
+        self.items
+    }
+
     /// What identifies the workload among all registered ones: library, name and size.
     pub fn key(&self) -> WorkloadKey {
         WorkloadKey {

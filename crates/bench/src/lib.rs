@@ -3,9 +3,10 @@
 //! A [`Workload`] names an operation, a size, the library measured and the mechanism it uses,
 //! and a body that drives a [`Bencher`]: setup goes in a closure the bencher calls before
 //! starting the clock, and the routine's output is dropped after stopping it. Each layer
-//! registers its workloads in its own module (see [`arena`] and [`store`]), and with the `peers`
-//! feature the peer libraries register theirs in `peers` under the same names as Strata's for
-//! the same work; [`all_workloads`] gathers them, and the `strata-bench` binary runs each in a
+//! registers its workloads in its own module (see [`arena`] and [`store`]); the workloads that
+//! compare libraries are written once in [`head_to_head`], which Strata and, with the `peers`
+//! feature, the peer libraries implement under the same names for the same work;
+//! [`all_workloads`] gathers them, and the `strata-bench` binary runs each in a
 //! child process of its own (see [`cli`]), so neither its timings nor its peak resident memory
 //! carry another workload's allocator or cache state, and writes JSON, Markdown and SVG.
 //!
@@ -61,6 +62,7 @@ pub mod cli;
 pub mod data;
 pub mod error;
 pub mod harness;
+pub mod head_to_head;
 pub mod luau;
 pub mod overlay;
 #[cfg(feature = "peers")]
@@ -89,8 +91,6 @@ pub fn all_workloads() -> Vec<Workload> {
     workloads.extend(schema::workloads());
     workloads.extend(scheduler::workloads());
     workloads.extend(overlay::workloads());
-    workloads.extend(world::workloads());
-    workloads.extend(rollback::workloads());
     workloads.extend(luau::workloads());
     #[cfg(feature = "peers")]
     workloads.extend(peers::workloads());
@@ -118,6 +118,57 @@ mod tests {
         if let Err(err) = check_unique_keys(&workloads) {
             panic!("{err}");
         }
+    }
+
+    /// The registered workloads of the libraries `keep` accepts, one `library/name/size
+    /// items=N` line each, sorted by key: what a change of structure must leave alone.
+    fn listing(keep: impl Fn(&str) -> bool) -> String {
+        let mut lines: Vec<(WorkloadKey, u64)> = all_workloads()
+            .iter()
+            .filter(|w| keep(w.library_name()))
+            .map(|w| (w.key(), w.items_per_run()))
+            .collect();
+        lines.sort();
+        let mut out = String::new();
+        for (key, items) in lines {
+            out.push_str(&format!("{key} items={items}\n"));
+        }
+        out
+    }
+
+    /// Strata's workloads: names, sizes and items as registered before the head-to-head
+    /// workloads were gathered into one table.
+    #[test]
+    fn strata_registers_the_same_workloads() {
+        insta::assert_snapshot!(listing(|library| library == STRATA));
+    }
+
+    /// The peer libraries' workloads and the work they cannot do, as before the head-to-head
+    /// table; jecs registers its four Luau workloads only where it was fetched, so it is
+    /// checked apart.
+    #[cfg(feature = "peers")]
+    #[test]
+    fn peers_register_the_same_workloads() {
+        let rust_peer = |library: &str| library != STRATA && library != peers::jecs::LIBRARY;
+        let mut unsupported: Vec<String> = all_unsupported()
+            .into_iter()
+            .filter(|u| rust_peer(&u.library))
+            .map(|u| format!("{}/{} unsupported\n", u.library, u.workload))
+            .collect();
+        unsupported.sort();
+        insta::assert_snapshot!(listing(rust_peer) + &unsupported.concat());
+        let jecs: Vec<String> = all_workloads()
+            .iter()
+            .filter(|w| w.library_name() == peers::jecs::LIBRARY)
+            .map(|w| w.key().to_string())
+            .collect();
+        let fetched = [
+            "jecs/luau_iter2/100000",
+            "jecs/luau_iter2_handles/100000",
+            "jecs/luau_spawn/10000",
+            "jecs/luau_changed/100000",
+        ];
+        assert!(jecs.is_empty() || jecs == fetched, "{jecs:?}");
     }
 
     /// Unsupported work names a registered workload name and a library that registers nothing

@@ -1,8 +1,9 @@
-//! Workloads of parallel field writes: Strata's side of the head-to-head `parallel_write` (a
-//! parallel query pass, `Pass::par_update_each`; the peers' sides are in `peers/`), and the
-//! parallel overlay (`strata-parallel-overlay`): `overlay_parallel_write`, the same writes from
-//! four overlay writers, then recording and committing a million field writes from several
-//! writers, against writing them directly.
+//! Workloads of parallel field writes: Strata's fixture and routine of the head-to-head
+//! `parallel_write` (a parallel query pass, `Pass::par_update_each`, registered through
+//! [`crate::head_to_head`] by `query::Strata`), and the parallel overlay
+//! (`strata-parallel-overlay`): `overlay_parallel_write`, the same writes from four overlay
+//! writers, then recording and committing a million field writes from several writers, against
+//! writing them directly.
 //!
 //! Invariant: the two `parallel_write` workloads keep one store across samples, as the peers
 //! keep one world, and every run writes a value no earlier run wrote, so every write is a
@@ -22,7 +23,8 @@ use strata_parallel_overlay::{
 };
 use strata_query::{Chunks, Query, QuerySpec};
 
-use crate::harness::{Bencher, Workload};
+use crate::harness::Workload;
+use crate::head_to_head::time_parallel_writes;
 
 const MILLION: usize = 1_000_000;
 
@@ -53,7 +55,6 @@ pub fn workloads() -> Vec<Workload> {
         run_and_commit(4, Path::Typed, Memory::Fresh),
         run_and_commit(4, Path::Dynamic, Memory::Spare),
         direct_writes(),
-        parallel_write(),
         overlay_parallel_write(),
     ]
 }
@@ -274,21 +275,42 @@ fn pool(threads: usize) -> rayon::ThreadPool {
     }
 }
 
-/// Times `write_all` for the `parallel_write` workloads, handing it the run's number (1, 2, 3,
-/// ...) as the value to write, as the peers' side does: every write then changes the stored
-/// value without the store being reset between runs.
-fn time_parallel_writes(b: &mut Bencher, mut write_all: impl FnMut(f64) -> usize) {
-    let mut run = 0.0;
-    b.iter(|| {
-        run += 1.0;
-        write_all(run)
-    });
+/// Strata's world of `parallel_write`: `n` rows of `Heat`, the pool the passes run on and the
+/// cached query over `Heat`.
+pub struct ParallelWorld {
+    /// The arena of the rows.
+    pub arena: Arena,
+    /// The store of the rows.
+    pub store: Store,
+    /// `Heat`'s one field.
+    pub field: FieldId,
+    /// The pool of [`PARALLEL_THREADS`] threads.
+    pub pool: rayon::ThreadPool,
+    /// The cached query over `Heat`.
+    pub query: Query,
+}
+
+/// The world of `parallel_write` over `n` rows.
+pub fn parallel_world(n: u64) -> ParallelWorld {
+    let (arena, store, component, field, _) = world(n as usize);
+    let pool = pool(PARALLEL_THREADS);
+    let query = match Query::new(QuerySpec::new().with(component)) {
+        Ok(query) => query,
+        Err(error) => panic!("benchmark fixture: {error}"),
+    };
+    ParallelWorld {
+        arena,
+        store,
+        field,
+        pool,
+        query,
+    }
 }
 
 /// One run of `parallel_write`: a pass of the cached query over `Heat` writes `value` into
 /// every row, its matches cut into [`PARALLEL_WRITERS`] chunks on `pool`. Returns the rows
 /// changed.
-fn write_pass(
+pub fn write_pass(
     query: &mut Query,
     arena: &Arena,
     store: &mut Store,
@@ -309,26 +331,6 @@ fn write_pass(
         Ok(written) => written,
         Err(error) => panic!("benchmark fixture: {error}"),
     }
-}
-
-fn parallel_write() -> Workload {
-    Workload::new(
-        "parallel_write",
-        PARALLEL_WRITE_SIZE,
-        "Pass::par_update_each of a cached query over Heat (stamp check) on a 2-thread rayon pool (ThreadPool::install): the matched rows cut into 4 contiguous chunks (Chunks::Count), each written in place by one task with compare-before-write, a u64 changed tick, a dirty bit and a change-log position per changed row, the chunks' change log, dirty list and events merged in chunk order",
-        move |b| {
-            let n = PARALLEL_WRITE_SIZE as usize;
-            let (arena, mut store, component, field, _) = world(n);
-            let pool = pool(PARALLEL_THREADS);
-            let mut query = match Query::new(QuerySpec::new().with(component)) {
-                Ok(query) => query,
-                Err(error) => panic!("benchmark fixture: {error}"),
-            };
-            time_parallel_writes(b, |value| {
-                write_pass(&mut query, &arena, &mut store, &pool, field, value)
-            });
-        },
-    )
 }
 
 /// The overlay writers of `overlay_parallel_write` over `n` rows: writer `w` has rank

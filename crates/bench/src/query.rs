@@ -1,5 +1,9 @@
-//! Strata's side of the head-to-head workloads: the same names, data and work as the peer
-//! libraries' (`peers/`), through the arena, the component store and queries.
+//! Strata's side of the head-to-head workloads: [`Strata`] implements
+//! [`crate::head_to_head::Library`] with the same names, data and work as the peer libraries'
+//! (`peers/`), through the arena, the component store and queries here, and through the
+//! fixtures of `crate::overlay` (`parallel_write`), `crate::world` (`schedule`,
+//! `frame_overhead`) and `crate::rollback` (`rollback_frame`). `world_snapshot`, which only
+//! Strata has, is registered here beside them.
 //!
 //! The four `bulk_` workloads go through the component store's [`Stage`]: staged work published
 //! at one commit, over the members a query captures inside the timed region (as the peers
@@ -9,8 +13,10 @@
 //! times only the work its name describes; each sample starts from the same state, so its
 //! figure is comparable with the peers' on the same run.
 
+use std::convert::Infallible;
 use std::hint::black_box;
 
+use strata::World;
 use strata_arena::{Arena, ClassId, InstanceId, Snapshot, Transform, Vec3};
 use strata_component_store::{
     ComponentDef, ComponentId, DestroyOutcome, FieldDef, FieldId, InstanceRef, Published,
@@ -19,32 +25,491 @@ use strata_component_store::{
 use strata_query::{Query, QuerySpec};
 
 use crate::data;
-use crate::harness::Workload;
+use crate::harness::{STRATA, Workload};
+use crate::head_to_head::Mechanism::{self, Does, Instead};
+use crate::head_to_head::{self, ChangedWork, Library, Work, entry, never_built};
+use crate::overlay::{ParallelWorld, parallel_world, write_pass};
+use crate::rollback::{Rollback, rollback_once, rollback_world};
+use crate::world::{empty_world, frame, schedule_world};
 
-/// The workloads, in run order.
+/// Strata's head-to-head workloads, in the table's run order, then `world_snapshot`, which
+/// only Strata has (it stands where the peers have `world_clone`).
 pub fn workloads() -> Vec<Workload> {
-    vec![
-        spawn(10_000),
-        spawn(1_000_000),
-        spawn_batch(10_000),
-        spawn_batch(1_000_000),
-        iter2(10_000),
-        iter2(1_000_000),
-        frag_iter(),
-        add_remove(10_000),
-        small_driver_join(20_000, 200),
-        small_driver_join(1_000_000, 1_000),
-        changed_filter(data::CHANGED_SIZE),
-        changed_filter_frames(data::CHANGED_SIZE),
-        despawn_respawn(100_000),
-        reference_cleanup(10_000, 100),
-        world_snapshot(data::CLONE_SIZE),
-        world_clone_then_write(data::CLONE_SIZE),
-        bulk_spawn(data::BULK_SIZE),
-        bulk_set(data::BULK_SIZE),
-        bulk_remove(data::BULK_SIZE),
-        bulk_despawn(data::BULK_SIZE),
-    ]
+    let (mut workloads, _) = head_to_head::register(&[entry::<Strata>]);
+    workloads.push(world_snapshot(data::CLONE_SIZE));
+    workloads
+}
+
+/// Strata in the head-to-head table: the arena, the component store and queries, the overlay
+/// for `parallel_write` (`crate::overlay`), the engine's `World` for the frame loop
+/// (`crate::world`) and for `rollback_frame` (`crate::rollback`).
+pub struct Strata;
+
+#[expect(
+    refining_impl_trait,
+    reason = "the routines name what they return, so the tests below can check it"
+)]
+impl Library for Strata {
+    const NAME: &'static str = STRATA;
+
+    fn mechanism(work: Work) -> Mechanism {
+        match work {
+            Work::Spawn => Does(
+                "arena create (one 64-byte node record in a shared page; consecutive creations under one parent share one event) + 4 single inserts (typed default row, RowInit::set)",
+            ),
+            Work::SpawnBatch => Does(
+                "Arena::create_many (consecutive ids, one event) + 4 Store::insert_many with typed fills",
+            ),
+            Work::Iter2 => Does(
+                "cached query (stamp check), Pass::update writing Position from Velocity: dense slice walk, compare-before-write, changed tick, dirty bit and change-log position per changed row",
+            ),
+            Work::FragIter => Does(
+                "Data's own sparse set is contiguous whatever the other 26 kinds: one dense update pass negating every row (compare-before-write, changed tick, dirty bit, change-log position)",
+            ),
+            Work::AddRemove => Does(
+                "Store::insert of B per entity (sparse entry + column push), then Store::remove (swap-remove + removal log); a fresh world per sample",
+            ),
+            Work::SmallDriverJoin => Does(
+                "cached query driven by the smaller set; sum Big's field over a term column bound for the pass (TermColumn::iter through the term's rows)",
+            ),
+            Work::ChangedFilter => Does(
+                "changed pass reads the set's change log since the query's baseline (1% of rows written through Store::write per sample, untimed), finds each logged row's match, re-checks ticks; visit reads Position through a bound term column",
+            ),
+            Work::ChangedFilterFrames => Does(
+                "per frame: another 1% of rows written through Store::write (untimed), then one changed pass (timed) reading the set's change log since the query's baseline; world spawned one entity at a time (arena create + Store::insert)",
+            ),
+            Work::DespawnRespawn => Does(
+                "arena destroy (tombstone + events) + Store::on_destroyed_into (one outcome reused) per entity; two drains (on_reclaimed) so slots are reused; then create + 2 inserts per entity",
+            ),
+            Work::ReferenceCleanup => Does(
+                "reverse reference index: destroying a target visits only its holders; Clear policy writes None",
+            ),
+            // Strata has no eager copy of a world: its copy-on-write snapshot is measured as
+            // `world_snapshot`, and `world_clone_then_write` pays the copies a write defers.
+            Work::WorldClone => Instead("world_snapshot"),
+            Work::WorldCloneThenWrite => Does(
+                "Arena::snapshot + Store::snapshot, then Position x += 1 for every entity of the copy through a ColumnWriter: the first write deep-copies the Position set (sparse, ids, slots, columns, ticks, dirty bitsets, change log); Rotation, Velocity and the arena's pages stay shared",
+            ),
+            Work::ParallelWrite => Does(
+                "Pass::par_update_each of a cached query over Heat (stamp check) on a 2-thread rayon pool (ThreadPool::install): the matched rows cut into 4 contiguous chunks (Chunks::Count), each written in place by one task with compare-before-write, a u64 changed tick, a dirty bit and a change-log position per changed row, the chunks' change log, dirty list and events merged in chunk order",
+            ),
+            Work::BulkSpawn => Does(
+                "Stage::spawn + commit into a fresh world: 1M consecutive ids reserved, 4 columns placed once with defaults and filled in place by the initializer; beyond the peers: 1M arena node records (64 bytes each) published with one batch event, added/changed ticks and dirty state per row, observer and structural-counter bookkeeping per batch",
+            ),
+            Work::BulkSet => Does(
+                "Query::capture (members copied) + Stage::set + commit: the Tagged column grown once and filled, the other 4 sets untouched (no move); beyond the peers: added/changed ticks and dirty state per row, one observer range and one structural-counter entry per batch",
+            ),
+            Work::BulkRemove => Does(
+                "Query::capture + Stage::remove + commit: one compaction pass over the Tagged set, the other 4 untouched; beyond the peers: a removal-log entry per row, dirty state and the structural counter, removed values readable by observers before they go",
+            ),
+            Work::BulkDespawn => Does(
+                "Query::capture + Stage::despawn + commit: one arena destroy batch (one event), each of the 4 sets compacted in one pass; beyond the peers: 1M arena tombstones (ids never reused), removal-log entries per row, reverse-reference checks, dirty state and the structural counter",
+            ),
+            Work::RollbackFrame => Does(
+                "World::snapshot (arena pages and store sets shared), the frame's work (1% of Positions written, 100 bodies spawned, 100 destroyed), World::restore (what the frame copied dropped, the shared pages and sets put back)",
+            ),
+            Work::Schedule => Does(
+                "World::step of 3 parallel systems (SystemSpec::parallel, declared writes) on a 2-thread pool: ab, cd and ce run as one group on lanes, each swapping its two fields through its own overlay (ParCtx::update twice, both from the values established before the group), then one commit in scheduled order (cd and ce write C of different entities: no conflict); plus the frame loop's definition sync check, arena drain and store frame end",
+            ),
+            Work::FrameOverhead => Does(
+                "World::step of 100 serial systems that do nothing: the plan walked stage by stage, each call timed into its statistics with a tracing span, the definition sync check, the arena drain and the store's frame end",
+            ),
+        }
+    }
+
+    type Empty = (Arena, Store, Body);
+    /// A fresh world with the four components of `spawn` installed and no entity yet.
+    fn empty() -> Self::Empty {
+        let arena = Arena::standard();
+        let mut store = Store::new();
+        let body = Body::install(&arena, &mut store);
+        (arena, store, body)
+    }
+    fn spawn_each((arena, store, body): &mut Self::Empty, n: u64) {
+        for i in 0..n {
+            black_box(body.spawn(arena, store, i));
+        }
+    }
+    fn spawn_in_batch((arena, store, body): &mut Self::Empty, n: u64) -> Vec<InstanceRef> {
+        body.spawn_batch(arena, store, n)
+    }
+    fn spawn_in_bulk((arena, store, body): &mut Self::Empty, n: u64) -> usize {
+        stage_bodies(arena, store, *body, n).spawned
+    }
+
+    type Bodies = Bodies;
+    fn bodies(n: u64) -> Bodies {
+        let (mut arena, mut store, body) = Self::empty();
+        body.spawn_batch(&mut arena, &mut store, n);
+        let mut query = must(Query::new(
+            QuerySpec::new().with(body.position).with(body.velocity),
+        ));
+        must(query.refresh(&arena, &store));
+        Bodies {
+            arena,
+            store,
+            query,
+        }
+    }
+    /// The routine of `iter2`: `Position += Velocity` over every match; returns the rows changed.
+    ///
+    /// Every run changes every row: `x` grows by 1 from at most a million, exact in f32 until
+    /// 2^24, which would take over 15 million runs.
+    fn advance_all(world: &mut Bodies) -> usize {
+        let pass = must(world.query.run(&world.arena, &world.store));
+        must(pass.update::<Vec3, Vec3>(&mut world.store, (0, FIRST), (1, FIRST), add))
+    }
+
+    type Fragmented = Fragmented;
+    fn fragmented() -> Fragmented {
+        let mut arena = Arena::standard();
+        let mut store = Store::new();
+        let data = number_component(&arena, &mut store, "Data");
+        let mut kinds = Vec::new();
+        macro_rules! name_kind {
+            ($kind:ident, $kinds:expr) => {
+                $kinds.push(stringify!($kind));
+            };
+        }
+        data::for_each_kind!(name_kind, kinds);
+        for name in kinds {
+            let kind = number_component(&arena, &mut store, name);
+            let ats = create_many(&mut arena, data::FRAG_PER_KIND);
+            let values = || (0..data::FRAG_PER_KIND).map(data::fragment);
+            must(insert_many_with(
+                &mut store,
+                &ats,
+                kind,
+                values().map(|(v, _)| v),
+            ));
+            must(insert_many_with(
+                &mut store,
+                &ats,
+                data,
+                values().map(|(_, d)| d.0),
+            ));
+        }
+        let mut query = must(Query::new(QuerySpec::new().with(data)));
+        must(query.refresh(&arena, &store));
+        Fragmented {
+            arena,
+            store,
+            query,
+        }
+    }
+    /// The routine of `frag_iter`: one update pass negating every `Data` (as
+    /// [`data::Data::negate`] does for the peers, so every run changes every row); returns the
+    /// rows it changed.
+    fn negate_all(world: &mut Fragmented) -> usize {
+        let pass = must(world.query.run(&world.arena, &world.store));
+        must(pass.update_each::<f64>(&mut world.store, (0, FIRST), |v| -v))
+    }
+
+    type WithA = WithA;
+    fn with_a(n: u64) -> WithA {
+        let mut arena = Arena::standard();
+        let mut store = Store::new();
+        let a = number_component(&arena, &mut store, "A");
+        let b = number_component(&arena, &mut store, "B");
+        let ats = create_many(&mut arena, n);
+        must(insert_many_with(
+            &mut store,
+            &ats,
+            a,
+            (0..n).map(|i| data::a(i).0),
+        ));
+        WithA { store, ats, b }
+    }
+    /// The routine of `add_remove`: `B` added to every entity, then removed from every one;
+    /// returns how many were removed.
+    fn add_then_remove(world: &mut WithA) -> usize {
+        for at in &world.ats {
+            must(insert_with(&mut world.store, *at, world.b, data::ADDED_B.0));
+        }
+        let mut removed = 0;
+        for at in &world.ats {
+            removed += usize::from(must(world.store.remove(*at, world.b)));
+        }
+        removed
+    }
+
+    type Joinable = Joinable;
+    fn joinable(n_big: u64, n_small: u64) -> Joinable {
+        let mut arena = Arena::standard();
+        let mut store = Store::new();
+        let big = number_component(&arena, &mut store, "Big");
+        let small = number_component(&arena, &mut store, "Small");
+        let ats = create_many(&mut arena, n_big);
+        let bigs = (0..n_big).map(|i| data::big(i).0);
+        must(insert_many_with(&mut store, &ats, big, bigs));
+        let chosen: Vec<InstanceRef> = (0..n_big)
+            .filter(|&i| data::is_small(i, n_big, n_small))
+            .map(|i| ats[i as usize])
+            .collect();
+        let smalls = std::iter::repeat_n(data::SMALL.0, chosen.len());
+        must(insert_many_with(&mut store, &chosen, small, smalls));
+        let mut query = must(Query::new(QuerySpec::new().with(big).with(small)));
+        must(query.refresh(&arena, &store));
+        Joinable {
+            arena,
+            store,
+            query,
+        }
+    }
+    /// The routine of `small_driver_join`: the sum of `Big` over the entities with both.
+    fn join_sum(world: &mut Joinable) -> f64 {
+        let pass = must(world.query.run(&world.arena, &world.store));
+        let column = must(pass.column::<f64>(&world.store, 0, FIRST));
+        column.iter().sum::<f64>()
+    }
+
+    type Changed = ChangedFixture;
+    fn changed(n: u64, spawn: data::Spawn) -> ChangedFixture {
+        let mut arena = Arena::standard();
+        let mut store = Store::new();
+        let position = vector_component(&arena, &mut store, "Position");
+        let ats = match spawn {
+            data::Spawn::Batch => {
+                let ats = create_many(&mut arena, n);
+                let positions = (0..n).map(|i| Vec3::from(data::position(i)));
+                must(insert_many_with(&mut store, &ats, position, positions));
+                ats
+            }
+            data::Spawn::OneByOne => (0..n)
+                .map(|i| {
+                    let at = create(&mut arena);
+                    must(insert_with(
+                        &mut store,
+                        at,
+                        position,
+                        Vec3::from(data::position(i)),
+                    ));
+                    at
+                })
+                .collect(),
+        };
+        let written = data::written_groups(&ats);
+        let mut query = must(Query::new(
+            QuerySpec::new().with(position).changed(position),
+        ));
+        // The first pass sees every row as changed; it is setup, not a sample.
+        must(query.run(&arena, &store).map(|_| ()));
+        ChangedFixture {
+            arena,
+            store,
+            position,
+            query,
+            written,
+        }
+    }
+
+    type Movers = Movers;
+    fn movers(n: u64) -> Movers {
+        let mut arena = Arena::standard();
+        let mut store = Store::new();
+        let position = vector_component(&arena, &mut store, "Position");
+        let velocity = vector_component(&arena, &mut store, "Velocity");
+        let ats = create_many(&mut arena, n);
+        let positions = (0..n).map(|i| Vec3::from(data::position(i)));
+        must(insert_many_with(&mut store, &ats, position, positions));
+        let velocities = (0..n).map(|i| Vec3::from(data::velocity(i)));
+        must(insert_many_with(&mut store, &ats, velocity, velocities));
+        must(arena.drain().map(|_| ()));
+        Movers {
+            arena,
+            store,
+            ats,
+            position,
+            velocity,
+        }
+    }
+    /// The routine of `despawn_respawn`: every other entity destroyed (two drains, so their slots
+    /// are reused), then as many created, the `i`-th with the peers' `i`-th values; returns how
+    /// many were destroyed.
+    fn despawn_then_respawn(world: &mut Movers) -> u64 {
+        let Movers {
+            arena,
+            store,
+            ats,
+            position,
+            velocity,
+        } = world;
+        let mut n_despawned = 0;
+        let mut outcome = DestroyOutcome::default();
+        for at in ats.iter().step_by(2) {
+            let destruction = must(arena.destroy(at.id));
+            outcome.clear();
+            store.on_destroyed_into(&destruction.doomed, &mut outcome);
+            black_box(&outcome);
+            n_despawned += 1;
+        }
+        for _ in 0..2 {
+            let drained = must(arena.drain());
+            store.on_reclaimed(&drained.reclaimed);
+        }
+        for i in 0..n_despawned {
+            let at = create(arena);
+            must(insert_with(
+                store,
+                at,
+                *position,
+                Vec3::from(data::position(i)),
+            ));
+            must(insert_with(
+                store,
+                at,
+                *velocity,
+                Vec3::from(data::velocity(i)),
+            ));
+        }
+        n_despawned
+    }
+
+    type Referencing = Referencing;
+    /// Holder `i` refers to target `i % n_targets`, as for the peers.
+    fn referencing(n_holders: u64, n_targets: u64) -> Referencing {
+        let mut arena = Arena::standard();
+        let mut store = Store::new();
+        let aim = must(store.install(
+            ComponentDef::new("Aim").field(FieldDef::reference("target", RefPolicy::Clear)),
+            arena.classes(),
+        ));
+        let targets: Vec<InstanceId> = create_many(&mut arena, n_targets)
+            .into_iter()
+            .map(|at| at.id)
+            .collect();
+        let holders = create_many(&mut arena, n_holders);
+        let aims = (0..holders.len()).map(|i| Some(targets[i % targets.len()]));
+        must(insert_many_with(&mut store, &holders, aim, aims));
+        Referencing {
+            arena,
+            store,
+            targets,
+        }
+    }
+    /// The routine of `reference_cleanup`: every target destroyed; returns the references the
+    /// store cleared.
+    fn destroy_targets(world: &mut Referencing) -> usize {
+        let mut cleared = 0;
+        let mut outcome = DestroyOutcome::default();
+        for t in &world.targets {
+            let destruction = must(world.arena.destroy(*t));
+            outcome.clear();
+            world
+                .store
+                .on_destroyed_into(&destruction.doomed, &mut outcome);
+            cleared += outcome.cleared.len();
+        }
+        cleared
+    }
+
+    type Cloneable = Infallible;
+    fn cloneable(_: u64) -> Infallible {
+        never_built()
+    }
+    fn clone_world(never: &mut Infallible) {
+        match *never {}
+    }
+
+    type Copyable = Cloneable;
+    fn copyable(n: u64) -> Cloneable {
+        let mut arena = Arena::standard();
+        let mut store = Store::new();
+        let ats = create_many(&mut arena, n);
+        let position = vector_component(&arena, &mut store, "Position");
+        let positions = (0..n).map(|i| Vec3::from(data::position(i)));
+        must(insert_many_with(&mut store, &ats, position, positions));
+        let rotation = vector_component(&arena, &mut store, "Rotation");
+        let rotations = (0..n).map(|i| Vec3::from(data::rotation(i)));
+        must(insert_many_with(&mut store, &ats, rotation, rotations));
+        let velocity = vector_component(&arena, &mut store, "Velocity");
+        let velocities = (0..n).map(|i| Vec3::from(data::velocity(i)));
+        must(insert_many_with(&mut store, &ats, velocity, velocities));
+        Cloneable {
+            arena,
+            store,
+            position,
+        }
+    }
+    /// The routine of `world_clone_then_write`: a copy of the world (arena and store snapshots),
+    /// then `x += 1` on the Position of every entity of the copy through a column writer, which
+    /// first makes the copy's Position set private (a deep copy of that set). Returns the copy,
+    /// so its drop is not timed, and the number of rows written.
+    fn clone_then_write(world: &mut Cloneable) -> (Snapshot, Store, usize) {
+        let arena = world.arena.snapshot();
+        let mut store = world.store.snapshot();
+        let mut writer = must(store.column_writer::<Vec3>(world.position, FIRST));
+        let n = writer.values().len();
+        let written =
+            must(writer.update_indexed(n, |row| (row, row), |p, _| Vec3::new(p.x + 1.0, p.y, p.z)));
+        (arena, store, written)
+    }
+
+    type Heated = ParallelWorld;
+    fn heated(n: u64) -> ParallelWorld {
+        parallel_world(n)
+    }
+    fn write_in_parallel(world: &mut ParallelWorld, value: f64) -> usize {
+        let ParallelWorld {
+            arena,
+            store,
+            field,
+            pool,
+            query,
+        } = world;
+        write_pass(query, arena, store, pool, *field, value)
+    }
+
+    type Bulk = BulkWorld;
+    fn bulk_bodies(n: u64) -> BulkWorld {
+        bulk_world(n, false)
+    }
+    fn tagged_bodies(n: u64) -> BulkWorld {
+        bulk_world(n, true)
+    }
+    /// The routine of `bulk_set`: every member gets `Tagged` = [`data::TAGGED`].
+    fn tag_all(world: &mut BulkWorld) -> Published {
+        over_members(world, |stage, members, tagged| {
+            stage.set(
+                members,
+                tagged,
+                vec![(FIRST, Value::Number(data::TAGGED.0))],
+            );
+        })
+    }
+
+    /// The routine of `bulk_remove`: `Tagged` removed from every member.
+    fn untag_all(world: &mut BulkWorld) -> Published {
+        over_members(world, |stage, members, tagged| {
+            stage.remove(members, tagged);
+        })
+    }
+
+    /// The routine of `bulk_despawn`: every member destroyed.
+    fn despawn_all(world: &mut BulkWorld) -> Published {
+        over_members(world, |stage, members, _| {
+            stage.despawn(members);
+        })
+    }
+
+    type Rollback = Rollback;
+    fn rollback_world(n: u64) -> Rollback {
+        rollback_world(n)
+    }
+    fn rollback_once(world: &mut Rollback) -> (u64, u64, u64) {
+        rollback_once(world)
+    }
+
+    type Frame = World;
+    fn swapping(group: u64) -> World {
+        schedule_world(group)
+    }
+    fn idle() -> World {
+        empty_world()
+    }
+    fn run_frame(world: &mut World) -> usize {
+        frame(world)
+    }
 }
 
 /// Every field here is the first of its one-field component.
@@ -53,7 +518,7 @@ const FIRST: FieldId = FieldId::from_index(0);
 /// The four components of the spawn and iteration workloads: Transform (16 f32), Position,
 /// Rotation and Velocity (3 f32 each), each a single field.
 #[derive(Clone, Copy)]
-struct Body {
+pub struct Body {
     transform: ComponentId,
     position: ComponentId,
     rotation: ComponentId,
@@ -183,252 +648,40 @@ fn add(a: &Vec3, b: &Vec3) -> Vec3 {
     Vec3::new(a.x + b.x, a.y + b.y, a.z + b.z)
 }
 
-/// A fresh world with the four components of `spawn` installed and no entity yet.
-fn empty_bodies() -> (Arena, Store, Body) {
-    let arena = Arena::standard();
-    let mut store = Store::new();
-    let body = Body::install(&arena, &mut store);
-    (arena, store, body)
-}
-
-fn spawn(n: u64) -> Workload {
-    Workload::new(
-        "spawn",
-        n,
-        "arena create (one 64-byte node record in a shared page; consecutive creations under one parent share one event) + 4 single inserts (typed default row, RowInit::set)",
-        move |b| {
-            b.iter_with_setup(empty_bodies, |(arena, store, body)| {
-                for i in 0..n {
-                    black_box(body.spawn(arena, store, i));
-                }
-            });
-        },
-    )
-}
-
-fn spawn_batch(n: u64) -> Workload {
-    Workload::new(
-        "spawn_batch",
-        n,
-        "Arena::create_many (consecutive ids, one event) + 4 Store::insert_many with typed fills",
-        move |b| {
-            b.iter_with_setup(empty_bodies, |(arena, store, body)| {
-                body.spawn_batch(arena, store, n)
-            });
-        },
-    )
-}
-
 /// The world of `iter2`: `n` entities with the four components, and the cached query over
 /// (Position, Velocity).
-struct Bodies {
+pub struct Bodies {
     arena: Arena,
     store: Store,
     query: Query,
-}
-
-fn bodies(n: u64) -> Bodies {
-    let (mut arena, mut store, body) = empty_bodies();
-    body.spawn_batch(&mut arena, &mut store, n);
-    let mut query = must(Query::new(
-        QuerySpec::new().with(body.position).with(body.velocity),
-    ));
-    must(query.refresh(&arena, &store));
-    Bodies {
-        arena,
-        store,
-        query,
-    }
-}
-
-/// The routine of `iter2`: `Position += Velocity` over every match; returns the rows changed.
-///
-/// Every run changes every row: `x` grows by 1 from at most a million, exact in f32 until
-/// 2^24, which would take over 15 million runs.
-fn advance_all(world: &mut Bodies) -> usize {
-    let pass = must(world.query.run(&world.arena, &world.store));
-    must(pass.update::<Vec3, Vec3>(&mut world.store, (0, FIRST), (1, FIRST), add))
-}
-
-fn iter2(n: u64) -> Workload {
-    Workload::new(
-        "iter2",
-        n,
-        "cached query (stamp check), Pass::update writing Position from Velocity: dense slice walk, compare-before-write, changed tick, dirty bit and change-log position per changed row",
-        move |b| {
-            let mut world = bodies(n);
-            b.iter(|| advance_all(&mut world));
-        },
-    )
 }
 
 /// The world of `frag_iter`: 26 kinds `A`..`Z` of 20 entities each, every one also with
 /// `Data`, and the cached query over `Data`.
-struct Fragmented {
+pub struct Fragmented {
     arena: Arena,
     store: Store,
     query: Query,
 }
 
-fn fragmented() -> Fragmented {
-    let mut arena = Arena::standard();
-    let mut store = Store::new();
-    let data = number_component(&arena, &mut store, "Data");
-    let mut kinds = Vec::new();
-    macro_rules! name_kind {
-        ($kind:ident, $kinds:expr) => {
-            $kinds.push(stringify!($kind));
-        };
-    }
-    data::for_each_kind!(name_kind, kinds);
-    for name in kinds {
-        let kind = number_component(&arena, &mut store, name);
-        let ats = create_many(&mut arena, data::FRAG_PER_KIND);
-        let values = || (0..data::FRAG_PER_KIND).map(data::fragment);
-        must(insert_many_with(
-            &mut store,
-            &ats,
-            kind,
-            values().map(|(v, _)| v),
-        ));
-        must(insert_many_with(
-            &mut store,
-            &ats,
-            data,
-            values().map(|(_, d)| d.0),
-        ));
-    }
-    let mut query = must(Query::new(QuerySpec::new().with(data)));
-    must(query.refresh(&arena, &store));
-    Fragmented {
-        arena,
-        store,
-        query,
-    }
-}
-
-/// The routine of `frag_iter`: one update pass negating every `Data` (as
-/// [`data::Data::negate`] does for the peers, so every run changes every row); returns the
-/// rows it changed.
-fn frag_pass(world: &mut Fragmented) -> usize {
-    let pass = must(world.query.run(&world.arena, &world.store));
-    must(pass.update_each::<f64>(&mut world.store, (0, FIRST), |v| -v))
-}
-
-fn frag_iter() -> Workload {
-    Workload::new(
-        "frag_iter",
-        data::FRAG_KINDS * data::FRAG_PER_KIND,
-        "Data's own sparse set is contiguous whatever the other 26 kinds: one dense update pass negating every row (compare-before-write, changed tick, dirty bit, change-log position)",
-        move |b| {
-            let mut world = fragmented();
-            b.iter(|| frag_pass(&mut world));
-        },
-    )
-}
-
 /// The world of `add_remove`: `n` entities with `A`, none with `B` yet.
-struct WithA {
+pub struct WithA {
     store: Store,
     ats: Vec<InstanceRef>,
     b: ComponentId,
 }
 
-fn with_a(n: u64) -> WithA {
-    let mut arena = Arena::standard();
-    let mut store = Store::new();
-    let a = number_component(&arena, &mut store, "A");
-    let b = number_component(&arena, &mut store, "B");
-    let ats = create_many(&mut arena, n);
-    must(insert_many_with(
-        &mut store,
-        &ats,
-        a,
-        (0..n).map(|i| data::a(i).0),
-    ));
-    WithA { store, ats, b }
-}
-
-/// The routine of `add_remove`: `B` added to every entity, then removed from every one;
-/// returns how many were removed.
-fn add_then_remove(world: &mut WithA) -> usize {
-    for at in &world.ats {
-        must(insert_with(&mut world.store, *at, world.b, data::ADDED_B.0));
-    }
-    let mut removed = 0;
-    for at in &world.ats {
-        removed += usize::from(must(world.store.remove(*at, world.b)));
-    }
-    removed
-}
-
-fn add_remove(n: u64) -> Workload {
-    Workload::new(
-        "add_remove",
-        n,
-        "Store::insert of B per entity (sparse entry + column push), then Store::remove (swap-remove + removal log); a fresh world per sample",
-        move |b| {
-            // A fresh world per sample, as for the peers: a reused store would start later
-            // samples with B's sparse entries, columns and removal log already grown.
-            b.iter_with_setup(|| with_a(n), add_then_remove);
-        },
-    )
-}
-
 /// The world of `small_driver_join`: `n_big` entities with `Big`, `n_small` of them with
 /// `Small` too, and the cached query over (Big, Small).
-struct Joinable {
+pub struct Joinable {
     arena: Arena,
     store: Store,
     query: Query,
 }
 
-fn joinable(n_big: u64, n_small: u64) -> Joinable {
-    let mut arena = Arena::standard();
-    let mut store = Store::new();
-    let big = number_component(&arena, &mut store, "Big");
-    let small = number_component(&arena, &mut store, "Small");
-    let ats = create_many(&mut arena, n_big);
-    let bigs = (0..n_big).map(|i| data::big(i).0);
-    must(insert_many_with(&mut store, &ats, big, bigs));
-    let chosen: Vec<InstanceRef> = (0..n_big)
-        .filter(|&i| data::is_small(i, n_big, n_small))
-        .map(|i| ats[i as usize])
-        .collect();
-    let smalls = std::iter::repeat_n(data::SMALL.0, chosen.len());
-    must(insert_many_with(&mut store, &chosen, small, smalls));
-    let mut query = must(Query::new(QuerySpec::new().with(big).with(small)));
-    must(query.refresh(&arena, &store));
-    Joinable {
-        arena,
-        store,
-        query,
-    }
-}
-
-/// The routine of `small_driver_join`: the sum of `Big` over the entities with both.
-fn join_sum(world: &mut Joinable) -> f64 {
-    let pass = must(world.query.run(&world.arena, &world.store));
-    let column = must(pass.column::<f64>(&world.store, 0, FIRST));
-    column.iter().sum::<f64>()
-}
-
-fn small_driver_join(n: u64, small: u64) -> Workload {
-    Workload::new(
-        "small_driver_join",
-        n,
-        "cached query driven by the smaller set; sum Big's field over a term column bound for the pass (TermColumn::iter through the term's rows)",
-        move |b| {
-            let mut world = joinable(n, small);
-            b.iter(|| join_sum(&mut world));
-        },
-    )
-    .items(small)
-}
-
 /// The world of `changed_filter` and `changed_filter_frames`: `n` entities with `Position`, a
 /// query with a changed filter on it that has run once, and the rows each frame writes.
-struct ChangedFixture {
+pub struct ChangedFixture {
     arena: Arena,
     store: Store,
     position: ComponentId,
@@ -437,48 +690,7 @@ struct ChangedFixture {
     written: Vec<Vec<InstanceRef>>,
 }
 
-impl ChangedFixture {
-    fn new(n: u64, spawn: data::Spawn) -> ChangedFixture {
-        let mut arena = Arena::standard();
-        let mut store = Store::new();
-        let position = vector_component(&arena, &mut store, "Position");
-        let ats = match spawn {
-            data::Spawn::Batch => {
-                let ats = create_many(&mut arena, n);
-                let positions = (0..n).map(|i| Vec3::from(data::position(i)));
-                must(insert_many_with(&mut store, &ats, position, positions));
-                ats
-            }
-            data::Spawn::OneByOne => (0..n)
-                .map(|i| {
-                    let at = create(&mut arena);
-                    must(insert_with(
-                        &mut store,
-                        at,
-                        position,
-                        Vec3::from(data::position(i)),
-                    ));
-                    at
-                })
-                .collect(),
-        };
-        let written = data::written_groups(&ats);
-        let mut query = must(Query::new(
-            QuerySpec::new().with(position).changed(position),
-        ));
-        // The first pass sees every row as changed; it is setup, not a sample.
-        must(query.run(&arena, &store).map(|_| ()));
-        ChangedFixture {
-            arena,
-            store,
-            position,
-            query,
-            written,
-        }
-    }
-}
-
-impl data::ChangedWork for ChangedFixture {
+impl ChangedWork for ChangedFixture {
     /// Writes the frame's 1% of the rows (`x += 1`, as the peers do) through `Store::write`.
     fn write(&mut self, frame: u64) {
         let group = &self.written[(frame % data::CHANGED_STRIDE) as usize];
@@ -497,24 +709,8 @@ impl data::ChangedWork for ChangedFixture {
     }
 }
 
-fn changed_filter(n: u64) -> Workload {
-    data::changed_filter(
-        n,
-        "changed pass reads the set's change log since the query's baseline (1% of rows written through Store::write per sample, untimed), finds each logged row's match, re-checks ticks; visit reads Position through a bound term column",
-        ChangedFixture::new,
-    )
-}
-
-fn changed_filter_frames(n: u64) -> Workload {
-    data::changed_filter_frames(
-        n,
-        "per frame: another 1% of rows written through Store::write (untimed), then one changed pass (timed) reading the set's change log since the query's baseline; world spawned one entity at a time (arena create + Store::insert)",
-        ChangedFixture::new,
-    )
-}
-
 /// The world of `despawn_respawn`: `n` entities with Position and Velocity.
-struct Movers {
+pub struct Movers {
     arena: Arena,
     store: Store,
     ats: Vec<InstanceRef>,
@@ -522,161 +718,19 @@ struct Movers {
     velocity: ComponentId,
 }
 
-fn movers(n: u64) -> Movers {
-    let mut arena = Arena::standard();
-    let mut store = Store::new();
-    let position = vector_component(&arena, &mut store, "Position");
-    let velocity = vector_component(&arena, &mut store, "Velocity");
-    let ats = create_many(&mut arena, n);
-    let positions = (0..n).map(|i| Vec3::from(data::position(i)));
-    must(insert_many_with(&mut store, &ats, position, positions));
-    let velocities = (0..n).map(|i| Vec3::from(data::velocity(i)));
-    must(insert_many_with(&mut store, &ats, velocity, velocities));
-    must(arena.drain().map(|_| ()));
-    Movers {
-        arena,
-        store,
-        ats,
-        position,
-        velocity,
-    }
-}
-
-/// The routine of `despawn_respawn`: every other entity destroyed (two drains, so their slots
-/// are reused), then as many created, the `i`-th with the peers' `i`-th values; returns how
-/// many were destroyed.
-fn despawn_then_respawn(world: &mut Movers) -> u64 {
-    let Movers {
-        arena,
-        store,
-        ats,
-        position,
-        velocity,
-    } = world;
-    let mut n_despawned = 0;
-    let mut outcome = DestroyOutcome::default();
-    for at in ats.iter().step_by(2) {
-        let destruction = must(arena.destroy(at.id));
-        outcome.clear();
-        store.on_destroyed_into(&destruction.doomed, &mut outcome);
-        black_box(&outcome);
-        n_despawned += 1;
-    }
-    for _ in 0..2 {
-        let drained = must(arena.drain());
-        store.on_reclaimed(&drained.reclaimed);
-    }
-    for i in 0..n_despawned {
-        let at = create(arena);
-        must(insert_with(
-            store,
-            at,
-            *position,
-            Vec3::from(data::position(i)),
-        ));
-        must(insert_with(
-            store,
-            at,
-            *velocity,
-            Vec3::from(data::velocity(i)),
-        ));
-    }
-    n_despawned
-}
-
-fn despawn_respawn(n: u64) -> Workload {
-    Workload::new(
-        "despawn_respawn",
-        n,
-        "arena destroy (tombstone + events) + Store::on_destroyed_into (one outcome reused) per entity; two drains (on_reclaimed) so slots are reused; then create + 2 inserts per entity",
-        move |b| {
-            b.iter_with_setup(|| movers(n), despawn_then_respawn);
-        },
-    )
-}
-
 /// The world of `reference_cleanup`: targets, and holders whose `Aim` refers to one each.
-struct Referencing {
+pub struct Referencing {
     arena: Arena,
     store: Store,
     targets: Vec<InstanceId>,
 }
 
-/// Holder `i` refers to target `i % n_targets`, as for the peers.
-fn referencing(n_holders: u64, n_targets: u64) -> Referencing {
-    let mut arena = Arena::standard();
-    let mut store = Store::new();
-    let aim = must(store.install(
-        ComponentDef::new("Aim").field(FieldDef::reference("target", RefPolicy::Clear)),
-        arena.classes(),
-    ));
-    let targets: Vec<InstanceId> = create_many(&mut arena, n_targets)
-        .into_iter()
-        .map(|at| at.id)
-        .collect();
-    let holders = create_many(&mut arena, n_holders);
-    let aims = (0..holders.len()).map(|i| Some(targets[i % targets.len()]));
-    must(insert_many_with(&mut store, &holders, aim, aims));
-    Referencing {
-        arena,
-        store,
-        targets,
-    }
-}
-
-/// The routine of `reference_cleanup`: every target destroyed; returns the references the
-/// store cleared.
-fn destroy_targets(world: &mut Referencing) -> usize {
-    let mut cleared = 0;
-    let mut outcome = DestroyOutcome::default();
-    for t in &world.targets {
-        let destruction = must(world.arena.destroy(*t));
-        outcome.clear();
-        world
-            .store
-            .on_destroyed_into(&destruction.doomed, &mut outcome);
-        cleared += outcome.cleared.len();
-    }
-    cleared
-}
-
-fn reference_cleanup(holders: u64, targets: u64) -> Workload {
-    Workload::new(
-        "reference_cleanup",
-        holders,
-        "reverse reference index: destroying a target visits only its holders; Clear policy writes None",
-        move |b| {
-            b.iter_with_setup(|| referencing(holders, targets), destroy_targets);
-        },
-    )
-}
-
 /// The world of `world_snapshot` and `world_clone_then_write`: `n` entities with Position,
 /// Rotation and Velocity.
-struct Cloneable {
+pub struct Cloneable {
     arena: Arena,
     store: Store,
     position: ComponentId,
-}
-
-fn cloneable(n: u64) -> Cloneable {
-    let mut arena = Arena::standard();
-    let mut store = Store::new();
-    let ats = create_many(&mut arena, n);
-    let position = vector_component(&arena, &mut store, "Position");
-    let positions = (0..n).map(|i| Vec3::from(data::position(i)));
-    must(insert_many_with(&mut store, &ats, position, positions));
-    let rotation = vector_component(&arena, &mut store, "Rotation");
-    let rotations = (0..n).map(|i| Vec3::from(data::rotation(i)));
-    must(insert_many_with(&mut store, &ats, rotation, rotations));
-    let velocity = vector_component(&arena, &mut store, "Velocity");
-    let velocities = (0..n).map(|i| Vec3::from(data::velocity(i)));
-    must(insert_many_with(&mut store, &ats, velocity, velocities));
-    Cloneable {
-        arena,
-        store,
-        position,
-    }
 }
 
 fn world_snapshot(n: u64) -> Workload {
@@ -685,34 +739,8 @@ fn world_snapshot(n: u64) -> Workload {
         n,
         "Arena::snapshot + Store::snapshot: copy-on-write, arena pages of inline node records and store sets shared behind Arc; nothing is copied until written (no peer has this operation)",
         move |b| {
-            let world = cloneable(n);
+            let world = Strata::copyable(n);
             b.iter(|| (world.arena.snapshot(), world.store.snapshot()));
-        },
-    )
-}
-
-/// The routine of `world_clone_then_write`: a copy of the world (arena and store snapshots),
-/// then `x += 1` on the Position of every entity of the copy through a column writer, which
-/// first makes the copy's Position set private (a deep copy of that set). Returns the copy,
-/// so its drop is not timed, and the number of rows written.
-fn clone_then_write(world: &Cloneable) -> (Snapshot, Store, usize) {
-    let arena = world.arena.snapshot();
-    let mut store = world.store.snapshot();
-    let mut writer = must(store.column_writer::<Vec3>(world.position, FIRST));
-    let n = writer.values().len();
-    let written =
-        must(writer.update_indexed(n, |row| (row, row), |p, _| Vec3::new(p.x + 1.0, p.y, p.z)));
-    (arena, store, written)
-}
-
-fn world_clone_then_write(n: u64) -> Workload {
-    Workload::new(
-        "world_clone_then_write",
-        n,
-        "Arena::snapshot + Store::snapshot, then Position x += 1 for every entity of the copy through a ColumnWriter: the first write deep-copies the Position set (sparse, ids, slots, columns, ticks, dirty bitsets, change log); Rotation, Velocity and the arena's pages stay shared",
-        move |b| {
-            let world = cloneable(n);
-            b.iter(|| clone_then_write(&world));
         },
     )
 }
@@ -757,22 +785,9 @@ fn stage_bodies(arena: &mut Arena, store: &mut Store, body: Body, n: u64) -> Pub
     must(stage.commit(arena, store))
 }
 
-fn bulk_spawn(n: u64) -> Workload {
-    Workload::new(
-        "bulk_spawn",
-        n,
-        "Stage::spawn + commit into a fresh world: 1M consecutive ids reserved, 4 columns placed once with defaults and filled in place by the initializer; beyond the peers: 1M arena node records (64 bytes each) published with one batch event, added/changed ticks and dirty state per row, observer and structural-counter bookkeeping per batch",
-        move |b| {
-            b.iter_with_setup(empty_bodies, |(arena, store, body)| {
-                stage_bodies(arena, store, *body, n).spawned
-            });
-        },
-    )
-}
-
 /// The world of `bulk_set`, `bulk_remove` and `bulk_despawn`: `n` bodies (with [`data::TAGGED`]
 /// too when `tagged`), the `Tagged` component, and the query over the four body components.
-struct BulkWorld {
+pub struct BulkWorld {
     arena: Arena,
     store: Store,
     tagged: ComponentId,
@@ -780,7 +795,7 @@ struct BulkWorld {
 }
 
 fn bulk_world(n: u64, tagged: bool) -> BulkWorld {
-    let (mut arena, mut store, body) = empty_bodies();
+    let (mut arena, mut store, body) = Strata::empty();
     let tagged_component = number_component(&arena, &mut store, "Tagged");
     let ats = body.spawn_batch(&mut arena, &mut store, n);
     if tagged {
@@ -813,64 +828,6 @@ fn over_members(
     let mut stage = Stage::new(&world.arena, &world.store);
     work(&mut stage, &members, world.tagged);
     must(stage.commit(&mut world.arena, &mut world.store))
-}
-
-/// The routine of `bulk_set`: every member gets `Tagged` = [`data::TAGGED`].
-fn tag_all(world: &mut BulkWorld) -> Published {
-    over_members(world, |stage, members, tagged| {
-        stage.set(
-            members,
-            tagged,
-            vec![(FIRST, Value::Number(data::TAGGED.0))],
-        );
-    })
-}
-
-fn bulk_set(n: u64) -> Workload {
-    Workload::new(
-        "bulk_set",
-        n,
-        "Query::capture (members copied) + Stage::set + commit: the Tagged column grown once and filled, the other 4 sets untouched (no move); beyond the peers: added/changed ticks and dirty state per row, one observer range and one structural-counter entry per batch",
-        move |b| {
-            b.iter_with_setup(|| bulk_world(n, false), tag_all);
-        },
-    )
-}
-
-/// The routine of `bulk_remove`: `Tagged` removed from every member.
-fn untag_all(world: &mut BulkWorld) -> Published {
-    over_members(world, |stage, members, tagged| {
-        stage.remove(members, tagged);
-    })
-}
-
-fn bulk_remove(n: u64) -> Workload {
-    Workload::new(
-        "bulk_remove",
-        n,
-        "Query::capture + Stage::remove + commit: one compaction pass over the Tagged set, the other 4 untouched; beyond the peers: a removal-log entry per row, dirty state and the structural counter, removed values readable by observers before they go",
-        move |b| {
-            b.iter_with_setup(|| bulk_world(n, true), untag_all);
-        },
-    )
-}
-
-/// The routine of `bulk_despawn`: every member destroyed.
-fn despawn_all(world: &mut BulkWorld) -> Published {
-    over_members(world, |stage, members, _| {
-        stage.despawn(members);
-    })
-}
-
-fn bulk_despawn(n: u64) -> Workload {
-    Workload::new(
-        "bulk_despawn",
-        n,
-        "Query::capture + Stage::despawn + commit: one arena destroy batch (one event), each of the 4 sets compacted in one pass; beyond the peers: 1M arena tombstones (ids never reused), removal-log entries per row, reverse-reference checks, dirty state and the structural counter",
-        move |b| {
-            b.iter_with_setup(|| bulk_world(n, false), despawn_all);
-        },
-    )
 }
 
 #[cfg(test)]
@@ -910,7 +867,7 @@ mod tests {
 
     #[test]
     fn spawn_creates_every_entity_with_the_shared_values() {
-        let (mut arena, mut store, body) = empty_bodies();
+        let (mut arena, mut store, body) = Strata::empty();
         let ats: Vec<InstanceRef> = (0..100)
             .map(|i| body.spawn(&mut arena, &mut store, i))
             .collect();
@@ -922,7 +879,7 @@ mod tests {
 
     #[test]
     fn spawn_batch_creates_every_entity_with_the_shared_values() {
-        let (mut arena, mut store, body) = empty_bodies();
+        let (mut arena, mut store, body) = Strata::empty();
         let ats = body.spawn_batch(&mut arena, &mut store, 100);
         assert_eq!(ats.len(), 100);
         for c in [body.transform, body.position, body.rotation, body.velocity] {
@@ -933,7 +890,7 @@ mod tests {
 
     #[test]
     fn iter2_advances_every_position_and_sets_ticks() {
-        let mut world = bodies(100);
+        let mut world = Strata::bodies(100);
         let mut changed = Query::new(
             QuerySpec::new()
                 .with(named(&world.store, "Position"))
@@ -949,7 +906,7 @@ mod tests {
             Ok(0)
         );
         for _ in 0..2 {
-            assert_eq!(advance_all(&mut world), 100);
+            assert_eq!(Strata::advance_all(&mut world), 100);
             assert_eq!(
                 changed.run(&world.arena, &world.store).map(|p| p.len()),
                 Ok(100)
@@ -975,7 +932,7 @@ mod tests {
     /// before: the equal-write check never lets a run skip a row.
     #[test]
     fn frag_iter_pass_changes_all_520_rows_on_every_run() {
-        let mut world = fragmented();
+        let mut world = Strata::fragmented();
         let set = world
             .store
             .set(named(&world.store, "Data"))
@@ -987,14 +944,14 @@ mod tests {
             .collect();
         assert_eq!(start, shared);
         for run in 0..1_100 {
-            assert_eq!(frag_pass(&mut world), 520, "run {run}");
+            assert_eq!(Strata::negate_all(&mut world), 520, "run {run}");
         }
     }
 
     #[test]
     fn add_remove_leaves_no_b() {
-        let mut world = with_a(1000);
-        assert_eq!(add_then_remove(&mut world), 1000);
+        let mut world = Strata::with_a(1000);
+        assert_eq!(Strata::add_then_remove(&mut world), 1000);
         assert_eq!(world.store.set(world.b).map(|s| s.len()), Ok(0));
         assert_eq!(
             world.store.set(named(&world.store, "A")).map(|s| s.len()),
@@ -1018,14 +975,14 @@ mod tests {
 
     #[test]
     fn join_visits_only_the_small_set() {
-        let mut world = joinable(20_000, 200);
+        let mut world = Strata::joinable(20_000, 200);
         let pass_len = world.query.run(&world.arena, &world.store).map(|p| p.len());
         assert_eq!(pass_len, Ok(200));
         let expected: f64 = (0..20_000_u64)
             .filter(|&i| is_small(i, 20_000, 200))
             .map(|i| big(i).0)
             .sum();
-        assert_eq!(join_sum(&mut world), expected);
+        assert_eq!(Strata::join_sum(&mut world), expected);
         let smalls = world
             .store
             .set(world.query.spec().required()[1])
@@ -1041,29 +998,8 @@ mod tests {
     }
 
     #[test]
-    fn changed_filter_sees_exactly_the_writes_of_each_sample() {
-        use data::ChangedWork;
-        for spawn in [data::Spawn::Batch, data::Spawn::OneByOne] {
-            let mut fixture = ChangedFixture::new(10_000, spawn);
-            assert_eq!(fixture.visit().0, 0);
-            for frame in 0..3 {
-                fixture.write(frame);
-                let (visited, sum) = fixture.visit();
-                assert_eq!(visited, 100);
-                // Row i starts at x = i; frame f nudges the rows i = f mod 100 to x = i + 1.
-                let expected: f32 = (0..10_000)
-                    .filter(|i| data::is_written(*i, frame))
-                    .map(|i| i as f32 + 1.0)
-                    .sum();
-                assert_eq!(sum, expected);
-                assert_eq!(fixture.visit().0, 0);
-            }
-        }
-    }
-
-    #[test]
     fn despawn_respawn_keeps_the_count_and_the_shared_values() {
-        let mut world = movers(1000);
+        let mut world = Strata::movers(1000);
         for (i, at) in world.ats.iter().enumerate() {
             assert_eq!(
                 value::<Vec3>(&world.store, *at, world.position),
@@ -1074,7 +1010,7 @@ mod tests {
                 velocity(i as u64).into()
             );
         }
-        assert_eq!(despawn_then_respawn(&mut world), 500);
+        assert_eq!(Strata::despawn_then_respawn(&mut world), 500);
         assert_eq!(world.store.set(world.position).map(|s| s.len()), Ok(1000));
         assert_eq!(world.store.set(world.velocity).map(|s| s.len()), Ok(1000));
         assert!(
@@ -1108,8 +1044,8 @@ mod tests {
 
     #[test]
     fn reference_cleanup_clears_every_reference() {
-        let mut world = referencing(1000, 10);
-        assert_eq!(destroy_targets(&mut world), 1000);
+        let mut world = Strata::referencing(1000, 10);
+        assert_eq!(Strata::destroy_targets(&mut world), 1000);
         assert!(world.targets.iter().all(|t| !world.arena.is_live(*t)));
         let aims = world
             .store
@@ -1134,8 +1070,8 @@ mod tests {
 
     #[test]
     fn world_clone_then_write_writes_every_position_of_the_copy_only() {
-        let world = cloneable(1000);
-        let (arena, copy, written) = clone_then_write(&world);
+        let mut world = Strata::copyable(1000);
+        let (arena, copy, written) = Strata::clone_then_write(&mut world);
         assert_eq!(written, 1000);
         assert_eq!(arena.live_count(), world.arena.live_count());
         let original = world.store.set(world.position).expect("installed");
@@ -1158,7 +1094,7 @@ mod tests {
 
     #[test]
     fn bulk_spawn_publishes_every_body_with_the_shared_values() {
-        let (mut arena, mut store, body) = empty_bodies();
+        let (mut arena, mut store, body) = Strata::empty();
         let published = stage_bodies(&mut arena, &mut store, body, 1000);
         assert_eq!(published.spawned, 1000);
         let set = store.set(body.position).expect("installed");
@@ -1181,7 +1117,7 @@ mod tests {
             .capture(&world.arena, &world.store)
             .expect("the query runs");
         assert_eq!(members.len(), 1000);
-        assert_eq!(tag_all(&mut world).added, 1000);
+        assert_eq!(Strata::tag_all(&mut world).added, 1000);
         for at in &members {
             assert_eq!(
                 value::<f64>(&world.store, *at, world.tagged),
@@ -1197,7 +1133,7 @@ mod tests {
             world.store.set(world.tagged).expect("installed").len(),
             1000
         );
-        assert_eq!(untag_all(&mut world).removed, 1000);
+        assert_eq!(Strata::untag_all(&mut world).removed, 1000);
         assert!(world.store.set(world.tagged).expect("installed").is_empty());
         let members = world
             .query
@@ -1213,7 +1149,7 @@ mod tests {
             .query
             .capture(&world.arena, &world.store)
             .expect("the query runs");
-        assert_eq!(despawn_all(&mut world).despawned, 1000);
+        assert_eq!(Strata::despawn_all(&mut world).despawned, 1000);
         assert!(members.iter().all(|at| !world.arena.is_live(at.id)));
         let left = world
             .query

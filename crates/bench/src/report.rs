@@ -1,5 +1,6 @@
 //! The results file and its renderings: [`Report`], [`BenchRecord`], [`Unsupported`],
-//! [`Machine`], [`render_markdown`] and [`render_svg`].
+//! [`Machine`], [`render_markdown`], and the charts of [`svg`]: [`render_svg`] and
+//! [`render_ratio_svg`].
 //!
 //! Invariant: the JSON shape is the contract `cargo xtask bench` and later comparisons read. A
 //! record always names its `library` and `mechanism`, so results of several libraries fit in one
@@ -8,11 +9,30 @@
 //! do is shown as unsupported, never as missing or as a number.
 
 use std::fmt::Write as _;
+use std::path::{Path, PathBuf};
 use std::time::{SystemTime, UNIX_EPOCH};
 
 use serde::{Deserialize, Serialize};
 
 use crate::harness::{STRATA, WorkloadKey};
+
+pub mod svg;
+
+pub use svg::{render_ratio_svg, render_svg};
+
+/// Where the ratio chart ([`render_ratio_svg`]) goes when the time chart goes to `chart`:
+/// `ratios.svg` beside it (`target/bench/ratios.svg` beside `target/bench/results.svg`), or
+/// `<stem>-ratios.svg` should the time chart itself be called `ratios.svg`.
+pub fn ratio_chart_path(chart: &Path) -> PathBuf {
+    let beside = chart.with_file_name("ratios.svg");
+    if beside != chart {
+        return beside;
+    }
+    let stem = chart
+        .file_stem()
+        .map(|stem| stem.to_string_lossy().into_owned());
+    chart.with_file_name(format!("{}-ratios.svg", stem.unwrap_or_default()))
+}
 
 /// One results file: where and when it was measured, and one record per workload run.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -472,280 +492,16 @@ fn comparison_table(report: &Report, libraries: &[&str]) -> String {
     out
 }
 
-/// One workload and size of the chart: a bar per library (its index in [`libraries`]) that has
-/// a record or cannot do the work.
-struct ChartGroup<'a> {
-    workload: &'a str,
-    size: u64,
-    bars: Vec<(usize, Cell<'a>)>,
-}
-
-/// The bar colours of Strata and the peers the benchmark knows, so a library keeps its colour
-/// from one chart to the next whoever else ran.
-const KNOWN_COLOURS: [(&str, &str); 4] = [
-    (STRATA, "#d62728"),
-    ("bevy_ecs", "#1f77b4"),
-    ("hecs", "#2ca02c"),
-    ("shipyard", "#ff7f0e"),
-];
-
-/// The colours of other libraries, by their place in [`libraries`], repeating after four.
-const OTHER_COLOURS: [&str; 4] = ["#9467bd", "#8c564b", "#e377c2", "#7f7f7f"];
-
-/// The bar colour of `library`, the `index`-th in [`libraries`] order.
-fn colour_of(library: &str, index: usize) -> &'static str {
-    KNOWN_COLOURS
-        .iter()
-        .find(|(known, _)| *known == library)
-        .map_or(OTHER_COLOURS[index % OTHER_COLOURS.len()], |(_, colour)| {
-            colour
-        })
-}
-
-/// Renders a report as an SVG chart: one group of horizontal bars per workload and size, one
-/// bar per library (coloured as in the legend, each known library always in the same colour), each as long as the time per item on a
-/// logarithmic axis with a gridline per power of ten, its value written beside it. Work a
-/// library cannot do is written in place of its bar.
-pub fn render_svg(report: &Report) -> String {
-    const WIDTH: f64 = 980.0;
-    const PLOT_X: f64 = 230.0;
-    const PLOT_W: f64 = 620.0;
-    const BAR_H: f64 = 13.0;
-    const BAR_GAP: f64 = 3.0;
-    const GROUP_GAP: f64 = 14.0;
-    const TOP: f64 = 104.0;
-
-    let libraries = libraries(report);
-    let rows = workload_rows(&report.results);
-    // One line per library that has a record or is marked unsupported, in each group.
-    let groups: Vec<ChartGroup<'_>> = rows
-        .iter()
-        .map(|&(workload, size)| {
-            let bars = libraries
-                .iter()
-                .enumerate()
-                .map(|(index, library)| (index, cell(report, library, workload, size)))
-                .filter(|(_, cell)| !matches!(cell, Cell::Missing))
-                .collect();
-            ChartGroup {
-                workload,
-                size,
-                bars,
-            }
-        })
-        .collect();
-    let n_bars: usize = groups.iter().map(|group| group.bars.len()).sum();
-    let plot_h = groups.len() as f64 * GROUP_GAP + n_bars as f64 * (BAR_H + BAR_GAP);
-    let any_differ = groups
-        .iter()
-        .any(|group| items_differ(report, group.workload, group.size));
-    let height = TOP + plot_h + if any_differ { 66.0 } else { 48.0 };
-
-    let (lo, hi) = log_range(report.results.iter().map(|r| r.ns_per_item));
-    let x_of = |ns: f64| {
-        let frac = (ns.max(f64::MIN_POSITIVE).log10() - lo) / (hi - lo);
-        PLOT_X + frac.clamp(0.0, 1.0) * PLOT_W
-    };
-
-    let mut out = String::new();
-    let _ = writeln!(
-        out,
-        "<svg xmlns=\"http://www.w3.org/2000/svg\" width=\"{WIDTH}\" height=\"{height}\" \
-         viewBox=\"0 0 {WIDTH} {height}\" font-family=\"sans-serif\" font-size=\"12\">"
-    );
-    let _ = writeln!(
-        out,
-        "<rect width=\"{WIDTH}\" height=\"{height}\" fill=\"#ffffff\"/>"
-    );
-    let _ = writeln!(
-        out,
-        "<text x=\"16\" y=\"26\" font-size=\"17\" font-weight=\"bold\">Strata benchmark: time per \
-         item (median ÷ items, log scale, shorter is faster)</text>"
-    );
-    let machine = &report.machine;
-    let mut about = vec![
-        report.date.clone(),
-        format!("{} {}, {} cores", machine.os, machine.arch, machine.cores),
-    ];
-    about.extend(machine.cpu.clone());
-    if report.quick {
-        about.push("quick run (rough numbers)".to_owned());
-    }
-    if !report.optimized {
-        about.push("unoptimised build: do not trust these numbers".to_owned());
-    }
-    let _ = writeln!(
-        out,
-        "<text x=\"16\" y=\"46\" fill=\"#555555\">{}</text>",
-        escape_xml(&about.join(" · "))
-    );
-
-    // The legend: a swatch and a name per library.
-    let mut legend_x = 16.0;
-    for (index, library) in libraries.iter().enumerate() {
-        let _ = writeln!(
-            out,
-            "<rect x=\"{legend_x}\" y=\"58\" width=\"12\" height=\"12\" fill=\"{}\"/>\
-             <text x=\"{}\" y=\"69\">{}</text>",
-            colour_of(library, index),
-            legend_x + 16.0,
-            escape_xml(library)
-        );
-        legend_x += 16.0 + 8.0 * library.chars().count() as f64 + 24.0;
-    }
-
-    if groups.is_empty() {
-        let _ = writeln!(
-            out,
-            "<text x=\"16\" y=\"{}\">No workloads were run.</text>",
-            TOP + 10.0
-        );
-        out.push_str("</svg>\n");
-        return out;
-    }
-
-    // Gridlines and their labels, one per power of ten, above and below the plot.
-    let bottom = TOP + plot_h;
-    for decade in (lo as i32)..=(hi as i32) {
-        let x = x_of(10_f64.powi(decade));
-        let label = escape_xml(&decade_label(decade));
-        let _ = writeln!(
-            out,
-            "<line x1=\"{x:.1}\" y1=\"{}\" x2=\"{x:.1}\" y2=\"{bottom}\" stroke=\"#dddddd\"/>\
-             <text x=\"{x:.1}\" y=\"{}\" text-anchor=\"middle\" fill=\"#555555\">{label}</text>\
-             <text x=\"{x:.1}\" y=\"{}\" text-anchor=\"middle\" fill=\"#555555\">{label}</text>",
-            TOP - 14.0,
-            TOP - 18.0,
-            bottom + 16.0
-        );
-    }
-
-    let mut y = TOP;
-    for ChartGroup {
-        workload,
-        size,
-        bars,
-    } in &groups
-    {
-        let group_h = bars.len() as f64 * (BAR_H + BAR_GAP);
-        let mark = if items_differ(report, workload, *size) {
-            format!(" {}", ITEMS_DIFFER.0)
-        } else {
-            String::new()
-        };
-        let _ = writeln!(
-            out,
-            "<text x=\"{}\" y=\"{:.1}\" text-anchor=\"end\" font-weight=\"bold\">{} · {}{mark}</text>",
-            PLOT_X - 10.0,
-            y + group_h / 2.0 + 4.0,
-            escape_xml(workload),
-            format_size(*size)
-        );
-        for (index, cell) in bars {
-            let colour = colour_of(libraries[*index], *index);
-            match cell {
-                Cell::Measured(r) => {
-                    let end = x_of(r.ns_per_item).max(PLOT_X + 1.0);
-                    let _ = writeln!(
-                        out,
-                        "<rect x=\"{PLOT_X}\" y=\"{y:.1}\" width=\"{:.1}\" height=\"{BAR_H}\" \
-                         fill=\"{colour}\"><title>{}: {} per item, {} per run</title></rect>\
-                         <text x=\"{:.1}\" y=\"{:.1}\" font-size=\"11\">{}</text>",
-                        end - PLOT_X,
-                        escape_xml(&r.library),
-                        format_duration_ns(r.ns_per_item),
-                        format_duration_ns(r.median_ns),
-                        end + 4.0,
-                        y + BAR_H - 2.0,
-                        format_duration_ns(r.ns_per_item)
-                    );
-                }
-                Cell::Unsupported | Cell::Missing => {
-                    let _ = writeln!(
-                        out,
-                        "<rect x=\"{PLOT_X}\" y=\"{y:.1}\" width=\"4\" height=\"{BAR_H}\" \
-                         fill=\"{colour}\"/><text x=\"{:.1}\" y=\"{:.1}\" font-size=\"11\" \
-                         font-style=\"italic\" fill=\"#777777\">{} unsupported</text>",
-                        PLOT_X + 8.0,
-                        y + BAR_H - 2.0,
-                        escape_xml(libraries[*index])
-                    );
-                }
-            }
-            y += BAR_H + BAR_GAP;
-        }
-        y += GROUP_GAP;
-    }
-    let _ = writeln!(
-        out,
-        "<text x=\"{}\" y=\"{}\" text-anchor=\"middle\" fill=\"#555555\">time per item</text>",
-        PLOT_X + PLOT_W / 2.0,
-        bottom + 34.0
-    );
-    if any_differ {
-        let _ = writeln!(
-            out,
-            "<text x=\"16\" y=\"{}\" fill=\"#555555\">{} {}</text>",
-            bottom + 54.0,
-            ITEMS_DIFFER.0,
-            escape_xml(ITEMS_DIFFER.1)
-        );
-    }
-    out.push_str("</svg>\n");
-    out
-}
-
-/// The powers of ten (as exponents of nanoseconds) the axis spans: from the one at or below the
-/// smallest positive value to the one at or above the largest, at least one decade apart.
-fn log_range(values: impl Iterator<Item = f64>) -> (f64, f64) {
-    let (mut lo, mut hi) = (f64::INFINITY, f64::NEG_INFINITY);
-    for value in values.filter(|v| v.is_finite() && *v > 0.0) {
-        lo = lo.min(value.log10().floor());
-        hi = hi.max(value.log10().ceil());
-    }
-    if !lo.is_finite() {
-        return (0.0, 1.0);
-    }
-    (lo, hi.max(lo + 1.0))
-}
-
-/// The label of the gridline at 10^`decade` nanoseconds: `1 ns`, `10 µs`, `0.1 ns`.
-fn decade_label(decade: i32) -> String {
-    let (shift, unit) = match decade {
-        ..3 => (0, "ns"),
-        3..6 => (3, "µs"),
-        6..9 => (6, "ms"),
-        _ => (9, "s"),
-    };
-    format!("{} {unit}", 10_f64.powi(decade - shift))
-}
-
-/// Makes free text safe inside SVG (XML) text and attributes.
-fn escape_xml(text: &str) -> String {
-    let mut out = String::with_capacity(text.len());
-    for c in text.chars() {
-        match c {
-            '&' => out.push_str("&amp;"),
-            '<' => out.push_str("&lt;"),
-            '>' => out.push_str("&gt;"),
-            '"' => out.push_str("&quot;"),
-            '\'' => out.push_str("&apos;"),
-            _ => out.push(c),
-        }
-    }
-    out
-}
-
 /// Makes free text safe inside a Markdown table cell.
 fn escape_cell(text: &str) -> String {
     text.replace('|', "\\|").replace('\n', " ")
 }
 
 #[cfg(test)]
-mod tests {
+pub(crate) mod tests {
     use super::*;
 
-    fn record(library: &str, workload: &str, size: u64, median_ns: f64) -> BenchRecord {
+    pub(crate) fn record(library: &str, workload: &str, size: u64, median_ns: f64) -> BenchRecord {
         BenchRecord {
             library: library.to_owned(),
             workload: workload.to_owned(),
@@ -762,7 +518,7 @@ mod tests {
         }
     }
 
-    fn report(results: Vec<BenchRecord>) -> Report {
+    pub(crate) fn report(results: Vec<BenchRecord>) -> Report {
         Report {
             machine: Machine {
                 cores: 2,
@@ -779,7 +535,7 @@ mod tests {
         }
     }
 
-    fn unsupported(library: &str, workload: &str) -> Unsupported {
+    pub(crate) fn unsupported(library: &str, workload: &str) -> Unsupported {
         Unsupported {
             library: library.to_owned(),
             workload: workload.to_owned(),
@@ -907,6 +663,17 @@ mod tests {
     }
 
     #[test]
+    fn the_ratio_chart_goes_beside_the_time_chart() {
+        let beside = |chart: &str| ratio_chart_path(Path::new(chart));
+        assert_eq!(
+            beside("target/bench/results.svg"),
+            Path::new("target/bench/ratios.svg")
+        );
+        assert_eq!(beside("chart.svg"), Path::new("ratios.svg"));
+        assert_eq!(beside("out/ratios.svg"), Path::new("out/ratios-ratios.svg"));
+    }
+
+    #[test]
     fn markdown_for_one_library() {
         let mut piped = record("strata", "arena_lookup", 10_000, 45_600.0);
         piped.mechanism = "slot | map".to_owned();
@@ -1021,91 +788,5 @@ mod tests {
             ),
             "{text}"
         );
-    }
-
-    #[test]
-    fn log_axis() {
-        assert_eq!(log_range([0.55, 3.0, 120.0].into_iter()), (-1.0, 3.0));
-        assert_eq!(log_range([10.0].into_iter()), (1.0, 2.0));
-        assert_eq!(log_range([0.0, f64::NAN].into_iter()), (0.0, 1.0));
-        assert_eq!(log_range(std::iter::empty()), (0.0, 1.0));
-        let labels: Vec<String> = (-2..=10).map(decade_label).collect();
-        assert_eq!(
-            labels,
-            [
-                "0.01 ns", "0.1 ns", "1 ns", "10 ns", "100 ns", "1 µs", "10 µs", "100 µs", "1 ms",
-                "10 ms", "100 ms", "1 s", "10 s"
-            ]
-        );
-        assert_eq!(
-            escape_xml("a<b & \"c\"'"),
-            "a&lt;b &amp; &quot;c&quot;&apos;"
-        );
-        let ratios: Vec<String> = [0.5, 3.0, 9.994, 12.34, 250.0, 0.01, 0.00025]
-            .into_iter()
-            .map(format_ratio)
-            .collect();
-        assert_eq!(
-            ratios,
-            ["0.50", "3.00", "9.99", "12.3", "250", "0.01", "2.5e-4"]
-        );
-    }
-
-    #[test]
-    fn svg_has_a_bar_per_record_and_a_legend() {
-        let mut with_unsupported = report(vec![
-            record("hecs", "spawn", 10_000, 2_000.0),
-            record("strata", "spawn", 10_000, 1_000.0),
-            record("shipyard", "spawn", 10_000, 20_000.0),
-            record("hecs", "clone", 100_000, 1e6),
-            record("hecs", "a<b", 10, 5.0),
-        ]);
-        with_unsupported
-            .unsupported
-            .push(unsupported("bevy_ecs", "clone"));
-        let svg = render_svg(&with_unsupported);
-        assert!(
-            svg.starts_with("<svg xmlns=\"http://www.w3.org/2000/svg\""),
-            "{svg}"
-        );
-        assert!(svg.ends_with("</svg>\n"), "{svg}");
-        assert_eq!(svg.matches("<title>").count(), 5, "{svg}");
-        assert_eq!(svg.matches("bevy_ecs unsupported").count(), 1, "{svg}");
-        // Strata first in the legend, then the others in order of appearance.
-        let legend: Vec<usize> = ["strata", "hecs", "shipyard", "bevy_ecs"]
-            .iter()
-            .map(|library| {
-                svg.find(&format!(">{library}</text>"))
-                    .expect("in the legend")
-            })
-            .collect();
-        assert!(legend.windows(2).all(|pair| pair[0] < pair[1]), "{svg}");
-        // Known libraries keep their colours, whoever else is in the chart.
-        assert!(svg.contains("fill=\"#d62728\"/><text x=\"32\" y=\"69\">strata</text>"));
-        assert_eq!(colour_of("hecs", 0), colour_of("hecs", 3));
-        assert_ne!(colour_of("other", 0), colour_of("other", 1));
-        assert!(svg.contains(">a&lt;b · 10</text>"), "{svg}");
-        assert!(!svg.contains("a<b"), "{svg}");
-        // The shortest bar (0.1 ns per item) sits on the lowest gridline, the longest (10 ns)
-        // reaches the highest.
-        assert!(
-            svg.contains(">0.1 ns</text>") && svg.contains(">10 ns</text>"),
-            "{svg}"
-        );
-        assert!(svg.contains("width=\"1.0\" height=\"13\""), "{svg}");
-        assert!(svg.contains("width=\"620.0\" height=\"13\""), "{svg}");
-        assert!(!svg.contains('†'), "{svg}");
-        let mut per_run = record("strata", "clone", 100_000, 250.0);
-        per_run.items = 1;
-        per_run.ns_per_item = 250.0;
-        with_unsupported.results.push(per_run);
-        let svg = render_svg(&with_unsupported);
-        assert!(svg.contains(">clone · 100k †</text>"), "{svg}");
-        assert!(
-            svg.contains(">† the libraries count items differently"),
-            "{svg}"
-        );
-        let empty = render_svg(&report(Vec::new()));
-        assert!(empty.contains("No workloads were run."), "{empty}");
     }
 }

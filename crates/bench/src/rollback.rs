@@ -1,5 +1,6 @@
-//! Strata's side of `rollback_frame`: the frame of rollback netcode, a snapshot of the whole
-//! world, the frame's work, and a restore to the snapshot.
+//! Strata's fixture and routine of `rollback_frame` (registered through
+//! [`crate::head_to_head`] by `query::Strata`): the frame of rollback netcode, a snapshot of the
+//! whole world, the frame's work, and a restore to the snapshot.
 //!
 //! Each sample: `World::snapshot` (the arena's pages and the store's sets shared), then 1% of
 //! the Positions written ([`data::ROLLBACK_WRITE_STRIDE`]), [`data::ROLLBACK_CHURN`] bodies
@@ -11,15 +12,9 @@ use std::hint::black_box;
 
 use strata::prelude::*;
 
-use crate::data::{self, ROLLBACK_CHURN, ROLLBACK_SIZE};
-use crate::harness::Workload;
+use crate::data::{self, ROLLBACK_CHURN};
 
 const FIRST: FieldId = FieldId::from_index(0);
-
-/// The Strata workloads of rollback.
-pub fn workloads() -> Vec<Workload> {
-    vec![rollback_frame(ROLLBACK_SIZE)]
-}
 
 /// A world of `n` bodies with Position, Rotation and Velocity, and their ids.
 pub struct Rollback {
@@ -65,7 +60,7 @@ pub fn rollback_world(n: u64) -> Rollback {
     }
 }
 
-/// The frame's work: every `ROLLBACK_WRITE_STRIDE`-th Position nudged, [`ROLLBACK_CHURN`]
+/// The frame's work: every [`data::ROLLBACK_WRITE_STRIDE`]-th Position nudged, [`ROLLBACK_CHURN`]
 /// bodies spawned and as many destroyed. Returns (positions changed, spawned, destroyed).
 pub fn frame_work(r: &mut Rollback) -> (u64, u64, u64) {
     let [position, _, _] = r.components;
@@ -97,18 +92,6 @@ pub fn rollback_once(r: &mut Rollback) -> (u64, u64, u64) {
     let done = frame_work(r);
     must(r.world.restore(&snapshot));
     done
-}
-
-fn rollback_frame(n: u64) -> Workload {
-    Workload::new(
-        "rollback_frame",
-        n,
-        "World::snapshot (arena pages and store sets shared), the frame's work (1% of Positions written, 100 bodies spawned, 100 destroyed), World::restore (what the frame copied dropped, the shared pages and sets put back)",
-        move |b| {
-            let mut world = rollback_world(n);
-            b.iter(|| rollback_once(&mut world));
-        },
-    )
 }
 
 #[cfg(test)]

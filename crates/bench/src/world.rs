@@ -1,25 +1,20 @@
-//! Strata's side of the frame-loop workloads, through the engine facade (`strata::World`):
+//! Strata's fixtures of the frame-loop workloads, through the engine facade (`strata::World`):
 //! `schedule` (three systems swapping fields, on a 2-thread pool) and `frame_overhead` (a frame
-//! of 100 systems that do nothing).
+//! of 100 systems that do nothing), registered through [`crate::head_to_head`] by
+//! `query::Strata`.
 
 use strata::prelude::*;
 
 use crate::data::{EMPTY_SYSTEMS, schedule};
-use crate::harness::Workload;
 use crate::overlay::PARALLEL_THREADS;
 
 /// The frame length both workloads step.
 const DT: f64 = 1.0 / 60.0;
 
-/// Strata's frame-loop workloads.
-pub fn workloads() -> Vec<Workload> {
-    vec![schedule_workload(), frame_overhead()]
-}
-
 /// A world of the four groups of `schedule`, with its three systems: each is parallel and
 /// swaps its two fields through its overlay (both written from the values established before
 /// the frame's group of systems began).
-fn schedule_world(group: u64) -> World {
+pub fn schedule_world(group: u64) -> World {
     let mut world = match World::with_seed(PARALLEL_THREADS, 7) {
         Ok(world) => world,
         Err(error) => panic!("benchmark fixture: {error}"),
@@ -75,7 +70,7 @@ fn schedule_world(group: u64) -> World {
 }
 
 /// One frame of a world; panics on a system error (a benchmark that fails measures nothing).
-fn frame(world: &mut World) -> usize {
+pub fn frame(world: &mut World) -> usize {
     match world.step(DT) {
         Ok(events) => {
             assert!(events.errors.is_empty(), "{:?}", events.errors);
@@ -85,21 +80,8 @@ fn frame(world: &mut World) -> usize {
     }
 }
 
-fn schedule_workload() -> Workload {
-    let group = schedule::GROUP;
-    Workload::new(
-        "schedule",
-        4 * group,
-        "World::step of 3 parallel systems (SystemSpec::parallel, declared writes) on a 2-thread pool: ab, cd and ce run as one group on lanes, each swapping its two fields through its own overlay (ParCtx::update twice, both from the values established before the group), then one commit in scheduled order (cd and ce write C of different entities: no conflict); plus the frame loop's definition sync check, arena drain and store frame end",
-        move |b| {
-            let mut world = schedule_world(group);
-            b.iter(|| frame(&mut world));
-        },
-    )
-}
-
 /// A world of [`EMPTY_SYSTEMS`] serial systems that do nothing.
-fn empty_world() -> World {
+pub fn empty_world() -> World {
     let mut world = match World::with_seed(PARALLEL_THREADS, 7) {
         Ok(world) => world,
         Err(error) => panic!("benchmark fixture: {error}"),
@@ -111,18 +93,6 @@ fn empty_world() -> World {
         }
     }
     world
-}
-
-fn frame_overhead() -> Workload {
-    Workload::new(
-        "frame_overhead",
-        EMPTY_SYSTEMS,
-        "World::step of 100 serial systems that do nothing: the plan walked stage by stage, each call timed into its statistics with a tracing span, the definition sync check, the arena drain and the store's frame end",
-        move |b| {
-            let mut world = empty_world();
-            b.iter(|| frame(&mut world));
-        },
-    )
 }
 
 #[cfg(test)]

@@ -18,6 +18,25 @@
 //! so `--flag=value` works, a misspelt flag gets a suggestion, and clap's
 //! usage errors keep this command's exit code 2.
 //!
+//! The binary is a thin shell over [`main_with`], which tests and embedders call with
+//! their own writers:
+//!
+//! ```
+//! let mut out = Vec::new();
+//! let mut err = Vec::new();
+//! // The game API's Luau type definitions, without a place.
+//! let code = strata_cli::main_with(vec!["types".into()], &mut out, &mut err);
+//! assert_eq!(code, 0);
+//! assert!(String::from_utf8(out)?.contains("declare"));
+//!
+//! // A wrong command line: a message naming the mistake, and exit code 2.
+//! let mut out = Vec::new();
+//! let code = strata_cli::main_with(vec!["run".into(), "--frams".into()], &mut out, &mut err);
+//! assert_eq!(code, 2);
+//! assert!(String::from_utf8(err)?.contains("--frames"));
+//! # Ok::<(), std::string::FromUtf8Error>(())
+//! ```
+//!
 //! Invariant: every user mistake (a missing folder, a bad `place.toml`, a script error, a
 //! damaged save, a wrong flag) ends with a message on standard error naming the file and, for
 //! scripts, the line, and a non-zero exit code; never a panic. Exit codes: 0 done (also
@@ -244,33 +263,7 @@ struct Failures {
 
 fn run(options: &RunOptions, out: &mut dyn Write, err: &mut dyn Write) -> Result<i32, String> {
     let place = Place::open(&options.place).map_err(|e| e.to_string())?;
-    let (mut world, definitions) = match &options.load {
-        Some(path) => {
-            let file = std::fs::File::open(path).map_err(|e| format!("{}: {e}", path.display()))?;
-            let (world, report) = place
-                .load(std::io::BufReader::new(file), options.threads)
-                .map_err(|e| format!("{}: {e}", path.display()))?;
-            // What syncing the place's components onto the saved ones did, when it did
-            // anything.
-            let did = !(report.added.is_empty()
-                && report.changed.is_empty()
-                && report.renamed.is_empty()
-                && report.removed.is_empty());
-            (world, did.then(|| report.to_string()))
-        }
-        None => (
-            place.build(options.threads).map_err(|e: PlaceError| {
-                // What setup printed before it failed is script output like any other (on
-                // standard error with --json, whose standard output is one document).
-                let sink: &mut dyn Write = if options.json { &mut *err } else { &mut *out };
-                for line in e.printed() {
-                    let _ = writeln!(sink, "{line}");
-                }
-                e.to_string()
-            })?,
-            None,
-        ),
-    };
+    let (mut world, definitions) = open_world(&place, options, out, err)?;
     if let Some(report) = &definitions
         && !options.json
     {
@@ -289,37 +282,15 @@ fn run(options: &RunOptions, out: &mut dyn Write, err: &mut dyn Write) -> Result
         }
     }
     let frames = options.frames.unwrap_or(place.config.frames);
-    let dt = place.dt();
     let started = Instant::now();
-    let bar = indicatif::ProgressBar::hidden();
-    bar.set_length(frames);
-    let mut shown = false;
-    let mut failures = Failures::default();
-    for _ in 0..frames {
-        let events = world.step(dt).map_err(|e| e.to_string())?;
-        let frame = events.frame;
-        for (system, error) in &events.errors {
-            failures.count += 1;
-            if !failures.first.iter().any(|(s, _, _)| s == system) {
-                failures
-                    .first
-                    .push((system.clone(), frame, error.to_string()));
-            }
-        }
-        if options.json {
-            prints.extend(events.prints.iter().cloned());
-        } else {
-            for line in &events.prints {
-                let _ = writeln!(out, "{line}");
-            }
-        }
-        if !shown && started.elapsed() > Duration::from_secs(1) {
-            bar.set_draw_target(indicatif::ProgressDrawTarget::stderr());
-            shown = true;
-        }
-        bar.inc(1);
-    }
-    bar.finish_and_clear();
+    let failures = step_frames(
+        &mut world,
+        frames,
+        place.dt(),
+        options.json,
+        out,
+        &mut prints,
+    )?;
     let wall = started.elapsed();
     // A failed save is reported after the run's report, which is printed whatever happens.
     let saved = options
@@ -347,6 +318,99 @@ fn run(options: &RunOptions, out: &mut dyn Write, err: &mut dyn Write) -> Result
         let _ = writeln!(out, "\n{}", world.stats_table());
         let _ = writeln!(out, "{}", summary(&place, &world, frames, wall));
     }
+    warn_stopped(&world, err);
+    let mut code = 0;
+    if let Some((path, Err(e))) = &saved {
+        let _ = writeln!(
+            err,
+            "error: {}: {e} (a file that was there is left as it was)",
+            path.display()
+        );
+        code = 1;
+    }
+    if failures.count > 0 {
+        report_failures(&failures, err);
+        code = 1;
+    }
+    Ok(code)
+}
+
+/// The place's world: built from its scripts, or loaded from `--load` with the place's
+/// definitions synced onto the save (and what the sync did, when it did anything).
+fn open_world(
+    place: &Place,
+    options: &RunOptions,
+    out: &mut dyn Write,
+    err: &mut dyn Write,
+) -> Result<(World, Option<String>), String> {
+    let Some(path) = &options.load else {
+        let world = place.build(options.threads).map_err(|e: PlaceError| {
+            // What setup printed before it failed is script output like any other (on
+            // standard error with --json, whose standard output is one document).
+            let sink: &mut dyn Write = if options.json { &mut *err } else { &mut *out };
+            for line in e.printed() {
+                let _ = writeln!(sink, "{line}");
+            }
+            e.to_string()
+        })?;
+        return Ok((world, None));
+    };
+    let file = std::fs::File::open(path).map_err(|e| format!("{}: {e}", path.display()))?;
+    let (world, report) = place
+        .load(std::io::BufReader::new(file), options.threads)
+        .map_err(|e| format!("{}: {e}", path.display()))?;
+    let did = !(report.added.is_empty()
+        && report.changed.is_empty()
+        && report.renamed.is_empty()
+        && report.removed.is_empty());
+    Ok((world, did.then(|| report.to_string())))
+}
+
+/// Steps `frames` frames of `dt`: what scripts print is written as it comes (or kept in
+/// `prints` for a JSON document), failed system runs are counted, and a progress bar shows on
+/// standard error once the run has taken a second.
+fn step_frames(
+    world: &mut World,
+    frames: u64,
+    dt: f64,
+    json: bool,
+    out: &mut dyn Write,
+    prints: &mut Vec<String>,
+) -> Result<Failures, String> {
+    let started = Instant::now();
+    let bar = indicatif::ProgressBar::hidden();
+    bar.set_length(frames);
+    let mut shown = false;
+    let mut failures = Failures::default();
+    for _ in 0..frames {
+        let events = world.step(dt).map_err(|e| e.to_string())?;
+        for (system, error) in &events.errors {
+            failures.count += 1;
+            if !failures.first.iter().any(|(s, _, _)| s == system) {
+                failures
+                    .first
+                    .push((system.clone(), events.frame, error.to_string()));
+            }
+        }
+        if json {
+            prints.extend(events.prints.iter().cloned());
+        } else {
+            for line in &events.prints {
+                let _ = writeln!(out, "{line}");
+            }
+        }
+        if !shown && started.elapsed() > Duration::from_secs(1) {
+            bar.set_draw_target(indicatif::ProgressDrawTarget::stderr());
+            shown = true;
+        }
+        bar.inc(1);
+    }
+    bar.finish_and_clear();
+    Ok(failures)
+}
+
+/// A warning per system that ran away and was stopped.
+fn warn_stopped(world: &World, err: &mut dyn Write) {
     for stop in world.stopped_systems() {
         let part = stop
             .part
@@ -359,31 +423,22 @@ fn run(options: &RunOptions, out: &mut dyn Write, err: &mut dyn Write) -> Result
             stop.system, stop.frame, stop.reason
         );
     }
-    let mut code = 0;
-    if let Some((path, Err(e))) = &saved {
+}
+
+/// Each failing system's first failure, then how many runs failed.
+fn report_failures(failures: &Failures, err: &mut dyn Write) {
+    for (system, frame, message) in &failures.first {
         let _ = writeln!(
             err,
-            "error: {}: {e} (a file that was there is left as it was)",
-            path.display()
+            "error: system `{system}` failed at frame {frame}: {message}"
         );
-        code = 1;
     }
-    if failures.count > 0 {
-        for (system, frame, message) in &failures.first {
-            let _ = writeln!(
-                err,
-                "error: system `{system}` failed at frame {frame}: {message}"
-            );
-        }
-        let _ = writeln!(
-            err,
-            "error: {} system run{} failed",
-            failures.count,
-            if failures.count == 1 { "" } else { "s" }
-        );
-        code = 1;
-    }
-    Ok(code)
+    let _ = writeln!(
+        err,
+        "error: {} system run{} failed",
+        failures.count,
+        if failures.count == 1 { "" } else { "s" }
+    );
 }
 
 /// Checks, before a run starts, that a save could be written to `path`: not a folder, in a

@@ -15,40 +15,37 @@
 //! values enter by their bits, so `-0.0` and `0.0` differ.
 
 use strata_component_store::ComponentSet;
+use strata_mix::Fnv1a;
 
 use crate::world::World;
 
-/// FNV-1a, 64 bits.
-pub(crate) struct Fnv(u64);
+/// FNV-1a ([`Fnv1a`]) as a postcard output, so a save's bytes are hashed as they are encoded.
+pub(crate) struct Fnv(Fnv1a);
 
 impl Fnv {
     pub(crate) fn new() -> Self {
-        Self(0xcbf2_9ce4_8422_2325)
+        Self(Fnv1a::new())
     }
 
     #[inline]
     pub(crate) fn byte(&mut self, byte: u8) {
-        self.0 ^= u64::from(byte);
-        self.0 = self.0.wrapping_mul(0x0100_0000_01b3);
+        self.0.byte(byte);
     }
 
     pub(crate) fn bytes(&mut self, bytes: &[u8]) {
-        for byte in bytes {
-            self.byte(*byte);
-        }
+        self.0.bytes(bytes);
     }
 
     fn u64(&mut self, value: u64) {
-        self.bytes(&value.to_le_bytes());
+        self.0.u64(value);
     }
 
     fn text(&mut self, text: &str) {
-        self.u64(text.len() as u64);
-        self.bytes(text.as_bytes());
+        self.0.text(text);
     }
 
     pub(crate) fn finish(&self) -> u64 {
-        self.0
+        self.0.finish()
     }
 }
 
@@ -67,7 +64,7 @@ impl postcard::ser_flavors::Flavor for Fnv {
     }
 
     fn finalize(self) -> postcard::Result<u64> {
-        Ok(self.0)
+        Ok(self.0.finish())
     }
 }
 

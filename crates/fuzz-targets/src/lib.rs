@@ -8,6 +8,21 @@
 //! query disagreeing with a fresh one, a save that does not load back to the same bytes, a
 //! restore that does not give back what was saved). Every target bounds its own work (input
 //! length, script budgets), so one input never runs for long.
+//!
+//! Any bytes may go to any target; a reproducer is a call:
+//!
+//! ```
+//! use strata_fuzz_targets::{TARGETS, save_file, world_ops};
+//!
+//! // A damaged save is refused, not a panic.
+//! save_file(b"STRATA\0\0 not a save");
+//! // Bytes read as a list of world operations, each checked as it runs.
+//! world_ops(&[0, 1, 2, 3, 255, 7]);
+//! // Every target takes anything, the empty input too.
+//! for (_, target) in TARGETS {
+//!     target(&[]);
+//! }
+//! ```
 
 mod bytes;
 mod targets;

@@ -101,22 +101,7 @@ impl Plan {
                 stage.index()
             );
             for (id, system) in members {
-                let name = escape(&system.name);
-                let _ = match system.state {
-                    SystemState::Scheduled { position } => {
-                        writeln!(out, "    s{} [label=\"{position} {name}\"];", id.index())
-                    }
-                    SystemState::Stopped { .. } => writeln!(
-                        out,
-                        "    s{} [label=\"{name}\", color=red, style=dashed];",
-                        id.index()
-                    ),
-                    SystemState::Disabled => writeln!(
-                        out,
-                        "    s{} [label=\"{name}\", color=grey, fontcolor=grey, style=dotted];",
-                        id.index()
-                    ),
-                };
+                dot_node(&mut out, id, system);
             }
             out.push_str("  }\n");
         }
@@ -182,6 +167,27 @@ impl Plan {
             .collect::<Vec<_>>()
             .join("; ")
     }
+}
+
+/// One system's DOT node: its scheduled position and name, or its name styled as stopped or
+/// disabled.
+fn dot_node(out: &mut String, id: SystemId, system: &PlannedSystem) {
+    let name = escape(&system.name);
+    let _ = match system.state {
+        SystemState::Scheduled { position } => {
+            writeln!(out, "    s{} [label=\"{position} {name}\"];", id.index())
+        }
+        SystemState::Stopped { .. } => writeln!(
+            out,
+            "    s{} [label=\"{name}\", color=red, style=dashed];",
+            id.index()
+        ),
+        SystemState::Disabled => writeln!(
+            out,
+            "    s{} [label=\"{name}\", color=grey, fontcolor=grey, style=dotted];",
+            id.index()
+        ),
+    };
 }
 
 /// A name inside a DOT double-quoted string.

@@ -179,9 +179,9 @@ impl GroupRunner {
             vm.scripts.fix_next_limit(limit);
         }
         // The script's name tells a frame's group scripts apart for a lane shuffle.
-        let run = self.name.bytes().fold(0_u64, |h, b| {
-            (h ^ u64::from(b)).wrapping_mul(0x0100_0000_01b3)
-        });
+        let mut run = strata_mix::Fnv1a::with_basis(0);
+        run.bytes(self.name.as_bytes());
+        let run = run.finish();
         let script = &self.script;
         let wave = scene.wave();
         let established = (wave.arena(), wave.store());

@@ -11,6 +11,7 @@ use hashbrown::HashMap;
 use mlua::{AnyUserData, Function, IntoLuaMulti, Lua, MultiValue, Table, Value as LuaValue};
 use strata_arena::Snapshot;
 use strata_component_store::{ComponentId, RemovalReader, Store};
+use strata_mix::{Fnv1a, GAMMA, mix};
 
 use super::ScriptError;
 use super::access::{CurrentEstablished, CurrentScene, ParState};
@@ -19,8 +20,9 @@ use super::args::ComponentType;
 use super::columns;
 use super::memory::{Categories, Holder, ScriptMemory};
 use super::query::QueryEntry;
-use super::vm::{Meter, ScriptBudget, environment, new_vm, script_error};
+use super::vm::{ScriptBudget, environment, new_vm, script_error};
 use strata::Scene;
+use strata_schema_adoption::meter::Meter;
 
 /// The registry key of the Luau helpers.
 const HELPERS: &str = "strata.helpers";
@@ -531,13 +533,14 @@ impl Scripts {
         let _ = lua.set_memory_limit(self.host.memory.limit().max(1));
         if let Some(trip) = tripped {
             // The line the callback was at when the budget first stopped it, if in this script.
-            let line = trip
-                .at
-                .and_then(|(chunk, line)| (chunk == name).then_some(line));
+            let line = trip.at.and_then(|at| (at.chunk == name).then_some(at.line));
             let error = ScriptError {
                 script: name.to_owned(),
                 line,
-                message: format!("the callback ran out of its {} budget", trip.budget),
+                message: format!(
+                    "the callback ran out of its {} budget",
+                    trip.limit.budget_name()
+                ),
             };
             return Err(Failure {
                 error,
@@ -748,9 +751,7 @@ impl Random {
     }
 
     fn for_call(seed: u64, frame: u64, owner: &str, calls: u64) -> Self {
-        let owner = owner.bytes().fold(0xcbf2_9ce4_8422_2325_u64, |h, b| {
-            (h ^ u64::from(b)).wrapping_mul(0x0100_0000_01b3)
-        });
+        let owner = Fnv1a::hash(owner.as_bytes());
         let mut state = seed;
         for part in [frame, owner, calls] {
             state = mix(state ^ mix(part));
@@ -760,16 +761,9 @@ impl Random {
 
     /// The next 64 random bits.
     pub(crate) fn next(&mut self) -> u64 {
-        self.0 = self.0.wrapping_add(0x9e37_79b9_7f4a_7c15);
+        self.0 = self.0.wrapping_add(GAMMA);
         mix(self.0)
     }
-}
-
-/// splitmix64's finaliser.
-fn mix(mut z: u64) -> u64 {
-    z = (z ^ (z >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
-    z = (z ^ (z >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
-    z ^ (z >> 31)
 }
 
 /// Replaces the raw globals a sandboxed VM must not offer as Luau has them: `print` (so

@@ -10,11 +10,12 @@
 //! or call), the callback fails with a budget error even if the script swallowed every trip,
 //! and the limits are lifted afterwards so the VM stays usable.
 
+use std::num::NonZeroU32;
 use std::sync::Arc;
-use std::sync::atomic::{AtomicU8, AtomicU64, Ordering};
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
-use mlua::{Lua, Table, VmState};
+use mlua::{Lua, Table};
+use strata_schema_adoption::meter::Meter;
 
 use super::ScriptError;
 
@@ -61,124 +62,15 @@ impl Default for ScriptBudget {
     }
 }
 
-/// Why the interrupt stopped a callback.
-const TRIP_INSTRUCTIONS: u8 = 1;
-const TRIP_TIME: u8 = 2;
+/// How often the game VM's meter reads the clock: every 1,024 interrupts. Loops in systems are
+/// the hot path of every frame, and a clock read costs more than the count. The price (see
+/// `Meter`'s docs) is that a loop of long host calls, such as `string.rep` of a large string,
+/// can overrun the time budget by up to 1,024 such calls; the world's memory limit bounds each
+/// call, and the instruction budget still ends the loop.
+const CLOCK_EVERY: NonZeroU32 = NonZeroU32::new(1_024).expect("a positive interval");
 
-const INSTRUCTIONS_MESSAGE: &str = "the callback ran out of its instruction budget";
-const TIME_MESSAGE: &str = "the callback ran out of its time budget";
-
-/// The interrupt's counters, shared with its callback.
-pub(crate) struct Meter {
-    interrupts: AtomicU64,
-    limit: AtomicU64,
-    epoch: Instant,
-    /// Nanoseconds after `epoch`; `u64::MAX` for none.
-    deadline: AtomicU64,
-    tripped: AtomicU8,
-    /// Whether the next trip is the callback's first (whose place is noted).
-    tripped_first: std::sync::atomic::AtomicBool,
-    /// Where the callback was when its budget first tripped: chunk and line.
-    at: std::sync::Mutex<Option<(String, u32)>>,
-}
-
-/// What stopped a callback, and where it was then (chunk and line).
-pub(crate) struct Trip {
-    pub(crate) budget: &'static str,
-    pub(crate) at: Option<(String, u32)>,
-}
-
-impl Meter {
-    fn new() -> Self {
-        Self {
-            interrupts: AtomicU64::new(0),
-            limit: AtomicU64::new(u64::MAX),
-            epoch: Instant::now(),
-            deadline: AtomicU64::new(u64::MAX),
-            tripped: AtomicU8::new(0),
-            tripped_first: std::sync::atomic::AtomicBool::new(true),
-            at: std::sync::Mutex::new(None),
-        }
-    }
-
-    /// Starts a callback's budget: `instructions` interrupts and `time`.
-    pub(crate) fn start(&self, instructions: u64, time: Duration) {
-        self.tripped_first.store(true, Ordering::Relaxed);
-        self.interrupts.store(0, Ordering::Relaxed);
-        self.limit.store(instructions, Ordering::Relaxed);
-        self.tripped.store(0, Ordering::Relaxed);
-        let deadline = self.epoch.elapsed().saturating_add(time);
-        self.deadline.store(
-            u64::try_from(deadline.as_nanos()).unwrap_or(u64::MAX),
-            Ordering::Relaxed,
-        );
-    }
-
-    /// Lifts the limits; returns what tripped, if anything, and where.
-    pub(crate) fn stop(&self) -> Option<Trip> {
-        self.limit.store(u64::MAX, Ordering::Relaxed);
-        self.deadline.store(u64::MAX, Ordering::Relaxed);
-        let budget = match self.tripped.swap(0, Ordering::Relaxed) {
-            TRIP_INSTRUCTIONS => "instruction",
-            TRIP_TIME => "time",
-            _ => return None,
-        };
-        let at = self
-            .at
-            .lock()
-            .unwrap_or_else(std::sync::PoisonError::into_inner)
-            .take();
-        Some(Trip { budget, at })
-    }
-
-    /// Notes where the running Luau code is: the innermost frame of a script's own.
-    fn note_location(&self, lua: &Lua) {
-        let at = (0..16).find_map(|level| {
-            lua.inspect_stack(level, |frame| {
-                let source = frame.source().short_src?.into_owned();
-                let line = u32::try_from(frame.current_line()?).ok()?;
-                (source != "strata").then_some((source, line))
-            })?
-        });
-        *self
-            .at
-            .lock()
-            .unwrap_or_else(std::sync::PoisonError::into_inner) = at;
-    }
-
-    fn tick(&self, lua: &Lua) -> mlua::Result<VmState> {
-        let state = self.check();
-        if state.is_err() && self.tripped_first.swap(false, Ordering::Relaxed) {
-            self.note_location(lua);
-        }
-        state
-    }
-
-    fn check(&self) -> mlua::Result<VmState> {
-        // A trip sticks: a script that caught the error meets it again at its next back-edge
-        // or call, until the callback has unwound to the host.
-        match self.tripped.load(Ordering::Relaxed) {
-            TRIP_INSTRUCTIONS => return Err(mlua::Error::runtime(INSTRUCTIONS_MESSAGE)),
-            TRIP_TIME => return Err(mlua::Error::runtime(TIME_MESSAGE)),
-            _ => {}
-        }
-        let count = self.interrupts.fetch_add(1, Ordering::Relaxed) + 1;
-        if count > self.limit.load(Ordering::Relaxed) {
-            self.tripped.store(TRIP_INSTRUCTIONS, Ordering::Relaxed);
-            return Err(mlua::Error::runtime(INSTRUCTIONS_MESSAGE));
-        }
-        // The clock is read every 1,024 interrupts: often enough for a deadline in seconds.
-        if count.is_multiple_of(1024) {
-            let deadline = self.deadline.load(Ordering::Relaxed);
-            let now = u64::try_from(self.epoch.elapsed().as_nanos()).unwrap_or(u64::MAX);
-            if deadline != u64::MAX && now > deadline {
-                self.tripped.store(TRIP_TIME, Ordering::Relaxed);
-                return Err(mlua::Error::runtime(TIME_MESSAGE));
-            }
-        }
-        Ok(VmState::Continue)
-    }
-}
+/// The chunk name of the game API's own Luau code: a trip is never located there.
+const HOST_CHUNK: &str = "strata";
 
 /// The globals a game VM removes.
 const REMOVED: [&str; 10] = [
@@ -208,9 +100,8 @@ pub(crate) fn new_vm(
     install(&lua, &globals)?;
     lua.sandbox(true)?;
     lua.set_memory_limit(budget.memory)?;
-    let meter = Arc::new(Meter::new());
-    let callback_meter = Arc::clone(&meter);
-    lua.set_interrupt(move |lua| callback_meter.tick(lua));
+    let meter = Arc::new(Meter::new(CLOCK_EVERY).with_host_chunk(HOST_CHUNK));
+    meter.install(&lua);
     // The base environment: the game API, with the standard libraries behind it.
     let base = lua.create_table()?;
     let meta = lua.create_table()?;

@@ -20,14 +20,14 @@ use shipyard::{
 
 use super::kinds::*;
 use super::{
-    ADD_REMOVE_SIZE, ADDED_B, BULK_SIZE, Big, CHANGED_SIZE, CHANGED_STRIDE, CLONE_SIZE,
-    ChangedWork, DESPAWN_SIZE, Data, EMPTY_SYSTEMS, ENTITY_SIZES, FRAG_KINDS, FRAG_PER_KIND, Heat,
-    JOIN_SIZES, PARALLEL_WRITE_SIZE, Position, REFERENCE_SIZES, Rotation, SMALL, Small, Spawn,
-    TAGGED, Tagged, Transform, Velocity, a, big, body, for_each_kind, fragment, is_small, position,
-    rayon_pool, rotation, schedule, tally, time_parallel_writes, velocity, written_groups,
+    ADDED_B, Big, CHANGED_STRIDE, Data, EMPTY_SYSTEMS, Heat, Position, Rotation, SMALL, Small,
+    Spawn, TAGGED, Tagged, Transform, Velocity, a, big, body, for_each_kind, is_small, position,
+    rayon_pool, rotation, schedule, tally, velocity, written_groups,
 };
-use crate::data::{ROLLBACK_CHURN, ROLLBACK_SIZE, rollback_destroyed, rollback_written};
-use crate::harness::Workload;
+use crate::data::spawn_fragment_kind;
+use crate::data::{ROLLBACK_CHURN, rollback_destroyed, rollback_written};
+use crate::head_to_head::Mechanism::{self, Does};
+use crate::head_to_head::{ChangedWork, Library, Work};
 
 /// The library name of these records.
 pub const LIBRARY: &str = "shipyard";
@@ -36,232 +36,186 @@ pub const LIBRARY: &str = "shipyard";
 /// a time, outside any other borrow, and no storage here is `!Send` or `!Sync`.
 const FREE_BORROW: &str = "nothing else borrows the world's storages";
 
-/// The `shipyard` workloads.
-pub fn workloads() -> Vec<Workload> {
-    let mut workloads = Vec::new();
-    for n in ENTITY_SIZES {
-        workloads.push(spawn(n));
-        workloads.push(spawn_batch(n));
-        workloads.push(iter2(n));
-    }
-    workloads.push(frag_iter());
-    workloads.push(add_remove(ADD_REMOVE_SIZE));
-    for (n_big, n_small) in JOIN_SIZES {
-        workloads.push(small_driver_join(n_big, n_small));
-    }
-    workloads.push(changed_filter(CHANGED_SIZE));
-    workloads.push(changed_filter_frames(CHANGED_SIZE));
-    workloads.push(despawn_respawn(DESPAWN_SIZE));
-    workloads.push(reference_cleanup(REFERENCE_SIZES.0, REFERENCE_SIZES.1));
-    workloads.push(world_clone(CLONE_SIZE));
-    workloads.push(world_clone_then_write(CLONE_SIZE));
-    workloads.push(parallel_write(PARALLEL_WRITE_SIZE));
-    workloads.push(bulk_spawn(BULK_SIZE));
-    workloads.push(bulk_set(BULK_SIZE));
-    workloads.push(bulk_remove(BULK_SIZE));
-    workloads.push(bulk_despawn(BULK_SIZE));
-    workloads.push(rollback_frame(ROLLBACK_SIZE));
-    workloads.push(schedule_workload());
-    workloads.push(frame_overhead());
-    workloads.into_iter().map(|w| w.library(LIBRARY)).collect()
-}
+/// `shipyard` in the head-to-head table.
+pub struct Shipyard;
 
-/// Spawns `n` entities one at a time through views borrowed once.
-fn spawn_each(world: &World, n: u64) {
-    let (mut entities, mut transforms, mut positions, mut rotations, mut velocities) = world
-        .borrow::<(
-            EntitiesViewMut<'_>,
-            ViewMut<'_, Transform>,
-            ViewMut<'_, Position>,
-            ViewMut<'_, Rotation>,
-            ViewMut<'_, Velocity>,
-        )>()
-        .expect(FREE_BORROW);
-    for i in 0..n {
-        black_box(entities.add_entity(
-            (
-                &mut transforms,
-                &mut positions,
-                &mut rotations,
-                &mut velocities,
+#[expect(
+    refining_impl_trait,
+    reason = "the routines name what they return, so the tests below can check it"
+)]
+impl Library for Shipyard {
+    const NAME: &'static str = LIBRARY;
+
+    fn mechanism(work: Work) -> Mechanism {
+        match work {
+            Work::Spawn => Does(
+                "EntitiesViewMut::add_entity per entity into 4 sparse sets (views borrowed once)",
             ),
-            body(i),
-        ));
-    }
-}
-
-fn spawn(n: u64) -> Workload {
-    Workload::new(
-        "spawn",
-        n,
-        "EntitiesViewMut::add_entity per entity into 4 sparse sets (views borrowed once)",
-        move |b| {
-            b.iter_with_setup(World::new, |world| spawn_each(world, n));
-        },
-    )
-}
-
-fn spawn_batch(n: u64) -> Workload {
-    Workload::new(
-        "spawn_batch",
-        n,
-        "World::bulk_add_entity (sparse sets reserved from the size hint)",
-        move |b| {
-            b.iter_with_setup(World::new, |world| {
-                world.bulk_add_entity((0..n).map(body)).count()
-            });
-        },
-    )
-}
-
-/// A world of `n` entities with the four components of `spawn`.
-fn bodies(n: u64) -> World {
-    let mut world = World::new();
-    world.bulk_add_entity((0..n).map(body)).for_each(drop);
-    world
-}
-
-/// The step of `iter2`: `Position += Velocity` over every entity with both.
-fn advance_all(world: &World) {
-    let (mut positions, velocities) = world
-        .borrow::<(ViewMut<'_, Position>, View<'_, Velocity>)>()
-        .expect(FREE_BORROW);
-    (&mut positions, &velocities)
-        .iter()
-        .for_each(|(position, velocity)| position.advance(velocity));
-}
-
-fn iter2(n: u64) -> Workload {
-    Workload::new(
-        "iter2",
-        n,
-        "(&mut ViewMut<Position>, &View<Velocity>).iter(): dense walk of two sparse sets in the same order (untracked)",
-        move |b| {
-            let world = bodies(n);
-            b.iter(|| advance_all(&world));
-        },
-    )
-}
-
-/// The world of `frag_iter`: 20 entities of each kind `A`..`Z`, each also with [`Data`].
-fn fragmented() -> World {
-    let mut world = World::new();
-    macro_rules! spawn_kind {
-        ($kind:ident, $world:expr) => {
-            $world
-                .bulk_add_entity((0..FRAG_PER_KIND).map(|i| {
-                    let (value, data) = fragment(i);
-                    ($kind(value), data)
-                }))
-                .for_each(drop);
-        };
-    }
-    for_each_kind!(spawn_kind, world);
-    world
-}
-
-/// The step of `frag_iter`: every [`Data`] negated.
-fn negate_all(world: &World) {
-    let mut data = world.borrow::<ViewMut<'_, Data>>().expect(FREE_BORROW);
-    (&mut data).iter().for_each(Data::negate);
-}
-
-fn frag_iter() -> Workload {
-    let n = FRAG_KINDS * FRAG_PER_KIND;
-    Workload::new(
-        "frag_iter",
-        n,
-        "(&mut ViewMut<Data>).iter(): one dense sparse set, the 26 kinds do not split it",
-        move |b| {
-            let world = fragmented();
-            b.iter(|| negate_all(&world));
-        },
-    )
-}
-
-/// A world of `n` entities with [`A`], and their ids.
-fn with_a(n: u64) -> (World, Vec<EntityId>) {
-    let mut world = World::new();
-    let ids = world.bulk_add_entity((0..n).map(a)).collect();
-    (world, ids)
-}
-
-/// The routine of `add_remove`: [`B`] added to every entity, then removed from every one.
-fn add_then_remove(world: &World, ids: &[EntityId]) -> u64 {
-    let (entities, mut bs) = world
-        .borrow::<(EntitiesView<'_>, ViewMut<'_, B>)>()
-        .expect(FREE_BORROW);
-    for &id in ids {
-        entities.add_component(id, &mut bs, ADDED_B);
-    }
-    let mut n_removed = 0;
-    for &id in ids {
-        n_removed += u64::from(shipyard::Delete::delete(&mut bs, id));
-    }
-    n_removed
-}
-
-fn add_remove(n: u64) -> Workload {
-    Workload::new(
-        "add_remove",
-        n,
-        "EntitiesView::add_component then Delete::delete per entity on the B sparse set (no archetype move)",
-        move |b| {
-            b.iter_with_setup(|| with_a(n), |(world, ids)| add_then_remove(world, ids));
-        },
-    )
-}
-
-/// The world of `small_driver_join`: `n_big` entities with [`Big`], `n_small` of them with
-/// [`Small`] too.
-fn joinable(n_big: u64, n_small: u64) -> World {
-    let mut world = World::new();
-    for i in 0..n_big {
-        if is_small(i, n_big, n_small) {
-            world.add_entity((big(i), SMALL));
-        } else {
-            world.add_entity(big(i));
+            Work::SpawnBatch => {
+                Does("World::bulk_add_entity (sparse sets reserved from the size hint)")
+            }
+            Work::Iter2 => Does(
+                "(&mut ViewMut<Position>, &View<Velocity>).iter(): dense walk of two sparse sets in the same order (untracked)",
+            ),
+            Work::FragIter => Does(
+                "(&mut ViewMut<Data>).iter(): one dense sparse set, the 26 kinds do not split it",
+            ),
+            Work::AddRemove => Does(
+                "EntitiesView::add_component then Delete::delete per entity on the B sparse set (no archetype move)",
+            ),
+            Work::SmallDriverJoin => Does(
+                "(&View<Big>, &View<Small>).iter(): the shorter set (Small) drives, Big looked up by sparse index",
+            ),
+            Work::ChangedFilter => Does(
+                "track_modification::<Position>, View::modified(): timestamp compare per row of the dense set; window reset with clear_all_modified",
+            ),
+            Work::ChangedFilterFrames => Does(
+                "per frame: clear_all_modified, then another 1% written through a tracked ViewMut (untimed), then View::modified() (timed): timestamp compare per row of the dense set; world spawned one entity at a time",
+            ),
+            Work::DespawnRespawn => Does(
+                "AllStorages::delete_entity per entity (every storage asked), then EntitiesViewMut::add_entity per entity reusing freed ids",
+            ),
+            Work::ReferenceCleanup => Does(
+                "no reference tracking in shipyard: AllStorages::delete_entity per target, then a scan of the holders clearing references that Entities::is_alive rejects",
+            ),
+            Work::WorldClone => Does(
+                "AllStorages::clone_storages_to: registered sparse sets and the entity list cloned whole",
+            ),
+            Work::WorldCloneThenWrite => Does(
+                "the clone of world_clone (AllStorages::clone_storages_to), then (&mut ViewMut<Position>).iter() writing x += 1 in place over the clone's dense array (untracked)",
+            ),
+            Work::ParallelWrite => Does(
+                "(&mut ViewMut<Heat>).par_iter() inside a 2-thread rayon pool's install: the dense array split by rayon's adaptive splitting (unindexed, not 4 fixed shares); writes in place, untracked storage",
+            ),
+            Work::BulkSpawn => Does(
+                "World::bulk_add_entity into a fresh world: 4 sparse sets reserved from the size hint, ids allocated in one block",
+            ),
+            Work::BulkSet => Does(
+                "(&View x4).iter().ids() collected, then SparseSet::reserve and EntitiesView::add_component per entity on the Tagged sparse set (no bulk add to existing entities in shipyard; no move of the other 4)",
+            ),
+            Work::BulkRemove => Does(
+                "(&View x4).iter().ids() collected, then Delete::delete per entity on the Tagged sparse set (swap-remove from its dense array; ViewMut::clear would empty the whole set, not a query's members)",
+            ),
+            Work::BulkDespawn => Does(
+                "(&View x4).iter().ids() collected, then AllStorages::delete_entity per entity (every storage asked, a swap-remove from each of the 4 sparse sets, id freed)",
+            ),
+            Work::RollbackFrame => Does(
+                "no snapshot in shipyard: the world cloned whole at the frame's start (world_clone's AllStorages::clone_storages_to), the frame's work done (ViewMut::get writes, add_entity, delete_entity), the clone put back in its place and the worked-on world dropped",
+            ),
+            Work::Schedule => Does(
+                "World::run_workload inside a 2-thread rayon pool's install: a workload of ab, cd and ce, each two ViewMut swapping in place (untracked storages); cd and ce both borrow C mutably, so the scheduler puts them in different batches",
+            ),
+            Work::FrameOverhead => Does(
+                "World::run_workload inside a 2-thread rayon pool's install: a workload of 100 systems that do nothing",
+            ),
         }
     }
-    world
-}
 
-/// The routine of `small_driver_join`: the sum of [`Big`] over the entities with both.
-fn join_sum(world: &World) -> f64 {
-    let (bigs, smalls) = world
-        .borrow::<(View<'_, Big>, View<'_, Small>)>()
-        .expect(FREE_BORROW);
-    (&bigs, &smalls)
-        .iter()
-        .fold(0.0, |sum, (big, _small)| sum + big.0)
-}
+    type Empty = World;
+    fn empty() -> World {
+        World::new()
+    }
+    /// Through views borrowed once.
+    fn spawn_each(world: &mut World, n: u64) {
+        let (mut entities, mut transforms, mut positions, mut rotations, mut velocities) = world
+            .borrow::<(
+                EntitiesViewMut<'_>,
+                ViewMut<'_, Transform>,
+                ViewMut<'_, Position>,
+                ViewMut<'_, Rotation>,
+                ViewMut<'_, Velocity>,
+            )>()
+            .expect(FREE_BORROW);
+        for i in 0..n {
+            black_box(entities.add_entity(
+                (
+                    &mut transforms,
+                    &mut positions,
+                    &mut rotations,
+                    &mut velocities,
+                ),
+                body(i),
+            ));
+        }
+    }
+    fn spawn_in_batch(world: &mut World, n: u64) -> usize {
+        world.bulk_add_entity((0..n).map(body)).count()
+    }
+    fn spawn_in_bulk(world: &mut World, n: u64) -> usize {
+        world.bulk_add_entity((0..n).map(body)).count()
+    }
 
-fn small_driver_join(n_big: u64, n_small: u64) -> Workload {
-    Workload::new(
-        "small_driver_join",
-        n_big,
-        "(&View<Big>, &View<Small>).iter(): the shorter set (Small) drives, Big looked up by sparse index",
-        move |b| {
-            let world = joinable(n_big, n_small);
-            b.iter(|| join_sum(&world));
-        },
-    )
-    .items(n_small)
-}
+    type Bodies = World;
+    fn bodies(n: u64) -> World {
+        let mut world = World::new();
+        world.bulk_add_entity((0..n).map(body)).for_each(drop);
+        world
+    }
+    fn advance_all(world: &mut World) {
+        let (mut positions, velocities) = world
+            .borrow::<(ViewMut<'_, Position>, View<'_, Velocity>)>()
+            .expect(FREE_BORROW);
+        (&mut positions, &velocities)
+            .iter()
+            .for_each(|(position, velocity)| position.advance(velocity));
+    }
 
-/// A view of the positions with modification tracking.
-type TrackedPositions<'a> = ViewMut<'a, Position, track::Modification>;
+    type Fragmented = World;
+    fn fragmented() -> World {
+        let mut world = World::new();
+        for_each_kind!(spawn_fragment_kind, world, bulk_add_entity);
+        world
+    }
+    fn negate_all(world: &mut World) {
+        let mut data = world.borrow::<ViewMut<'_, Data>>().expect(FREE_BORROW);
+        (&mut data).iter().for_each(Data::negate);
+    }
 
-/// The world of `changed_filter` and `changed_filter_frames`, with modification tracking
-/// switched on for [`Position`].
-struct ChangedFixture {
-    world: World,
-    /// The entities each frame writes, by `frame % CHANGED_STRIDE`: 1% of them, spread evenly.
-    written: Vec<Vec<EntityId>>,
-}
+    type WithA = (World, Vec<EntityId>);
+    /// The world and the entities' ids.
+    fn with_a(n: u64) -> Self::WithA {
+        let mut world = World::new();
+        let ids = world.bulk_add_entity((0..n).map(a)).collect();
+        (world, ids)
+    }
+    /// Returns how many lost `B`.
+    fn add_then_remove((world, ids): &mut Self::WithA) -> u64 {
+        let (entities, mut bs) = world
+            .borrow::<(EntitiesView<'_>, ViewMut<'_, B>)>()
+            .expect(FREE_BORROW);
+        for &id in ids.iter() {
+            entities.add_component(id, &mut bs, ADDED_B);
+        }
+        let mut n_removed = 0;
+        for &id in ids.iter() {
+            n_removed += u64::from(shipyard::Delete::delete(&mut bs, id));
+        }
+        n_removed
+    }
 
-impl ChangedFixture {
-    fn new(n: u64, spawn: Spawn) -> ChangedFixture {
+    type Joinable = World;
+    fn joinable(n_big: u64, n_small: u64) -> World {
+        let mut world = World::new();
+        for i in 0..n_big {
+            if is_small(i, n_big, n_small) {
+                world.add_entity((big(i), SMALL));
+            } else {
+                world.add_entity(big(i));
+            }
+        }
+        world
+    }
+    fn join_sum(world: &mut World) -> f64 {
+        let (bigs, smalls) = world
+            .borrow::<(View<'_, Big>, View<'_, Small>)>()
+            .expect(FREE_BORROW);
+        (&bigs, &smalls)
+            .iter()
+            .fold(0.0, |sum, (big, _small)| sum + big.0)
+    }
+
+    type Changed = ChangedFixture;
+    fn changed(n: u64, spawn: Spawn) -> ChangedFixture {
         let mut world = World::new();
         world.track_modification::<Position>();
         let ids: Vec<EntityId> = match spawn {
@@ -271,6 +225,221 @@ impl ChangedFixture {
         let written = written_groups(&ids);
         ChangedFixture { world, written }
     }
+
+    type Movers = (World, Vec<EntityId>);
+    /// The world and the entities' ids.
+    fn movers(n: u64) -> Self::Movers {
+        let mut world = World::new();
+        let ids = world
+            .bulk_add_entity((0..n).map(|i| (position(i), velocity(i))))
+            .collect();
+        (world, ids)
+    }
+    /// Every other entity deleted, then as many added.
+    fn despawn_then_respawn((world, ids): &mut Self::Movers) -> u64 {
+        let mut n_deleted = 0;
+        {
+            let mut all_storages = world.borrow::<AllStoragesViewMut<'_>>().expect(FREE_BORROW);
+            for &id in ids.iter().step_by(2) {
+                n_deleted += u64::from(all_storages.delete_entity(id));
+            }
+        }
+        let (mut entities, mut positions, mut velocities) = world
+            .borrow::<(
+                EntitiesViewMut<'_>,
+                ViewMut<'_, Position>,
+                ViewMut<'_, Velocity>,
+            )>()
+            .expect(FREE_BORROW);
+        for i in 0..n_deleted {
+            black_box(entities.add_entity(
+                (&mut positions, &mut velocities),
+                (position(i), velocity(i)),
+            ));
+        }
+        n_deleted
+    }
+
+    type Referencing = (World, Vec<EntityId>);
+    /// The world and the targets.
+    fn referencing(n_holders: u64, n_targets: u64) -> Self::Referencing {
+        let mut world = World::new();
+        let targets: Vec<EntityId> = world
+            .bulk_add_entity((0..n_targets).map(|_| Target))
+            .collect();
+        world
+            .bulk_add_entity((0..n_holders).map(|i| Holder {
+                target: Some(targets[(i % n_targets) as usize]),
+            }))
+            .for_each(drop);
+        (world, targets)
+    }
+    /// The targets deleted, then every holder scanned and its reference cleared where the
+    /// target is gone; returns the references cleared.
+    fn destroy_targets((world, targets): &mut Self::Referencing) -> u64 {
+        {
+            let mut all_storages = world.borrow::<AllStoragesViewMut<'_>>().expect(FREE_BORROW);
+            for &target in targets.iter() {
+                all_storages.delete_entity(target);
+            }
+        }
+        let (entities, mut holders) = world
+            .borrow::<(EntitiesView<'_>, ViewMut<'_, Holder>)>()
+            .expect(FREE_BORROW);
+        let mut n_cleared = 0;
+        for holder in (&mut holders).iter() {
+            if holder
+                .target
+                .is_some_and(|target| !entities.is_alive(target))
+            {
+                holder.target = None;
+                n_cleared += 1;
+            }
+        }
+        n_cleared
+    }
+
+    type Cloneable = World;
+    fn cloneable(n: u64) -> World {
+        clone_source(n)
+    }
+    fn clone_world(world: &mut World) -> World {
+        clone_world(world)
+    }
+
+    type Copyable = World;
+    fn copyable(n: u64) -> World {
+        clone_source(n)
+    }
+    /// Returns the clone, so its drop is not timed.
+    fn clone_then_write(world: &mut World) -> World {
+        let cloned = clone_world(world);
+        {
+            let mut positions = cloned.borrow::<ViewMut<'_, Position>>().expect(FREE_BORROW);
+            (&mut positions).iter().for_each(Position::nudge);
+        }
+        cloned
+    }
+
+    type Heated = (rayon::ThreadPool, World);
+    /// The pool of [`super::PARALLEL_THREADS`] threads, and `n` entities with [`Heat`] 0 (an
+    /// untracked storage).
+    fn heated(n: u64) -> Self::Heated {
+        let pool = rayon_pool();
+        let mut world = World::new();
+        world
+            .bulk_add_entity((0..n).map(|_| Heat(0.0)))
+            .for_each(drop);
+        (pool, world)
+    }
+    /// `value` written into every [`Heat`] in place by shipyard's parallel iterator, which
+    /// rayon splits over the pool as it sees fit (shipyard's iterator is unindexed, so the
+    /// split cannot be fixed to the writers' shares).
+    fn write_in_parallel((pool, world): &mut Self::Heated, value: f64) {
+        let mut heats = world.borrow::<ViewMut<'_, Heat>>().expect(FREE_BORROW);
+        pool.install(|| {
+            (&mut heats).par_iter().for_each(|heat| heat.0 = value);
+        });
+    }
+
+    type Bulk = World;
+    fn bulk_bodies(n: u64) -> World {
+        Self::bodies(n)
+    }
+    fn tagged_bodies(n: u64) -> World {
+        let mut world = World::new();
+        world
+            .bulk_add_entity((0..n).map(|i| {
+                let (t, p, r, v) = body(i);
+                (t, p, r, v, TAGGED)
+            }))
+            .for_each(drop);
+        world
+    }
+    /// The members collected, the [`Tagged`] sparse set reserved for them, then [`Tagged`]
+    /// added to each ([`TAGGED`]); returns how many were tagged.
+    fn tag_all(world: &mut World) -> usize {
+        let members = body_members(world);
+        let (entities, mut tags) = world
+            .borrow::<(EntitiesView<'_>, ViewMut<'_, Tagged>)>()
+            .expect(FREE_BORROW);
+        tags.reserve(members.len());
+        for &id in &members {
+            entities.add_component(id, &mut tags, TAGGED);
+        }
+        members.len()
+    }
+    /// Returns how many lost [`Tagged`].
+    fn untag_all(world: &mut World) -> u64 {
+        let members = body_members(world);
+        let mut tags = world.borrow::<ViewMut<'_, Tagged>>().expect(FREE_BORROW);
+        let mut n_untagged = 0;
+        for &id in &members {
+            n_untagged += u64::from(shipyard::Delete::delete(&mut tags, id));
+        }
+        n_untagged
+    }
+    /// Each member deleted with all its components; returns how many were deleted.
+    fn despawn_all(world: &mut World) -> u64 {
+        let members = body_members(world);
+        let mut all_storages = world.borrow::<AllStoragesViewMut<'_>>().expect(FREE_BORROW);
+        let mut n_deleted = 0;
+        for &id in &members {
+            n_deleted += u64::from(all_storages.delete_entity(id));
+        }
+        n_deleted
+    }
+
+    type Rollback = (World, Vec<EntityId>);
+    /// The world, its storages registered for cloning, and its bodies.
+    fn rollback_world(n: u64) -> Self::Rollback {
+        let mut world = World::new();
+        let ids: Vec<EntityId> = world
+            .bulk_add_entity((0..n).map(|i| (position(i), rotation(i), velocity(i))))
+            .collect();
+        register_body_clones(&mut world);
+        (world, ids)
+    }
+    /// The world cloned whole, the frame's work on it, the clone put in its place (the
+    /// worked-on world dropped).
+    fn rollback_once((world, ids): &mut Self::Rollback) -> (u64, u64, u64) {
+        // The clone's storages are registered for the next frame's clone.
+        let mut saved = clone_world(world);
+        register_body_clones(&mut saved);
+        let done = rollback_work(world, ids);
+        *world = saved;
+        done
+    }
+
+    /// The world, its workload's name, and the pool the workload runs in.
+    type Frame = (rayon::ThreadPool, World, &'static str);
+    fn swapping(group: u64) -> Self::Frame {
+        let pool = rayon_pool();
+        let world = schedule_groups(group);
+        add_swapping(&world);
+        (pool, world, "schedule")
+    }
+    fn idle() -> Self::Frame {
+        let pool = rayon_pool();
+        let world = World::new();
+        add_repeated(&world, empty);
+        (pool, world, "empty")
+    }
+    fn run_frame((pool, world, name): &mut Self::Frame) {
+        pool.install(|| world.run_workload(*name))
+            .expect(FREE_BORROW);
+    }
+}
+
+/// A view of the positions with modification tracking.
+type TrackedPositions<'a> = ViewMut<'a, Position, track::Modification>;
+
+/// The world of `changed_filter` and `changed_filter_frames`, with modification tracking
+/// switched on for [`Position`].
+pub struct ChangedFixture {
+    world: World,
+    /// The entities each frame writes, by `frame % CHANGED_STRIDE`: 1% of them, spread evenly.
+    written: Vec<Vec<EntityId>>,
 }
 
 impl ChangedWork for ChangedFixture {
@@ -301,70 +470,6 @@ impl ChangedWork for ChangedFixture {
     }
 }
 
-fn changed_filter(n: u64) -> Workload {
-    super::changed_filter(
-        n,
-        "track_modification::<Position>, View::modified(): timestamp compare per row of the dense set; window reset with clear_all_modified",
-        ChangedFixture::new,
-    )
-}
-
-fn changed_filter_frames(n: u64) -> Workload {
-    super::changed_filter_frames(
-        n,
-        "per frame: clear_all_modified, then another 1% written through a tracked ViewMut (untimed), then View::modified() (timed): timestamp compare per row of the dense set; world spawned one entity at a time",
-        ChangedFixture::new,
-    )
-}
-
-/// A world of `n` entities with [`Position`] and [`Velocity`], and their ids.
-fn movers(n: u64) -> (World, Vec<EntityId>) {
-    let mut world = World::new();
-    let ids = world
-        .bulk_add_entity((0..n).map(|i| (position(i), velocity(i))))
-        .collect();
-    (world, ids)
-}
-
-/// The routine of `despawn_respawn`: every other entity deleted, then as many added.
-fn despawn_then_respawn(world: &World, ids: &[EntityId]) -> u64 {
-    let mut n_deleted = 0;
-    {
-        let mut all_storages = world.borrow::<AllStoragesViewMut<'_>>().expect(FREE_BORROW);
-        for &id in ids.iter().step_by(2) {
-            n_deleted += u64::from(all_storages.delete_entity(id));
-        }
-    }
-    let (mut entities, mut positions, mut velocities) = world
-        .borrow::<(
-            EntitiesViewMut<'_>,
-            ViewMut<'_, Position>,
-            ViewMut<'_, Velocity>,
-        )>()
-        .expect(FREE_BORROW);
-    for i in 0..n_deleted {
-        black_box(entities.add_entity(
-            (&mut positions, &mut velocities),
-            (position(i), velocity(i)),
-        ));
-    }
-    n_deleted
-}
-
-fn despawn_respawn(n: u64) -> Workload {
-    Workload::new(
-        "despawn_respawn",
-        n,
-        "AllStorages::delete_entity per entity (every storage asked), then EntitiesViewMut::add_entity per entity reusing freed ids",
-        move |b| {
-            b.iter_with_setup(
-                || movers(n),
-                |(world, ids)| despawn_then_respawn(world, ids),
-            );
-        },
-    )
-}
-
 /// A holder's reference to a target, cleared when the target is gone.
 #[derive(Debug, Clone, Copy, PartialEq, shipyard::Component)]
 struct Holder {
@@ -375,72 +480,14 @@ struct Holder {
 #[derive(Debug, Clone, Copy, PartialEq, shipyard::Component)]
 struct Target;
 
-/// The world of `reference_cleanup`: `n_targets` targets and `n_holders` holders, holder `i`
-/// referring to target `i % n_targets`; returns the world and the targets.
-fn referencing(n_holders: u64, n_targets: u64) -> (World, Vec<EntityId>) {
-    let mut world = World::new();
-    let targets: Vec<EntityId> = world
-        .bulk_add_entity((0..n_targets).map(|_| Target))
-        .collect();
-    world
-        .bulk_add_entity((0..n_holders).map(|i| Holder {
-            target: Some(targets[(i % n_targets) as usize]),
-        }))
-        .for_each(drop);
-    (world, targets)
-}
-
-/// The routine of `reference_cleanup`: the targets deleted, then every holder scanned and its
-/// reference cleared where the target is gone; returns the references cleared.
-fn destroy_targets(world: &World, targets: &[EntityId]) -> u64 {
-    {
-        let mut all_storages = world.borrow::<AllStoragesViewMut<'_>>().expect(FREE_BORROW);
-        for &target in targets {
-            all_storages.delete_entity(target);
-        }
-    }
-    let (entities, mut holders) = world
-        .borrow::<(EntitiesView<'_>, ViewMut<'_, Holder>)>()
-        .expect(FREE_BORROW);
-    let mut n_cleared = 0;
-    for holder in (&mut holders).iter() {
-        if holder
-            .target
-            .is_some_and(|target| !entities.is_alive(target))
-        {
-            holder.target = None;
-            n_cleared += 1;
-        }
-    }
-    n_cleared
-}
-
-fn reference_cleanup(n_holders: u64, n_targets: u64) -> Workload {
-    Workload::new(
-        "reference_cleanup",
-        n_holders,
-        "no reference tracking in shipyard: AllStorages::delete_entity per target, then a scan of the holders clearing references that Entities::is_alive rejects",
-        move |b| {
-            b.iter_with_setup(
-                || referencing(n_holders, n_targets),
-                |(world, targets)| destroy_targets(world, targets),
-            );
-        },
-    )
-}
-
 /// The world of `world_clone`: `n` entities with [`Position`], [`Rotation`] and [`Velocity`],
 /// their storages registered for cloning.
-fn cloneable(n: u64) -> World {
+fn clone_source(n: u64) -> World {
     let mut world = World::new();
     world
         .bulk_add_entity((0..n).map(|i| (position(i), rotation(i), velocity(i))))
         .for_each(drop);
-    world.register_clone::<(
-        SparseSet<Position>,
-        SparseSet<Rotation>,
-        SparseSet<Velocity>,
-    )>();
+    register_body_clones(&mut world);
     world
 }
 
@@ -456,39 +503,13 @@ fn clone_world(world: &World) -> World {
     cloned
 }
 
-fn world_clone(n: u64) -> Workload {
-    Workload::new(
-        "world_clone",
-        n,
-        "AllStorages::clone_storages_to: registered sparse sets and the entity list cloned whole",
-        move |b| {
-            let world = cloneable(n);
-            b.iter(|| clone_world(&world));
-        },
-    )
-}
-
-/// The routine of `world_clone_then_write`: a clone of `world`, then every Position of the
-/// clone nudged; returns the clone, so its drop is not timed.
-fn clone_then_write(world: &World) -> World {
-    let cloned = clone_world(world);
-    {
-        let mut positions = cloned.borrow::<ViewMut<'_, Position>>().expect(FREE_BORROW);
-        (&mut positions).iter().for_each(Position::nudge);
-    }
-    cloned
-}
-
-fn world_clone_then_write(n: u64) -> Workload {
-    Workload::new(
-        "world_clone_then_write",
-        n,
-        "the clone of world_clone (AllStorages::clone_storages_to), then (&mut ViewMut<Position>).iter() writing x += 1 in place over the clone's dense array (untracked)",
-        move |b| {
-            let world = cloneable(n);
-            b.iter(|| clone_then_write(&world));
-        },
-    )
+/// Registers the storages of the bodies of `world_clone` and `rollback_frame` for cloning.
+fn register_body_clones(world: &mut World) {
+    world.register_clone::<(
+        SparseSet<Position>,
+        SparseSet<Rotation>,
+        SparseSet<Velocity>,
+    )>();
 }
 
 /// The frame of `rollback_frame` on `world`, whose first bodies are `ids`: every written
@@ -517,73 +538,6 @@ fn rollback_work(world: &mut World, ids: &[EntityId]) -> (u64, u64, u64) {
     (written, ROLLBACK_CHURN, deleted)
 }
 
-/// One sample of `rollback_frame`: the world cloned whole, the frame's work on it, the clone
-/// put in its place (the worked-on world dropped).
-fn rollback_once(world: &mut World, ids: &[EntityId]) -> (u64, u64, u64) {
-    // The clone's storages are registered for the next frame's clone.
-    let mut saved = clone_world(world);
-    saved.register_clone::<(
-        SparseSet<Position>,
-        SparseSet<Rotation>,
-        SparseSet<Velocity>,
-    )>();
-    let done = rollback_work(world, ids);
-    *world = saved;
-    done
-}
-
-fn rollback_frame(n: u64) -> Workload {
-    Workload::new(
-        "rollback_frame",
-        n,
-        "no snapshot in shipyard: the world cloned whole at the frame's start (world_clone's AllStorages::clone_storages_to), the frame's work done (ViewMut::get writes, add_entity, delete_entity), the clone put back in its place and the worked-on world dropped",
-        move |b| {
-            let mut world = World::new();
-            let ids: Vec<EntityId> = world
-                .bulk_add_entity((0..n).map(|i| (position(i), rotation(i), velocity(i))))
-                .collect();
-            world.register_clone::<(
-                SparseSet<Position>,
-                SparseSet<Rotation>,
-                SparseSet<Velocity>,
-            )>();
-            b.iter(|| rollback_once(&mut world, &ids));
-        },
-    )
-}
-
-/// A world of `n` entities with [`Heat`] 0 (an untracked storage).
-fn heated(n: u64) -> World {
-    let mut world = World::new();
-    world
-        .bulk_add_entity((0..n).map(|_| Heat(0.0)))
-        .for_each(drop);
-    world
-}
-
-/// The routine of `parallel_write`: `value` written into every [`Heat`] in place by shipyard's
-/// parallel iterator, which rayon splits over `pool` as it sees fit (shipyard's iterator is
-/// unindexed, so the split cannot be fixed to the writers' shares).
-fn write_in_parallel(world: &World, pool: &rayon::ThreadPool, value: f64) {
-    let mut heats = world.borrow::<ViewMut<'_, Heat>>().expect(FREE_BORROW);
-    pool.install(|| {
-        (&mut heats).par_iter().for_each(|heat| heat.0 = value);
-    });
-}
-
-fn parallel_write(n: u64) -> Workload {
-    Workload::new(
-        "parallel_write",
-        n,
-        "(&mut ViewMut<Heat>).par_iter() inside a 2-thread rayon pool's install: the dense array split by rayon's adaptive splitting (unindexed, not 4 fixed shares); writes in place, untracked storage",
-        move |b| {
-            let pool = rayon_pool();
-            let world = heated(n);
-            time_parallel_writes(b, |value| write_in_parallel(&world, &pool, value));
-        },
-    )
-}
-
 /// The members of the query of the `bulk_` workloads: the entities carrying all four
 /// components of `spawn`, in the query's order.
 fn body_members(world: &World) -> Vec<EntityId> {
@@ -599,103 +553,6 @@ fn body_members(world: &World) -> Vec<EntityId> {
         .iter()
         .ids()
         .collect()
-}
-
-fn bulk_spawn(n: u64) -> Workload {
-    Workload::new(
-        "bulk_spawn",
-        n,
-        "World::bulk_add_entity into a fresh world: 4 sparse sets reserved from the size hint, ids allocated in one block",
-        move |b| {
-            b.iter_with_setup(World::new, |world| {
-                world.bulk_add_entity((0..n).map(body)).count()
-            });
-        },
-    )
-}
-
-/// The routine of `bulk_set`: the query's members collected, the [`Tagged`] sparse set
-/// reserved for them, then [`Tagged`] added to each ([`TAGGED`]); returns how
-/// many were tagged.
-fn tag_all(world: &World) -> usize {
-    let members = body_members(world);
-    let (entities, mut tags) = world
-        .borrow::<(EntitiesView<'_>, ViewMut<'_, Tagged>)>()
-        .expect(FREE_BORROW);
-    tags.reserve(members.len());
-    for &id in &members {
-        entities.add_component(id, &mut tags, TAGGED);
-    }
-    members.len()
-}
-
-fn bulk_set(n: u64) -> Workload {
-    Workload::new(
-        "bulk_set",
-        n,
-        "(&View x4).iter().ids() collected, then SparseSet::reserve and EntitiesView::add_component per entity on the Tagged sparse set (no bulk add to existing entities in shipyard; no move of the other 4)",
-        move |b| {
-            b.iter_with_setup(|| bodies(n), |world| tag_all(world));
-        },
-    )
-}
-
-/// A world of `n` bodies that all carry [`Tagged`] too ([`TAGGED`]).
-fn tagged_bodies(n: u64) -> World {
-    let mut world = World::new();
-    world
-        .bulk_add_entity((0..n).map(|i| {
-            let (t, p, r, v) = body(i);
-            (t, p, r, v, TAGGED)
-        }))
-        .for_each(drop);
-    world
-}
-
-/// The routine of `bulk_remove`: the query's members collected, then [`Tagged`] deleted from
-/// each; returns how many lost it.
-fn untag_all(world: &World) -> u64 {
-    let members = body_members(world);
-    let mut tags = world.borrow::<ViewMut<'_, Tagged>>().expect(FREE_BORROW);
-    let mut n_untagged = 0;
-    for &id in &members {
-        n_untagged += u64::from(shipyard::Delete::delete(&mut tags, id));
-    }
-    n_untagged
-}
-
-fn bulk_remove(n: u64) -> Workload {
-    Workload::new(
-        "bulk_remove",
-        n,
-        "(&View x4).iter().ids() collected, then Delete::delete per entity on the Tagged sparse set (swap-remove from its dense array; ViewMut::clear would empty the whole set, not a query's members)",
-        move |b| {
-            b.iter_with_setup(|| tagged_bodies(n), |world| untag_all(world));
-        },
-    )
-}
-
-/// The routine of `bulk_despawn`: the query's members collected, then each deleted with all
-/// its components; returns how many were deleted.
-fn despawn_all(world: &World) -> u64 {
-    let members = body_members(world);
-    let mut all_storages = world.borrow::<AllStoragesViewMut<'_>>().expect(FREE_BORROW);
-    let mut n_deleted = 0;
-    for &id in &members {
-        n_deleted += u64::from(all_storages.delete_entity(id));
-    }
-    n_deleted
-}
-
-fn bulk_despawn(n: u64) -> Workload {
-    Workload::new(
-        "bulk_despawn",
-        n,
-        "(&View x4).iter().ids() collected, then AllStorages::delete_entity per entity (every storage asked, a swap-remove from each of the 4 sparse sets, id freed)",
-        move |b| {
-            b.iter_with_setup(|| bodies(n), |world| despawn_all(world));
-        },
-    )
 }
 
 fn ab(mut a: ViewMut<'_, schedule::A>, mut b: ViewMut<'_, schedule::B>) {
@@ -748,24 +605,6 @@ fn add_swapping(world: &World) {
     }
 }
 
-fn schedule_workload() -> Workload {
-    let group = schedule::GROUP;
-    Workload::new(
-        "schedule",
-        4 * group,
-        "World::run_workload inside a 2-thread rayon pool's install: a workload of ab, cd and ce, each two ViewMut swapping in place (untracked storages); cd and ce both borrow C mutably, so the scheduler puts them in different batches",
-        move |b| {
-            let pool = rayon_pool();
-            let world = schedule_groups(group);
-            add_swapping(&world);
-            b.iter(|| {
-                pool.install(|| world.run_workload("schedule"))
-                    .expect(FREE_BORROW)
-            });
-        },
-    )
-}
-
 fn empty() {}
 
 /// Adds a workload of [`EMPTY_SYSTEMS`] instances of `system` to `world`, as "empty".
@@ -779,27 +618,9 @@ fn add_repeated<B, R>(world: &World, system: impl IntoWorkloadSystem<B, R> + Cop
     }
 }
 
-fn frame_overhead() -> Workload {
-    Workload::new(
-        "frame_overhead",
-        EMPTY_SYSTEMS,
-        "World::run_workload inside a 2-thread rayon pool's install: a workload of 100 systems that do nothing",
-        move |b| {
-            let pool = rayon_pool();
-            let world = World::new();
-            add_repeated(&world, empty);
-            b.iter(|| {
-                pool.install(|| world.run_workload("empty"))
-                    .expect(FREE_BORROW)
-            });
-        },
-    )
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::peers::written_tally;
 
     #[test]
     fn a_rollback_frame_does_the_work_then_puts_the_world_back() {
@@ -807,13 +628,11 @@ mod tests {
         let ids: Vec<EntityId> = world
             .bulk_add_entity((0..2_000).map(|i| (position(i), rotation(i), velocity(i))))
             .collect();
-        world.register_clone::<(
-            SparseSet<Position>,
-            SparseSet<Rotation>,
-            SparseSet<Velocity>,
-        )>();
+        register_body_clones(&mut world);
+        let mut fixture = (world, ids);
         for _ in 0..2 {
-            assert_eq!(rollback_once(&mut world, &ids), (20, 100, 100));
+            assert_eq!(Shipyard::rollback_once(&mut fixture), (20, 100, 100));
+            let (world, ids) = &fixture;
             let positions = world.borrow::<View<'_, Position>>().expect(FREE_BORROW);
             assert_eq!(positions.len(), 2_000);
             assert_eq!(*positions.get(ids[0]).unwrap(), position(0));
@@ -823,16 +642,16 @@ mod tests {
 
     #[test]
     fn spawn_each_spawns_every_entity() {
-        let world = World::new();
-        spawn_each(&world, 100);
+        let mut world = World::new();
+        Shipyard::spawn_each(&mut world, 100);
         let positions = world.borrow::<View<'_, Position>>().expect(FREE_BORROW);
         assert_eq!(positions.len(), 100);
     }
 
     #[test]
     fn iter2_advances_every_position() {
-        let world = bodies(100);
-        advance_all(&world);
+        let mut world = Shipyard::bodies(100);
+        Shipyard::advance_all(&mut world);
         let mut expected = position(7);
         expected.advance(&velocity(7));
         let positions = world.borrow::<View<'_, Position>>().expect(FREE_BORROW);
@@ -842,9 +661,9 @@ mod tests {
 
     #[test]
     fn frag_iter_has_520_data() {
-        let world = fragmented();
+        let mut world = Shipyard::fragmented();
         for run in 1..=3 {
-            negate_all(&world);
+            Shipyard::negate_all(&mut world);
             let expected = if run % 2 == 1 { -1.0 } else { 1.0 };
             let data = world.borrow::<View<'_, Data>>().expect(FREE_BORROW);
             assert!(data.iter().all(|d| d.0 == expected), "run {run}");
@@ -855,8 +674,9 @@ mod tests {
 
     #[test]
     fn add_remove_leaves_no_b() {
-        let (world, ids) = with_a(1000);
-        assert_eq!(add_then_remove(&world, &ids), 1000);
+        let mut fixture = Shipyard::with_a(1000);
+        assert_eq!(Shipyard::add_then_remove(&mut fixture), 1000);
+        let (world, _) = &fixture;
         let (a, b) = world
             .borrow::<(View<'_, A>, View<'_, B>)>()
             .expect(FREE_BORROW);
@@ -865,40 +685,28 @@ mod tests {
 
     #[test]
     fn join_visits_only_the_small_set() {
-        let world = joinable(20_000, 200);
+        let mut world = Shipyard::joinable(20_000, 200);
         let expected: f64 = (0..20_000_u64)
             .filter(|&i| is_small(i, 20_000, 200))
             .map(|i| big(i).0)
             .sum();
-        assert_eq!(join_sum(&world), expected);
-    }
-
-    #[test]
-    fn changed_filter_sees_exactly_the_writes_of_each_sample() {
-        for spawn in [Spawn::Batch, Spawn::OneByOne] {
-            let mut fixture = ChangedFixture::new(10_000, spawn);
-            assert_eq!(fixture.visit().0, 0);
-            for frame in 0..3 {
-                fixture.write(frame);
-                assert_eq!(fixture.visit(), written_tally(10_000, frame));
-                // The window runs from the last clear, so a second visit sees the same rows.
-                assert_eq!(fixture.visit(), written_tally(10_000, frame));
-            }
-        }
+        assert_eq!(Shipyard::join_sum(&mut world), expected);
     }
 
     #[test]
     fn despawn_respawn_keeps_the_count() {
-        let (world, ids) = movers(1000);
-        assert_eq!(despawn_then_respawn(&world, &ids), 500);
+        let mut fixture = Shipyard::movers(1000);
+        assert_eq!(Shipyard::despawn_then_respawn(&mut fixture), 500);
+        let (world, _) = &fixture;
         let positions = world.borrow::<View<'_, Position>>().expect(FREE_BORROW);
         assert_eq!(positions.len(), 1000);
     }
 
     #[test]
     fn reference_cleanup_clears_every_reference() {
-        let (world, targets) = referencing(1000, 10);
-        assert_eq!(destroy_targets(&world, &targets), 1000);
+        let mut fixture = Shipyard::referencing(1000, 10);
+        assert_eq!(Shipyard::destroy_targets(&mut fixture), 1000);
+        let (world, targets) = &fixture;
         let (entities, holders) = world
             .borrow::<(EntitiesView<'_>, View<'_, Holder>)>()
             .expect(FREE_BORROW);
@@ -909,7 +717,7 @@ mod tests {
 
     #[test]
     fn world_clone_keeps_ids_and_values() {
-        let world = cloneable(1000);
+        let world = clone_source(1000);
         let cloned = clone_world(&world);
         let (entities, positions, rotations, velocities) = world
             .borrow::<(
@@ -938,8 +746,8 @@ mod tests {
 
     #[test]
     fn world_clone_then_write_writes_every_position_of_the_clone_only() {
-        let world = cloneable(1000);
-        let cloned = clone_then_write(&world);
+        let mut world = clone_source(1000);
+        let cloned = Shipyard::clone_then_write(&mut world);
         let (positions, rotations) = world
             .borrow::<(View<'_, Position>, View<'_, Rotation>)>()
             .expect(FREE_BORROW);
@@ -958,8 +766,9 @@ mod tests {
 
     #[test]
     fn parallel_write_writes_every_heat() {
-        let world = heated(10_000);
-        write_in_parallel(&world, &rayon_pool(), 1.0);
+        let mut fixture = Shipyard::heated(10_000);
+        Shipyard::write_in_parallel(&mut fixture, 1.0);
+        let (_, world) = &fixture;
         let heats = world.borrow::<View<'_, Heat>>().expect(FREE_BORROW);
         assert_eq!(heats.len(), 10_000);
         assert!(heats.iter().all(|h| h.0 == 1.0));
@@ -977,8 +786,8 @@ mod tests {
 
     #[test]
     fn bulk_set_tags_every_body_with_its_value() {
-        let world = bodies(1000);
-        assert_eq!(tag_all(&world), 1000);
+        let mut world = Shipyard::bodies(1000);
+        assert_eq!(Shipyard::tag_all(&mut world), 1000);
         let (positions, tags) = world
             .borrow::<(View<'_, Position>, View<'_, Tagged>)>()
             .expect(FREE_BORROW);
@@ -991,8 +800,8 @@ mod tests {
 
     #[test]
     fn bulk_remove_untags_every_body_and_keeps_it() {
-        let world = tagged_bodies(1000);
-        assert_eq!(untag_all(&world), 1000);
+        let mut world = Shipyard::tagged_bodies(1000);
+        assert_eq!(Shipyard::untag_all(&mut world), 1000);
         let tags = world.borrow::<View<'_, Tagged>>().expect(FREE_BORROW);
         assert!(tags.is_empty());
         drop(tags);
@@ -1001,9 +810,9 @@ mod tests {
 
     #[test]
     fn bulk_despawn_empties_the_world() {
-        let world = bodies(1000);
+        let mut world = Shipyard::bodies(1000);
         let members = body_members(&world);
-        assert_eq!(despawn_all(&world), 1000);
+        assert_eq!(Shipyard::despawn_all(&mut world), 1000);
         assert!(body_members(&world).is_empty());
         let entities = world.borrow::<EntitiesView<'_>>().expect(FREE_BORROW);
         assert!(members.iter().all(|id| !entities.is_alive(*id)));

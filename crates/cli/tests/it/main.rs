@@ -6,3 +6,4 @@ mod cli;
 mod codegen;
 mod guides;
 mod places;
+mod schema_cli;

@@ -30,12 +30,9 @@ pub(crate) struct LaneShuffle {
 /// The longest a job is held before it starts.
 const LONGEST_STALL: Duration = Duration::from_micros(300);
 
-/// splitmix64's finaliser: a well-mixed 64-bit value from any input.
-fn mix(mut z: u64) -> u64 {
-    z = z.wrapping_add(0x9e37_79b9_7f4a_7c15);
-    z = (z ^ (z >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
-    z = (z ^ (z >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
-    z ^ (z >> 31)
+/// One splitmix64 step: a well-mixed 64-bit value from any input.
+fn mix(z: u64) -> u64 {
+    strata_mix::splitmix64(z)
 }
 
 impl LaneShuffle {

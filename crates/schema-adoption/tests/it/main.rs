@@ -4,7 +4,6 @@
 
 mod adoption_model;
 mod cache;
-mod cli;
 mod constructors;
 mod conversions;
 mod former_names;
