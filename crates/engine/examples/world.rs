@@ -116,7 +116,8 @@ fn systems(world: &mut World, ids: &Ids) -> Result<Arc<AtomicUsize>, Box<dyn std
             })?;
             Ok(())
         })
-        .writes(velocity, v),
+        .writes(velocity, v)
+        .reads(health),
     )?;
 
     // A fixed-step system: 0.1 s per step, at most 4 steps a frame.

@@ -47,6 +47,14 @@ pub enum WorldError {
         /// The field.
         field: FieldId,
     },
+    /// A parallel system read a component it did not declare (see `SystemSpec::reads`).
+    #[error(
+        "the system did not declare reads of `{component}` (declare it with SystemSpec::reads, or write one of its fields)"
+    )]
+    UndeclaredRead {
+        /// The component, by name.
+        component: String,
+    },
     /// A pass would write a field that can hold references: references are written one at a
     /// time, each checked against the hierarchy.
     #[error(

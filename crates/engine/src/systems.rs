@@ -5,9 +5,10 @@
 //! overlay to write).
 //!
 //! Invariant: a parallel system writes only through its overlay, and only the fields it
-//! declared ([`SystemSpec::writes`]); anything else it asks for is refused with a typed error and
-//! records nothing. Its reads see the state established before its group began, and its own
-//! writes.
+//! declared ([`SystemSpec::writes`]); it reads only the components it declared it reads
+//! ([`SystemSpec::reads`]) or writes. Anything else it asks for is refused with a typed error
+//! and records nothing. Its reads see the state established before its group began, and its
+//! own writes.
 
 use std::ops::{Deref, DerefMut};
 
@@ -76,6 +77,8 @@ pub(crate) struct Body {
     pub(crate) reads: Vec<ComponentId>,
     /// Whether a parallel body may write any field (see [`SystemSpec::writes_any_field`]).
     pub(crate) any_write: bool,
+    /// Whether a parallel body may read any component (see [`SystemSpec::reads_anything`]).
+    pub(crate) any_read: bool,
 }
 
 impl Body {
@@ -139,7 +142,8 @@ impl SystemSpec {
     /// A parallel system: `run` reads the state established before its group began and writes
     /// through its own overlay, on a lane beside the parallel systems scheduled next to it;
     /// the writes commit in scheduled order after the group. Declare every field it writes with
-    /// [`SystemSpec::writes`].
+    /// [`SystemSpec::writes`], and every other component whose values it reads (or whose
+    /// changes a query of it filters on) with [`SystemSpec::reads`].
     pub fn parallel(
         name: &str,
         run: impl FnMut(&mut ParCtx<'_>) -> SystemResult + Send + 'static,
@@ -157,6 +161,7 @@ impl SystemSpec {
                     writes: Vec::new(),
                     reads: Vec::new(),
                     any_write: false,
+                    any_read: false,
                 },
             ),
         }
@@ -210,7 +215,12 @@ impl SystemSpec {
         self
     }
 
-    /// Declares that the system reads `component` (shown in the schedule's dump).
+    /// Declares that the system reads `component`: any of its fields, and its change ticks
+    /// (a query's `with` and `changed` terms). A parallel system may read only the components
+    /// it declares here or writes a field of; other reads are refused
+    /// ([`WorldError::UndeclaredRead`]). A query's `without` terms and the hierarchy need no
+    /// declaration: nothing structural changes while parallel systems run. Shown in the
+    /// schedule's dump for serial systems too.
     pub fn reads(mut self, component: ComponentId) -> Self {
         let body = self.system.body_mut();
         if !body.reads.contains(&component) {
@@ -233,6 +243,13 @@ impl SystemSpec {
     /// only known when they run (a script's). Its writes still go through its overlay.
     pub fn writes_any_field(mut self) -> Self {
         self.system.body_mut().any_write = true;
+        self
+    }
+
+    /// Lets a parallel system read any component, declared or not: for bodies whose reads are
+    /// only known when they run (a script's that lists none).
+    pub fn reads_anything(mut self) -> Self {
+        self.system.body_mut().any_read = true;
         self
     }
 
@@ -284,6 +301,8 @@ pub struct ParCtx<'a> {
     pub(crate) overlay: Overlay<'a>,
     pub(crate) writes: &'a [(ComponentId, FieldId)],
     pub(crate) any_write: bool,
+    pub(crate) reads: &'a [ComponentId],
+    pub(crate) any_read: bool,
     pub(crate) dt: f64,
     pub(crate) frame: u64,
     /// The simulated seconds before the frame began.
@@ -322,6 +341,38 @@ impl<'a> ParCtx<'a> {
         self.any_write || self.writes.contains(&(component, field))
     }
 
+    /// Whether the system may read `component`: it declared it reads it
+    /// ([`SystemSpec::reads`]), or writes a field of it, or may read anything.
+    pub fn may_read(&self, component: ComponentId) -> bool {
+        self.any_read
+            || self.any_write
+            || self.reads.contains(&component)
+            || self.writes.iter().any(|(c, _)| *c == component)
+    }
+
+    /// Refuses a read of `component` the system did not declare.
+    fn readable(&self, component: ComponentId) -> Result<(), WorldError> {
+        if self.may_read(component) {
+            return Ok(());
+        }
+        let name = self
+            .overlay
+            .store()
+            .def(component)
+            .map_or_else(|_| format!("{component:?}"), |d| d.name().to_owned());
+        Err(WorldError::UndeclaredRead { component: name })
+    }
+
+    /// Refuses a query whose `with` terms (their values and change ticks) the system may not
+    /// read.
+    fn readable_terms(&self, query: &Query) -> Result<(), WorldError> {
+        query
+            .spec()
+            .required()
+            .iter()
+            .try_for_each(|c| self.readable(*c))
+    }
+
     /// Keeps lines a body printed (a script's), delivered after the wave in scheduled order.
     pub fn add_prints(&mut self, prints: impl IntoIterator<Item = String>) {
         self.prints.extend(prints);
@@ -347,7 +398,9 @@ impl<'a> ParCtx<'a> {
         self.arena
     }
 
-    /// The store as it was when the group began.
+    /// The store as it was when the group began. Reads through it are not checked against
+    /// the system's declared reads: a layer that reads through it (a scripting layer's queries)
+    /// checks them itself, with [`ParCtx::may_read`].
     pub fn store(&self) -> &'a Store {
         self.overlay.store()
     }
@@ -407,6 +460,7 @@ impl<'a> ParCtx<'a> {
         component: ComponentId,
         field: FieldId,
     ) -> Result<T, WorldError> {
+        self.readable(component)?;
         let at = self.at(id)?;
         Ok(self.overlay.get::<T>(at, component, field)?)
     }
@@ -418,6 +472,7 @@ impl<'a> ParCtx<'a> {
         component: ComponentId,
         field: FieldId,
     ) -> Result<Value, WorldError> {
+        self.readable(component)?;
         let at = self.at(id)?;
         Ok(self.overlay.read(at, component, field)?)
     }
@@ -454,6 +509,7 @@ impl<'a> ParCtx<'a> {
 
     /// A query's pass over the established state, for reading.
     pub fn pass<'q>(&mut self, query: &'q mut Query) -> Result<Pass<'q>, WorldError> {
+        self.readable_terms(query)?;
         query.set_caching(self.query_caching);
         let pass = query.run(self.arena, self.overlay.store())?;
         self.rows += pass.len() as u64;
@@ -503,6 +559,7 @@ impl<'a> ParCtx<'a> {
         let component = pass_component(query, term)?;
         self.declared(component, field)?;
         self.refuse_reference_pass(component, field)?;
+        self.readable_terms(query)?;
         let read = match read {
             Some((read_term, read_field)) => {
                 Some((read_term, pass_component(query, read_term)?, read_field))

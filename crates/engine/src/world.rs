@@ -779,6 +779,8 @@ fn run_parallel(
             overlay: wave.overlay(rank),
             writes: &body.writes,
             any_write: body.any_write,
+            reads: &body.reads,
+            any_read: body.any_read,
             dt: run.dt(),
             frame: clock.frame,
             time: clock.time,

@@ -45,6 +45,9 @@ pub(crate) struct ParState {
     /// The fields a parallel system declared it writes; `None` for execution groups, which
     /// may write any field.
     declared: Option<Vec<(ComponentId, FieldId)>>,
+    /// The components a parallel system may read (those it declared in `reads` and those it
+    /// writes a field of); `None` when it may read any.
+    readable: Option<Vec<ComponentId>>,
     pub(crate) reads: u64,
     pub(crate) rows: u64,
 }
@@ -63,8 +66,30 @@ impl ParState {
             order: Vec::new(),
             latest: HashMap::new(),
             declared,
+            readable: None,
             reads: 0,
             rows: 0,
+        }
+    }
+
+    /// The same, reading only `readable` components (`None`: any).
+    pub(crate) fn reading(mut self, readable: Option<Vec<ComponentId>>) -> Self {
+        self.readable = readable;
+        self
+    }
+
+    /// Refuses a read of `component` the system did not declare.
+    fn check_read(&self, store: &Store, component: ComponentId) -> mlua::Result<()> {
+        match &self.readable {
+            Some(readable) if !readable.contains(&component) => {
+                let name = store
+                    .def(component)
+                    .map_or_else(|_| format!("{component:?}"), |d| d.name().to_owned());
+                Err(mlua::Error::runtime(format!(
+                    "the system did not declare reads of `{name}` (list it in the system's `reads`)"
+                )))
+            }
+            _ => Ok(()),
         }
     }
 
@@ -315,9 +340,20 @@ impl Access<'_> {
     ) -> mlua::Result<Value> {
         match self {
             Access::Serial(scene) => scene.get_value(id, component, field).map_err(lua_error),
-            Access::Parallel(view) => view
-                .par
-                .read((view.arena, view.store), id, component, field),
+            Access::Parallel(view) => {
+                view.par.check_read(view.store, component)?;
+                view.par
+                    .read((view.arena, view.store), id, component, field)
+            }
+        }
+    }
+
+    /// Refuses a parallel call's read of a component (its values or change ticks) its system
+    /// did not declare; serial calls read anything.
+    pub(crate) fn check_read(&self, component: ComponentId) -> mlua::Result<()> {
+        match self {
+            Access::Serial(_) => Ok(()),
+            Access::Parallel(view) => view.par.check_read(view.store, component),
         }
     }
 

@@ -202,6 +202,7 @@ pub(crate) fn take(
         };
         let store = a.store();
         let c = component_in(store, component)?;
+        a.check_read(c)?;
         let Some(term) = entry.term_of(c) else {
             return Err(mlua::Error::runtime(
                 "a chunk gives columns only of the components its query lists in `with`",

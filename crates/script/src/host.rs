@@ -830,8 +830,8 @@ fn print(lua: &Lua, args: MultiValue) -> mlua::Result<()> {
 }
 
 /// The keys a `system{}` table may have.
-pub(crate) const SYSTEM_KEYS: [&str; 8] = [
-    "phase", "sets", "before", "after", "interval", "parallel", "writes", "run",
+pub(crate) const SYSTEM_KEYS: [&str; 9] = [
+    "phase", "sets", "before", "after", "interval", "parallel", "writes", "reads", "run",
 ];
 
 /// `system{...}`: checks the table and marks it as a system.

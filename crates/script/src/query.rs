@@ -403,6 +403,9 @@ pub(crate) fn pass_and_mirror(lua: &Lua, key: &str) -> mlua::Result<PassTables> 
                 "the query is no longer known; make it again",
             ));
         };
+        for c in entry.query.spec().required() {
+            a.check_read(*c)?;
+        }
         let (selection, len, stale) = {
             let (arena, store) = (a.arena(), a.store());
             let pass = entry.query.run(arena, store).map_err(lua_error)?;

@@ -31,6 +31,8 @@ pub(crate) struct LuauBody {
     script: String,
     parallel: bool,
     declared: Option<Vec<(ComponentId, FieldId)>>,
+    /// What a parallel run may read (see `readable`); `None` for anything.
+    readable: Option<Vec<ComponentId>>,
     roots: (InstanceId, InstanceId),
 }
 
@@ -89,7 +91,9 @@ impl SystemBody for LuauBody {
             frame: ctx.frame(),
             time: ctx.time(),
         };
-        let par = ParState::new(self.roots, self.declared.clone()).at(clock);
+        let par = ParState::new(self.roots, self.declared.clone())
+            .reading(self.readable.clone())
+            .at(clock);
         let world = self.scripts.world().clone();
         let established = (ctx.arena(), ctx.store());
         let (result, par, prints) = self.scripts.call_parallel(
@@ -181,7 +185,7 @@ fn parallel_of(table: &Table) -> mlua::Result<bool> {
 /// `writes` and `after`), so `system{...}` itself raises the error at the script's line.
 pub(crate) fn check_table(table: &Table) -> mlua::Result<()> {
     phase_of(table)?;
-    for key in ["sets", "before", "after"] {
+    for key in ["sets", "before", "after", "reads"] {
         name_list(table, key)?;
     }
     interval_of(table)?;
@@ -263,6 +267,36 @@ fn declared_writes(
     Ok(Some(out))
 }
 
+/// The components `reads = { "Velocity" }` declares, resolved in the scene's store; `None` when
+/// the table has no `reads`.
+fn declared_reads(scene: &Scene, table: &Table) -> Result<Option<Vec<ComponentId>>, String> {
+    if matches!(table.raw_get::<LuaValue>("reads"), Ok(LuaValue::Nil)) {
+        return Ok(None);
+    }
+    let names = name_list(table, "reads").map_err(|e| e.to_string())?;
+    names
+        .iter()
+        .map(|name| scene.component(name).map_err(|e| e.to_string()))
+        .collect::<Result<Vec<_>, _>>()
+        .map(Some)
+}
+
+/// What a parallel Luau system may read: what it declared in `reads` and the components it
+/// writes a field of; `None` (anything) when it declares no `reads` or may write anything.
+fn readable(
+    reads: Option<&[ComponentId]>,
+    writes: Option<&[(ComponentId, FieldId)]>,
+) -> Option<Vec<ComponentId>> {
+    let (reads, writes) = (reads?, writes?);
+    let mut readable = reads.to_vec();
+    for (c, _) in writes {
+        if !readable.contains(c) {
+            readable.push(*c);
+        }
+    }
+    Some(readable)
+}
+
 /// Runs a system script and turns the table it returns into a system spec named `name`.
 pub(crate) fn system_from_script(
     scene: &mut Scene,
@@ -298,6 +332,7 @@ pub(crate) fn system_from_script(
         .map_err(|e| Error::Script(script_error(script, &e)))?;
     let parallel = parallel_of(&table).map_err(|e| script_error(script, &e))?;
     let declared = declared_writes(scene, &table).map_err(invalid)?;
+    let reads = declared_reads(scene, &table).map_err(invalid)?;
     scripts
         .keep(name, &run)
         .map_err(|e| Error::Script(script_error(script, &e)))?;
@@ -306,6 +341,7 @@ pub(crate) fn system_from_script(
         owner: name.to_owned(),
         script: script.to_owned(),
         parallel,
+        readable: readable(reads.as_deref(), declared.as_deref()),
         declared: declared.clone(),
         roots: (scene.game(), scene.workspace()),
     };
@@ -317,6 +353,14 @@ pub(crate) fn system_from_script(
             }
         }
         None => spec = spec.writes_any_field(),
+    }
+    match reads {
+        Some(components) => {
+            for c in components {
+                spec = spec.reads(c);
+            }
+        }
+        None => spec = spec.reads_anything(),
     }
     place(spec, &table).map_err(|e| Error::Script(script_error(script, &e)))
 }

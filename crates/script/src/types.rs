@@ -160,7 +160,7 @@ pub fn api_definitions() -> String {
     entries(&mut out, WORLD_METHODS);
     out.push_str("}\n\n");
     out.push_str(
-        "export type SystemDefinition = {\n    phase: (\"First\" | \"PreUpdate\" | \"Update\" | \"PostUpdate\" | \"Last\" | \"Fixed\")?,\n    sets: { string }?,\n    before: { string }?,\n    after: { string }?,\n    interval: number?,\n    parallel: boolean?,\n    writes: { [string]: { string } }?,\n    run: (world: World, dt: number, root: Instance?) -> (),\n}\n\n",
+        "export type SystemDefinition = {\n    phase: (\"First\" | \"PreUpdate\" | \"Update\" | \"PostUpdate\" | \"Last\" | \"Fixed\")?,\n    sets: { string }?,\n    before: { string }?,\n    after: { string }?,\n    interval: number?,\n    parallel: boolean?,\n    writes: { [string]: { string } }?,\n    reads: { string }?,\n    run: (world: World, dt: number, root: Instance?) -> (),\n}\n\n",
     );
     for (name, ty) in GLOBALS {
         let _ = writeln!(out, "declare {name}: {ty}");

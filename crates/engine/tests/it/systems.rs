@@ -122,7 +122,8 @@ fn parallel_systems_read_the_established_state_and_commit_in_scheduled_order() {
                 })?;
                 Ok(())
             })
-            .writes(velocity, v),
+            .writes(velocity, v)
+            .reads(health),
         )
         .unwrap();
     let events = f.world.step(0.1).unwrap();
@@ -252,6 +253,121 @@ fn a_parallel_system_writes_only_what_it_declared_and_values_that_fit() {
 }
 
 #[test]
+fn a_parallel_system_reads_only_what_it_declared_or_writes() {
+    let mut f = fixture(2);
+    let (health, current, velocity, v) = (f.health, f.current, f.velocity, f.v);
+    let ids = parts(&mut f, 2);
+    for id in &ids {
+        f.world.add(*id, velocity, []).unwrap();
+    }
+    let target = ids[0];
+    // Each way of reading velocity, from systems that declared only writes to health.
+    type Read = fn(&mut ParCtx<'_>, InstanceId, ComponentId, FieldId, &mut Query) -> SystemResult;
+    let reads: [(&str, Read); 4] = [
+        ("get", |ctx, id, c, f, _| {
+            ctx.get::<Vec3>(id, c, f).map(drop).map_err(Into::into)
+        }),
+        ("get_value", |ctx, id, c, f, _| {
+            ctx.get_value(id, c, f).map(drop).map_err(Into::into)
+        }),
+        ("pass", |ctx, _, _, _, q| {
+            ctx.pass(q).map(drop).map_err(Into::into)
+        }),
+        ("update", |ctx, _, _, _, q| {
+            ctx.update::<f64, Vec3>(
+                q,
+                (0, FieldId::from_index(0)),
+                (1, FieldId::from_index(0)),
+                |h, _| h + 1.0,
+            )
+            .map(drop)
+            .map_err(Into::into)
+        }),
+    ];
+    for (name, read) in reads {
+        let mut q = f
+            .world
+            .query(QuerySpec::new().with(health).with(velocity))
+            .unwrap();
+        f.world
+            .add_system(
+                SystemSpec::parallel(name, move |ctx: &mut ParCtx<'_>| {
+                    read(ctx, target, velocity, v, &mut q)
+                })
+                .writes(health, current),
+            )
+            .unwrap();
+    }
+    let events = f.world.step(0.1).unwrap();
+    let refused: Vec<&str> = events
+        .errors
+        .iter()
+        .filter_map(|(name, e)| match e {
+            SystemError::World(WorldError::UndeclaredRead { component })
+                if component == "Velocity" =>
+            {
+                Some(name.as_str())
+            }
+            _ => None,
+        })
+        .collect();
+    assert_eq!(refused.len(), 4, "{:?}", events.errors);
+    assert!(
+        events.errors[0]
+            .1
+            .to_string()
+            .contains("did not declare reads of `Velocity`"),
+        "{}",
+        events.errors[0].1
+    );
+    // The refused systems recorded nothing.
+    for (k, id) in ids.iter().enumerate() {
+        assert_eq!(
+            f.world.get::<f64>(*id, health, current).unwrap(),
+            100.0 + k as f64
+        );
+    }
+
+    // Declared, the same reads work; a written component is readable without a declaration,
+    // and a `without` term needs none.
+    let mut g = fixture(2);
+    let (health, current, velocity, v) = (g.health, g.current, g.velocity, g.v);
+    let ids = parts(&mut g, 2);
+    g.world
+        .add(ids[0], velocity, [(v, Value::Vector(Vec3::ONE))])
+        .unwrap();
+    let target = ids[0];
+    let mut with_both = g
+        .world
+        .query(QuerySpec::new().with(health).with(velocity))
+        .unwrap();
+    let mut only_health = g
+        .world
+        .query(QuerySpec::new().with(health).without(velocity))
+        .unwrap();
+    g.world
+        .add_system(
+            SystemSpec::parallel("declared", move |ctx: &mut ParCtx<'_>| {
+                let seen = ctx.get::<Vec3>(target, velocity, v)?;
+                assert_eq!(seen, Vec3::ONE);
+                let _ = ctx.get::<f64>(target, health, current)?;
+                ctx.update::<f64, Vec3>(&mut with_both, (0, current), (1, v), |h, v| {
+                    h + f64::from(v.x)
+                })?;
+                ctx.update_each::<f64>(&mut only_health, (0, current), |h| h - 1.0)?;
+                Ok(())
+            })
+            .writes(health, current)
+            .reads(velocity),
+        )
+        .unwrap();
+    let events = g.world.step(0.1).unwrap();
+    assert!(events.errors.is_empty(), "{:?}", events.errors);
+    assert_eq!(g.world.get::<f64>(ids[0], health, current).unwrap(), 101.0);
+    assert_eq!(g.world.get::<f64>(ids[1], health, current).unwrap(), 100.0);
+}
+
+#[test]
 fn a_parallel_pass_with_a_change_filter_updates_only_the_rows_changed_since_its_last_pass() {
     let mut f = fixture(2);
     let (health, current, velocity, v) = (f.health, f.current, f.velocity, f.v);
@@ -272,7 +388,8 @@ fn a_parallel_pass_with_a_change_filter_updates_only_the_rows_changed_since_its_
                 })?;
                 Ok(())
             })
-            .writes(velocity, v),
+            .writes(velocity, v)
+            .reads(health),
         )
         .unwrap();
     f.world
@@ -327,6 +444,7 @@ fn a_parallel_system_declared_after_another_sees_its_writes() {
                     .push(ctx.get::<f64>(first, health, current)?);
                 Ok(())
             })
+            .reads(health)
             .after("double"),
         )
         .unwrap();
@@ -340,6 +458,7 @@ fn a_parallel_system_declared_after_another_sees_its_writes() {
                     .push(-ctx.get::<f64>(first, health, current)?);
                 Ok(())
             })
+            .reads(health)
             .before("read"),
         )
         .unwrap();

@@ -244,6 +244,7 @@ fn generate(seed: u64, threads: usize, cached: bool) -> World {
                 Ok(())
             })
             .writes(kinds.charge, kinds.q)
+            .reads(kinds.heat)
         };
         spec = spec.with_hierarchy(rng.below(8) as u32);
         if w > 0 && rng.chance(30) {

@@ -134,6 +134,84 @@ fn parallel_luau_cannot_change_structure_and_writes_only_what_it_declares() {
 }
 
 #[test]
+fn parallel_luau_reads_only_what_it_declares_or_writes() {
+    let setup = "for i = 1, 3 do
+        local p = Instance.new('Part', world.workspace)
+        p:AddComponent(Position, { x = i })
+        p:AddComponent(Velocity, { x = 10 * i })
+        p:AddComponent(Health)
+    end";
+    let refused = [
+        "local _ = world.workspace:GetChildren()[1]:GetComponent(Velocity).x",
+        "for _ in world:query({ with = { Position, Velocity } }) do end",
+        "for c in world:query({ with = { Position, Velocity } }):chunks() do local _ = c:read(Velocity) end",
+        "for _ in world:query({ with = { Position }, changed = { Position }, without = { Health } }) do end for _ in world:query({ with = { Velocity } }) do end",
+    ];
+    for body in refused {
+        let mut world = scripted(2);
+        world.run_script("setup.luau", setup).unwrap();
+        let source = format!(
+            "return system {{ parallel = true, writes = {{ Position = {{ 'x' }} }}, reads = {{ 'Health' }},\n run = function(world)\n {body}\n end }}"
+        );
+        system(&mut world, "par", &source).unwrap();
+        let events = world.step(0.1).unwrap();
+        assert_eq!(events.errors.len(), 1, "{body}");
+        let text = events.errors[0].1.to_string();
+        assert!(
+            text.contains("systems/par.luau:3")
+                && text.contains("did not declare reads of `Velocity`"),
+            "{body}: {text}"
+        );
+    }
+    // Declared, every read works: handles, passes, chunks, change filters, `without` terms;
+    // the component a system writes needs no mention.
+    let mut world = scripted(2);
+    world.run_script("setup.luau", setup).unwrap();
+    system(
+        &mut world,
+        "par",
+        "return system { parallel = true, writes = { Position = { 'x' } }, reads = { 'Velocity' },
+            run = function(world)
+                for c in world:query({ with = { Position, Velocity } }):chunks() do
+                    local p, v = c:write(Position), c:read(Velocity)
+                    for row = c.first, c.last do p.x[row] += v.x[row] end
+                end
+                for _, h in world:query({ with = { Velocity }, without = { Target } }) do
+                    assert(h.x > 0)
+                end
+            end }",
+    )
+    .unwrap();
+    let events = world.step(0.1).unwrap();
+    assert!(events.errors.is_empty(), "{:?}", events.errors);
+    let (position, x) = world.field_named("Position", "x").unwrap();
+    let xs: Vec<f64> = world
+        .children(world.workspace())
+        .unwrap()
+        .iter()
+        .map(|id| world.get::<f64>(*id, position, x).unwrap())
+        .collect();
+    assert_eq!(xs, [11.0, 22.0, 33.0]);
+    // A `reads` naming no component is refused when the system is added.
+    let mut world = scripted(1);
+    let error = script_error(system(
+        &mut world,
+        "bad",
+        "return system { parallel = true, reads = { 'Nope' }, run = function() end }",
+    ));
+    assert!(error.message.contains("Nope"), "{error}");
+    let error = script_error(system(
+        &mut world,
+        "bad",
+        "return system { parallel = true, reads = 3, run = function() end }",
+    ));
+    assert!(
+        error.message.contains("`reads` must be a list of names"),
+        "{error}"
+    );
+}
+
+#[test]
 fn parallel_luau_systems_of_one_wave_read_what_was_established_before_it() {
     for threads in [1, 2, 8] {
         let mut world = scripted(threads);
