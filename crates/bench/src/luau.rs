@@ -12,7 +12,13 @@ use crate::harness::Workload;
 
 /// Strata's Luau workloads.
 pub fn workloads() -> Vec<Workload> {
-    vec![iter2_columns(), iter2_handles(), spawn(), changed()]
+    vec![
+        iter2_columns(),
+        iter2_handles(),
+        spawn(),
+        spawn_bulk(),
+        changed(),
+    ]
 }
 
 /// The components, in Luau, with three number fields each.
@@ -181,6 +187,39 @@ fn spawn() -> Workload {
     )
 }
 
+/// The spawning script of `luau_spawn_bulk`: the same entities and values as [`SPAWN`], the
+/// values gathered into columns in Luau and spawned in one `world:spawn`.
+pub const SPAWN_BULK: &str = r#"
+local n = 10000
+local px, py, pz, vz = table.create(n), table.create(n), table.create(n), table.create(n)
+for k = 1, n do
+    local i = k - 1
+    px[k] = i
+    py[k] = i * 0.5
+    pz[k] = -i
+    vz[k] = i % 7
+end
+world:spawn(n, {
+    Position = { x = px, y = py, z = pz },
+    Velocity = { x = 1, y = 0.25, z = vz },
+})
+"#;
+
+fn spawn_bulk() -> Workload {
+    Workload::new(
+        "luau_spawn_bulk",
+        SPAWN_SIZE,
+        "the entities and values of luau_spawn from one Luau script: the values gathered into columns in a Luau loop, then one world:spawn (a staged bulk spawn: the column tables converted and checked, the ids reserved, the rows filled by column and published at one commit), in a fresh world (components installed, in setup)",
+        move |b| {
+            b.iter_with_setup(empty_world, |world| {
+                world
+                    .run_script("spawn.luau", SPAWN_BULK)
+                    .unwrap_or_else(|e| panic!("benchmark: {e}"));
+            });
+        },
+    )
+}
+
 /// The visiting system of `luau_changed`: counts and reads the rows changed since its last
 /// pass.
 pub const CHANGED: &str = r#"
@@ -276,6 +315,39 @@ mod tests {
         let v = world.component("Velocity").unwrap();
         assert_eq!(world.store().set(p).unwrap().len() as u64, SPAWN_SIZE);
         assert_eq!(world.store().set(v).unwrap().len() as u64, SPAWN_SIZE);
+    }
+
+    #[test]
+    fn a_bulk_spawn_makes_the_same_entities_as_one_at_a_time() {
+        let mut single = empty_world();
+        single.run_script("spawn.luau", SPAWN).unwrap();
+        let mut bulk = empty_world();
+        bulk.run_script("spawn.luau", SPAWN_BULK).unwrap();
+        for world in [&single, &bulk] {
+            let p = world.component("Position").unwrap();
+            assert_eq!(world.store().set(p).unwrap().len() as u64, SPAWN_SIZE);
+        }
+        // Every entity holds the same values, entity by entity in creation order.
+        let values = |world: &World| -> Vec<[f64; 6]> {
+            let (p, v) = (
+                world.component("Position").unwrap(),
+                world.component("Velocity").unwrap(),
+            );
+            let ids = world.store().set(p).unwrap().ids().to_vec();
+            ids.iter()
+                .map(|id| {
+                    let f = |c: ComponentId, k: u16| {
+                        world.get::<f64>(*id, c, FieldId::from_index(k)).unwrap()
+                    };
+                    [f(p, 0), f(p, 1), f(p, 2), f(v, 0), f(v, 1), f(v, 2)]
+                })
+                .collect()
+        };
+        assert_eq!(values(&single), values(&bulk));
+        assert_eq!(
+            values(&bulk)[9_999],
+            [9_999.0, 4_999.5, -9_999.0, 1.0, 0.25, 3.0]
+        );
     }
 
     #[test]

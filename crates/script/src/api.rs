@@ -76,7 +76,7 @@ fn instance_arg(value: &LuaValue, what: &str) -> mlua::Result<InstanceId> {
 }
 
 /// An optional instance argument (nil for none).
-fn optional_instance(value: &LuaValue, what: &str) -> mlua::Result<Option<InstanceId>> {
+pub(crate) fn optional_instance(value: &LuaValue, what: &str) -> mlua::Result<Option<InstanceId>> {
     if value.is_nil() {
         Ok(None)
     } else {
@@ -578,6 +578,9 @@ impl UserData for WorldApi {
             query::new_query(lua, &spec)
         });
         methods.add_method("get", |lua, _, id: LuaValue| navigate::by_id(lua, &id));
+        methods.add_method("spawn", |lua, _, args: (LuaValue, LuaValue, LuaValue)| {
+            super::spawn::spawn(lua, args)
+        });
         methods.add_method("getByPersistentId", |lua, _, pid: LuaValue| {
             navigate::by_persistent_id(lua, &pid)
         });

@@ -94,6 +94,7 @@ pub mod names;
 mod navigate;
 pub mod place;
 mod query;
+mod spawn;
 mod system;
 pub mod types;
 mod vm;

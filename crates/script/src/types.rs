@@ -89,6 +89,10 @@ pub const WORLD_METHODS: &[ApiEntry] = &[
     ),
     ("get", "(self: World, id: number) -> Instance?"),
     (
+        "spawn",
+        "(self: World, count: number, components: { [any]: { [string]: any } }, options: { class: string?, parent: Instance? }?) -> { Instance }",
+    ),
+    (
         "getByPersistentId",
         "(self: World, persistentId: string) -> Instance?",
     ),

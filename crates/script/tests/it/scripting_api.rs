@@ -633,3 +633,100 @@ fn vectors_are_single_precision_and_a_number_that_does_not_fit_is_refused() {
         );
     }
 }
+
+#[test]
+fn a_bulk_spawn_creates_every_instance_with_its_columns_and_values() {
+    let mut world = scripted(2);
+    world
+        .define_luau(
+            "Flags",
+            "return component { fields = { n = integer(0), on = boolean(false), label = text(\"\") } }",
+            None,
+        )
+        .unwrap();
+    assert!(world.sync_definitions().diagnostics.is_empty());
+    let printed = printed(
+        &mut world,
+        "local xs, ns, ons = {}, {}, {}
+        for i = 1, 4 do xs[i] = i * 1.5; ns[i] = -i; ons[i] = i % 2 == 0 end
+        local target = Instance.new('Part', world.workspace)
+        local spawned = world:spawn(4, {
+            Position = { x = xs, z = -2 },
+            [Flags] = { n = ns, on = ons, label = 'swarm' },
+            Target = { of = target },
+        }, { class = 'Part', parent = world.workspace })
+        for k, inst in spawned do
+            local p, f = inst:GetComponent(Position), inst:GetComponent(Flags)
+            print(k, inst.ClassName, inst.Parent == world.workspace, p.x, p.y, p.z, f.n, f.on, f.label,
+                inst:GetComponent(Target).of == target)
+        end
+        print(#world:spawn(0, { Velocity = {} }), world:spawn(1, {})[1].ClassName)",
+    );
+    assert_eq!(
+        printed,
+        [
+            "1\tPart\ttrue\t1.5\t0\t-2\t-1\tfalse\tswarm\ttrue",
+            "2\tPart\ttrue\t3\t0\t-2\t-2\ttrue\tswarm\ttrue",
+            "3\tPart\ttrue\t4.5\t0\t-2\t-3\tfalse\tswarm\ttrue",
+            "4\tPart\ttrue\t6\t0\t-2\t-4\ttrue\tswarm\ttrue",
+            "0\tEntity",
+        ]
+    );
+    // The spawned rows are ordinary rows: a query finds them, and their ids count up.
+    let position = world.component("Position").unwrap();
+    assert_eq!(world.store().set(position).unwrap().len(), 4);
+}
+
+#[test]
+fn a_refused_bulk_spawn_names_the_mistake_and_changes_nothing() {
+    let cases = [
+        "world:spawn(-1, {})",
+        "world:spawn(1.5, {})",
+        "world:spawn(1e12, {})",
+        "world:spawn('3', {})",
+        "world:spawn(2, 5)",
+        "world:spawn(2, { Nope = {} })",
+        "world:spawn(2, { Position = { w = 1 } })",
+        "world:spawn(2, { Position = { x = 'far' } })",
+        "world:spawn(2, { Position = { x = { 1, 2, 3 } } })",
+        "world:spawn(2, { Position = { x = { 1, 'two' } } })",
+        "world:spawn(2, { Position = {}, [Position] = {} })",
+        "world:spawn(2, { [1] = {} })",
+        "world:spawn(2, {}, { class = 'Nope' })",
+        "world:spawn(2, {}, { colour = 'red' })",
+        "world:spawn(2, {}, { parent = 5 })",
+        "local gone = Instance.new('Part'); gone:Destroy(); world:spawn(2, { Target = { of = gone } })",
+    ];
+    let mut lines = Vec::new();
+    for case in cases {
+        let mut world = scripted(1);
+        let before = world.state_hash();
+        let result = world.run_script("spawn.luau", case);
+        let error = script_error(result);
+        assert_eq!(error.line, Some(1), "{case}: {error}");
+        if !case.starts_with("local gone") {
+            assert_eq!(world.state_hash(), before, "{case}: nothing changed");
+        } else {
+            let target = world.component("Target").unwrap();
+            assert_eq!(world.store().set(target).unwrap().len(), 0, "{case}");
+        }
+        lines.push(format!("{case}\n  -> {}", error.message));
+    }
+    insta::assert_snapshot!(lines.join("\n"));
+    // Parallel code cannot spawn.
+    let mut world = scripted(2);
+    world
+        .add_script_system(
+            "par",
+            "systems/par.luau",
+            "return system { parallel = true, run = function(world) world:spawn(1, {}) end }",
+        )
+        .unwrap();
+    let events = world.step(0.1).unwrap();
+    assert_eq!(events.errors.len(), 1);
+    assert!(
+        events.errors[0].1.to_string().contains("structural change"),
+        "{}",
+        events.errors[0].1
+    );
+}
