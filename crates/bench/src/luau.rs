@@ -188,16 +188,17 @@ fn spawn() -> Workload {
 }
 
 /// The spawning script of `luau_spawn_bulk`: the same entities and values as [`SPAWN`], the
-/// values gathered into columns in Luau and spawned in one `world:spawn`.
+/// values gathered into number columns (Luau buffers of `f64`s) and spawned in one
+/// `world:spawn`.
 pub const SPAWN_BULK: &str = r#"
 local n = 10000
-local px, py, pz, vz = table.create(n), table.create(n), table.create(n), table.create(n)
-for k = 1, n do
-    local i = k - 1
-    px[k] = i
-    py[k] = i * 0.5
-    pz[k] = -i
-    vz[k] = i % 7
+local px, py, pz, vz = buffer.create(n * 8), buffer.create(n * 8), buffer.create(n * 8), buffer.create(n * 8)
+for i = 0, n - 1 do
+    local at = i * 8
+    buffer.writef64(px, at, i)
+    buffer.writef64(py, at, i * 0.5)
+    buffer.writef64(pz, at, -i)
+    buffer.writef64(vz, at, i % 7)
 end
 world:spawn(n, {
     Position = { x = px, y = py, z = pz },
@@ -209,7 +210,7 @@ fn spawn_bulk() -> Workload {
     Workload::new(
         "luau_spawn_bulk",
         SPAWN_SIZE,
-        "the entities and values of luau_spawn from one Luau script: the values gathered into columns in a Luau loop, then one world:spawn (a staged bulk spawn: the column tables converted and checked, the ids reserved, the rows filled by column and published at one commit), in a fresh world (components installed, in setup)",
+        "the entities and values of luau_spawn from one Luau script: the values written into f64 buffers (buffer.writef64) in a Luau loop, then one world:spawn (a staged bulk spawn: the buffers read as number columns, the values checked, the ids reserved, the rows filled by column and published at one commit), in a fresh world (components installed, in setup)",
         move |b| {
             b.iter_with_setup(empty_world, |world| {
                 world

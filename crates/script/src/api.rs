@@ -61,6 +61,19 @@ pub(crate) fn wrap_instance(lua: &Lua, id: InstanceId) -> mlua::Result<AnyUserDa
     Ok(ud)
 }
 
+/// The wrappers of instances that have never had one (instances just created: ids are never
+/// reused), as a Luau array in order, each kept as its instance's wrapper from now on.
+pub(crate) fn wrap_new_instances(lua: &Lua, ids: &[InstanceId]) -> mlua::Result<Table> {
+    let cache: Table = lua.named_registry_value(WRAPPERS)?;
+    let out = lua.create_table_with_capacity(ids.len(), 0)?;
+    for (k, id) in ids.iter().enumerate() {
+        let ud = lua.create_userdata(Inst(*id))?;
+        cache.raw_set(id.get() as f64, &ud)?;
+        out.raw_set(k + 1, ud)?;
+    }
+    Ok(out)
+}
+
 /// The instance a wrapper stands for.
 pub(crate) fn instance_id(ud: &AnyUserData) -> Option<InstanceId> {
     ud.borrow::<Inst>().ok().map(|inst| inst.0)

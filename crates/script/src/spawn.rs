@@ -12,8 +12,10 @@
 //! ```
 //!
 //! A field of a number, integer or boolean type takes one value for every instance or a column
-//! (an array of exactly `count` values, the `k`-th for the `k`-th instance); a field of any
-//! other type takes one value, converted as `AddComponent` converts it. Components may be named
+//! (an array of exactly `count` values, the `k`-th for the `k`-th instance); a number field also
+//! takes a buffer of `count` little-endian `f64`s, the fastest column to fill from Luau and to
+//! read here. A field of any other type takes one value, converted as `AddComponent` converts
+//! it. Components may be named
 //! by name or by their component value. The options name the class (`"Entity"` when absent)
 //! and the parent (none when absent).
 //!
@@ -28,7 +30,7 @@ use strata_arena::{ClassId, InstanceId};
 use strata_component_store::{ComponentId, FieldId, FieldType, Value};
 
 use super::access::lua_error;
-use super::api::{access, field_types, optional_instance, wrap_instance};
+use super::api::{access, field_types, optional_instance, wrap_new_instances};
 use super::args;
 use super::columns;
 use super::convert::{from_lua, in_field, kind, type_name};
@@ -92,11 +94,7 @@ pub(crate) fn spawn(
         };
         publish(scene, plan)
     })?;
-    let out = lua.create_table_with_capacity(count, 0)?;
-    for (k, id) in ids.into_iter().enumerate() {
-        out.raw_set(k + 1, wrap_instance(lua, id)?)?;
-    }
-    Ok(out)
+    wrap_new_instances(lua, &ids)
 }
 
 /// The count of a spawn: a whole number from 0 to [`MAX_SPAWN`].
@@ -195,6 +193,9 @@ fn plan_fields(
         };
         let ty = &fields[index].1;
         let fill = match (&given, ty) {
+            (LuaValue::Buffer(buffer), FieldType::Number) => {
+                buffer_fill(buffer, count).map_err(|e| in_field(&e, &key, component))?
+            }
             (
                 LuaValue::Table(column),
                 FieldType::Number | FieldType::Integer | FieldType::Boolean,
@@ -226,6 +227,24 @@ fn plan_fields(
     }
     out.sort_by_key(|(f, _)| *f);
     Ok(out)
+}
+
+/// A column of `count` numbers in a buffer: `count` × 8 bytes, each an `f64` in little-endian
+/// order (as `buffer.writef64` writes them at offsets 0, 8, 16, ...).
+fn buffer_fill(buffer: &mlua::Buffer, count: usize) -> mlua::Result<Fill> {
+    if buffer.len() != count * 8 {
+        return Err(mlua::Error::runtime(format!(
+            "a buffer of {} bytes for a spawn of {count} (a number column in a buffer holds 8 bytes per instance)",
+            buffer.len()
+        )));
+    }
+    let bytes = buffer.to_vec();
+    Ok(Fill::Numbers(
+        bytes
+            .chunks_exact(8)
+            .map(|b| f64::from_le_bytes(b.try_into().expect("chunks of 8 bytes")))
+            .collect(),
+    ))
 }
 
 /// A column of exactly `count` values of a number, integer or boolean field.

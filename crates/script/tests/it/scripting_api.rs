@@ -660,7 +660,12 @@ fn a_bulk_spawn_creates_every_instance_with_its_columns_and_values() {
             print(k, inst.ClassName, inst.Parent == world.workspace, p.x, p.y, p.z, f.n, f.on, f.label,
                 inst:GetComponent(Target).of == target)
         end
-        print(#world:spawn(0, { Velocity = {} }), world:spawn(1, {})[1].ClassName)",
+        print(#world:spawn(0, { Velocity = {} }), world:spawn(1, {})[1].ClassName)
+        local zs = buffer.create(16)
+        buffer.writef64(zs, 0, 0.25)
+        buffer.writef64(zs, 8, -7)
+        local two = world:spawn(2, { Velocity = { z = zs } })
+        print(two[1]:GetComponent(Velocity).z, two[2]:GetComponent(Velocity).z)",
     );
     assert_eq!(
         printed,
@@ -670,11 +675,14 @@ fn a_bulk_spawn_creates_every_instance_with_its_columns_and_values() {
             "3\tPart\ttrue\t4.5\t0\t-2\t-3\tfalse\tswarm\ttrue",
             "4\tPart\ttrue\t6\t0\t-2\t-4\ttrue\tswarm\ttrue",
             "0\tEntity",
+            "0.25\t-7",
         ]
     );
     // The spawned rows are ordinary rows: a query finds them, and their ids count up.
     let position = world.component("Position").unwrap();
     assert_eq!(world.store().set(position).unwrap().len(), 4);
+    let velocity = world.component("Velocity").unwrap();
+    assert_eq!(world.store().set(velocity).unwrap().len(), 2);
 }
 
 #[test]
@@ -690,6 +698,7 @@ fn a_refused_bulk_spawn_names_the_mistake_and_changes_nothing() {
         "world:spawn(2, { Position = { x = 'far' } })",
         "world:spawn(2, { Position = { x = { 1, 2, 3 } } })",
         "world:spawn(2, { Position = { x = { 1, 'two' } } })",
+        "world:spawn(2, { Position = { x = buffer.create(8) } })",
         "world:spawn(2, { Position = {}, [Position] = {} })",
         "world:spawn(2, { [1] = {} })",
         "world:spawn(2, {}, { class = 'Nope' })",
