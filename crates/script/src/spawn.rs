@@ -36,7 +36,7 @@ use super::columns;
 use super::convert::{from_lua, in_field, kind, type_name};
 
 /// The most instances one spawn creates: past it a count is a mistake, not a plan.
-pub(crate) const MAX_SPAWN: usize = 1 << 24;
+pub(crate) const MAX_SPAWN: usize = 1 << 20;
 
 /// What one field of the spawned rows is filled with.
 enum Fill {
