@@ -320,13 +320,13 @@ pub(crate) fn in_field(error: &mlua::Error, field: &str, component: &str) -> mlu
     ))
 }
 
-/// The values of a table given to `AddComponent`, checked against the component's fields by
-/// name: every key must name a field and every value must fit it.
-pub(crate) fn field_values(
+/// The entries of a table keyed by field name (`{ current = 5 }`), each with the index of the
+/// field of `fields` it names: a key that is not a string or names no field is an error.
+pub(crate) fn keyed_fields(
     table: &Table,
     component: &str,
     fields: &[(String, FieldType)],
-) -> mlua::Result<Vec<(usize, Value)>> {
+) -> mlua::Result<Vec<(usize, String, LuaValue)>> {
     let mut out = Vec::new();
     for pair in table.clone().pairs::<LuaValue, LuaValue>() {
         let (key, given) = pair?;
@@ -342,6 +342,20 @@ pub(crate) fn field_values(
                 "`{component}` has no field `{key}`"
             )));
         };
+        out.push((index, key, given));
+    }
+    Ok(out)
+}
+
+/// The values of a table given to `AddComponent`, checked against the component's fields by
+/// name: every key must name a field and every value must fit it.
+pub(crate) fn field_values(
+    table: &Table,
+    component: &str,
+    fields: &[(String, FieldType)],
+) -> mlua::Result<Vec<(usize, Value)>> {
+    let mut out = Vec::new();
+    for (index, key, given) in keyed_fields(table, component, fields)? {
         let ty = &fields[index].1;
         match from_lua(&given, ty).map_err(|e| in_field(&e, &key, component))? {
             Some(value) => out.push((index, value)),

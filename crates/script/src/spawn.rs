@@ -33,7 +33,7 @@ use super::access::lua_error;
 use super::api::{access, field_types, optional_instance, wrap_new_instances};
 use super::args;
 use super::columns;
-use super::convert::{from_lua, in_field, kind, type_name};
+use super::convert::{from_lua, in_field, keyed_fields, kind, type_name};
 
 /// The most instances one spawn creates: past it a count is a mistake, not a plan.
 pub(crate) const MAX_SPAWN: usize = 1 << 20;
@@ -177,20 +177,7 @@ fn plan_fields(
 ) -> mlua::Result<Vec<(FieldId, Fill)>> {
     let fields = field_types(scene.store(), c)?;
     let mut out = Vec::new();
-    for pair in values.clone().pairs::<LuaValue, LuaValue>() {
-        let (key, given) = pair?;
-        let LuaValue::String(key) = key else {
-            return Err(mlua::Error::runtime(format!(
-                "the values for `{component}` are keyed by field name, not {}",
-                kind(&key)
-            )));
-        };
-        let key = key.to_str()?.to_string();
-        let Some(index) = fields.iter().position(|(name, _)| *name == key) else {
-            return Err(mlua::Error::runtime(format!(
-                "`{component}` has no field `{key}`"
-            )));
-        };
+    for (index, key, given) in keyed_fields(values, component, &fields)? {
         let ty = &fields[index].1;
         let fill = match (&given, ty) {
             (LuaValue::Buffer(buffer), FieldType::Number) => {
@@ -255,49 +242,42 @@ fn column_fill(column: &Table, ty: &FieldType, count: usize) -> mlua::Result<Fil
             "a column of {len} values for a spawn of {count} (give one value for all, or one per instance)"
         )));
     }
-    let mut values = Vec::with_capacity(count);
-    for k in 1..=count {
-        let given: LuaValue = column.raw_get(k)?;
-        match from_lua(&given, ty)? {
-            Some(value) => values.push(value),
-            None => {
-                return Err(mlua::Error::runtime(format!(
+    Ok(match ty {
+        FieldType::Number => Fill::Numbers(typed(column, ty, count, |v| match v {
+            Value::Number(n) => Some(n),
+            _ => None,
+        })?),
+        FieldType::Integer => Fill::Integers(typed(column, ty, count, |v| match v {
+            Value::Integer(n) => Some(n),
+            _ => None,
+        })?),
+        _ => Fill::Booleans(typed(column, ty, count, |v| match v {
+            Value::Boolean(b) => Some(b),
+            _ => None,
+        })?),
+    })
+}
+
+/// The `count` values of a column as a field of type `ty` takes them, each picked out of its
+/// converted value by `pick`; a value the field cannot hold is an error naming its place.
+fn typed<T>(
+    column: &Table,
+    ty: &FieldType,
+    count: usize,
+    pick: impl Fn(Value) -> Option<T>,
+) -> mlua::Result<Vec<T>> {
+    (1..=count)
+        .map(|k| {
+            let given: LuaValue = column.raw_get(k)?;
+            from_lua(&given, ty)?.and_then(&pick).ok_or_else(|| {
+                mlua::Error::runtime(format!(
                     "value {k} of the column is {}, not {}",
                     kind(&given),
                     type_name(ty)
-                )));
-            }
-        }
-    }
-    Ok(match ty {
-        FieldType::Number => Fill::Numbers(
-            values
-                .into_iter()
-                .map(|v| match v {
-                    Value::Number(n) => n,
-                    _ => unreachable!("a number field converts to numbers"),
-                })
-                .collect(),
-        ),
-        FieldType::Integer => Fill::Integers(
-            values
-                .into_iter()
-                .map(|v| match v {
-                    Value::Integer(n) => n,
-                    _ => unreachable!("an integer field converts to integers"),
-                })
-                .collect(),
-        ),
-        _ => Fill::Booleans(
-            values
-                .into_iter()
-                .map(|v| match v {
-                    Value::Boolean(b) => b,
-                    _ => unreachable!("a boolean field converts to booleans"),
-                })
-                .collect(),
-        ),
-    })
+                ))
+            })
+        })
+        .collect()
 }
 
 /// Stages the checked spawn and commits it: the new instances, in spawn order.
@@ -318,6 +298,11 @@ fn publish(scene: &mut Scene, plan: Plan) -> mlua::Result<Vec<InstanceId>> {
             for (c, fields) in &components {
                 for (f, fill) in fields {
                     match fill {
+                        // A scalar for all fills its column; other kinds go through the
+                        // checked setter, which keeps the reference index.
+                        Fill::Each(Value::Number(n)) => rows.column_mut::<f64>(*c, *f)?.fill(*n),
+                        Fill::Each(Value::Integer(n)) => rows.column_mut::<i64>(*c, *f)?.fill(*n),
+                        Fill::Each(Value::Boolean(b)) => rows.column_mut::<bool>(*c, *f)?.fill(*b),
                         Fill::Each(value) => {
                             for k in 0..rows.len() {
                                 rows.set_value(*c, k, *f, value.clone())?;
