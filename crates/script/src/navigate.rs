@@ -128,7 +128,7 @@ fn sequence(lua: &Lua, ids: Vec<InstanceId>) -> mlua::Result<Table> {
 }
 
 /// A member's name as messages show it.
-fn member(key: &LuaValue) -> String {
+pub(crate) fn member(key: &LuaValue) -> String {
     match key {
         LuaValue::String(s) => format!("`{}`", s.to_string_lossy()),
         other => kind(other).to_owned(),

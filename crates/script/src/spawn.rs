@@ -34,6 +34,7 @@ use super::api::{access, field_types, optional_instance, wrap_new_instances};
 use super::args;
 use super::columns;
 use super::convert::{from_lua, in_field, keyed_fields, kind, type_name};
+use super::navigate::member;
 
 /// The most instances one spawn creates: past it a count is a mistake, not a plan.
 pub(crate) const MAX_SPAWN: usize = 1 << 20;
@@ -83,18 +84,22 @@ pub(crate) fn spawn(
         }
         None => ("Entity".to_owned(), None),
     };
-    columns::invalidate_all(lua)?;
-    let ids = access(lua, |_, mut a| {
+    // Checked first, so a refused spawn leaves the script's columns as they were.
+    let plan = access(lua, |_, mut a| {
         let scene = a.scene("spawning")?;
-        let plan = Plan {
+        Ok(Plan {
             count,
             class: scene.class_id(&class).map_err(lua_error)?,
             parent,
             components: plan_components(scene, &components, count)?,
-        };
-        publish(scene, plan)
+        })
     })?;
-    wrap_new_instances(lua, &ids)
+    columns::invalidate_all(lua)?;
+    access(lua, |lua, mut a| {
+        publish(a.scene("spawning")?, plan, |ids| {
+            wrap_new_instances(lua, ids)
+        })
+    })
 }
 
 /// The count of a spawn: a whole number from 0 to [`MAX_SPAWN`].
@@ -125,18 +130,11 @@ fn check_option_keys(options: &Table) -> mlua::Result<()> {
         if !known {
             return Err(mlua::Error::runtime(format!(
                 "world:spawn's options take `class` and `parent`, not {}",
-                describe_key(&key)
+                member(&key)
             )));
         }
     }
     Ok(())
-}
-
-fn describe_key(key: &LuaValue) -> String {
-    match key {
-        LuaValue::String(s) => format!("`{}`", s.to_string_lossy()),
-        other => kind(other).to_owned(),
-    }
 }
 
 /// Every component of a spawn and what fills each field, checked against the store.
@@ -280,8 +278,14 @@ fn typed<T>(
         .collect()
 }
 
-/// Stages the checked spawn and commits it: the new instances, in spawn order.
-fn publish(scene: &mut Scene, plan: Plan) -> mlua::Result<Vec<InstanceId>> {
+/// Stages the checked spawn and commits it, returning what `wrap` made of the new instances'
+/// ids (in spawn order). `wrap` runs before the commit, so when it fails (the Luau memory
+/// limit) the stage is dropped with its reservation and no instance is published.
+fn publish(
+    scene: &mut Scene,
+    plan: Plan,
+    wrap: impl FnOnce(&[InstanceId]) -> mlua::Result<Table>,
+) -> mlua::Result<Table> {
     let Plan {
         count,
         class,
@@ -289,7 +293,7 @@ fn publish(scene: &mut Scene, plan: Plan) -> mlua::Result<Vec<InstanceId>> {
         components,
     } = plan;
     if count == 0 {
-        return Ok(Vec::new());
+        return wrap(&[]);
     }
     let ids: Vec<ComponentId> = components.iter().map(|(c, _)| *c).collect();
     let mut stage = scene.stage();
@@ -319,8 +323,10 @@ fn publish(scene: &mut Scene, plan: Plan) -> mlua::Result<Vec<InstanceId>> {
             Ok(())
         })
         .map_err(lua_error)?;
+    let ids: Vec<InstanceId> = (0..ticket.len()).filter_map(|k| ticket.id(k)).collect();
+    let instances = wrap(&ids)?;
     if let Err(error) = scene.commit(&mut stage) {
         return Err(lua_error(WorldError::Commit(Box::new(error))));
     }
-    Ok((0..ticket.len()).filter_map(|k| ticket.id(k)).collect())
+    Ok(instances)
 }
