@@ -242,8 +242,11 @@ pub trait Library: 'static {
     fn spawn_each(world: &mut Self::Empty, n: u64) -> impl Sized + use<Self>;
     /// The routine of `spawn_batch`: `n` bodies through the library's bulk spawn.
     fn spawn_in_batch(world: &mut Self::Empty, n: u64) -> impl Sized + use<Self>;
-    /// The routine of `bulk_spawn`: `n` bodies through the library's bulk path.
-    fn spawn_in_bulk(world: &mut Self::Empty, n: u64) -> impl Sized + use<Self>;
+    /// The routine of `bulk_spawn`: `n` bodies through the library's bulk path; by default
+    /// its batch spawn, which is the bulk path of every peer.
+    fn spawn_in_bulk(world: &mut Self::Empty, n: u64) -> impl Sized + use<Self> {
+        Self::spawn_in_batch(world, n)
+    }
 
     /// The fixture of `iter2`.
     type Bodies;

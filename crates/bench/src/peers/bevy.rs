@@ -111,10 +111,6 @@ impl Library for Bevy {
     fn spawn_in_batch(world: &mut World, n: u64) -> usize {
         world.spawn_batch((0..n).map(body)).count()
     }
-    fn spawn_in_bulk(world: &mut World, n: u64) -> usize {
-        world.spawn_batch((0..n).map(body)).count()
-    }
-
     type Bodies = (
         World,
         QueryState<(&'static mut Position, &'static Velocity)>,

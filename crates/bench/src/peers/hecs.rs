@@ -115,10 +115,6 @@ impl Library for Hecs {
     fn spawn_in_batch(world: &mut World, n: u64) -> usize {
         world.spawn_batch((0..n).map(body)).count()
     }
-    fn spawn_in_bulk(world: &mut World, n: u64) -> usize {
-        world.spawn_batch((0..n).map(body)).count()
-    }
-
     type Bodies = World;
     fn bodies(n: u64) -> World {
         let mut world = World::new();

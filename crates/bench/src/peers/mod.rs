@@ -35,10 +35,11 @@ pub const RUST_PEERS: [Entrant; 3] = [
 ];
 
 /// The Luau workloads: compared with jecs, a Luau ECS, not with the Rust libraries.
-const LUAU: [&str; 4] = [
+const LUAU: [&str; 5] = [
     "luau_iter2",
     "luau_iter2_handles",
     "luau_spawn",
+    "luau_spawn_bulk",
     "luau_changed",
 ];
 

@@ -141,10 +141,6 @@ impl Library for Shipyard {
     fn spawn_in_batch(world: &mut World, n: u64) -> usize {
         world.bulk_add_entity((0..n).map(body)).count()
     }
-    fn spawn_in_bulk(world: &mut World, n: u64) -> usize {
-        world.bulk_add_entity((0..n).map(body)).count()
-    }
-
     type Bodies = World;
     fn bodies(n: u64) -> World {
         let mut world = World::new();
