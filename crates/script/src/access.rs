@@ -40,8 +40,9 @@ pub(crate) struct ParState {
     bulk: Vec<BulkWrite>,
     /// The order of everything written: single writes and column writes interleaved.
     order: Vec<Op>,
-    /// The latest write of each field, as an index into `writes`.
-    latest: HashMap<(InstanceId, ComponentId, FieldId), usize>,
+    /// The latest write of each field: an index into `writes`, and how many column writes
+    /// had been recorded when it was made.
+    latest: HashMap<(InstanceId, ComponentId, FieldId), (usize, usize)>,
     /// The fields a parallel system declared it writes; `None` for execution groups, which
     /// may write any field.
     declared: Option<Vec<(ComponentId, FieldId)>>,
@@ -109,7 +110,7 @@ impl ParState {
         self.reads += 1;
         let at = InstanceRef::of(arena, id).map_err(lua_error)?;
         // The latest write wins: a single write, or a later column write of the same row.
-        let single = self.latest.get(&(id, component, field)).copied();
+        let single = self.latest.get(&(id, component, field)).map(|(w, _)| *w);
         let single_at = single.and_then(|w| {
             self.order
                 .iter()
@@ -187,8 +188,17 @@ impl ParState {
                 def.check_references(field, &value, |t| arena.is_live(t))
             })
             .map_err(lua_error)?;
+        // A field written again with no column write since keeps one entry, its value
+        // replaced: the log grows with the fields written, not with the writes made.
+        let key = (id, component, field);
+        if let Some(&(w, bulks)) = self.latest.get(&key)
+            && bulks == self.bulk.len()
+        {
+            self.writes[w].3 = value;
+            return Ok(());
+        }
         self.latest
-            .insert((id, component, field), self.writes.len());
+            .insert(key, (self.writes.len(), self.bulk.len()));
         self.order.push(Op::One(self.writes.len()));
         self.writes.push((at, component, field, value));
         Ok(())
@@ -436,4 +446,47 @@ pub(crate) fn with_world<R>(
     Err(mlua::Error::runtime(
         "the game API is only available while the world runs a script",
     ))
+}
+
+#[cfg(test)]
+mod tests {
+    use strata_arena::{Arena, ClassId};
+    use strata_component_store::{ComponentDef, FieldDef};
+
+    use super::*;
+
+    #[test]
+    fn a_field_written_again_keeps_one_entry_in_the_parallel_log() {
+        let mut arena = Arena::standard();
+        let mut store = Store::new();
+        let c = store
+            .install(
+                ComponentDef::new("Heat")
+                    .field(FieldDef::number("t", 0.0))
+                    .field(FieldDef::number("u", 0.0)),
+                arena.classes(),
+            )
+            .unwrap();
+        let id = arena.create(ClassId::PART, None).unwrap();
+        let snapshot = arena.snapshot();
+        let at = InstanceRef::of(&snapshot, id).unwrap();
+        store.add(at, ClassId::PART, c, []).unwrap();
+        let (t, u) = (FieldId::from_index(0), FieldId::from_index(1));
+        let mut par = ParState::new((id, id), None);
+        for k in 0..10_000 {
+            par.write((&snapshot, &store), id, c, t, Value::Number(f64::from(k)))
+                .unwrap();
+        }
+        par.write((&snapshot, &store), id, c, u, Value::Number(-1.0))
+            .unwrap();
+        assert_eq!((par.writes.len(), par.order.len()), (2, 2));
+        assert_eq!(
+            par.read((&snapshot, &store), id, c, t).unwrap(),
+            Value::Number(9_999.0)
+        );
+        assert_eq!(
+            par.read((&snapshot, &store), id, c, u).unwrap(),
+            Value::Number(-1.0)
+        );
+    }
 }
