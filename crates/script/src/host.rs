@@ -143,7 +143,7 @@ pub(crate) struct VmState {
     pub(crate) owner: String,
     pub(crate) queries: HashMap<String, QueryEntry>,
     pub(crate) readers: HashMap<(String, ComponentId), RemovalReader>,
-    pub(crate) prints: Vec<String>,
+    pub(crate) prints: Prints,
     /// Columns taken for writing whose changes are not applied yet: query key, component.
     pub(crate) pending: Vec<(String, ComponentId)>,
     /// Whether queries made from now on keep their matches (see `Scene::set_query_caching`).
@@ -300,7 +300,7 @@ impl Scripts {
             owner: String::new(),
             queries: HashMap::new(),
             readers: HashMap::new(),
-            prints: Vec::new(),
+            prints: Prints::default(),
             pending: Vec::new(),
             queries_cached: true,
             categories: Categories::default(),
@@ -598,7 +598,7 @@ impl Scripts {
         self.host
             .lua
             .app_data_mut::<VmState>()
-            .map(|mut s| std::mem::take(&mut s.prints))
+            .map(|mut s| s.prints.take())
             .unwrap_or_default()
     }
 
@@ -827,6 +827,45 @@ fn print(lua: &Lua, args: MultiValue) -> mlua::Result<()> {
         state.prints.push(parts.join("\t"));
     }
     Ok(())
+}
+
+/// The most printed text a VM keeps between two takes (a call's prints are taken when it
+/// ends): past it, lines are counted and dropped, so printing in a loop cannot fill the host's
+/// memory outside the scripts' memory limit.
+pub(crate) const MAX_PRINTED_BYTES: usize = 4 * 1024 * 1024;
+
+/// What scripts printed and the host has not taken yet, bounded by [`MAX_PRINTED_BYTES`].
+#[derive(Default)]
+pub(crate) struct Prints {
+    lines: Vec<String>,
+    bytes: usize,
+    dropped: u64,
+}
+
+impl Prints {
+    fn push(&mut self, line: String) {
+        // Once a line is dropped, the rest are too: what is kept is a beginning, without gaps.
+        if self.dropped > 0 || self.bytes + line.len() > MAX_PRINTED_BYTES {
+            self.dropped += 1;
+        } else {
+            self.bytes += line.len();
+            self.lines.push(line);
+        }
+    }
+
+    /// The lines kept, followed by a line saying how many were dropped, if any; empties it.
+    fn take(&mut self) -> Vec<String> {
+        let mut lines = std::mem::take(&mut self.lines);
+        if self.dropped > 0 {
+            lines.push(format!(
+                "[{} more printed lines dropped: a call keeps at most {} MiB of printed text]",
+                self.dropped,
+                MAX_PRINTED_BYTES / (1024 * 1024)
+            ));
+        }
+        *self = Prints::default();
+        lines
+    }
 }
 
 /// The keys a `system{}` table may have.

@@ -671,3 +671,23 @@ fn the_names_a_component_may_not_take_cover_every_global_of_the_environment() {
         );
     }
 }
+
+#[test]
+fn printing_in_a_loop_keeps_a_bounded_amount_of_text_and_says_what_it_dropped() {
+    let mut world = scripted(1);
+    let lines = printed(
+        &mut world,
+        "local line = string.rep('x', 100000)
+        for i = 1, 100 do print(line) end
+        print('done')",
+    );
+    let kept: usize = lines.iter().map(String::len).sum();
+    assert!(kept <= 4 * 1024 * 1024 + 200, "{kept} bytes kept");
+    assert_eq!(lines.len(), 42, "41 lines of 100 kB fit, then the note");
+    assert_eq!(
+        lines.last().map(String::as_str),
+        Some("[60 more printed lines dropped: a call keeps at most 4 MiB of printed text]")
+    );
+    // The next call starts afresh.
+    assert_eq!(printed(&mut world, "print('again')"), ["again"]);
+}
