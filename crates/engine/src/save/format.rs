@@ -114,6 +114,26 @@ pub(crate) struct SavedIdentity {
     pub(crate) persistent_ids: u64,
 }
 
+impl From<strata_arena::ImageIdentity> for SavedIdentity {
+    fn from(identity: strata_arena::ImageIdentity) -> Self {
+        Self {
+            seed: identity.seed,
+            creations: identity.creations,
+            persistent_ids: identity.persistent_ids,
+        }
+    }
+}
+
+impl From<&SavedIdentity> for strata_arena::ImageIdentity {
+    fn from(identity: &SavedIdentity) -> Self {
+        Self {
+            seed: identity.seed,
+            creations: identity.creations,
+            persistent_ids: identity.persistent_ids,
+        }
+    }
+}
+
 /// A saved world of format version 1.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub(crate) struct SavedWorldV1 {

@@ -199,11 +199,7 @@ impl World {
                 .into_iter()
                 .map(|(system, waited)| SavedInterval { system, waited })
                 .collect(),
-            identity: image.identity.map(|identity| SavedIdentity {
-                seed: identity.seed,
-                creations: identity.creations,
-                persistent_ids: identity.persistent_ids,
-            }),
+            identity: image.identity.map(SavedIdentity::from),
             doomed: image.doomed.iter().map(InstanceOut::of).collect(),
             reclaimable: image.reclaimable.iter().map(InstanceOut::of).collect(),
             events: image.events.iter().map(convert::save_event).collect(),
@@ -420,11 +416,7 @@ fn build_arena(saved: &SavedWorld) -> Result<(Arena, HashSet<InstanceId>), LoadE
         own_range: convert::range_of(saved.own_range).map_err(corrupt)?,
         next_id: saved.next_id,
         nodes,
-        identity: saved.identity.as_ref().map(|identity| ImageIdentity {
-            seed: identity.seed,
-            creations: identity.creations,
-            persistent_ids: identity.persistent_ids,
-        }),
+        identity: saved.identity.as_ref().map(ImageIdentity::from),
         doomed,
         reclaimable,
         events,
@@ -572,11 +564,7 @@ mod tests {
                 .into_iter()
                 .map(|(system, waited)| SavedInterval { system, waited })
                 .collect(),
-            identity: image.identity.map(|identity| SavedIdentity {
-                seed: identity.seed,
-                creations: identity.creations,
-                persistent_ids: identity.persistent_ids,
-            }),
+            identity: image.identity.map(SavedIdentity::from),
             doomed: image.doomed.iter().map(convert::save_instance).collect(),
             reclaimable: image
                 .reclaimable
