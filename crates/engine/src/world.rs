@@ -87,7 +87,6 @@ pub struct World {
     /// The schedule's plan as of its last build, for writer ranks and the conflict oracle.
     plan: Plan,
     threads: usize,
-    frame: u64,
     events: FrameEvents,
     listeners: Vec<Listener>,
     /// The systems stopped because they ran away, in the order stopped.
@@ -101,7 +100,7 @@ pub struct World {
 impl std::fmt::Debug for World {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("World")
-            .field("frame", &self.frame)
+            .field("frame", &self.frame())
             .field("threads", &self.threads)
             .field("systems", &self.schedule.len())
             .field("scene", &self.scene)
@@ -180,7 +179,6 @@ impl World {
             schedule: Schedule::new(),
             plan: Plan::default(),
             threads,
-            frame: 0,
             events: FrameEvents::default(),
             listeners: Vec::new(),
             stopped: Vec::new(),
@@ -240,7 +238,7 @@ impl World {
             })
             .collect();
         crate::rollback::Timing {
-            frame: self.frame,
+            frame: self.frame(),
             time: self.scene.clock().time,
             fixed: self.schedule.fixed_step(),
             carried: self.schedule.fixed_carried(),
@@ -308,7 +306,6 @@ impl World {
     /// Sets the frame counter, the simulated time and the fixed-step block as a save or a
     /// snapshot had them.
     pub(crate) fn set_clock(&mut self, frame: u64, time: f64, fixed: FixedStep, carried: f64) {
-        self.frame = frame;
         self.scene.set_clock(Clock { frame, time });
         self.schedule.set_fixed_step(fixed);
         self.schedule.set_fixed_carried(carried);
@@ -316,7 +313,7 @@ impl World {
 
     /// The number of the next frame [`World::step`] runs (how many frames ran so far).
     pub fn frame(&self) -> u64 {
-        self.frame
+        self.scene.clock().frame
     }
 
     /// The simulated seconds the world has stepped: the sum of every frame's `dt` (kept by
@@ -413,7 +410,7 @@ impl World {
             let stopped = StoppedSystem {
                 system: name,
                 part: stop.part.clone(),
-                frame: self.frame,
+                frame: self.frame(),
                 reason: error.to_string(),
             };
             tracing::warn!(system = %stopped.system, part = ?stopped.part, reason = %stopped.reason, "stopped a runaway system");
@@ -497,14 +494,12 @@ impl World {
         if !(dt.is_finite() && dt >= 0.0) {
             return Err(strata_scheduler::ScheduleError::InvalidDelta(dt).into());
         }
-        let frame = self.frame;
+        let Clock { frame, time } = self.scene.clock();
         let _span = tracing::info_span!("world_frame", frame, dt).entered();
         let mut events = FrameEvents {
             frame,
             ..FrameEvents::default()
         };
-        let time = self.scene.clock().time;
-        self.scene.set_clock(Clock { frame, time });
         self.scene.sync_definitions();
         if self.schedule.is_stale() {
             self.plan = self.schedule.build().clone();
@@ -541,9 +536,8 @@ impl World {
         }
         self.end_frame(&mut events)?;
         self.events = events;
-        self.frame += 1;
         self.scene.set_clock(Clock {
-            frame: self.frame,
+            frame: frame + 1,
             time: time + dt,
         });
         Ok(&self.events)
