@@ -127,15 +127,16 @@ enum ReservedSlots {
 }
 
 impl ReservedSlots {
-    /// Appends the slots in the order a release gives them back to the free pool: the last
-    /// first, so the pool hands them out again in reservation order.
-    fn released_order(&self, out: &mut Vec<Slot>) {
+    /// The slots in the order a release gives them back to the free pool: the last first, so
+    /// the pool hands them out again in reservation order.
+    fn released_order(&self) -> Box<dyn Iterator<Item = Slot> + '_> {
         match self {
             ReservedSlots::Run { first, len } => {
                 let len = u32::try_from(*len).expect("reservations are checked to fit u32");
-                out.extend((0..len).rev().map(|k| Slot(first.0 + k)));
+                let first = first.0;
+                Box::new((0..len).rev().map(move |k| Slot(first + k)))
             }
-            ReservedSlots::List(slots) => out.extend(slots.iter().rev()),
+            ReservedSlots::List(slots) => Box::new(slots.iter().rev().copied()),
         }
     }
 }
@@ -256,11 +257,13 @@ impl Reservations {
         if inbox.iter().filter(live).count() != self.held.len() {
             return None;
         }
-        let mut slots = Vec::new();
-        for abandoned in inbox.iter().filter(live) {
-            abandoned.slots.released_order(&mut slots);
-        }
-        Some(slots)
+        Some(
+            inbox
+                .iter()
+                .filter(live)
+                .flat_map(|abandoned| abandoned.slots.released_order())
+                .collect(),
+        )
     }
 
     /// Whether a live reservation holds `id`.
@@ -542,9 +545,7 @@ impl Arena {
     /// Takes a reservation out of the registry and returns its slots to the free pool.
     fn give_back(&mut self, serial: u64, ids: &ReservedIds, slots: &ReservedSlots) {
         self.reservations.close(serial, ids);
-        let mut released = Vec::new();
-        slots.released_order(&mut released);
-        for slot in released {
+        for slot in slots.released_order() {
             self.slots.release(slot);
         }
     }
