@@ -775,11 +775,7 @@ fn read_type(nodes: &[TypeNode], at: &mut usize, depth: usize) -> Result<FieldTy
 pub(crate) fn record_references(record: &OrphanRecord) -> Vec<InstanceId> {
     let mut targets = Vec::new();
     for (_, value) in &record.fields {
-        let mut value = value.clone();
-        value.rewrite_references(&mut |target| {
-            targets.push(target);
-            Some(target)
-        });
+        value.for_each_reference(&mut |target| targets.push(target));
     }
     targets
 }
