@@ -9,13 +9,29 @@
 //! lifts the limits, reports the first trip and clears it, so the VM is usable for the next
 //! run. Outside a run the meter never raises. The meter touches only atomics and a mutex, so a
 //! VM may move between threads between runs.
+//!
+//! Counting is the hot path of every metered loop, so the meter answers most interrupts itself,
+//! straight from Luau's interrupt slot, and hands an interrupt to mlua's handler (which calls
+//! [`Meter::interrupt`] inside mlua's error-catching trampoline) only where something may have
+//! to happen: a clock read is due, the budget is reached, or a trip is pending. `fast_until`
+//! keeps the highest count that needs none of these; both paths count the same interrupts, so
+//! the budgets are the ones a meter without the fast path would keep.
 
+#![expect(
+    unsafe_code,
+    reason = "answers Luau's interrupt directly: mlua's handler wraps every interrupt in an error-catching trampoline that costs more than the count"
+)]
+
+use std::ffi::c_int;
 use std::num::NonZeroU32;
 use std::sync::atomic::{AtomicBool, AtomicU8, AtomicU64, Ordering};
-use std::sync::{Arc, Mutex, PoisonError};
+use std::sync::{Arc, Mutex, OnceLock, PoisonError};
 use std::time::{Duration, Instant};
 
-use mlua::{Lua, VmState};
+use mlua::{Lua, VmState, ffi};
+
+/// Luau's interrupt callback.
+type InterruptFn = unsafe extern "C-unwind" fn(*mut ffi::lua_State, c_int);
 
 /// The limit that stopped a run.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
@@ -128,6 +144,11 @@ const LOCATION_DEPTH: usize = 16;
 #[derive(Debug)]
 pub struct Meter {
     interrupts: AtomicU64,
+    /// The highest interrupt count the fast path may reach without the full check: below the
+    /// limit, before the next clock read, and 0 while a trip is pending.
+    fast_until: AtomicU64,
+    /// mlua's interrupt handler, which calls [`Meter::interrupt`]; set by `install`.
+    slow: OnceLock<InterruptFn>,
     /// The instruction budget of the current run; `u64::MAX` outside a run.
     limit: AtomicU64,
     /// Read the clock when the interrupt count is a multiple of this.
@@ -152,6 +173,8 @@ impl Meter {
     pub fn new(clock_every: NonZeroU32) -> Self {
         Self {
             interrupts: AtomicU64::new(0),
+            fast_until: AtomicU64::new(u64::MAX),
+            slow: OnceLock::new(),
             limit: AtomicU64::new(u64::MAX),
             clock_every: u64::from(clock_every.get()),
             epoch: Instant::now(),
@@ -174,7 +197,27 @@ impl Meter {
     /// Makes this meter `lua`'s interrupt handler, replacing any other.
     pub fn install(self: &Arc<Self>, lua: &Lua) {
         let meter = Arc::clone(self);
+        // The closure keeps the meter alive as long as mlua keeps the handler, which is as long
+        // as the fast path below can be called: replacing or removing the handler through mlua
+        // also replaces Luau's interrupt slot.
         lua.set_interrupt(move |lua| meter.interrupt(lua));
+        let this: *const Meter = Arc::as_ptr(self);
+        lua.exec_raw_lua(|raw| {
+            let state = raw.state();
+            // SAFETY: `state` is the VM's current Luau state, valid while `exec_raw_lua` holds
+            // the VM's lock, and no Luau code runs while the callbacks are swapped. The main
+            // thread's data pointer is Luau's slot for the embedder, which mlua leaves unused;
+            // it points to this meter, which the handler closure just installed keeps alive for
+            // as long as `counted_interrupt` stays in the interrupt slot (see above).
+            unsafe {
+                let callbacks = ffi::lua_callbacks(state);
+                if let Some(slow) = (*callbacks).interrupt {
+                    let _ = self.slow.set(slow);
+                    ffi::lua_setthreaddata(ffi::lua_mainthread(state), this.cast_mut().cast());
+                    (*callbacks).interrupt = Some(counted_interrupt);
+                }
+            }
+        });
     }
 
     /// Starts a run's budget: `instructions` interrupts and `time` from now. Clears what an
@@ -190,12 +233,14 @@ impl Meter {
             Ordering::Relaxed,
         );
         self.limit.store(instructions, Ordering::Relaxed);
+        self.fast_until.store(self.quiet_until(0), Ordering::Relaxed);
     }
 
     /// Ends the run: lifts the limits and returns what tripped, if anything, and where.
     pub fn stop(&self) -> Option<Trip> {
         self.limit.store(u64::MAX, Ordering::Relaxed);
         self.deadline.store(u64::MAX, Ordering::Relaxed);
+        self.fast_until.store(u64::MAX, Ordering::Relaxed);
         let limit = Limit::from_code(self.tripped.swap(0, Ordering::Relaxed))?;
         let at = self
             .at
@@ -231,11 +276,38 @@ impl Meter {
         if count.is_multiple_of(self.clock_every) && self.past_deadline() {
             return Err(self.trip(Limit::Time));
         }
+        self.fast_until
+            .store(self.quiet_until(count), Ordering::Relaxed);
         Ok(())
+    }
+
+    /// The fast path's count: counts one interrupt and returns true when it needs no full
+    /// check (no trip pending, the count within the limit, no clock read due).
+    #[inline]
+    fn count_quietly(&self) -> bool {
+        // One VM runs on one thread at a time, so a load and a store count exactly.
+        let count = self.interrupts.load(Ordering::Relaxed) + 1;
+        if count > self.fast_until.load(Ordering::Relaxed) {
+            return false;
+        }
+        self.interrupts.store(count, Ordering::Relaxed);
+        true
+    }
+
+    /// The highest count after `count` that needs no full check: the limit, or the count before
+    /// the next clock read while a deadline is set.
+    fn quiet_until(&self, count: u64) -> u64 {
+        let limit = self.limit.load(Ordering::Relaxed);
+        if self.deadline.load(Ordering::Relaxed) == u64::MAX {
+            return limit;
+        }
+        let next_read = (count / self.clock_every + 1).saturating_mul(self.clock_every);
+        limit.min(next_read - 1)
     }
 
     fn trip(&self, limit: Limit) -> Limit {
         self.tripped.store(limit.code(), Ordering::Relaxed);
+        self.fast_until.store(0, Ordering::Relaxed);
         limit
     }
 
@@ -256,6 +328,28 @@ impl Meter {
                     .then_some(Location { chunk, line })
             })?
         })
+    }
+}
+
+/// Luau's interrupt handler for a VM with a meter installed: counts the interrupt through the
+/// meter the main thread's data names, and hands it to mlua's handler (the full check, which
+/// may raise the budget error) when the count needs more than counting.
+unsafe extern "C-unwind" fn counted_interrupt(state: *mut ffi::lua_State, gc: c_int) {
+    // SAFETY: Luau calls this with a live state of the VM `Meter::install` set it on, whose
+    // main thread's data points to the installed meter, kept alive while this handler is in the
+    // slot (see `Meter::install`).
+    let meter = unsafe { ffi::lua_getthreaddata(ffi::lua_mainthread(state)) }.cast_const();
+    // SAFETY: as above; the pointer is the meter's or null.
+    let Some(meter) = (unsafe { meter.cast::<Meter>().as_ref() }) else {
+        return;
+    };
+    if gc >= 0 || meter.count_quietly() {
+        // mlua ignores the interrupts Luau takes inside the collector too.
+        return;
+    }
+    if let Some(slow) = meter.slow.get() {
+        // SAFETY: mlua's own handler for this state, called as Luau would call it.
+        unsafe { slow(state, gc) }
     }
 }
 
@@ -286,6 +380,26 @@ mod tests {
         let at = trip.at.expect("located");
         assert_eq!(at.chunk, "spin");
         assert!((2..=4).contains(&at.line), "{at:?}");
+    }
+
+    #[test]
+    fn counting_without_the_full_check_trips_where_the_full_check_does() {
+        // Every interrupt takes the full check at a clock read of 1; at 1,024 most take the
+        // fast path. Both loops must stop at the same iteration.
+        let reached = |clock_every: u32| {
+            let (lua, meter) = metered(clock_every);
+            meter.start(5_000, Duration::from_secs(60));
+            let result = lua
+                .load("n = 0\nwhile true do\n  n += 1\nend")
+                .exec();
+            assert!(result.is_err());
+            assert_eq!(meter.stop().map(|t| t.limit), Some(Limit::Instructions));
+            lua.globals().get::<u64>("n").expect("the loop's count")
+        };
+        let full = reached(1);
+        assert!(full > 1_000, "the loop ran {full} times");
+        assert_eq!(reached(1_024), full);
+        assert_eq!(reached(7), full);
     }
 
     #[test]

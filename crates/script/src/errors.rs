@@ -42,19 +42,22 @@ function coroutine.close(thread) return after(rawclose(thread)) end
 return pcall, xpcall, table.freeze(coroutine)
 "#;
 
-/// Puts the game environment's `pcall`, `xpcall` and `coroutine` in a VM's base environment.
-pub(crate) fn install(lua: &Lua, base: &Table) -> mlua::Result<()> {
-    let globals = lua.globals();
+/// Replaces a VM's raw `pcall`, `xpcall` and `coroutine` with the game environment's, before
+/// the sandbox makes the globals read-only. They go in the globals, not in the scripts' base
+/// environment, because Luau resolves a chunk's standard names against the globals when it
+/// loads it (see `vm::environment`): the globals and the environment must agree on every name
+/// both hold.
+pub(crate) fn install(lua: &Lua, globals: &Table) -> mlua::Result<()> {
     let make = lua.load(PCALL_SOURCE).set_name("=strata").into_function()?;
     let (pcall, xpcall, coroutine): (mlua::Function, mlua::Function, Table) = make.call((
-        globals.get::<mlua::Function>("pcall")?,
-        globals.get::<mlua::Function>("xpcall")?,
+        globals.raw_get::<mlua::Function>("pcall")?,
+        globals.raw_get::<mlua::Function>("xpcall")?,
         lua.create_function(caught)?,
-        globals.get::<Table>("coroutine")?,
+        globals.raw_get::<Table>("coroutine")?,
     ))?;
-    base.raw_set("pcall", pcall)?;
-    base.raw_set("xpcall", xpcall)?;
-    base.raw_set("coroutine", coroutine)?;
+    globals.raw_set("pcall", pcall)?;
+    globals.raw_set("xpcall", xpcall)?;
+    globals.raw_set("coroutine", coroutine)?;
     Ok(())
 }
 

@@ -20,7 +20,7 @@ use super::args::ComponentType;
 use super::columns;
 use super::memory::{Categories, Holder, ScriptMemory};
 use super::query::QueryEntry;
-use super::vm::{ScriptBudget, environment, new_vm, script_error};
+use super::vm::{ScriptBudget, compile, new_vm, script_error};
 use strata::Scene;
 use strata_schema_adoption::meter::Meter;
 
@@ -422,15 +422,7 @@ impl Scripts {
 
     /// Compiles a script in an environment of its own; returns the chunk's function.
     pub(crate) fn load(&self, name: &str, source: &str) -> Result<Function, ScriptError> {
-        let lua = &self.host.lua;
-        let env = environment(lua, &self.host.base).map_err(|e| script_error(name, &e))?;
-        lua.load(source)
-            .set_name(format!("={name}"))
-            // Always compiled as text: Luau loads bytecode without verifying it.
-            .set_mode(mlua::chunk::ChunkMode::Text)
-            .set_environment(env)
-            .into_function()
-            .map_err(|e| script_error(name, &e))
+        compile(&self.host.lua, &self.host.base, name, source)
     }
 
     /// Brings the component globals in step with the store's components.
@@ -767,8 +759,10 @@ impl Random {
 }
 
 /// Replaces the raw globals a sandboxed VM must not offer as Luau has them: `print` (so
-/// `_G.print` prints where `print` does) and `math.random` (drawn from the world's seed).
+/// `_G.print` prints where `print` does), `math.random` (drawn from the world's seed), and
+/// `pcall`, `xpcall` and `coroutine` (which turn a caught API error into its message).
 fn install_globals(lua: &Lua, globals: &Table) -> mlua::Result<()> {
+    super::errors::install(lua, globals)?;
     globals.raw_set("print", lua.create_function(print)?)?;
     let math: Table = globals.raw_get("math")?;
     math.raw_set("random", lua.create_function(random)?)?;
@@ -917,6 +911,5 @@ fn install_api(lua: &Lua, base: &Table, world: &AnyUserData) -> mlua::Result<()>
     base.raw_set("Vector3", vector3)?;
     base.raw_set("system", lua.create_function(system)?)?;
     base.raw_set("world", world.clone())?;
-    super::errors::install(lua, base)?;
     Ok(())
 }

@@ -14,7 +14,7 @@ use std::num::NonZeroU32;
 use std::sync::Arc;
 use std::time::Duration;
 
-use mlua::{Lua, Table};
+use mlua::{Function, Lua, Table};
 use strata_schema_adoption::meter::Meter;
 
 use super::ScriptError;
@@ -111,13 +111,41 @@ pub(crate) fn new_vm(
 }
 
 /// A fresh environment for one script, reading through to `base`.
+///
+/// The environment is marked safe (Luau's `safeenv`), as the sandbox marks the globals: Luau
+/// then resolves the standard libraries once, when the chunk loads, and calls builtins such as
+/// `math.floor` or `buffer.readf64` inline (in native code too) instead of looking them up on
+/// each call. That is sound because a script can change its environment only by assigning
+/// globals in its own text, which the compiler sees (a name the chunk assigns is never taken for
+/// the builtin): the standard libraries and `base` are read-only, and `getfenv`, `setfenv` and
+/// the environment's metatable are out of reach.
 pub(crate) fn environment(lua: &Lua, base: &Table) -> mlua::Result<Table> {
     let env = lua.create_table()?;
     let meta = lua.create_table()?;
     meta.raw_set("__index", base.clone())?;
     meta.set_readonly(true);
     env.set_metatable(Some(meta))?;
+    env.set_safeenv(true);
     Ok(env)
+}
+
+/// Compiles a script in an environment of its own over `base`, to native code where Luau's
+/// code generator supports the machine (mlua compiles every chunk it loads when native
+/// execution is on, as it is in a new VM); returns the chunk's function.
+pub(crate) fn compile(
+    lua: &Lua,
+    base: &Table,
+    name: &str,
+    source: &str,
+) -> Result<Function, ScriptError> {
+    let env = environment(lua, base).map_err(|e| script_error(name, &e))?;
+    lua.load(source)
+        .set_name(format!("={name}"))
+        // Always compiled as text: Luau loads bytecode without verifying it.
+        .set_mode(mlua::chunk::ChunkMode::Text)
+        .set_environment(env)
+        .into_function()
+        .map_err(|e| script_error(name, &e))
 }
 
 /// A script error from a Luau error, with the script's name and the line the message names.
@@ -193,6 +221,54 @@ fn split_location(script: &str, message: &str) -> (Option<u32>, String) {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[expect(unsafe_code, reason = "asks Luau whether a frame runs native code")]
+    mod probe {
+        use std::ffi::c_int;
+
+        use mlua::{Lua, ffi};
+
+        unsafe extern "C-unwind" {
+            /// Whether the frame `level` levels up the stack runs native code (Luau's C API;
+            /// mlua does not declare it).
+            fn lua_incustomexecution(state: *mut ffi::lua_State, level: c_int) -> c_int;
+        }
+
+        /// Whether the Luau function calling the host function that asks runs native code.
+        pub(super) fn caller_runs_natively(lua: &Lua) -> bool {
+            lua.exec_raw_lua(|raw| {
+                // SAFETY: `raw.state()` is the running thread's state while the VM's lock is
+                // held, inside the host function's call; level 0 is that host function's frame
+                // and level 1 its caller's, which Luau bounds-checks.
+                unsafe { lua_incustomexecution(raw.state(), 1) != 0 }
+            })
+        }
+    }
+
+    #[test]
+    fn game_scripts_run_as_native_code() {
+        let (lua, _meter, base) = new_vm(&ScriptBudget::STANDARD, |lua, globals| {
+            let probe = lua.create_function(|lua, ()| Ok(probe::caller_runs_natively(lua)))?;
+            globals.raw_set("native", probe)
+        })
+        .expect("a game VM");
+        let hot = compile(
+            &lua,
+            &base,
+            "hot.luau",
+            "return function(n)\n\
+               local sum = 0\n\
+               for i = 1, n do sum += i end\n\
+               return native(), sum\n\
+             end",
+        )
+        .expect("compiles")
+        .call::<Function>(())
+        .expect("returns the hot function");
+        let (native, sum): (bool, u32) = hot.call(100).expect("runs");
+        assert_eq!(sum, 5_050);
+        assert!(native, "a game script's function ran in the interpreter");
+    }
 
     #[test]
     fn a_location_is_taken_off_the_message() {

@@ -68,6 +68,28 @@ fn one_scripts_globals_never_reach_another() {
     assert_eq!(world.step(0.1).unwrap().prints, ["from c", "nil"]);
 }
 
+#[test]
+fn a_script_that_assigns_a_standard_name_sees_its_own_value() {
+    // Standard libraries are resolved once when a chunk loads; a name the script assigns is its
+    // own, in every function of the script.
+    let mut world = scripted(1);
+    world
+        .run_script(
+            "shadow.luau",
+            r#"
+            local function floor(x) return math.floor(x) end
+            math = { floor = function() return "mine" end }
+            buffer = "mine too"
+            print(floor(1.5), math.floor(2.5), buffer)
+            "#,
+        )
+        .unwrap();
+    world
+        .run_script("other.luau", "print(math.floor(1.5), type(buffer.readf64))")
+        .unwrap();
+    assert_eq!(world.take_prints(), ["mine\tmine\tmine too", "1\tfunction"]);
+}
+
 fn budgeted(budget: ScriptBudget) -> World {
     let mut world = scripted(1);
     world.set_script_budget(budget);
