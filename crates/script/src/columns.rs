@@ -94,6 +94,8 @@ fn gather(
 /// Brings a column table up to date with the store where they differ, reading the store's
 /// column in place (no copy of it is made).
 fn refresh(
+    lua: &Lua,
+    helpers: &Table,
     store: &strata_component_store::Store,
     component: ComponentId,
     field: FieldId,
@@ -105,31 +107,53 @@ fn refresh(
     match kind {
         Kind::Number => {
             let values = set.checked_values::<f64>(field).map_err(lua_error)?;
-            refresh_with(rows, column, kind, |r| values[r])
+            refresh_with(lua, helpers, rows, column, kind, |r| values[r])
         }
         Kind::Integer => {
             let values = set.checked_values::<i64>(field).map_err(lua_error)?;
-            refresh_with(rows, column, kind, |r| values[r] as f64)
+            refresh_with(lua, helpers, rows, column, kind, |r| values[r] as f64)
         }
         Kind::Boolean => {
             let values = set.checked_values::<bool>(field).map_err(lua_error)?;
-            refresh_with(rows, column, kind, |r| if values[r] { 1.0 } else { 0.0 })
+            refresh_with(lua, helpers, rows, column, kind, |r| {
+                if values[r] { 1.0 } else { 0.0 }
+            })
         }
     }
 }
 
+/// A column that changed in more than one row in this many is refilled whole by a Luau loop
+/// over a buffer of its values; fewer changed rows are set one by one from Rust (each such
+/// set costs a crossing into Luau, a refilled row a few native instructions).
+const REFILL_ABOVE: usize = 16;
+
 fn refresh_with(
+    lua: &Lua,
+    helpers: &Table,
     rows: &[u32],
     column: &mut ColumnMirror,
     kind: Kind,
     value: impl Fn(usize) -> f64,
 ) -> mlua::Result<()> {
-    for (k, (row, was)) in rows.iter().zip(column.shadow.iter_mut()).enumerate() {
-        let now = value(*row as usize);
-        if now.to_bits() != was.to_bits() {
-            column.table.raw_set(k + 1, number_to_lua(kind, now))?;
-            *was = now;
+    let changed: Vec<usize> = rows
+        .iter()
+        .zip(&column.shadow)
+        .enumerate()
+        .filter(|(_, (row, was))| value(**row as usize).to_bits() != was.to_bits())
+        .map(|(k, _)| k)
+        .collect();
+    if changed.len() > 1 && changed.len() * REFILL_ABOVE > rows.len() {
+        for (row, was) in rows.iter().zip(column.shadow.iter_mut()) {
+            *was = value(*row as usize);
         }
+        let buffer = lua.create_buffer(bytes_of(&column.shadow))?;
+        let refill: Function = helpers.raw_get("refill")?;
+        return refill.call((column.table.clone(), buffer, column.shadow.len(), kind.code()));
+    }
+    for k in changed {
+        let now = value(rows[k] as usize);
+        column.table.raw_set(k + 1, number_to_lua(kind, now))?;
+        column.shadow[k] = now;
     }
     Ok(())
 }
@@ -254,7 +278,7 @@ fn bring_up_to_date(
     let mut fresh = false;
     for (field, name, kind) in fields {
         match columns.get_mut(&(c, *field)) {
-            Some(column) => refresh(store, c, *field, *kind, rows, column)?,
+            Some(column) => refresh(lua, helpers, store, c, *field, *kind, rows, column)?,
             None => {
                 let values = gather(store, c, *field, *kind, rows)?;
                 let unpack: Function = helpers.raw_get("unpack")?;

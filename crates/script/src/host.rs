@@ -92,6 +92,15 @@ function H.unpack(b, n, kind)
     return t
 end
 
+function H.refill(t, b, n, kind)
+    local rd = buffer.readf64
+    if kind == 1 then
+        for i = 1, n do t[i] = rd(b, (i - 1) * 8) ~= 0 end
+    else
+        for i = 1, n do t[i] = rd(b, (i - 1) * 8) end
+    end
+end
+
 function H.pack(t, n, b, kind)
     local wr = buffer.writef64
     if kind == 1 then

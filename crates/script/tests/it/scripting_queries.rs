@@ -468,6 +468,47 @@ end }"#,
     assert_eq!(out, ["1,2"], "the failed run's write never lands");
 }
 
+fn a_column_taken_again_holds_the_stored_values_however_many_rows_changed(cached: bool) {
+    let mut world = scripted(1);
+    world.set_query_caching(cached);
+    spawn(&mut world, 40);
+    // The column is taken, then rows are written through handles (one row, then every row),
+    // and the column taken again must hold what the store holds, row by row.
+    let out = printed(
+        &mut world,
+        r#"
+        local q = world:query({ with = { Position } })
+        local function column()
+            for chunk in q:chunks() do return chunk:read(Position).x end
+        end
+        local function check(label)
+            local x, n, bad = column(), 0, 0
+            for inst, p in q do
+                n += 1
+                if x[n] ~= p.x then bad += 1 end
+            end
+            print(label, n, bad, x[1], x[n])
+        end
+        check("first")
+        local first = true
+        for _, p in q do
+            if first then p.x = -1; first = false end
+        end
+        check("one row")
+        for _, p in q do p.x = p.x * 10 end
+        check("every row")
+        "#,
+    );
+    assert_eq!(
+        out,
+        [
+            "first	40	0	1	40",
+            "one row	40	0	-1	40",
+            "every row	40	0	-10	400"
+        ]
+    );
+}
+
 /// `cached::NAME` and `uncached::NAME` tests of each listed `fn NAME(cached: bool)`.
 macro_rules! cached_and_uncached {
     ($($name:ident),* $(,)?) => {
@@ -504,6 +545,7 @@ cached_and_uncached!(
     a_bad_value_in_a_write_column_is_reported_once_naming_the_column_row_and_loop,
     a_new_removal_reader_sees_the_removals_of_the_frame_it_first_runs_in,
     the_column_writes_of_a_failed_call_are_dropped_and_never_applied_later,
+    a_column_taken_again_holds_the_stored_values_however_many_rows_changed,
 );
 
 #[test]
