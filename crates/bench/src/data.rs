@@ -222,11 +222,15 @@ pub mod schedule {
     }
 }
 
-/// The data of the Luau workloads (`luau_iter2`, `luau_iter2_handles`, `luau_spawn`,
-/// `luau_changed`), shared by Strata's side and jecs's.
+/// The data of the Luau workloads (`luau_iter2`, `luau_iter2_handles`, `luau_frame_1m`,
+/// `luau_spawn`, `luau_changed`), shared by Strata's side and jecs's.
 pub mod luau {
     /// Entities of `luau_iter2` and `luau_iter2_handles`.
     pub const ITER_SIZE: u64 = 100_000;
+    /// Entities of `luau_frame_1m`.
+    pub const FRAME_SIZE: u64 = 1_000_000;
+    /// Threads of `luau_frame_1m`'s world.
+    pub const FRAME_THREADS: usize = 2;
     /// Entities `luau_spawn` creates.
     pub const SPAWN_SIZE: u64 = 10_000;
     /// Entities of `luau_changed`.

@@ -165,6 +165,7 @@ mod tests {
         let fetched = [
             "jecs/luau_iter2/100000",
             "jecs/luau_iter2_handles/100000",
+            "jecs/luau_frame_1m/1000000",
             "jecs/luau_spawn/10000",
             "jecs/luau_spawn_bulk/10000",
             "jecs/luau_changed/100000",

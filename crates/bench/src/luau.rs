@@ -6,7 +6,8 @@ use strata::prelude::*;
 use strata_script::prelude::*;
 
 use crate::data::luau::{
-    CHANGED_SIZE, CHANGED_STRIDE, DT, ITER_SIZE, SPAWN_SIZE, position, velocity,
+    CHANGED_SIZE, CHANGED_STRIDE, DT, FRAME_SIZE, FRAME_THREADS, ITER_SIZE, SPAWN_SIZE, position,
+    velocity,
 };
 use crate::harness::Workload;
 
@@ -15,6 +16,7 @@ pub fn workloads() -> Vec<Workload> {
     vec![
         iter2_columns(),
         iter2_handles(),
+        frame_1m(),
         spawn(),
         spawn_bulk(),
         changed(),
@@ -29,7 +31,13 @@ const VELOCITY: &str =
 
 /// A world on one thread with `Position` and `Velocity` installed.
 pub fn empty_world() -> World {
-    let mut world = World::with_seed(1, 5).unwrap_or_else(|e| panic!("benchmark fixture: {e}"));
+    empty_world_on(1)
+}
+
+/// A world on `threads` threads with `Position` and `Velocity` installed.
+fn empty_world_on(threads: usize) -> World {
+    let mut world =
+        World::with_seed(threads, 5).unwrap_or_else(|e| panic!("benchmark fixture: {e}"));
     let fixture =
         |r: Result<InstanceId, WorldError>| r.unwrap_or_else(|e| panic!("benchmark fixture: {e}"));
     fixture(world.define_luau("Position", POSITION, None));
@@ -50,7 +58,12 @@ fn scripted_world() -> World {
 
 /// `n` entities with the values of [`position`] and [`velocity`], made from Rust.
 pub fn movers(n: u64) -> (World, Vec<InstanceId>) {
-    let mut world = empty_world();
+    movers_on(1, n)
+}
+
+/// [`movers`] in a world on `threads` threads.
+fn movers_on(threads: usize, n: u64) -> (World, Vec<InstanceId>) {
+    let mut world = empty_world_on(threads);
     let (p, px) = world
         .field_named("Position", "x")
         .unwrap_or_else(|e| panic!("{e}"));
@@ -130,6 +143,30 @@ return system {
 }
 "#;
 
+/// The stress place's `move` system: a parallel system on the column path, `Position +=
+/// Velocity * dt` for every mover.
+pub const MOVE: &str = include_str!("../../../examples/places/stress/systems/move.luau");
+
+/// The game VM's budget in `luau_frame_1m`: the standard one with 4 GiB of memory, as jecs's VM
+/// has there (a query's mirror of 1M instance wrappers and 2M handles, and the column tables,
+/// pass the standard 512 MiB).
+const FRAME_BUDGET: ScriptBudget = ScriptBudget {
+    memory: 4 << 30,
+    ..ScriptBudget::STANDARD
+};
+
+/// A world of [`FRAME_SIZE`] movers on [`FRAME_THREADS`] threads with the stress place's
+/// `move` system, stepped once (as [`iter_world`]).
+pub fn frame_world(size: u64) -> (World, Vec<InstanceId>) {
+    let (mut world, ids) = movers_on(FRAME_THREADS, size);
+    world.set_script_budget(FRAME_BUDGET);
+    world
+        .add_script_system("move", "move.luau", MOVE)
+        .unwrap_or_else(|e| panic!("benchmark fixture: {e}"));
+    frame(&mut world);
+    (world, ids)
+}
+
 /// A world of [`ITER_SIZE`] movers and the system `source`, stepped once so the query's mirror
 /// and columns exist before the samples (as in a running game).
 pub fn iter_world(size: u64, source: &str) -> World {
@@ -168,6 +205,18 @@ fn iter2_handles() -> Workload {
         "a Luau system on the mirror: for inst, p, v in world:query{...}, the query's wrappers and handles kept in VM tables; each field read and write is a handle access resolved against the store (a checked write, with change ticks); World::step with the game VM's interrupt budget on",
         move |b| {
             let mut world = iter_world(ITER_SIZE, ITER_HANDLES);
+            b.iter(|| frame(&mut world));
+        },
+    )
+}
+
+fn frame_1m() -> Workload {
+    Workload::new(
+        "luau_frame_1m",
+        FRAME_SIZE,
+        "one frame of the stress place's move system (examples/places/stress/systems/move.luau: parallel = true, q:chunks(), chunk:write(Position) and chunk:read(Velocity), a numeric loop, the changed rows recorded through the system's overlay and committed after the wave) over 1M movers; World::step on a 2-thread pool with the game VM's interrupt budget on",
+        move |b| {
+            let (mut world, _) = frame_world(FRAME_SIZE);
             b.iter(|| frame(&mut world));
         },
     )
@@ -316,6 +365,18 @@ mod tests {
             let stats = world.stats();
             assert!(stats[0].2.field_writes > 0);
         }
+    }
+
+    #[test]
+    fn the_frame_moves_every_entity_by_its_velocity_on_two_threads() {
+        let (mut world, ids) = frame_world(2_000);
+        frame(&mut world);
+        let xs = positions(&world, &ids);
+        for (i, x) in xs.iter().enumerate() {
+            let expected = position(i as u64)[0] + 2.0 * velocity(i as u64)[0] * DT;
+            assert!((x - expected).abs() < 1e-9, "{i}: {x} vs {expected}");
+        }
+        assert_eq!(world.threads(), FRAME_THREADS);
     }
 
     #[test]

@@ -170,9 +170,20 @@ fn bytes_of(values: &[f64]) -> Vec<u8> {
 }
 
 /// `q:chunks()`: runs a pass and returns an iterator over its contiguous ranges of selected
-/// matches, each a chunk table `{ first, last, count, instances }` with `read` and `write`.
+/// matches, each a chunk table `{ first, last, count }` with `read` and `write`, and
+/// `instances` made when first read (see `query::chunk_instances`).
 pub(crate) fn chunks(lua: &Lua, key: &str) -> mlua::Result<Function> {
-    let (instances, _, len, selection) = pass_and_mirror(lua, key)?;
+    let (_, len, selection) = pass_and_mirror(lua, key, false)?;
+    let generation = {
+        let state = lua
+            .app_data_ref::<VmState>()
+            .ok_or_else(|| mlua::Error::runtime("no script state"))?;
+        state
+            .queries
+            .get(key)
+            .map(QueryEntry::generation)
+            .ok_or_else(|| mlua::Error::runtime("the query is no longer known; make it again"))?
+    };
     let mut ranges: Vec<(u32, u32)> = Vec::new();
     match selection {
         None if len > 0 => ranges.push((1, len as u32)),
@@ -194,8 +205,8 @@ pub(crate) fn chunks(lua: &Lua, key: &str) -> mlua::Result<Function> {
         chunk.raw_set("first", first)?;
         chunk.raw_set("last", last)?;
         chunk.raw_set("count", last - first + 1)?;
-        chunk.raw_set("instances", instances.clone())?;
         chunk.raw_set("query", key)?;
+        chunk.raw_set("generation", generation)?;
         chunk.set_metatable(Some(meta.clone()))?;
         list.raw_set(k + 1, chunk)?;
     }
@@ -342,7 +353,7 @@ fn column_set(
     Ok(set)
 }
 
-fn stale() -> mlua::Error {
+pub(crate) fn stale() -> mlua::Error {
     mlua::Error::runtime(
         "the chunk is stale: the query's matches changed since it was made (a structural change); start the chunk loop again",
     )
@@ -587,6 +598,7 @@ fn apply(
 
 /// Empties a query's column tables and makes them raise an error when used.
 pub(crate) fn invalidate_entry(lua: &Lua, entry: &mut QueryEntry) -> mlua::Result<()> {
+    entry.retire_chunks();
     if entry.columns.is_empty() && entry.column_sets.is_empty() {
         return Ok(());
     }

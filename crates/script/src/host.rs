@@ -133,6 +133,19 @@ function H.pack(t, n, b, kind)
     return nil
 end
 
+function H.chunk_index(methods, instances)
+    return function(chunk, key)
+        local method = methods[key]
+        if method ~= nil then return method end
+        if key == "instances" then
+            local list = instances(chunk)
+            rawset(chunk, "instances", list)
+            return list
+        end
+        return nil
+    end
+end
+
 function H.chunks(list)
     local k = 0
     local flush = H.flush
@@ -336,9 +349,20 @@ impl Scripts {
                     .map_err(setup_error)?,
             )
             .map_err(setup_error)?;
+        let instances = lua
+            .create_function(|lua, chunk: Table| {
+                let key: String = chunk.raw_get("query")?;
+                let generation: u64 = chunk.raw_get("generation")?;
+                super::query::chunk_instances(lua, &key, generation)
+            })
+            .map_err(setup_error)?;
+        let chunk_index: Function = helpers
+            .raw_get::<Function>("chunk_index")
+            .and_then(|make| make.call((chunk_methods, instances)))
+            .map_err(setup_error)?;
         let chunk_meta = lua.create_table().map_err(setup_error)?;
         chunk_meta
-            .raw_set("__index", chunk_methods)
+            .raw_set("__index", chunk_index)
             .map_err(setup_error)?;
         helpers
             .raw_set("chunk_meta", chunk_meta)

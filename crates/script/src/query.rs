@@ -18,7 +18,7 @@ use mlua::{
 use strata_component_store::{ComponentId, RemovalReader, Removals};
 use strata_query::{BuiltAgainst, Query, QuerySpec};
 
-use super::access::lua_error;
+use super::access::{Access, lua_error};
 use super::api::{access, wrap_handle, wrap_instance};
 use super::args::component_in;
 use super::columns::ColumnMirror;
@@ -42,9 +42,29 @@ pub(crate) struct QueryEntry {
     /// The script line that last took a component's columns for writing, for the error of a
     /// value they cannot hold.
     pub(crate) write_lines: HashMap<ComponentId, u32>,
+    /// The chunks of the mirror's current shape: a number drawn afresh whenever the columns
+    /// handed out go stale, which every chunk made since carries.
+    generation: u64,
+}
+
+/// Draws chunk generations: never the same number twice in a process, so a chunk of a
+/// replaced query entry never passes for one of its successor.
+fn next_generation() -> u64 {
+    static GENERATIONS: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
+    GENERATIONS.fetch_add(1, std::sync::atomic::Ordering::Relaxed)
 }
 
 impl QueryEntry {
+    /// The generation chunks made now carry.
+    pub(crate) fn generation(&self) -> u64 {
+        self.generation
+    }
+
+    /// Makes every chunk handed out so far stale (see [`chunk_instances`]).
+    pub(crate) fn retire_chunks(&mut self) {
+        self.generation = next_generation();
+    }
+
     /// Whether the mirror (and so every column taken from it) is of the query's current
     /// matches.
     pub(crate) fn mirror_is_current(&self) -> bool {
@@ -64,9 +84,16 @@ pub(crate) struct Mirror {
     /// What the query's matches were built against when the mirror was made (the store's
     /// identity among it).
     pub(crate) built: BuiltAgainst,
-    pub(crate) len: usize,
+    /// The instance wrappers and each term's handles, by match; made when first asked for (a
+    /// loop over `q:chunks()` that never reads `chunk.instances` makes none).
+    wrappers: Option<Wrappers>,
+}
+
+/// A mirror's wrappers: the matches' instance wrappers, and each term's handles.
+#[derive(Clone)]
+pub(crate) struct Wrappers {
     pub(crate) instances: Table,
-    handles: Vec<Table>,
+    pub(crate) handles: Vec<Table>,
 }
 
 /// A query spec as names, the form a script gives.
@@ -380,6 +407,7 @@ pub(crate) fn new_query(lua: &Lua, spec: &Table) -> mlua::Result<AnyUserData> {
                     columns: HashMap::new(),
                     column_sets: HashMap::new(),
                     write_lines: HashMap::new(),
+                    generation: next_generation(),
                 },
             );
         }
@@ -390,10 +418,13 @@ pub(crate) fn new_query(lua: &Lua, spec: &Table) -> mlua::Result<AnyUserData> {
 
 /// What a pass hands Luau: the mirror's instance table and handle tables, its length, and the
 /// selection (1-based match indexes) when the pass has one.
-pub(crate) type PassTables = (Table, Vec<Table>, usize, Option<Vec<u32>>);
+/// What a pass gives the Luau side: the mirror's wrappers (when asked for), the number of
+/// matches, and the selected matches (1-based) when the pass selects some.
+pub(crate) type PassTables = (Option<Wrappers>, usize, Option<Vec<u32>>);
 
-/// Runs a pass of a query and brings its mirror up to date.
-pub(crate) fn pass_and_mirror(lua: &Lua, key: &str) -> mlua::Result<PassTables> {
+/// Runs a pass of a query and brings its mirror up to date, making its wrappers if `wrappers`
+/// asks for them.
+pub(crate) fn pass_and_mirror(lua: &Lua, key: &str, wrappers: bool) -> mlua::Result<PassTables> {
     access(lua, |lua, mut a| {
         let mut state = lua
             .app_data_mut::<VmState>()
@@ -418,49 +449,82 @@ pub(crate) fn pass_and_mirror(lua: &Lua, key: &str) -> mlua::Result<PassTables> 
         a.count_rows(selection.as_ref().map_or(len, Vec::len) as u64);
         if stale {
             super::columns::invalidate_entry(lua, entry)?;
-            let store = a.store();
-            let matches = entry.query.matches(a.arena(), store).map_err(lua_error)?;
-            let instances = lua.create_table_with_capacity(matches.len(), 0)?;
-            for (k, id) in matches.ids().iter().enumerate() {
-                instances.raw_set(k + 1, wrap_instance(lua, *id)?)?;
-            }
-            let mut handles = Vec::with_capacity(entry.terms.len());
-            for (term, name) in entry.terms.iter().enumerate() {
-                let c = entry.resolved[term];
-                let table = lua.create_table_with_capacity(matches.len(), 0)?;
-                for (k, id) in matches.ids().iter().enumerate() {
-                    table.raw_set(k + 1, wrap_handle(lua, *id, c, name)?)?;
-                }
-                handles.push(table);
-            }
-            let len = matches.len();
             let built = entry
                 .query
                 .built_against()
                 .ok_or_else(|| mlua::Error::runtime("a query without matches"))?;
             entry.mirror = Some(Mirror {
                 built,
-                len,
-                instances,
-                handles,
+                wrappers: None,
             });
         }
-        let mirror = entry
-            .mirror
-            .as_ref()
-            .ok_or_else(|| mlua::Error::runtime("no mirror"))?;
-        Ok((
-            mirror.instances.clone(),
-            mirror.handles.clone(),
-            mirror.len,
-            selection,
-        ))
+        let made = if wrappers {
+            Some(mirror_wrappers(lua, &a, entry)?)
+        } else {
+            None
+        };
+        Ok((made, len, selection))
+    })
+}
+
+/// The wrappers of a query's current mirror, made now if they were not yet.
+fn mirror_wrappers(lua: &Lua, a: &Access<'_>, entry: &mut QueryEntry) -> mlua::Result<Wrappers> {
+    let Some(mirror) = entry.mirror.as_ref() else {
+        return Err(mlua::Error::runtime("no mirror"));
+    };
+    if let Some(wrappers) = &mirror.wrappers {
+        return Ok(wrappers.clone());
+    }
+    let matches = entry
+        .query
+        .matches(a.arena(), a.store())
+        .map_err(lua_error)?;
+    let instances = lua.create_table_with_capacity(matches.len(), 0)?;
+    for (k, id) in matches.ids().iter().enumerate() {
+        instances.raw_set(k + 1, wrap_instance(lua, *id)?)?;
+    }
+    let mut handles = Vec::with_capacity(entry.terms.len());
+    for (term, name) in entry.terms.iter().enumerate() {
+        let c = entry.resolved[term];
+        let table = lua.create_table_with_capacity(matches.len(), 0)?;
+        for (k, id) in matches.ids().iter().enumerate() {
+            table.raw_set(k + 1, wrap_handle(lua, *id, c, name)?)?;
+        }
+        handles.push(table);
+    }
+    let wrappers = Wrappers { instances, handles };
+    if let Some(mirror) = entry.mirror.as_mut() {
+        mirror.wrappers = Some(wrappers.clone());
+    }
+    Ok(wrappers)
+}
+
+/// `chunk.instances`: the instance wrappers of the chunk's query, by match, made on first use.
+/// A chunk is as stale as its columns after a structural change: `generation` is the one the
+/// chunk was made in.
+pub(crate) fn chunk_instances(lua: &Lua, key: &str, generation: u64) -> mlua::Result<Table> {
+    access(lua, |lua, a| {
+        let mut state = lua
+            .app_data_mut::<VmState>()
+            .ok_or_else(|| mlua::Error::runtime("no script state"))?;
+        let Some(entry) = state.queries.get_mut(key) else {
+            return Err(mlua::Error::runtime(
+                "the chunk's query is no longer known",
+            ));
+        };
+        if !entry.mirror_is_current() || entry.generation != generation {
+            return Err(super::columns::stale());
+        }
+        Ok(mirror_wrappers(lua, &a, entry)?.instances)
     })
 }
 
 /// The iterator of a query (its `__iter`).
 fn iterate(lua: &Lua, key: &str) -> mlua::Result<Function> {
-    let (instances, handles, len, selection) = pass_and_mirror(lua, key)?;
+    let (wrappers, len, selection) = pass_and_mirror(lua, key, true)?;
+    let Some(Wrappers { instances, handles }) = wrappers else {
+        return Err(mlua::Error::runtime("no mirror"));
+    };
     let helpers = super::host::helpers(lua)?;
     let make: Function = helpers.raw_get("iter")?;
     let selection = match selection {

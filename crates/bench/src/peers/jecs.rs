@@ -10,7 +10,9 @@
 
 use mlua::{Function, Lua, Table};
 
-use super::luau::{CHANGED_SIZE, CHANGED_STRIDE, DT, ITER_SIZE, SPAWN_SIZE, position, velocity};
+use super::luau::{
+    CHANGED_SIZE, CHANGED_STRIDE, DT, FRAME_SIZE, ITER_SIZE, SPAWN_SIZE, position, velocity,
+};
 use crate::harness::Workload;
 
 /// The library name in reports.
@@ -24,13 +26,18 @@ pub fn source_path() -> Option<std::path::PathBuf> {
 
 /// A Strata game VM with jecs loaded as the global `jecs`.
 fn vm() -> Lua {
+    vm_with(strata_script::ScriptBudget::STANDARD)
+}
+
+/// [`vm`] with `budget`.
+fn vm_with(budget: strata_script::ScriptBudget) -> Lua {
     let Some(path) = source_path() else {
         panic!("benchmark fixture: STRATA_JECS does not name jecs.luau");
     };
     let source =
         std::fs::read_to_string(&path).unwrap_or_else(|e| panic!("{}: {e}", path.display()));
-    let scripts = strata_script::Scripts::new(strata_script::ScriptBudget::STANDARD)
-        .unwrap_or_else(|e| panic!("benchmark fixture: {e}"));
+    let scripts =
+        strata_script::Scripts::new(budget).unwrap_or_else(|e| panic!("benchmark fixture: {e}"));
     let lua = scripts.vm().clone();
     // jecs makes its one sentinel with `newproxy`, which the game VM removes; a frozen empty
     // table is as unique a sentinel.
@@ -101,7 +108,11 @@ return step, read
 
 /// The iteration world; returns its step and a reader of the `i`-th entity's `x`.
 pub fn iter_world(n: u64) -> (Lua, Function, Function) {
-    let lua = vm();
+    iter_world_in(vm(), n)
+}
+
+/// [`iter_world`] in `lua`.
+fn iter_world_in(lua: Lua, n: u64) -> (Lua, Function, Function) {
     let (positions, velocities) = data(&lua, n);
     let (step, read): (Function, Function) = lua
         .load(ITER)
@@ -118,6 +129,28 @@ fn iter2(name: &str) -> Workload {
         "jecs world:query(Position, Velocity) iterated in Luau, each component a table {x, y, z} updated in place (jecs's own archetype columns), in a VM made as Strata's game VM (sandbox, memory limit, budget interrupt, native code generation)",
         move |b| {
             let (_lua, step, _) = iter_world(ITER_SIZE);
+            b.iter(|| {
+                step.call::<()>(DT)
+                    .unwrap_or_else(|e| panic!("benchmark: {e}"))
+            });
+        },
+    )
+}
+
+/// `luau_frame_1m`: the `luau_iter2` step over [`FRAME_SIZE`] entities. Both VMs may hold 4 GiB
+/// here instead of the standard 512 MiB (jecs keeps every component as a Luau table; Strata's
+/// query mirror and column tables outgrow it too).
+fn frame_1m() -> Workload {
+    Workload::new(
+        "luau_frame_1m",
+        FRAME_SIZE,
+        "jecs world:query(Position, Velocity) over 1M entities iterated in Luau, each component a table {x, y, z} updated in place, on the VM's one thread (jecs has no parallel iteration), in a VM made as Strata's game VM with a 4 GiB memory limit",
+        move |b| {
+            let budget = strata_script::ScriptBudget {
+                memory: 4 << 30,
+                ..strata_script::ScriptBudget::STANDARD
+            };
+            let (_lua, step, _) = iter_world_in(vm_with(budget), FRAME_SIZE);
             b.iter(|| {
                 step.call::<()>(DT)
                     .unwrap_or_else(|e| panic!("benchmark: {e}"))
@@ -259,6 +292,7 @@ pub fn workloads() -> Vec<Workload> {
     let workloads = vec![
         iter2("luau_iter2"),
         iter2("luau_iter2_handles"),
+        frame_1m(),
         spawn("luau_spawn"),
         spawn("luau_spawn_bulk"),
         changed(),

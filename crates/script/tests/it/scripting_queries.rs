@@ -286,6 +286,33 @@ fn a_column_used_after_a_structural_change_is_an_error_not_a_wrong_read(cached: 
     }
 }
 
+fn a_chunks_instances_are_made_when_first_read_and_go_stale_with_its_columns(cached: bool) {
+    let mut world = scripted(1);
+    world.set_query_caching(cached);
+    spawn(&mut world, 3);
+    let out = printed(
+        &mut world,
+        r#"
+        local q = world:query({ with = { Position } })
+        for chunk in q:chunks() do
+            local list = chunk.instances
+            print(#list, list == chunk.instances, list[2]:GetComponent(Position).x)
+        end
+        local kept
+        for chunk in q:chunks() do kept = chunk end
+        Instance.new('Part', world.workspace):AddComponent(Position)
+        print(pcall(function() return kept.instances end))
+        "#,
+    );
+    assert_eq!(out.len(), 2, "{out:?}");
+    assert_eq!(out[0], "3	true	2");
+    assert!(
+        out[1].starts_with("false	") && out[1].contains("stale"),
+        "{}",
+        out[1]
+    );
+}
+
 fn column_writes_are_applied_before_the_next_api_call_sees_the_world(cached: bool) {
     let mut world = scripted(1);
     world.set_query_caching(cached);
@@ -546,6 +573,7 @@ cached_and_uncached!(
     a_new_removal_reader_sees_the_removals_of_the_frame_it_first_runs_in,
     the_column_writes_of_a_failed_call_are_dropped_and_never_applied_later,
     a_column_taken_again_holds_the_stored_values_however_many_rows_changed,
+    a_chunks_instances_are_made_when_first_read_and_go_stale_with_its_columns,
 );
 
 #[test]
