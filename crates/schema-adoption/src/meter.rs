@@ -233,7 +233,8 @@ impl Meter {
             Ordering::Relaxed,
         );
         self.limit.store(instructions, Ordering::Relaxed);
-        self.fast_until.store(self.quiet_until(0), Ordering::Relaxed);
+        self.fast_until
+            .store(self.quiet_until(0), Ordering::Relaxed);
     }
 
     /// Ends the run: lifts the limits and returns what tripped, if anything, and where.
@@ -389,9 +390,7 @@ mod tests {
         let reached = |clock_every: u32| {
             let (lua, meter) = metered(clock_every);
             meter.start(5_000, Duration::from_secs(60));
-            let result = lua
-                .load("n = 0\nwhile true do\n  n += 1\nend")
-                .exec();
+            let result = lua.load("n = 0\nwhile true do\n  n += 1\nend").exec();
             assert!(result.is_err());
             assert_eq!(meter.stop().map(|t| t.limit), Some(Limit::Instructions));
             lua.globals().get::<u64>("n").expect("the loop's count")

@@ -95,7 +95,6 @@ fn gather(
 /// column in place (no copy of it is made).
 fn refresh(
     lua: &Lua,
-    helpers: &Table,
     store: &strata_component_store::Store,
     component: ComponentId,
     field: FieldId,
@@ -107,17 +106,23 @@ fn refresh(
     match kind {
         Kind::Number => {
             let values = set.checked_values::<f64>(field).map_err(lua_error)?;
-            refresh_with(lua, helpers, rows, column, kind, |r| values[r])
+            refresh_with(lua, rows, column, kind, |r| values[r])
         }
         Kind::Integer => {
             let values = set.checked_values::<i64>(field).map_err(lua_error)?;
-            refresh_with(lua, helpers, rows, column, kind, |r| values[r] as f64)
+            refresh_with(lua, rows, column, kind, |r| values[r] as f64)
         }
         Kind::Boolean => {
             let values = set.checked_values::<bool>(field).map_err(lua_error)?;
-            refresh_with(lua, helpers, rows, column, kind, |r| {
-                if values[r] { 1.0 } else { 0.0 }
-            })
+            refresh_with(
+                lua,
+                rows,
+                column,
+                kind,
+                |r| {
+                    if values[r] { 1.0 } else { 0.0 }
+                },
+            )
         }
     }
 }
@@ -129,7 +134,6 @@ const REFILL_ABOVE: usize = 16;
 
 fn refresh_with(
     lua: &Lua,
-    helpers: &Table,
     rows: &[u32],
     column: &mut ColumnMirror,
     kind: Kind,
@@ -147,8 +151,13 @@ fn refresh_with(
             *was = value(*row as usize);
         }
         let buffer = lua.create_buffer(bytes_of(&column.shadow))?;
-        let refill: Function = helpers.raw_get("refill")?;
-        return refill.call((column.table.clone(), buffer, column.shadow.len(), kind.code()));
+        let refill: Function = helpers(lua)?.raw_get("refill")?;
+        return refill.call((
+            column.table.clone(),
+            buffer,
+            column.shadow.len(),
+            kind.code(),
+        ));
     }
     for k in changed {
         let now = value(rows[k] as usize);
@@ -289,7 +298,7 @@ fn bring_up_to_date(
     let mut fresh = false;
     for (field, name, kind) in fields {
         match columns.get_mut(&(c, *field)) {
-            Some(column) => refresh(lua, helpers, store, c, *field, *kind, rows, column)?,
+            Some(column) => refresh(lua, store, c, *field, *kind, rows, column)?,
             None => {
                 let values = gather(store, c, *field, *kind, rows)?;
                 let unpack: Function = helpers.raw_get("unpack")?;

@@ -508,9 +508,7 @@ pub(crate) fn chunk_instances(lua: &Lua, key: &str, generation: u64) -> mlua::Re
             .app_data_mut::<VmState>()
             .ok_or_else(|| mlua::Error::runtime("no script state"))?;
         let Some(entry) = state.queries.get_mut(key) else {
-            return Err(mlua::Error::runtime(
-                "the chunk's query is no longer known",
-            ));
+            return Err(mlua::Error::runtime("the chunk's query is no longer known"));
         };
         if !entry.mirror_is_current() || entry.generation != generation {
             return Err(super::columns::stale());
