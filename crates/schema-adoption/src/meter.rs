@@ -12,7 +12,7 @@
 //!
 //! Counting is the hot path of every metered loop, so the meter answers most interrupts itself,
 //! straight from Luau's interrupt slot, and hands an interrupt to mlua's handler (which calls
-//! [`Meter::interrupt`] inside mlua's error-catching trampoline) only where something may have
+//! the meter's own check inside mlua's error-catching trampoline) only where something may have
 //! to happen: a clock read is due, the budget is reached, or a trip is pending. `fast_until`
 //! keeps the highest count that needs none of these; both paths count the same interrupts, so
 //! the budgets are the ones a meter without the fast path would keep.
