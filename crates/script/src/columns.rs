@@ -22,7 +22,7 @@ use strata::WorldError;
 
 use super::access::{Access, BulkKind, BulkWrite, lua_error, with_world};
 use super::args::component_in;
-use super::host::{VmState, helpers};
+use super::host::{VmState, helpers, state, state_mut};
 use super::query::{QueryEntry, pass_and_mirror};
 
 /// The kinds of field a column can hold.
@@ -147,17 +147,14 @@ fn refresh_with(
         .map(|(k, _)| k)
         .collect();
     if changed.len() > 1 && changed.len() * REFILL_ABOVE > rows.len() {
-        for (row, was) in rows.iter().zip(column.shadow.iter_mut()) {
-            *was = value(*row as usize);
-        }
-        let buffer = lua.create_buffer(bytes_of(&column.shadow))?;
+        // The shadow takes the new values only once the table holds them all, so a refill that
+        // fails part way (out of memory or budget) is redone by the next refresh.
+        let now: Vec<f64> = rows.iter().map(|row| value(*row as usize)).collect();
+        let buffer = lua.create_buffer(bytes_of(&now))?;
         let refill: Function = helpers(lua)?.raw_get("refill")?;
-        return refill.call((
-            column.table.clone(),
-            buffer,
-            column.shadow.len(),
-            kind.code(),
-        ));
+        refill.call::<()>((column.table.clone(), buffer, now.len(), kind.code()))?;
+        column.shadow = now;
+        return Ok(());
     }
     for k in changed {
         let now = value(rows[k] as usize);
@@ -183,16 +180,7 @@ fn bytes_of(values: &[f64]) -> Vec<u8> {
 /// `instances` made when first read (see `query::chunk_instances`).
 pub(crate) fn chunks(lua: &Lua, key: &str) -> mlua::Result<Function> {
     let (_, len, selection) = pass_and_mirror(lua, key, false)?;
-    let generation = {
-        let state = lua
-            .app_data_ref::<VmState>()
-            .ok_or_else(|| mlua::Error::runtime("no script state"))?;
-        state
-            .queries
-            .get(key)
-            .map(QueryEntry::generation)
-            .ok_or_else(|| mlua::Error::runtime("the query is no longer known; make it again"))?
-    };
+    let generation = state_mut(lua)?.query_mut(key)?.generation();
     let mut ranges: Vec<(u32, u32)> = Vec::new();
     match selection {
         None if len > 0 => ranges.push((1, len as u32)),
@@ -235,9 +223,7 @@ pub(crate) fn take(
     flush(lua)?;
     with_world(lua, |lua, a| {
         let helpers = helpers(lua)?;
-        let mut state = lua
-            .app_data_mut::<VmState>()
-            .ok_or_else(|| mlua::Error::runtime("no script state"))?;
+        let mut state = state_mut(lua)?;
         let VmState {
             queries, pending, ..
         } = &mut *state;
@@ -400,14 +386,21 @@ fn write_rows(
     Ok(())
 }
 
-/// Applies the rows scripts changed in columns taken for writing, and forgets them: the end
-/// of a callback.
-pub(crate) fn finish(lua: &Lua) -> mlua::Result<()> {
-    flush(lua)?;
-    if let Some(mut state) = lua.app_data_mut::<VmState>() {
-        state.pending.clear();
+/// The end of a callback that `called` returned from: when it succeeded, applies the rows
+/// scripts changed in columns taken for writing and forgets them; when it (or that write-back)
+/// failed, drops them (see [`drop_pending`]).
+pub(crate) fn finish<R>(lua: &Lua, called: mlua::Result<R>) -> mlua::Result<R> {
+    let result = called.and_then(|r| {
+        flush(lua)?;
+        if let Some(mut state) = lua.app_data_mut::<VmState>() {
+            state.pending.clear();
+        }
+        Ok(r)
+    });
+    if result.is_err() {
+        drop_pending(lua);
     }
-    Ok(())
+    result
 }
 
 /// Applies the rows scripts changed in columns taken for writing.
@@ -423,9 +416,7 @@ pub(crate) fn flush(lua: &Lua) -> mlua::Result<()> {
     for (key, c) in pending {
         // Pack each written column into its buffer (Luau code, outside any borrow).
         let mut columns: Vec<(FieldId, Table, Kind, String, usize, Option<Buffer>)> = {
-            let state = lua
-                .app_data_ref::<VmState>()
-                .ok_or_else(|| mlua::Error::runtime("no script state"))?;
+            let state = state(lua)?;
             let Some(entry) = state.queries.get(&key) else {
                 continue;
             };
@@ -549,9 +540,7 @@ fn apply(
     c: ComponentId,
     packed: Vec<(FieldId, Kind, Packed, Buffer)>,
 ) -> mlua::Result<()> {
-    let mut state = lua
-        .app_data_mut::<VmState>()
-        .ok_or_else(|| mlua::Error::runtime("no script state"))?;
+    let mut state = state_mut(lua)?;
     let Some(entry) = state.queries.get_mut(key) else {
         return Ok(());
     };
@@ -640,7 +629,7 @@ pub(crate) fn invalidate_all(lua: &Lua) -> mlua::Result<()> {
 /// A call failed: the writes pending in its columns are dropped, and the columns holding them
 /// go stale, so a dropped write is neither applied by a later call nor read back from a column
 /// taken again (which is then made afresh from the store).
-pub(crate) fn drop_pending(lua: &Lua) {
+fn drop_pending(lua: &Lua) {
     let Some(mut state) = lua.app_data_mut::<VmState>() else {
         return;
     };

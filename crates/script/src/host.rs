@@ -178,6 +178,28 @@ pub(crate) struct VmState {
     invocations: HashMap<String, (u64, u64)>,
 }
 
+impl VmState {
+    /// The query a script's query object (or a chunk of it) names by `key`; an error when the
+    /// owner's queries were let go.
+    pub(crate) fn query_mut(&mut self, key: &str) -> mlua::Result<&mut QueryEntry> {
+        self.queries
+            .get_mut(key)
+            .ok_or_else(|| mlua::Error::runtime("the query is no longer known; make it again"))
+    }
+}
+
+/// A VM's state, to read.
+pub(crate) fn state(lua: &Lua) -> mlua::Result<mlua::AppDataRef<'_, VmState>> {
+    lua.app_data_ref::<VmState>()
+        .ok_or_else(|| mlua::Error::runtime("no script state"))
+}
+
+/// A VM's state, to change.
+pub(crate) fn state_mut(lua: &Lua) -> mlua::Result<mlua::AppDataRefMut<'_, VmState>> {
+    lua.app_data_mut::<VmState>()
+        .ok_or_else(|| mlua::Error::runtime("no script state"))
+}
+
 /// The Luau helpers of a VM.
 pub(crate) fn helpers(lua: &Lua) -> mlua::Result<Table> {
     lua.named_registry_value(HELPERS)
@@ -654,13 +676,7 @@ impl Scripts {
         let result = lua.scope(|scope| {
             let lent = scope.create_any_userdata_ref_mut(scene)?;
             lua.set_app_data(CurrentScene(lent));
-            let result = f
-                .call::<R>(args)
-                .and_then(|r| columns::finish(lua).map(|()| r));
-            if result.is_err() {
-                // Writes pending when the call failed are dropped with it.
-                columns::drop_pending(lua);
-            }
+            let result = columns::finish(lua, f.call::<R>(args));
             lua.remove_app_data::<CurrentScene>();
             result
         });
@@ -704,12 +720,7 @@ impl Scripts {
                 arena: scope.create_any_userdata_ref(arena)?,
                 store: scope.create_any_userdata_ref(store)?,
             });
-            let result = f
-                .call::<MultiValue>(args)
-                .and_then(|r| columns::finish(lua).map(|()| r));
-            if result.is_err() {
-                columns::drop_pending(lua);
-            }
+            let result = columns::finish(lua, f.call::<MultiValue>(args));
             lua.remove_app_data::<CurrentEstablished>();
             result
         });
@@ -823,10 +834,7 @@ fn whole(value: f64, which: &str) -> mlua::Result<i64> {
 
 /// `math.random()`, `math.random(n)`, `math.random(m, n)`: from the running call's stream.
 fn random(lua: &Lua, (m, n): (Option<f64>, Option<f64>)) -> mlua::Result<LuaValue> {
-    let Some(mut state) = lua.app_data_mut::<VmState>() else {
-        return Err(mlua::Error::runtime("no script state"));
-    };
-    let bits = state.random.next();
+    let bits = state_mut(lua)?.random.next();
     let (low, high) = match (m, n) {
         (None, _) => return Ok(LuaValue::Number((bits >> 11) as f64 / (1u64 << 53) as f64)),
         (Some(n), None) => (1, whole(n, "first")?),
@@ -945,4 +953,33 @@ fn install_api(lua: &Lua, base: &Table, world: &AnyUserData) -> mlua::Result<()>
     base.raw_set("system", lua.create_function(system)?)?;
     base.raw_set("world", world.clone())?;
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Luau resolves a safe environment's names against the globals when a script loads (see
+    /// `vm::environment`), so a name the scripts' base environment holds must be absent from
+    /// the globals or hold the same value there.
+    #[test]
+    fn the_base_environment_and_the_globals_agree_on_every_name_both_hold() {
+        let scripts = Scripts::new(ScriptBudget::STANDARD).expect("a game VM");
+        let globals = scripts.host.lua.globals();
+        let mut checked = 0;
+        for pair in scripts.host.base.pairs::<LuaValue, LuaValue>() {
+            let (name, value) = pair.expect("a base entry");
+            let global: LuaValue = globals.get(&name).expect("a global read");
+            assert!(
+                global.is_nil() || global == value,
+                "`{name:?}` differs between the base environment and the globals"
+            );
+            checked += 1;
+        }
+        assert!(checked >= 4, "the game API is in the base environment");
+        for moved in ["pcall", "xpcall", "coroutine"] {
+            let global: LuaValue = globals.get(moved).expect("a global read");
+            assert!(!global.is_nil(), "`{moved}` is a global");
+        }
+    }
 }

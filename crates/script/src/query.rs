@@ -23,7 +23,7 @@ use super::api::{access, wrap_handle, wrap_instance};
 use super::args::component_in;
 use super::columns::ColumnMirror;
 use super::convert::kind;
-use super::host::VmState;
+use super::host::{state, state_mut};
 
 /// One query a script uses, with its mirror.
 pub(crate) struct QueryEntry {
@@ -171,14 +171,8 @@ impl UserData for QueryUd {
 /// window where it was.
 fn count(lua: &Lua, key: &str) -> mlua::Result<usize> {
     access(lua, |lua, a| {
-        let mut state = lua
-            .app_data_mut::<VmState>()
-            .ok_or_else(|| mlua::Error::runtime("no script state"))?;
-        let Some(entry) = state.queries.get_mut(key) else {
-            return Err(mlua::Error::runtime(
-                "the query is no longer known; make it again",
-            ));
-        };
+        let mut state = state_mut(lua)?;
+        let entry = state.query_mut(key)?;
         let matches = entry
             .query
             .matches(a.arena(), a.store())
@@ -369,15 +363,11 @@ fn build(
 pub(crate) fn new_query(lua: &Lua, spec: &Table) -> mlua::Result<AnyUserData> {
     let names = parse_spec(spec)?;
     let key = {
-        let state = lua
-            .app_data_ref::<VmState>()
-            .ok_or_else(|| mlua::Error::runtime("no script state"))?;
+        let state = state(lua)?;
         format!("{}|{}", state.owner, names.key())
     };
     access(lua, |lua, a| {
-        let mut state = lua
-            .app_data_mut::<VmState>()
-            .ok_or_else(|| mlua::Error::runtime("no script state"))?;
+        let mut state = state_mut(lua)?;
         let stale = match state.queries.get(&key) {
             Some(entry) => {
                 let now: Vec<Option<ComponentId>> = entry
@@ -416,8 +406,6 @@ pub(crate) fn new_query(lua: &Lua, spec: &Table) -> mlua::Result<AnyUserData> {
     lua.create_userdata(QueryUd { key })
 }
 
-/// What a pass hands Luau: the mirror's instance table and handle tables, its length, and the
-/// selection (1-based match indexes) when the pass has one.
 /// What a pass gives the Luau side: the mirror's wrappers (when asked for), the number of
 /// matches, and the selected matches (1-based) when the pass selects some.
 pub(crate) type PassTables = (Option<Wrappers>, usize, Option<Vec<u32>>);
@@ -426,14 +414,8 @@ pub(crate) type PassTables = (Option<Wrappers>, usize, Option<Vec<u32>>);
 /// asks for them.
 pub(crate) fn pass_and_mirror(lua: &Lua, key: &str, wrappers: bool) -> mlua::Result<PassTables> {
     access(lua, |lua, mut a| {
-        let mut state = lua
-            .app_data_mut::<VmState>()
-            .ok_or_else(|| mlua::Error::runtime("no script state"))?;
-        let Some(entry) = state.queries.get_mut(key) else {
-            return Err(mlua::Error::runtime(
-                "the query is no longer known; make it again",
-            ));
-        };
+        let mut state = state_mut(lua)?;
+        let entry = state.query_mut(key)?;
         for c in entry.query.spec().required() {
             a.check_read(*c)?;
         }
@@ -504,12 +486,8 @@ fn mirror_wrappers(lua: &Lua, a: &Access<'_>, entry: &mut QueryEntry) -> mlua::R
 /// chunk was made in.
 pub(crate) fn chunk_instances(lua: &Lua, key: &str, generation: u64) -> mlua::Result<Table> {
     access(lua, |lua, a| {
-        let mut state = lua
-            .app_data_mut::<VmState>()
-            .ok_or_else(|| mlua::Error::runtime("no script state"))?;
-        let Some(entry) = state.queries.get_mut(key) else {
-            return Err(mlua::Error::runtime("the chunk's query is no longer known"));
-        };
+        let mut state = state_mut(lua)?;
+        let entry = state.query_mut(key)?;
         if !entry.mirror_is_current() || entry.generation != generation {
             return Err(super::columns::stale());
         }
@@ -554,9 +532,7 @@ fn iterate(lua: &Lua, key: &str) -> mlua::Result<Function> {
 pub(crate) fn removed(lua: &Lua, component: &LuaValue) -> mlua::Result<(LuaValue, LuaValue)> {
     let ids = access(lua, |lua, a| {
         let c = component_in(a.store(), component)?;
-        let mut state = lua
-            .app_data_mut::<VmState>()
-            .ok_or_else(|| mlua::Error::runtime("no script state"))?;
+        let mut state = state_mut(lua)?;
         let key = (state.owner.clone(), c);
         let reader = match state.readers.get_mut(&key) {
             Some(reader) => reader,
