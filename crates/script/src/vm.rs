@@ -117,8 +117,11 @@ pub(crate) fn new_vm(
 /// `math.floor` or `buffer.readf64` inline (in native code too) instead of looking them up on
 /// each call. That is sound because a script can change its environment only by assigning
 /// globals in its own text, which the compiler sees (a name the chunk assigns is never taken for
-/// the builtin): the standard libraries and `base` are read-only, and `getfenv`, `setfenv` and
-/// the environment's metatable are out of reach.
+/// the builtin): the standard libraries are read-only, and a script cannot reach its
+/// environment table, its metatable or `base` (there is no `getfenv` or `setfenv`). Luau
+/// resolves those names against the globals, not through `base`, so the globals and `base`
+/// must agree on every name both hold (a test in `host` checks it); the names only `base` holds
+/// (the game API, the component globals) are looked up as they are used.
 pub(crate) fn environment(lua: &Lua, base: &Table) -> mlua::Result<Table> {
     let env = lua.create_table()?;
     let meta = lua.create_table()?;
