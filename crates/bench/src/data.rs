@@ -231,6 +231,9 @@ pub mod luau {
     pub const FRAME_SIZE: u64 = 1_000_000;
     /// Threads of `luau_frame_1m`'s world.
     pub const FRAME_THREADS: usize = 2;
+    /// The memory limit of both libraries' VMs in `luau_frame_1m`: jecs keeps its 2M component
+    /// tables inside its VM, past the standard 512 MiB.
+    pub const FRAME_MEMORY: usize = 4 << 30;
     /// Entities `luau_spawn` creates.
     pub const SPAWN_SIZE: u64 = 10_000;
     /// Entities of `luau_changed`.

@@ -6,8 +6,8 @@ use strata::prelude::*;
 use strata_script::prelude::*;
 
 use crate::data::luau::{
-    CHANGED_SIZE, CHANGED_STRIDE, DT, FRAME_SIZE, FRAME_THREADS, ITER_SIZE, SPAWN_SIZE, position,
-    velocity,
+    CHANGED_SIZE, CHANGED_STRIDE, DT, FRAME_MEMORY, FRAME_SIZE, FRAME_THREADS, ITER_SIZE,
+    SPAWN_SIZE, position, velocity,
 };
 use crate::harness::Workload;
 
@@ -147,11 +147,9 @@ return system {
 /// Velocity * dt` for every mover.
 pub const MOVE: &str = include_str!("../../../examples/places/stress/systems/move.luau");
 
-/// The game VM's budget in `luau_frame_1m`: the standard one with 4 GiB of memory, as jecs's VM
-/// has there (a query's mirror of 1M instance wrappers and 2M handles, and the column tables,
-/// pass the standard 512 MiB).
+/// The game VM's budget in `luau_frame_1m`: the standard one with jecs's memory limit there.
 const FRAME_BUDGET: ScriptBudget = ScriptBudget {
-    memory: 4 << 30,
+    memory: FRAME_MEMORY,
     ..ScriptBudget::STANDARD
 };
 

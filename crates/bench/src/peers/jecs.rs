@@ -11,7 +11,8 @@
 use mlua::{Function, Lua, Table};
 
 use super::luau::{
-    CHANGED_SIZE, CHANGED_STRIDE, DT, FRAME_SIZE, ITER_SIZE, SPAWN_SIZE, position, velocity,
+    CHANGED_SIZE, CHANGED_STRIDE, DT, FRAME_MEMORY, FRAME_SIZE, ITER_SIZE, SPAWN_SIZE, position,
+    velocity,
 };
 use crate::harness::Workload;
 
@@ -137,9 +138,8 @@ fn iter2(name: &str) -> Workload {
     )
 }
 
-/// `luau_frame_1m`: the `luau_iter2` step over [`FRAME_SIZE`] entities. Both VMs may hold 4 GiB
-/// here instead of the standard 512 MiB (jecs keeps every component as a Luau table; Strata's
-/// query mirror and column tables outgrow it too).
+/// `luau_frame_1m`: the `luau_iter2` step over [`FRAME_SIZE`] entities, in a VM that may hold
+/// [`FRAME_MEMORY`] (as Strata's game VM may there).
 fn frame_1m() -> Workload {
     Workload::new(
         "luau_frame_1m",
@@ -147,7 +147,7 @@ fn frame_1m() -> Workload {
         "jecs world:query(Position, Velocity) over 1M entities iterated in Luau, each component a table {x, y, z} updated in place, on the VM's one thread (jecs has no parallel iteration), in a VM made as Strata's game VM with a 4 GiB memory limit",
         move |b| {
             let budget = strata_script::ScriptBudget {
-                memory: 4 << 30,
+                memory: FRAME_MEMORY,
                 ..strata_script::ScriptBudget::STANDARD
             };
             let (_lua, step, _) = iter_world_in(vm_with(budget), FRAME_SIZE);

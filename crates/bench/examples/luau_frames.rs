@@ -1,0 +1,68 @@
+//! Runs a Luau workload's fixture and then a given number of frames, with nothing else, for an
+//! instruction count under callgrind (which, unlike a timer, does not move with the machine's
+//! noise). Run it twice, with 0 frames and with N, and divide the difference by N × entities:
+//! that is the work of one frame per entity, the fixture's setup cancelled out.
+//!
+//! ```text
+//! cargo build --release -p strata-bench --features peers --example luau_frames
+//! valgrind --tool=callgrind --smc-check=all target/release/examples/luau_frames frame 0 20000
+//! valgrind --tool=callgrind --smc-check=all target/release/examples/luau_frames frame 5 20000
+//! ```
+//!
+//! `--smc-check=all` lets valgrind see the native code Luau generates. jecs needs
+//! `STRATA_JECS` (see `peers::jecs`). Keep the entity count small for `handles`: under callgrind
+//! its first frame must finish within the game VM's 5-second time budget.
+
+use clap::{Parser, ValueEnum};
+use strata_bench::data::luau::DT;
+use strata_bench::luau;
+use strata_bench::peers::jecs;
+
+/// The work to repeat.
+#[derive(Clone, Copy, Debug, ValueEnum)]
+enum Work {
+    /// `luau_frame_1m`'s world: the stress place's `move` system on 2 threads.
+    Frame,
+    /// `luau_iter2`'s world: the column path on one thread.
+    Columns,
+    /// `luau_iter2_handles`'s world: the handle path on one thread.
+    Handles,
+    /// jecs's step of `luau_iter2` and `luau_frame_1m`.
+    Jecs,
+}
+
+/// Runs a Luau workload's fixture, then `frames` frames.
+#[derive(Debug, Parser)]
+struct Args {
+    /// The work.
+    work: Work,
+    /// Frames after the fixture.
+    frames: u32,
+    /// Entities.
+    entities: u64,
+}
+
+fn main() {
+    let args = Args::parse();
+    match args.work {
+        Work::Frame => {
+            let (mut world, _) = luau::frame_world(args.entities);
+            (0..args.frames).for_each(|_| luau::frame(&mut world));
+        }
+        Work::Columns | Work::Handles => {
+            let source = match args.work {
+                Work::Columns => luau::ITER_COLUMNS,
+                _ => luau::ITER_HANDLES,
+            };
+            let mut world = luau::iter_world(args.entities, source);
+            (0..args.frames).for_each(|_| luau::frame(&mut world));
+        }
+        Work::Jecs => {
+            let (_lua, step, _) = jecs::iter_world(args.entities);
+            for _ in 0..args.frames {
+                step.call::<()>(DT)
+                    .unwrap_or_else(|e| panic!("jecs step: {e}"));
+            }
+        }
+    }
+}
