@@ -15,6 +15,8 @@
 //! changes is applied and the query's columns go stale, as they do when a call fails with
 //! writes pending, so a refused or failed write never lands later.
 
+use std::io::Read;
+
 use mlua::{Buffer, Function, Lua, Table, Value as LuaValue};
 use strata_component_store::{ComponentId, FieldId, FieldType};
 
@@ -22,7 +24,7 @@ use strata::WorldError;
 
 use super::access::{Access, BulkKind, BulkWrite, lua_error, with_world};
 use super::args::component_in;
-use super::host::{VmState, helpers, state, state_mut};
+use super::host::{VmState, helpers, state_mut};
 use super::query::{QueryEntry, pass_and_mirror};
 
 /// The kinds of field a column can hold.
@@ -62,6 +64,11 @@ pub(crate) struct ColumnMirror {
     name: String,
     /// Reused for packing the table when written.
     buffer: Option<Buffer>,
+    /// Reused at each write-back: the packed values read out of `buffer`, and the positions
+    /// that changed (a column of 100k rows would otherwise map fresh pages for both at every
+    /// write-back).
+    packed: Vec<u8>,
+    changed: Vec<usize>,
 }
 
 /// The values of one field at the query's match rows, as numbers.
@@ -298,6 +305,8 @@ fn bring_up_to_date(
                         kind: *kind,
                         name: name.clone(),
                         buffer: None,
+                        packed: Vec::new(),
+                        changed: Vec::new(),
                     },
                 );
                 fresh = true;
@@ -415,38 +424,53 @@ pub(crate) fn flush(lua: &Lua) -> mlua::Result<()> {
     let pack: Function = helpers.raw_get("pack")?;
     for (key, c) in pending {
         // Pack each written column into its buffer (Luau code, outside any borrow).
-        let mut columns: Vec<(FieldId, Table, Kind, String, usize, Option<Buffer>)> = {
-            let state = state(lua)?;
-            let Some(entry) = state.queries.get(&key) else {
+        let mut columns: Vec<Written> = {
+            let mut state = state_mut(lua)?;
+            let Some(entry) = state.queries.get_mut(&key) else {
                 continue;
             };
             entry
                 .columns
-                .iter()
+                .iter_mut()
                 .filter(|((cc, _), _)| *cc == c)
-                .map(|((_, f), col)| {
-                    (
-                        *f,
-                        col.table.clone(),
-                        col.kind,
-                        col.name.clone(),
-                        col.shadow.len(),
-                        col.buffer.clone(),
-                    )
+                .map(|((_, field), col)| Written {
+                    field: *field,
+                    table: col.table.clone(),
+                    kind: col.kind,
+                    name: col.name.clone(),
+                    len: col.shadow.len(),
+                    buffer: col.buffer.clone(),
+                    bytes: std::mem::take(&mut col.packed),
                 })
                 .collect()
         };
         // In field order: each column's writes take their own tick, so the order is part of
         // the result (and a hash map's order differs from run to run).
-        columns.sort_by_key(|c| c.0);
+        columns.sort_by_key(|c| c.field);
         let mut packed = Vec::with_capacity(columns.len());
-        for (field, table, kind, name, n, buffer) in columns {
+        for Written {
+            field,
+            table,
+            kind,
+            name,
+            len,
+            buffer,
+            mut bytes,
+        } in columns
+        {
             let buffer = match buffer {
-                Some(b) if b.len() == n * 8 => b,
-                _ => lua.create_buffer_with_capacity(n * 8)?,
+                Some(b) if b.len() == len * 8 => b,
+                _ => lua.create_buffer_with_capacity(len * 8)?,
             };
-            let bad: Option<usize> = pack.call((table.clone(), n, buffer.clone(), kind.code()))?;
-            let values = Packed(buffer.to_vec());
+            let bad: Option<usize> =
+                pack.call((table.clone(), len, buffer.clone(), kind.code()))?;
+            bytes.clear();
+            buffer
+                .clone()
+                .cursor()
+                .read_to_end(&mut bytes)
+                .map_err(mlua::Error::external)?;
+            let values = Packed(bytes);
             let bad = bad.or_else(|| {
                 (kind == Kind::Integer)
                     .then(|| (0..values.len()).find(|&k| !is_integer(values.get(k))))
@@ -462,6 +486,18 @@ pub(crate) fn flush(lua: &Lua) -> mlua::Result<()> {
         with_world(lua, |lua, a| apply(lua, a, &key, c, packed))?;
     }
     Ok(())
+}
+
+/// A column taken for writing, as the write-back packs it: its field, table, kind and name,
+/// its length, the buffer it is packed into and the bytes reused for reading that buffer.
+struct Written {
+    field: FieldId,
+    table: Table,
+    kind: Kind,
+    name: String,
+    len: usize,
+    buffer: Option<Buffer>,
+    bytes: Vec<u8>,
 }
 
 /// Whether a column value is one an integer field holds.
@@ -550,46 +586,48 @@ fn apply(
     if !entry.mirror_is_current() {
         return Err(stale());
     }
-    let rows = {
-        let matches = entry
-            .query
-            .matches(a.arena(), a.store())
-            .map_err(lua_error)?;
-        matches.rows(term).map_err(lua_error)?.to_vec()
-    };
+    let QueryEntry { query, columns, .. } = entry;
+    let matches = query.matches(a.arena(), a.store()).map_err(lua_error)?;
+    let rows = matches.rows(term).map_err(lua_error)?;
     for (field, kind, values, buffer) in packed {
-        let Some(column) = entry.columns.get_mut(&(c, field)) else {
+        let Some(column) = columns.get_mut(&(c, field)) else {
             continue;
         };
         column.buffer = Some(buffer);
-        let changed: Vec<usize> = (0..values.len().min(column.shadow.len()))
-            .filter(|&k| values.get(k).to_bits() != column.shadow[k].to_bits())
-            .collect();
-        if changed.is_empty() {
-            continue;
-        }
-        match &mut a {
-            Access::Serial(scene) => write_rows(scene, c, field, kind, &rows, &changed, &values)?,
-            Access::Parallel(view) => {
-                view.par.write_column(
-                    view.store,
-                    BulkWrite {
-                        component: c,
-                        field,
-                        kind: match kind {
-                            Kind::Number => BulkKind::Number,
-                            Kind::Integer => BulkKind::Integer,
-                            Kind::Boolean => BulkKind::Boolean,
+        let mut changed = std::mem::take(&mut column.changed);
+        changed.clear();
+        changed.extend(
+            (0..values.len().min(column.shadow.len()))
+                .filter(|&k| values.get(k).to_bits() != column.shadow[k].to_bits()),
+        );
+        if !changed.is_empty() {
+            match &mut a {
+                Access::Serial(scene) => {
+                    write_rows(scene, c, field, kind, rows, &changed, &values)?;
+                }
+                Access::Parallel(view) => {
+                    view.par.write_column(
+                        view.store,
+                        BulkWrite {
+                            component: c,
+                            field,
+                            kind: match kind {
+                                Kind::Number => BulkKind::Number,
+                                Kind::Integer => BulkKind::Integer,
+                                Kind::Boolean => BulkKind::Boolean,
+                            },
+                            rows: changed.iter().map(|&k| rows[k]).collect(),
+                            values: changed.iter().map(|&k| values.get(k)).collect(),
                         },
-                        rows: changed.iter().map(|&k| rows[k]).collect(),
-                        values: changed.iter().map(|&k| values.get(k)).collect(),
-                    },
-                )?;
+                    )?;
+                }
+            }
+            for &k in &changed {
+                column.shadow[k] = values.get(k);
             }
         }
-        for &k in &changed {
-            column.shadow[k] = values.get(k);
-        }
+        column.changed = changed;
+        column.packed = values.0;
     }
     Ok(())
 }
