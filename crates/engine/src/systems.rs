@@ -580,55 +580,14 @@ impl<'a> ParCtx<'a> {
             None => None,
         };
         let mut column = self.overlay.column::<W>(component, field)?;
-        let (mut recorded, mut failed) = (0, None);
-        for_each_selected(pass.selection(), rows.len(), |k| {
-            let row = rows[k] as usize;
+        let recorded = column.update_rows(rows, pass.selection(), |k, current| {
             let input = match &reads {
-                Some((values, read_rows)) => match values.get(read_rows[k] as usize) {
-                    Some(input) => Some(input),
-                    None => return true,
-                },
+                Some((values, read_rows)) => Some(values.get(*read_rows.get(k)? as usize)?),
                 None => None,
             };
-            let Some(current) = column.get(row) else {
-                return true;
-            };
-            let next = f(current, input);
-            if next.identical(current) {
-                return true;
-            }
-            match column.write(row, next) {
-                Ok(()) => recorded += 1,
-                Err(error) => failed = Some(error),
-            }
-            failed.is_none()
-        });
-        if let Some(error) = failed {
-            return Err(error.into());
-        }
+            Some(f(current, input))
+        })?;
         Ok(recorded)
-    }
-}
-
-/// Calls `visit` with each selected match index of a pass (`selection` when the pass has one,
-/// every index below `len` otherwise) until it returns false.
-#[inline(always)]
-fn for_each_selected(selection: Option<&[u32]>, len: usize, mut visit: impl FnMut(usize) -> bool) {
-    match selection {
-        Some(selected) => {
-            for &k in selected {
-                if !visit(k as usize) {
-                    return;
-                }
-            }
-        }
-        None => {
-            for k in 0..len {
-                if !visit(k) {
-                    return;
-                }
-            }
-        }
     }
 }
 

@@ -299,10 +299,14 @@ impl<T> Log<T> {
         if let Some(start) = self.run
             && self.instances.len() < self.values.len()
         {
-            let n = self.values.len() as u32;
+            let rows = start as usize..start as usize + self.values.len();
             self.instances.clear();
-            self.instances
-                .extend((start..start + n).map(|row| holders.at(row)));
+            self.instances.extend(
+                holders.ids[rows.clone()]
+                    .iter()
+                    .zip(&holders.slots[rows])
+                    .map(|(&id, &slot)| InstanceRef::new(id, slot)),
+            );
         }
     }
 

@@ -576,6 +576,94 @@ impl<T: Logged> OverlayColumn<'_, '_, T> {
         Ok(())
     }
 
+    /// A pass of writes over `rows` (rows of the set, a query's for one of its terms): for each
+    /// index `k` visited (every index of `selection` when given, in its order, otherwise every
+    /// index of `rows`), `f(k, current)` with the value row `rows[k]` holds as this writer sees
+    /// it, and a write of what `f` returns unless that is `None` or identical to `current`.
+    /// The same as a [`OverlayColumn::get`] and a [`OverlayColumn::write`] per visited row, in
+    /// one loop with the rows checked once. Returns how many writes it recorded.
+    ///
+    /// # Errors
+    ///
+    /// [`StoreError::RowOutOfRange`](strata_component_store::StoreError::RowOutOfRange) (as
+    /// [`OverlayError::Store`]) when a visited row is past the set's rows (or an index past
+    /// `rows`), found before anything is recorded.
+    #[inline]
+    pub fn update_rows<F>(
+        &mut self,
+        rows: &[u32],
+        selection: Option<&[u32]>,
+        mut f: F,
+    ) -> Result<usize, OverlayError>
+    where
+        F: FnMut(usize, &T) -> Option<T>,
+    {
+        let len = self.holders.ids.len().min(self.established.len());
+        let past = match selection {
+            Some(selected) => selected
+                .iter()
+                .find(|&&k| rows.get(k as usize).is_none_or(|&row| row as usize >= len))
+                .map(|&k| rows.get(k as usize).map_or(usize::MAX, |&row| row as usize)),
+            // A maximum vectorises where a search for the first row past the end does not.
+            None => Some(rows.iter().fold(0, |top, &row| top.max(row)) as usize)
+                .filter(|&top| !rows.is_empty() && top >= len),
+        };
+        if let Some(row) = past {
+            return Err(StoreError::RowOutOfRange {
+                component: self.component.to_owned(),
+                row,
+            }
+            .into());
+        }
+        let (recorded, visited) = match selection {
+            Some(selected) => (
+                self.update_indexes(rows, selected.iter().map(|&k| k as usize), &mut f),
+                selected.len(),
+            ),
+            None => (self.update_indexes(rows, 0..rows.len(), &mut f), rows.len()),
+        };
+        *self.reads += visited as u64;
+        Ok(recorded)
+    }
+
+    /// The loop of [`OverlayColumn::update_rows`] over indexes already checked.
+    #[inline(always)]
+    fn update_indexes<F>(
+        &mut self,
+        rows: &[u32],
+        indexes: impl Iterator<Item = usize>,
+        f: &mut F,
+    ) -> usize
+    where
+        F: FnMut(usize, &T) -> Option<T>,
+    {
+        let mut recorded = 0;
+        for k in indexes {
+            let row = rows[k];
+            let next = {
+                let current = match self.log.get(self.index, row) {
+                    Some(value) => value,
+                    None => &self.established[row as usize],
+                };
+                match f(k, current) {
+                    Some(next) if !next.identical(current) => next,
+                    _ => continue,
+                }
+            };
+            *self.sequence += 1;
+            self.log.record(
+                self.index,
+                self.spare,
+                self.holders,
+                row,
+                next,
+                *self.sequence,
+            );
+            recorded += 1;
+        }
+        recorded
+    }
+
     /// The value at `row` as this writer sees it: its own latest write, or the established
     /// value.
     pub fn get(&mut self, row: usize) -> Option<&T> {

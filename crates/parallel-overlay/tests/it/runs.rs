@@ -482,3 +482,85 @@ fn a_run_past_the_rows_is_refused_and_records_nothing() {
     let set = overlay.finish();
     assert_eq!((set.len(), set.writes()), (5, 5));
 }
+
+/// What a pass computes from the row's position in the pass and the value it sees: `None` (skip)
+/// for some, the value itself (an identical write) for others, a new value for the rest.
+fn pass_value(k: usize, current: &i64) -> Option<i64> {
+    match k % 5 {
+        0 => None,
+        1 => Some(*current),
+        _ => Some(current * 3 + k as i64),
+    }
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig::with_cases(64))]
+
+    /// A pass of `update_rows` (rows repeated or out of order, through a selection or not,
+    /// after earlier writes of the writer) records exactly what a `get` and a `write` per
+    /// visited row record: the same log, sequence and read counts, and the same number of
+    /// writes returned.
+    #[test]
+    fn a_pass_of_update_rows_records_what_a_get_and_a_write_per_row_record(
+        earlier in prop::collection::vec((0usize..60, -50i64..50), 0..20),
+        rows in prop::collection::vec(0u32..60, 0..80),
+        selection in prop::option::of(prop::collection::vec(any::<prop::sample::Index>(), 0..40)),
+    ) {
+        let w = world(60, false);
+        let selection: Option<Vec<u32>> = selection.map(|picks| {
+            picks.iter().filter(|_| !rows.is_empty()).map(|i| i.index(rows.len()) as u32).collect()
+        });
+        let record = |per_row: bool| -> (WriteSet, usize) {
+            let mut overlay = Overlay::new(WriterRank::system(0, 0), &w.store);
+            let mut column = overlay.column::<i64>(w.score, w.n).unwrap();
+            for &(row, value) in &earlier {
+                column.write(row, value).unwrap();
+            }
+            let recorded = if per_row {
+                let visits: Vec<usize> = match &selection {
+                    Some(selected) => selected.iter().map(|&k| k as usize).collect(),
+                    None => (0..rows.len()).collect(),
+                };
+                let mut recorded = 0;
+                for k in visits {
+                    let row = rows[k] as usize;
+                    let current = *column.get(row).unwrap();
+                    if let Some(next) = pass_value(k, &current).filter(|&next| next != current) {
+                        column.write(row, next).unwrap();
+                        recorded += 1;
+                    }
+                }
+                recorded
+            } else {
+                column.update_rows(&rows, selection.as_deref(), pass_value).unwrap()
+            };
+            (overlay.finish(), recorded)
+        };
+        prop_assert_eq!(record(false), record(true));
+    }
+}
+
+#[test]
+fn a_pass_over_a_row_past_the_set_is_refused_and_records_nothing() {
+    let w = world(10, false);
+    let mut overlay = Overlay::new(WriterRank::system(0, 0), &w.store);
+    let mut column = overlay.column::<i64>(w.score, w.n).unwrap();
+    let bump = |_: usize, current: &i64| Some(current + 1);
+    for (rows, selection) in [
+        (&[1u32, 2, 12][..], None),
+        (&[1, 2, 12][..], Some(&[0u32, 2][..])),
+        (&[1, 2][..], Some(&[0, 5][..])),
+    ] {
+        let refused = column.update_rows(rows, selection, bump);
+        assert!(
+            matches!(
+                refused,
+                Err(OverlayError::Store(StoreError::RowOutOfRange { .. }))
+            ),
+            "{refused:?}"
+        );
+    }
+    assert_eq!(column.update_rows(&[3, 4], Some(&[1]), bump).unwrap(), 1);
+    let set = overlay.finish();
+    assert_eq!((set.len(), set.writes(), set.reads()), (1, 1, 1));
+}
