@@ -11,6 +11,7 @@
 //! own writes.
 
 use std::ops::{Deref, DerefMut};
+use std::sync::Arc;
 
 use strata_arena::{InstanceId, Snapshot};
 use strata_component_store::{ComponentId, FieldId, InstanceRef, Scalar, Store, Value};
@@ -73,8 +74,8 @@ pub struct StopRequest {
 /// A system's body as the world keeps it, with the fields it declared it writes.
 pub(crate) struct Body {
     pub(crate) inner: Box<dyn SystemBody>,
-    pub(crate) writes: Vec<(ComponentId, FieldId)>,
-    pub(crate) reads: Vec<ComponentId>,
+    pub(crate) writes: Arc<[(ComponentId, FieldId)]>,
+    pub(crate) reads: Arc<[ComponentId]>,
     /// Whether a parallel body may write any field (see [`SystemSpec::writes_any_field`]).
     pub(crate) any_write: bool,
     /// Whether a parallel body may read any component (see [`SystemSpec::reads_anything`]).
@@ -158,8 +159,8 @@ impl SystemSpec {
                 name,
                 Body {
                     inner: body,
-                    writes: Vec::new(),
-                    reads: Vec::new(),
+                    writes: Arc::new([]),
+                    reads: Arc::new([]),
                     any_write: false,
                     any_read: false,
                 },
@@ -224,7 +225,7 @@ impl SystemSpec {
     pub fn reads(mut self, component: ComponentId) -> Self {
         let body = self.system.body_mut();
         if !body.reads.contains(&component) {
-            body.reads.push(component);
+            body.reads = body.reads.iter().copied().chain([component]).collect();
         }
         self
     }
@@ -234,7 +235,12 @@ impl SystemSpec {
     pub fn writes(mut self, component: ComponentId, field: FieldId) -> Self {
         let body = self.system.body_mut();
         if !body.writes.contains(&(component, field)) {
-            body.writes.push((component, field));
+            body.writes = body
+                .writes
+                .iter()
+                .copied()
+                .chain([(component, field)])
+                .collect();
         }
         self
     }
@@ -299,9 +305,9 @@ impl DerefMut for Ctx<'_> {
 pub struct ParCtx<'a> {
     pub(crate) arena: &'a Snapshot,
     pub(crate) overlay: Overlay<'a>,
-    pub(crate) writes: &'a [(ComponentId, FieldId)],
+    pub(crate) writes: Arc<[(ComponentId, FieldId)]>,
     pub(crate) any_write: bool,
-    pub(crate) reads: &'a [ComponentId],
+    pub(crate) reads: Arc<[ComponentId]>,
     pub(crate) any_read: bool,
     pub(crate) dt: f64,
     pub(crate) frame: u64,

@@ -17,7 +17,7 @@ use std::time::Instant;
 
 use strata_arena::{Event, InstanceId, Snapshot};
 use strata_component_store::StoreEvent;
-use strata_parallel_overlay::{CommitReport, SystemOrder, WriterRank};
+use strata_parallel_overlay::{CommitReport, Overlay, SystemOrder, WriterRank};
 use strata_scheduler::{Due, FixedStep, Plan, Schedule, SystemId, SystemStats};
 use strata_schema_adoption::{ComponentReport, SyncReport};
 
@@ -731,10 +731,10 @@ fn run_serial(scene: &mut Scene, frame: u64, due: &mut Due<'_, Body>) -> Result<
     }
 }
 
-/// What one lane hands back: its result, its overlay's writes, and its counts.
-struct Lane {
+/// What one lane hands back: its result, its overlay, and its counts.
+struct Lane<'w> {
     result: Result<(), SystemError>,
-    set: strata_parallel_overlay::WriteSet,
+    overlay: Overlay<'w>,
     rows: u64,
     prints: Vec<String>,
     took: std::time::Duration,
@@ -748,74 +748,83 @@ fn run_parallel(
 ) -> Vec<Result<(), SystemError>> {
     let clock = scene.clock();
     let query_caching = scene.query_caching();
-    let wave = scene.wave();
-    let arena = wave.arena();
     // The wave's first system tells a frame's waves apart for a lane shuffle.
     let run = group.first().map_or(0, |due| u64::from(due.id().index()));
-    let jobs: Vec<(&mut Due<'_, Body>, bool)> = group
-        .iter_mut()
-        .map(|due| {
-            let halted = runaways.halted(due.id());
-            (due, halted)
-        })
-        .collect();
-    let (lanes, arrival) = wave.run(run, jobs, |(due, halted)| {
-        let id = due.id();
-        let _span = tracing::info_span!("system", name = due.name()).entered();
-        let rank = WriterRank::system(
-            u64::from(plan.position(id).unwrap_or(u32::MAX)),
-            u64::from(id.index()),
-        );
-        let (body, run) = due.parts();
-        let started = Instant::now();
-        let mut ctx = ParCtx {
-            arena,
-            overlay: wave.overlay(rank),
-            writes: &body.writes,
-            any_write: body.any_write,
-            reads: &body.reads,
-            any_read: body.any_read,
-            dt: run.dt(),
-            frame: clock.frame,
-            time: clock.time,
-            rows: 0,
-            prints: Vec::new(),
-            query_caching,
-        };
-        let outcome = if halted {
-            Ok(Ok(()))
-        } else {
-            catch_unwind(AssertUnwindSafe(|| body.inner.run_parallel(&mut ctx)))
-        };
-        let result = match outcome {
-            Ok(result) => result,
-            Err(panic) => Err(SystemError::Panicked(panic_message(panic.as_ref()))),
-        };
-        let rows = ctx.rows;
-        let prints = std::mem::take(&mut ctx.prints);
-        Lane {
-            result,
-            set: ctx.overlay.finish(),
-            rows,
-            prints,
-            took: started.elapsed(),
+    let oracle = SystemOrder(plan.order_oracle());
+    let (_, (results, prints)) = scene.run_wave(&oracle, |wave| {
+        let arena = wave.arena();
+        let jobs: Vec<(&mut Due<'_, Body>, bool)> = group
+            .iter_mut()
+            .map(|due| {
+                let halted = runaways.halted(due.id());
+                (due, halted)
+            })
+            .collect();
+        let (lanes, arrival) = wave.run(run, jobs, |(due, halted)| {
+            let id = due.id();
+            let _span = tracing::info_span!("system", name = due.name()).entered();
+            let rank = WriterRank::system(
+                u64::from(plan.position(id).unwrap_or(u32::MAX)),
+                u64::from(id.index()),
+            );
+            let (body, run) = due.parts();
+            let started = Instant::now();
+            let mut ctx = ParCtx {
+                arena,
+                overlay: wave.overlay(rank),
+                writes: Arc::clone(&body.writes),
+                any_write: body.any_write,
+                reads: Arc::clone(&body.reads),
+                any_read: body.any_read,
+                dt: run.dt(),
+                frame: clock.frame,
+                time: clock.time,
+                rows: 0,
+                prints: Vec::new(),
+                query_caching,
+            };
+            let outcome = if halted {
+                Ok(Ok(()))
+            } else {
+                catch_unwind(AssertUnwindSafe(|| body.inner.run_parallel(&mut ctx)))
+            };
+            let result = match outcome {
+                Ok(result) => result,
+                Err(panic) => Err(SystemError::Panicked(panic_message(panic.as_ref()))),
+            };
+            let rows = ctx.rows;
+            let prints = std::mem::take(&mut ctx.prints);
+            Lane {
+                result,
+                overlay: ctx.overlay,
+                rows,
+                prints,
+                took: started.elapsed(),
+            }
+        });
+        // Statistics, prints and results go in scheduled order; the commit takes the overlays
+        // in the order the lanes finished.
+        let mut overlays = Vec::with_capacity(lanes.len());
+        let mut results = Vec::with_capacity(lanes.len());
+        let mut prints = Vec::with_capacity(lanes.len());
+        for (due, lane) in group.iter_mut().zip(lanes) {
+            let (_, run) = due.parts();
+            run.add_component_reads(lane.overlay.reads());
+            run.add_field_writes(lane.overlay.writes());
+            run.add_visited_rows(lane.rows);
+            due.set_duration(lane.took);
+            prints.push(lane.prints);
+            overlays.push(Some(lane.overlay));
+            results.push(lane.result);
         }
+        let overlays = arrival
+            .iter()
+            .filter_map(|job| overlays[*job].take())
+            .collect();
+        (overlays, (results, prints))
     });
-    // Statistics, prints and results go in scheduled order; the commit takes the write sets
-    // in the order the lanes finished.
-    let mut sets = Vec::with_capacity(lanes.len());
-    let mut results = Vec::with_capacity(lanes.len());
-    for (due, lane) in group.iter_mut().zip(lanes) {
-        let (_, run) = due.parts();
-        run.add_component_reads(lane.set.reads());
-        run.add_field_writes(lane.set.writes());
-        run.add_visited_rows(lane.rows);
-        due.set_duration(lane.took);
-        scene.add_prints(lane.prints);
-        sets.push(Some(lane.set));
-        results.push(lane.result);
+    for lane in prints {
+        scene.add_prints(lane);
     }
-    let sets: Vec<_> = arrival.iter().filter_map(|job| sets[*job].take()).collect();
-    scene.commit_wave(sets, &SystemOrder(plan.order_oracle()));
     results
 }

@@ -30,7 +30,7 @@ use strata_component_store::{
 };
 
 use crate::log::{ColumnLog, Log, Logged};
-use crate::overlay::{SYSTEM_TIER, WriteSet, WriterRank, WrittenColumn};
+use crate::overlay::{Overlay, SYSTEM_TIER, WriteSet, WriterRank, WrittenColumn};
 use crate::spare::Spare;
 
 /// Whether the schedule orders two writers (so a conflict between them is intended). A
@@ -185,6 +185,43 @@ pub fn commit_with_spare(
     spare: &Spare,
 ) -> CommitReport {
     commit_on(store, sets, oracle, Some(spare), None)
+}
+
+/// Lends `store` to `record`, which records writers' overlays over it (on any threads) and
+/// returns them with anything else it made, then commits what they recorded as
+/// [`commit_with_spare`] does, on `pool` when given (as inside its `ThreadPool::install`).
+/// `with` is lent beside the store, for as long as the store is (so `record` may keep
+/// references from it in what it records, as a wave keeps the hierarchy it reads).
+///
+/// Nothing can change the store between the recording and the commit, so an overlay over this
+/// store is finished without a copy of the instances its rows hold, which
+/// [`Overlay::finish`] makes for a commit that might meet moved rows or another store; an
+/// overlay over any other store is finished with them, as by [`Overlay::finish`].
+pub fn record_and_commit<C: ?Sized, T>(
+    store: &mut Store,
+    with: &C,
+    oracle: &(impl OrderOracle + Sync),
+    spare: &Spare,
+    pool: Option<&rayon::ThreadPool>,
+    record: impl for<'s> FnOnce(&'s Store, &'s C) -> (Vec<Overlay<'s>>, T),
+) -> (CommitReport, T) {
+    let lent: *const Store = store;
+    let (overlays, made) = record(store, with);
+    let sets: Vec<WriteSet> = overlays
+        .into_iter()
+        .map(|overlay| {
+            if std::ptr::eq(overlay.store(), lent) {
+                overlay.finish_in_place()
+            } else {
+                overlay.finish()
+            }
+        })
+        .collect();
+    let report = match pool {
+        Some(pool) => pool.install(|| commit_with_spare(store, sets, oracle, spare)),
+        None => commit_with_spare(store, sets, oracle, spare),
+    };
+    (report, made)
 }
 
 /// The commit, handing logs to `spare` when given, its parallel column passes on `pool` (the

@@ -237,6 +237,7 @@ mod spare;
 
 pub use crate::commit::{
     CommitReport, Conflict, NoOrder, OrderOracle, Refusal, SystemOrder, commit, commit_with_spare,
+    record_and_commit,
 };
 pub use crate::error::OverlayError;
 pub use crate::log::Logged;

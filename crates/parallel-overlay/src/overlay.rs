@@ -430,6 +430,11 @@ impl<'s> Overlay<'s> {
         self.reads
     }
 
+    /// How many writes the writer made, repeats included (for system statistics).
+    pub fn writes(&self) -> u64 {
+        self.sequence
+    }
+
     /// Ends the writer's run: its writes, detached from the store borrow, ready to commit. The
     /// row indexes are dropped here; the commit needs only the logs, and the instances their
     /// rows held, which are copied now for logs that kept only values (a commit into another
@@ -573,6 +578,43 @@ impl<T: Logged> OverlayColumn<'_, '_, T> {
             values,
             sequence,
         );
+        Ok(())
+    }
+
+    /// Records `values[i]` at row `rows[i]` for every `i`, in that order: the same as a
+    /// [`OverlayColumn::write`] of each, in one loop with the rows checked once.
+    ///
+    /// # Errors
+    ///
+    /// [`StoreError::RowOutOfRange`](strata_component_store::StoreError::RowOutOfRange) (as
+    /// [`OverlayError::Store`]) when a row is past the set's rows, found before anything is
+    /// recorded; a value without a row, or a row without a value, is refused the same way.
+    pub fn write_rows<I>(&mut self, rows: &[u32], values: I) -> Result<(), OverlayError>
+    where
+        I: IntoIterator<Item = T>,
+        I::IntoIter: ExactSizeIterator,
+    {
+        let values = values.into_iter();
+        let len = self.holders.ids.len();
+        let top = rows.iter().fold(0, |top, &row| top.max(row)) as usize;
+        if values.len() != rows.len() || (!rows.is_empty() && top >= len) {
+            return Err(StoreError::RowOutOfRange {
+                component: self.component.to_owned(),
+                row: if rows.is_empty() { len } else { top.max(len) },
+            }
+            .into());
+        }
+        for (&row, value) in rows.iter().zip(values) {
+            *self.sequence += 1;
+            self.log.record(
+                self.index,
+                self.spare,
+                self.holders,
+                row,
+                value,
+                *self.sequence,
+            );
+        }
         Ok(())
     }
 

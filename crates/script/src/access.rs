@@ -279,24 +279,15 @@ impl BulkWrite {
         overlay: &mut strata_parallel_overlay::Overlay<'_>,
     ) -> Result<(), strata_parallel_overlay::OverlayError> {
         match self.kind {
-            BulkKind::Number => {
-                let mut column = overlay.column::<f64>(self.component, self.field)?;
-                for (row, v) in self.rows.iter().zip(&self.values) {
-                    column.write(*row as usize, *v)?;
-                }
-            }
-            BulkKind::Integer => {
-                let mut column = overlay.column::<i64>(self.component, self.field)?;
-                for (row, v) in self.rows.iter().zip(&self.values) {
-                    column.write(*row as usize, *v as i64)?;
-                }
-            }
-            BulkKind::Boolean => {
-                let mut column = overlay.column::<bool>(self.component, self.field)?;
-                for (row, v) in self.rows.iter().zip(&self.values) {
-                    column.write(*row as usize, *v != 0.0)?;
-                }
-            }
+            BulkKind::Number => overlay
+                .column::<f64>(self.component, self.field)?
+                .write_rows(&self.rows, self.values.iter().copied())?,
+            BulkKind::Integer => overlay
+                .column::<i64>(self.component, self.field)?
+                .write_rows(&self.rows, self.values.iter().map(|&v| v as i64))?,
+            BulkKind::Boolean => overlay
+                .column::<bool>(self.component, self.field)?
+                .write_rows(&self.rows, self.values.iter().map(|&v| v != 0.0))?,
         }
         Ok(())
     }

@@ -15,6 +15,7 @@ use strata_arena::Snapshot;
 use strata_component_store::Store;
 use strata_parallel_overlay::{
     CommitReport, OrderOracle, Overlay, Spare, WriteSet, WriterRank, commit_with_spare,
+    record_and_commit,
 };
 
 use super::Scene;
@@ -25,6 +26,15 @@ use super::lanes::{LaneShuffle, run_lanes};
 pub struct Wave<'s> {
     arena: &'s Snapshot,
     store: &'s Store,
+    spare: &'s Spare,
+    pool: Option<&'s rayon::ThreadPool>,
+    shuffle: Option<LaneShuffle>,
+    frame: u64,
+}
+
+/// What a wave borrows from its scene beside the store, lent with it (see [`Scene::run_wave`]).
+struct Lent<'s> {
+    arena: &'s Snapshot,
     spare: &'s Spare,
     pool: Option<&'s rayon::ThreadPool>,
     shuffle: Option<LaneShuffle>,
@@ -76,6 +86,43 @@ impl Scene {
         }
     }
 
+    /// Lends the established state to `work`, a wave whose jobs record into overlays
+    /// ([`Wave::overlay`]), and commits the overlays it returns as [`Scene::commit_wave`]
+    /// commits write sets, without the copy of the instances their rows hold that a write set
+    /// detached from the store keeps (see `strata_parallel_overlay::record_and_commit`).
+    /// Returns how many writes the commit applied, and what `work` made besides.
+    pub fn run_wave<T>(
+        &mut self,
+        oracle: &(impl OrderOracle + Sync),
+        work: impl for<'w> FnOnce(&Wave<'w>) -> (Vec<Overlay<'w>>, T),
+    ) -> (usize, T) {
+        let lent = Lent {
+            arena: &self.arena,
+            spare: &self.spare,
+            pool: self.pool.as_deref(),
+            shuffle: self.lane_shuffle,
+            frame: self.clock.frame,
+        };
+        let (report, made) = record_and_commit(
+            &mut self.store,
+            &lent,
+            oracle,
+            &self.spare,
+            self.pool.as_deref(),
+            |store, lent| {
+                work(&Wave {
+                    arena: lent.arena,
+                    store,
+                    spare: lent.spare,
+                    pool: lent.pool,
+                    shuffle: lent.shuffle,
+                    frame: lent.frame,
+                })
+            },
+        );
+        (self.keep_report(report), made)
+    }
+
     /// Commits a wave's write sets, given in the order its lanes finished, in writer-rank
     /// order (conflicts judged by `oracle`), on the scene's pool; keeps the report for the
     /// frame's events (when the wave wrote, conflicted or was refused anything). Returns how
@@ -94,6 +141,12 @@ impl Scene {
             Some(pool) => pool.install(|| commit_with_spare(store, sets, oracle, spare)),
             None => commit_with_spare(store, sets, oracle, spare),
         };
+        self.keep_report(report)
+    }
+
+    /// Keeps a commit's report for the frame's events when the wave wrote, conflicted or was
+    /// refused anything; returns how many writes it applied.
+    fn keep_report(&mut self, report: CommitReport) -> usize {
         let applied = report.applied;
         if !report.conflicts.is_empty() || !report.refusals.is_empty() || report.writers > 0 {
             self.commits.push(report);

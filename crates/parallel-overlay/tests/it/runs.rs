@@ -564,3 +564,44 @@ fn a_pass_over_a_row_past_the_set_is_refused_and_records_nothing() {
     let set = overlay.finish();
     assert_eq!((set.len(), set.writes(), set.reads()), (1, 1, 1));
 }
+
+proptest! {
+    #![proptest_config(ProptestConfig::with_cases(64))]
+
+    /// `write_rows` (rows repeated, out of order, after earlier writes) records what a `write`
+    /// of each pair in turn records; rows past the set, or rows and values of different
+    /// lengths, are refused with nothing recorded.
+    #[test]
+    fn written_rows_record_what_their_writes_one_by_one_do(
+        earlier in prop::collection::vec((0usize..60, -50i64..50), 0..20),
+        pairs in prop::collection::vec((0u32..61, -50i64..50), 0..40),
+        short in prop::bool::weighted(0.2),
+    ) {
+        let w = world(60, false);
+        let rows: Vec<u32> = pairs.iter().map(|&(row, _)| row).collect();
+        let mut values: Vec<i64> = pairs.iter().map(|&(_, value)| value).collect();
+        if short {
+            values.pop();
+        }
+        let refused = values.len() != rows.len() || rows.iter().any(|&row| row >= 60);
+        let record = |one_by_one: bool| -> WriteSet {
+            let mut overlay = Overlay::new(WriterRank::system(0, 0), &w.store);
+            let mut column = overlay.column::<i64>(w.score, w.n).unwrap();
+            for &(row, value) in &earlier {
+                column.write(row, value).unwrap();
+            }
+            if one_by_one {
+                if !refused {
+                    for (&row, &value) in rows.iter().zip(&values) {
+                        column.write(row as usize, value).unwrap();
+                    }
+                }
+            } else {
+                let result = column.write_rows(&rows, values.iter().copied());
+                assert_eq!(result.is_err(), refused, "{result:?}");
+            }
+            overlay.finish()
+        };
+        prop_assert_eq!(record(false), record(true));
+    }
+}
