@@ -662,10 +662,40 @@ impl<T: Logged> OverlayColumn<'_, '_, T> {
                 self.update_indexes(rows, selected.iter().map(|&k| k as usize), &mut f),
                 selected.len(),
             ),
+            // Before this writer's first write to the column, rows that ascend strictly are
+            // each visited once with nothing of its own to read back: every current value is
+            // the established one.
+            None if self.log.len() == 0 && rows.windows(2).all(|pair| pair[0] < pair[1]) => {
+                (self.update_fresh(rows, &mut f), rows.len())
+            }
             None => (self.update_indexes(rows, 0..rows.len(), &mut f), rows.len()),
         };
         *self.reads += visited as u64;
         Ok(recorded)
+    }
+
+    /// The loop of [`OverlayColumn::update_rows`] over every index of rows already checked,
+    /// strictly ascending, none written by this writer yet: the current value of each is the
+    /// established one.
+    #[inline(always)]
+    fn update_fresh<F>(&mut self, rows: &[u32], f: &mut F) -> usize
+    where
+        F: FnMut(usize, &T) -> Option<T>,
+    {
+        let first = *self.sequence;
+        let mut sequence = first;
+        for (k, &row) in rows.iter().enumerate() {
+            let current = &self.established[row as usize];
+            let next = match f(k, current) {
+                Some(next) if !next.identical(current) => next,
+                _ => continue,
+            };
+            sequence += 1;
+            self.log
+                .record(self.index, self.spare, self.holders, row, next, sequence);
+        }
+        *self.sequence = sequence;
+        (sequence - first) as usize
     }
 
     /// The loop of [`OverlayColumn::update_rows`] over indexes already checked.
@@ -679,7 +709,9 @@ impl<T: Logged> OverlayColumn<'_, '_, T> {
     where
         F: FnMut(usize, &T) -> Option<T>,
     {
-        let mut recorded = 0;
+        // The sequence kept in a register, not stored through its reference at every write.
+        let first = *self.sequence;
+        let mut sequence = first;
         for k in indexes {
             let row = rows[k];
             let next = {
@@ -692,18 +724,12 @@ impl<T: Logged> OverlayColumn<'_, '_, T> {
                     _ => continue,
                 }
             };
-            *self.sequence += 1;
-            self.log.record(
-                self.index,
-                self.spare,
-                self.holders,
-                row,
-                next,
-                *self.sequence,
-            );
-            recorded += 1;
+            sequence += 1;
+            self.log
+                .record(self.index, self.spare, self.holders, row, next, sequence);
         }
-        recorded
+        *self.sequence = sequence;
+        (sequence - first) as usize
     }
 
     /// The value at `row` as this writer sees it: its own latest write, or the established

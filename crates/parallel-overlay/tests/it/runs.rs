@@ -496,8 +496,8 @@ fn pass_value(k: usize, current: &i64) -> Option<i64> {
 proptest! {
     #![proptest_config(ProptestConfig::with_cases(64))]
 
-    /// A pass of `update_rows` (rows repeated or out of order, through a selection or not,
-    /// after earlier writes of the writer) records exactly what a `get` and a `write` per
+    /// A pass of `update_rows` (rows repeated or out of order or strictly ascending, through a
+    /// selection or not, after earlier writes of the writer or before any) records exactly what a `get` and a `write` per
     /// visited row record: the same log, sequence and read counts, and the same number of
     /// writes returned.
     #[test]
@@ -505,7 +505,18 @@ proptest! {
         earlier in prop::collection::vec((0usize..60, -50i64..50), 0..20),
         rows in prop::collection::vec(0u32..60, 0..80),
         selection in prop::option::of(prop::collection::vec(any::<prop::sample::Index>(), 0..40)),
+        fresh in any::<bool>(),
     ) {
+        // A fresh pass (the writer's first writes to the column, rows strictly ascending) as
+        // often as any other.
+        let (earlier, rows) = if fresh {
+            let mut rows = rows;
+            rows.sort_unstable();
+            rows.dedup();
+            (Vec::new(), rows)
+        } else {
+            (earlier, rows)
+        };
         let w = world(60, false);
         let selection: Option<Vec<u32>> = selection.map(|picks| {
             picks.iter().filter(|_| !rows.is_empty()).map(|i| i.index(rows.len()) as u32).collect()
