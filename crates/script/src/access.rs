@@ -51,7 +51,13 @@ pub(crate) struct ParState {
     readable: Option<Vec<ComponentId>>,
     pub(crate) reads: u64,
     pub(crate) rows: u64,
+    /// Row and value buffers of an earlier call's column writes, emptied, for this call's.
+    spare: Vec<BulkBuffers>,
 }
+
+/// The rows and values of a column write, kept from one parallel call to the next so a large
+/// write-back does not take fresh pages every frame.
+pub(crate) type BulkBuffers = (Vec<u32>, Vec<f64>);
 
 impl ParState {
     pub(crate) fn new(
@@ -70,7 +76,19 @@ impl ParState {
             readable: None,
             reads: 0,
             rows: 0,
+            spare: Vec::new(),
         }
+    }
+
+    /// The same, with emptied buffers of an earlier call's column writes to fill again.
+    pub(crate) fn with_spare(mut self, spare: Vec<BulkBuffers>) -> Self {
+        self.spare = spare;
+        self
+    }
+
+    /// Empty buffers for a column write's rows and values: an earlier call's when there are.
+    pub(crate) fn bulk_buffers(&mut self) -> BulkBuffers {
+        self.spare.pop().unwrap_or_default()
     }
 
     /// The same, reading only `readable` components (`None`: any).
@@ -213,29 +231,46 @@ impl ParState {
     }
 
     /// Replays everything written, in order, into an overlay over the same established store.
+    /// Hands back the column writes' buffers, emptied, for a later call
+    /// ([`ParState::with_spare`]), with any it was given and did not use.
     pub(crate) fn replay(
         self,
         overlay: &mut strata_parallel_overlay::Overlay<'_>,
-    ) -> Result<(), strata_parallel_overlay::OverlayError> {
+    ) -> (
+        Result<(), strata_parallel_overlay::OverlayError>,
+        Vec<BulkBuffers>,
+    ) {
         let Self {
             writes,
             bulk,
             order,
+            mut spare,
             ..
         } = self;
         let mut writes: Vec<Option<(InstanceRef, ComponentId, FieldId, Value)>> =
             writes.into_iter().map(Some).collect();
+        let mut result = Ok(());
         for op in order {
-            match op {
-                Op::One(i) => {
-                    if let Some((at, component, field, value)) = writes[i].take() {
-                        overlay.write(at, component, field, value)?;
+            result = match op {
+                Op::One(i) => match writes[i].take() {
+                    Some((at, component, field, value)) => {
+                        overlay.write(at, component, field, value)
                     }
-                }
-                Op::Bulk(b) => bulk[b].replay(overlay)?,
+                    None => Ok(()),
+                },
+                Op::Bulk(b) => bulk[b].replay(overlay),
+            };
+            if result.is_err() {
+                break;
             }
         }
-        Ok(())
+        spare.extend(bulk.into_iter().map(|b| {
+            let (mut rows, mut values) = (b.rows, b.values);
+            rows.clear();
+            values.clear();
+            (rows, values)
+        }));
+        (result, spare)
     }
 }
 

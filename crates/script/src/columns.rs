@@ -606,6 +606,9 @@ fn apply(
                     write_rows(scene, c, field, kind, rows, &changed, &values)?;
                 }
                 Access::Parallel(view) => {
+                    let (mut changed_rows, mut changed_values) = view.par.bulk_buffers();
+                    changed_rows.extend(changed.iter().map(|&k| rows[k]));
+                    changed_values.extend(changed.iter().map(|&k| values.get(k)));
                     view.par.write_column(
                         view.store,
                         BulkWrite {
@@ -616,8 +619,8 @@ fn apply(
                                 Kind::Integer => BulkKind::Integer,
                                 Kind::Boolean => BulkKind::Boolean,
                             },
-                            rows: changed.iter().map(|&k| rows[k]).collect(),
-                            values: changed.iter().map(|&k| values.get(k)).collect(),
+                            rows: changed_rows,
+                            values: changed_values,
                         },
                     )?;
                 }

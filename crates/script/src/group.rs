@@ -253,6 +253,7 @@ impl SystemBody for GroupRunner {
             }
             let mut overlay = wave.overlay(WriterRank::group(rank, root.get()));
             par.replay(&mut overlay)
+                .0
                 .map_err(|e| SystemError::World(e.into()))?;
             sets[rank as usize] = Some(overlay.finish());
         }

@@ -12,7 +12,7 @@ use strata_arena::InstanceId;
 use strata_component_store::{ComponentId, FieldId};
 use strata_scheduler::Phase;
 
-use super::access::ParState;
+use super::access::{BulkBuffers, ParState};
 use super::host::{Caller, Failure, Scripts, Stop};
 use super::vm::script_error;
 use super::{Error, ScriptError, ScriptScene, convert::kind};
@@ -34,6 +34,9 @@ pub(crate) struct LuauBody {
     /// What a parallel run may read (see `readable`); `None` for anything.
     readable: Option<Vec<ComponentId>>,
     roots: (InstanceId, InstanceId),
+    /// The buffers of the last parallel run's column writes, emptied, for the next run's: a
+    /// large write-back reuses its memory instead of taking fresh pages every frame.
+    bulk_spare: Vec<BulkBuffers>,
 }
 
 /// A failed call as the error of system `system`: a runaway (a budget trip, or memory run
@@ -93,6 +96,7 @@ impl SystemBody for LuauBody {
         };
         let par = ParState::new(self.roots, self.declared.clone())
             .reading(self.readable.clone())
+            .with_spare(std::mem::take(&mut self.bulk_spare))
             .at(clock);
         let world = self.scripts.world().clone();
         let established = (ctx.arena(), ctx.store());
@@ -109,8 +113,9 @@ impl SystemBody for LuauBody {
         ctx.add_prints(prints);
         result.map_err(|f| system_failure(f, &self.owner))?;
         ctx.add_rows(par.rows);
-        par.replay(ctx.overlay_mut())
-            .map_err(|e| SystemError::World(e.into()))?;
+        let (replayed, spare) = par.replay(ctx.overlay_mut());
+        self.bulk_spare = spare;
+        replayed.map_err(|e| SystemError::World(e.into()))?;
         Ok(())
     }
 
@@ -344,6 +349,7 @@ pub(crate) fn system_from_script(
         readable: readable(reads.as_deref(), declared.as_deref()),
         declared: declared.clone(),
         roots: (scene.game(), scene.workspace()),
+        bulk_spare: Vec::new(),
     };
     let mut spec = SystemSpec::from_body(name, Box::new(body));
     match declared {

@@ -426,3 +426,62 @@ fn a_failing_group_names_the_root_it_ran_for() {
     );
     assert!(text.contains("`Room2`") && text.contains("Model"), "{text}");
 }
+
+/// The rows a parallel column-path system changes each frame: every row, one, none, then every
+/// row again, so its write-back grows, shrinks and grows again in memory kept from the frames
+/// before; a write from Rust between frames stays where the next write-back does not touch it.
+#[test]
+fn a_parallel_column_write_back_lands_whatever_the_rows_it_changed_the_frame_before() {
+    for threads in [1, 2] {
+        let mut world = scripted(threads);
+        world
+            .run_script(
+                "setup.luau",
+                "for i = 1, 40 do
+                    local p = Instance.new('Part', world.workspace)
+                    p:AddComponent(Position, { x = i })
+                end",
+            )
+            .unwrap();
+        system(
+            &mut world,
+            "bump",
+            "local runs = 0
+            return system { parallel = true, writes = { Position = { 'x' } }, run = function(world)
+                runs += 1
+                local frame = runs
+                for chunk in world:query({ with = { Position } }):chunks() do
+                    local px = chunk:write(Position).x
+                    for row = chunk.first, chunk.last do
+                        if frame ~= 3 and (frame ~= 2 or px[row] == 104) then
+                            px[row] += 100
+                        end
+                    end
+                end
+            end }",
+        )
+        .unwrap();
+        let (position, x) = world.field_named("Position", "x").unwrap();
+        let parts = world.children(world.workspace()).unwrap();
+        let mut expected: Vec<f64> = (1..=40).map(f64::from).collect();
+        for frame in 1..=4 {
+            world.step(0.1).unwrap();
+            for value in &mut expected {
+                if frame != 3 && (frame != 2 || *value == 104.0) {
+                    *value += 100.0;
+                }
+            }
+            let values: Vec<f64> = parts
+                .iter()
+                .map(|&part| world.get::<f64>(part, position, x).unwrap())
+                .collect();
+            assert_eq!(values, expected, "frame {frame} on {threads} threads");
+            // A write between frames that the next frame's write-back must not undo: that
+            // frame changes another row only.
+            if frame == 1 {
+                world.write::<f64>(parts[9], position, x, -5.0).unwrap();
+                expected[9] = -5.0;
+            }
+        }
+    }
+}
