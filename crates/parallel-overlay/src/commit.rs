@@ -218,6 +218,8 @@ pub fn record_and_commit<C: ?Sized, T>(
         })
         .collect();
     let report = match pool {
+        // Nothing to commit: the report of an empty commit, without waking the pool.
+        _ if sets.is_empty() => CommitReport::default(),
         Some(pool) => pool.install(|| commit_with_spare(store, sets, oracle, spare)),
         None => commit_with_spare(store, sets, oracle, spare),
     };

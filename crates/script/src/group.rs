@@ -226,42 +226,45 @@ impl SystemBody for GroupRunner {
         self.load_missing(scene, &roots)?;
         let (outcomes, arrival) = self.run_groups(scene, &roots, dt);
         let system = format!("group:{}", self.name);
-        let mut sets: Vec<Option<_>> = (0..outcomes.len()).map(|_| None).collect();
         let mut first_error: Option<Failure> = None;
         let mut stops = Vec::new();
         let mut rows = 0;
         let mut prints = Vec::new();
-        let wave = scene.wave();
-        for (rank, root, result, par, printed) in outcomes {
-            prints.extend(printed);
-            rows += par.rows;
-            if let Err(mut failure) = result {
-                if let Some(stop) = failure.stop.take() {
-                    stops.push(StopRequest {
-                        system: (stop.holder.owner != system).then_some(stop.holder.owner),
-                        part: stop.holder.part,
-                        release: true,
-                    });
+        let (applied, replayed) = scene.run_wave(&NoOrder, |wave| {
+            let mut overlays: Vec<Option<_>> = (0..outcomes.len()).map(|_| None).collect();
+            for (rank, root, result, par, printed) in outcomes {
+                prints.extend(printed);
+                rows += par.rows;
+                if let Err(mut failure) = result {
+                    if let Some(stop) = failure.stop.take() {
+                        stops.push(StopRequest {
+                            system: (stop.holder.owner != system).then_some(stop.holder.owner),
+                            part: stop.holder.part,
+                            release: true,
+                        });
+                    }
+                    if first_error.is_none() {
+                        let root = super::errors::instance(wave.arena(), root);
+                        failure.error.message =
+                            format!("{} (in the group under {root})", failure.error.message);
+                        first_error = Some(failure);
+                    }
+                    continue;
                 }
-                if first_error.is_none() {
-                    let root = super::errors::instance(wave.arena(), root);
-                    failure.error.message =
-                        format!("{} (in the group under {root})", failure.error.message);
-                    first_error = Some(failure);
+                let mut overlay = wave.overlay(WriterRank::group(rank, root.get()));
+                if let Err(error) = par.replay(&mut overlay).0 {
+                    // A write the overlay refuses fails the whole system: nothing commits.
+                    return (Vec::new(), Err(error));
                 }
-                continue;
+                overlays[rank as usize] = Some(overlay);
             }
-            let mut overlay = wave.overlay(WriterRank::group(rank, root.get()));
-            par.replay(&mut overlay)
-                .0
-                .map_err(|e| SystemError::World(e.into()))?;
-            sets[rank as usize] = Some(overlay.finish());
-        }
-        // The overlays reach the commit in the order the groups finished.
-        let sets: Vec<_> = arrival.iter().filter_map(|k| sets[*k].take()).collect();
+            // The overlays reach the commit in the order the groups finished.
+            let overlays = arrival.iter().filter_map(|k| overlays[*k].take()).collect();
+            (overlays, Ok(()))
+        });
+        replayed.map_err(|e| SystemError::World(e.into()))?;
         scene.add_prints(prints);
         scene.count_rows(rows);
-        let applied = scene.commit_wave(sets, &NoOrder);
         scene.count_writes(applied as u64);
         match first_error {
             Some(error) if !stops.is_empty() => Err(SystemError::RanAway(Box::new(Runaway {
