@@ -93,7 +93,7 @@
 //!   restore the store's tick with its rows, under a new store identity.
 //!
 //! Other layers plug in through the public API only: `SystemBody` for systems in any language,
-//! `Scene::wave` and `Scene::commit_wave` for parallel work of their own, `ParCtx` for parallel
+//! `Scene::wave` and `Scene::run_wave` for parallel work of their own, `ParCtx` for parallel
 //! systems, and the scene's extension slot (`Scene::extension`) for their state. The Luau game
 //! layer (`strata-script`) is built that way; this crate runs Luau only to evaluate component
 //! schemas (`Scene::define_luau`, through `strata-schema-adoption`).

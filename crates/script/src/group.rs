@@ -10,7 +10,7 @@
 //! group's callback reads the state established before the groups began (and its own writes)
 //! and its writes are replayed into an overlay ranked `WriterRank::group(position, root)`,
 //! where `position` is the root's place in a pre-order walk of the hierarchy; the overlays
-//! commit through [`Scene::commit_wave`], in that order, after every callback has finished. A group's VM holds only what its
+//! commit through [`Scene::run_wave`], in that order, after every callback has finished. A group's VM holds only what its
 //! own callbacks put there, so the world after the frame is the same for any thread count.
 //! Structural changes are refused inside a group's callback.
 

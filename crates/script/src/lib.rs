@@ -8,7 +8,7 @@
 //! It reaches the world only through the facade's public API: [`Scene`]'s operations, its
 //! extension slot (where a world's scripting state lives, see [`ScriptScene`]), [`SystemBody`](strata::SystemBody)
 //! (the seam any scripting language's systems take), waves ([`Scene::wave`],
-//! [`Scene::commit_wave`]) for execution groups, and [`ParCtx`](strata::ParCtx) for parallel systems.
+//! [`Scene::run_wave`]) for execution groups, and [`ParCtx`](strata::ParCtx) for parallel systems.
 //!
 //! Invariant: scripts reach the world only while the world lends itself to a call (setup
 //! scripts, system runs, group callbacks); everything a script does goes through the same

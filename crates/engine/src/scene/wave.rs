@@ -2,20 +2,20 @@
 //! committed in writer-rank order. A wave of parallel systems and an execution-group script's
 //! groups both run as waves: [`Scene::wave`] lends the established state and the pool
 //! ([`Wave::run`] hands jobs to lanes, [`Wave::overlay`] gives a job its overlay), and
-//! [`Scene::commit_wave`] is the one path that commits what lanes wrote.
+//! [`Scene::run_wave`] is the one path that commits what lanes wrote.
 //!
 //! Invariant: nothing changes the scene while a wave runs (a [`Wave`] borrows it); every lane's
-//! writes reach the store through [`Scene::commit_wave`], which applies them in writer-rank
-//! order whatever order the lanes finished in (the order it is given, which a lane shuffle
-//! varies), hands the overlays' memory back for the next wave, and keeps the commit's report
-//! for the frame's events. So a wave's result depends on the established state and the ranks
+//! writes reach the store through [`Scene::run_wave`], which lends the established state to
+//! the overlays and commits them before the scene can change, in writer-rank order whatever
+//! order the lanes finished in (the order it is given, which a lane shuffle varies), hands the
+//! overlays' memory back for the next wave, and keeps the commit's report for the frame's
+//! events. So a wave's result depends on the established state and the ranks
 //! only, never on threads or timing.
 
 use strata_arena::Snapshot;
 use strata_component_store::Store;
 use strata_parallel_overlay::{
-    CommitReport, OrderOracle, Overlay, Spare, WriteSet, WriterRank, commit_with_spare,
-    record_and_commit,
+    CommitReport, OrderOracle, Overlay, Spare, WriterRank, record_and_commit,
 };
 
 use super::Scene;
@@ -60,7 +60,7 @@ impl<'s> Wave<'s> {
 
     /// Runs every job through `work` on the scene's pool (one after another without one):
     /// returns the results in job order, and the jobs' indexes in the order they finished,
-    /// which is the order their write sets go to [`Scene::commit_wave`]. `run` tells the
+    /// which is the order their overlays go to [`Scene::run_wave`]'s commit. `run` tells the
     /// frame's waves apart for a lane shuffle (any number, the same for the same wave in every
     /// frame).
     pub fn run<J: Send, R: Send>(
@@ -87,10 +87,13 @@ impl Scene {
     }
 
     /// Lends the established state to `work`, a wave whose jobs record into overlays
-    /// ([`Wave::overlay`]), and commits the overlays it returns as [`Scene::commit_wave`]
-    /// commits write sets, without the copy of the instances their rows hold that a write set
-    /// detached from the store keeps (see `strata_parallel_overlay::record_and_commit`).
-    /// Returns how many writes the commit applied, and what `work` made besides.
+    /// ([`Wave::overlay`]), and commits the overlays it returns, given in the order its lanes
+    /// finished, in writer-rank order (conflicts judged by `oracle`), on the scene's pool; keeps
+    /// the report for the frame's events (when the wave wrote, conflicted or was refused
+    /// anything). The overlays commit without the copy of the instances their rows hold that a
+    /// write set detached from the store keeps (see
+    /// `strata_parallel_overlay::record_and_commit`). Returns how many writes the commit
+    /// applied, and what `work` made besides.
     pub fn run_wave<T>(
         &mut self,
         oracle: &(impl OrderOracle + Sync),
@@ -121,27 +124,6 @@ impl Scene {
             },
         );
         (self.keep_report(report), made)
-    }
-
-    /// Commits a wave's write sets, given in the order its lanes finished, in writer-rank
-    /// order (conflicts judged by `oracle`), on the scene's pool; keeps the report for the
-    /// frame's events (when the wave wrote, conflicted or was refused anything). Returns how
-    /// many writes it applied.
-    pub fn commit_wave(
-        &mut self,
-        sets: Vec<WriteSet>,
-        oracle: &(impl OrderOracle + Sync),
-    ) -> usize {
-        if sets.is_empty() {
-            return 0;
-        }
-        let store = &mut self.store;
-        let spare = &self.spare;
-        let report: CommitReport = match &self.pool {
-            Some(pool) => pool.install(|| commit_with_spare(store, sets, oracle, spare)),
-            None => commit_with_spare(store, sets, oracle, spare),
-        };
-        self.keep_report(report)
     }
 
     /// Keeps a commit's report for the frame's events when the wave wrote, conflicted or was
