@@ -659,48 +659,30 @@ impl<T: Logged> OverlayColumn<'_, '_, T> {
         }
         let (recorded, visited) = match selection {
             Some(selected) => (
-                self.update_indexes(rows, selected.iter().map(|&k| k as usize), &mut f),
+                self.update_indexes::<false, _>(rows, selected.iter().map(|&k| k as usize), &mut f),
                 selected.len(),
             ),
             // Before this writer's first write to the column, rows that ascend strictly are
             // each visited once with nothing of its own to read back: every current value is
             // the established one.
-            None if self.log.len() == 0 && rows.windows(2).all(|pair| pair[0] < pair[1]) => {
-                (self.update_fresh(rows, &mut f), rows.len())
-            }
-            None => (self.update_indexes(rows, 0..rows.len(), &mut f), rows.len()),
+            None if self.log.len() == 0 && rows.windows(2).all(|pair| pair[0] < pair[1]) => (
+                self.update_indexes::<true, _>(rows, 0..rows.len(), &mut f),
+                rows.len(),
+            ),
+            None => (
+                self.update_indexes::<false, _>(rows, 0..rows.len(), &mut f),
+                rows.len(),
+            ),
         };
         *self.reads += visited as u64;
         Ok(recorded)
     }
 
-    /// The loop of [`OverlayColumn::update_rows`] over every index of rows already checked,
-    /// strictly ascending, none written by this writer yet: the current value of each is the
-    /// established one.
+    /// The loop of [`OverlayColumn::update_rows`] over indexes already checked. `FRESH`: the
+    /// rows are strictly ascending and none is written by this writer yet, so the current value
+    /// of each is the established one and its own writes need no lookup.
     #[inline(always)]
-    fn update_fresh<F>(&mut self, rows: &[u32], f: &mut F) -> usize
-    where
-        F: FnMut(usize, &T) -> Option<T>,
-    {
-        let first = *self.sequence;
-        let mut sequence = first;
-        for (k, &row) in rows.iter().enumerate() {
-            let current = &self.established[row as usize];
-            let next = match f(k, current) {
-                Some(next) if !next.identical(current) => next,
-                _ => continue,
-            };
-            sequence += 1;
-            self.log
-                .record(self.index, self.spare, self.holders, row, next, sequence);
-        }
-        *self.sequence = sequence;
-        (sequence - first) as usize
-    }
-
-    /// The loop of [`OverlayColumn::update_rows`] over indexes already checked.
-    #[inline(always)]
-    fn update_indexes<F>(
+    fn update_indexes<const FRESH: bool, F>(
         &mut self,
         rows: &[u32],
         indexes: impl Iterator<Item = usize>,
@@ -715,10 +697,12 @@ impl<T: Logged> OverlayColumn<'_, '_, T> {
         for k in indexes {
             let row = rows[k];
             let next = {
-                let current = match self.log.get(self.index, row) {
-                    Some(value) => value,
-                    None => &self.established[row as usize],
+                let own = if FRESH {
+                    None
+                } else {
+                    self.log.get(self.index, row)
                 };
+                let current = own.unwrap_or(&self.established[row as usize]);
                 match f(k, current) {
                     Some(next) if !next.identical(current) => next,
                     _ => continue,

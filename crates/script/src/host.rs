@@ -81,17 +81,6 @@ function H.iter(nt, n, insts, h1, h2, h3, hs, sel)
     end
 end
 
-function H.unpack(b, n, kind)
-    local t = table.create(n)
-    local rd = buffer.readf64
-    if kind == 1 then
-        for i = 1, n do t[i] = rd(b, (i - 1) * 8) ~= 0 end
-    else
-        for i = 1, n do t[i] = rd(b, (i - 1) * 8) end
-    end
-    return t
-end
-
 function H.refill(t, b, n, kind)
     local rd = buffer.readf64
     if kind == 1 then
@@ -99,6 +88,12 @@ function H.refill(t, b, n, kind)
     else
         for i = 1, n do t[i] = rd(b, (i - 1) * 8) end
     end
+end
+
+function H.unpack(b, n, kind)
+    local t = table.create(n)
+    H.refill(t, b, n, kind)
+    return t
 end
 
 function H.pack(t, n, b, kind)

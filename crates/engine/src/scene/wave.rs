@@ -24,15 +24,13 @@ use super::lanes::{LaneShuffle, run_lanes};
 /// A scene's established state lent to a wave of parallel work (see the module docs). It is
 /// shared by the wave's lanes.
 pub struct Wave<'s> {
-    arena: &'s Snapshot,
     store: &'s Store,
-    spare: &'s Spare,
-    pool: Option<&'s rayon::ThreadPool>,
-    shuffle: Option<LaneShuffle>,
-    frame: u64,
+    lent: Lent<'s>,
 }
 
-/// What a wave borrows from its scene beside the store, lent with it (see [`Scene::run_wave`]).
+/// What a wave borrows from its scene beside the store (see [`Scene::run_wave`], which lends
+/// the store apart from the rest).
+#[derive(Clone, Copy)]
 struct Lent<'s> {
     arena: &'s Snapshot,
     spare: &'s Spare,
@@ -44,7 +42,7 @@ struct Lent<'s> {
 impl<'s> Wave<'s> {
     /// The hierarchy as the wave reads it.
     pub fn arena(&self) -> &'s Snapshot {
-        self.arena
+        self.lent.arena
     }
 
     /// The store as the wave reads it.
@@ -55,7 +53,7 @@ impl<'s> Wave<'s> {
     /// An overlay of writer rank `rank` over the established store, recording into memory
     /// earlier waves handed back: a job's writes.
     pub fn overlay(&self, rank: WriterRank) -> Overlay<'s> {
-        Overlay::with_spare(rank, self.store, self.spare)
+        Overlay::with_spare(rank, self.store, self.lent.spare)
     }
 
     /// Runs every job through `work` on the scene's pool (one after another without one):
@@ -69,7 +67,13 @@ impl<'s> Wave<'s> {
         jobs: Vec<J>,
         work: impl Fn(J) -> R + Sync,
     ) -> (Vec<R>, Vec<usize>) {
-        run_lanes(self.pool, self.shuffle, self.frame, run, jobs, work)
+        let Lent {
+            pool,
+            shuffle,
+            frame,
+            ..
+        } = self.lent;
+        run_lanes(pool, shuffle, frame, run, jobs, work)
     }
 }
 
@@ -77,8 +81,15 @@ impl Scene {
     /// The established state, lent to a wave of parallel work (see the module docs).
     pub fn wave(&self) -> Wave<'_> {
         Wave {
-            arena: &self.arena,
             store: &self.store,
+            lent: self.lent(),
+        }
+    }
+
+    /// Everything a wave borrows but the store.
+    fn lent(&self) -> Lent<'_> {
+        Lent {
+            arena: &self.arena,
             spare: &self.spare,
             pool: self.pool.as_deref(),
             shuffle: self.lane_shuffle,
@@ -99,6 +110,7 @@ impl Scene {
         oracle: &(impl OrderOracle + Sync),
         work: impl for<'w> FnOnce(&Wave<'w>) -> (Vec<Overlay<'w>>, T),
     ) -> (usize, T) {
+        // The store is lent apart from the rest: `record_and_commit` writes it after the wave.
         let lent = Lent {
             arena: &self.arena,
             spare: &self.spare,
@@ -110,18 +122,9 @@ impl Scene {
             &mut self.store,
             &lent,
             oracle,
-            &self.spare,
-            self.pool.as_deref(),
-            |store, lent| {
-                work(&Wave {
-                    arena: lent.arena,
-                    store,
-                    spare: lent.spare,
-                    pool: lent.pool,
-                    shuffle: lent.shuffle,
-                    frame: lent.frame,
-                })
-            },
+            lent.spare,
+            lent.pool,
+            |store, lent| work(&Wave { store, lent: *lent }),
         );
         (self.keep_report(report), made)
     }

@@ -616,3 +616,52 @@ proptest! {
         prop_assert_eq!(record(false), record(true));
     }
 }
+
+/// `record_and_commit` commits an overlay over the store it lends without its instances and
+/// one over another store (the original, committed into its snapshot whose rows moved) with
+/// them, so each write lands on its instance, as detached write sets through `commit` do.
+#[test]
+fn record_and_commit_places_overlays_over_the_lent_store_and_over_another_alike() {
+    let w = world(10, false);
+    // Rank 0 sweeps rows 5..10 of the original; rank 1 rows 0..4 of the store it is given.
+    fn sweep<'s>(w: &World, store: &'s Store, rank: u64) -> Overlay<'s> {
+        let mut overlay = Overlay::new(WriterRank::system(rank, rank), store);
+        let mut column = overlay.column::<i64>(w.score, w.n).unwrap();
+        let (rows, base) = if rank == 0 { (5..10, 10) } else { (0..4, 100) };
+        column
+            .write_run(rows.start, rows.map(|row| base + row as i64))
+            .unwrap();
+        overlay
+    }
+    let moved = || {
+        let mut copy = w.store.snapshot();
+        // The last row moves into the removed one's place.
+        copy.remove(w.members[0], w.score).unwrap();
+        copy
+    };
+    let spare = Spare::new();
+    let mut lent = moved();
+    // The original goes in beside the lent store, so its overlay may live as long as the lent
+    // store's.
+    let (report, made) = strata_parallel_overlay::record_and_commit(
+        &mut lent,
+        &w.store,
+        &NoOrder,
+        &spare,
+        None,
+        |store, original| (vec![sweep(&w, store, 1), sweep(&w, original, 0)], 7),
+    );
+    assert_eq!(made, 7);
+    let mut detached = moved();
+    let sets = vec![
+        sweep(&w, &detached, 1).finish(),
+        sweep(&w, &w.store, 0).finish(),
+    ];
+    assert_eq!(report, commit(&mut detached, sets, &NoOrder));
+    let n = |store: &Store, k: usize| *store.get::<i64>(w.members[k], w.score, w.n).unwrap();
+    // Row 1 of the lent store, the original's row 5, and the moved instance (rank 1 last).
+    assert_eq!((n(&lent, 1), n(&lent, 5), n(&lent, 9)), (101, 15, 100));
+    for k in 1..10 {
+        assert_eq!(n(&lent, k), n(&detached, k), "instance {k}");
+    }
+}
