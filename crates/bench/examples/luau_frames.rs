@@ -14,7 +14,7 @@
 //! its first frame must finish within the game VM's 5-second time budget.
 
 use clap::{Parser, ValueEnum};
-use strata_bench::data::luau::DT;
+use strata_bench::data::luau::{CHANGED_SIZE, CHANGED_STRIDE, DT};
 use strata_bench::luau;
 use strata_bench::peers::jecs;
 
@@ -29,6 +29,15 @@ enum Work {
     Handles,
     /// jecs's step of `luau_iter2` and `luau_frame_1m`.
     Jecs,
+    /// `luau_changed`: 1% of the rows written from Rust, then a frame of the visiting system
+    /// (`entities` is ignored: the workload's size).
+    Changed,
+    /// `luau_changed`'s writes alone, to subtract from [`Work::Changed`].
+    ChangedWrites,
+    /// jecs's `luau_changed`: the writes (with the `Changed` tag), then the visit.
+    JecsChanged,
+    /// jecs's `luau_changed` writes alone.
+    JecsChangedWrites,
 }
 
 /// Runs a Luau workload's fixture, then `frames` frames.
@@ -56,6 +65,29 @@ fn main() {
             };
             let mut world = luau::iter_world(args.entities, source);
             (0..args.frames).for_each(|_| luau::frame(&mut world));
+        }
+        Work::Changed | Work::ChangedWrites => {
+            let (mut world, ids) = luau::changed_world();
+            for frame in 0..args.frames {
+                luau::write_one_percent(&mut world, &ids, u64::from(frame));
+                if matches!(args.work, Work::Changed) {
+                    luau::frame(&mut world);
+                }
+            }
+        }
+        Work::JecsChanged | Work::JecsChangedWrites => {
+            let lua = jecs::vm();
+            let (write, visit) = jecs::changed_world(&lua, CHANGED_SIZE);
+            for frame in 0..args.frames {
+                write
+                    .call::<()>((CHANGED_STRIDE, f64::from(frame) + 0.5))
+                    .unwrap_or_else(|e| panic!("jecs write: {e}"));
+                if matches!(args.work, Work::JecsChanged) {
+                    visit
+                        .call::<u64>(())
+                        .unwrap_or_else(|e| panic!("jecs visit: {e}"));
+                }
+            }
         }
         Work::Jecs => {
             let (_lua, step, _) = jecs::iter_world(args.entities);

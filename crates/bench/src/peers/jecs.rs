@@ -26,7 +26,7 @@ pub fn source_path() -> Option<std::path::PathBuf> {
 }
 
 /// A Strata game VM with jecs loaded as the global `jecs`.
-fn vm() -> Lua {
+pub fn vm() -> Lua {
     vm_with(strata_script::ScriptBudget::STANDARD)
 }
 
