@@ -11,7 +11,7 @@
 //! to): the API, the mirror and the columns call it, never the other way round.
 
 use hashbrown::HashMap;
-use mlua::{AnyUserData, Lua};
+use mlua::{AnyUserData, Lua, Table, Value as LuaValue};
 use strata::{Clock, Scene, WorldError};
 use strata_arena::{InstanceId, Snapshot};
 use strata_component_store::{ComponentId, FieldId, InstanceRef, Store, Value};
@@ -434,11 +434,66 @@ pub(crate) fn lua_error(error: impl Into<WorldError>) -> mlua::Error {
     super::errors::world_error(error)
 }
 
+/// The handle path's fast lane (the Luau side is the helpers' `handle_meta`): the Luau table
+/// whose `cur` names the pass of the loop whose handles may read and write their fields in
+/// the pass's column tables, and whether it is set.
+///
+/// Invariant: `cur` is set only between a serial call's query pass and the next time that
+/// call reaches the world, so while it is set nothing but the fast lane's own writes has
+/// changed the world since the pass (which brought its columns up to date when first used).
+/// Every path to the world but the fast lane's own ([`with_world_armed`]) clears it first, and
+/// so does the start and the end of every call.
+pub(crate) struct HandleLane {
+    slot: Table,
+    armed: bool,
+}
+
+impl HandleLane {
+    pub(crate) fn new(slot: Table) -> Self {
+        Self { slot, armed: false }
+    }
+}
+
+/// Lets the handles of the pass `cur` use their columns, when the running call is serial (a
+/// parallel call's handles always go through its write log).
+pub(crate) fn arm_handles(lua: &Lua, cur: &Table) -> mlua::Result<()> {
+    if lua.app_data_ref::<CurrentScene>().is_none() {
+        return Ok(());
+    }
+    if let Some(mut lane) = lua.app_data_mut::<HandleLane>() {
+        lane.slot.raw_set("cur", cur)?;
+        lane.armed = true;
+    }
+    Ok(())
+}
+
+/// Makes every handle resolve its instance in the world again (see [`HandleLane`]).
+pub(crate) fn disarm_handles(lua: &Lua) -> mlua::Result<()> {
+    if let Some(mut lane) = lua.app_data_mut::<HandleLane>()
+        && lane.armed
+    {
+        lane.armed = false;
+        lane.slot.raw_set("cur", LuaValue::Nil)?;
+    }
+    Ok(())
+}
+
 /// Runs `f` against the world the current call runs on: the scene of a serial call, or the
 /// established state and the write log of a parallel one. A layer's error `f` returns leaves
 /// with the components, fields and instances it refers to named against that world. Outside
-/// a call it refuses.
+/// a call it refuses. Handles resolve their instances in the world after it (see
+/// [`HandleLane`]).
 pub(crate) fn with_world<R>(
+    lua: &Lua,
+    f: impl FnOnce(&Lua, Access<'_>) -> mlua::Result<R>,
+) -> mlua::Result<R> {
+    disarm_handles(lua)?;
+    with_world_armed(lua, f)
+}
+
+/// [`with_world`] for the handle path's fast lane, which only reads the world (bringing its
+/// columns up to date) and so leaves the lane as it is.
+pub(crate) fn with_world_armed<R>(
     lua: &Lua,
     f: impl FnOnce(&Lua, Access<'_>) -> mlua::Result<R>,
 ) -> mlua::Result<R> {

@@ -10,8 +10,8 @@
 //! write through it is a checked store write (or, in parallel code, a logged one).
 
 use mlua::{
-    AnyUserData, FromLua, Lua, MetaMethod, Table, UserData, UserDataFields, UserDataMethods,
-    Value as LuaValue,
+    AnyUserData, FromLua, Function, Lua, MetaMethod, Table, UserData, UserDataFields,
+    UserDataMethods, Value as LuaValue,
 };
 use strata_arena::{AttrValue, InstanceId};
 use strata_component_store::{ComponentId, FieldId, FieldType, InstanceRef, Store};
@@ -506,41 +506,59 @@ fn field_key(handle: &Handle, key: &LuaValue) -> mlua::Result<mlua::BorrowedStr>
 impl UserData for Handle {
     fn add_fields<F: UserDataFields<Self>>(fields: &mut F) {
         fields.add_meta_field(MetaMethod::Type, "ComponentHandle");
+        // Field access runs the helpers' Luau functions, which read and write the columns of
+        // the running loop's pass where they can and call `handle_index` / `handle_newindex`
+        // otherwise (see `access::HandleLane`).
+        fields.add_meta_field_with(MetaMethod::Index, |lua| {
+            super::host::helpers(lua)?.raw_get::<Function>("handle_index")
+        });
+        fields.add_meta_field_with(MetaMethod::NewIndex, |lua| {
+            super::host::helpers(lua)?.raw_get::<Function>("handle_newindex")
+        });
     }
 
     fn add_methods<M: UserDataMethods<Self>>(methods: &mut M) {
-        methods.add_meta_method(MetaMethod::Index, |lua, this, key: LuaValue| {
-            let key = field_key(this, &key)?;
-            access(lua, |lua, mut a| {
-                let (field, ty) = handle_field(a.store(), this, &key)?;
-                let value = a.read(this.id, this.component, field)?;
-                to_lua(lua, &value, &ty)
-            })
-        });
-        methods.add_meta_method(
-            MetaMethod::NewIndex,
-            |lua, this, (key, given): (LuaValue, LuaValue)| {
-                let key = field_key(this, &key)?;
-                access(lua, |_, mut a| {
-                    let (field, ty) = handle_field(a.store(), this, &key)?;
-                    let value = from_lua(&given, &ty)
-                        .map_err(|e| super::convert::in_field(&e, &key, &this.name))?;
-                    let Some(value) = value else {
-                        return Err(mlua::Error::runtime(format!(
-                            "field `{key}` of `{}` takes {}, not {}",
-                            this.name,
-                            type_name(&ty),
-                            kind(&given)
-                        )));
-                    };
-                    a.write(this.id, this.component, field, value)
-                })
-            },
-        );
         methods.add_meta_method(MetaMethod::ToString, |_, this, ()| {
             Ok(format!("{} of {}", this.name, this.id))
         });
     }
+}
+
+/// A handle's field read, resolved in the world: `handle.key`.
+pub(crate) fn handle_index(
+    lua: &Lua,
+    (handle, key): (AnyUserData, LuaValue),
+) -> mlua::Result<LuaValue> {
+    let this = handle.borrow::<Handle>()?;
+    let key = field_key(&this, &key)?;
+    access(lua, |lua, mut a| {
+        let (field, ty) = handle_field(a.store(), &this, &key)?;
+        let value = a.read(this.id, this.component, field)?;
+        to_lua(lua, &value, &ty)
+    })
+}
+
+/// A handle's field write, checked and resolved in the world: `handle.key = given`.
+pub(crate) fn handle_newindex(
+    lua: &Lua,
+    (handle, key, given): (AnyUserData, LuaValue, LuaValue),
+) -> mlua::Result<()> {
+    let this = handle.borrow::<Handle>()?;
+    let key = field_key(&this, &key)?;
+    access(lua, |_, mut a| {
+        let (field, ty) = handle_field(a.store(), &this, &key)?;
+        let value =
+            from_lua(&given, &ty).map_err(|e| super::convert::in_field(&e, &key, &this.name))?;
+        let Some(value) = value else {
+            return Err(mlua::Error::runtime(format!(
+                "field `{key}` of `{}` takes {}, not {}",
+                this.name,
+                type_name(&ty),
+                kind(&given)
+            )));
+        };
+        a.write(this.id, this.component, field, value)
+    })
 }
 
 // ----- The world object. -----

@@ -14,6 +14,13 @@
 //! the column, the row and where the column was taken: none of the component's pending
 //! changes is applied and the query's columns go stale, as they do when a call fails with
 //! writes pending, so a refused or failed write never lands later.
+//!
+//! The handle path's fast lane (see `access::HandleLane`) keeps columns of its own per query,
+//! never handed to scripts, under the same rules but two: they are taken when a loop's handle
+//! first reads or writes a component's field, and written back (then forgotten as pending) at
+//! the next call that reaches the world; a failed call applies them rather than dropping
+//! them, since each value was checked against its field as it was written, as a handle's
+//! writes made before a failure stand.
 
 use std::io::Read;
 
@@ -22,7 +29,9 @@ use strata_component_store::{ComponentId, FieldId, FieldType};
 
 use strata::WorldError;
 
-use super::access::{Access, BulkKind, BulkWrite, lua_error, with_world};
+use super::access::{
+    Access, BulkKind, BulkWrite, disarm_handles, lua_error, with_world, with_world_armed,
+};
 use super::args::component_in;
 use super::host::{VmState, helpers, state_mut};
 use super::query::{QueryEntry, pass_and_mirror};
@@ -50,6 +59,15 @@ impl Kind {
         match self {
             Kind::Number | Kind::Integer => 0,
             Kind::Boolean => 1,
+        }
+    }
+
+    /// The code the handle path's fast lane checks a written value against.
+    fn handle_code(self) -> u8 {
+        match self {
+            Kind::Number => 0,
+            Kind::Boolean => 1,
+            Kind::Integer => 2,
         }
     }
 }
@@ -251,18 +269,7 @@ pub(crate) fn take(
         let matches = entry.query.matches(a.arena(), store).map_err(lua_error)?;
         let rows = matches.rows(term).map_err(lua_error)?;
         let def = store.def(c).map_err(lua_error)?;
-        let fields: Vec<(FieldId, String, Kind)> = def
-            .fields()
-            .iter()
-            .enumerate()
-            .filter_map(|(k, f)| {
-                Some((
-                    FieldId::from_index(k as u16),
-                    f.name.to_string(),
-                    Kind::of(&f.ty)?,
-                ))
-            })
-            .collect();
+        let fields = column_fields(def);
         let fresh = bring_up_to_date(lua, &helpers, &mut entry.columns, store, c, rows, &fields)?;
         let set = column_set(lua, entry, c, def.name(), &fields, fresh)?;
         if write {
@@ -275,6 +282,102 @@ pub(crate) fn take(
         }
         Ok(set)
     })
+}
+
+/// The fields of a component a column can hold: id, name and kind.
+fn column_fields(def: &strata_component_store::InstalledDef) -> Vec<(FieldId, String, Kind)> {
+    def.fields()
+        .iter()
+        .enumerate()
+        .filter_map(|(k, f)| {
+            Some((
+                FieldId::from_index(k as u16),
+                f.name.to_string(),
+                Kind::of(&f.ty)?,
+            ))
+        })
+        .collect()
+}
+
+/// Whether a loop's handles may use the handle path's fast lane: not while columns taken with
+/// `chunk:write` are pending, since a script may still change those tables, and a handle must
+/// read what the API would (the world with those changes applied).
+pub(crate) fn handle_lane_open(lua: &Lua) -> bool {
+    lua.app_data_ref::<VmState>()
+        .is_some_and(|state| state.pending.is_empty())
+}
+
+/// The helpers' `take(cur, term, write, fresh)` of the handle path's fast lane: the columns of
+/// the pass `cur`'s `term` (1-based), a table `{ field = column }` of its number, integer and
+/// boolean fields, brought up to date with the world unless `fresh` says the lane took them
+/// in this pass already; their kinds go to `cur.kinds[term]` (0 number, 1 boolean, 2
+/// integer). With `write`, their changes are applied at the next write-back. `false` when the
+/// pass's handles cannot use columns (the query is gone or was rebuilt, or the call is not
+/// serial): they then resolve their instances in the world.
+pub(crate) fn take_for_handles(
+    lua: &Lua,
+    (cur, term, write, fresh): (Table, usize, bool, bool),
+) -> mlua::Result<LuaValue> {
+    let key: String = cur.raw_get("key")?;
+    let taken = with_world_armed(lua, |lua, a| {
+        if !matches!(a, Access::Serial(_)) {
+            return Ok(None);
+        }
+        let helpers = helpers(lua)?;
+        let mut state = state_mut(lua)?;
+        let VmState {
+            queries,
+            handle_pending,
+            ..
+        } = &mut *state;
+        let Some(entry) = queries.get_mut(&key) else {
+            return Ok(None);
+        };
+        let Some(c) = term.checked_sub(1).and_then(|t| entry.component_of(t)) else {
+            return Ok(None);
+        };
+        if !entry.mirror_is_current() {
+            return Ok(None);
+        }
+        let store = a.store();
+        let def = store.def(c).map_err(lua_error)?;
+        let fields = column_fields(def);
+        let have = fields
+            .iter()
+            .all(|(f, _, _)| entry.handle_columns.contains_key(&(c, *f)));
+        if !(fresh && have) {
+            let matches = entry.query.matches(a.arena(), store).map_err(lua_error)?;
+            let rows = matches.rows(term - 1).map_err(lua_error)?;
+            bring_up_to_date(
+                lua,
+                &helpers,
+                &mut entry.handle_columns,
+                store,
+                c,
+                rows,
+                &fields,
+            )?;
+        }
+        let set = lua.create_table_with_capacity(0, fields.len())?;
+        let kinds = lua.create_table_with_capacity(0, fields.len())?;
+        for (field, name, kind) in &fields {
+            if let Some(column) = entry.handle_columns.get(&(c, *field)) {
+                set.raw_set(name.as_str(), column.table.clone())?;
+                kinds.raw_set(name.as_str(), kind.handle_code())?;
+            }
+        }
+        if write && !handle_pending.iter().any(|(k, pc)| *k == key && *pc == c) {
+            handle_pending.push((key.clone(), c));
+        }
+        Ok(Some((set, kinds)))
+    })?;
+    match taken {
+        Some((set, kinds)) => {
+            cur.raw_get::<Table>("kinds")?.raw_set(term, kinds)?;
+            Ok(LuaValue::Table(set))
+        }
+        None => Ok(LuaValue::Boolean(false)),
+    }
 }
 
 /// Brings a query's column tables of `c`'s fields up to date with the store, making the
@@ -397,7 +500,9 @@ fn write_rows(
 
 /// The end of a callback that `called` returned from: when it succeeded, applies the rows
 /// scripts changed in columns taken for writing and forgets them; when it (or that write-back)
-/// failed, drops them (see [`drop_pending`]).
+/// failed, drops the column path's (see [`drop_pending`]) and applies the handle path's,
+/// which hold only values checked as they were written, as a handle's writes before a
+/// failure stand (see [`apply_handles_after_failure`]).
 pub(crate) fn finish<R>(lua: &Lua, called: mlua::Result<R>) -> mlua::Result<R> {
     let result = called.and_then(|r| {
         flush(lua)?;
@@ -407,9 +512,32 @@ pub(crate) fn finish<R>(lua: &Lua, called: mlua::Result<R>) -> mlua::Result<R> {
         Ok(r)
     });
     if result.is_err() {
+        apply_handles_after_failure(lua);
         drop_pending(lua);
     }
+    let _ = disarm_handles(lua);
     result
+}
+
+/// Which write-back a written column belongs to.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Lane {
+    /// Columns a script took with `chunk:write`: pending until the callback ends.
+    Chunks,
+    /// The handle path's columns: pending until the next write-back.
+    Handles,
+}
+
+impl Lane {
+    fn columns(
+        self,
+        entry: &mut QueryEntry,
+    ) -> &mut hashbrown::HashMap<(ComponentId, FieldId), ColumnMirror> {
+        match self {
+            Lane::Chunks => &mut entry.columns,
+            Lane::Handles => &mut entry.handle_columns,
+        }
+    }
 }
 
 /// Applies the rows scripts changed in columns taken for writing.
@@ -418,8 +546,56 @@ pub(crate) fn flush(lua: &Lua) -> mlua::Result<()> {
     // it took earlier); each flush writes only what changed since the one before.
     let pending = match lua.app_data_ref::<VmState>() {
         Some(state) if !state.pending.is_empty() => state.pending.clone(),
-        _ => return Ok(()),
+        _ => Vec::new(),
     };
+    flush_lane(lua, Lane::Chunks, pending, Pack::Luau)?;
+    // The handle path writes its columns only until the next call that reaches the world,
+    // which is where this runs.
+    let pending = match lua.app_data_mut::<VmState>() {
+        Some(mut state) => std::mem::take(&mut state.handle_pending),
+        None => Vec::new(),
+    };
+    flush_lane(lua, Lane::Handles, pending, Pack::Luau)
+}
+
+/// A failed call's handle path writes, applied: each was checked against its field as it was
+/// made, so they stand as they would had each gone to the world at once. The columns are read
+/// from Rust, since the failure may be a spent budget that refuses Luau code.
+fn apply_handles_after_failure(lua: &Lua) {
+    let pending = match lua.app_data_mut::<VmState>() {
+        Some(mut state) => std::mem::take(&mut state.handle_pending),
+        None => return,
+    };
+    if flush_lane(lua, Lane::Handles, pending.clone(), Pack::Rust).is_err() {
+        // What could not be applied is forgotten, never applied later: the columns go.
+        if let Some(mut state) = lua.app_data_mut::<VmState>() {
+            for (key, _) in pending {
+                if let Some(entry) = state.queries.get_mut(&key) {
+                    entry.handle_columns.clear();
+                }
+            }
+        }
+    }
+}
+
+/// How a write-back reads a column table: through the helpers' Luau `pack`, or from Rust one
+/// row at a time (slower, but it runs no Luau code).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Pack {
+    Luau,
+    Rust,
+}
+
+/// Applies the rows changed in the `pending` columns of `lane`.
+fn flush_lane(
+    lua: &Lua,
+    lane: Lane,
+    pending: Vec<(String, ComponentId)>,
+    how: Pack,
+) -> mlua::Result<()> {
+    if pending.is_empty() {
+        return Ok(());
+    }
     let helpers = helpers(lua)?;
     let pack: Function = helpers.raw_get("pack")?;
     for (key, c) in pending {
@@ -429,8 +605,7 @@ pub(crate) fn flush(lua: &Lua) -> mlua::Result<()> {
             let Some(entry) = state.queries.get_mut(&key) else {
                 continue;
             };
-            entry
-                .columns
+            lane.columns(entry)
                 .iter_mut()
                 .filter(|((cc, _), _)| *cc == c)
                 .map(|((_, field), col)| Written {
@@ -458,18 +633,24 @@ pub(crate) fn flush(lua: &Lua) -> mlua::Result<()> {
             mut bytes,
         } in columns
         {
-            let buffer = match buffer {
-                Some(b) if b.len() == len * 8 => b,
-                _ => lua.create_buffer_with_capacity(len * 8)?,
-            };
-            let bad: Option<usize> =
-                pack.call((table.clone(), len, buffer.clone(), kind.code()))?;
             bytes.clear();
-            buffer
-                .clone()
-                .cursor()
-                .read_to_end(&mut bytes)
-                .map_err(mlua::Error::external)?;
+            let (bad, buffer) = match how {
+                Pack::Luau => {
+                    let buffer = match buffer {
+                        Some(b) if b.len() == len * 8 => b,
+                        _ => lua.create_buffer_with_capacity(len * 8)?,
+                    };
+                    let bad: Option<usize> =
+                        pack.call((table.clone(), len, buffer.clone(), kind.code()))?;
+                    buffer
+                        .clone()
+                        .cursor()
+                        .read_to_end(&mut bytes)
+                        .map_err(mlua::Error::external)?;
+                    (bad, Some(buffer))
+                }
+                Pack::Rust => (read_column(&table, len, kind, &mut bytes)?, buffer),
+            };
             let values = Packed(bytes);
             let bad = bad.or_else(|| {
                 (kind == Kind::Integer)
@@ -483,9 +664,36 @@ pub(crate) fn flush(lua: &Lua) -> mlua::Result<()> {
             }
             packed.push((field, kind, values, buffer));
         }
-        with_world(lua, |lua, a| apply(lua, a, &key, c, packed))?;
+        with_world(lua, |lua, a| apply(lua, a, lane, &key, c, packed))?;
     }
     Ok(())
+}
+
+/// Reads a column table's `len` rows into `bytes` as [`Packed`] values from Rust; the first
+/// row (1-based) holding a value its kind does not, if any.
+fn read_column(
+    table: &Table,
+    len: usize,
+    kind: Kind,
+    bytes: &mut Vec<u8>,
+) -> mlua::Result<Option<usize>> {
+    bytes.reserve(len * 8);
+    for row in 1..=len {
+        let value = match (table.raw_get::<LuaValue>(row)?, kind) {
+            (LuaValue::Boolean(b), Kind::Boolean) => {
+                if b {
+                    1.0
+                } else {
+                    0.0
+                }
+            }
+            (LuaValue::Number(n), Kind::Number | Kind::Integer) => n,
+            (LuaValue::Integer(n), Kind::Number | Kind::Integer) => n as f64,
+            _ => return Ok(Some(row)),
+        };
+        bytes.extend_from_slice(&value.to_le_bytes());
+    }
+    Ok(None)
 }
 
 /// A column taken for writing, as the write-back packs it: its field, table, kind and name,
@@ -572,9 +780,10 @@ impl Packed {
 fn apply(
     lua: &Lua,
     mut a: Access<'_>,
+    lane: Lane,
     key: &str,
     c: ComponentId,
-    packed: Vec<(FieldId, Kind, Packed, Buffer)>,
+    packed: Vec<(FieldId, Kind, Packed, Option<Buffer>)>,
 ) -> mlua::Result<()> {
     let mut state = state_mut(lua)?;
     let Some(entry) = state.queries.get_mut(key) else {
@@ -586,14 +795,25 @@ fn apply(
     if !entry.mirror_is_current() {
         return Err(stale());
     }
-    let QueryEntry { query, columns, .. } = entry;
+    let QueryEntry {
+        query,
+        columns,
+        handle_columns,
+        ..
+    } = entry;
     let matches = query.matches(a.arena(), a.store()).map_err(lua_error)?;
+    let columns = match lane {
+        Lane::Chunks => columns,
+        Lane::Handles => handle_columns,
+    };
     let rows = matches.rows(term).map_err(lua_error)?;
     for (field, kind, values, buffer) in packed {
         let Some(column) = columns.get_mut(&(c, field)) else {
             continue;
         };
-        column.buffer = Some(buffer);
+        if buffer.is_some() {
+            column.buffer = buffer;
+        }
         let mut changed = std::mem::take(&mut column.changed);
         changed.clear();
         changed.extend(
@@ -638,6 +858,8 @@ fn apply(
 /// Empties a query's column tables and makes them raise an error when used.
 pub(crate) fn invalidate_entry(lua: &Lua, entry: &mut QueryEntry) -> mlua::Result<()> {
     entry.retire_chunks();
+    // The handle path's columns were never handed out: forgetting them is enough.
+    entry.handle_columns.clear();
     if entry.columns.is_empty() && entry.column_sets.is_empty() {
         return Ok(());
     }
@@ -664,6 +886,7 @@ pub(crate) fn invalidate_all(lua: &Lua) -> mlua::Result<()> {
         invalidate_entry(lua, entry)?;
     }
     state.pending.clear();
+    state.handle_pending.clear();
     Ok(())
 }
 

@@ -14,7 +14,7 @@ use strata_component_store::{ComponentId, RemovalReader, Store};
 use strata_mix::{Fnv1a, GAMMA, mix};
 
 use super::ScriptError;
-use super::access::{CurrentEstablished, CurrentScene, ParState};
+use super::access::{CurrentEstablished, CurrentScene, HandleLane, ParState};
 use super::api::{WorldApi, install_registry, instance_new};
 use super::args::ComponentType;
 use super::columns;
@@ -43,27 +43,27 @@ function H.stale(t)
     setmetatable(t, STALE)
 end
 
-function H.iter(nt, n, insts, h1, h2, h3, hs, sel)
+function H.iter(nt, n, insts, h1, h2, h3, hs, sel, cur)
     local i, j = 0, 0
     if sel == nil then
         if nt == 0 then
             return function() i += 1; if i > n then return nil end; return insts[i] end
         elseif nt == 1 then
-            return function() i += 1; if i > n then return nil end; return insts[i], h1[i] end
+            return function() i += 1; cur.i = i; if i > n then return nil end; return insts[i], h1[i] end
         elseif nt == 2 then
-            return function() i += 1; if i > n then return nil end; return insts[i], h1[i], h2[i] end
+            return function() i += 1; cur.i = i; if i > n then return nil end; return insts[i], h1[i], h2[i] end
         elseif nt == 3 then
-            return function() i += 1; if i > n then return nil end; return insts[i], h1[i], h2[i], h3[i] end
+            return function() i += 1; cur.i = i; if i > n then return nil end; return insts[i], h1[i], h2[i], h3[i] end
         end
     else
         if nt == 0 then
             return function() j += 1; i = sel[j]; if i == nil then return nil end; return insts[i] end
         elseif nt == 1 then
-            return function() j += 1; i = sel[j]; if i == nil then return nil end; return insts[i], h1[i] end
+            return function() j += 1; i = sel[j]; if i == nil then return nil end; cur.i = i; return insts[i], h1[i] end
         elseif nt == 2 then
-            return function() j += 1; i = sel[j]; if i == nil then return nil end; return insts[i], h1[i], h2[i] end
+            return function() j += 1; i = sel[j]; if i == nil then return nil end; cur.i = i; return insts[i], h1[i], h2[i] end
         elseif nt == 3 then
-            return function() j += 1; i = sel[j]; if i == nil then return nil end; return insts[i], h1[i], h2[i], h3[i] end
+            return function() j += 1; i = sel[j]; if i == nil then return nil end; cur.i = i; return insts[i], h1[i], h2[i], h3[i] end
         end
     end
     return function()
@@ -75,10 +75,103 @@ function H.iter(nt, n, insts, h1, h2, h3, hs, sel)
             i = sel[j]
             if i == nil then return nil end
         end
+        cur.i = i
         local out = table.create(nt)
         for t = 1, nt do out[t] = hs[t][i] end
         return insts[i], table.unpack(out, 1, nt)
     end
+end
+
+-- The handle path's fast lane (see `api::Handle`). `SLOT.cur` is the pass a serial call's
+-- latest `for ... in query` loop runs, set by the host when the loop starts and cleared at the
+-- next call that reaches the world: while it is set, nothing has changed the world since the
+-- pass began but writes made here, so a handle of the loop's current match reads and writes
+-- its field in the pass's column tables (a column per field, taken from the store when first
+-- used and written back at the next call that reaches the world or when the callback ends).
+-- Every other access (another match's handle, a field no column holds, a value the fast lane
+-- does not check) goes to the host, which resolves the instance in the store.
+local SLOT = {}
+H.slot = SLOT
+
+function H.handle_meta(slow_index, slow_newindex, take)
+    local floor = math.floor
+    -- The term (from 3 on) whose handle at the loop's current match `i` is `h`; 0 when none is.
+    local function later_term(cur, h, i)
+        local hs = cur.hs
+        for t = 3, cur.nt do
+            if rawequal(hs[t][i], h) then return t end
+        end
+        return 0
+    end
+    -- Each access checks first that `h` is a handle of the loop's current match (terms 1 and
+    -- 2 inline: `h2` is an empty table when the query has one term), then reads or writes the
+    -- match's row of the field's column.
+    local function index(h, key)
+        local cur = SLOT.cur
+        if cur ~= nil then
+            local i = cur.i
+            local t
+            if rawequal(cur.h1[i], h) then
+                t = 1
+            elseif rawequal(cur.h2[i], h) then
+                t = 2
+            else
+                t = later_term(cur, h, i)
+            end
+            if t ~= 0 then
+                local set = cur.read[t]
+                if set == nil then
+                    set = take(cur, t, false, false)
+                    cur.read[t] = set
+                end
+                if set then
+                    local column = set[key]
+                    if column ~= nil then return column[i] end
+                end
+            end
+        end
+        return slow_index(h, key)
+    end
+    local function newindex(h, key, v)
+        local cur = SLOT.cur
+        if cur ~= nil then
+            local i = cur.i
+            local t
+            if rawequal(cur.h1[i], h) then
+                t = 1
+            elseif rawequal(cur.h2[i], h) then
+                t = 2
+            else
+                t = later_term(cur, h, i)
+            end
+            if t ~= 0 then
+                local set = cur.write[t]
+                if set == nil then
+                    local read = cur.read[t]
+                    set = take(cur, t, true, read ~= nil and read ~= false)
+                    cur.write[t] = set
+                    cur.read[t] = set
+                end
+                if set then
+                    local column = set[key]
+                    if column ~= nil then
+                        local kind = cur.kinds[t][key]
+                        local tv = type(v)
+                        if (kind == 0 and tv == "number")
+                            or (kind == 1 and tv == "boolean")
+                            or (kind == 2 and tv == "number" and v == floor(v)
+                                and v >= -9007199254740992 and v <= 9007199254740992)
+                        then
+                            column[i] = v
+                            return
+                        end
+                    end
+                end
+            end
+        end
+        return slow_newindex(h, key, v)
+    end
+    return index, newindex
 end
 
 function H.refill(t, b, n, kind)
@@ -163,6 +256,9 @@ pub(crate) struct VmState {
     pub(crate) prints: Prints,
     /// Columns taken for writing whose changes are not applied yet: query key, component.
     pub(crate) pending: Vec<(String, ComponentId)>,
+    /// The same for the handle path's columns (see `access::HandleLane`), which every
+    /// write-back applies and forgets.
+    pub(crate) handle_pending: Vec<(String, ComponentId)>,
     /// Whether queries made from now on keep their matches (see `Scene::set_query_caching`).
     pub(crate) queries_cached: bool,
     /// The memory category of each owner whose calls ran here.
@@ -341,6 +437,7 @@ impl Scripts {
             readers: HashMap::new(),
             prints: Prints::default(),
             pending: Vec::new(),
+            handle_pending: Vec::new(),
             queries_cached: true,
             categories: Categories::default(),
             random: Random::new(0),
@@ -390,6 +487,27 @@ impl Scripts {
                 lua.create_function(|lua, ()| columns::flush(lua))
                     .map_err(setup_error)?,
             )
+            .map_err(setup_error)?;
+        let slot: Table = helpers.raw_get("slot").map_err(setup_error)?;
+        lua.set_app_data(HandleLane::new(slot));
+        let take = lua
+            .create_function(columns::take_for_handles)
+            .map_err(setup_error)?;
+        let (index, newindex): (Function, Function) = helpers
+            .raw_get::<Function>("handle_meta")
+            .and_then(|make| {
+                make.call((
+                    lua.create_function(super::api::handle_index)?,
+                    lua.create_function(super::api::handle_newindex)?,
+                    take,
+                ))
+            })
+            .map_err(setup_error)?;
+        helpers
+            .raw_set("handle_index", index)
+            .map_err(setup_error)?;
+        helpers
+            .raw_set("handle_newindex", newindex)
             .map_err(setup_error)?;
         lua.set_named_registry_value(HELPERS, helpers)
             .map_err(setup_error)?;
@@ -762,6 +880,9 @@ fn release_in(lua: &Lua, owner: &str) {
         state.queries.retain(|key, _| !key.starts_with(&prefix));
         state.readers.retain(|(reader, _), _| reader != owner);
         state.pending.retain(|(key, _)| !key.starts_with(&prefix));
+        state
+            .handle_pending
+            .retain(|(key, _)| !key.starts_with(&prefix));
     }
     let _ = lua.gc_collect();
 }

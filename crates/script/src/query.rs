@@ -37,6 +37,10 @@ pub(crate) struct QueryEntry {
     pub(crate) mirror: Option<Mirror>,
     /// Column tables handed out by the column path, by component and field.
     pub(crate) columns: HashMap<(ComponentId, strata_component_store::FieldId), ColumnMirror>,
+    /// The column tables the handle path reads and writes the matches' fields in (see
+    /// `access::HandleLane`), by component and field: never handed to scripts.
+    pub(crate) handle_columns:
+        HashMap<(ComponentId, strata_component_store::FieldId), ColumnMirror>,
     /// The field tables (`{x = column, ...}`) handed out, by component.
     pub(crate) column_sets: HashMap<ComponentId, Table>,
     /// The script line that last took a component's columns for writing, for the error of a
@@ -71,6 +75,11 @@ impl QueryEntry {
         self.mirror
             .as_ref()
             .is_some_and(|m| self.query.is_built_against(&m.built))
+    }
+
+    /// The component of a `with` term.
+    pub(crate) fn component_of(&self, term: usize) -> Option<ComponentId> {
+        self.resolved.get(term).copied()
     }
 
     /// The term of a `with` component.
@@ -395,6 +404,7 @@ pub(crate) fn new_query(lua: &Lua, spec: &Table) -> mlua::Result<AnyUserData> {
                     spec: names,
                     mirror: None,
                     columns: HashMap::new(),
+                    handle_columns: HashMap::new(),
                     column_sets: HashMap::new(),
                     write_lines: HashMap::new(),
                     generation: next_generation(),
@@ -514,6 +524,24 @@ fn iterate(lua: &Lua, key: &str) -> mlua::Result<Function> {
             .map_or(LuaValue::Nil, LuaValue::Table)
     };
     let all = lua.create_sequence_from(handles.iter().cloned())?;
+    // The pass the loop runs, for the handle path's fast lane: the current match, the terms'
+    // handles and the columns taken so far.
+    let cur = lua.create_table_with_capacity(0, 9)?;
+    cur.raw_set("key", key)?;
+    cur.raw_set("i", 0)?;
+    cur.raw_set("nt", handles.len())?;
+    cur.raw_set("hs", &all)?;
+    cur.raw_set("h1", h(0))?;
+    match handles.get(1) {
+        Some(h2) => cur.raw_set("h2", h2)?,
+        None => cur.raw_set("h2", lua.create_table()?)?,
+    }
+    cur.raw_set("read", lua.create_table()?)?;
+    cur.raw_set("write", lua.create_table()?)?;
+    cur.raw_set("kinds", lua.create_table()?)?;
+    if !handles.is_empty() && super::columns::handle_lane_open(lua) {
+        super::access::arm_handles(lua, &cur)?;
+    }
     make.call((
         handles.len(),
         len,
@@ -523,6 +551,7 @@ fn iterate(lua: &Lua, key: &str) -> mlua::Result<Function> {
         h(2),
         all,
         selection,
+        cur,
     ))
 }
 

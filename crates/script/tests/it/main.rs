@@ -4,6 +4,7 @@
 
 mod common;
 mod generated;
+mod handle_lane;
 mod hashing;
 mod references;
 mod rollback;
