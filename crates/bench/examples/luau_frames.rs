@@ -17,6 +17,7 @@ use clap::{Parser, ValueEnum};
 use strata_bench::data::luau::{CHANGED_SIZE, CHANGED_STRIDE, DT};
 use strata_bench::luau;
 use strata_bench::peers::jecs;
+use strata_script::prelude::*;
 
 /// The work to repeat.
 #[derive(Clone, Copy, Debug, ValueEnum)]
@@ -38,6 +39,9 @@ enum Work {
     JecsChanged,
     /// jecs's `luau_changed` writes alone.
     JecsChangedWrites,
+    /// `luau_spawn`'s script, run in a fresh world once per frame (`entities` is ignored:
+    /// the script's count).
+    Spawn,
 }
 
 /// Runs a Luau workload's fixture, then `frames` frames.
@@ -87,6 +91,13 @@ fn main() {
                         .call::<u64>(())
                         .unwrap_or_else(|e| panic!("jecs visit: {e}"));
                 }
+            }
+        }
+        Work::Spawn => {
+            for _ in 0..args.frames {
+                luau::scripted_world()
+                    .run_script("spawn.luau", luau::SPAWN)
+                    .unwrap_or_else(|e| panic!("spawn: {e}"));
             }
         }
         Work::Jecs => {

@@ -48,7 +48,7 @@ fn empty_world_on(threads: usize) -> World {
 
 /// [`empty_world`] with its game VM made, so a timed script pays for compiling and running
 /// itself and not for the VM (jecs's VM is made outside its timed region too).
-fn scripted_world() -> World {
+pub fn scripted_world() -> World {
     let mut world = empty_world();
     world
         .run_script("start.luau", "")

@@ -121,33 +121,26 @@ fn gather(
 fn refresh(
     lua: &Lua,
     store: &strata_component_store::Store,
-    component: ComponentId,
-    field: FieldId,
-    kind: Kind,
+    (component, field, kind): (ComponentId, FieldId, Kind),
     rows: &[u32],
+    selected: Option<&[u32]>,
     column: &mut ColumnMirror,
 ) -> mlua::Result<()> {
     let set = store.set(component).map_err(lua_error)?;
     match kind {
         Kind::Number => {
             let values = set.checked_values::<f64>(field).map_err(lua_error)?;
-            refresh_with(lua, rows, column, kind, |r| values[r])
+            refresh_with(lua, rows, selected, column, kind, |r| values[r])
         }
         Kind::Integer => {
             let values = set.checked_values::<i64>(field).map_err(lua_error)?;
-            refresh_with(lua, rows, column, kind, |r| values[r] as f64)
+            refresh_with(lua, rows, selected, column, kind, |r| values[r] as f64)
         }
         Kind::Boolean => {
             let values = set.checked_values::<bool>(field).map_err(lua_error)?;
-            refresh_with(
-                lua,
-                rows,
-                column,
-                kind,
-                |r| {
-                    if values[r] { 1.0 } else { 0.0 }
-                },
-            )
+            refresh_with(lua, rows, selected, column, kind, |r| {
+                if values[r] { 1.0 } else { 0.0 }
+            })
         }
     }
 }
@@ -157,20 +150,27 @@ fn refresh(
 /// set costs a crossing into Luau, a refilled row a few native instructions).
 const REFILL_ABOVE: usize = 16;
 
+/// With `selected` (the 1-based matches of a pass that selects some), only those rows are
+/// compared: the others are not read before the next refresh (see `take_for_handles`).
 fn refresh_with(
     lua: &Lua,
     rows: &[u32],
+    selected: Option<&[u32]>,
     column: &mut ColumnMirror,
     kind: Kind,
     value: impl Fn(usize) -> f64,
 ) -> mlua::Result<()> {
-    let changed: Vec<usize> = rows
-        .iter()
-        .zip(&column.shadow)
-        .enumerate()
-        .filter(|(_, (row, was))| value(**row as usize).to_bits() != was.to_bits())
-        .map(|(k, _)| k)
-        .collect();
+    let differs = |k: usize| value(rows[k] as usize).to_bits() != column.shadow[k].to_bits();
+    let changed: Vec<usize> = match selected {
+        Some(selected) => selected
+            .iter()
+            .map(|k| *k as usize - 1)
+            .filter(|&k| k < rows.len() && differs(k))
+            .collect(),
+        None => (0..rows.len().min(column.shadow.len()))
+            .filter(|&k| differs(k))
+            .collect(),
+    };
     if changed.len() > 1 && changed.len() * REFILL_ABOVE > rows.len() {
         // The shadow takes the new values only once the table holds them all, so a refill that
         // fails part way (out of memory or budget) is redone by the next refresh.
@@ -270,7 +270,15 @@ pub(crate) fn take(
         let rows = matches.rows(term).map_err(lua_error)?;
         let def = store.def(c).map_err(lua_error)?;
         let fields = column_fields(def);
-        let fresh = bring_up_to_date(lua, &helpers, &mut entry.columns, store, c, rows, &fields)?;
+        let fresh = bring_up_to_date(
+            lua,
+            &helpers,
+            &mut entry.columns,
+            store,
+            c,
+            (rows, None),
+            &fields,
+        )?;
         let set = column_set(lua, entry, c, def.name(), &fields, fresh)?;
         if write {
             if let Some(line) = super::errors::caller_line(lua) {
@@ -348,13 +356,16 @@ pub(crate) fn take_for_handles(
         if !(fresh && have) {
             let matches = entry.query.matches(a.arena(), store).map_err(lua_error)?;
             let rows = matches.rows(term - 1).map_err(lua_error)?;
+            // A pass that selects matches hands out only those: the other rows of the lane's
+            // columns are not read before the next pass brings them up to date.
+            let selected = entry.handle_selection.as_deref();
             bring_up_to_date(
                 lua,
                 &helpers,
                 &mut entry.handle_columns,
                 store,
                 c,
-                rows,
+                (rows, selected),
                 &fields,
             )?;
         }
@@ -388,13 +399,13 @@ fn bring_up_to_date(
     columns: &mut hashbrown::HashMap<(ComponentId, FieldId), ColumnMirror>,
     store: &strata_component_store::Store,
     c: ComponentId,
-    rows: &[u32],
+    (rows, selected): (&[u32], Option<&[u32]>),
     fields: &[(FieldId, String, Kind)],
 ) -> mlua::Result<bool> {
     let mut fresh = false;
     for (field, name, kind) in fields {
         match columns.get_mut(&(c, *field)) {
-            Some(column) => refresh(lua, store, c, *field, *kind, rows, column)?,
+            Some(column) => refresh(lua, store, (c, *field, *kind), rows, selected, column)?,
             None => {
                 let values = gather(store, c, *field, *kind, rows)?;
                 let unpack: Function = helpers.raw_get("unpack")?;

@@ -41,6 +41,9 @@ pub(crate) struct QueryEntry {
     /// `access::HandleLane`), by component and field: never handed to scripts.
     pub(crate) handle_columns:
         HashMap<(ComponentId, strata_component_store::FieldId), ColumnMirror>,
+    /// The matches (1-based) the latest `for` loop's pass selected, when it selected some:
+    /// the rows the handle path's columns must hold current values in.
+    pub(crate) handle_selection: Option<Vec<u32>>,
     /// The field tables (`{x = column, ...}`) handed out, by component.
     pub(crate) column_sets: HashMap<ComponentId, Table>,
     /// The script line that last took a component's columns for writing, for the error of a
@@ -405,6 +408,7 @@ pub(crate) fn new_query(lua: &Lua, spec: &Table) -> mlua::Result<AnyUserData> {
                     mirror: None,
                     columns: HashMap::new(),
                     handle_columns: HashMap::new(),
+                    handle_selection: None,
                     column_sets: HashMap::new(),
                     write_lines: HashMap::new(),
                     generation: next_generation(),
@@ -511,6 +515,7 @@ fn iterate(lua: &Lua, key: &str) -> mlua::Result<Function> {
     let Some(Wrappers { instances, handles }) = wrappers else {
         return Err(mlua::Error::runtime("no mirror"));
     };
+    state_mut(lua)?.query_mut(key)?.handle_selection = selection.clone();
     let helpers = super::host::helpers(lua)?;
     let make: Function = helpers.raw_get("iter")?;
     let selection = match selection {

@@ -232,6 +232,49 @@ fn a_system_that_writes_through_handles_marks_changed_rows_for_the_next_system()
     assert!(third[0].ends_with('\t'), "{third:?}");
 }
 
+#[test]
+fn a_loop_over_the_changed_matches_reads_and_writes_each_ones_current_values() {
+    let mut world = world(1);
+    spawn(&mut world, 8);
+    world
+        .add_script_system(
+            "watch",
+            "watch.luau",
+            "return system { run = function(world)
+                -- Names are read after the loop: a call that reaches the world ends the lane.
+                local seen = {}
+                for inst, p, v in world:query({ with = { Position, Velocity }, changed = { Position } }) do
+                    v.y = p.x * 2
+                    table.insert(seen, { inst, p.x })
+                end
+                for _, s in seen do print(s[1].Name, s[2]) end
+            end }",
+        )
+        .unwrap();
+    let first = world.step(0.1).unwrap().prints.clone();
+    assert_eq!(
+        first.len(),
+        6,
+        "every part with Velocity, as all were added: {first:?}"
+    );
+    let parts = world.children(world.workspace()).unwrap();
+    let (position, x) = world.field_named("Position", "x").unwrap();
+    let (velocity, y) = world.field_named("Velocity", "y").unwrap();
+    for (k, value) in [(1, 20.0), (4, 50.0)] {
+        world.write(parts[k], position, x, value).unwrap();
+    }
+    assert_eq!(world.step(0.1).unwrap().prints, ["p2\t20", "p5\t50"]);
+    world.write(parts[0], position, x, 30.0).unwrap();
+    world.write(parts[2], position, x, 99.0).unwrap();
+    // parts[2] (p3) has no Velocity: only p1 matches.
+    assert_eq!(world.step(0.1).unwrap().prints, ["p1\t30"]);
+    let ys: Vec<f64> = [0, 1, 3, 4]
+        .iter()
+        .map(|k| world.get::<f64>(parts[*k], velocity, y).unwrap())
+        .collect();
+    assert_eq!(ys, [60.0, 40.0, 8.0, 100.0]);
+}
+
 /// A statement of a generated loop body (`inst`, `p` (Position), `c` (Counter) and `prev`
 /// (the previous match's Position handle, or nil) in scope; `acc` accumulates reads).
 #[derive(Clone, Debug)]
