@@ -4,10 +4,15 @@
 //! Invariant: the API reaches the world only through [`access`], which applies pending column
 //! writes and then goes through the access module (`access.rs`): the scene of a serial call
 //! (lent to the VM for exactly the duration of the call), or the established state and the
-//! write log of a parallel one. Outside a call every API function refuses with an error. An
-//! instance has one wrapper per VM while anything refers to it, so wrappers compare equal by
-//! identity; a handle resolves its row on every access, so it always reads live state, and a
-//! write through it is a checked store write (or, in parallel code, a logged one).
+//! write log of a parallel one; reads of instance data alone may go through
+//! [`access_instances`], which leaves the handle lane's pending writes for later since no
+//! such read can tell. Outside a call every API function refuses with an error. An instance
+//! has one wrapper per VM while anything refers to it, so wrappers compare equal by identity;
+//! a handle always reads live state: in the handle lane (the current match of a serial
+//! call's query loop, see `access::HandleLane`) from the pass's columns, which nothing but the
+//! lane changes while it is armed, and otherwise by resolving its row in the world; a write
+//! through it is a checked store write (or, in parallel code, a logged one), the lane's
+//! checked as it is made and applied at the next call that reaches the world.
 
 use mlua::{
     AnyUserData, FromLua, Function, Lua, MetaMethod, Table, UserData, UserDataFields,
@@ -41,6 +46,22 @@ pub(crate) fn access<R>(
 ) -> mlua::Result<R> {
     columns::flush(lua)?;
     with_world(lua, f)
+}
+
+/// [`access`] for a read of instance data alone (names, classes, parents, children,
+/// attributes, which components an instance holds, the clock), never of component values:
+/// such a read meets the world alike before and after pending column writes are applied, so
+/// while only the handle lane's are pending it leaves them pending and the lane armed (see
+/// `access::HandleLane`); `f` must read nothing else.
+pub(crate) fn access_instances<R>(
+    lua: &Lua,
+    f: impl FnOnce(&Lua, Access<'_>) -> mlua::Result<R>,
+) -> mlua::Result<R> {
+    if columns::handle_lane_open(lua) {
+        super::access::with_world_armed(lua, f)
+    } else {
+        access(lua, f)
+    }
 }
 
 // ----- Instances. -----
@@ -134,7 +155,7 @@ impl UserData for Inst {
         fields.add_meta_field(MetaMethod::Type, "Instance");
         fields.add_field_method_get("Id", |_, this| Ok(this.0.get() as f64));
         fields.add_field_method_get("Name", |lua, this| {
-            access(lua, |lua, a| {
+            access_instances(lua, |lua, a| {
                 let node = a.arena().node(this.0).map_err(lua_error)?;
                 lua.create_string(node.name())
             })
@@ -149,7 +170,7 @@ impl UserData for Inst {
             })
         });
         fields.add_field_method_get("ClassName", |lua, this| {
-            access(lua, |lua, a| {
+            access_instances(lua, |lua, a| {
                 let class = a.arena().node(this.0).map_err(lua_error)?.class();
                 let name = a
                     .arena()
@@ -161,7 +182,7 @@ impl UserData for Inst {
             })
         });
         fields.add_field_method_get("Parent", |lua, this| {
-            access(lua, |lua, a| {
+            access_instances(lua, |lua, a| {
                 match a.arena().node(this.0).map_err(lua_error)?.parent() {
                     Some(parent) => Ok(LuaValue::UserData(wrap_instance(lua, parent)?)),
                     None => Ok(LuaValue::Nil),
@@ -203,7 +224,7 @@ fn instance_meta_methods<M: UserDataMethods<Inst>>(methods: &mut M) {
         },
     );
     methods.add_meta_method(MetaMethod::ToString, |lua, this, ()| {
-        let name = access(lua, |_, a| {
+        let name = access_instances(lua, |_, a| {
             Ok(a.arena().node(this.0).map(|n| n.name().to_owned()).ok())
         })
         .unwrap_or(None);
@@ -221,7 +242,7 @@ fn instance_meta_methods<M: UserDataMethods<Inst>>(methods: &mut M) {
 /// ancestors, class, tags, persistent id.
 fn hierarchy_methods<M: UserDataMethods<Inst>>(methods: &mut M) {
     methods.add_method("IsAlive", |lua, this, ()| {
-        access(lua, |_, a| Ok(a.arena().is_live(this.0)))
+        access_instances(lua, |_, a| Ok(a.arena().is_live(this.0)))
     });
     methods.add_method("Destroy", |lua, this, ()| {
         columns::invalidate_all(lua)?;
@@ -242,7 +263,7 @@ fn hierarchy_methods<M: UserDataMethods<Inst>>(methods: &mut M) {
         wrap_instance(lua, copy)
     });
     methods.add_method("GetChildren", |lua, this, ()| {
-        let children = access(lua, |_, a| {
+        let children = access_instances(lua, |_, a| {
             a.arena().node(this.0).map_err(lua_error)?;
             Ok(a.arena().children(this.0).collect::<Vec<_>>())
         })?;
@@ -270,7 +291,7 @@ fn hierarchy_methods<M: UserDataMethods<Inst>>(methods: &mut M) {
     });
     methods.add_method("FindFirstChild", |lua, this, name: LuaValue| {
         let name = args::string(&name, "FindFirstChild's name")?;
-        let found = access(lua, |_, a| {
+        let found = access_instances(lua, |_, a| {
             let arena = a.arena();
             arena.node(this.0).map_err(lua_error)?;
             Ok(arena
@@ -285,7 +306,7 @@ fn hierarchy_methods<M: UserDataMethods<Inst>>(methods: &mut M) {
 fn attribute_methods<M: UserDataMethods<Inst>>(methods: &mut M) {
     methods.add_method("GetAttribute", |lua, this, name: LuaValue| {
         let name = args::string(&name, "GetAttribute's name")?;
-        access(lua, |lua, a| {
+        access_instances(lua, |lua, a| {
             let node = a.arena().node(this.0).map_err(lua_error)?;
             match node.attributes().get(&name) {
                 Some(value) => attribute_to_lua(lua, value),
@@ -335,7 +356,7 @@ fn component_methods<M: UserDataMethods<Inst>>(methods: &mut M) {
     );
     methods.add_method("GetComponent", |lua, this, component: LuaValue| {
         let name = component_arg(&component)?;
-        let held = access(lua, |_, a| {
+        let held = access_instances(lua, |_, a| {
             let Some(c) = a.store().component(&name) else {
                 return Err(lua_error(WorldError::UnknownComponent(name.to_string())));
             };
@@ -349,7 +370,7 @@ fn component_methods<M: UserDataMethods<Inst>>(methods: &mut M) {
     });
     methods.add_method("HasComponent", |lua, this, component: LuaValue| {
         let name = component_arg(&component)?;
-        access(lua, |_, a| {
+        access_instances(lua, |_, a| {
             let Some(c) = a.store().component(&name) else {
                 return Err(lua_error(WorldError::UnknownComponent(name.to_string())));
             };
@@ -570,23 +591,25 @@ pub(crate) struct WorldApi;
 impl UserData for WorldApi {
     fn add_fields<F: UserDataFields<Self>>(fields: &mut F) {
         fields.add_field_method_get("workspace", |lua, _| {
-            let id = access(lua, |_, a| match a {
+            let id = access_instances(lua, |_, a| match a {
                 Access::Serial(scene) => Ok(scene.workspace()),
                 Access::Parallel(view) => Ok(view.par.workspace),
             })?;
             wrap_instance(lua, id)
         });
         fields.add_field_method_get("game", |lua, _| {
-            let id = access(lua, |_, a| match a {
+            let id = access_instances(lua, |_, a| match a {
                 Access::Serial(scene) => Ok(scene.game()),
                 Access::Parallel(view) => Ok(view.par.game),
             })?;
             wrap_instance(lua, id)
         });
         fields.add_field_method_get("frame", |lua, _| {
-            access(lua, |_, a| Ok(a.clock().frame as f64))
+            access_instances(lua, |_, a| Ok(a.clock().frame as f64))
         });
-        fields.add_field_method_get("time", |lua, _| access(lua, |_, a| Ok(a.clock().time)));
+        fields.add_field_method_get("time", |lua, _| {
+            access_instances(lua, |_, a| Ok(a.clock().time))
+        });
         fields.add_meta_field(MetaMethod::Type, "World");
     }
 

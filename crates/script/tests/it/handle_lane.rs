@@ -7,8 +7,8 @@
 //! and a call's handle writes before a failure stand.
 //!
 //! The differential property draws loop bodies from a set of statements and runs each twice
-//! on worlds alike: as written, and with an API call (`world.frame`, which reaches the world)
-//! before every handle access, which keeps every access off the lane. Prints, errors and the
+//! on worlds alike: as written, and with an API call that reads component values (a query's
+//! count) before every handle access, which keeps every access off the lane. Prints, errors and the
 //! world's content must agree.
 
 use proptest::prelude::*;
@@ -286,6 +286,9 @@ enum Statement {
     WritePrev(i32),
     Attribute(i32),
     Count,
+    Name,
+    GetAttribute,
+    Through,
     BadWrite,
     Remove,
     Spawn,
@@ -293,7 +296,11 @@ enum Statement {
 
 /// The Luau of a statement; with `slow`, an API call precedes every handle access.
 fn lua(statement: &Statement, slow: bool) -> String {
-    let api = if slow { "local _ = world.frame; " } else { "" };
+    let api = if slow {
+        "local _ = world:query({ with = { Counter } }):count(); "
+    } else {
+        ""
+    };
     let guard = |body: String| {
         format!(
             "do local ok, err = pcall(function() {body} end); if not ok then print('error', (string.gsub(tostring(err), '^.-:%d+: ', ''))) end end"
@@ -310,6 +317,11 @@ fn lua(statement: &Statement, slow: bool) -> String {
         Statement::WritePrev(k) => guard(format!("if prev then {api}prev.y = {k} end")),
         Statement::Attribute(k) => format!("inst:SetAttribute('a', {k})"),
         Statement::Count => "acc += world:query({ with = { Counter } }):count()".to_owned(),
+        Statement::Name => "acc += #inst.Name + world.frame".to_owned(),
+        Statement::GetAttribute => "acc += inst:GetAttribute('a') or 0".to_owned(),
+        Statement::Through => guard(format!(
+            "{api}local h = inst:GetComponent(Position); {api}h.z = acc % 5; {api}acc += h.z"
+        )),
         Statement::BadWrite => guard(format!("{api}p.x = 'far'")),
         Statement::Remove => "if c_n_odd(c) then inst:RemoveComponent(Counter) end".to_owned(),
         Statement::Spawn => {
@@ -344,6 +356,9 @@ fn statement() -> impl Strategy<Value = Statement> {
         2 => (-5..5i32).prop_map(Statement::WritePrev),
         1 => (-5..5i32).prop_map(Statement::Attribute),
         1 => Just(Statement::Count),
+        1 => Just(Statement::Name),
+        1 => Just(Statement::GetAttribute),
+        2 => Just(Statement::Through),
         1 => Just(Statement::BadWrite),
         1 => Just(Statement::Remove),
         1 => Just(Statement::Spawn),
