@@ -143,9 +143,27 @@ return system {
 }
 "#;
 
-/// The stress place's `move` system: a parallel system on the column path, `Position +=
-/// Velocity * dt` for every mover.
-pub const MOVE: &str = include_str!("../../../examples/places/stress/systems/move.luau");
+/// The move system of `luau_frame_1m`: a parallel system on the column path, `Position +=
+/// Velocity * dt` for every mover (the stress place runs the same loop in execution groups).
+pub const MOVE: &str = r#"
+return system {
+    phase = "Update",
+    parallel = true,
+    writes = { Position = { "x", "y", "z" } },
+    run = function(world, dt)
+        for chunk in world:query({ with = { Position, Velocity } }):chunks() do
+            local p, v = chunk:write(Position), chunk:read(Velocity)
+            local px, py, pz = p.x, p.y, p.z
+            local vx, vy, vz = v.x, v.y, v.z
+            for row = chunk.first, chunk.last do
+                px[row] += vx[row] * dt
+                py[row] += vy[row] * dt
+                pz[row] += vz[row] * dt
+            end
+        end
+    end,
+}
+"#;
 
 /// The game VM's budget in `luau_frame_1m`: the standard one with jecs's memory limit there.
 const FRAME_BUDGET: ScriptBudget = ScriptBudget {
@@ -212,7 +230,7 @@ fn frame_1m() -> Workload {
     Workload::new(
         "luau_frame_1m",
         FRAME_SIZE,
-        "one frame of the stress place's move system (examples/places/stress/systems/move.luau: parallel = true, q:chunks(), chunk:write(Position) and chunk:read(Velocity), a numeric loop, the changed rows recorded through the system's overlay and committed after the wave) over 1M movers; World::step on a 2-thread pool with the game VM's interrupt budget on",
+        "one frame of a move system (luau::MOVE: parallel = true, q:chunks(), chunk:write(Position) and chunk:read(Velocity), a numeric loop, the changed rows recorded through the system's overlay and committed after the wave) over 1M movers; World::step on a 2-thread pool with the game VM's interrupt budget on",
         move |b| {
             let (mut world, _) = frame_world(FRAME_SIZE);
             b.iter(|| frame(&mut world));

@@ -584,6 +584,12 @@ impl Filter<'_> {
                 return reject(cache);
             }
         }
+        if let Some(root) = spec.within
+            && at.id != root
+            && !self.arena.ancestors(at.id).any(|a| a == root)
+        {
+            return reject(cache);
+        }
         if let Some(holders) = self.ancestor {
             let nearest = self.arena.ancestors(at.id).find(|a| {
                 self.arena

@@ -6,13 +6,13 @@
 
 use std::sync::Arc;
 
-use strata_arena::ClassId;
+use strata_arena::{ClassId, InstanceId};
 use strata_component_store::ComponentId;
 
 use crate::error::QueryError;
 
 /// What a query matches: required and excluded components and tags, a class filter, an
-/// ancestor term, and added or changed filters on required components.
+/// ancestor term, a subtree, and added or changed filters on required components.
 #[derive(Clone, Debug, Default, PartialEq)]
 pub struct QuerySpec {
     pub(crate) with: Vec<ComponentId>,
@@ -21,6 +21,7 @@ pub struct QuerySpec {
     pub(crate) not_tags: Vec<Arc<str>>,
     pub(crate) classes: Option<Vec<ClassId>>,
     pub(crate) ancestor: Option<ComponentId>,
+    pub(crate) within: Option<InstanceId>,
     pub(crate) added: Vec<ComponentId>,
     pub(crate) changed: Vec<ComponentId>,
 }
@@ -75,6 +76,15 @@ impl QuerySpec {
         self
     }
 
+    /// Restricts matches to the subtree of `root`: the instance itself and its descendants.
+    /// A root that is not (or no longer) live has no subtree, so the query then matches
+    /// nothing.
+    #[must_use]
+    pub fn within(mut self, root: InstanceId) -> Self {
+        self.within = Some(root);
+        self
+    }
+
     /// Yields only rows of `component` (a required component) added since the query's
     /// previous pass.
     #[must_use]
@@ -106,9 +116,9 @@ impl QuerySpec {
         !self.added.is_empty() || !self.changed.is_empty()
     }
 
-    /// Whether the spec involves ancestry or classes (and so the arena's topology).
+    /// Whether the spec involves ancestry, a subtree or classes (and so the arena's topology).
     pub fn uses_topology(&self) -> bool {
-        self.ancestor.is_some() || self.classes.is_some()
+        self.ancestor.is_some() || self.within.is_some() || self.classes.is_some()
     }
 
     /// Whether the spec involves tags.

@@ -18,9 +18,11 @@ use std::sync::Arc;
 
 use hashbrown::{HashMap, HashSet};
 use mlua::{Function, Table, Value as LuaValue};
-use strata::{Ctx, Runaway, Scene, StopRequest, SystemBody, SystemError, SystemResult, SystemSpec};
+use strata::{
+    Ctx, Runaway, Scene, StopRequest, SystemBody, SystemError, SystemResult, SystemSpec, Wave,
+};
 use strata_arena::InstanceId;
-use strata_parallel_overlay::{NoOrder, WriterRank};
+use strata_parallel_overlay::{NoOrder, Overlay, OverlayError, WriterRank};
 
 use super::access::ParState;
 use super::api::wrap_instance;
@@ -116,9 +118,17 @@ fn load_group(
     }
 }
 
-/// What one group's callback gave back: its rank, its root, its result, its writes and what
-/// it printed.
-type Outcome = (u64, InstanceId, Result<(), Failure>, ParState, Vec<String>);
+/// One group's callback as it ran: its rank and root, how the call ended, its writes replayed
+/// into its overlay on the lane that ran it (when the call succeeded), the rows its passes
+/// visited and what it printed.
+struct Outcome<'w> {
+    rank: u64,
+    root: InstanceId,
+    result: Result<(), Failure>,
+    overlay: Option<Result<Overlay<'w>, OverlayError>>,
+    rows: u64,
+    prints: Vec<String>,
+}
 
 impl GroupRunner {
     /// The live roots marked with the script's group, in hierarchy order, but the stopped;
@@ -158,17 +168,16 @@ impl GroupRunner {
     }
 
     /// Runs every root's callback as one wave of the scene, each with its share of the
-    /// world's free memory fixed before any starts; returns the outcomes in hierarchy order
-    /// and the order they finished in.
-    fn run_groups(
+    /// world's free memory fixed before any starts, and replays each one's writes into its
+    /// overlay on the lane that ran it; returns the outcomes in hierarchy order and the order
+    /// they finished in.
+    fn run_groups<'w>(
         &self,
-        scene: &Scene,
+        wave: &Wave<'w>,
         roots: &[InstanceId],
         dt: f64,
-    ) -> (Vec<Outcome>, Vec<usize>) {
-        let world_roots = (scene.game(), scene.workspace());
-        let clock = scene.clock();
-        let cached = scene.query_caching();
+        (world_roots, clock, cached): ((InstanceId, InstanceId), strata::Clock, bool),
+    ) -> (Vec<Outcome<'w>>, Vec<usize>) {
         let jobs: Vec<(u64, InstanceId, &GroupVm)> = roots
             .iter()
             .enumerate()
@@ -183,33 +192,42 @@ impl GroupRunner {
         run.bytes(self.name.as_bytes());
         let run = run.finish();
         let script = &self.script;
-        let wave = scene.wave();
         let established = (wave.arena(), wave.store());
-        let run_one = |(rank, root, vm): (u64, InstanceId, &GroupVm)| -> Outcome {
+        let run_one = |(rank, root, vm): (u64, InstanceId, &GroupVm)| -> Outcome<'w> {
             let par = ParState::new(world_roots, None).at(clock);
             let lua = vm.scripts.lua();
             let args = (|| {
                 Ok::<_, mlua::Error>((vm.scripts.world().clone(), dt, wrap_instance(lua, root)?))
             })();
             let owner = format!("{script}#{root}");
-            match args {
-                Ok(args) => {
-                    let (result, par, prints) = vm.scripts.call_parallel(
-                        par,
-                        established,
-                        Caller::run(&owner),
-                        clock.frame,
-                        cached,
-                        script,
-                        &vm.run,
-                        args,
-                    );
-                    (rank, root, result.map(|_| ()), par, prints)
-                }
+            let (result, par, prints) = match args {
+                Ok(args) => vm.scripts.call_parallel(
+                    par,
+                    established,
+                    Caller::run(&owner),
+                    clock.frame,
+                    cached,
+                    script,
+                    &vm.run,
+                    args,
+                ),
                 Err(e) => {
                     let error = super::vm::script_error(script, &e);
-                    (rank, root, Err(error.into()), par, Vec::new())
+                    (Err(error.into()), par, Vec::new())
                 }
+            };
+            let rows = par.rows;
+            let overlay = result.is_ok().then(|| {
+                let mut overlay = wave.overlay(WriterRank::group(rank, root.get()));
+                par.replay(&mut overlay).0.map(|()| overlay)
+            });
+            Outcome {
+                rank,
+                root,
+                result: result.map(|_| ()),
+                overlay,
+                rows,
+                prints,
             }
         };
         let done = wave.run(run, jobs, run_one);
@@ -224,17 +242,30 @@ impl SystemBody for GroupRunner {
         let scene: &mut Scene = ctx;
         let roots = self.roots(scene);
         self.load_missing(scene, &roots)?;
-        let (outcomes, arrival) = self.run_groups(scene, &roots, dt);
         let system = format!("group:{}", self.name);
         let mut first_error: Option<Failure> = None;
         let mut stops = Vec::new();
         let mut rows = 0;
         let mut prints = Vec::new();
+        let at = (
+            (scene.game(), scene.workspace()),
+            scene.clock(),
+            scene.query_caching(),
+        );
         let (applied, replayed) = scene.run_wave(&NoOrder, |wave| {
+            let (outcomes, arrival) = self.run_groups(wave, &roots, dt, at);
             let mut overlays: Vec<Option<_>> = (0..outcomes.len()).map(|_| None).collect();
-            for (rank, root, result, par, printed) in outcomes {
+            for Outcome {
+                rank,
+                root,
+                result,
+                overlay,
+                rows: visited,
+                prints: printed,
+            } in outcomes
+            {
                 prints.extend(printed);
-                rows += par.rows;
+                rows += visited;
                 if let Err(mut failure) = result {
                     if let Some(stop) = failure.stop.take() {
                         stops.push(StopRequest {
@@ -251,12 +282,12 @@ impl SystemBody for GroupRunner {
                     }
                     continue;
                 }
-                let mut overlay = wave.overlay(WriterRank::group(rank, root.get()));
-                if let Err(error) = par.replay(&mut overlay).0 {
+                match overlay {
+                    Some(Ok(overlay)) => overlays[rank as usize] = Some(overlay),
                     // A write the overlay refuses fails the whole system: nothing commits.
-                    return (Vec::new(), Err(error));
+                    Some(Err(error)) => return (Vec::new(), Err(error)),
+                    None => {}
                 }
-                overlays[rank as usize] = Some(overlay);
             }
             // The overlays reach the commit in the order the groups finished.
             let overlays = arrival.iter().filter_map(|k| overlays[*k].take()).collect();

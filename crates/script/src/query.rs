@@ -117,6 +117,7 @@ struct SpecNames {
     not_tags: Vec<String>,
     class: Option<String>,
     ancestor: Option<std::sync::Arc<str>>,
+    within: Option<strata_arena::InstanceId>,
     added: Vec<std::sync::Arc<str>>,
     changed: Vec<std::sync::Arc<str>>,
 }
@@ -126,13 +127,14 @@ impl SpecNames {
         let join =
             |v: &[std::sync::Arc<str>]| v.iter().map(|s| s.as_ref()).collect::<Vec<_>>().join(",");
         format!(
-            "w={};wo={};t={};nt={};c={};a={};ad={};ch={}",
+            "w={};wo={};t={};nt={};c={};a={};in={};ad={};ch={}",
             join(&self.with),
             join(&self.without),
             self.tags.join(","),
             self.not_tags.join(","),
             self.class.as_deref().unwrap_or(""),
             self.ancestor.as_deref().unwrap_or(""),
+            self.within.map_or(String::new(), |id| id.to_string()),
             join(&self.added),
             join(&self.changed),
         )
@@ -259,13 +261,14 @@ fn strings(table: &Table, key: &str) -> mlua::Result<Vec<String>> {
     }
 }
 
-const SPEC_KEYS: [&str; 8] = [
+const SPEC_KEYS: [&str; 9] = [
     "with",
     "without",
     "tags",
     "withoutTags",
     "class",
     "ancestor",
+    "within",
     "added",
     "changed",
 ];
@@ -307,6 +310,10 @@ fn parse_spec(spec: &Table) -> mlua::Result<SpecNames> {
             )));
         }
     };
+    let within = super::api::optional_instance(
+        &spec.raw_get::<LuaValue>("within")?,
+        "`within` (the root of the subtree to match in)",
+    )?;
     Ok(SpecNames {
         with: names(spec, "with")?,
         without: names(spec, "without")?,
@@ -314,6 +321,7 @@ fn parse_spec(spec: &Table) -> mlua::Result<SpecNames> {
         not_tags: strings(spec, "withoutTags")?,
         class,
         ancestor,
+        within,
         added: names(spec, "added")?,
         changed: names(spec, "changed")?,
     })
@@ -360,6 +368,9 @@ fn build(
     }
     if let Some(ancestor) = &names.ancestor {
         spec = spec.ancestor(resolve(ancestor)?);
+    }
+    if let Some(root) = names.within {
+        spec = spec.within(root);
     }
     for name in &names.added {
         spec = spec.added(resolve(name)?);

@@ -151,7 +151,7 @@ pub fn api_definitions() -> String {
     entries(&mut out, INSTANCE_METHODS);
     out.push_str("}\n\n");
     out.push_str(
-        "export type QuerySpec = {\n    with: { Component<any> }?,\n    without: { Component<any> }?,\n    tags: { string }?,\n    withoutTags: { string }?,\n    class: string?,\n    ancestor: Component<any>?,\n    added: { Component<any> }?,\n    changed: { Component<any> }?,\n}\n\n",
+        "export type QuerySpec = {\n    with: { Component<any> }?,\n    without: { Component<any> }?,\n    tags: { string }?,\n    withoutTags: { string }?,\n    class: string?,\n    ancestor: Component<any>?,\n    within: Instance?,\n    added: { Component<any> }?,\n    changed: { Component<any> }?,\n}\n\n",
     );
     out.push_str(
         "export type Chunk = {\n    first: number,\n    last: number,\n    count: number,\n    instances: { Instance },\n    read: (self: Chunk, component: Component<any>) -> { [string]: { any } },\n    write: (self: Chunk, component: Component<any>) -> { [string]: { any } },\n}\n\n",

@@ -9,3 +9,4 @@ mod model;
 mod parallel;
 mod queries;
 mod term_column;
+mod within;

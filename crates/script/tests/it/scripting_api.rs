@@ -313,6 +313,7 @@ const MISTAKES: &[&str] = &[
     "world:query({ with = { Position }, nope = true })",
     "world:query({ with = { 'Position' } })",
     "world:query({ ancestor = 3 })",
+    "world:query({ with = { Position }, within = Position })",
     "world:removed('Health')",
     "world:tag(5, 'x')",
     "world:setGroup(world.workspace, 5)",

@@ -536,6 +536,36 @@ fn a_column_taken_again_holds_the_stored_values_however_many_rows_changed(cached
     );
 }
 
+fn a_query_within_a_root_matches_the_root_and_its_descendants_as_they_move(cached: bool) {
+    let mut world = scripted(1);
+    world.set_query_caching(cached);
+    let out = printed(
+        &mut world,
+        r#"
+        local a = Instance.new("Folder", world.workspace)
+        local b = Instance.new("Folder", world.workspace)
+        a:AddComponent(Position, { x = 100 })
+        for i = 1, 3 do
+            Instance.new("Part", a):AddComponent(Position, { x = i })
+            Instance.new("Part", b):AddComponent(Position, { x = 10 * i })
+        end
+        local function sum(root)
+            local total = 0
+            for chunk in world:query({ with = { Position }, within = root }):chunks() do
+                local x = chunk:read(Position).x
+                for row = chunk.first, chunk.last do total += x[row] end
+            end
+            return total
+        end
+        print(sum(a), sum(b))
+        -- A part moved from b to a leaves b's matches and joins a's.
+        b:GetChildren()[1].Parent = a
+        print(sum(a), sum(b))
+        "#,
+    );
+    assert_eq!(out, ["106\t60", "116\t50"]);
+}
+
 /// `cached::NAME` and `uncached::NAME` tests of each listed `fn NAME(cached: bool)`.
 macro_rules! cached_and_uncached {
     ($($name:ident),* $(,)?) => {
@@ -574,6 +604,7 @@ cached_and_uncached!(
     the_column_writes_of_a_failed_call_are_dropped_and_never_applied_later,
     a_column_taken_again_holds_the_stored_values_however_many_rows_changed,
     a_chunks_instances_are_made_when_first_read_and_go_stale_with_its_columns,
+    a_query_within_a_root_matches_the_root_and_its_descendants_as_they_move,
 );
 
 #[test]
