@@ -181,6 +181,21 @@ fn refresh_with(
         column.shadow = now;
         return Ok(());
     }
+    if changed.len() > SCATTER_ABOVE {
+        // One Luau loop over (row, value) pairs in a buffer: each row set from Rust is a
+        // protected call of its own.
+        let pairs: Vec<f64> = changed
+            .iter()
+            .flat_map(|&k| [(k + 1) as f64, value(rows[k] as usize)])
+            .collect();
+        let buffer = lua.create_buffer(bytes_of(&pairs))?;
+        let scatter: Function = helpers(lua)?.raw_get("scatter")?;
+        scatter.call::<()>((column.table.clone(), buffer, changed.len(), kind.code()))?;
+        for (j, &k) in changed.iter().enumerate() {
+            column.shadow[k] = pairs[2 * j + 1];
+        }
+        return Ok(());
+    }
     for k in changed {
         let now = value(rows[k] as usize);
         column.table.raw_set(k + 1, number_to_lua(kind, now))?;
@@ -188,6 +203,10 @@ fn refresh_with(
     }
     Ok(())
 }
+
+/// More changed rows than this (but too few for a refill) are set by the helpers' `scatter`,
+/// fewer one by one from Rust.
+const SCATTER_ABOVE: usize = 4;
 
 fn number_to_lua(kind: Kind, value: f64) -> LuaValue {
     match kind {

@@ -183,6 +183,16 @@ function H.refill(t, b, n, kind)
     end
 end
 
+-- Sets t[i] for the n (i, value) pairs packed in b as f64s, booleans as 0 and 1 for kind 1.
+function H.scatter(t, b, n, kind)
+    local rd = buffer.readf64
+    if kind == 1 then
+        for j = 0, n - 1 do t[rd(b, j * 16)] = rd(b, j * 16 + 8) ~= 0 end
+    else
+        for j = 0, n - 1 do t[rd(b, j * 16)] = rd(b, j * 16 + 8) end
+    end
+end
+
 function H.unpack(b, n, kind)
     local t = table.create(n)
     H.refill(t, b, n, kind)

@@ -530,7 +530,14 @@ fn iterate(lua: &Lua, key: &str) -> mlua::Result<Function> {
     let helpers = super::host::helpers(lua)?;
     let make: Function = helpers.raw_get("iter")?;
     let selection = match selection {
-        Some(selected) => LuaValue::Table(lua.create_sequence_from(selected)?),
+        // Unpacked by a Luau loop from a buffer: a table filled from Rust takes a protected
+        // call per entry.
+        Some(selected) => {
+            let values: Vec<f64> = selected.iter().map(|k| f64::from(*k)).collect();
+            let bytes: Vec<u8> = values.iter().flat_map(|v| v.to_le_bytes()).collect();
+            let unpack: Function = helpers.raw_get("unpack")?;
+            LuaValue::Table(unpack.call((lua.create_buffer(bytes)?, values.len(), 0))?)
+        }
         None => LuaValue::Nil,
     };
     let h = |k: usize| {

@@ -536,6 +536,40 @@ fn a_column_taken_again_holds_the_stored_values_however_many_rows_changed(cached
     );
 }
 
+fn a_column_taken_again_after_some_rows_changed_from_rust_holds_every_stored_value(cached: bool) {
+    let mut world = scripted(1);
+    world.set_query_caching(cached);
+    spawn(&mut world, 200);
+    let sum = "local total = 0
+        for chunk in world:query({ with = { Position } }):chunks() do
+            local x = chunk:read(Position).x
+            for row = chunk.first, chunk.last do total += x[row] * row end
+        end
+        print(total)";
+    let parts = world.children(world.workspace()).unwrap();
+    let (position, x) = world.field_named("Position", "x").unwrap();
+    let expected = |world: &World| -> f64 {
+        parts
+            .iter()
+            .enumerate()
+            .map(|(k, id)| world.get::<f64>(*id, position, x).unwrap() * (k + 1) as f64)
+            .sum()
+    };
+    let mut seen = Vec::new();
+    // None, one, a few (set row by row in one Luau loop), and most rows (refilled) changed.
+    for changed in [0usize, 1, 8, 150] {
+        for id in parts.iter().step_by(200 / changed.max(1)).take(changed) {
+            let now = world.get::<f64>(*id, position, x).unwrap();
+            world.write(*id, position, x, now + 1000.0).unwrap();
+        }
+        let out = printed(&mut world, sum);
+        seen.push((out[0].parse::<f64>().unwrap(), expected(&world)));
+    }
+    for (got, want) in seen {
+        assert_eq!(got, want);
+    }
+}
+
 fn a_query_within_a_root_matches_the_root_and_its_descendants_as_they_move(cached: bool) {
     let mut world = scripted(1);
     world.set_query_caching(cached);
@@ -605,6 +639,7 @@ cached_and_uncached!(
     a_column_taken_again_holds_the_stored_values_however_many_rows_changed,
     a_chunks_instances_are_made_when_first_read_and_go_stale_with_its_columns,
     a_query_within_a_root_matches_the_root_and_its_descendants_as_they_move,
+    a_column_taken_again_after_some_rows_changed_from_rust_holds_every_stored_value,
 );
 
 #[test]
