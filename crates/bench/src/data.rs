@@ -223,13 +223,13 @@ pub mod schedule {
 }
 
 /// The data of the Luau workloads (`luau_iter2`, `luau_iter2_handles`, `luau_frame_1m`,
-/// `luau_spawn`, `luau_changed`), shared by Strata's side and jecs's.
+/// `luau_frame_1m_groups`, `luau_spawn`, `luau_changed`), shared by Strata's side and jecs's.
 pub mod luau {
     /// Entities of `luau_iter2` and `luau_iter2_handles`.
     pub const ITER_SIZE: u64 = 100_000;
-    /// Entities of `luau_frame_1m`.
+    /// Entities of `luau_frame_1m` and `luau_frame_1m_groups`.
     pub const FRAME_SIZE: u64 = 1_000_000;
-    /// Threads of `luau_frame_1m`'s world.
+    /// Threads of `luau_frame_1m`'s and `luau_frame_1m_groups`'s worlds.
     pub const FRAME_THREADS: usize = 2;
     /// The memory limit of both libraries' VMs in `luau_frame_1m`: jecs keeps its 2M component
     /// tables inside its VM, past the standard 512 MiB.

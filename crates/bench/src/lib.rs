@@ -166,6 +166,7 @@ mod tests {
             "jecs/luau_iter2/100000",
             "jecs/luau_iter2_handles/100000",
             "jecs/luau_frame_1m/1000000",
+            "jecs/luau_frame_1m_groups/1000000",
             "jecs/luau_spawn/10000",
             "jecs/luau_spawn_bulk/10000",
             "jecs/luau_changed/100000",

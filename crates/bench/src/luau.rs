@@ -17,6 +17,7 @@ pub fn workloads() -> Vec<Workload> {
         iter2_columns(),
         iter2_handles(),
         frame_1m(),
+        frame_1m_groups(),
         spawn(),
         spawn_bulk(),
         changed(),
@@ -63,7 +64,22 @@ pub fn movers(n: u64) -> (World, Vec<InstanceId>) {
 
 /// [`movers`] in a world on `threads` threads.
 fn movers_on(threads: usize, n: u64) -> (World, Vec<InstanceId>) {
+    let (world, ids, _) = movers_in(threads, n, 0);
+    (world, ids)
+}
+
+/// [`movers`] in a world on `threads` threads, split in `folders` equal blocks under as many
+/// folders in the workspace (returned) when `folders` is not 0.
+fn movers_in(threads: usize, n: u64, folders: u64) -> (World, Vec<InstanceId>, Vec<InstanceId>) {
     let mut world = empty_world_on(threads);
+    let workspace = world.workspace();
+    let roots: Vec<InstanceId> = (0..folders)
+        .map(|_| {
+            world
+                .create(ClassId::FOLDER, Some(workspace))
+                .unwrap_or_else(|e| panic!("{e}"))
+        })
+        .collect();
     let (p, px) = world
         .field_named("Position", "x")
         .unwrap_or_else(|e| panic!("{e}"));
@@ -80,8 +96,9 @@ fn movers_on(threads: usize, n: u64) -> (World, Vec<InstanceId>) {
     );
     let mut ids = Vec::with_capacity(n as usize);
     for i in 0..n {
+        let parent = (folders > 0).then(|| roots[(i * folders / n) as usize]);
         let id = world
-            .create(ClassId::ENTITY, None)
+            .create(ClassId::ENTITY, parent)
             .unwrap_or_else(|e| panic!("{e}"));
         let [x, y, z] = position(i);
         world
@@ -109,7 +126,7 @@ fn movers_on(threads: usize, n: u64) -> (World, Vec<InstanceId>) {
             .unwrap_or_else(|e| panic!("{e}"));
         ids.push(id);
     }
-    (world, ids)
+    (world, ids, roots)
 }
 
 /// The column-path system of `luau_iter2`.
@@ -171,8 +188,32 @@ const FRAME_BUDGET: ScriptBudget = ScriptBudget {
     ..ScriptBudget::STANDARD
 };
 
-/// A world of [`FRAME_SIZE`] movers on [`FRAME_THREADS`] threads with the stress place's
-/// `move` system, stepped once (as [`iter_world`]).
+/// The move group script of `luau_frame_1m_groups`: the stress place's `groups/move.luau`,
+/// `Position += Velocity * dt` over the group's own subtree on the column path.
+pub const GROUP_MOVE: &str = include_str!("../../../examples/places/stress/groups/move.luau");
+
+/// The groups `luau_frame_1m_groups` splits its movers into: one per thread of the pool.
+pub const FRAME_GROUPS: u64 = FRAME_THREADS as u64;
+
+/// A world of `size` movers in [`FRAME_GROUPS`] folders, each an execution group running
+/// [`GROUP_MOVE`], on [`FRAME_THREADS`] threads, stepped once (as [`iter_world`]).
+pub fn frame_groups_world(size: u64) -> (World, Vec<InstanceId>) {
+    let (mut world, ids, roots) = movers_in(FRAME_THREADS, size, FRAME_GROUPS);
+    world.set_script_budget(FRAME_BUDGET);
+    world
+        .add_group_script("move", "groups/move.luau", GROUP_MOVE)
+        .unwrap_or_else(|e| panic!("benchmark fixture: {e}"));
+    for root in roots {
+        world
+            .set_execution_group(root, Some("move"))
+            .unwrap_or_else(|e| panic!("benchmark fixture: {e}"));
+    }
+    frame(&mut world);
+    (world, ids)
+}
+
+/// A world of `size` movers on [`FRAME_THREADS`] threads with the parallel system [`MOVE`],
+/// stepped once (as [`iter_world`]).
 pub fn frame_world(size: u64) -> (World, Vec<InstanceId>) {
     let (mut world, ids) = movers_on(FRAME_THREADS, size);
     world.set_script_budget(FRAME_BUDGET);
@@ -233,6 +274,18 @@ fn frame_1m() -> Workload {
         "one frame of a move system (luau::MOVE: parallel = true, q:chunks(), chunk:write(Position) and chunk:read(Velocity), a numeric loop, the changed rows recorded through the system's overlay and committed after the wave) over 1M movers; World::step on a 2-thread pool with the game VM's interrupt budget on",
         move |b| {
             let (mut world, _) = frame_world(FRAME_SIZE);
+            b.iter(|| frame(&mut world));
+        },
+    )
+}
+
+fn frame_1m_groups() -> Workload {
+    Workload::new(
+        "luau_frame_1m_groups",
+        FRAME_SIZE,
+        "one frame of the stress place's move group script (examples/places/stress/groups/move.luau: world:query{ with = {Position, Velocity}, within = root }:chunks(), chunk:write(Position) and chunk:read(Velocity), a numeric loop) over 1M movers split in two folders of 500k, each an execution group with a Luau VM of its own; the groups run side by side on a 2-thread pool, each recording its changed rows into its overlay on its lane, and the overlays commit after the wave; World::step with the game VM's interrupt budget on",
+        move |b| {
+            let (mut world, _) = frame_groups_world(FRAME_SIZE);
             b.iter(|| frame(&mut world));
         },
     )
@@ -386,6 +439,18 @@ mod tests {
     #[test]
     fn the_frame_moves_every_entity_by_its_velocity_on_two_threads() {
         let (mut world, ids) = frame_world(2_000);
+        frame(&mut world);
+        let xs = positions(&world, &ids);
+        for (i, x) in xs.iter().enumerate() {
+            let expected = position(i as u64)[0] + 2.0 * velocity(i as u64)[0] * DT;
+            assert!((x - expected).abs() < 1e-9, "{i}: {x} vs {expected}");
+        }
+        assert_eq!(world.threads(), FRAME_THREADS);
+    }
+
+    #[test]
+    fn the_groups_frame_moves_every_entity_by_its_velocity_on_two_threads() {
+        let (mut world, ids) = frame_groups_world(2_000);
         frame(&mut world);
         let xs = positions(&world, &ids);
         for (i, x) in xs.iter().enumerate() {

@@ -141,8 +141,18 @@ fn iter2(name: &str) -> Workload {
 /// `luau_frame_1m`: the `luau_iter2` step over [`FRAME_SIZE`] entities, in a VM that may hold
 /// [`FRAME_MEMORY`] (as Strata's game VM may there).
 fn frame_1m() -> Workload {
+    frame_1m_named("luau_frame_1m")
+}
+
+/// `luau_frame_1m_groups`: jecs has no parallel iteration, so its side is `luau_frame_1m`'s
+/// step, the same work on one thread.
+fn frame_1m_groups() -> Workload {
+    frame_1m_named("luau_frame_1m_groups")
+}
+
+fn frame_1m_named(name: &'static str) -> Workload {
     Workload::new(
-        "luau_frame_1m",
+        name,
         FRAME_SIZE,
         "jecs world:query(Position, Velocity) over 1M entities iterated in Luau, each component a table {x, y, z} updated in place, on the VM's one thread (jecs has no parallel iteration), in a VM made as Strata's game VM with a 4 GiB memory limit",
         move |b| {
@@ -293,6 +303,7 @@ pub fn workloads() -> Vec<Workload> {
         iter2("luau_iter2"),
         iter2("luau_iter2_handles"),
         frame_1m(),
+        frame_1m_groups(),
         spawn("luau_spawn"),
         spawn("luau_spawn_bulk"),
         changed(),
