@@ -36,10 +36,13 @@ pub(crate) fn group_tag(name: &str) -> String {
     format!("Group:{name}")
 }
 
-/// One group's VM and callback.
+/// One group's VM and callback, with the row and value buffers of its last column writes,
+/// emptied, for the next frame's (a 500k-row write-back would otherwise take fresh pages every
+/// frame). Only the job running this group takes the lock.
 struct GroupVm {
     scripts: Scripts,
     run: Function,
+    spare: std::sync::Mutex<Vec<super::access::BulkBuffers>>,
 }
 
 /// The body of a group script's system: runs every group marked with its name, but the roots
@@ -162,7 +165,14 @@ impl GroupRunner {
                 .map_err(failure)?;
             let (run, _) =
                 load_group(&scripts, &self.script, &self.source, scene).map_err(failure)?;
-            self.vms.insert(*root, GroupVm { scripts, run });
+            self.vms.insert(
+                *root,
+                GroupVm {
+                    scripts,
+                    run,
+                    spare: std::sync::Mutex::new(Vec::new()),
+                },
+            );
         }
         Ok(())
     }
@@ -194,7 +204,13 @@ impl GroupRunner {
         let script = &self.script;
         let established = (wave.arena(), wave.store());
         let run_one = |(rank, root, vm): (u64, InstanceId, &GroupVm)| -> Outcome<'w> {
-            let par = ParState::new(world_roots, None).at(clock);
+            let spare = std::mem::take(
+                &mut *vm
+                    .spare
+                    .lock()
+                    .unwrap_or_else(std::sync::PoisonError::into_inner),
+            );
+            let par = ParState::new(world_roots, None).at(clock).with_spare(spare);
             let lua = vm.scripts.lua();
             let args = (|| {
                 Ok::<_, mlua::Error>((vm.scripts.world().clone(), dt, wrap_instance(lua, root)?))
@@ -219,7 +235,11 @@ impl GroupRunner {
             let rows = par.rows;
             let overlay = result.is_ok().then(|| {
                 let mut overlay = wave.overlay(WriterRank::group(rank, root.get()));
-                par.replay(&mut overlay).0.map(|()| overlay)
+                let (replayed, spare) = par.replay(&mut overlay);
+                *vm.spare
+                    .lock()
+                    .unwrap_or_else(std::sync::PoisonError::into_inner) = spare;
+                replayed.map(|()| overlay)
             });
             Outcome {
                 rank,
