@@ -22,8 +22,11 @@ use strata_script::prelude::*;
 /// The work to repeat.
 #[derive(Clone, Copy, Debug, ValueEnum)]
 enum Work {
-    /// `luau_frame_1m`'s world: the stress place's `move` system on 2 threads.
+    /// `luau_frame_1m`'s world: the parallel `move` system on 2 threads.
     Frame,
+    /// `luau_frame_1m_groups`'s world: the stress place's move group script in two groups on
+    /// 2 threads.
+    Groups,
     /// `luau_iter2`'s world: the column path on one thread.
     Columns,
     /// `luau_iter2_handles`'s world: the handle path on one thread.
@@ -60,6 +63,10 @@ fn main() {
     match args.work {
         Work::Frame => {
             let (mut world, _) = luau::frame_world(args.entities);
+            (0..args.frames).for_each(|_| luau::frame(&mut world));
+        }
+        Work::Groups => {
+            let (mut world, _) = luau::frame_groups_world(args.entities);
             (0..args.frames).for_each(|_| luau::frame(&mut world));
         }
         Work::Columns | Work::Handles => {
