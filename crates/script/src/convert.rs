@@ -328,22 +328,24 @@ pub(crate) fn keyed_fields(
     fields: &[(String, FieldType)],
 ) -> mlua::Result<Vec<(usize, String, LuaValue)>> {
     let mut out = Vec::new();
-    for pair in table.clone().pairs::<LuaValue, LuaValue>() {
-        let (key, given) = pair?;
+    // `for_each` walks the table with Luau's raw iterator, without a protected call per entry.
+    table.for_each::<LuaValue, LuaValue>(|key, given| {
         let LuaValue::String(key) = key else {
             return Err(mlua::Error::runtime(format!(
                 "the values for `{component}` are keyed by field name, not {}",
                 kind(&key)
             )));
         };
-        let key = key.to_str()?.to_string();
-        let Some(index) = fields.iter().position(|(name, _)| *name == key) else {
+        let key = key.to_str()?;
+        let Some(index) = fields.iter().position(|(name, _)| *name == *key) else {
             return Err(mlua::Error::runtime(format!(
-                "`{component}` has no field `{key}`"
+                "`{component}` has no field `{}`",
+                &*key
             )));
         };
-        out.push((index, key, given));
-    }
+        out.push((index, fields[index].0.clone(), given));
+        Ok(())
+    })?;
     Ok(out)
 }
 
