@@ -275,6 +275,23 @@ fn a_loop_over_the_changed_matches_reads_and_writes_each_ones_current_values() {
     assert_eq!(ys, [60.0, 40.0, 8.0, 100.0]);
 }
 
+#[test]
+fn a_script_cannot_reach_the_lanes_functions_or_state_through_a_handle() {
+    let mut world = world(1);
+    spawn(&mut world, 2);
+    let out = printed(
+        &mut world,
+        r#"
+        for _, p in world:query({ with = { Position } }) do
+            print(getmetatable(p), typeof(p), type(p))
+            print(pcall(function() return rawget(p, "x") end))
+            break
+        end
+        "#,
+    );
+    insta::assert_snapshot!(out.join("\n"));
+}
+
 /// A statement of a generated loop body (`inst`, `p` (Position), `c` (Counter) and `prev`
 /// (the previous match's Position handle, or nil) in scope; `acc` accumulates reads).
 #[derive(Clone, Debug)]
