@@ -129,9 +129,11 @@ fn movers_in(threads: usize, n: u64, folders: u64) -> (World, Vec<InstanceId>, V
     (world, ids, roots)
 }
 
-/// The column-path system of `luau_iter2`.
-pub const ITER_COLUMNS: &str = r#"
-return system {
+/// The run function of `luau_iter2`'s and `luau_frame_1m`'s systems: `Position += Velocity *
+/// dt` over every mover on the column path.
+macro_rules! move_run {
+    () => {
+        r#"
     run = function(world, dt)
         for chunk in world:query({ with = { Position, Velocity } }):chunks() do
             local p, v = chunk:write(Position), chunk:read(Velocity)
@@ -144,8 +146,12 @@ return system {
             end
         end
     end,
+"#
+    };
 }
-"#;
+
+/// The column-path system of `luau_iter2`.
+pub const ITER_COLUMNS: &str = concat!("return system {", move_run!(), "}\n");
 
 /// The handle-path system of `luau_iter2_handles`.
 pub const ITER_HANDLES: &str = r#"
@@ -160,27 +166,13 @@ return system {
 }
 "#;
 
-/// The move system of `luau_frame_1m`: a parallel system on the column path, `Position +=
-/// Velocity * dt` for every mover (the stress place runs the same loop in execution groups).
-pub const MOVE: &str = r#"
-return system {
-    phase = "Update",
-    parallel = true,
-    writes = { Position = { "x", "y", "z" } },
-    run = function(world, dt)
-        for chunk in world:query({ with = { Position, Velocity } }):chunks() do
-            local p, v = chunk:write(Position), chunk:read(Velocity)
-            local px, py, pz = p.x, p.y, p.z
-            local vx, vy, vz = v.x, v.y, v.z
-            for row = chunk.first, chunk.last do
-                px[row] += vx[row] * dt
-                py[row] += vy[row] * dt
-                pz[row] += vz[row] * dt
-            end
-        end
-    end,
-}
-"#;
+/// The move system of `luau_frame_1m`: [`ITER_COLUMNS`]'s loop as a parallel system (the
+/// stress place runs the same loop in execution groups).
+pub const MOVE: &str = concat!(
+    "return system {\n    phase = \"Update\",\n    parallel = true,\n    writes = { Position = { \"x\", \"y\", \"z\" } },",
+    move_run!(),
+    "}\n"
+);
 
 /// The game VM's budget in `luau_frame_1m`: the standard one with jecs's memory limit there.
 const FRAME_BUDGET: ScriptBudget = ScriptBudget {
@@ -436,28 +428,18 @@ mod tests {
         }
     }
 
+    /// `luau_frame_1m`'s world (a parallel system) and `luau_frame_1m_groups`'s (two groups).
     #[test]
-    fn the_frame_moves_every_entity_by_its_velocity_on_two_threads() {
-        let (mut world, ids) = frame_world(2_000);
-        frame(&mut world);
-        let xs = positions(&world, &ids);
-        for (i, x) in xs.iter().enumerate() {
-            let expected = position(i as u64)[0] + 2.0 * velocity(i as u64)[0] * DT;
-            assert!((x - expected).abs() < 1e-9, "{i}: {x} vs {expected}");
+    fn both_frames_move_every_entity_by_its_velocity_on_two_threads() {
+        for (mut world, ids) in [frame_world(2_000), frame_groups_world(2_000)] {
+            frame(&mut world);
+            let xs = positions(&world, &ids);
+            for (i, x) in xs.iter().enumerate() {
+                let expected = position(i as u64)[0] + 2.0 * velocity(i as u64)[0] * DT;
+                assert!((x - expected).abs() < 1e-9, "{i}: {x} vs {expected}");
+            }
+            assert_eq!(world.threads(), FRAME_THREADS);
         }
-        assert_eq!(world.threads(), FRAME_THREADS);
-    }
-
-    #[test]
-    fn the_groups_frame_moves_every_entity_by_its_velocity_on_two_threads() {
-        let (mut world, ids) = frame_groups_world(2_000);
-        frame(&mut world);
-        let xs = positions(&world, &ids);
-        for (i, x) in xs.iter().enumerate() {
-            let expected = position(i as u64)[0] + 2.0 * velocity(i as u64)[0] * DT;
-            assert!((x - expected).abs() < 1e-9, "{i}: {x} vs {expected}");
-        }
-        assert_eq!(world.threads(), FRAME_THREADS);
     }
 
     #[test]

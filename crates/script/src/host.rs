@@ -95,29 +95,24 @@ H.slot = SLOT
 
 function H.handle_meta(slow_index, slow_newindex, take)
     local floor = math.floor
-    -- The term (from 3 on) whose handle at the loop's current match `i` is `h`; 0 when none is.
-    local function later_term(cur, h, i)
+    -- The term whose handle at the loop's current match `i` is `h`; 0 when none is. Terms 1
+    -- and 2 are checked first (`h2` is an empty table when the query has one term).
+    local function term_of(cur, h, i)
+        if rawequal(cur.h1[i], h) then return 1 end
+        if rawequal(cur.h2[i], h) then return 2 end
         local hs = cur.hs
         for t = 3, cur.nt do
             if rawequal(hs[t][i], h) then return t end
         end
         return 0
     end
-    -- Each access checks first that `h` is a handle of the loop's current match (terms 1 and
-    -- 2 inline: `h2` is an empty table when the query has one term), then reads or writes the
-    -- match's row of the field's column.
+    -- Each access checks first that `h` is a handle of the loop's current match, then reads
+    -- or writes the match's row of the field's column.
     local function index(h, key)
         local cur = SLOT.cur
         if cur ~= nil then
             local i = cur.i
-            local t
-            if rawequal(cur.h1[i], h) then
-                t = 1
-            elseif rawequal(cur.h2[i], h) then
-                t = 2
-            else
-                t = later_term(cur, h, i)
-            end
+            local t = term_of(cur, h, i)
             if t ~= 0 then
                 local set = cur.read[t]
                 if set == nil then
@@ -136,14 +131,7 @@ function H.handle_meta(slow_index, slow_newindex, take)
         local cur = SLOT.cur
         if cur ~= nil then
             local i = cur.i
-            local t
-            if rawequal(cur.h1[i], h) then
-                t = 1
-            elseif rawequal(cur.h2[i], h) then
-                t = 2
-            else
-                t = later_term(cur, h, i)
-            end
+            local t = term_of(cur, h, i)
             if t ~= 0 then
                 local set = cur.write[t]
                 if set == nil then

@@ -430,6 +430,51 @@ fn a_failing_group_names_the_root_it_ran_for() {
 /// The rows a parallel column-path system changes each frame: every row, one, none, then every
 /// row again, so its write-back grows, shrinks and grows again in memory kept from the frames
 /// before; a write from Rust between frames stays where the next write-back does not touch it.
+/// The `bump` script of [`check_bump_frames`]: a system table opening with `head` (up to its
+/// run function's parameters), whose run takes `Position.x` columns from the query `spec`.
+fn bump(head: &str, spec: &str) -> String {
+    format!(
+        "local runs = 0
+        return system {{ {head}
+            runs += 1
+            local frame = runs
+            for chunk in world:query({spec}):chunks() do
+                local px = chunk:write(Position).x
+                for row = chunk.first, chunk.last do
+                    if frame ~= 3 and (frame ~= 2 or px[row] == 104) then
+                        px[row] += 100
+                    end
+                end
+            end
+        end }}"
+    )
+}
+
+/// Steps four frames of a `bump` script over `parts` (Position.x 1 to 40): frames 1 and 4 add
+/// 100 to every row, frame 2 only to the row that held 104, frame 3 to none; between frames 1
+/// and 2 a write from Rust to the tenth part, which frame 2's write-back must leave alone.
+fn check_bump_frames(world: &mut World, parts: &[InstanceId], threads: usize) {
+    let (position, x) = world.field_named("Position", "x").unwrap();
+    let mut expected: Vec<f64> = (1..=40).map(f64::from).collect();
+    for frame in 1..=4 {
+        world.step(0.1).unwrap();
+        for value in &mut expected {
+            if frame != 3 && (frame != 2 || *value == 104.0) {
+                *value += 100.0;
+            }
+        }
+        let values: Vec<f64> = parts
+            .iter()
+            .map(|&part| world.get::<f64>(part, position, x).unwrap())
+            .collect();
+        assert_eq!(values, expected, "frame {frame} on {threads} threads");
+        if frame == 1 {
+            world.write::<f64>(parts[9], position, x, -5.0).unwrap();
+            expected[9] = -5.0;
+        }
+    }
+}
+
 #[test]
 fn a_groups_column_write_back_lands_whatever_the_rows_it_changed_the_frame_before() {
     for threads in [1, 2] {
@@ -449,50 +494,21 @@ fn a_groups_column_write_back_lands_whatever_the_rows_it_changed_the_frame_befor
             .add_group_script(
                 "bump",
                 "groups/bump.luau",
-                "local runs = 0
-                return system { run = function(world, dt, root)
-                    runs += 1
-                    local frame = runs
-                    for chunk in world:query({ with = { Position }, within = root }):chunks() do
-                        local px = chunk:write(Position).x
-                        for row = chunk.first, chunk.last do
-                            if frame ~= 3 and (frame ~= 2 or px[row] == 104) then
-                                px[row] += 100
-                            end
-                        end
-                    end
-                end }",
+                &bump(
+                    "run = function(world, dt, root)",
+                    "{ with = { Position }, within = root }",
+                ),
             )
             .unwrap();
         let rooms = world.children(world.workspace()).unwrap();
         for room in &rooms {
             world.set_execution_group(*room, Some("bump")).unwrap();
         }
-        let (position, x) = world.field_named("Position", "x").unwrap();
         let parts: Vec<InstanceId> = rooms
             .iter()
             .flat_map(|room| world.children(*room).unwrap())
             .collect();
-        let mut expected: Vec<f64> = (1..=40).map(f64::from).collect();
-        for frame in 1..=4 {
-            world.step(0.1).unwrap();
-            for value in &mut expected {
-                if frame != 3 && (frame != 2 || *value == 104.0) {
-                    *value += 100.0;
-                }
-            }
-            let values: Vec<f64> = parts
-                .iter()
-                .map(|&part| world.get::<f64>(part, position, x).unwrap())
-                .collect();
-            assert_eq!(values, expected, "frame {frame} on {threads} threads");
-            // A write between frames that the next frame's write-back must not undo: that
-            // frame changes another row only.
-            if frame == 1 {
-                world.write::<f64>(parts[29], position, x, -5.0).unwrap();
-                expected[29] = -5.0;
-            }
-        }
+        check_bump_frames(&mut world, &parts, threads);
     }
 }
 
@@ -512,42 +528,13 @@ fn a_parallel_column_write_back_lands_whatever_the_rows_it_changed_the_frame_bef
         system(
             &mut world,
             "bump",
-            "local runs = 0
-            return system { parallel = true, writes = { Position = { 'x' } }, run = function(world)
-                runs += 1
-                local frame = runs
-                for chunk in world:query({ with = { Position } }):chunks() do
-                    local px = chunk:write(Position).x
-                    for row = chunk.first, chunk.last do
-                        if frame ~= 3 and (frame ~= 2 or px[row] == 104) then
-                            px[row] += 100
-                        end
-                    end
-                end
-            end }",
+            &bump(
+                "parallel = true, writes = { Position = { 'x' } }, run = function(world)",
+                "{ with = { Position } }",
+            ),
         )
         .unwrap();
-        let (position, x) = world.field_named("Position", "x").unwrap();
         let parts = world.children(world.workspace()).unwrap();
-        let mut expected: Vec<f64> = (1..=40).map(f64::from).collect();
-        for frame in 1..=4 {
-            world.step(0.1).unwrap();
-            for value in &mut expected {
-                if frame != 3 && (frame != 2 || *value == 104.0) {
-                    *value += 100.0;
-                }
-            }
-            let values: Vec<f64> = parts
-                .iter()
-                .map(|&part| world.get::<f64>(part, position, x).unwrap())
-                .collect();
-            assert_eq!(values, expected, "frame {frame} on {threads} threads");
-            // A write between frames that the next frame's write-back must not undo: that
-            // frame changes another row only.
-            if frame == 1 {
-                world.write::<f64>(parts[9], position, x, -5.0).unwrap();
-                expected[9] = -5.0;
-            }
-        }
+        check_bump_frames(&mut world, &parts, threads);
     }
 }
