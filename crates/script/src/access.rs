@@ -467,6 +467,42 @@ pub(crate) fn arm_handles(lua: &Lua, cur: &Table) -> mlua::Result<()> {
     Ok(())
 }
 
+/// Which rows of the handle lane's columns hold writes not applied yet.
+pub(crate) enum LaneRows {
+    /// The lane is armed and its loop wrote rows `.0` to `.1` (1-based) since the last
+    /// write-back.
+    Range(usize, usize),
+    /// The lane is armed and its loop wrote nothing since the last write-back.
+    Clean,
+    /// The lane is not armed: any row may hold a pending write.
+    Unknown,
+}
+
+/// The rows the armed lane's loop wrote since the last write-back, forgotten as they are
+/// handed out (the caller applies them).
+pub(crate) fn take_lane_rows(lua: &Lua) -> mlua::Result<LaneRows> {
+    let Some(lane) = lua.app_data_ref::<HandleLane>() else {
+        return Ok(LaneRows::Unknown);
+    };
+    if !lane.armed {
+        return Ok(LaneRows::Unknown);
+    }
+    let cur: Table = lane.slot.raw_get("cur")?;
+    let (lo, hi): (Option<usize>, Option<usize>) = (cur.raw_get("lo")?, cur.raw_get("hi")?);
+    cur.raw_set("lo", LuaValue::Nil)?;
+    cur.raw_set("hi", LuaValue::Nil)?;
+    Ok(match (lo, hi) {
+        (Some(lo), Some(hi)) => LaneRows::Range(lo, hi),
+        _ => LaneRows::Clean,
+    })
+}
+
+/// Whether the handle lane is armed.
+pub(crate) fn lane_armed(lua: &Lua) -> bool {
+    lua.app_data_ref::<HandleLane>()
+        .is_some_and(|lane| lane.armed)
+}
+
 /// Makes every handle resolve its instance in the world again (see [`HandleLane`]).
 pub(crate) fn disarm_handles(lua: &Lua) -> mlua::Result<()> {
     if let Some(mut lane) = lua.app_data_mut::<HandleLane>()

@@ -48,6 +48,18 @@ pub(crate) fn access<R>(
     with_world(lua, f)
 }
 
+/// [`access`] for a call that reads the world and changes nothing in it: pending column
+/// writes are applied first, as for any call, but an armed handle lane stays armed (its
+/// columns are as current after a read as before), so a loop that reads another instance's
+/// field keeps its own handles on the lane.
+pub(crate) fn access_reading<R>(
+    lua: &Lua,
+    f: impl FnOnce(&Lua, Access<'_>) -> mlua::Result<R>,
+) -> mlua::Result<R> {
+    columns::flush_keeping_lane(lua)?;
+    super::access::with_world_armed(lua, f)
+}
+
 /// [`access`] for a read of instance data alone (names, classes, parents, children,
 /// attributes, which components an instance holds, the clock), never of component values:
 /// such a read meets the world alike before and after pending column writes are applied, so
@@ -552,7 +564,7 @@ pub(crate) fn handle_index(
 ) -> mlua::Result<LuaValue> {
     let this = handle.borrow::<Handle>()?;
     let key = field_key(&this, &key)?;
-    access(lua, |lua, mut a| {
+    access_reading(lua, |lua, mut a| {
         let (field, ty) = handle_field(a.store(), &this, &key)?;
         let value = a.read(this.id, this.component, field)?;
         to_lua(lua, &value, &ty)

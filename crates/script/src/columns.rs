@@ -30,7 +30,8 @@ use strata_component_store::{ComponentId, FieldId, FieldType};
 use strata::WorldError;
 
 use super::access::{
-    Access, BulkKind, BulkWrite, disarm_handles, lua_error, with_world, with_world_armed,
+    Access, BulkKind, BulkWrite, LaneRows, disarm_handles, lane_armed, lua_error, take_lane_rows,
+    with_world, with_world_armed,
 };
 use super::args::component_in;
 use super::host::{VmState, helpers, state_mut};
@@ -570,22 +571,41 @@ impl Lane {
     }
 }
 
-/// Applies the rows scripts changed in columns taken for writing.
+/// Applies the rows scripts changed in columns taken for writing, before a call that may
+/// change the world (after which the handle lane is disarmed, so its columns stop being
+/// pending).
 pub(crate) fn flush(lua: &Lua) -> mlua::Result<()> {
+    flush_with(lua, false)
+}
+
+/// [`flush`] before a call that only reads the world: the armed handle lane stays armed, and
+/// its columns stay pending for the loop's later writes.
+pub(crate) fn flush_keeping_lane(lua: &Lua) -> mlua::Result<()> {
+    flush_with(lua, true)
+}
+
+fn flush_with(lua: &Lua, keep_lane: bool) -> mlua::Result<()> {
     // The written columns stay pending until the callback ends (a script may write a column
     // it took earlier); each flush writes only what changed since the one before.
     let pending = match lua.app_data_ref::<VmState>() {
         Some(state) if !state.pending.is_empty() => state.pending.clone(),
         _ => Vec::new(),
     };
-    flush_lane(lua, Lane::Chunks, pending, Pack::Luau)?;
-    // The handle path writes its columns only until the next call that reaches the world,
-    // which is where this runs.
+    flush_lane(lua, Lane::Chunks, pending, Pack::Luau, None)?;
+    // The handle lane writes its columns only while it is armed; an armed lane knows the rows
+    // its loop wrote since the last write-back.
+    let keep = keep_lane && lane_armed(lua);
+    let rows = match take_lane_rows(lua)? {
+        LaneRows::Clean if keep => return Ok(()),
+        LaneRows::Range(lo, hi) => Some((lo, hi)),
+        LaneRows::Clean | LaneRows::Unknown => None,
+    };
     let pending = match lua.app_data_mut::<VmState>() {
+        Some(state) if keep => state.handle_pending.clone(),
         Some(mut state) => std::mem::take(&mut state.handle_pending),
         None => Vec::new(),
     };
-    flush_lane(lua, Lane::Handles, pending, Pack::Luau)
+    flush_lane(lua, Lane::Handles, pending, Pack::Luau, rows)
 }
 
 /// A failed call's handle path writes, applied: each was checked against its field as it was
@@ -596,7 +616,11 @@ fn apply_handles_after_failure(lua: &Lua) {
         Some(mut state) => std::mem::take(&mut state.handle_pending),
         None => return,
     };
-    if flush_lane(lua, Lane::Handles, pending.clone(), Pack::Rust).is_err() {
+    let rows = match take_lane_rows(lua) {
+        Ok(LaneRows::Range(lo, hi)) => Some((lo, hi)),
+        _ => None,
+    };
+    if flush_lane(lua, Lane::Handles, pending.clone(), Pack::Rust, rows).is_err() {
         // What could not be applied is forgotten, never applied later: the columns go.
         if let Some(mut state) = lua.app_data_mut::<VmState>() {
             for (key, _) in pending {
@@ -616,12 +640,14 @@ enum Pack {
     Rust,
 }
 
-/// Applies the rows changed in the `pending` columns of `lane`.
+/// Applies the rows changed in the `pending` columns of `lane`: of rows `rows` (1-based,
+/// inclusive) when given, the only ones written since the last write-back, or of every row.
 fn flush_lane(
     lua: &Lua,
     lane: Lane,
     pending: Vec<(String, ComponentId)>,
     how: Pack,
+    rows: Option<(usize, usize)>,
 ) -> mlua::Result<()> {
     if pending.is_empty() {
         return Ok(());
@@ -664,14 +690,20 @@ fn flush_lane(
         } in columns
         {
             bytes.clear();
+            // Rows `first..=last` (1-based) are packed; none when the range is past the end.
+            let (first, last) = rows.map_or((1, len), |(lo, hi)| (lo.max(1), hi.min(len)));
+            let count = (last + 1).saturating_sub(first);
             let (bad, buffer) = match how {
                 Pack::Luau => {
                     let buffer = match buffer {
-                        Some(b) if b.len() == len * 8 => b,
-                        _ => lua.create_buffer_with_capacity(len * 8)?,
+                        Some(b) if b.len() == count * 8 => b,
+                        _ => lua.create_buffer_with_capacity(count * 8)?,
                     };
-                    let bad: Option<usize> =
-                        pack.call((table.clone(), len, buffer.clone(), kind.code()))?;
+                    let bad: Option<usize> = if count == 0 {
+                        None
+                    } else {
+                        pack.call((table.clone(), last, buffer.clone(), kind.code(), first))?
+                    };
                     buffer
                         .clone()
                         .cursor()
@@ -679,12 +711,18 @@ fn flush_lane(
                         .map_err(mlua::Error::external)?;
                     (bad, Some(buffer))
                 }
-                Pack::Rust => (read_column(&table, len, kind, &mut bytes)?, buffer),
+                Pack::Rust => (
+                    read_column(&table, (first, last), kind, &mut bytes)?,
+                    buffer,
+                ),
             };
-            let values = Packed(bytes);
+            let values = Packed {
+                bytes,
+                first: first - 1,
+            };
             let bad = bad.or_else(|| {
                 (kind == Kind::Integer)
-                    .then(|| (0..values.len()).find(|&k| !is_integer(values.get(k))))
+                    .then(|| values.rows().find(|&k| !is_integer(values.get(k))))
                     .flatten()
                     .map(|k| k + 1)
             });
@@ -694,21 +732,23 @@ fn flush_lane(
             }
             packed.push((field, kind, values, buffer));
         }
-        with_world(lua, |lua, a| apply(lua, a, lane, &key, c, packed))?;
+        // The writes are the columns' own: the handle lane's columns stay as current as they
+        // were, so applying them leaves the lane armed.
+        with_world_armed(lua, |lua, a| apply(lua, a, lane, &key, c, packed))?;
     }
     Ok(())
 }
 
-/// Reads a column table's `len` rows into `bytes` as [`Packed`] values from Rust; the first
-/// row (1-based) holding a value its kind does not, if any.
+/// Reads rows `first..=last` (1-based) of a column table into `bytes` as [`Packed`] values
+/// from Rust; the first row holding a value its kind does not, if any.
 fn read_column(
     table: &Table,
-    len: usize,
+    (first, last): (usize, usize),
     kind: Kind,
     bytes: &mut Vec<u8>,
 ) -> mlua::Result<Option<usize>> {
-    bytes.reserve(len * 8);
-    for row in 1..=len {
+    bytes.reserve((last + 1).saturating_sub(first) * 8);
+    for row in first..=last {
         let value = match (table.raw_get::<LuaValue>(row)?, kind) {
             (LuaValue::Boolean(b), Kind::Boolean) => {
                 if b {
@@ -790,19 +830,25 @@ fn refuse_column(
     }
 }
 
-/// A column packed into bytes: row `k`'s value is the `k`-th little-endian f64.
-struct Packed(Vec<u8>);
+/// Rows of a column packed into bytes, from row `first` (0-based): row `k`'s value is the
+/// `(k - first)`-th little-endian f64.
+struct Packed {
+    bytes: Vec<u8>,
+    first: usize,
+}
 
 impl Packed {
     #[inline]
     fn get(&self, k: usize) -> f64 {
+        let at = (k - self.first) * 8;
         let mut b = [0; 8];
-        b.copy_from_slice(&self.0[k * 8..k * 8 + 8]);
+        b.copy_from_slice(&self.bytes[at..at + 8]);
         f64::from_le_bytes(b)
     }
 
-    fn len(&self) -> usize {
-        self.0.len() / 8
+    /// The rows packed (0-based).
+    fn rows(&self) -> std::ops::Range<usize> {
+        self.first..self.first + self.bytes.len() / 8
     }
 }
 
@@ -847,7 +893,9 @@ fn apply(
         let mut changed = std::mem::take(&mut column.changed);
         changed.clear();
         changed.extend(
-            (0..values.len().min(column.shadow.len()))
+            values
+                .rows()
+                .filter(|&k| k < column.shadow.len())
                 .filter(|&k| values.get(k).to_bits() != column.shadow[k].to_bits()),
         );
         if !changed.is_empty() {
@@ -880,7 +928,7 @@ fn apply(
             }
         }
         column.changed = changed;
-        column.packed = values.0;
+        column.packed = values.bytes;
     }
     Ok(())
 }

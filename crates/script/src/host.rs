@@ -151,6 +151,12 @@ function H.handle_meta(slow_index, slow_newindex, take)
                                 and v >= -9007199254740992 and v <= 9007199254740992)
                         then
                             column[i] = v
+                            -- The rows written since the last write-back, which applies only
+                            -- those.
+                            local lo = cur.lo
+                            if lo == nil or i < lo then cur.lo = i end
+                            local hi = cur.hi
+                            if hi == nil or i > hi then cur.hi = i end
                             return
                         end
                     end
@@ -187,13 +193,17 @@ function H.unpack(b, n, kind)
     return t
 end
 
-function H.pack(t, n, b, kind)
+-- Packs rows `from` (1 when nil) to `n` of t into b, row `from` at offset 0; returns the first
+-- row holding a value of another kind, if any.
+function H.pack(t, n, b, kind, from)
     local wr = buffer.writef64
+    local first = from or 1
+    local base = (first - 1) * 8
     if kind == 1 then
-        for i = 1, n do
+        for i = first, n do
             local v = t[i]
-            if v == true then wr(b, (i - 1) * 8, 1)
-            elseif v == false then wr(b, (i - 1) * 8, 0)
+            if v == true then wr(b, (i - 1) * 8 - base, 1)
+            elseif v == false then wr(b, (i - 1) * 8 - base, 0)
             else return i end
         end
         return nil
@@ -201,19 +211,19 @@ function H.pack(t, n, b, kind)
     -- Four rows a step (fewer loop back-edges, so fewer budget interrupts); a value that is
     -- not a number makes writef64 fail, and the pcall below finds its row.
     local ok = pcall(function()
-        local i = 1
+        local i = first
         while i + 3 <= n do
-            local o = (i - 1) * 8
+            local o = (i - 1) * 8 - base
             wr(b, o, t[i]); wr(b, o + 8, t[i + 1]); wr(b, o + 16, t[i + 2]); wr(b, o + 24, t[i + 3])
             i += 4
         end
         while i <= n do
-            wr(b, (i - 1) * 8, t[i])
+            wr(b, (i - 1) * 8 - base, t[i])
             i += 1
         end
     end)
     if ok then return nil end
-    for i = 1, n do
+    for i = first, n do
         if type(t[i]) ~= "number" then return i end
     end
     return nil
