@@ -384,6 +384,17 @@ impl Access<'_> {
         }
     }
 
+    /// Whether the call may write a field: any, in serial code; a declared one in parallel.
+    pub(crate) fn may_write(&self, component: ComponentId, field: FieldId) -> bool {
+        match self {
+            Access::Serial(_) => true,
+            Access::Parallel(view) => view
+                .par
+                .check_declared(view.store, component, field)
+                .is_ok(),
+        }
+    }
+
     /// Refuses a parallel call's read of a component (its values or change ticks) its system
     /// did not declare; serial calls read anything.
     pub(crate) fn check_read(&self, component: ComponentId) -> mlua::Result<()> {
@@ -454,10 +465,17 @@ impl HandleLane {
     }
 }
 
-/// Lets the handles of the pass `cur` use their columns, when the running call is serial (a
-/// parallel call's handles always go through its write log).
+/// Lets the handles of the pass `cur` use their columns: in a serial call, and in a parallel
+/// one that has written nothing yet (the lane's columns are brought up to date from the
+/// established state, which holds none of the call's own writes; once the call has written,
+/// its handles go through its write log, which does).
 pub(crate) fn arm_handles(lua: &Lua, cur: &Table) -> mlua::Result<()> {
-    if lua.app_data_ref::<CurrentScene>().is_none() {
+    let serial = lua.app_data_ref::<CurrentScene>().is_some();
+    let unwritten_parallel = lua.app_data_ref::<CurrentEstablished>().is_some()
+        && lua
+            .app_data_ref::<ParState>()
+            .is_some_and(|par| par.order.is_empty());
+    if !serial && !unwritten_parallel {
         return Ok(());
     }
     if let Some(mut lane) = lua.app_data_mut::<HandleLane>() {

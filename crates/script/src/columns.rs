@@ -340,17 +340,16 @@ pub(crate) fn handle_lane_open(lua: &Lua) -> bool {
 /// boolean fields, brought up to date with the world unless `fresh` says the lane took them
 /// in this pass already; their kinds go to `cur.kinds[term]` (0 number, 1 boolean, 2
 /// integer). With `write`, their changes are applied at the next write-back. `false` when the
-/// pass's handles cannot use columns (the query is gone or was rebuilt, or the call is not
-/// serial): they then resolve their instances in the world.
+/// pass's handles cannot use columns (the query is gone or was rebuilt, or a parallel call may
+/// not read the component): they then resolve their instances in the world. Taken for
+/// writing, the table holds only the fields the call may write (a parallel system's declared
+/// ones), so a write to another goes to the world and its error.
 pub(crate) fn take_for_handles(
     lua: &Lua,
     (cur, term, write, fresh): (Table, usize, bool, bool),
 ) -> mlua::Result<LuaValue> {
     let key: String = cur.raw_get("key")?;
     let taken = with_world_armed(lua, |lua, a| {
-        if !matches!(a, Access::Serial(_)) {
-            return Ok(None);
-        }
         let helpers = helpers(lua)?;
         let mut state = state_mut(lua)?;
         let VmState {
@@ -365,6 +364,9 @@ pub(crate) fn take_for_handles(
             return Ok(None);
         };
         if !entry.mirror_is_current() {
+            return Ok(None);
+        }
+        if a.check_read(c).is_err() {
             return Ok(None);
         }
         let store = a.store();
@@ -392,7 +394,9 @@ pub(crate) fn take_for_handles(
         let set = lua.create_table_with_capacity(0, fields.len())?;
         let kinds = lua.create_table_with_capacity(0, fields.len())?;
         for (field, name, kind) in &fields {
-            if let Some(column) = entry.handle_columns.get(&(c, *field)) {
+            if let Some(column) = entry.handle_columns.get(&(c, *field))
+                && (!write || a.may_write(c, *field))
+            {
                 set.raw_set(name.as_str(), column.table.clone())?;
                 kinds.raw_set(name.as_str(), kind.handle_code())?;
             }

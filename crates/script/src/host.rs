@@ -138,7 +138,8 @@ function H.handle_meta(slow_index, slow_newindex, take)
                     local read = cur.read[t]
                     set = take(cur, t, true, read ~= nil and read ~= false)
                     cur.write[t] = set
-                    cur.read[t] = set
+                    -- The write set may hold fewer fields (a parallel system's declared ones).
+                    if read == nil then cur.read[t] = set end
                 end
                 if set then
                     local column = set[key]
