@@ -32,11 +32,6 @@ use strata::WorldError;
 
 use super::ScriptScene;
 
-/// The registry table of instance wrappers (weak values), by id.
-const WRAPPERS: &str = "strata.instances";
-/// The registry table of handle caches (weak values), by component id then instance id.
-const HANDLES: &str = "strata.handles";
-
 /// Runs `f` against the world the current call runs on (see [`with_world`]), after applying
 /// any column writes the script made since the last API call, so the API always meets the
 /// world as the script left it.
@@ -82,9 +77,23 @@ pub(crate) fn access_instances<R>(
 #[derive(Clone, Copy, Debug)]
 pub(crate) struct Inst(pub(crate) InstanceId);
 
+/// The VM's wrapper caches, kept at hand (a named registry lookup costs more than the rest
+/// of a cache hit): instance wrappers by id, and each component's handles by instance id
+/// (weak tables, so an unreferenced wrapper or handle is collected).
+struct WrapperCaches {
+    instances: Table,
+    handles: std::cell::RefCell<Vec<Option<Table>>>,
+}
+
+fn wrapper_caches(lua: &Lua) -> mlua::Result<mlua::AppDataRef<'_, WrapperCaches>> {
+    lua.app_data_ref::<WrapperCaches>()
+        .ok_or_else(|| mlua::Error::runtime("no wrapper caches"))
+}
+
 /// The wrapper of an instance (the same one while anything holds it).
 pub(crate) fn wrap_instance(lua: &Lua, id: InstanceId) -> mlua::Result<AnyUserData> {
-    let cache: Table = lua.named_registry_value(WRAPPERS)?;
+    let caches = wrapper_caches(lua)?;
+    let cache = &caches.instances;
     let key = id.get() as f64;
     if let LuaValue::UserData(ud) = cache.raw_get::<LuaValue>(key)? {
         return Ok(ud);
@@ -97,7 +106,8 @@ pub(crate) fn wrap_instance(lua: &Lua, id: InstanceId) -> mlua::Result<AnyUserDa
 /// The wrappers of instances that have never had one (instances just created: ids are never
 /// reused), as a Luau array in order, each kept as its instance's wrapper from now on.
 pub(crate) fn wrap_new_instances(lua: &Lua, ids: &[InstanceId]) -> mlua::Result<Table> {
-    let cache: Table = lua.named_registry_value(WRAPPERS)?;
+    let caches = wrapper_caches(lua)?;
+    let cache = &caches.instances;
     let out = lua.create_table_with_capacity(ids.len(), 0)?;
     for (k, id) in ids.iter().enumerate() {
         let ud = lua.create_userdata(Inst(*id))?;
@@ -482,14 +492,20 @@ pub(crate) fn wrap_handle(
     component: ComponentId,
     name: &std::sync::Arc<str>,
 ) -> mlua::Result<AnyUserData> {
-    let caches: Table = lua.named_registry_value(HANDLES)?;
-    let key = component.index() as f64;
-    let cache = match caches.raw_get::<LuaValue>(key)? {
-        LuaValue::Table(t) => t,
-        _ => {
-            let t = weak_table(lua)?;
-            caches.raw_set(key, &t)?;
-            t
+    let caches = wrapper_caches(lua)?;
+    let cache = {
+        let mut handles = caches.handles.borrow_mut();
+        let at = component.index();
+        if handles.len() <= at {
+            handles.resize(at + 1, None);
+        }
+        match &handles[at] {
+            Some(t) => t.clone(),
+            None => {
+                let t = weak_table(lua)?;
+                handles[at] = Some(t.clone());
+                t
+            }
         }
     };
     if let LuaValue::UserData(ud) = cache.raw_get::<LuaValue>(id.get() as f64)?
@@ -765,10 +781,12 @@ pub(crate) fn weak_table(lua: &Lua) -> mlua::Result<Table> {
     Ok(t)
 }
 
-/// Sets up the registry tables the API uses.
-pub(crate) fn install_registry(lua: &Lua) -> mlua::Result<()> {
-    lua.set_named_registry_value(WRAPPERS, weak_table(lua)?)?;
-    lua.set_named_registry_value(HANDLES, lua.create_table()?)?;
+/// Sets up the caches the API keeps in the VM.
+pub(crate) fn install_caches(lua: &Lua) -> mlua::Result<()> {
+    lua.set_app_data(WrapperCaches {
+        instances: weak_table(lua)?,
+        handles: std::cell::RefCell::new(Vec::new()),
+    });
     Ok(())
 }
 

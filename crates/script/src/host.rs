@@ -15,7 +15,7 @@ use strata_mix::{Fnv1a, GAMMA, mix};
 
 use super::ScriptError;
 use super::access::{CurrentEstablished, CurrentScene, HandleLane, ParState};
-use super::api::{WorldApi, install_registry, instance_new};
+use super::api::{WorldApi, install_caches, instance_new};
 use super::args::ComponentType;
 use super::columns;
 use super::memory::{Categories, Holder, ScriptMemory};
@@ -439,7 +439,7 @@ impl Scripts {
         holder: Option<Holder>,
     ) -> Result<Self, ScriptError> {
         let (lua, meter, base) = new_vm(&budget, install_globals).map_err(setup_error)?;
-        install_registry(&lua).map_err(setup_error)?;
+        install_caches(&lua).map_err(setup_error)?;
         lua.set_app_data(VmState {
             owner: String::new(),
             queries: HashMap::new(),
