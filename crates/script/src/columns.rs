@@ -599,17 +599,21 @@ fn flush_with(lua: &Lua, keep_lane: bool) -> mlua::Result<()> {
     // The handle lane writes its columns only while it is armed; an armed lane knows the rows
     // its loop wrote since the last write-back.
     let keep = keep_lane && lane_armed(lua);
-    let rows = match take_lane_rows(lua)? {
-        LaneRows::Clean if keep => return Ok(()),
-        LaneRows::Range(lo, hi) => Some((lo, hi)),
-        LaneRows::Clean | LaneRows::Unknown => None,
-    };
+    let rows = take_lane_rows(lua)?;
     let pending = match lua.app_data_mut::<VmState>() {
         Some(state) if keep => state.handle_pending.clone(),
         Some(mut state) => std::mem::take(&mut state.handle_pending),
         None => Vec::new(),
     };
-    flush_lane(lua, Lane::Handles, pending, Pack::Luau, rows)
+    match rows {
+        // The lane was armed with nothing pending (its pass's call applied everything), and
+        // its loop wrote nothing since the last write-back.
+        LaneRows::Clean => Ok(()),
+        LaneRows::Range(lo, hi) => {
+            flush_lane(lua, Lane::Handles, pending, Pack::Luau, Some((lo, hi)))
+        }
+        LaneRows::Unknown => flush_lane(lua, Lane::Handles, pending, Pack::Luau, None),
+    }
 }
 
 /// A failed call's handle path writes, applied: each was checked against its field as it was
