@@ -449,11 +449,13 @@ pub(crate) fn lua_error(error: impl Into<WorldError>) -> mlua::Error {
 /// whose `cur` names the pass of the loop whose handles may read and write their fields in
 /// the pass's column tables, and whether it is set.
 ///
-/// Invariant: `cur` is set only between a serial call's query pass and the next time that
-/// call reaches the world, so while it is set nothing but the fast lane's own writes has
-/// changed the world since the pass (which brought its columns up to date when first used).
-/// Every path to the world but the fast lane's own ([`with_world_armed`]) clears it first, and
-/// so does the start and the end of every call.
+/// Invariant: `cur` is set only between a query pass (of a serial call, or of a parallel one
+/// whose write log is empty) and the next time the call reaches the world in a way that may
+/// change what the lane's columns hold, so while it is set nothing but the lane's own writes
+/// has changed what it reads since the pass (which brought its columns up to date when first
+/// used). [`with_world`] clears it; [`with_world_armed`] is for the paths that cannot change
+/// what the lane reads (the lane's own column work and write-back, and reads); the end of
+/// every call clears it too, so no call starts with it set.
 pub(crate) struct HandleLane {
     slot: Table,
     armed: bool,
@@ -545,8 +547,8 @@ pub(crate) fn with_world<R>(
     with_world_armed(lua, f)
 }
 
-/// [`with_world`] for the handle path's fast lane, which only reads the world (bringing its
-/// columns up to date) and so leaves the lane as it is.
+/// [`with_world`] for a path that cannot change what the handle lane reads: the lane's own
+/// column work and write-back, and calls that only read. It leaves the lane as it is.
 pub(crate) fn with_world_armed<R>(
     lua: &Lua,
     f: impl FnOnce(&Lua, Access<'_>) -> mlua::Result<R>,
