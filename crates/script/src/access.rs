@@ -498,23 +498,34 @@ pub(crate) enum LaneRows {
     Unknown,
 }
 
-/// The rows the armed lane's loop wrote since the last write-back, forgotten as they are
-/// handed out (the caller applies them).
-pub(crate) fn take_lane_rows(lua: &Lua) -> mlua::Result<LaneRows> {
-    let Some(lane) = lua.app_data_ref::<HandleLane>() else {
+/// The rows the armed lane's loop wrote since the last write-back (see
+/// [`clear_lane_rows`], which the write-back calls once it has applied them).
+pub(crate) fn lane_rows(lua: &Lua) -> mlua::Result<LaneRows> {
+    let Some(cur) = armed_pass(lua)? else {
         return Ok(LaneRows::Unknown);
     };
-    if !lane.armed {
-        return Ok(LaneRows::Unknown);
-    }
-    let cur: Table = lane.slot.raw_get("cur")?;
     let (lo, hi): (Option<usize>, Option<usize>) = (cur.raw_get("lo")?, cur.raw_get("hi")?);
-    cur.raw_set("lo", LuaValue::Nil)?;
-    cur.raw_set("hi", LuaValue::Nil)?;
     Ok(match (lo, hi) {
         (Some(lo), Some(hi)) => LaneRows::Range(lo, hi),
         _ => LaneRows::Clean,
     })
+}
+
+/// Forgets the rows the armed lane's loop wrote: they are applied.
+pub(crate) fn clear_lane_rows(lua: &Lua) -> mlua::Result<()> {
+    if let Some(cur) = armed_pass(lua)? {
+        cur.raw_set("lo", LuaValue::Nil)?;
+        cur.raw_set("hi", LuaValue::Nil)?;
+    }
+    Ok(())
+}
+
+/// The pass the lane is armed for, if it is.
+fn armed_pass(lua: &Lua) -> mlua::Result<Option<Table>> {
+    match lua.app_data_ref::<HandleLane>() {
+        Some(lane) if lane.armed => lane.slot.raw_get("cur").map(Some),
+        _ => Ok(None),
+    }
 }
 
 /// Whether the handle lane is armed.

@@ -8,11 +8,12 @@
 //! [`access_instances`], which leaves the handle lane's pending writes for later since no
 //! such read can tell. Outside a call every API function refuses with an error. An instance
 //! has one wrapper per VM while anything refers to it, so wrappers compare equal by identity;
-//! a handle always reads live state: in the handle lane (the current match of a serial
-//! call's query loop, see `access::HandleLane`) from the pass's columns, which nothing but the
-//! lane changes while it is armed, and otherwise by resolving its row in the world; a write
-//! through it is a checked store write (or, in parallel code, a logged one), the lane's
-//! checked as it is made and applied at the next call that reaches the world.
+//! a handle always reads live state: in the handle lane (the current match of a query loop,
+//! see `access::HandleLane`) from the pass's columns, which nothing but the lane changes while
+//! it is armed, and otherwise by resolving its row in the world; a write through it is a
+//! checked store write (or, in parallel code, a logged one), the lane's checked as it is made
+//! and applied at the next call that reaches the world. Reads of component values that change
+//! nothing ([`access_reading`]) apply the lane's writes and leave it armed.
 
 use mlua::{
     AnyUserData, FromLua, Function, Lua, MetaMethod, Table, UserData, UserDataFields,

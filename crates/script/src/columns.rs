@@ -30,8 +30,8 @@ use strata_component_store::{ComponentId, FieldId, FieldType};
 use strata::WorldError;
 
 use super::access::{
-    Access, BulkKind, BulkWrite, LaneRows, disarm_handles, lane_armed, lua_error, take_lane_rows,
-    with_world, with_world_armed,
+    Access, BulkKind, BulkWrite, LaneRows, clear_lane_rows, disarm_handles, lane_armed, lane_rows,
+    lua_error, with_world, with_world_armed,
 };
 use super::args::component_in;
 use super::host::{VmState, helpers, state_mut};
@@ -216,7 +216,8 @@ fn number_to_lua(kind: Kind, value: f64) -> LuaValue {
     }
 }
 
-fn bytes_of(values: &[f64]) -> Vec<u8> {
+/// Values as little-endian f64 bytes, the layout the helpers read from a buffer.
+pub(crate) fn bytes_of(values: &[f64]) -> Vec<u8> {
     values.iter().flat_map(|v| v.to_le_bytes()).collect()
 }
 
@@ -598,22 +599,30 @@ fn flush_with(lua: &Lua, keep_lane: bool) -> mlua::Result<()> {
     flush_lane(lua, Lane::Chunks, pending, Pack::Luau, None)?;
     // The handle lane writes its columns only while it is armed; an armed lane knows the rows
     // its loop wrote since the last write-back.
-    let keep = keep_lane && lane_armed(lua);
-    let rows = take_lane_rows(lua)?;
-    let pending = match lua.app_data_mut::<VmState>() {
-        Some(state) if keep => state.handle_pending.clone(),
-        Some(mut state) => std::mem::take(&mut state.handle_pending),
+    // What is pending and which rows stay as they are until the write-back succeeded, so a
+    // write-back that fails (out of memory, say) is done again by the next one.
+    let pending = match lua.app_data_ref::<VmState>() {
+        Some(state) => state.handle_pending.clone(),
         None => Vec::new(),
     };
-    match rows {
+    match lane_rows(lua)? {
         // The lane was armed with nothing pending (its pass's call applied everything), and
         // its loop wrote nothing since the last write-back.
-        LaneRows::Clean => Ok(()),
+        LaneRows::Clean => {}
         LaneRows::Range(lo, hi) => {
-            flush_lane(lua, Lane::Handles, pending, Pack::Luau, Some((lo, hi)))
+            flush_lane(lua, Lane::Handles, pending, Pack::Luau, Some((lo, hi)))?;
+            clear_lane_rows(lua)?;
         }
-        LaneRows::Unknown => flush_lane(lua, Lane::Handles, pending, Pack::Luau, None),
+        LaneRows::Unknown => flush_lane(lua, Lane::Handles, pending, Pack::Luau, None)?,
     }
+    // Past a call that may change the world the lane is disarmed: its columns stop being
+    // pending. An armed lane kept for a reading call keeps them for the loop's later writes.
+    if !(keep_lane && lane_armed(lua))
+        && let Some(mut state) = lua.app_data_mut::<VmState>()
+    {
+        state.handle_pending.clear();
+    }
+    Ok(())
 }
 
 /// A failed call's handle path writes, applied: each was checked against its field as it was
@@ -624,7 +633,7 @@ fn apply_handles_after_failure(lua: &Lua) {
         Some(mut state) => std::mem::take(&mut state.handle_pending),
         None => return,
     };
-    let rows = match take_lane_rows(lua) {
+    let rows = match lane_rows(lua) {
         Ok(LaneRows::Range(lo, hi)) => Some((lo, hi)),
         _ => None,
     };

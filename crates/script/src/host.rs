@@ -82,14 +82,15 @@ function H.iter(nt, n, insts, h1, h2, h3, hs, sel, cur)
     end
 end
 
--- The handle path's fast lane (see `api::Handle`). `SLOT.cur` is the pass a serial call's
+-- The handle path's fast lane (see `access::HandleLane`). `SLOT.cur` is the pass the call's
 -- latest `for ... in query` loop runs, set by the host when the loop starts and cleared at the
--- next call that reaches the world: while it is set, nothing has changed the world since the
--- pass began but writes made here, so a handle of the loop's current match reads and writes
--- its field in the pass's column tables (a column per field, taken from the store when first
--- used and written back at the next call that reaches the world or when the callback ends).
--- Every other access (another match's handle, a field no column holds, a value the fast lane
--- does not check) goes to the host, which resolves the instance in the store.
+-- next call that may change what the lane reads: while it is set, nothing has changed that
+-- but writes made here, so a handle of the loop's current match reads and writes its field in
+-- the pass's column tables (a column per field, taken from the store when first used and
+-- written back at the next call that reaches the world or when the callback ends; `lo` and
+-- `hi` bound the rows written since the last write-back). Every other access (another match's
+-- handle, a field no column holds, a value the fast lane does not check) goes to the host,
+-- which resolves the instance in the world.
 local SLOT = {}
 H.slot = SLOT
 

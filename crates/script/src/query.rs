@@ -534,7 +534,7 @@ fn iterate(lua: &Lua, key: &str) -> mlua::Result<Function> {
         // call per entry.
         Some(selected) => {
             let values: Vec<f64> = selected.iter().map(|k| f64::from(*k)).collect();
-            let bytes: Vec<u8> = values.iter().flat_map(|v| v.to_le_bytes()).collect();
+            let bytes = super::columns::bytes_of(&values);
             let unpack: Function = helpers.raw_get("unpack")?;
             LuaValue::Table(unpack.call((lua.create_buffer(bytes)?, values.len(), 0))?)
         }

@@ -292,6 +292,43 @@ fn a_script_cannot_reach_the_lanes_functions_or_state_through_a_handle() {
     insta::assert_snapshot!(out.join("\n"));
 }
 
+#[test]
+fn a_runaway_loop_on_the_lane_is_stopped_by_the_budget_and_its_writes_stand() {
+    let mut world = world(1);
+    world.set_script_budget(ScriptBudget {
+        instructions: 100_000,
+        ..ScriptBudget::STANDARD
+    });
+    spawn(&mut world, 3);
+    world
+        .add_script_system(
+            "spin",
+            "spin.luau",
+            "return system { run = function(world)
+                for _, p in world:query({ with = { Position } }) do
+                    -- The trip raises again in the pcall's handler and after it: the loop
+                    -- cannot catch its way past the budget.
+                    while true do pcall(function() p.x += 1 end) end
+                end
+            end }",
+        )
+        .unwrap();
+    let events = world.step(0.1).unwrap();
+    assert_eq!(events.errors.len(), 1);
+    let text = events.errors[0].1.to_string();
+    assert!(text.contains("instruction budget"), "{text}");
+    // The first part's writes made before the trip landed, as writes resolved in the world
+    // would have; the loop never reached the others.
+    let parts = world.children(world.workspace()).unwrap();
+    let (position, x) = world.field_named("Position", "x").unwrap();
+    let xs: Vec<f64> = parts
+        .iter()
+        .map(|p| world.get::<f64>(*p, position, x).unwrap())
+        .collect();
+    assert!(xs[0] > 1.0, "{xs:?}");
+    assert_eq!(xs[1..], [2.0, 3.0]);
+}
+
 /// A statement of a generated loop body (`inst`, `p` (Position), `c` (Counter) and `prev`
 /// (the previous match's Position handle, or nil) in scope; `acc` accumulates reads).
 #[derive(Clone, Debug)]
