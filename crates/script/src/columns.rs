@@ -168,8 +168,13 @@ fn refresh_with(
             .map(|k| *k as usize - 1)
             .filter(|&k| k < rows.len() && differs(k))
             .collect(),
-        None => (0..rows.len().min(column.shadow.len()))
-            .filter(|&k| differs(k))
+        // One pass over rows and shadow together (no bounds check per row).
+        None => rows
+            .iter()
+            .zip(&column.shadow)
+            .enumerate()
+            .filter(|(_, (row, was))| value(**row as usize).to_bits() != was.to_bits())
+            .map(|(k, _)| k)
             .collect(),
     };
     if changed.len() > 1 && changed.len() * REFILL_ABOVE > rows.len() {
@@ -867,6 +872,22 @@ impl Packed {
     fn rows(&self) -> std::ops::Range<usize> {
         self.first..self.first + self.bytes.len() / 8
     }
+
+    /// The packed rows whose value differs, bit for bit, from `shadow`'s (rows past its end
+    /// are none): one pass over both, eight bytes against a shadow value at a time.
+    fn differing_from<'a>(&'a self, shadow: &'a [f64]) -> impl Iterator<Item = usize> + 'a {
+        let was = shadow.get(self.first..).unwrap_or(&[]);
+        self.bytes
+            .chunks_exact(8)
+            .zip(was)
+            .enumerate()
+            .filter(|(_, (now, was))| {
+                let mut b = [0; 8];
+                b.copy_from_slice(now);
+                u64::from_le_bytes(b) != was.to_bits()
+            })
+            .map(|(j, _)| self.first + j)
+    }
 }
 
 /// Writes the rows that differ from what each column was last given.
@@ -909,12 +930,7 @@ fn apply(
         }
         let mut changed = std::mem::take(&mut column.changed);
         changed.clear();
-        changed.extend(
-            values
-                .rows()
-                .filter(|&k| k < column.shadow.len())
-                .filter(|&k| values.get(k).to_bits() != column.shadow[k].to_bits()),
-        );
+        changed.extend(values.differing_from(&column.shadow));
         if !changed.is_empty() {
             match &mut a {
                 Access::Serial(scene) => {
