@@ -360,7 +360,14 @@ return system {
 /// A world of [`CHANGED_SIZE`] movers with the visiting system, stepped once (its first pass
 /// sees every row).
 pub fn changed_world() -> (World, Vec<InstanceId>) {
+    changed_world_under(ScriptBudget::STANDARD)
+}
+
+/// [`changed_world`] with the game VM's budget `budget` (a profiler that slows the first
+/// frame's visit of every row past the standard time budget needs a longer one).
+pub fn changed_world_under(budget: ScriptBudget) -> (World, Vec<InstanceId>) {
     let (mut world, ids) = movers(CHANGED_SIZE);
+    world.set_script_budget(budget);
     world
         .add_script_system("changed", "changed.luau", CHANGED)
         .unwrap_or_else(|e| panic!("benchmark fixture: {e}"));
