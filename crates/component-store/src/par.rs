@@ -416,12 +416,59 @@ impl<T: Scalar + Send + Sync> ParWriter<'_, T> {
         if T::RANGED {
             let planned = self.plan(runner, pieces, &f)?;
             let planned = &planned;
-            return self.write(runner, pieces, &order, |p| {
-                let values = planned[p].as_slice();
-                move |_: &T, i: usize| values[i].clone()
+            return self.write(
+                runner,
+                pieces,
+                &order,
+                |p| {
+                    let values = planned[p].as_slice();
+                    move |_: &T, i: usize| values[i].clone()
+                },
+                None,
+            );
+        }
+        self.write(runner, pieces, &order, f, None)
+    }
+
+    /// [`ParWriter::update`] with each piece's new values given: `values[piece]` holds one
+    /// value for each row of `pieces[piece]`, in the piece's order. The store ends as after
+    /// `update` with functions returning them, and the same is refused; a piece of consecutive
+    /// rows is compared and stored a word of 64 rows at a time straight from its slice.
+    ///
+    /// # Errors
+    ///
+    /// As [`ParWriter::update`], and [`StoreError::RowOutOfRange`] (the piece's row count) for
+    /// values not one per piece, or a piece not given one value per row; nothing is written
+    /// then.
+    pub fn copy_from(
+        &mut self,
+        runner: &impl ChunkRunner,
+        pieces: &[Piece<'_>],
+        values: &[&[T]],
+    ) -> Result<usize, StoreError>
+    where
+        T: Sync,
+    {
+        if let Some(piece) = (0..pieces.len().max(values.len()))
+            .find(|&p| pieces.get(p).map(Piece::len) != values.get(p).map(|v| v.len()))
+        {
+            return Err(StoreError::RowOutOfRange {
+                component: self.def.name().to_owned(),
+                row: pieces.get(piece).map_or(0, Piece::len),
             });
         }
-        self.write(runner, pieces, &order, f)
+        let given = |p: usize| {
+            let values = values[p];
+            move |_: &T, i: usize| values[i].clone()
+        };
+        if T::RANGED || matches!(self.target, ParTarget::Serial(_)) {
+            return self.update(runner, pieces, given);
+        }
+        let order = self.check_pieces(pieces)?;
+        if order.is_empty() {
+            return Ok(0);
+        }
+        self.write(runner, pieces, &order, given, Some(values))
     }
 
     /// Checks the pieces against the set and each other. Returns the positions of the
@@ -551,15 +598,18 @@ impl<T: Scalar + Send + Sync> ParWriter<'_, T> {
     }
 
     /// The pass itself, for pieces already checked (`order` being the non-empty ones by first
-    /// row) and values that need no check.
+    /// row) and values that need no check. `given`: each piece's new values, which `f` returns
+    /// too, for a piece of consecutive rows to store straight from.
     fn write<F, G>(
         &mut self,
         runner: &impl ChunkRunner,
         pieces: &[Piece<'_>],
         order: &[usize],
         f: F,
+        given: Option<&[&[T]]>,
     ) -> Result<usize, StoreError>
     where
+        T: Sync,
         F: Fn(usize) -> G + Sync,
         G: FnMut(&T, usize) -> T,
     {
@@ -584,7 +634,8 @@ impl<T: Scalar + Send + Sync> ParWriter<'_, T> {
         let f = &f;
         let work = move |chunk: Chunk<'_, '_, T>| {
             let g = f(chunk.piece);
-            write_chunk(chunk, g, observed)
+            let given = given.map(|values| values[chunk.piece]);
+            write_chunk(chunk, g, given, observed)
         };
         let n_chunks = chunks.len();
         // The tasks catch their functions' panics; this catches a runner's own.
@@ -671,6 +722,7 @@ fn split_values<'c, 'r, T>(
 fn write_chunk<T: Scalar>(
     chunk: Chunk<'_, '_, T>,
     mut g: impl FnMut(&T, usize) -> T,
+    given: Option<&[T]>,
     observed: bool,
 ) -> ChunkOut {
     let Chunk {
@@ -711,11 +763,13 @@ fn write_chunk<T: Scalar>(
                 let word = row / 64;
                 let end = ((word + 1) * 64).min(range.end);
                 let position = row - range.start;
-                let mask = store_word(
-                    &mut values[row - lo..end - lo],
-                    &mut buffer,
-                    |j, current| g(current, position + j),
-                ) << (row % 64);
+                let word_values = &mut values[row - lo..end - lo];
+                let mask = match given {
+                    Some(given) => copy_word(word_values, &given[position..position + (end - row)]),
+                    None => store_word(word_values, &mut buffer, |j, current| {
+                        g(current, position + j)
+                    }),
+                } << (row % 64);
                 let first = word * 64 + mask.trailing_zeros() as usize - range.start;
                 record(word, mask, first, &mut written);
                 row = end;
@@ -760,6 +814,33 @@ fn write_chunk<T: Scalar>(
         written,
         done: track.done(),
     }
+}
+
+/// Stores `given[j]` into `values[j]` for every `j` (at most 64 rows) where it differs, bit
+/// for bit, from the current value; returns the mask of the rows that changed. (Cloning a
+/// scalar cannot panic, so nothing needs computing aside first.)
+#[inline(always)]
+fn copy_word<T: Scalar>(values: &mut [T], given: &[T]) -> u64 {
+    let changed = values
+        .iter()
+        .zip(given)
+        .filter(|(current, next)| !current.identical(next))
+        .count();
+    if changed == 0 {
+        return 0;
+    }
+    if changed == values.len() {
+        values.clone_from_slice(given);
+        return u64::MAX >> (64 - values.len());
+    }
+    let mut mask = 0u64;
+    for (j, (current, next)) in values.iter_mut().zip(given).enumerate() {
+        if !current.identical(next) {
+            current.clone_from(next);
+            mask |= 1 << j;
+        }
+    }
+    mask
 }
 
 /// Stores `next(j, current)` into `values[j]` for every `j` (at most 64 rows) where it

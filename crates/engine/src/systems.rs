@@ -15,7 +15,7 @@ use std::sync::Arc;
 
 use strata_arena::{InstanceId, Snapshot};
 use strata_component_store::{ComponentId, FieldId, InstanceRef, Scalar, Store, Value};
-use strata_parallel_overlay::{Logged, Overlay};
+use strata_parallel_overlay::{Logged, Overlay, is_run};
 use strata_query::{Pass, Query};
 use strata_scheduler::{HierarchyKey, Phase, System};
 
@@ -578,21 +578,36 @@ impl<'a> ParCtx<'a> {
         self.rows += pass.len() as u64;
         let matches = pass.matches();
         let rows = matches.rows(term)?;
-        let reads = match read {
-            Some((read_term, read_component, read_field)) => Some((
-                store.set(read_component)?.checked_values::<R>(read_field)?,
-                matches.rows(read_term)?,
-            )),
+        let inputs = match read {
+            Some((read_term, read_component, read_field)) => {
+                let values = store.set(read_component)?.checked_values::<R>(read_field)?;
+                let read_rows = matches.rows(read_term)?;
+                // Read rows that follow one another are one slice of the column, indexed
+                // like the written rows.
+                let run = match read_rows.first() {
+                    Some(&first) if read_rows.len() == rows.len() && is_run(read_rows) => {
+                        values.get(first as usize..first as usize + read_rows.len())
+                    }
+                    _ => None,
+                };
+                Some((values, read_rows, run))
+            }
             None => None,
         };
         let mut column = self.overlay.column::<W>(component, field)?;
-        let recorded = column.update_rows(rows, pass.selection(), |k, current| {
-            let input = match &reads {
-                Some((values, read_rows)) => Some(values.get(*read_rows.get(k)? as usize)?),
-                None => None,
-            };
-            Some(f(current, input))
-        })?;
+        let selection = pass.selection();
+        let recorded = match inputs {
+            None => column.update_rows(rows, selection, |_, current| Some(f(current, None)))?,
+            Some((_, _, Some(run))) => column.update_rows(rows, selection, |k, current| {
+                Some(f(current, Some(run.get(k)?)))
+            })?,
+            Some((values, read_rows, None)) => {
+                column.update_rows(rows, selection, |k, current| {
+                    let input = values.get(*read_rows.get(k)? as usize)?;
+                    Some(f(current, Some(input)))
+                })?
+            }
+        };
         Ok(recorded)
     }
 }

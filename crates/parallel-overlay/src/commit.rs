@@ -442,10 +442,7 @@ fn together<T: Logged + Sync>(
         return false;
     };
     let sources = &sources;
-    match writer.update(runner, &pieces, |piece| {
-        let values = sources[piece];
-        move |_: &T, i: usize| values[i].clone()
-    }) {
+    match writer.copy_from(runner, &pieces, sources) {
         Ok(changed) => {
             report.applied += changed;
             report.unchanged += total - changed;

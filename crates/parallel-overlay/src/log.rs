@@ -236,6 +236,24 @@ impl<T> Log<T> {
         }
     }
 
+    /// The values of a run starting at `start`, to append the writer's first writes to in
+    /// row order, as that many [`Log::record`] calls would: `None` unless the log is empty.
+    /// The caller closes it with [`Log::close_run`].
+    pub(crate) fn open_run(&mut self, start: u32) -> Option<&mut Vec<T>> {
+        if self.run.is_some() || !self.values.is_empty() {
+            return None;
+        }
+        self.run = Some(start);
+        Some(&mut self.values)
+    }
+
+    /// Ends what [`Log::open_run`] began: a run that received no value leaves the log empty.
+    pub(crate) fn close_run(&mut self) {
+        if self.values.is_empty() {
+            self.run = None;
+        }
+    }
+
     /// Turns a run into parallel arrays: its rows, their instances, sequences from zero (below
     /// every later write's, since the writer has made at least that many writes), indexed.
     #[cold]

@@ -392,6 +392,9 @@ struct Case {
     /// Whether the passes write the enum field (checked values) rather than the number.
     enumeration: bool,
     threads: bool,
+    /// Whether the parallel passes hand over their values (`ParWriter::copy_from`) rather than
+    /// functions (`ParWriter::update`).
+    given: bool,
     passes: Vec<PassPlan>,
 }
 
@@ -425,7 +428,7 @@ fn case() -> impl Strategy<Value = Case> {
         any::<bool>(),
         proptest::bool::weighted(0.3),
         proptest::bool::weighted(0.3),
-        any::<bool>(),
+        (any::<bool>(), any::<bool>()),
         proptest::collection::vec(pass_plan(), 1..4),
     )
         .prop_map(
@@ -437,7 +440,7 @@ fn case() -> impl Strategy<Value = Case> {
                 take_dirty,
                 snapshot,
                 enumeration,
-                threads,
+                (threads, given),
                 passes,
             )| {
                 Case {
@@ -449,6 +452,7 @@ fn case() -> impl Strategy<Value = Case> {
                     snapshot,
                     enumeration,
                     threads,
+                    given,
                     passes,
                 }
             },
@@ -548,7 +552,15 @@ fn run_case(case: &Case, par: bool) -> ModelPrint {
                     let rows = &pieces[p].0;
                     move |current: &u32, i: usize| variant(plan, pass, rows[i] as usize, *current)
                 };
-                results.push(if case.threads {
+                results.push(if case.given {
+                    let values = given_values(&pieces, writer.values(), f);
+                    let values: Vec<&[u32]> = values.iter().map(Vec::as_slice).collect();
+                    if case.threads {
+                        writer.copy_from(&Threads, &given, &values)
+                    } else {
+                        writer.copy_from(&InOrder, &given, &values)
+                    }
+                } else if case.threads {
                     writer.update(&Threads, &given, f)
                 } else {
                     writer.update(&InOrder, &given, f)
@@ -574,7 +586,15 @@ fn run_case(case: &Case, par: bool) -> ModelPrint {
                 let rows = &pieces[p].0;
                 move |current: &f64, i: usize| number(plan, pass, rows[i] as usize, *current)
             };
-            results.push(if case.threads {
+            results.push(if case.given {
+                let values = given_values(&pieces, writer.values(), f);
+                let values: Vec<&[f64]> = values.iter().map(Vec::as_slice).collect();
+                if case.threads {
+                    writer.copy_from(&Threads, &given, &values)
+                } else {
+                    writer.copy_from(&InOrder, &given, &values)
+                }
+            } else if case.threads {
                 writer.update(&Threads, &given, f)
             } else {
                 writer.update(&InOrder, &given, f)
@@ -620,6 +640,25 @@ fn run_case(case: &Case, par: bool) -> ModelPrint {
     }
 }
 
+/// Each piece's new values, from the values stored before the pass (pieces share no row).
+fn given_values<T: Copy, G: FnMut(&T, usize) -> T>(
+    pieces: &[(Vec<u32>, bool)],
+    stored: &[T],
+    f: impl Fn(usize) -> G,
+) -> Vec<Vec<T>> {
+    pieces
+        .iter()
+        .enumerate()
+        .map(|(p, (rows, _))| {
+            let mut g = f(p);
+            rows.iter()
+                .enumerate()
+                .map(|(i, &row)| g(&stored[row as usize], i))
+                .collect()
+        })
+        .collect()
+}
+
 fn piece_list(pieces: &[(Vec<u32>, bool)]) -> Vec<Piece<'_>> {
     pieces
         .iter()
@@ -633,9 +672,10 @@ fn piece_list(pieces: &[(Vec<u32>, bool)]) -> Vec<Piece<'_>> {
 proptest::proptest! {
     #![proptest_config(proptest::prelude::ProptestConfig::with_cases(256))]
 
-    /// The contract of `ParWriter::update`: the store ends as after `update_indexed` of one
-    /// column writer over the pieces' rows, one piece after another in the order given, pass
-    /// after pass, for any runner; a snapshot keeps sharing the set while nothing changes.
+    /// The contract of `ParWriter::update` and `ParWriter::copy_from`: the store ends as after
+    /// `update_indexed` of one column writer over the pieces' rows, one piece after another in
+    /// the order given, pass after pass, for any runner; a snapshot keeps sharing the set
+    /// while nothing changes.
     #[test]
     fn a_parallel_writer_ends_as_the_serial_writer_over_its_pieces_in_order(case in case()) {
         let serial = run_case(&case, false);
@@ -815,4 +855,29 @@ fn a_serial_pass_whose_function_panics_records_every_row_it_stored() {
             }
         }
     }
+}
+
+#[test]
+fn values_not_one_per_row_of_each_piece_are_refused_and_change_nothing() {
+    let (mut w, c, n, _) = counted(10);
+    let tick = w.store.tick();
+    let mut writer = w.store.par_writer::<f64>(c, n).unwrap();
+    let pieces = [Piece::Rows(0..3), Piece::Rows(5..7)];
+    let (three, two, one) = ([1.0, 2.0, 3.0], [4.0, 5.0], [6.0]);
+    for values in [
+        &[&three[..], &one[..]][..],
+        &[&three[..]],
+        &[&three, &two, &one],
+    ] {
+        let refused = writer.copy_from(&InOrder, &pieces, values);
+        assert!(
+            matches!(refused, Err(StoreError::RowOutOfRange { .. })),
+            "{refused:?}"
+        );
+    }
+    assert_eq!(writer.copy_from(&InOrder, &pieces, &[&three, &two]), Ok(5));
+    drop(writer);
+    assert_eq!(w.store.tick(), Tick(tick.0 + 1));
+    let values = w.store.set(c).unwrap().values::<f64>(n).unwrap().to_vec();
+    assert_eq!(values[..7], [1.0, 2.0, 3.0, 0.0, 0.0, 4.0, 5.0]);
 }

@@ -633,3 +633,70 @@ fn a_pass_that_panics_leaves_the_rows_it_wrote_changed_once_and_dirty() {
         }
     }
 }
+
+proptest::proptest! {
+    #![proptest_config(proptest::prelude::ProptestConfig::with_cases(32))]
+
+    /// A parallel pass reads each match's input from the match's own instance, whether the
+    /// read term's rows follow one another like the written term's or lie in another order
+    /// (the second component added in another order, to some instances only, after instances
+    /// that hold it alone): each
+    /// instance's health ends as its own value plus its own velocity's x, after two frames.
+    #[test]
+    fn a_parallel_update_reads_each_matchs_input_from_its_own_instance(
+        n in 1usize..90,
+        order in proptest::sample::subsequence((0..90usize).collect::<Vec<_>>(), 0..90),
+        shuffle in proptest::prelude::any::<bool>(),
+        others in 0usize..4,
+    ) {
+        let mut f = fixture(2);
+        let (health, current, velocity, v) = (f.health, f.current, f.velocity, f.v);
+        // Instances with a velocity and no health take the velocity set's first rows.
+        let workspace = f.world.workspace();
+        for _ in 0..others {
+            let other = f.world.create(ClassId::PART, Some(workspace)).unwrap();
+            f.world.add(other, velocity, []).unwrap();
+        }
+        let ids = parts(&mut f, n);
+        let mut movers: Vec<usize> = order.into_iter().filter(|&k| k < n).collect();
+        if shuffle {
+            movers.reverse();
+        } else {
+            movers = (0..movers.len()).collect();
+        }
+        for &k in &movers {
+            f.world
+                .add(ids[k], velocity, [(v, Value::Vector(Vec3::new(k as f32 + 0.5, 0.0, 0.0)))])
+                .unwrap();
+        }
+        let mut both = f
+            .world
+            .query(QuerySpec::new().with(health).with(velocity))
+            .unwrap();
+        f.world
+            .add_system(
+                SystemSpec::parallel("push", move |ctx: &mut ParCtx<'_>| {
+                    ctx.update::<f64, Vec3>(&mut both, (0, current), (1, v), |hp, p| {
+                        hp + f64::from(p.x)
+                    })?;
+                    Ok(())
+                })
+                .writes(health, current)
+                .reads(velocity),
+            )
+            .unwrap();
+        let before: Vec<f64> = ids
+            .iter()
+            .map(|id| f.world.get::<f64>(*id, health, current).unwrap())
+            .collect();
+        f.world.step(0.1).unwrap();
+        f.world.step(0.1).unwrap();
+        for (k, id) in ids.iter().enumerate() {
+            let pushed = if movers.contains(&k) { 2.0 * (k as f64 + 0.5) } else { 0.0 };
+            proptest::prop_assert_eq!(
+                f.world.get::<f64>(*id, health, current).unwrap(),
+                before[k] + pushed
+            );
+        }
+    }
+}

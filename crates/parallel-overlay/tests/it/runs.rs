@@ -484,11 +484,12 @@ fn a_run_past_the_rows_is_refused_and_records_nothing() {
 }
 
 /// What a pass computes from the row's position in the pass and the value it sees: `None` (skip)
-/// for some, the value itself (an identical write) for others, a new value for the rest.
-fn pass_value(k: usize, current: &i64) -> Option<i64> {
-    match k % 5 {
-        0 => None,
-        1 => Some(*current),
+/// for one position in every `period`, the value itself (an identical write) for another, a new
+/// value for the rest (so long periods make long stretches of changed rows).
+fn pass_value(period: usize) -> impl Fn(usize, &i64) -> Option<i64> + Copy {
+    move |k, current| match k % period {
+        0 if k > 0 => None,
+        1 if k > 1 => Some(*current),
         _ => Some(current * 3 + k as i64),
     }
 }
@@ -496,31 +497,40 @@ fn pass_value(k: usize, current: &i64) -> Option<i64> {
 proptest! {
     #![proptest_config(ProptestConfig::with_cases(64))]
 
-    /// A pass of `update_rows` (rows repeated or out of order or strictly ascending, through a
-    /// selection or not, after earlier writes of the writer or before any) records exactly what a `get` and a `write` per
-    /// visited row record: the same log, sequence and read counts, and the same number of
-    /// writes returned.
+    /// A pass of `update_rows` (rows repeated or out of order, strictly ascending, or each the
+    /// one before plus one; through a selection or not; after earlier writes of the writer or
+    /// before any) records exactly what a `get` and a `write` per visited row record: the same
+    /// log, sequence and read counts, and the same number of writes returned.
     #[test]
     fn a_pass_of_update_rows_records_what_a_get_and_a_write_per_row_record(
         earlier in prop::collection::vec((0usize..60, -50i64..50), 0..20),
         rows in prop::collection::vec(0u32..60, 0..80),
         selection in prop::option::of(prop::collection::vec(any::<prop::sample::Index>(), 0..40)),
-        fresh in any::<bool>(),
+        shape in 0..4u8,
+        period in 2usize..80,
     ) {
-        // A fresh pass (the writer's first writes to the column, rows strictly ascending) as
-        // often as any other.
-        let (earlier, rows) = if fresh {
-            let mut rows = rows;
-            rows.sort_unstable();
-            rows.dedup();
-            (Vec::new(), rows)
-        } else {
-            (earlier, rows)
+        // Fresh passes (the writer's first writes to the column, rows strictly ascending) and
+        // passes over consecutive rows (with earlier writes or without) as often as others.
+        let consecutive = |rows: &[u32]| -> Vec<u32> {
+            let start = rows.first().copied().unwrap_or(0);
+            (start..start + rows.len().min(60 - start as usize) as u32).collect()
+        };
+        let (earlier, rows) = match shape {
+            0 => (earlier, rows),
+            1 => {
+                let mut rows = rows;
+                rows.sort_unstable();
+                rows.dedup();
+                (Vec::new(), rows)
+            }
+            2 => (Vec::new(), consecutive(&rows)),
+            _ => (earlier, consecutive(&rows)),
         };
         let w = world(60, false);
         let selection: Option<Vec<u32>> = selection.map(|picks| {
             picks.iter().filter(|_| !rows.is_empty()).map(|i| i.index(rows.len()) as u32).collect()
         });
+        let pass = pass_value(period);
         let record = |per_row: bool| -> (WriteSet, usize) {
             let mut overlay = Overlay::new(WriterRank::system(0, 0), &w.store);
             let mut column = overlay.column::<i64>(w.score, w.n).unwrap();
@@ -536,14 +546,14 @@ proptest! {
                 for k in visits {
                     let row = rows[k] as usize;
                     let current = *column.get(row).unwrap();
-                    if let Some(next) = pass_value(k, &current).filter(|&next| next != current) {
+                    if let Some(next) = pass(k, &current).filter(|&next| next != current) {
                         column.write(row, next).unwrap();
                         recorded += 1;
                     }
                 }
                 recorded
             } else {
-                column.update_rows(&rows, selection.as_deref(), pass_value).unwrap()
+                column.update_rows(&rows, selection.as_deref(), pass).unwrap()
             };
             (overlay.finish(), recorded)
         };
@@ -559,6 +569,7 @@ fn a_pass_over_a_row_past_the_set_is_refused_and_records_nothing() {
     let bump = |_: usize, current: &i64| Some(current + 1);
     for (rows, selection) in [
         (&[1u32, 2, 12][..], None),
+        (&[8, 9, 10, 11][..], None),
         (&[1, 2, 12][..], Some(&[0u32, 2][..])),
         (&[1, 2][..], Some(&[0, 5][..])),
     ] {
