@@ -604,6 +604,14 @@ impl<T: Logged> OverlayColumn<'_, '_, T> {
             }
             .into());
         }
+        if is_run(rows) {
+            // Rows that follow one another: appended at once when they continue the log's run.
+            let first = *self.sequence + 1;
+            *self.sequence += rows.len() as u64;
+            self.log
+                .record_run(self.index, self.spare, self.holders, rows[0], values, first);
+            return Ok(());
+        }
         for (&row, value) in rows.iter().zip(values) {
             *self.sequence += 1;
             self.log.record(

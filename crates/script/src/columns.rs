@@ -711,7 +711,6 @@ fn flush_lane(
             mut bytes,
         } in columns
         {
-            bytes.clear();
             // Rows `first..=last` (1-based) are packed; none when the range is past the end.
             let (first, last) = rows.map_or((1, len), |(lo, hi)| (lo.max(1), hi.min(len)));
             let count = (last + 1).saturating_sub(first);
@@ -726,17 +725,23 @@ fn flush_lane(
                     } else {
                         pack.call((table.clone(), last, buffer.clone(), kind.code(), first))?
                     };
+                    // The bytes kept from the last write-back are overwritten, not cleared and
+                    // zero-filled again (mlua's buffer lends no slice to copy from).
+                    bytes.resize(count * 8, 0);
                     buffer
                         .clone()
                         .cursor()
-                        .read_to_end(&mut bytes)
+                        .read_exact(&mut bytes)
                         .map_err(mlua::Error::external)?;
                     (bad, Some(buffer))
                 }
-                Pack::Rust => (
-                    read_column(&table, (first, last), kind, &mut bytes)?,
-                    buffer,
-                ),
+                Pack::Rust => {
+                    bytes.clear();
+                    (
+                        read_column(&table, (first, last), kind, &mut bytes)?,
+                        buffer,
+                    )
+                }
             };
             let values = Packed {
                 bytes,

@@ -590,17 +590,24 @@ fn a_pass_over_a_row_past_the_set_is_refused_and_records_nothing() {
 proptest! {
     #![proptest_config(ProptestConfig::with_cases(64))]
 
-    /// `write_rows` (rows repeated, out of order, after earlier writes) records what a `write`
-    /// of each pair in turn records; rows past the set, or rows and values of different
-    /// lengths, are refused with nothing recorded.
+    /// `write_rows` (rows repeated, out of order, each the one before plus one, after earlier
+    /// writes or none) records what a `write` of each pair in turn records; rows past the set,
+    /// or rows and values of different lengths, are refused with nothing recorded.
     #[test]
     fn written_rows_record_what_their_writes_one_by_one_do(
         earlier in prop::collection::vec((0usize..60, -50i64..50), 0..20),
         pairs in prop::collection::vec((0u32..61, -50i64..50), 0..40),
         short in prop::bool::weighted(0.2),
+        consecutive in any::<bool>(),
+        fresh in any::<bool>(),
     ) {
         let w = world(60, false);
-        let rows: Vec<u32> = pairs.iter().map(|&(row, _)| row).collect();
+        let earlier = if fresh { Vec::new() } else { earlier };
+        let mut rows: Vec<u32> = pairs.iter().map(|&(row, _)| row).collect();
+        if consecutive {
+            let start = rows.first().copied().unwrap_or(0);
+            rows = (start..start + rows.len() as u32).collect();
+        }
         let mut values: Vec<i64> = pairs.iter().map(|&(_, value)| value).collect();
         if short {
             values.pop();
