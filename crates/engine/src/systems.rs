@@ -15,7 +15,7 @@ use std::sync::Arc;
 
 use strata_arena::{InstanceId, Snapshot};
 use strata_component_store::{ComponentId, FieldId, InstanceRef, Scalar, Store, Value};
-use strata_parallel_overlay::{Logged, Overlay, is_run};
+use strata_parallel_overlay::{Logged, Overlay, OverlayColumn, OverlayError};
 use strata_query::{Pass, Query};
 use strata_scheduler::{HierarchyKey, Phase, System};
 
@@ -584,8 +584,8 @@ impl<'a> ParCtx<'a> {
                 let read_rows = matches.rows(read_term)?;
                 // Read rows that follow one another are one slice of the column, indexed
                 // like the written rows.
-                let run = match read_rows.first() {
-                    Some(&first) if read_rows.len() == rows.len() && is_run(read_rows) => {
+                let run = match matches.run_start(read_term) {
+                    Some(first) if read_rows.len() == rows.len() => {
                         values.get(first as usize..first as usize + read_rows.len())
                     }
                     _ => None,
@@ -596,19 +596,36 @@ impl<'a> ParCtx<'a> {
         };
         let mut column = self.overlay.column::<W>(component, field)?;
         let selection = pass.selection();
+        // Written rows that follow one another (the query knows) are one run of the column.
+        let run = match selection {
+            None => matches.run_start(term),
+            Some(_) => None,
+        };
+        let (column, written) = (&mut column, (run, rows, selection));
         let recorded = match inputs {
-            None => column.update_rows(rows, selection, |_, current| Some(f(current, None)))?,
-            Some((_, _, Some(run))) => column.update_rows(rows, selection, |k, current| {
-                Some(f(current, Some(run.get(k)?)))
+            None => pass_rows(column, written, |_, current| Some(f(current, None)))?,
+            Some((_, _, Some(inputs))) => pass_rows(column, written, |k, current| {
+                Some(f(current, Some(inputs.get(k)?)))
             })?,
-            Some((values, read_rows, None)) => {
-                column.update_rows(rows, selection, |k, current| {
-                    let input = values.get(*read_rows.get(k)? as usize)?;
-                    Some(f(current, Some(input)))
-                })?
-            }
+            Some((values, read_rows, None)) => pass_rows(column, written, |k, current| {
+                let input = values.get(*read_rows.get(k)? as usize)?;
+                Some(f(current, Some(input)))
+            })?,
         };
         Ok(recorded)
+    }
+}
+
+/// A pass of `g` over a query's written rows: `run`, their first row when the query knows
+/// they follow one another (no selection), else the rows themselves and the selection.
+fn pass_rows<W: Logged>(
+    column: &mut OverlayColumn<'_, '_, W>,
+    (run, rows, selection): (Option<u32>, &[u32], Option<&[u32]>),
+    g: impl FnMut(usize, &W) -> Option<W>,
+) -> Result<usize, OverlayError> {
+    match run {
+        Some(first) => column.update_run(first as usize, rows.len(), g),
+        None => column.update_rows(rows, selection, g),
     }
 }
 

@@ -241,8 +241,6 @@ pub use crate::commit::{
 };
 pub use crate::error::OverlayError;
 pub use crate::log::Logged;
-pub use crate::overlay::{
-    GROUP_TIER, Overlay, OverlayColumn, SYSTEM_TIER, WriteSet, WriterRank, is_run,
-};
+pub use crate::overlay::{GROUP_TIER, Overlay, OverlayColumn, SYSTEM_TIER, WriteSet, WriterRank};
 pub use crate::runner::{RunReport, Writer, run_parallel, run_parallel_with_spare};
 pub use crate::spare::Spare;

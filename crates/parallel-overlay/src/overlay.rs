@@ -12,6 +12,7 @@
 //! no writer ever sees another's uncommitted writes, whatever lane or order they ran in.
 
 use std::fmt;
+use std::panic::{AssertUnwindSafe, catch_unwind, resume_unwind};
 
 use strata_arena::ClassId;
 use strata_component_store::{
@@ -652,17 +653,7 @@ impl<T: Logged> OverlayColumn<'_, '_, T> {
         // Rows that follow one another from the first (a query's term over a set whose
         // matching rows lie together): checked by one comparison, read as one slice.
         if selection.is_none() && is_run(rows) {
-            let start = rows[0] as usize;
-            if start + rows.len() > len {
-                return Err(StoreError::RowOutOfRange {
-                    component: self.component.to_owned(),
-                    row: (start + rows.len() - 1).max(len),
-                }
-                .into());
-            }
-            let recorded = self.update_consecutive(rows, &mut f);
-            *self.reads += rows.len() as u64;
-            return Ok(recorded);
+            return self.update_run(rows[0] as usize, rows.len(), f);
         }
         let past = match selection {
             Some(selected) => selected
@@ -682,18 +673,22 @@ impl<T: Logged> OverlayColumn<'_, '_, T> {
         }
         let (recorded, visited) = match selection {
             Some(selected) => (
-                self.update_indexes::<false, _>(rows, selected.iter().map(|&k| k as usize), &mut f),
+                self.update_indexes::<false, _>(
+                    |k| rows[k],
+                    selected.iter().map(|&k| k as usize),
+                    &mut f,
+                ),
                 selected.len(),
             ),
             // Before this writer's first write to the column, rows that ascend strictly are
             // each visited once with nothing of its own to read back: every current value is
             // the established one.
             None if self.log.len() == 0 && rows.windows(2).all(|pair| pair[0] < pair[1]) => (
-                self.update_indexes::<true, _>(rows, 0..rows.len(), &mut f),
+                self.update_indexes::<true, _>(|k| rows[k], 0..rows.len(), &mut f),
                 rows.len(),
             ),
             None => (
-                self.update_indexes::<false, _>(rows, 0..rows.len(), &mut f),
+                self.update_indexes::<false, _>(|k| rows[k], 0..rows.len(), &mut f),
                 rows.len(),
             ),
         };
@@ -701,37 +696,103 @@ impl<T: Logged> OverlayColumn<'_, '_, T> {
         Ok(recorded)
     }
 
-    /// [`OverlayColumn::update_rows`] over rows that follow one another from `rows[0]`, all
-    /// within the set. Before the writer's first write to the column, the values it records
-    /// go straight onto the end of its log (a run) until the first row whose value does not
-    /// change, and the rest through the general loop, which records the same entries.
-    fn update_consecutive<F>(&mut self, rows: &[u32], f: &mut F) -> usize
+    /// [`OverlayColumn::update_rows`] over the rows `start..start + len` (a query's term whose
+    /// rows follow one another, which the query knows without looking at them): `f(k,
+    /// current)` for row `start + k`.
+    ///
+    /// # Errors
+    ///
+    /// [`StoreError::RowOutOfRange`](strata_component_store::StoreError::RowOutOfRange) (as
+    /// [`OverlayError::Store`]) when the rows reach past the set's, found before anything is
+    /// recorded.
+    pub fn update_run<F>(
+        &mut self,
+        start: usize,
+        len: usize,
+        mut f: F,
+    ) -> Result<usize, OverlayError>
     where
         F: FnMut(usize, &T) -> Option<T>,
     {
-        let start = rows[0];
-        let Some(values) = self.log.open_run(start) else {
-            return self.update_indexes::<false, _>(rows, 0..rows.len(), f);
+        let rows = self.holders.ids.len().min(self.established.len());
+        let end = start.checked_add(len).filter(|&end| end <= rows);
+        let (Some(_), Ok(first)) = (end, u32::try_from(start)) else {
+            return Err(StoreError::RowOutOfRange {
+                component: self.component.to_owned(),
+                row: start.saturating_add(len).saturating_sub(1).max(rows),
+            }
+            .into());
         };
-        let established = &self.established[start as usize..start as usize + rows.len()];
+        let recorded = if len == 0 {
+            0
+        } else {
+            self.update_consecutive(first, len, &mut f)
+        };
+        *self.reads += len as u64;
+        Ok(recorded)
+    }
+
+    /// The pass over rows `start..start + len` (within the set, `len` > 0). Before the
+    /// writer's first write to the column, the values it records go straight onto the end of
+    /// its log (a run) until the first row whose value does not change, and the rest through
+    /// the general loop, which records the same entries.
+    fn update_consecutive<F>(&mut self, start: u32, len: usize, f: &mut F) -> usize
+    where
+        F: FnMut(usize, &T) -> Option<T>,
+    {
+        let row_of = |k: usize| start + k as u32;
+        let Some(values) = self.log.open_run(start) else {
+            return self.update_indexes::<false, _>(row_of, 0..len, f);
+        };
+        let established = &self.established[start as usize..start as usize + len];
         // The first row whose value does not change, if one does not.
         let mut unchanged = None;
-        values.reserve(rows.len());
-        for (k, current) in established.iter().enumerate() {
-            match f(k, current) {
-                Some(next) if !next.identical(current) => values.push(next),
-                _ => {
-                    unchanged = Some(k);
-                    break;
+        if std::mem::needs_drop::<T>() {
+            values.reserve(len);
+            for (k, current) in established.iter().enumerate() {
+                match f(k, current) {
+                    Some(next) if !next.identical(current) => values.push(next),
+                    _ => {
+                        unchanged = Some(k);
+                        break;
+                    }
                 }
             }
+        } else {
+            // Plain values: laid down by one copy of the established run, then each
+            // overwritten in place, so no length is stored and loaded again per value. A
+            // panic of `f` leaves the log holding the values written before it, as pushing
+            // them one by one would.
+            values.extend_from_slice(established);
+            let mut written = 0;
+            let pass = catch_unwind(AssertUnwindSafe(|| {
+                for (k, (slot, current)) in values.iter_mut().zip(established).enumerate() {
+                    written = k;
+                    match f(k, current) {
+                        Some(next) if !next.identical(current) => *slot = next,
+                        _ => return Some(k),
+                    }
+                }
+                None
+            }));
+            match pass {
+                Ok(stop) => unchanged = stop,
+                Err(panic) => {
+                    values.truncate(written);
+                    self.log.close_run();
+                    resume_unwind(panic);
+                }
+            }
+            if let Some(k) = unchanged {
+                values.truncate(k);
+            }
         }
-        let visited = unchanged.map_or(rows.len(), |k| k + 1);
         let recorded = values.len();
         self.log.close_run();
         *self.sequence += recorded as u64;
         // The rows after the first unchanged one ascend and none has been written yet.
-        recorded + self.update_indexes::<true, _>(rows, visited..rows.len(), f)
+        let visited = unchanged.map_or(len, |k| k + 1);
+        recorded + self.update_indexes::<true, _>(row_of, visited..len, f)
     }
 
     /// The loop of [`OverlayColumn::update_rows`] over indexes already checked. `FRESH`: the
@@ -740,7 +801,7 @@ impl<T: Logged> OverlayColumn<'_, '_, T> {
     #[inline(always)]
     fn update_indexes<const FRESH: bool, F>(
         &mut self,
-        rows: &[u32],
+        row_of: impl Fn(usize) -> u32,
         indexes: impl Iterator<Item = usize>,
         f: &mut F,
     ) -> usize
@@ -751,7 +812,7 @@ impl<T: Logged> OverlayColumn<'_, '_, T> {
         let first = *self.sequence;
         let mut sequence = first;
         for k in indexes {
-            let row = rows[k];
+            let row = row_of(k);
             let next = {
                 let own = if FRESH {
                     None
@@ -791,10 +852,13 @@ impl<T: Logged> OverlayColumn<'_, '_, T> {
 
 /// Whether `rows` is not empty and each row is the one before plus one. (Rows past the end
 /// of `u32` cannot pass for a run: a run starting there reaches past every set's rows.)
-pub fn is_run(rows: &[u32]) -> bool {
-    let Some(&first) = rows.first() else {
+fn is_run(rows: &[u32]) -> bool {
+    let (Some(&first), Some(&last)) = (rows.first(), rows.last()) else {
         return false;
     };
+    if last.wrapping_sub(first) as usize != rows.len() - 1 {
+        return false;
+    }
     // A fold without an early exit, in the rows' own width, vectorises.
     rows.iter()
         .zip(0u32..)

@@ -101,6 +101,9 @@ pub(crate) struct Cache {
     rows: Vec<Vec<u32>>,
     /// Per required term, whether its rows are exactly `0..len` (a plain slice walk).
     dense: Vec<bool>,
+    /// Per required term, its first row when its rows follow one another (`first..first +
+    /// len`, one slice of each column) and there are any.
+    runs: Vec<Option<u32>>,
     /// Per required term, one past its largest row (0 without matches): a column of at least
     /// this many values can serve every match.
     row_bound: Vec<usize>,
@@ -612,6 +615,7 @@ impl Cache {
         Self {
             rows: vec![Vec::new(); terms],
             dense: vec![true; terms],
+            runs: vec![None; terms],
             ..Self::default()
         }
     }
@@ -624,6 +628,7 @@ impl Cache {
             rows.clear();
         }
         self.dense.clear();
+        self.runs.clear();
         self.row_bound.clear();
         self.ancestors.clear();
         self.match_of_row.clear();
@@ -645,10 +650,22 @@ impl Cache {
                 self.ancestors = order.iter().map(|i| self.ancestors[*i as usize]).collect();
             }
         }
-        self.dense = self
+        self.runs = self
             .rows
             .iter()
-            .map(|rows| rows.iter().enumerate().all(|(i, r)| *r as usize == i))
+            .map(|rows| {
+                let first = *rows.first()?;
+                rows.iter()
+                    .zip(first..)
+                    .all(|(row, expected)| *row == expected)
+                    .then_some(first)
+            })
+            .collect();
+        self.dense = self
+            .runs
+            .iter()
+            .zip(&self.rows)
+            .map(|(run, rows)| rows.is_empty() || *run == Some(0))
             .collect();
         self.row_bound = self
             .rows
@@ -697,6 +714,12 @@ impl<'q> Matches<'q> {
             .get(term)
             .map(Vec::as_slice)
             .ok_or(QueryError::NoSuchTerm(term))
+    }
+
+    /// A term's first row when its rows follow one another (`first..first + len`: each column
+    /// of the term's component serves the matches as one slice), and there are any.
+    pub fn run_start(&self, term: usize) -> Option<u32> {
+        self.cache.runs.get(term).copied().flatten()
     }
 
     /// Whether a term's rows are exactly `0..len`, so its columns can be walked as plain slices.

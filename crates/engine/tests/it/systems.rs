@@ -700,3 +700,43 @@ proptest::proptest! {
         }
     }
 }
+
+/// A parallel system whose pass panics part way through its rows commits what it wrote before
+/// the panic and nothing after: the rows from the panicking one on keep their values and are
+/// not in its write set (no unchanged entries reach the commit), and the panic is reported.
+#[test]
+fn a_parallel_pass_that_panics_commits_the_rows_before_the_panic_only() {
+    for stop in [0usize, 1, 7, 19] {
+        let mut f = fixture(2);
+        let (health, current) = (f.health, f.current);
+        let ids = parts(&mut f, 20);
+        let mut all = f.world.query(QuerySpec::new().with(health)).unwrap();
+        f.world
+            .add_system(
+                SystemSpec::parallel("burn", move |ctx: &mut ParCtx<'_>| {
+                    ctx.update_each::<f64>(&mut all, (0, current), |hp| {
+                        assert!(*hp != 100.0 + stop as f64, "stops at {stop}");
+                        hp + 1000.0
+                    })?;
+                    Ok(())
+                })
+                .writes(health, current),
+            )
+            .unwrap();
+        let events = f.world.step(0.1).unwrap();
+        assert_eq!(events.errors.len(), 1, "stop {stop}: {:?}", events.errors);
+        let (applied, unchanged) = events
+            .commits
+            .iter()
+            .fold((0, 0), |(a, u), c| (a + c.applied, u + c.unchanged));
+        assert_eq!((applied, unchanged), (stop, 0), "stop {stop}");
+        for (k, id) in ids.iter().enumerate() {
+            let expected = 100.0 + k as f64 + if k < stop { 1000.0 } else { 0.0 };
+            assert_eq!(
+                f.world.get::<f64>(*id, health, current).unwrap(),
+                expected,
+                "stop {stop}, row {k}"
+            );
+        }
+    }
+}

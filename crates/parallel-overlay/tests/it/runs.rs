@@ -582,6 +582,17 @@ fn a_pass_over_a_row_past_the_set_is_refused_and_records_nothing() {
             "{refused:?}"
         );
     }
+    for (start, len) in [(8, 3), (10, 1), (usize::MAX, 2)] {
+        let refused = column.update_run(start, len, bump);
+        assert!(
+            matches!(
+                refused,
+                Err(OverlayError::Store(StoreError::RowOutOfRange { .. }))
+            ),
+            "{refused:?}"
+        );
+    }
+    assert_eq!(column.update_run(10, 0, bump).unwrap(), 0);
     assert_eq!(column.update_rows(&[3, 4], Some(&[1]), bump).unwrap(), 1);
     let set = overlay.finish();
     assert_eq!((set.len(), set.writes(), set.reads()), (1, 1, 1));

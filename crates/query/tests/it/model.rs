@@ -1674,6 +1674,14 @@ fn check_matches(
         assert_eq!(rows, expected, "{label}: rows of term {t} (step {step})");
         let dense = rows.iter().enumerate().all(|(i, &r)| i == r);
         assert_eq!(m.is_dense(t), dense, "{label}: density of term {t}");
+        let run = rows
+            .first()
+            .filter(|&&first| rows.iter().enumerate().all(|(i, &r)| r == first + i))
+            .map(|&first| first as u32);
+        assert_eq!(m.run_start(t), run, "{label}: run of term {t}");
+        if run.is_some_and(|first| first > 0) {
+            stats.add("offset_runs", 1);
+        }
         if dense {
             stats.add("dense_terms", 1);
         } else {
@@ -1956,6 +1964,7 @@ fn fixed_cases_reach_every_path() {
         "class_filtered_hits",
         "dense_terms",
         "sparse_terms",
+        "offset_runs",
         "first_runs",
         "unavailable_windows",
         "logged_runs",
