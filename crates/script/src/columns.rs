@@ -878,6 +878,15 @@ impl Packed {
         self.first..self.first + self.bytes.len() / 8
     }
 
+    /// Every packed value, in row order.
+    fn values(&self) -> impl Iterator<Item = f64> + '_ {
+        self.bytes.chunks_exact(8).map(|b| {
+            let mut v = [0; 8];
+            v.copy_from_slice(b);
+            f64::from_le_bytes(v)
+        })
+    }
+
     /// The packed rows whose value differs, bit for bit, from `shadow`'s (rows past its end
     /// are none): one pass over both, eight bytes against a shadow value at a time.
     fn differing_from<'a>(&'a self, shadow: &'a [f64]) -> impl Iterator<Item = usize> + 'a {
@@ -943,8 +952,18 @@ fn apply(
                 }
                 Access::Parallel(view) => {
                     let (mut changed_rows, mut changed_values) = view.par.bulk_buffers();
-                    changed_rows.extend(changed.iter().map(|&k| rows[k]));
-                    changed_values.extend(changed.iter().map(|&k| values.get(k)));
+                    match rows.get(values.rows()) {
+                        // Every packed row changed (a pass that moves every entity): the rows
+                        // and values go over whole.
+                        Some(all) if changed.len() == all.len() => {
+                            changed_rows.extend_from_slice(all);
+                            changed_values.extend(values.values());
+                        }
+                        _ => {
+                            changed_rows.extend(changed.iter().map(|&k| rows[k]));
+                            changed_values.extend(changed.iter().map(|&k| values.get(k)));
+                        }
+                    }
                     view.par.write_column(
                         view.store,
                         BulkWrite {
@@ -961,8 +980,17 @@ fn apply(
                     )?;
                 }
             }
-            for &k in &changed {
-                column.shadow[k] = values.get(k);
+            match column.shadow.get_mut(values.rows()) {
+                Some(shadow) if changed.len() == shadow.len() => {
+                    for (was, now) in shadow.iter_mut().zip(values.values()) {
+                        *was = now;
+                    }
+                }
+                _ => {
+                    for &k in &changed {
+                        column.shadow[k] = values.get(k);
+                    }
+                }
             }
         }
         column.changed = changed;

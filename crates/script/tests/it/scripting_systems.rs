@@ -452,12 +452,21 @@ fn bump(head: &str, spec: &str) -> String {
 
 /// Steps four frames of a `bump` script over `parts` (Position.x 1 to 40): frames 1 and 4 add
 /// 100 to every row, frame 2 only to the row that held 104, frame 3 to none; between frames 1
-/// and 2 a write from Rust to the tenth part, which frame 2's write-back must leave alone.
+/// and 2 a write from Rust to the tenth part, which frame 2's write-back must leave alone. Each
+/// frame's write-back writes only the rows that frame changed (the systems' field writes).
 fn check_bump_frames(world: &mut World, parts: &[InstanceId], threads: usize) {
     let (position, x) = world.field_named("Position", "x").unwrap();
     let mut expected: Vec<f64> = (1..=40).map(f64::from).collect();
-    for frame in 1..=4 {
+    let writes =
+        |world: &World| -> u64 { world.stats().iter().map(|(_, _, s)| s.field_writes).sum() };
+    for (frame, written) in (1..=4).zip([40, 1, 0, 40]) {
+        let before = writes(world);
         world.step(0.1).unwrap();
+        assert_eq!(
+            writes(world) - before,
+            written,
+            "field writes of frame {frame} on {threads} threads"
+        );
         for value in &mut expected {
             if frame != 3 && (frame != 2 || *value == 104.0) {
                 *value += 100.0;
