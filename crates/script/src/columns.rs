@@ -86,7 +86,7 @@ pub(crate) struct ColumnMirror {
     /// Reused at each write-back: the packed values read out of `buffer`, and the positions
     /// that changed (a column of 100k rows would otherwise map fresh pages for both at every
     /// write-back).
-    packed: Vec<u8>,
+    packed: Vec<u64>,
     changed: Vec<usize>,
 }
 
@@ -168,14 +168,25 @@ fn refresh_with(
             .map(|k| *k as usize - 1)
             .filter(|&k| k < rows.len() && differs(k))
             .collect(),
-        // One pass over rows and shadow together (no bounds check per row).
-        None => rows
-            .iter()
-            .zip(&column.shadow)
-            .enumerate()
-            .filter(|(_, (row, was))| value(**row as usize).to_bits() != was.to_bits())
-            .map(|(k, _)| k)
-            .collect(),
+        // One pass over rows and shadow together (no bounds check per row), without a
+        // branch per row: most refreshes find nothing changed. Only then the changed rows.
+        None => {
+            let differ = |(row, was): (&u32, &f64)| value(*row as usize).to_bits() != was.to_bits();
+            let any = rows
+                .iter()
+                .zip(&column.shadow)
+                .fold(false, |any, pair| any | differ(pair));
+            if any {
+                rows.iter()
+                    .zip(&column.shadow)
+                    .enumerate()
+                    .filter(|(_, pair)| differ(*pair))
+                    .map(|(k, _)| k)
+                    .collect()
+            } else {
+                Vec::new()
+            }
+        }
     };
     if changed.len() > 1 && changed.len() * REFILL_ABOVE > rows.len() {
         // The shadow takes the new values only once the table holds them all, so a refill that
@@ -693,7 +704,7 @@ fn flush_lane(
                     name: col.name.clone(),
                     len: col.shadow.len(),
                     buffer: col.buffer.clone(),
-                    bytes: std::mem::take(&mut col.packed),
+                    words: std::mem::take(&mut col.packed),
                 })
                 .collect()
         };
@@ -708,7 +719,7 @@ fn flush_lane(
             name,
             len,
             buffer,
-            mut bytes,
+            mut words,
         } in columns
         {
             // Rows `first..=last` (1-based) are packed; none when the range is past the end.
@@ -725,26 +736,29 @@ fn flush_lane(
                     } else {
                         pack.call((table.clone(), last, buffer.clone(), kind.code(), first))?
                     };
-                    // The bytes kept from the last write-back are overwritten, not cleared and
+                    // The words kept from the last write-back are overwritten, not cleared and
                     // zero-filled again (mlua's buffer lends no slice to copy from).
-                    bytes.resize(count * 8, 0);
+                    words.resize(count, 0);
                     buffer
                         .clone()
                         .cursor()
-                        .read_exact(&mut bytes)
+                        .read_exact(bytemuck::cast_slice_mut(&mut words))
                         .map_err(mlua::Error::external)?;
+                    for word in &mut words {
+                        *word = u64::from_le(*word);
+                    }
                     (bad, Some(buffer))
                 }
                 Pack::Rust => {
-                    bytes.clear();
+                    words.clear();
                     (
-                        read_column(&table, (first, last), kind, &mut bytes)?,
+                        read_column(&table, (first, last), kind, &mut words)?,
                         buffer,
                     )
                 }
             };
             let values = Packed {
-                bytes,
+                words,
                 first: first - 1,
             };
             let bad = bad.or_else(|| {
@@ -766,15 +780,15 @@ fn flush_lane(
     Ok(())
 }
 
-/// Reads rows `first..=last` (1-based) of a column table into `bytes` as [`Packed`] values
+/// Reads rows `first..=last` (1-based) of a column table into `words` as [`Packed`] values
 /// from Rust; the first row holding a value its kind does not, if any.
 fn read_column(
     table: &Table,
     (first, last): (usize, usize),
     kind: Kind,
-    bytes: &mut Vec<u8>,
+    words: &mut Vec<u64>,
 ) -> mlua::Result<Option<usize>> {
-    bytes.reserve((last + 1).saturating_sub(first) * 8);
+    words.reserve((last + 1).saturating_sub(first));
     for row in first..=last {
         let value = match (table.raw_get::<LuaValue>(row)?, kind) {
             (LuaValue::Boolean(b), Kind::Boolean) => {
@@ -788,13 +802,13 @@ fn read_column(
             (LuaValue::Integer(n), Kind::Number | Kind::Integer) => n as f64,
             _ => return Ok(Some(row)),
         };
-        bytes.extend_from_slice(&value.to_le_bytes());
+        words.push(value.to_bits());
     }
     Ok(None)
 }
 
 /// A column taken for writing, as the write-back packs it: its field, table, kind and name,
-/// its length, the buffer it is packed into and the bytes reused for reading that buffer.
+/// its length, the buffer it is packed into and the words reused for reading that buffer.
 struct Written {
     field: FieldId,
     table: Table,
@@ -802,7 +816,7 @@ struct Written {
     name: String,
     len: usize,
     buffer: Option<Buffer>,
-    bytes: Vec<u8>,
+    words: Vec<u64>,
 }
 
 /// Whether a column value is one an integer field holds.
@@ -857,49 +871,48 @@ fn refuse_column(
     }
 }
 
-/// Rows of a column packed into bytes, from row `first` (0-based): row `k`'s value is the
-/// `(k - first)`-th little-endian f64.
+/// Rows of a column packed as the bits of their `f64` values, from row `first` (0-based): row
+/// `k`'s value is word `k - first`.
 struct Packed {
-    bytes: Vec<u8>,
+    words: Vec<u64>,
     first: usize,
 }
 
 impl Packed {
     #[inline]
     fn get(&self, k: usize) -> f64 {
-        let at = (k - self.first) * 8;
-        let mut b = [0; 8];
-        b.copy_from_slice(&self.bytes[at..at + 8]);
-        f64::from_le_bytes(b)
+        f64::from_bits(self.words[k - self.first])
     }
 
     /// The rows packed (0-based).
     fn rows(&self) -> std::ops::Range<usize> {
-        self.first..self.first + self.bytes.len() / 8
+        self.first..self.first + self.words.len()
     }
 
     /// Every packed value, in row order.
     fn values(&self) -> impl Iterator<Item = f64> + '_ {
-        self.bytes.chunks_exact(8).map(|b| {
-            let mut v = [0; 8];
-            v.copy_from_slice(b);
-            f64::from_le_bytes(v)
-        })
+        self.words.iter().map(|&bits| f64::from_bits(bits))
+    }
+
+    /// How many packed rows [`Packed::differing_from`] gives.
+    fn differing_count(&self, shadow: &[f64]) -> usize {
+        let was = shadow.get(self.first..).unwrap_or(&[]);
+        self.words
+            .iter()
+            .zip(was)
+            .filter(|(now, was)| **now != was.to_bits())
+            .count()
     }
 
     /// The packed rows whose value differs, bit for bit, from `shadow`'s (rows past its end
-    /// are none): one pass over both, eight bytes against a shadow value at a time.
+    /// are none): one pass over both, a word against a shadow value at a time.
     fn differing_from<'a>(&'a self, shadow: &'a [f64]) -> impl Iterator<Item = usize> + 'a {
         let was = shadow.get(self.first..).unwrap_or(&[]);
-        self.bytes
-            .chunks_exact(8)
+        self.words
+            .iter()
             .zip(was)
             .enumerate()
-            .filter(|(_, (now, was))| {
-                let mut b = [0; 8];
-                b.copy_from_slice(now);
-                u64::from_le_bytes(b) != was.to_bits()
-            })
+            .filter(|(_, (now, was))| **now != was.to_bits())
             .map(|(j, _)| self.first + j)
     }
 }
@@ -944,7 +957,14 @@ fn apply(
         }
         let mut changed = std::mem::take(&mut column.changed);
         changed.clear();
-        changed.extend(values.differing_from(&column.shadow));
+        // Counted first without a branch per row: when every packed row changed (a pass that
+        // moves every entity), the list of them is the packed range itself.
+        let differing = values.differing_count(&column.shadow);
+        if differing == values.rows().len() {
+            changed.extend(values.rows());
+        } else if differing > 0 {
+            changed.extend(values.differing_from(&column.shadow));
+        }
         if !changed.is_empty() {
             match &mut a {
                 Access::Serial(scene) => {
@@ -994,7 +1014,7 @@ fn apply(
             }
         }
         column.changed = changed;
-        column.packed = values.bytes;
+        column.packed = values.words;
     }
     Ok(())
 }
