@@ -282,7 +282,8 @@ pub(crate) fn take(
     write: bool,
 ) -> mlua::Result<Table> {
     let key: String = chunk.raw_get("query")?;
-    flush(lua)?;
+    let c = with_world_armed(lua, |_, a| component_in(a.store(), component))?;
+    flush_for_columns_of(lua, c)?;
     with_world(lua, |lua, a| {
         let helpers = helpers(lua)?;
         let mut state = state_mut(lua)?;
@@ -596,20 +597,34 @@ impl Lane {
 /// change the world (after which the handle lane is disarmed, so its columns stop being
 /// pending).
 pub(crate) fn flush(lua: &Lua) -> mlua::Result<()> {
-    flush_with(lua, false)
+    flush_with(lua, false, None)
 }
 
 /// [`flush`] before a call that only reads the world: the armed handle lane stays armed, and
 /// its columns stay pending for the loop's later writes.
 pub(crate) fn flush_keeping_lane(lua: &Lua) -> mlua::Result<()> {
-    flush_with(lua, true)
+    flush_with(lua, true, None)
 }
 
-fn flush_with(lua: &Lua, keep_lane: bool) -> mlua::Result<()> {
+/// [`flush`] before taking columns of `c`, which read nothing but `c`'s values: the columns
+/// taken for writing from other components stay pending (unpacked) until a call that may
+/// read them.
+fn flush_for_columns_of(lua: &Lua, c: ComponentId) -> mlua::Result<()> {
+    flush_with(lua, false, Some(c))
+}
+
+/// The one write-back path: the chunk lane's pending columns (of `only` when given), then the
+/// handle lane's.
+fn flush_with(lua: &Lua, keep_lane: bool, only: Option<ComponentId>) -> mlua::Result<()> {
     // The written columns stay pending until the callback ends (a script may write a column
     // it took earlier); each flush writes only what changed since the one before.
     let pending = match lua.app_data_ref::<VmState>() {
-        Some(state) if !state.pending.is_empty() => state.pending.clone(),
+        Some(state) if !state.pending.is_empty() => state
+            .pending
+            .iter()
+            .filter(|(_, pc)| only.is_none_or(|c| c == *pc))
+            .cloned()
+            .collect(),
         _ => Vec::new(),
     };
     flush_lane(lua, Lane::Chunks, pending, Pack::Luau, None)?;

@@ -331,6 +331,54 @@ fn column_writes_are_applied_before_the_next_api_call_sees_the_world(cached: boo
     assert_eq!(out, ["51"]);
 }
 
+/// Taking a column of one component applies the pending column writes of that component
+/// (from any query) first, and leaves another component's pending until a call that may read
+/// them: every write lands once, whatever order the columns were taken and written in.
+fn a_column_taken_sees_its_components_pending_writes_and_every_write_lands(cached: bool) {
+    let mut world = scripted(1);
+    world.set_query_caching(cached);
+    spawn(&mut world, 3);
+    let out = printed(
+        &mut world,
+        r#"
+        local others = {}
+        for other in world:query({ with = { Position } }):chunks() do
+            table.insert(others, other)
+        end
+        for chunk in world:query({ with = { Position, Velocity } }):chunks() do
+            local px = chunk:write(Position).x
+            for row = chunk.first, chunk.last do px[row] += 10 end
+            -- Velocity's column: Position's writes stay pending, and keep being written.
+            local vx = chunk:write(Velocity).x
+            for row = chunk.first, chunk.last do
+                px[row] += vx[row]
+                vx[row] = px[row] * 2
+            end
+            -- Another query's Position column, taken with nothing else reaching the world in
+            -- between, sees this one's writes.
+            local other = others[1]
+            local x = other:read(Position).x
+            local seen = {}
+            for row = other.first, other.last do table.insert(seen, x[row]) end
+            print(table.concat(seen, " "))
+        end
+        "#,
+    );
+    assert_eq!(out, ["12 13 14"]);
+    let (position, x) = world.field_named("Position", "x").unwrap();
+    let (velocity, vx) = world.field_named("Velocity", "x").unwrap();
+    for (k, part) in world
+        .children(world.workspace())
+        .unwrap()
+        .iter()
+        .enumerate()
+    {
+        let moved = k as f64 + 1.0 + 11.0;
+        assert_eq!(world.get::<f64>(*part, position, x).unwrap(), moved);
+        assert_eq!(world.get::<f64>(*part, velocity, vx).unwrap(), moved * 2.0);
+    }
+}
+
 fn a_column_of_a_field_that_is_not_a_number_integer_or_boolean_is_an_error(cached: bool) {
     let mut world = scripted(1);
     world.set_query_caching(cached);
@@ -632,6 +680,7 @@ cached_and_uncached!(
     a_chunk_gives_its_range_count_and_instances,
     a_column_used_after_a_structural_change_is_an_error_not_a_wrong_read,
     column_writes_are_applied_before_the_next_api_call_sees_the_world,
+    a_column_taken_sees_its_components_pending_writes_and_every_write_lands,
     a_column_of_a_field_that_is_not_a_number_integer_or_boolean_is_an_error,
     a_bad_value_in_a_write_column_is_reported_once_naming_the_column_row_and_loop,
     a_new_removal_reader_sees_the_removals_of_the_frame_it_first_runs_in,
