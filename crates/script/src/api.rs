@@ -363,9 +363,11 @@ fn component_methods<M: UserDataMethods<Inst>>(methods: &mut M) {
             let c = access(lua, |_, mut a| {
                 let scene = a.scene("adding a component")?;
                 let c = scene.component(&name).map_err(lua_error)?;
-                let fields = field_types(scene.store(), c)?;
                 let values = match &values {
-                    Some(values) => field_values(values, &name, &fields)?,
+                    Some(values) => {
+                        let def = scene.store().def(c).map_err(lua_error)?;
+                        field_values(values, &name, def.fields())?
+                    }
                     None => Vec::new(),
                 };
                 let values = values
@@ -466,16 +468,6 @@ fn component_arg(value: &LuaValue) -> mlua::Result<std::sync::Arc<str>> {
             kind(other)
         ))),
     }
-}
-
-/// Every field of a component with its type, in order.
-pub(crate) fn field_types(store: &Store, c: ComponentId) -> mlua::Result<Vec<(String, FieldType)>> {
-    let def = store.def(c).map_err(lua_error)?;
-    Ok(def
-        .fields()
-        .iter()
-        .map(|f| (f.name.to_string(), f.ty.clone()))
-        .collect())
 }
 
 /// A handle on one instance's component: reads and writes its fields by name.

@@ -11,7 +11,7 @@ use std::sync::Arc;
 
 use mlua::{Lua, Table, Value as LuaValue};
 use strata_arena::{Transform, Vec3};
-use strata_component_store::{FieldType, ListValue, MapKey, Value};
+use strata_component_store::{FieldDef, FieldType, ListValue, MapKey, Value};
 
 use super::api::{instance_id, wrap_instance};
 
@@ -325,9 +325,9 @@ pub(crate) fn in_field(error: &mlua::Error, field: &str, component: &str) -> mlu
 pub(crate) fn keyed_fields(
     table: &Table,
     component: &str,
-    fields: &[(String, FieldType)],
-) -> mlua::Result<Vec<(usize, String, LuaValue)>> {
-    let mut out = Vec::new();
+    fields: &[FieldDef],
+) -> mlua::Result<Vec<(usize, LuaValue)>> {
+    let mut out = Vec::with_capacity(fields.len());
     // `for_each` walks the table with Luau's raw iterator, without a protected call per entry.
     table.for_each::<LuaValue, LuaValue>(|key, given| {
         let LuaValue::String(key) = key else {
@@ -337,13 +337,13 @@ pub(crate) fn keyed_fields(
             )));
         };
         let key = key.to_str()?;
-        let Some(index) = fields.iter().position(|(name, _)| *name == *key) else {
+        let Some(index) = fields.iter().position(|f| *f.name == *key) else {
             return Err(mlua::Error::runtime(format!(
                 "`{component}` has no field `{}`",
                 &*key
             )));
         };
-        out.push((index, fields[index].0.clone(), given));
+        out.push((index, given));
         Ok(())
     })?;
     Ok(out)
@@ -354,12 +354,12 @@ pub(crate) fn keyed_fields(
 pub(crate) fn field_values(
     table: &Table,
     component: &str,
-    fields: &[(String, FieldType)],
+    fields: &[FieldDef],
 ) -> mlua::Result<Vec<(usize, Value)>> {
-    let mut out = Vec::new();
-    for (index, key, given) in keyed_fields(table, component, fields)? {
-        let ty = &fields[index].1;
-        match from_lua(&given, ty).map_err(|e| in_field(&e, &key, component))? {
+    let mut out = Vec::with_capacity(fields.len());
+    for (index, given) in keyed_fields(table, component, fields)? {
+        let FieldDef { name: key, ty, .. } = &fields[index];
+        match from_lua(&given, ty).map_err(|e| in_field(&e, key, component))? {
             Some(value) => out.push((index, value)),
             None => {
                 return Err(mlua::Error::runtime(format!(

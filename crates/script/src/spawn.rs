@@ -30,7 +30,7 @@ use strata_arena::{ClassId, InstanceId};
 use strata_component_store::{ComponentId, FieldId, FieldType, Value};
 
 use super::access::lua_error;
-use super::api::{access, field_types, optional_instance, wrap_new_instances};
+use super::api::{access, optional_instance, wrap_new_instances};
 use super::args;
 use super::columns;
 use super::convert::{from_lua, in_field, keyed_fields, kind, type_name};
@@ -173,10 +173,10 @@ fn plan_fields(
     values: &Table,
     count: usize,
 ) -> mlua::Result<Vec<(FieldId, Fill)>> {
-    let fields = field_types(scene.store(), c)?;
+    let fields = scene.store().def(c).map_err(lua_error)?.fields();
     let mut out = Vec::new();
-    for (index, key, given) in keyed_fields(values, component, &fields)? {
-        let ty = &fields[index].1;
+    for (index, given) in keyed_fields(values, component, fields)? {
+        let (key, ty) = (&*fields[index].name, &fields[index].ty);
         let fill = match (&given, ty) {
             (LuaValue::Buffer(buffer), FieldType::Number) => {
                 buffer_fill(buffer, count).map_err(|e| in_field(&e, &key, component))?
