@@ -179,13 +179,13 @@ fn plan_fields(
         let (key, ty) = (&*fields[index].name, &fields[index].ty);
         let fill = match (&given, ty) {
             (LuaValue::Buffer(buffer), FieldType::Number) => {
-                buffer_fill(buffer, count).map_err(|e| in_field(&e, &key, component))?
+                buffer_fill(buffer, count).map_err(|e| in_field(&e, key, component))?
             }
             (
                 LuaValue::Table(column),
                 FieldType::Number | FieldType::Integer | FieldType::Boolean,
-            ) => column_fill(column, ty, count).map_err(|e| in_field(&e, &key, component))?,
-            _ => match from_lua(&given, ty).map_err(|e| in_field(&e, &key, component))? {
+            ) => column_fill(column, ty, count).map_err(|e| in_field(&e, key, component))?,
+            _ => match from_lua(&given, ty).map_err(|e| in_field(&e, key, component))? {
                 Some(value) => {
                     // A reference must name a live instance, checked before anything is staged.
                     let arena = scene.arena();
