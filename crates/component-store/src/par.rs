@@ -869,9 +869,13 @@ fn store_word<T: Scalar>(
     }
     if changed == values.len() {
         // Every row changed (the common case of a pass that writes new values): store them
-        // all in one sweep.
-        for (current, next) in values.iter_mut().zip(buffer.drain(..)) {
-            *current = next;
+        // all in one sweep, one copy for plain values.
+        if std::mem::needs_drop::<T>() {
+            for (current, next) in values.iter_mut().zip(buffer.drain(..)) {
+                *current = next;
+            }
+        } else {
+            values.clone_from_slice(buffer);
         }
         return u64::MAX >> (64 - values.len());
     }
