@@ -230,7 +230,7 @@ pub use crate::handle::{Binding, ComponentHandle, RemovalReader, Removals};
 pub use crate::list::ListAccessor;
 pub use crate::observe::{Observer, ObserverId};
 pub use crate::orphan::{FieldTypes, OrphanRecord, Orphans};
-pub use crate::par::{ChunkRunner, InOrder, ParWriter, Piece};
+pub use crate::par::{ChunkRunner, InOrder, ParWriter, Piece, run_start};
 pub use crate::set::{
     ComponentSet, InstanceRef, REMOVAL_LOG_CAPACITY, RefEntry, Removal, Tick, UNCHECKED_SLOT_LIMIT,
 };

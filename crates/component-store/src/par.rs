@@ -107,6 +107,21 @@ impl Piece<'_> {
     }
 }
 
+/// The first of `rows` when each row is the one before plus one (rows a [`Piece::Rows`] can
+/// name), and there are any. (Rows past the end of `u32` cannot pass: a run starting there
+/// reaches past every set's rows.)
+pub fn run_start(rows: &[u32]) -> Option<u32> {
+    let (&first, &last) = (rows.first()?, rows.last()?);
+    if last.wrapping_sub(first) as usize != rows.len() - 1 {
+        return None;
+    }
+    // A fold without an early exit, in the rows' own width, vectorises.
+    rows.iter()
+        .zip(0u32..)
+        .fold(true, |run, (&row, k)| run & (row.wrapping_sub(first) == k))
+        .then_some(first)
+}
+
 /// Writes one typed field of a set from several tasks at once (see [`Store::par_writer`]).
 /// All the changes of one writer share one tick, taken at its first actual change, as with a
 /// [`ColumnWriter`].
@@ -817,8 +832,8 @@ fn write_chunk<T: Scalar>(
 }
 
 /// Stores `given[j]` into `values[j]` for every `j` (at most 64 rows) where it differs, bit
-/// for bit, from the current value; returns the mask of the rows that changed. (Cloning a
-/// scalar cannot panic, so nothing needs computing aside first.)
+/// for bit, from the current value; returns the mask of the rows that changed (bit `j` for
+/// `values[j]`). Cloning a scalar cannot panic, so nothing is stored half way.
 #[inline(always)]
 fn copy_word<T: Scalar>(values: &mut [T], given: &[T]) -> u64 {
     let changed = values
@@ -830,6 +845,7 @@ fn copy_word<T: Scalar>(values: &mut [T], given: &[T]) -> u64 {
         return 0;
     }
     if changed == values.len() {
+        // Every row changed (the common case of a pass that writes new values): one copy.
         values.clone_from_slice(given);
         return u64::MAX >> (64 - values.len());
     }
@@ -843,9 +859,8 @@ fn copy_word<T: Scalar>(values: &mut [T], given: &[T]) -> u64 {
     mask
 }
 
-/// Stores `next(j, current)` into `values[j]` for every `j` (at most 64 rows) where it
-/// differs, bit for bit, from the current value; returns the mask of the rows that changed
-/// (bit `j` for `values[j]`). Every new value is computed into `buffer` before any is stored.
+/// [`copy_word`] of `next(j, current)` for every `j`: every new value is computed into `buffer`
+/// before any is stored (the piece's function may panic).
 #[inline(always)]
 fn store_word<T: Scalar>(
     values: &mut [T],
@@ -859,32 +874,5 @@ fn store_word<T: Scalar>(
             .enumerate()
             .map(|(j, current)| next(j, current)),
     );
-    let changed = values
-        .iter()
-        .zip(buffer.iter())
-        .filter(|(current, next)| !current.identical(next))
-        .count();
-    if changed == 0 {
-        return 0;
-    }
-    if changed == values.len() {
-        // Every row changed (the common case of a pass that writes new values): store them
-        // all in one sweep, one copy for plain values.
-        if std::mem::needs_drop::<T>() {
-            for (current, next) in values.iter_mut().zip(buffer.drain(..)) {
-                *current = next;
-            }
-        } else {
-            values.clone_from_slice(buffer);
-        }
-        return u64::MAX >> (64 - values.len());
-    }
-    let mut mask = 0u64;
-    for (j, (current, next)) in values.iter_mut().zip(buffer.drain(..)).enumerate() {
-        if !current.identical(&next) {
-            *current = next;
-            mask |= 1 << j;
-        }
-    }
-    mask
+    copy_word(values, buffer)
 }

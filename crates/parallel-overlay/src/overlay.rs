@@ -17,7 +17,7 @@ use std::panic::{AssertUnwindSafe, catch_unwind, resume_unwind};
 use strata_arena::ClassId;
 use strata_component_store::{
     ComponentId, ComponentSet, FieldId, FieldType, InstanceRef, Scalar, Store, StoreError, StoreId,
-    Value,
+    Value, run_start,
 };
 
 use crate::error::OverlayError;
@@ -605,12 +605,12 @@ impl<T: Logged> OverlayColumn<'_, '_, T> {
             }
             .into());
         }
-        if is_run(rows) {
+        if let Some(start) = run_start(rows) {
             // Rows that follow one another: appended at once when they continue the log's run.
             let first = *self.sequence + 1;
             *self.sequence += rows.len() as u64;
             self.log
-                .record_run(self.index, self.spare, self.holders, rows[0], values, first);
+                .record_run(self.index, self.spare, self.holders, start, values, first);
             return Ok(());
         }
         for (&row, value) in rows.iter().zip(values) {
@@ -650,11 +650,6 @@ impl<T: Logged> OverlayColumn<'_, '_, T> {
         F: FnMut(usize, &T) -> Option<T>,
     {
         let len = self.holders.ids.len().min(self.established.len());
-        // Rows that follow one another from the first (a query's term over a set whose
-        // matching rows lie together): checked by one comparison, read as one slice.
-        if selection.is_none() && is_run(rows) {
-            return self.update_run(rows[0] as usize, rows.len(), f);
-        }
         let past = match selection {
             Some(selected) => selected
                 .iter()
@@ -745,47 +740,32 @@ impl<T: Logged> OverlayColumn<'_, '_, T> {
             return self.update_indexes::<false, _>(row_of, 0..len, f);
         };
         let established = &self.established[start as usize..start as usize + len];
+        // The run is laid down by one copy of the established values, then each entry is
+        // overwritten in place, so no length is stored and loaded again per value. A panic
+        // of `f` leaves the log holding the values written before it, as pushing them one by
+        // one would.
+        values.extend_from_slice(established);
+        let mut written = 0;
         // The first row whose value does not change, if one does not.
-        let mut unchanged = None;
-        if std::mem::needs_drop::<T>() {
-            values.reserve(len);
-            for (k, current) in established.iter().enumerate() {
+        let unchanged = match catch_unwind(AssertUnwindSafe(|| {
+            for (k, (slot, current)) in values.iter_mut().zip(established).enumerate() {
+                written = k;
                 match f(k, current) {
-                    Some(next) if !next.identical(current) => values.push(next),
-                    _ => {
-                        unchanged = Some(k);
-                        break;
-                    }
+                    Some(next) if !next.identical(current) => *slot = next,
+                    _ => return Some(k),
                 }
             }
-        } else {
-            // Plain values: laid down by one copy of the established run, then each
-            // overwritten in place, so no length is stored and loaded again per value. A
-            // panic of `f` leaves the log holding the values written before it, as pushing
-            // them one by one would.
-            values.extend_from_slice(established);
-            let mut written = 0;
-            let pass = catch_unwind(AssertUnwindSafe(|| {
-                for (k, (slot, current)) in values.iter_mut().zip(established).enumerate() {
-                    written = k;
-                    match f(k, current) {
-                        Some(next) if !next.identical(current) => *slot = next,
-                        _ => return Some(k),
-                    }
-                }
-                None
-            }));
-            match pass {
-                Ok(stop) => unchanged = stop,
-                Err(panic) => {
-                    values.truncate(written);
-                    self.log.close_run();
-                    resume_unwind(panic);
-                }
+            None
+        })) {
+            Ok(unchanged) => unchanged,
+            Err(panic) => {
+                values.truncate(written);
+                self.log.close_run();
+                resume_unwind(panic);
             }
-            if let Some(k) = unchanged {
-                values.truncate(k);
-            }
+        };
+        if let Some(k) = unchanged {
+            values.truncate(k);
         }
         let recorded = values.len();
         self.log.close_run();
@@ -848,21 +828,6 @@ impl<T: Logged> OverlayColumn<'_, '_, T> {
     pub fn written(&self, row: usize) -> Option<&T> {
         self.log.get(self.index, u32::try_from(row).ok()?)
     }
-}
-
-/// Whether `rows` is not empty and each row is the one before plus one. (Rows past the end
-/// of `u32` cannot pass for a run: a run starting there reaches past every set's rows.)
-fn is_run(rows: &[u32]) -> bool {
-    let (Some(&first), Some(&last)) = (rows.first(), rows.last()) else {
-        return false;
-    };
-    if last.wrapping_sub(first) as usize != rows.len() - 1 {
-        return false;
-    }
-    // A fold without an early exit, in the rows' own width, vectorises.
-    rows.iter()
-        .zip(0u32..)
-        .fold(true, |run, (&row, k)| run & (row.wrapping_sub(first) == k))
 }
 
 /// One column of a finished writer's writes.

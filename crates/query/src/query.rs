@@ -19,7 +19,7 @@ use std::sync::Arc;
 use strata_arena::{ArenaId, ClassId, InstanceId, Revision, Slot, Snapshot};
 use strata_component_store::{
     ComponentHandle, ComponentId, ComponentSet, FieldId, InstanceRef, Scalar, Store, StoreError,
-    StoreId, Tick,
+    StoreId, Tick, run_start,
 };
 
 use crate::error::QueryError;
@@ -99,10 +99,10 @@ pub(crate) struct Cache {
     slots: Vec<Slot>,
     /// Per required term, the dense row of each match.
     rows: Vec<Vec<u32>>,
-    /// Per required term, whether its rows are exactly `0..len` (a plain slice walk).
-    dense: Vec<bool>,
     /// Per required term, its first row when its rows follow one another (`first..first +
-    /// len`, one slice of each column) and there are any.
+    /// len`, one slice of each column) and there are any. A term is dense (its rows exactly
+    /// `0..len`, a plain slice walk) when it has no rows or its run starts at 0
+    /// ([`Cache::dense`]).
     runs: Vec<Option<u32>>,
     /// Per required term, one past its largest row (0 without matches): a column of at least
     /// this many values can serve every match.
@@ -434,7 +434,7 @@ impl Query {
         for c in spec.added.iter().chain(&spec.changed) {
             let Some(t) = spec.term(*c) else { continue };
             // A dense term's rows are its match indexes: `select_changed` needs no map for it.
-            if cache.dense[t] || !cache.match_of_row[t].is_empty() {
+            if cache.dense(t) || !cache.match_of_row[t].is_empty() {
                 continue;
             }
             let mut map = vec![NO_MATCH; required[t].len()];
@@ -510,7 +510,7 @@ impl Query {
             Some((t, _, own_ticks, list)) => {
                 let map = &cache.match_of_row[t];
                 let others = terms.len() > 1;
-                let dense = cache.dense[t];
+                let dense = cache.dense(t);
                 for row in list.rows() {
                     if own_ticks[row] <= baseline {
                         continue;
@@ -610,11 +610,15 @@ impl Filter<'_> {
 }
 
 impl Cache {
+    /// Whether term `t`'s rows are exactly `0..len` (none, or a run from row 0).
+    fn dense(&self, t: usize) -> bool {
+        self.rows.get(t).is_some_and(Vec::is_empty) || self.runs.get(t) == Some(&Some(0))
+    }
+
     /// A cache with no matches for a spec of `terms` required terms.
     fn empty(terms: usize) -> Self {
         Self {
             rows: vec![Vec::new(); terms],
-            dense: vec![true; terms],
             runs: vec![None; terms],
             ..Self::default()
         }
@@ -627,7 +631,6 @@ impl Cache {
         for rows in &mut self.rows {
             rows.clear();
         }
-        self.dense.clear();
         self.runs.clear();
         self.row_bound.clear();
         self.ancestors.clear();
@@ -650,23 +653,7 @@ impl Cache {
                 self.ancestors = order.iter().map(|i| self.ancestors[*i as usize]).collect();
             }
         }
-        self.runs = self
-            .rows
-            .iter()
-            .map(|rows| {
-                let first = *rows.first()?;
-                rows.iter()
-                    .zip(first..)
-                    .all(|(row, expected)| *row == expected)
-                    .then_some(first)
-            })
-            .collect();
-        self.dense = self
-            .runs
-            .iter()
-            .zip(&self.rows)
-            .map(|(run, rows)| rows.is_empty() || *run == Some(0))
-            .collect();
+        self.runs = self.rows.iter().map(|rows| run_start(rows)).collect();
         self.row_bound = self
             .rows
             .iter()
@@ -724,7 +711,7 @@ impl<'q> Matches<'q> {
 
     /// Whether a term's rows are exactly `0..len`, so its columns can be walked as plain slices.
     pub fn is_dense(&self, term: usize) -> bool {
-        self.cache.dense.get(term).copied().unwrap_or(false)
+        self.cache.dense(term)
     }
 
     /// The nearest ancestor holding the ancestor term's component, per match (empty without an
@@ -827,10 +814,10 @@ impl<'q> Pass<'q> {
             // The store's own typed check says why not, with its errors.
             None => set.checked_values::<T>(field)?,
         };
-        let (Some(rows), Some(&dense)) = (self.cache.rows.get(term), self.cache.dense.get(term))
-        else {
+        let Some(rows) = self.cache.rows.get(term) else {
             return Err(QueryError::NoSuchTerm(term));
         };
+        let dense = self.cache.dense(term);
         // Rows come from the set the stamp vouches for, so they are in range; checked once
         // here all the same, so a column never reads past its values.
         if self
@@ -876,7 +863,7 @@ impl<'q> Pass<'q> {
         let (mut writer, reads) = store.update_columns::<W, R>(wc, wf, Some((rc, rf)))?;
         let (wrows, rrows) = (&self.cache.rows[wt], &self.cache.rows[rt]);
         let changed = match self.selection {
-            None if self.cache.dense[wt] && self.cache.dense[rt] => {
+            None if self.cache.dense(wt) && self.cache.dense(rt) => {
                 let n = self.cache.ids.len().min(reads.len());
                 writer.update_dense(&reads[..n], f)
             }
@@ -917,7 +904,7 @@ impl<'q> Pass<'q> {
         let changed = match self.selection {
             // Rows 0..len: the store's dense loop, with nothing to read (a slice of units
             // allocates nothing).
-            None if self.cache.dense[wt] => {
+            None if self.cache.dense(wt) => {
                 let nothing = vec![(); rows.len()];
                 writer.update_dense(&nothing, |current, ()| f(current))
             }

@@ -294,7 +294,6 @@ pub(crate) fn take(
             return Err(mlua::Error::runtime("the chunk's query is no longer known"));
         };
         let store = a.store();
-        let c = component_in(store, component)?;
         a.check_read(c)?;
         let Some(term) = entry.term_of(c) else {
             return Err(mlua::Error::runtime(

@@ -5,8 +5,8 @@ use crate::common::World;
 use proptest::prelude::{Strategy, any};
 use strata_arena::{ClassId, InstanceId};
 use strata_component_store::{
-    ChunkRunner, ComponentDef, ComponentId, FieldDef, FieldId, InOrder, InstanceRef, Piece,
-    RefPolicy, Store, StoreError, StoreEvent, Tick,
+    ChunkRunner, ComponentDef, ComponentId, FieldDef, FieldId, InOrder, InstanceRef, ParWriter,
+    Piece, RefPolicy, Scalar, Store, StoreError, StoreEvent, Tick,
 };
 
 /// A runner that gives every input a thread of its own and starts them in reverse, so the
@@ -547,24 +547,9 @@ fn run_case(case: &Case, par: bool) -> ModelPrint {
             let mut writer = w.store.par_writer::<u32>(c, mode).unwrap();
             for (pass, plan) in case.passes.iter().enumerate() {
                 let pieces = pieces_of(plan, len);
-                let given: Vec<Piece<'_>> = piece_list(&pieces);
-                let f = |p: usize| {
-                    let rows = &pieces[p].0;
-                    move |current: &u32, i: usize| variant(plan, pass, rows[i] as usize, *current)
-                };
-                results.push(if case.given {
-                    let values = given_values(&pieces, writer.values(), f);
-                    let values: Vec<&[u32]> = values.iter().map(Vec::as_slice).collect();
-                    if case.threads {
-                        writer.copy_from(&Threads, &given, &values)
-                    } else {
-                        writer.copy_from(&InOrder, &given, &values)
-                    }
-                } else if case.threads {
-                    writer.update(&Threads, &given, f)
-                } else {
-                    writer.update(&InOrder, &given, f)
-                });
+                results.push(par_pass(&mut writer, case, &pieces, |row, current| {
+                    variant(plan, pass, row, current)
+                }));
             }
         } else {
             let mut writer = w.store.column_writer::<u32>(c, mode).unwrap();
@@ -581,24 +566,9 @@ fn run_case(case: &Case, par: bool) -> ModelPrint {
         let mut writer = w.store.par_writer::<f64>(c, n).unwrap();
         for (pass, plan) in case.passes.iter().enumerate() {
             let pieces = pieces_of(plan, len);
-            let given: Vec<Piece<'_>> = piece_list(&pieces);
-            let f = |p: usize| {
-                let rows = &pieces[p].0;
-                move |current: &f64, i: usize| number(plan, pass, rows[i] as usize, *current)
-            };
-            results.push(if case.given {
-                let values = given_values(&pieces, writer.values(), f);
-                let values: Vec<&[f64]> = values.iter().map(Vec::as_slice).collect();
-                if case.threads {
-                    writer.copy_from(&Threads, &given, &values)
-                } else {
-                    writer.copy_from(&InOrder, &given, &values)
-                }
-            } else if case.threads {
-                writer.update(&Threads, &given, f)
-            } else {
-                writer.update(&InOrder, &given, f)
-            });
+            results.push(par_pass(&mut writer, case, &pieces, |row, current| {
+                number(plan, pass, row, current)
+            }));
         }
     } else {
         let mut writer = w.store.column_writer::<f64>(c, n).unwrap();
@@ -640,23 +610,43 @@ fn run_case(case: &Case, par: bool) -> ModelPrint {
     }
 }
 
-/// Each piece's new values, from the values stored before the pass (pieces share no row).
-fn given_values<T: Copy, G: FnMut(&T, usize) -> T>(
+/// One parallel pass setting each row of `pieces` to `new(row, current)`: through functions
+/// (`ParWriter::update`) or, when the case says so, through the values computed beforehand
+/// from the values stored before the pass (`ParWriter::copy_from`; pieces share no row), on
+/// the case's runner.
+fn par_pass<T: Scalar + Copy + Send + Sync>(
+    writer: &mut ParWriter<'_, T>,
+    case: &Case,
     pieces: &[(Vec<u32>, bool)],
-    stored: &[T],
-    f: impl Fn(usize) -> G,
-) -> Vec<Vec<T>> {
-    pieces
-        .iter()
-        .enumerate()
-        .map(|(p, (rows, _))| {
-            let mut g = f(p);
-            rows.iter()
-                .enumerate()
-                .map(|(i, &row)| g(&stored[row as usize], i))
-                .collect()
-        })
-        .collect()
+    new: impl Fn(usize, T) -> T + Sync,
+) -> Result<usize, StoreError> {
+    let given: Vec<Piece<'_>> = piece_list(pieces);
+    let new = &new;
+    let f = |p: usize| {
+        let rows = &pieces[p].0;
+        move |current: &T, i: usize| new(rows[i] as usize, *current)
+    };
+    if case.given {
+        let stored = writer.values();
+        let values: Vec<Vec<T>> = pieces
+            .iter()
+            .map(|(rows, _)| {
+                rows.iter()
+                    .map(|&row| new(row as usize, stored[row as usize]))
+                    .collect()
+            })
+            .collect();
+        let values: Vec<&[T]> = values.iter().map(Vec::as_slice).collect();
+        if case.threads {
+            writer.copy_from(&Threads, &given, &values)
+        } else {
+            writer.copy_from(&InOrder, &given, &values)
+        }
+    } else if case.threads {
+        writer.update(&Threads, &given, f)
+    } else {
+        writer.update(&InOrder, &given, f)
+    }
 }
 
 fn piece_list(pieces: &[(Vec<u32>, bool)]) -> Vec<Piece<'_>> {

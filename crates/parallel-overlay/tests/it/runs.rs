@@ -8,7 +8,7 @@ use proptest::prelude::*;
 use strata_arena::{Arena, ClassId, InstanceId};
 use strata_component_store::{
     ComponentDef, ComponentId, FieldDef, FieldId, InstanceRef, Store, StoreError, StoreEvent, Tick,
-    Value,
+    Value, run_start,
 };
 use strata_parallel_overlay::{
     NoOrder, Overlay, OverlayError, Spare, WriteSet, Writer, WriterRank, commit, run_parallel,
@@ -531,13 +531,19 @@ proptest! {
             picks.iter().filter(|_| !rows.is_empty()).map(|i| i.index(rows.len()) as u32).collect()
         });
         let pass = pass_value(period);
-        let record = |per_row: bool| -> (WriteSet, usize) {
+        // Per row (the reference), through `update_rows`, and, over consecutive rows without a
+        // selection, through `update_run`.
+        #[derive(Clone, Copy, PartialEq)]
+        enum Way { PerRow, Rows, Run(u32) }
+        let record = |way: Way| -> (WriteSet, usize) {
             let mut overlay = Overlay::new(WriterRank::system(0, 0), &w.store);
             let mut column = overlay.column::<i64>(w.score, w.n).unwrap();
             for &(row, value) in &earlier {
                 column.write(row, value).unwrap();
             }
-            let recorded = if per_row {
+            let recorded = if let Way::Run(start) = way {
+                column.update_run(start as usize, rows.len(), pass).unwrap()
+            } else if way == Way::PerRow {
                 let visits: Vec<usize> = match &selection {
                     Some(selected) => selected.iter().map(|&k| k as usize).collect(),
                     None => (0..rows.len()).collect(),
@@ -557,7 +563,11 @@ proptest! {
             };
             (overlay.finish(), recorded)
         };
-        prop_assert_eq!(record(false), record(true));
+        let reference = record(Way::PerRow);
+        prop_assert_eq!(&record(Way::Rows), &reference);
+        if let (None, Some(start)) = (&selection, run_start(&rows)) {
+            prop_assert_eq!(&record(Way::Run(start)), &reference);
+        }
     }
 }
 
@@ -567,23 +577,19 @@ fn a_pass_over_a_row_past_the_set_is_refused_and_records_nothing() {
     let mut overlay = Overlay::new(WriterRank::system(0, 0), &w.store);
     let mut column = overlay.column::<i64>(w.score, w.n).unwrap();
     let bump = |_: usize, current: &i64| Some(current + 1);
+    let mut refusals = Vec::new();
     for (rows, selection) in [
         (&[1u32, 2, 12][..], None),
         (&[8, 9, 10, 11][..], None),
         (&[1, 2, 12][..], Some(&[0u32, 2][..])),
         (&[1, 2][..], Some(&[0, 5][..])),
     ] {
-        let refused = column.update_rows(rows, selection, bump);
-        assert!(
-            matches!(
-                refused,
-                Err(OverlayError::Store(StoreError::RowOutOfRange { .. }))
-            ),
-            "{refused:?}"
-        );
+        refusals.push(column.update_rows(rows, selection, bump));
     }
     for (start, len) in [(8, 3), (10, 1), (usize::MAX, 2)] {
-        let refused = column.update_run(start, len, bump);
+        refusals.push(column.update_run(start, len, bump));
+    }
+    for refused in refusals {
         assert!(
             matches!(
                 refused,
