@@ -740,33 +740,45 @@ impl<T: Logged> OverlayColumn<'_, '_, T> {
             return self.update_indexes::<false, _>(row_of, 0..len, f);
         };
         let established = &self.established[start as usize..start as usize + len];
-        // The run is laid down by one copy of the established values, then each entry is
-        // overwritten in place, so no length is stored and loaded again per value. A panic
-        // of `f` leaves the log holding the values written before it, as pushing them one by
-        // one would.
-        values.extend_from_slice(established);
+        // The run's values are written straight into the log's spare room, so no length is
+        // stored and loaded again per value, and the log is touched once per value.
+        values.reserve(len);
+        let room = &mut values.spare_capacity_mut()[..len];
+        // The values written so far: the first `written` slots of `room` hold values.
         let mut written = 0;
         // The first row whose value does not change, if one does not.
-        let unchanged = match catch_unwind(AssertUnwindSafe(|| {
-            for (k, (slot, current)) in values.iter_mut().zip(established).enumerate() {
-                written = k;
+        let outcome = catch_unwind(AssertUnwindSafe(|| {
+            for (k, (slot, current)) in room.iter_mut().zip(established).enumerate() {
                 match f(k, current) {
-                    Some(next) if !next.identical(current) => *slot = next,
+                    Some(next) if !next.identical(current) => {
+                        slot.write(next);
+                        written = k + 1;
+                    }
                     _ => return Some(k),
                 }
             }
             None
-        })) {
+        }));
+        #[expect(
+            unsafe_code,
+            reason = "a run's values are written into the log's spare room without a length store per value"
+        )]
+        // SAFETY: `values` was empty when the run opened (`Log::open_run`), `reserve` made room
+        // for `len` values past it, and the loop above initialised the first `written` slots of
+        // that room (each slot is written before `written` passes it); a panic of `f` leaves
+        // `written` at the slots written before it.
+        unsafe {
+            values.set_len(written);
+        }
+        let unchanged = match outcome {
             Ok(unchanged) => unchanged,
             Err(panic) => {
-                values.truncate(written);
+                // The values written before the panic are the writer's writes, counted.
+                *self.sequence += written as u64;
                 self.log.close_run();
                 resume_unwind(panic);
             }
         };
-        if let Some(k) = unchanged {
-            values.truncate(k);
-        }
         let recorded = values.len();
         self.log.close_run();
         *self.sequence += recorded as u64;
@@ -788,9 +800,13 @@ impl<T: Logged> OverlayColumn<'_, '_, T> {
     where
         F: FnMut(usize, &T) -> Option<T>,
     {
-        // The sequence kept in a register, not stored through its reference at every write.
+        // The sequence kept in a register, not stored through its reference at every write;
+        // stored when the loop ends, or when `f` panics, so the writes before the panic count.
         let first = *self.sequence;
-        let mut sequence = first;
+        let mut sequence = Counted {
+            to: &mut *self.sequence,
+            now: first,
+        };
         for k in indexes {
             let row = row_of(k);
             let next = {
@@ -805,12 +821,17 @@ impl<T: Logged> OverlayColumn<'_, '_, T> {
                     _ => continue,
                 }
             };
-            sequence += 1;
-            self.log
-                .record(self.index, self.spare, self.holders, row, next, sequence);
+            sequence.now += 1;
+            self.log.record(
+                self.index,
+                self.spare,
+                self.holders,
+                row,
+                next,
+                sequence.now,
+            );
         }
-        *self.sequence = sequence;
-        (sequence - first) as usize
+        (sequence.now - first) as usize
     }
 
     /// The value at `row` as this writer sees it: its own latest write, or the established
@@ -827,6 +848,19 @@ impl<T: Logged> OverlayColumn<'_, '_, T> {
     /// This writer's latest write at `row`, if it made one.
     pub fn written(&self, row: usize) -> Option<&T> {
         self.log.get(self.index, u32::try_from(row).ok()?)
+    }
+}
+
+/// A writer's sequence counted in a local, stored back into the writer's when dropped: at the
+/// end of a loop, or while a function the loop called unwinds.
+struct Counted<'s> {
+    to: &'s mut u64,
+    now: u64,
+}
+
+impl Drop for Counted<'_> {
+    fn drop(&mut self) {
+        *self.to = self.now;
     }
 }
 

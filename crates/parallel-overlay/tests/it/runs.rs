@@ -3,6 +3,7 @@
 //! promises (rank order, conflicts, stale-row fallback, refusals, determinism) still holds.
 
 use std::collections::BTreeMap;
+use std::sync::Arc;
 
 use proptest::prelude::*;
 use strata_arena::{Arena, ClassId, InstanceId};
@@ -481,6 +482,90 @@ fn a_run_past_the_rows_is_refused_and_records_nothing() {
     column.write_run(3, [4, 5]).unwrap();
     let set = overlay.finish();
     assert_eq!((set.len(), set.writes()), (5, 5));
+}
+
+/// A pass whose function panics part-way keeps exactly the values written before the panic,
+/// for a value type with a destructor as for a plain one, over rows that follow one another or
+/// not: the log reads them back, they count as the writer's writes (so later writes come after
+/// them), the commit applies them, and every other row keeps its value.
+#[test]
+fn a_pass_whose_function_panics_keeps_the_values_written_before_it() {
+    let mut arena = Arena::standard();
+    let mut store = Store::new();
+    let label = store
+        .install(
+            ComponentDef::new("Label")
+                .field(FieldDef::text("s", "none"))
+                .field(FieldDef::integer("n", 0)),
+            arena.classes(),
+        )
+        .unwrap();
+    let (s, n) = (
+        store.field(label, "s").unwrap(),
+        store.field(label, "n").unwrap(),
+    );
+    let members: Vec<InstanceRef> = arena
+        .create_many(ClassId::ENTITY, None, 10)
+        .unwrap()
+        .into_iter()
+        .map(|(id, slot)| InstanceRef::new(id, slot))
+        .collect();
+    store.insert_many(&members, ClassId::ENTITY, label).unwrap();
+    let mut overlay = Overlay::new(WriterRank::system(0, 0), &store);
+    let mut texts = overlay.column::<Arc<str>>(label, s).unwrap();
+    let panicked = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+        texts.update_run(2, 6, |k, _| {
+            assert!(k < 4, "the pass stops at its fifth row");
+            Some(Arc::from(format!("row {k}")))
+        })
+    }));
+    assert!(panicked.is_err());
+    for row in 0..10 {
+        let expected = (2..6).contains(&row).then(|| format!("row {}", row - 2));
+        assert_eq!(texts.written(row).map(|v| v.to_string()), expected);
+    }
+    let mut numbers = overlay.column::<i64>(label, n).unwrap();
+    let panicked = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+        numbers.update_run(0, 10, |k, _| {
+            assert!(k != 7, "the pass stops at its eighth row");
+            Some(k as i64 + 1)
+        })
+    }));
+    assert!(panicked.is_err());
+    // A pass over rows that do not follow one another, stopped the same way, and a write after.
+    let panicked = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+        numbers.update_rows(&[9, 8, 3], None, |k, _| {
+            assert!(k != 2, "the pass stops at its third row");
+            Some(90 - 10 * k as i64)
+        })
+    }));
+    assert!(panicked.is_err());
+    numbers.write(3, 300).unwrap();
+    let set = overlay.finish();
+    assert_eq!(set.writes(), 4 + 7 + 2 + 1);
+    let report = commit(&mut store, vec![set], &NoOrder);
+    assert_eq!(report.applied, 4 + 9);
+    for (row, member) in members.iter().enumerate() {
+        let text = store
+            .get::<Arc<str>>(*member, label, s)
+            .unwrap()
+            .to_string();
+        let expected = if (2..6).contains(&row) {
+            format!("row {}", row - 2)
+        } else {
+            "none".to_owned()
+        };
+        assert_eq!(text, expected);
+        let number = *store.get::<i64>(*member, label, n).unwrap();
+        let expected = match row {
+            3 => 300,
+            8 => 80,
+            9 => 90,
+            _ if row < 7 => row as i64 + 1,
+            _ => 0,
+        };
+        assert_eq!(number, expected);
+    }
 }
 
 /// What a pass computes from the row's position in the pass and the value it sees: `None` (skip)
