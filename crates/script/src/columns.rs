@@ -615,6 +615,14 @@ fn flush_for_columns_of(lua: &Lua, c: ComponentId) -> mlua::Result<()> {
 /// The one write-back path: the chunk lane's pending columns (of `only` when given), then the
 /// handle lane's.
 fn flush_with(lua: &Lua, keep_lane: bool, only: Option<ComponentId>) -> mlua::Result<()> {
+    // Nothing pending on either lane and the handle lane unarmed: nothing to write back.
+    if lua
+        .app_data_ref::<VmState>()
+        .is_none_or(|state| state.pending.is_empty() && state.handle_pending.is_empty())
+        && !lane_armed(lua)
+    {
+        return Ok(());
+    }
     // The written columns stay pending until the callback ends (a script may write a column
     // it took earlier); each flush writes only what changed since the one before.
     let pending = match lua.app_data_ref::<VmState>() {

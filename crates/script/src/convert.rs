@@ -328,6 +328,23 @@ pub(crate) fn keyed_fields(
     fields: &[FieldDef],
 ) -> mlua::Result<Vec<(usize, LuaValue)>> {
     let mut out = Vec::with_capacity(fields.len());
+    // First a walk that reads each key as a Rust string, which takes no reference to it. A key
+    // that is not a string stops the walk (a number would read as its text, which can name no
+    // field when no field's name reads as a number), and the walk below says what is wrong.
+    if fields.iter().all(|f| f.name.parse::<f64>().is_err()) {
+        let walked = table.for_each::<String, LuaValue>(|key, given| {
+            let index = fields
+                .iter()
+                .position(|f| *f.name == *key)
+                .ok_or_else(|| mlua::Error::runtime("not a field"))?;
+            out.push((index, given));
+            Ok(())
+        });
+        if walked.is_ok() {
+            return Ok(out);
+        }
+        out.clear();
+    }
     // `for_each` walks the table with Luau's raw iterator, without a protected call per entry.
     table.for_each::<LuaValue, LuaValue>(|key, given| {
         let LuaValue::String(key) = key else {

@@ -740,3 +740,34 @@ fn a_refused_bulk_spawn_names_the_mistake_and_changes_nothing() {
         events.errors[0].1
     );
 }
+
+/// A value table's keys are field names, whatever the component's fields are called: a number
+/// key is refused even where a field's name reads as that number, a key of another type or
+/// naming no field is refused, and a refused table adds nothing.
+#[test]
+fn add_component_reads_only_field_names_as_keys() {
+    let mut world = scripted(1);
+    world
+        .define(
+            ComponentDef::new("Odd")
+                .field(FieldDef::number("1", 0.0))
+                .field(FieldDef::number("x", 0.0)),
+        )
+        .unwrap();
+    let out = printed(
+        &mut world,
+        r#"local e = Instance.new("Part", world.workspace)
+print(pcall(function() e:AddComponent(Odd, { [1] = 5 }) end))
+print(e:HasComponent(Odd))
+local h = e:AddComponent(Odd, { ["1"] = 5, x = 2 })
+print(h["1"], h.x)
+local f = Instance.new("Part", world.workspace)
+print(pcall(function() f:AddComponent(Position, { x = 1, [true] = 2 }) end))
+print(pcall(function() f:AddComponent(Position, { x = 1, w = 2 }) end))
+print(pcall(function() f:AddComponent(Position, { x = 1, [2] = 2 }) end))
+print(f:HasComponent(Position))
+local g = f:AddComponent(Position, { z = 3, x = 1 })
+print(g.x, g.y, g.z)"#,
+    );
+    insta::assert_snapshot!(out.join("\n"));
+}
