@@ -45,6 +45,9 @@ enum Work {
     /// `luau_spawn`'s script, run in a fresh world once per frame (`entities` is ignored:
     /// the script's count).
     Spawn,
+    /// `luau_spawn_bulk`'s script, run in a fresh world once per frame (`entities` is ignored:
+    /// the script's count).
+    SpawnBulk,
 }
 
 /// Runs a Luau workload's fixture, then `frames` frames.
@@ -105,10 +108,14 @@ fn main() {
                 }
             }
         }
-        Work::Spawn => {
+        Work::Spawn | Work::SpawnBulk => {
+            let source = match args.work {
+                Work::Spawn => luau::SPAWN,
+                _ => luau::SPAWN_BULK,
+            };
             for _ in 0..args.frames {
                 luau::scripted_world()
-                    .run_script("spawn.luau", luau::SPAWN)
+                    .run_script("spawn.luau", source)
                     .unwrap_or_else(|e| panic!("spawn: {e}"));
             }
         }

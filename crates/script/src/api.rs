@@ -108,15 +108,26 @@ pub(crate) fn wrap_instance(lua: &Lua, id: InstanceId) -> mlua::Result<AnyUserDa
 /// reused), as a Luau array in order, each kept as its instance's wrapper from now on.
 pub(crate) fn wrap_new_instances(lua: &Lua, ids: &[InstanceId]) -> mlua::Result<Table> {
     let caches = wrapper_caches(lua)?;
-    let cache = &caches.instances;
+    let fill: Function = super::host::helpers(lua)?.raw_get("fill_wrappers")?;
     let out = lua.create_table_with_capacity(ids.len(), 0)?;
-    for (k, id) in ids.iter().enumerate() {
-        let ud = lua.create_userdata(Inst(*id))?;
-        cache.raw_set(id.get() as f64, &ud)?;
-        out.raw_set(k + 1, ud)?;
+    // The wrappers go into the array and the cache from Luau, a batch per call: a table write
+    // from Rust is a protected call of its own (the VM has a memory limit), two per instance.
+    let mut at = 0;
+    for batch in ids.chunks(WRAP_BATCH) {
+        let keys: Vec<f64> = batch.iter().map(|id| id.get() as f64).collect();
+        let keys = lua.create_buffer(columns::bytes_of(&keys))?;
+        let wrappers = batch
+            .iter()
+            .map(|id| lua.create_userdata(Inst(*id)))
+            .collect::<mlua::Result<mlua::Variadic<AnyUserData>>>()?;
+        fill.call::<()>((&out, at, &caches.instances, keys, wrappers))?;
+        at += batch.len();
     }
     Ok(out)
 }
+
+/// Wrappers handed to Luau's `fill_wrappers` per call: well within the stack a call may use.
+const WRAP_BATCH: usize = 1024;
 
 /// The instance a wrapper stands for.
 pub(crate) fn instance_id(ud: &AnyUserData) -> Option<InstanceId> {

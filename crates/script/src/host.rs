@@ -173,6 +173,18 @@ function H.handle_meta(slow_index, slow_newindex, take)
     return index, newindex
 end
 
+-- Puts the wrappers given after `ids` (a buffer of their instances' ids as f64s) into `out`
+-- from index `at` + 1 on, and into the wrapper cache by id.
+function H.fill_wrappers(out, at, cache, ids, ...)
+    local rd = buffer.readf64
+    local wrappers = { ... }
+    for i = 1, #wrappers do
+        local w = wrappers[i]
+        cache[rd(ids, (i - 1) * 8)] = w
+        out[at + i] = w
+    end
+end
+
 function H.refill(t, b, n, kind)
     local rd = buffer.readf64
     if kind == 1 then

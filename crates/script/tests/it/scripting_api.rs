@@ -771,3 +771,26 @@ print(g.x, g.y, g.z)"#,
     );
     insta::assert_snapshot!(out.join("\n"));
 }
+
+/// The instances a bulk spawn returns are their instances' wrappers from then on, however many
+/// it spawns: the same objects the hierarchy and a query hand out later, in spawn order.
+#[test]
+fn bulk_spawned_instances_keep_the_wrappers_the_spawn_returned() {
+    let mut world = scripted(1);
+    let printed = printed(
+        &mut world,
+        "local folder = Instance.new('Folder', world.workspace)
+        local spawned = world:spawn(2500, { Velocity = { z = 1 } }, { parent = folder })
+        local same, count = 0, 0
+        for k, child in folder:GetChildren() do
+            if rawequal(child, spawned[k]) then same += 1 end
+            count += 1
+        end
+        local seen = {}
+        for inst in world:query({ with = { Velocity } }) do seen[inst] = true end
+        local found = 0
+        for _, inst in spawned do if seen[inst] then found += 1 end end
+        print(#spawned, count, same, found)",
+    );
+    assert_eq!(printed, ["2500\t2500\t2500\t2500"]);
+}
