@@ -14,6 +14,7 @@
 //! its first frame must finish within the game VM's 5-second time budget.
 
 use clap::{Parser, ValueEnum};
+use strata::prelude::ClassId;
 use strata_bench::data::luau::{CHANGED_SIZE, CHANGED_STRIDE, DT};
 use strata_bench::luau;
 use strata_bench::peers::jecs;
@@ -31,6 +32,9 @@ enum Work {
     Columns,
     /// `luau_iter2_handles`'s world: the handle path on one thread.
     Handles,
+    /// [`Work::Handles`] with one more mover (`Position` and `Velocity`) added before each
+    /// frame, so the query's mirror of wrappers and handles is made again every frame.
+    HandlesGrowing,
     /// jecs's step of `luau_iter2` and `luau_frame_1m`.
     Jecs,
     /// `luau_changed`: 1% of the rows written from Rust, then a frame of the visiting system
@@ -71,6 +75,20 @@ fn main() {
         Work::Groups => {
             let (mut world, _) = luau::frame_groups_world(args.entities);
             (0..args.frames).for_each(|_| luau::frame(&mut world));
+        }
+        Work::HandlesGrowing => {
+            let mut world = luau::iter_world(args.entities, luau::ITER_HANDLES);
+            let components = ["Position", "Velocity"]
+                .map(|name| world.component(name).unwrap_or_else(|e| panic!("{e}")));
+            for _ in 0..args.frames {
+                let id = world
+                    .create(ClassId::ENTITY, None)
+                    .unwrap_or_else(|e| panic!("{e}"));
+                for c in components {
+                    world.add(id, c, []).unwrap_or_else(|e| panic!("{e}"));
+                }
+                luau::frame(&mut world);
+            }
         }
         Work::Columns | Work::Handles => {
             let source = match args.work {

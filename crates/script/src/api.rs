@@ -108,20 +108,89 @@ pub(crate) fn wrap_instance(lua: &Lua, id: InstanceId) -> mlua::Result<AnyUserDa
 /// reused), as a Luau array in order, each kept as its instance's wrapper from now on.
 pub(crate) fn wrap_new_instances(lua: &Lua, ids: &[InstanceId]) -> mlua::Result<Table> {
     let caches = wrapper_caches(lua)?;
-    let fill: Function = super::host::helpers(lua)?.raw_get("fill_wrappers")?;
+    wrapper_array(lua, &caches.instances, ids, false, |id| {
+        lua.create_userdata(Inst(id))
+    })
+}
+
+/// The wrappers of `ids`' instances, as a Luau array in order: each the one it has (the same
+/// object while anything holds it), or a new one kept from now on.
+pub(crate) fn instance_array(lua: &Lua, ids: &[InstanceId]) -> mlua::Result<Table> {
+    let caches = wrapper_caches(lua)?;
+    wrapper_array(lua, &caches.instances, ids, true, |id| {
+        lua.create_userdata(Inst(id))
+    })
+}
+
+/// The handles of `ids`' instances' `component` (named `name`), as a Luau array in order:
+/// each the one it has (the same object while anything holds it), or a new one kept from now
+/// on.
+pub(crate) fn handle_array(
+    lua: &Lua,
+    ids: &[InstanceId],
+    component: ComponentId,
+    name: &std::sync::Arc<str>,
+) -> mlua::Result<Table> {
+    wrapper_array(lua, &handle_cache(lua, component)?, ids, true, |id| {
+        lua.create_userdata(Handle {
+            id,
+            component,
+            name: name.clone(),
+        })
+    })
+}
+
+/// The wrappers of `ids` in a new Luau array, in order: with `lookup`, the one `cache` keeps
+/// for an instance where it keeps one, else (and for every instance without `lookup`) one
+/// `make` makes, which goes into `cache` by id. Lookups and table writes are made in Luau,
+/// [`WRAP_BATCH`] instances a call: from Rust, a lookup takes a reference to what it finds and
+/// a table write is a protected call of its own (the VM has a memory limit).
+fn wrapper_array(
+    lua: &Lua,
+    cache: &Table,
+    ids: &[InstanceId],
+    lookup: bool,
+    make: impl Fn(InstanceId) -> mlua::Result<AnyUserData>,
+) -> mlua::Result<Table> {
+    let helpers = super::host::helpers(lua)?;
+    let (find, fill): (Function, Function) = (
+        helpers.raw_get("find_wrappers")?,
+        helpers.raw_get("fill_wrappers")?,
+    );
     let out = lua.create_table_with_capacity(ids.len(), 0)?;
-    // The wrappers go into the array and the cache from Luau, a batch per call: a table write
-    // from Rust is a protected call of its own (the VM has a memory limit), two per instance.
-    let mut at = 0;
-    for batch in ids.chunks(WRAP_BATCH) {
-        let keys: Vec<f64> = batch.iter().map(|id| id.get() as f64).collect();
-        let keys = lua.create_buffer(columns::bytes_of(&keys))?;
-        let wrappers = batch
+    for (k, batch) in ids.chunks(WRAP_BATCH).enumerate() {
+        let first = k * WRAP_BATCH;
+        // The batch's positions (0-based) whose wrapper is still to make.
+        let missing: Vec<usize> = if lookup {
+            let keys: Vec<f64> = batch.iter().map(|id| id.get() as f64).collect();
+            let keys = lua.create_buffer(columns::bytes_of(&keys))?;
+            let (count, at): (usize, mlua::Buffer) =
+                find.call((&out, first, cache, keys, batch.len()))?;
+            at.to_vec()
+                .chunks_exact(8)
+                .take(count)
+                .filter_map(|b| b.try_into().ok().map(f64::from_le_bytes))
+                .map(|i| i as usize)
+                .collect()
+        } else {
+            (0..batch.len()).collect()
+        };
+        if missing.is_empty() {
+            continue;
+        }
+        let keys: Vec<f64> = missing.iter().map(|&i| batch[i].get() as f64).collect();
+        let slots: Vec<f64> = missing.iter().map(|&i| (first + i + 1) as f64).collect();
+        let wrappers = missing
             .iter()
-            .map(|id| lua.create_userdata(Inst(*id)))
+            .map(|&i| make(batch[i]))
             .collect::<mlua::Result<mlua::Variadic<AnyUserData>>>()?;
-        fill.call::<()>((&out, at, &caches.instances, keys, wrappers))?;
-        at += batch.len();
+        fill.call::<()>((
+            &out,
+            cache,
+            lua.create_buffer(columns::bytes_of(&keys))?,
+            lua.create_buffer(columns::bytes_of(&slots))?,
+            wrappers,
+        ))?;
     }
     Ok(out)
 }
@@ -301,11 +370,7 @@ fn hierarchy_methods<M: UserDataMethods<Inst>>(methods: &mut M) {
             a.arena().node(this.0).map_err(lua_error)?;
             Ok(a.arena().children(this.0).collect::<Vec<_>>())
         })?;
-        let table = lua.create_table_with_capacity(children.len(), 0)?;
-        for (k, child) in children.into_iter().enumerate() {
-            table.raw_set(k + 1, wrap_instance(lua, child)?)?;
-        }
-        Ok(table)
+        instance_array(lua, &children)
     });
     methods.add_method("GetDescendants", |lua, this, ()| {
         navigate::descendants(lua, this.0)
@@ -496,22 +561,7 @@ pub(crate) fn wrap_handle(
     component: ComponentId,
     name: &std::sync::Arc<str>,
 ) -> mlua::Result<AnyUserData> {
-    let caches = wrapper_caches(lua)?;
-    let cache = {
-        let mut handles = caches.handles.borrow_mut();
-        let at = component.index();
-        if handles.len() <= at {
-            handles.resize(at + 1, None);
-        }
-        match &handles[at] {
-            Some(t) => t.clone(),
-            None => {
-                let t = weak_table(lua)?;
-                handles[at] = Some(t.clone());
-                t
-            }
-        }
-    };
+    let cache = handle_cache(lua, component)?;
     if let LuaValue::UserData(ud) = cache.raw_get::<LuaValue>(id.get() as f64)?
         && ud
             .borrow::<Handle>()
@@ -526,6 +576,24 @@ pub(crate) fn wrap_handle(
     })?;
     cache.raw_set(id.get() as f64, &ud)?;
     Ok(ud)
+}
+
+/// The cache of `component`'s handles, by instance id (made on first use).
+fn handle_cache(lua: &Lua, component: ComponentId) -> mlua::Result<Table> {
+    let caches = wrapper_caches(lua)?;
+    let mut handles = caches.handles.borrow_mut();
+    let at = component.index();
+    if handles.len() <= at {
+        handles.resize(at + 1, None);
+    }
+    match &handles[at] {
+        Some(t) => Ok(t.clone()),
+        None => {
+            let t = weak_table(lua)?;
+            handles[at] = Some(t.clone());
+            Ok(t)
+        }
+    }
 }
 
 /// The field of a handle's component named `key`, with its type.
@@ -695,11 +763,7 @@ impl UserData for WorldApi {
         methods.add_method("tagged", |lua, _, tag: LuaValue| {
             let tag = args::string(&tag, "world:tagged's tag")?;
             let ids: Vec<InstanceId> = access(lua, |_, a| Ok(a.arena().tagged(&tag).collect()))?;
-            let table = lua.create_table_with_capacity(ids.len(), 0)?;
-            for (k, id) in ids.into_iter().enumerate() {
-                table.raw_set(k + 1, wrap_instance(lua, id)?)?;
-            }
-            Ok(table)
+            instance_array(lua, &ids)
         });
         methods.add_method("setGroup", |lua, _, (inst, group): (LuaValue, LuaValue)| {
             let id = instance_arg(&inst, "the group's root")?;

@@ -173,15 +173,33 @@ function H.handle_meta(slow_index, slow_newindex, take)
     return index, newindex
 end
 
--- Puts the wrappers given after `ids` (a buffer of their instances' ids as f64s) into `out`
--- from index `at` + 1 on, and into the wrapper cache by id.
-function H.fill_wrappers(out, at, cache, ids, ...)
+-- Wrappers, for the host's wrapper arrays: `ids` is a buffer of instance ids as f64s. Puts
+-- the wrapper `cache` holds for each of the `n` ids into `out` at index `at` + its position,
+-- and returns how many it did not find, with their positions (0-based) in a buffer of f64s.
+function H.find_wrappers(out, at, cache, ids, n)
+    local rd, wr = buffer.readf64, buffer.writef64
+    local missing, count = buffer.create(n * 8), 0
+    for i = 1, n do
+        local w = cache[rd(ids, (i - 1) * 8)]
+        if w ~= nil then
+            out[at + i] = w
+        else
+            wr(missing, count * 8, i - 1)
+            count += 1
+        end
+    end
+    return count, missing
+end
+
+-- Puts the wrappers given after `slots` into `cache` under the ids in `ids`, and into `out`
+-- at the indexes in `slots` (buffers of f64s, one per wrapper).
+function H.fill_wrappers(out, cache, ids, slots, ...)
     local rd = buffer.readf64
     local wrappers = { ... }
     for i = 1, #wrappers do
         local w = wrappers[i]
         cache[rd(ids, (i - 1) * 8)] = w
-        out[at + i] = w
+        out[rd(slots, (i - 1) * 8)] = w
     end
 end
 

@@ -11,7 +11,7 @@ use mlua::{AnyUserData, Lua, Table, Value as LuaValue};
 use strata_arena::InstanceId;
 
 use super::access::{Access, lua_error};
-use super::api::{access, attribute_to_lua, wrap_instance};
+use super::api::{access, attribute_to_lua, instance_array, wrap_instance};
 use super::args;
 use super::convert::kind;
 use super::errors::instance;
@@ -24,7 +24,7 @@ pub(crate) fn descendants(lua: &Lua, id: InstanceId) -> mlua::Result<Table> {
         a.arena().node(id).map_err(lua_error)?;
         Ok(a.arena().descendants(id).collect())
     })?;
-    sequence(lua, ids)
+    instance_array(lua, &ids)
 }
 
 /// `inst:IsA(className)`: whether the instance is of that class (every instance is an
@@ -116,15 +116,6 @@ pub(crate) fn by_persistent_id(lua: &Lua, pid: &LuaValue) -> mlua::Result<Option
             .filter(|id| a.arena().is_live(*id)))
     })?;
     found.map(|id| wrap_instance(lua, id)).transpose()
-}
-
-/// A sequence of instance wrappers.
-fn sequence(lua: &Lua, ids: Vec<InstanceId>) -> mlua::Result<Table> {
-    let table = lua.create_table_with_capacity(ids.len(), 0)?;
-    for (k, id) in ids.into_iter().enumerate() {
-        table.raw_set(k + 1, wrap_instance(lua, id)?)?;
-    }
-    Ok(table)
 }
 
 /// A member's name as messages show it.

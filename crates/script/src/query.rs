@@ -19,7 +19,7 @@ use strata_component_store::{ComponentId, RemovalReader, Removals};
 use strata_query::{BuiltAgainst, Query, QuerySpec};
 
 use super::access::{Access, lua_error};
-use super::api::{access, wrap_handle, wrap_instance};
+use super::api::{access, handle_array, instance_array};
 use super::args::component_in;
 use super::columns::ColumnMirror;
 use super::convert::kind;
@@ -486,18 +486,15 @@ fn mirror_wrappers(lua: &Lua, a: &Access<'_>, entry: &mut QueryEntry) -> mlua::R
         .query
         .matches(a.arena(), a.store())
         .map_err(lua_error)?;
-    let instances = lua.create_table_with_capacity(matches.len(), 0)?;
-    for (k, id) in matches.ids().iter().enumerate() {
-        instances.raw_set(k + 1, wrap_instance(lua, *id)?)?;
-    }
+    let instances = instance_array(lua, matches.ids())?;
     let mut handles = Vec::with_capacity(entry.terms.len());
     for (term, name) in entry.terms.iter().enumerate() {
-        let c = entry.resolved[term];
-        let table = lua.create_table_with_capacity(matches.len(), 0)?;
-        for (k, id) in matches.ids().iter().enumerate() {
-            table.raw_set(k + 1, wrap_handle(lua, *id, c, name)?)?;
-        }
-        handles.push(table);
+        handles.push(handle_array(
+            lua,
+            matches.ids(),
+            entry.resolved[term],
+            name,
+        )?);
     }
     let wrappers = Wrappers { instances, handles };
     if let Some(mirror) = entry.mirror.as_mut() {
@@ -603,13 +600,7 @@ pub(crate) fn removed(lua: &Lua, component: &LuaValue) -> mlua::Result<(LuaValue
         }
     })?;
     match ids {
-        Some(ids) => {
-            let table = lua.create_table_with_capacity(ids.len(), 0)?;
-            for (k, id) in ids.into_iter().enumerate() {
-                table.raw_set(k + 1, wrap_instance(lua, id)?)?;
-            }
-            Ok((LuaValue::Table(table), LuaValue::Nil))
-        }
+        Some(ids) => Ok((LuaValue::Table(instance_array(lua, &ids)?), LuaValue::Nil)),
         None => Ok((
             LuaValue::Nil,
             LuaValue::String(lua.create_string("missed")?),

@@ -794,3 +794,34 @@ fn bulk_spawned_instances_keep_the_wrappers_the_spawn_returned() {
     );
     assert_eq!(printed, ["2500\t2500\t2500\t2500"]);
 }
+
+/// A query's handles over many instances, some of which already have one: each instance's
+/// handle is the one it had, or a new one of its own, whichever batch it falls in.
+#[test]
+fn a_query_hands_out_each_instances_own_handle_where_some_were_made_before() {
+    let mut world = scripted(1);
+    let printed = printed(
+        &mut world,
+        "local n = 2500
+        local zs = buffer.create(n * 8)
+        for i = 0, n - 1 do buffer.writef64(zs, i * 8, i + 1) end
+        local spawned = world:spawn(n, { Velocity = { z = zs } })
+        local index, early, made = {}, {}, 0
+        for k, inst in spawned do index[inst] = k end
+        for k = 1, n, 7 do
+            early[spawned[k]] = spawned[k]:GetComponent(Velocity)
+            made += 1
+        end
+        local count, same, right, seen = 0, 0, 0, {}
+        for inst, v in world:query({ with = { Velocity } }) do
+            count += 1
+            if rawequal(early[inst], v) then same += 1 end
+            if v.z == index[inst] and rawequal(inst:GetComponent(Velocity), v) then right += 1 end
+            seen[v] = true
+        end
+        local distinct = 0
+        for _ in seen do distinct += 1 end
+        print(count, made, same, right, distinct)",
+    );
+    assert_eq!(printed, ["2500\t358\t358\t2500\t2500"]);
+}
