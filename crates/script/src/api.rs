@@ -561,12 +561,9 @@ pub(crate) fn wrap_handle(
     component: ComponentId,
     name: &std::sync::Arc<str>,
 ) -> mlua::Result<AnyUserData> {
+    // The cache of a component's handles holds that component's handles only.
     let cache = handle_cache(lua, component)?;
-    if let LuaValue::UserData(ud) = cache.raw_get::<LuaValue>(id.get() as f64)?
-        && ud
-            .borrow::<Handle>()
-            .is_ok_and(|h| h.component == component)
-    {
+    if let LuaValue::UserData(ud) = cache.raw_get::<LuaValue>(id.get() as f64)? {
         return Ok(ud);
     }
     let ud = lua.create_userdata(Handle {
@@ -578,7 +575,8 @@ pub(crate) fn wrap_handle(
     Ok(ud)
 }
 
-/// The cache of `component`'s handles, by instance id (made on first use).
+/// The cache of `component`'s handles, by instance id (made on first use): only
+/// [`wrap_handle`] and [`handle_array`] put handles in it, each of `component`.
 fn handle_cache(lua: &Lua, component: ComponentId) -> mlua::Result<Table> {
     let caches = wrapper_caches(lua)?;
     let mut handles = caches.handles.borrow_mut();
