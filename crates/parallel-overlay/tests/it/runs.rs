@@ -568,6 +568,62 @@ fn a_pass_whose_function_panics_keeps_the_values_written_before_it() {
     }
 }
 
+/// A run of a value type with a destructor records what it writes: the rows before the first
+/// unchanged one as a run, the rest one by one, and each value is dropped once (the log and the
+/// store end holding exactly the values written).
+#[test]
+fn a_run_of_text_records_its_changed_rows_around_an_unchanged_one() {
+    let mut arena = Arena::standard();
+    let mut store = Store::new();
+    let label = store
+        .install(
+            ComponentDef::new("Label").field(FieldDef::text("s", "none")),
+            arena.classes(),
+        )
+        .unwrap();
+    let s = store.field(label, "s").unwrap();
+    let members: Vec<InstanceRef> = arena
+        .create_many(ClassId::ENTITY, None, 8)
+        .unwrap()
+        .into_iter()
+        .map(|(id, slot)| InstanceRef::new(id, slot))
+        .collect();
+    store.insert_many(&members, ClassId::ENTITY, label).unwrap();
+    let mut overlay = Overlay::new(WriterRank::system(0, 0), &store);
+    let mut texts = overlay.column::<Arc<str>>(label, s).unwrap();
+    // Row 3 keeps its value; row 5 is skipped.
+    let recorded = texts
+        .update_run(1, 6, |k, current| match k {
+            2 => Some(current.clone()),
+            4 => None,
+            _ => Some(Arc::from(format!("row {}", k + 1))),
+        })
+        .unwrap();
+    assert_eq!(recorded, 4);
+    let written: Vec<Option<String>> = (0..8)
+        .map(|row| texts.written(row).map(|v| v.to_string()))
+        .collect();
+    let expected: Vec<Option<String>> =
+        [None, Some(1), Some(2), None, Some(4), None, Some(6), None]
+            .into_iter()
+            .map(|row| row.map(|r| format!("row {r}")))
+            .collect();
+    assert_eq!(written, expected);
+    let set = overlay.finish();
+    let report = commit(&mut store, vec![set], &NoOrder);
+    assert_eq!(report.applied, 4);
+    for (row, member) in members.iter().enumerate() {
+        let text = store
+            .get::<Arc<str>>(*member, label, s)
+            .unwrap()
+            .to_string();
+        assert_eq!(
+            Some(text),
+            expected[row].clone().or(Some("none".to_owned()))
+        );
+    }
+}
+
 /// What a pass computes from the row's position in the pass and the value it sees: `None` (skip)
 /// for one position in every `period`, the value itself (an identical write) for another, a new
 /// value for the rest (so long periods make long stretches of changed rows).
