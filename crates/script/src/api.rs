@@ -44,6 +44,17 @@ pub(crate) fn access<R>(
     with_world(lua, f)
 }
 
+/// [`access`] for a call that changes the world's structure (adds or removes rows, creates,
+/// clones or destroys instances): pending column writes are applied and every column handed
+/// out goes stale (`columns::invalidate_all`) before `f` runs.
+pub(crate) fn access_structural<R>(
+    lua: &Lua,
+    f: impl FnOnce(&Lua, Access<'_>) -> mlua::Result<R>,
+) -> mlua::Result<R> {
+    columns::invalidate_all(lua)?;
+    with_world(lua, f)
+}
+
 /// [`access`] for a call that reads the world and changes nothing in it: pending column
 /// writes are applied first, as for any call, but an armed handle lane stays armed (its
 /// columns are as current after a read as before), so a loop that reads another instance's
@@ -348,8 +359,7 @@ fn hierarchy_methods<M: UserDataMethods<Inst>>(methods: &mut M) {
         access_instances(lua, |_, a| Ok(a.arena().is_live(this.0)))
     });
     methods.add_method("Destroy", |lua, this, ()| {
-        columns::invalidate_all(lua)?;
-        access(lua, |_, mut a| {
+        access_structural(lua, |_, mut a| {
             a.scene("destroying")?
                 .destroy(this.0)
                 .map(|_| ())
@@ -357,8 +367,7 @@ fn hierarchy_methods<M: UserDataMethods<Inst>>(methods: &mut M) {
         })
     });
     methods.add_method("Clone", |lua, this, ()| {
-        columns::invalidate_all(lua)?;
-        let copy = access(lua, |_, mut a| {
+        let copy = access_structural(lua, |_, mut a| {
             let scene = a.scene("cloning")?;
             let parent = scene.arena().node(this.0).map_err(lua_error)?.parent();
             scene.clone_subtree(this.0, parent).map_err(lua_error)
@@ -435,8 +444,7 @@ fn component_methods<M: UserDataMethods<Inst>>(methods: &mut M) {
         |lua, this, (component, values): (LuaValue, LuaValue)| {
             let name = component_arg(&component)?;
             let values = args::optional_table(&values, "AddComponent's values")?;
-            columns::invalidate_all(lua)?;
-            let c = access(lua, |_, mut a| {
+            let c = access_structural(lua, |_, mut a| {
                 let scene = a.scene("adding a component")?;
                 let c = scene.component(&name).map_err(lua_error)?;
                 let values = match &values {
@@ -481,8 +489,7 @@ fn component_methods<M: UserDataMethods<Inst>>(methods: &mut M) {
     });
     methods.add_method("RemoveComponent", |lua, this, component: LuaValue| {
         let name = component_arg(&component)?;
-        columns::invalidate_all(lua)?;
-        access(lua, |_, mut a| {
+        access_structural(lua, |_, mut a| {
             let scene = a.scene("removing a component")?;
             let c = scene.component(&name).map_err(lua_error)?;
             scene.remove(this.0, c).map_err(lua_error)

@@ -30,9 +30,8 @@ use strata_arena::{ClassId, InstanceId};
 use strata_component_store::{ComponentId, FieldId, FieldType, Value};
 
 use super::access::lua_error;
-use super::api::{access, optional_instance, wrap_new_instances};
+use super::api::{access, access_structural, optional_instance, wrap_new_instances};
 use super::args;
-use super::columns;
 use super::convert::{from_lua, in_field, keyed_fields, kind, type_name};
 use super::navigate::member;
 
@@ -94,8 +93,7 @@ pub(crate) fn spawn(
             components: plan_components(scene, &components, count)?,
         })
     })?;
-    columns::invalidate_all(lua)?;
-    access(lua, |lua, mut a| {
+    access_structural(lua, |lua, mut a| {
         publish(a.scene("spawning")?, plan, |ids| {
             wrap_new_instances(lua, ids)
         })
