@@ -105,12 +105,21 @@ fn wrapper_caches(lua: &Lua) -> mlua::Result<mlua::AppDataRef<'_, WrapperCaches>
 /// The wrapper of an instance (the same one while anything holds it).
 pub(crate) fn wrap_instance(lua: &Lua, id: InstanceId) -> mlua::Result<AnyUserData> {
     let caches = wrapper_caches(lua)?;
-    let cache = &caches.instances;
+    cached_wrapper(&caches.instances, id, || lua.create_userdata(Inst(id)))
+}
+
+/// The wrapper `cache` keeps for instance `id`, or a new one `make` makes, kept from now on:
+/// the one-instance form of [`wrapper_array`].
+fn cached_wrapper(
+    cache: &Table,
+    id: InstanceId,
+    make: impl FnOnce() -> mlua::Result<AnyUserData>,
+) -> mlua::Result<AnyUserData> {
     let key = id.get() as f64;
     if let LuaValue::UserData(ud) = cache.raw_get::<LuaValue>(key)? {
         return Ok(ud);
     }
-    let ud = lua.create_userdata(Inst(id))?;
+    let ud = make()?;
     cache.raw_set(key, &ud)?;
     Ok(ud)
 }
@@ -568,18 +577,13 @@ pub(crate) fn wrap_handle(
     component: ComponentId,
     name: &std::sync::Arc<str>,
 ) -> mlua::Result<AnyUserData> {
-    // The cache of a component's handles holds that component's handles only.
-    let cache = handle_cache(lua, component)?;
-    if let LuaValue::UserData(ud) = cache.raw_get::<LuaValue>(id.get() as f64)? {
-        return Ok(ud);
-    }
-    let ud = lua.create_userdata(Handle {
-        id,
-        component,
-        name: name.clone(),
-    })?;
-    cache.raw_set(id.get() as f64, &ud)?;
-    Ok(ud)
+    cached_wrapper(&handle_cache(lua, component)?, id, || {
+        lua.create_userdata(Handle {
+            id,
+            component,
+            name: name.clone(),
+        })
+    })
 }
 
 /// The cache of `component`'s handles, by instance id (made on first use): only
