@@ -23,25 +23,29 @@ struct World {
     members: Vec<InstanceRef>,
 }
 
-fn world(count: usize, observed: bool) -> World {
+/// A store with `def` installed and held by `count` new entities (rows 0 to `count` − 1).
+fn installed(def: ComponentDef, count: usize) -> (Store, ComponentId, Vec<InstanceRef>) {
     let mut arena = Arena::standard();
     let mut store = Store::new();
-    let score = store
-        .install(
-            ComponentDef::new("Score")
-                .field(FieldDef::integer("n", 0))
-                .observed(observed),
-            arena.classes(),
-        )
-        .unwrap();
-    let n = store.field(score, "n").unwrap();
+    let c = store.install(def, arena.classes()).unwrap();
     let members: Vec<InstanceRef> = arena
         .create_many(ClassId::ENTITY, None, count)
         .unwrap()
         .into_iter()
         .map(|(id, slot)| InstanceRef::new(id, slot))
         .collect();
-    store.insert_many(&members, ClassId::ENTITY, score).unwrap();
+    store.insert_many(&members, ClassId::ENTITY, c).unwrap();
+    (store, c, members)
+}
+
+fn world(count: usize, observed: bool) -> World {
+    let (mut store, score, members) = installed(
+        ComponentDef::new("Score")
+            .field(FieldDef::integer("n", 0))
+            .observed(observed),
+        count,
+    );
+    let n = store.field(score, "n").unwrap();
     store.drain_events();
     store.take_dirty(score).unwrap();
     World {
@@ -490,27 +494,16 @@ fn a_run_past_the_rows_is_refused_and_records_nothing() {
 /// them), the commit applies them, and every other row keeps its value.
 #[test]
 fn a_pass_whose_function_panics_keeps_the_values_written_before_it() {
-    let mut arena = Arena::standard();
-    let mut store = Store::new();
-    let label = store
-        .install(
-            ComponentDef::new("Label")
-                .field(FieldDef::text("s", "none"))
-                .field(FieldDef::integer("n", 0)),
-            arena.classes(),
-        )
-        .unwrap();
+    let (mut store, label, members) = installed(
+        ComponentDef::new("Label")
+            .field(FieldDef::text("s", "none"))
+            .field(FieldDef::integer("n", 0)),
+        10,
+    );
     let (s, n) = (
         store.field(label, "s").unwrap(),
         store.field(label, "n").unwrap(),
     );
-    let members: Vec<InstanceRef> = arena
-        .create_many(ClassId::ENTITY, None, 10)
-        .unwrap()
-        .into_iter()
-        .map(|(id, slot)| InstanceRef::new(id, slot))
-        .collect();
-    store.insert_many(&members, ClassId::ENTITY, label).unwrap();
     let mut overlay = Overlay::new(WriterRank::system(0, 0), &store);
     let mut texts = overlay.column::<Arc<str>>(label, s).unwrap();
     let panicked = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
@@ -573,22 +566,11 @@ fn a_pass_whose_function_panics_keeps_the_values_written_before_it() {
 /// store end holding exactly the values written).
 #[test]
 fn a_run_of_text_records_its_changed_rows_around_an_unchanged_one() {
-    let mut arena = Arena::standard();
-    let mut store = Store::new();
-    let label = store
-        .install(
-            ComponentDef::new("Label").field(FieldDef::text("s", "none")),
-            arena.classes(),
-        )
-        .unwrap();
+    let (mut store, label, members) = installed(
+        ComponentDef::new("Label").field(FieldDef::text("s", "none")),
+        8,
+    );
     let s = store.field(label, "s").unwrap();
-    let members: Vec<InstanceRef> = arena
-        .create_many(ClassId::ENTITY, None, 8)
-        .unwrap()
-        .into_iter()
-        .map(|(id, slot)| InstanceRef::new(id, slot))
-        .collect();
-    store.insert_many(&members, ClassId::ENTITY, label).unwrap();
     let mut overlay = Overlay::new(WriterRank::system(0, 0), &store);
     let mut texts = overlay.column::<Arc<str>>(label, s).unwrap();
     // Row 3 keeps its value; row 5 is skipped.
