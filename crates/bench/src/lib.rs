@@ -61,6 +61,7 @@ pub mod arena;
 pub mod cli;
 pub mod data;
 pub mod error;
+pub mod facade;
 pub mod harness;
 pub mod head_to_head;
 pub mod luau;
@@ -88,6 +89,7 @@ pub fn all_workloads() -> Vec<Workload> {
     let mut workloads = arena::workloads();
     workloads.extend(store::workloads());
     workloads.extend(query::workloads());
+    workloads.extend(facade::workloads());
     workloads.extend(schema::workloads());
     workloads.extend(scheduler::workloads());
     workloads.extend(overlay::workloads());

@@ -17,7 +17,7 @@
 use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
 
-use strata_arena::{BoundedJournal, InstanceId, Slot, Snapshot};
+use strata_arena::{BoundedJournal, ClassId, InstanceId, Slot, Snapshot};
 
 use crate::changes::Changes;
 use crate::column::{Column, Scalar};
@@ -84,6 +84,14 @@ impl InstanceRef {
         let slot = arena.slot_of(id).ok_or(StoreError::UnknownInstance(id))?;
         let bound = u32::try_from(arena.slot_capacity().max(slot.index() + 1)).unwrap_or(u32::MAX);
         Ok(Self { id, slot, bound })
+    }
+
+    /// The live instance `id` of `arena`, checked as [`InstanceRef::of`] checks it, with its
+    /// class; `None` when it is not live. One look at the arena.
+    pub fn of_live(arena: &Snapshot, id: InstanceId) -> Option<(Self, ClassId)> {
+        let (slot, class) = arena.live_slot_class(id)?;
+        let bound = u32::try_from(arena.slot_capacity().max(slot.index() + 1)).unwrap_or(u32::MAX);
+        Some((Self { id, slot, bound }, class))
     }
 
     /// Whether the slot is below what [`InstanceRef::check_slot`] accepts without asking the
@@ -536,6 +544,22 @@ impl ComponentSet {
         }
         self.structural += 1;
         row
+    }
+
+    /// Stores checked values into row `row`, just pushed with defaults, before anything reads
+    /// it; a field given twice keeps its last value. Only for definitions without reference
+    /// fields: the reverse index is untouched.
+    pub(crate) fn fill_new_row(
+        &mut self,
+        row: usize,
+        values: impl Iterator<Item = (FieldId, Value)>,
+    ) {
+        debug_assert!(self.def.reference_fields.is_empty());
+        for (field, value) in values {
+            if let Some(column) = self.columns.get_mut(field.index()) {
+                column.replace(row, value);
+            }
+        }
     }
 
     /// Stores values a definition's factories made (see `InstalledDef::make_defaults`) into

@@ -750,6 +750,16 @@ impl Snapshot {
         matches!(self.find(id), Some((_, record)) if !record.is_destroyed())
     }
 
+    /// The slot and class of `id` when it is live: one lookup where [`Snapshot::is_live`],
+    /// [`Snapshot::slot_of`] and [`Snapshot::node`] would each look again.
+    #[inline]
+    pub fn live_slot_class(&self, id: InstanceId) -> Option<(Slot, ClassId)> {
+        match self.find(id) {
+            Some((slot, record)) if !record.is_destroyed() => Some((slot, record.class())),
+            _ => None,
+        }
+    }
+
     /// The class of `id` when it is live and held at `slot` (a checked instance reference
     /// still names it): one look at the slot's record, no id lookup.
     #[inline]

@@ -32,6 +32,7 @@ use crate::observe::Observers;
 use crate::orphan::{OrphanRecord, Orphans};
 use crate::set::{ComponentSet, InstanceRef, LoadScratch, Tick};
 use crate::shared::SharedSet;
+use crate::value::Value;
 
 mod access;
 mod bulk;
@@ -90,6 +91,9 @@ pub struct Store {
     migrations: Arc<HashMap<(InstanceId, ComponentId), OrphanRecord>>,
     /// Buffers `load_from` reuses from one load to the next (never shared with snapshots).
     load_scratch: LoadScratch,
+    /// The checked values of one `add`, kept between calls so adding allocates nothing (empty
+    /// between calls; never shared with snapshots).
+    add_scratch: Vec<(FieldId, Value)>,
     /// Lifecycle observers (never carried by snapshots).
     observers: Observers,
     /// Dirty state, structural counter and value counters since the last `end_frame`.
@@ -117,6 +121,7 @@ impl Store {
             dependents: Vec::new(),
             migrations: Arc::default(),
             load_scratch: LoadScratch::default(),
+            add_scratch: Vec::new(),
             observers: Observers::default(),
             frame: Frame::default(),
         }

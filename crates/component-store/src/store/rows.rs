@@ -40,19 +40,49 @@ impl Store {
         component: ComponentId,
         values: impl IntoIterator<Item = (FieldId, Value)>,
     ) -> Result<usize, StoreError> {
-        let set = self.set(component)?;
-        let def = set.def();
-        let mut row_values: Vec<Value> = def.fields().iter().map(|f| f.default.clone()).collect();
-        let mut given = Vec::new();
+        let mut given = std::mem::take(&mut self.add_scratch);
+        let added = self.add_given(at, class, component, values, &mut given);
+        given.clear();
+        self.add_scratch = given;
+        added
+    }
+
+    /// [`Store::add`] with `given` (empty) to hold the checked values until the row is added.
+    fn add_given(
+        &mut self,
+        at: InstanceRef,
+        class: ClassId,
+        component: ComponentId,
+        values: impl IntoIterator<Item = (FieldId, Value)>,
+        given: &mut Vec<(FieldId, Value)>,
+    ) -> Result<usize, StoreError> {
+        let def = self.set(component)?.def();
         for (field, value) in values {
             def.check_value(field, &value)?;
-            // In range: `check_value` found the field, and there is one value per field.
-            if let Some(slot) = row_values.get_mut(field.index()) {
-                *slot = value;
-                given.push(field);
-            }
+            given.push((field, value));
         }
-        let (set, row, observers) = self.add_row(at, class, component, Some(row_values), &given)?;
+        let whole_row = def.has_factories() || !def.reference_fields().is_empty();
+        let (set, row, observers) = if whole_row {
+            // Factories make the fields not given, and the reference index reads the row as it
+            // is pushed: both need the row's values whole before it is added.
+            let mut row_values: Vec<Value> =
+                def.fields().iter().map(|f| f.default.clone()).collect();
+            let mut fields = Vec::with_capacity(given.len());
+            for (field, value) in given.drain(..) {
+                // In range: `check_value` found the field, and there is one value per field.
+                if let Some(slot) = row_values.get_mut(field.index()) {
+                    *slot = value;
+                    fields.push(field);
+                }
+            }
+            self.add_row(at, class, component, Some(row_values), &fields)?
+        } else {
+            // A row of defaults copied from the typed default columns, then the given values
+            // stored into it, before anything reads it.
+            let (set, row, observers) = self.add_row(at, class, component, None, &[])?;
+            set.fill_new_row(row, given.drain(..));
+            (set, row, observers)
+        };
         if observers.watches(component) {
             observers.added(component, set, row..=row);
         }

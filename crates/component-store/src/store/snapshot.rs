@@ -37,6 +37,7 @@ impl Store {
             dependents: self.dependents.clone(),
             migrations: self.migrations.clone(),
             load_scratch: LoadScratch::default(),
+            add_scratch: Vec::new(),
             observers: Observers::default(),
             frame: self.frame.snapshot(),
         }

@@ -92,10 +92,8 @@ impl Scene {
         component: ComponentId,
         values: impl IntoIterator<Item = (FieldId, Value)>,
     ) -> Result<(), WorldError> {
-        let at = self.instance_ref(id)?;
-        let class = self.arena.node(id)?.class();
-        let def = self.store.def(component)?;
-        if def.fields().iter().any(|f| f.ty.can_reference()) {
+        let (at, class) = self.live_instance(id)?;
+        if !self.store.def(component)?.reference_fields().is_empty() {
             let values: Vec<(FieldId, Value)> = values.into_iter().collect();
             for (field, value) in &values {
                 self.check_live_references(component, *field, value)?;

@@ -284,8 +284,8 @@ impl Scene {
         let mut outcome = DestroyOutcome::default();
         self.store.on_destroyed_into(doomed, &mut outcome);
         self.forget_dead_orphan_references();
-        report.removed.extend(outcome.removed);
-        report.cleared.extend(outcome.cleared);
+        move_into(&mut report.removed, outcome.removed);
+        move_into(&mut report.cleared, outcome.cleared);
         outcome.destroy
     }
 
@@ -297,5 +297,15 @@ impl Scene {
         let arena = &self.arena;
         self.store
             .rewrite_orphan_references(|target| arena.is_live(target).then_some(target));
+    }
+}
+
+/// Appends `from` to `into`, taking `from`'s buffer when `into` holds nothing (a destruction's
+/// first removals need no second allocation).
+fn move_into<T>(into: &mut Vec<T>, from: Vec<T>) {
+    if into.is_empty() {
+        *into = from;
+    } else {
+        into.extend(from);
     }
 }

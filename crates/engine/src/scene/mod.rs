@@ -385,10 +385,15 @@ impl Scene {
 
     /// A checked reference to a live instance, as the store addresses it.
     pub fn instance_ref(&self, id: InstanceId) -> Result<InstanceRef, WorldError> {
-        if !self.arena.is_live(id) {
-            return Err(WorldError::NotLive(id));
-        }
-        Ok(InstanceRef::of(&self.arena, id)?)
+        Ok(self.live_instance(id)?.0)
+    }
+
+    /// A live instance as the store addresses it, with its class: one look at the arena.
+    pub(crate) fn live_instance(
+        &self,
+        id: InstanceId,
+    ) -> Result<(InstanceRef, ClassId), WorldError> {
+        InstanceRef::of_live(&self.arena, id).ok_or_else(|| WorldError::NotLive(id))
     }
 
     /// Takes what the scene's operations counted for the running system (reads, writes,

@@ -1,0 +1,75 @@
+//! Runs one structural workload's routine for a given library, for an instruction count
+//! under callgrind of the same work in Strata and in its peers. Each run gets a fresh fixture,
+//! as the workload's samples do. Run it once as it is and once with `fixture` last (the
+//! fixtures only), and divide the difference by runs × entities.
+//!
+//! ```text
+//! cargo build --release -p strata-bench --features peers --example structural_runs
+//! valgrind --tool=callgrind target/release/examples/structural_runs strata despawn_respawn 3 100000
+//! valgrind --tool=callgrind target/release/examples/structural_runs strata despawn_respawn 3 100000 fixture
+//! ```
+//!
+//! Workloads: `spawn` (one at a time), `despawn_respawn`, `bulk_despawn`, and through
+//! `strata::World` (whatever the library) `world_spawn` and `world_despawn_respawn`.
+
+use std::hint::black_box;
+
+use strata_bench::facade;
+use strata_bench::head_to_head::Library;
+use strata_bench::peers::{bevy::Bevy, hecs::Hecs, shipyard::Shipyard};
+use strata_bench::query::Strata;
+
+/// `runs` fresh fixtures of `work`'s size `n`, each worked on once unless `fixture_only`.
+fn runs<L: Library>(work: &str, runs: u32, n: u64, fixture_only: bool) {
+    let work_too = !fixture_only;
+    for _ in 0..runs {
+        match work {
+            "spawn" => {
+                let mut world = L::empty();
+                if work_too {
+                    black_box(L::spawn_each(&mut world, n));
+                }
+            }
+            // The facade's forms of the same work (Strata only).
+            "world_spawn" => {
+                let mut bodies = facade::body_world();
+                if work_too {
+                    black_box(facade::spawn_each(&mut bodies, n));
+                }
+            }
+            "world_despawn_respawn" => {
+                let mut movers = facade::movers(n);
+                if work_too {
+                    black_box(facade::despawn_then_respawn(&mut movers));
+                }
+            }
+            "bulk_despawn" => {
+                let mut world = L::bulk_bodies(n);
+                if work_too {
+                    black_box(L::despawn_all(&mut world));
+                }
+            }
+            _ => {
+                let mut world = L::movers(n);
+                if work_too {
+                    black_box(L::despawn_then_respawn(&mut world));
+                }
+            }
+        }
+    }
+}
+
+fn main() {
+    let mut args = std::env::args().skip(1);
+    let library = args.next().unwrap_or_else(|| "strata".to_owned());
+    let work = args.next().unwrap_or_else(|| "despawn_respawn".to_owned());
+    let count: u32 = args.next().and_then(|s| s.parse().ok()).unwrap_or(3);
+    let n: u64 = args.next().and_then(|s| s.parse().ok()).unwrap_or(100_000);
+    let fixture_only = args.next().is_some_and(|a| a == "fixture");
+    match library.as_str() {
+        "bevy" => runs::<Bevy>(&work, count, n, fixture_only),
+        "hecs" => runs::<Hecs>(&work, count, n, fixture_only),
+        "shipyard" => runs::<Shipyard>(&work, count, n, fixture_only),
+        _ => runs::<Strata>(&work, count, n, fixture_only),
+    }
+}
