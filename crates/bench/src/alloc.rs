@@ -37,6 +37,8 @@ use std::hint::black_box;
 use std::sync::OnceLock;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 
+use crate::rss;
+
 /// Whether allocations are being counted now.
 static COUNTING: AtomicBool = AtomicBool::new(false);
 /// The allocation calls counted since counting was last switched on.
@@ -93,25 +95,50 @@ pub struct Allocations {
     pub calls: u64,
     /// The bytes those calls asked for (the new size for `realloc`).
     pub bytes: u64,
+    /// The page faults the process took meanwhile (minor and major), where the platform
+    /// reports them: memory touched for the first time, whoever allocated it.
+    pub faults: Option<u64>,
+}
+
+impl Allocations {
+    /// The counts of two pieces of work together (faults only where both have them).
+    pub fn plus(self, other: Allocations) -> Allocations {
+        Allocations {
+            calls: self.calls + other.calls,
+            bytes: self.bytes + other.bytes,
+            faults: self.faults.zip(other.faults).map(|(a, b)| a + b),
+        }
+    }
 }
 
 /// Runs `work` with counting switched on and returns its output with the allocations the
-/// process made meanwhile; `None` for the allocations when [`CountingAllocator`] is not the
+/// process made meanwhile, and the page faults it took where the platform reports them; `None` for the allocations when [`CountingAllocator`] is not the
 /// process's global allocator (see [`is_installed`]).
 ///
 /// Counting does not nest: an inner `count` runs its work uncounted and reports `None`, and the
 /// outer one counts the inner work's allocations.
 pub fn count<O>(work: impl FnOnce() -> O) -> (O, Option<Allocations>) {
-    if !is_installed() || COUNTING.swap(true, Ordering::SeqCst) {
+    // Nested inside another count: nothing is read, so the outer count sees only `work`.
+    if !is_installed() || COUNTING.load(Ordering::SeqCst) {
+        return (work(), None);
+    }
+    // Read before counting is on (and after it is off): reading the fault counter allocates.
+    let faults_before = rss::page_faults();
+    if COUNTING.swap(true, Ordering::SeqCst) {
         return (work(), None);
     }
     CALLS.store(0, Ordering::SeqCst);
     BYTES.store(0, Ordering::SeqCst);
     let output = work();
     COUNTING.store(false, Ordering::SeqCst);
+    let (calls, bytes) = (CALLS.load(Ordering::SeqCst), BYTES.load(Ordering::SeqCst));
+    let faults = faults_before
+        .zip(rss::page_faults())
+        .map(|(before, after)| after.saturating_sub(before));
     let allocations = Allocations {
-        calls: CALLS.load(Ordering::SeqCst),
-        bytes: BYTES.load(Ordering::SeqCst),
+        calls,
+        bytes,
+        faults,
     };
     (output, Some(allocations))
 }

@@ -495,11 +495,14 @@ fn run_with_progress(
     let outcome = measure(workload, config);
     match &outcome {
         Ok(record) => eprintln!(
-            "median {}, {} per item, {} samples, allocations per run {}",
+            "median {}, {} per item, {} samples, allocations per run {}, page faults per run {}",
             report::format_duration_ns(record.median_ns),
             report::format_duration_ns(record.ns_per_item),
             record.samples,
-            report::format_allocations(record.alloc_calls, record.alloc_bytes)
+            report::format_allocations(record.alloc_calls, record.alloc_bytes),
+            record
+                .page_faults
+                .map_or_else(|| "n/a".to_owned(), |n| n.to_string())
         ),
         Err(err) => eprintln!("failed: {err}"),
     }
@@ -807,6 +810,7 @@ mod tests {
             samples: 3,
             alloc_calls: Some(12),
             alloc_bytes: Some(4096),
+            page_faults: Some(3),
         }
     }
 

@@ -263,6 +263,7 @@ impl Workload {
             samples: summary.samples,
             alloc_calls: allocations.map(|a| a.calls),
             alloc_bytes: allocations.map(|a| a.bytes),
+            page_faults: allocations.and_then(|a| a.faults),
         })
     }
 }
@@ -492,10 +493,7 @@ impl Bencher {
                     run_routine(counted, || routine(black_box(&mut state)));
                 timed += elapsed;
                 allocations = match (allocations, counts) {
-                    (Some(sum), Some(counts)) => Some(Allocations {
-                        calls: sum.calls + counts.calls,
-                        bytes: sum.bytes + counts.bytes,
-                    }),
+                    (Some(sum), Some(counts)) => Some(sum.plus(counts)),
                     _ => None,
                 };
                 outputs.push(output);

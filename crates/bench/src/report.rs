@@ -100,6 +100,11 @@ pub struct BenchRecord {
     /// The bytes those calls asked for (the new size for `realloc`); absent where not counted.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub alloc_bytes: Option<u64>,
+    /// The page faults (minor and major) the process took over the same counted run: memory
+    /// touched for the first time, which a fresh process pays in full. Absent where not
+    /// counted or not reported by the platform. Process-wide, like the allocations.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub page_faults: Option<u64>,
 }
 
 impl BenchRecord {
@@ -340,13 +345,13 @@ fn libraries(report: &Report) -> Vec<&str> {
 
 fn records_table(results: &[BenchRecord]) -> String {
     let mut out = String::from(
-        "| workload | size | library | median | min | ns/item | peak RSS | allocs/run | mechanism |\n\
-         |---|---:|---|---:|---:|---:|---:|---:|---|\n",
+        "| workload | size | library | median | min | ns/item | peak RSS | allocs/run | faults/run | mechanism |\n\
+         |---|---:|---|---:|---:|---:|---:|---:|---:|---|\n",
     );
     for r in results {
         let _ = writeln!(
             out,
-            "| {} | {} | {} | {} | {} | {} | {} | {} | {} |",
+            "| {} | {} | {} | {} | {} | {} | {} | {} | {} | {} |",
             escape_cell(&r.workload),
             format_size(r.size),
             escape_cell(&r.library),
@@ -355,6 +360,8 @@ fn records_table(results: &[BenchRecord]) -> String {
             format_duration_ns(r.ns_per_item),
             format_bytes(r.peak_rss_bytes),
             format_allocations(r.alloc_calls, r.alloc_bytes),
+            r.page_faults
+                .map_or_else(|| "n/a".to_owned(), |n| n.to_string()),
             escape_cell(&r.mechanism),
         );
     }
@@ -515,6 +522,7 @@ pub(crate) mod tests {
             samples: 10,
             alloc_calls: Some(2),
             alloc_bytes: Some(1536),
+            page_faults: Some(40),
         }
     }
 
@@ -547,7 +555,7 @@ pub(crate) mod tests {
     fn json_shape_is_stable() {
         let mut only = record("strata", "arena_create", 1_000_000, 2.5e7);
         only.peak_rss_bytes = None;
-        (only.alloc_calls, only.alloc_bytes) = (None, None);
+        (only.alloc_calls, only.alloc_bytes, only.page_faults) = (None, None, None);
         let value = serde_json::to_value(report(vec![only])).expect("a report encodes");
         let keys = |v: &serde_json::Value| {
             let mut keys: Vec<String> = v.as_object().expect("an object").keys().cloned().collect();
@@ -591,13 +599,14 @@ pub(crate) mod tests {
         assert_eq!(first["ns_per_item"], 25.0);
         assert!(first["peak_rss_bytes"].is_null());
         assert_eq!(value["machine"]["rustc"], serde_json::Value::Null);
-        // Counted allocations add two fields; uncounted ones leave them out.
+        // Counted allocations and faults add three fields; uncounted ones leave them out.
         let counted = serde_json::to_value(record("strata", "arena_create", 1_000_000, 2.5e7))
             .expect("a record encodes");
         let counted_keys = keys(&counted);
-        assert_eq!(counted_keys.len(), 12, "{counted_keys:?}");
+        assert_eq!(counted_keys.len(), 13, "{counted_keys:?}");
         assert_eq!(counted["alloc_calls"], 2);
         assert_eq!(counted["alloc_bytes"], 1536);
+        assert_eq!(counted["page_faults"], 40);
     }
 
     #[test]
@@ -615,14 +624,18 @@ pub(crate) mod tests {
             .expect("an object")
             .remove("unsupported");
         let results = old["results"].as_array_mut().expect("an array");
-        for field in ["alloc_calls", "alloc_bytes"] {
+        for field in ["alloc_calls", "alloc_bytes", "page_faults"] {
             results[0].as_object_mut().expect("an object").remove(field);
         }
         let back: Report = serde_json::from_value(old).expect("an old report decodes");
         assert!(back.unsupported.is_empty());
         assert_eq!(
-            (back.results[0].alloc_calls, back.results[0].alloc_bytes),
-            (None, None)
+            (
+                back.results[0].alloc_calls,
+                back.results[0].alloc_bytes,
+                back.results[0].page_faults
+            ),
+            (None, None, None)
         );
         assert_eq!(
             back.results[0].key().to_string(),
@@ -678,7 +691,7 @@ pub(crate) mod tests {
         let mut piped = record("strata", "arena_lookup", 10_000, 45_600.0);
         piped.mechanism = "slot | map".to_owned();
         piped.peak_rss_bytes = None;
-        (piped.alloc_calls, piped.alloc_bytes) = (None, None);
+        (piped.alloc_calls, piped.alloc_bytes, piped.page_faults) = (None, None, None);
         let text = render_markdown(&report(vec![
             record("strata", "arena_create", 1_000_000, 2.5e7),
             piped,
@@ -687,10 +700,10 @@ pub(crate) mod tests {
             text,
             "# Strata benchmark results\n\n\
              2026-03-21T10:00:00Z · linux x86_64 · 2 cores · Test CPU\n\n\
-             | workload | size | library | median | min | ns/item | peak RSS | allocs/run | mechanism |\n\
-             |---|---:|---|---:|---:|---:|---:|---:|---|\n\
-             | arena_create | 1M | strata | 25.0 ms | 22.5 ms | 25.0 ns | 3.00 MiB | 2 · 1.50 KiB | strata way |\n\
-             | arena_lookup | 10k | strata | 45.6 µs | 41.0 µs | 4.56 ns | n/a | n/a | slot \\| map |\n"
+             | workload | size | library | median | min | ns/item | peak RSS | allocs/run | faults/run | mechanism |\n\
+             |---|---:|---|---:|---:|---:|---:|---:|---:|---|\n\
+             | arena_create | 1M | strata | 25.0 ms | 22.5 ms | 25.0 ns | 3.00 MiB | 2 · 1.50 KiB | 40 | strata way |\n\
+             | arena_lookup | 10k | strata | 45.6 µs | 41.0 µs | 4.56 ns | n/a | n/a | n/a | slot \\| map |\n"
         );
     }
 

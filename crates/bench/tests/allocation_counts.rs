@@ -8,7 +8,7 @@
 use std::hint::black_box;
 use std::time::Duration;
 
-use strata_bench::alloc::{self, Allocations, CountingAllocator};
+use strata_bench::alloc::{self, CountingAllocator};
 use strata_bench::{SampleConfig, Workload};
 
 #[global_allocator]
@@ -39,12 +39,18 @@ fn a_record_counts_the_allocations_of_one_routine_run_only() {
         grown.reserve_exact(30);
         black_box(grown)
     });
-    assert_eq!(
-        allocations,
-        Some(Allocations {
-            calls: 2,
-            bytes: 40
-        })
+    assert_eq!(allocations.map(|a| (a.calls, a.bytes)), Some((2, 40)));
+    // Memory touched for the first time inside the count shows as page faults.
+    let (_, touched) = alloc::count(|| {
+        let mut fresh = vec![0_u8; 16 << 20];
+        for page in fresh.chunks_mut(4096) {
+            page[0] = 1;
+        }
+        black_box(fresh)
+    });
+    assert!(
+        touched.and_then(|a| a.faults).is_some_and(|n| n > 0),
+        "{touched:?}"
     );
     // Counting does not nest: the inner one reports nothing, the outer one counts it all.
     let ((_, inner), outer) = alloc::count(|| alloc::count(|| black_box(vec![0_u8; 8])));
