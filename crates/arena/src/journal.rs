@@ -15,7 +15,7 @@ use std::collections::vec_deque;
 
 /// A bounded, append-only history. One type serves the part-write log, the topology journal and
 /// the component store's removal logs.
-#[derive(Clone, Debug)]
+#[derive(Debug)]
 pub struct BoundedJournal<T> {
     /// (sequence number, entry), oldest first.
     entries: VecDeque<(u64, T)>,
@@ -26,6 +26,27 @@ pub struct BoundedJournal<T> {
     /// `start < c <= end` saw entries that were removed afterwards. Only stretches reaching the
     /// floor or above are kept, and at most `capacity` of them.
     retracted: Vec<(u64, u64)>,
+}
+
+impl<T: Clone> Clone for BoundedJournal<T> {
+    fn clone(&self) -> Self {
+        Self {
+            entries: self.entries.clone(),
+            capacity: self.capacity,
+            floor: self.floor,
+            head: self.head,
+            retracted: self.retracted.clone(),
+        }
+    }
+
+    /// Reuses this journal's buffers (a copy-on-write copy made into a spare).
+    fn clone_from(&mut self, source: &Self) {
+        self.entries.clone_from(&source.entries);
+        self.capacity = source.capacity;
+        self.floor = source.floor;
+        self.head = source.head;
+        self.retracted.clone_from(&source.retracted);
+    }
 }
 
 /// A reader asked for entries the journal no longer (or never) held, or for a history a

@@ -30,11 +30,28 @@ pub(crate) const fn bound(rows: usize) -> usize {
 
 /// A set's change log (see the module invariant): for each change, its tick and the position
 /// of the row it changed (or moved a changed row to).
-#[derive(Clone, Debug, Default)]
+#[derive(Debug, Default)]
 pub(crate) struct ChangeLog {
     ticks: Vec<Tick>,
     rows: Vec<u32>,
     base: Tick,
+}
+
+impl Clone for ChangeLog {
+    fn clone(&self) -> Self {
+        Self {
+            ticks: self.ticks.clone(),
+            rows: self.rows.clone(),
+            base: self.base,
+        }
+    }
+
+    /// Reuses this log's buffers (a copy-on-write copy made into a spare).
+    fn clone_from(&mut self, source: &Self) {
+        self.ticks.clone_from(&source.ticks);
+        self.rows.clone_from(&source.rows);
+        self.base = source.base;
+    }
 }
 
 impl ChangeLog {

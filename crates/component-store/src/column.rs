@@ -13,7 +13,7 @@ use crate::def::FieldType;
 use crate::value::{ListValue, Value};
 
 /// The storage of one field.
-#[derive(Clone, Debug)]
+#[derive(Debug)]
 pub enum Column {
     /// Number field values.
     Number(Vec<f64>),
@@ -35,6 +35,41 @@ pub enum Column {
     List(Vec<ListValue>),
     /// Whole values of compound fields (maps, structs, optionals, buffers).
     Value(Vec<Value>),
+}
+
+impl Clone for Column {
+    fn clone(&self) -> Self {
+        match self {
+            Column::Number(v) => Column::Number(v.clone()),
+            Column::Integer(v) => Column::Integer(v.clone()),
+            Column::Boolean(v) => Column::Boolean(v.clone()),
+            Column::Text(v) => Column::Text(v.clone()),
+            Column::Enum(v) => Column::Enum(v.clone()),
+            Column::Vector(v) => Column::Vector(v.clone()),
+            Column::Transform(v) => Column::Transform(v.clone()),
+            Column::Reference(v) => Column::Reference(v.clone()),
+            Column::List(v) => Column::List(v.clone()),
+            Column::Value(v) => Column::Value(v.clone()),
+        }
+    }
+
+    /// Reuses this column's buffer when it holds the same type (a copy-on-write copy made into
+    /// a spare).
+    fn clone_from(&mut self, source: &Self) {
+        match (self, source) {
+            (Column::Number(v), Column::Number(s)) => v.clone_from(s),
+            (Column::Integer(v), Column::Integer(s)) => v.clone_from(s),
+            (Column::Boolean(v), Column::Boolean(s)) => v.clone_from(s),
+            (Column::Text(v), Column::Text(s)) => v.clone_from(s),
+            (Column::Enum(v), Column::Enum(s)) => v.clone_from(s),
+            (Column::Vector(v), Column::Vector(s)) => v.clone_from(s),
+            (Column::Transform(v), Column::Transform(s)) => v.clone_from(s),
+            (Column::Reference(v), Column::Reference(s)) => v.clone_from(s),
+            (Column::List(v), Column::List(s)) => v.clone_from(s),
+            (Column::Value(v), Column::Value(s)) => v.clone_from(s),
+            (this, source) => *this = source.clone(),
+        }
+    }
 }
 
 macro_rules! each_column {

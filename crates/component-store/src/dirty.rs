@@ -67,7 +67,7 @@ impl FieldMask {
 }
 
 /// The dirty state of a set's rows (see the module invariant).
-#[derive(Clone, Debug)]
+#[derive(Debug)]
 pub(crate) struct DirtyBits {
     /// One bitset per field, indexed by row.
     fields: Box<[Vec<u64>]>,
@@ -78,6 +78,33 @@ pub(crate) struct DirtyBits {
     rows: usize,
     /// How many rows have a dirty field.
     dirty: usize,
+}
+
+impl Clone for DirtyBits {
+    fn clone(&self) -> Self {
+        Self {
+            fields: self.fields.clone(),
+            any: self.any.clone(),
+            summary: self.summary.clone(),
+            rows: self.rows,
+            dirty: self.dirty,
+        }
+    }
+
+    /// Reuses this state's buffers (a copy-on-write copy made into a spare).
+    fn clone_from(&mut self, source: &Self) {
+        if self.fields.len() == source.fields.len() {
+            for (bits, from) in self.fields.iter_mut().zip(&source.fields) {
+                bits.clone_from(from);
+            }
+        } else {
+            self.fields = source.fields.clone();
+        }
+        self.any.clone_from(&source.any);
+        self.summary.clone_from(&source.summary);
+        self.rows = source.rows;
+        self.dirty = source.dirty;
+    }
 }
 
 impl DirtyBits {

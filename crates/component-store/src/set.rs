@@ -234,7 +234,7 @@ pub struct RefEntry {
 
 /// The rows of one component: sparse slot → row, dense ids and slots, one column per field,
 /// per-row change tracking, a removal log and a reverse reference index.
-#[derive(Clone, Debug)]
+#[derive(Debug)]
 pub struct ComponentSet {
     def: Arc<InstalledDef>,
     sparse: Vec<u32>,
@@ -246,6 +246,38 @@ pub struct ComponentSet {
     removals: BoundedJournal<Removal>,
     timeline: Timeline,
     refs: RefIndex,
+}
+
+impl Clone for ComponentSet {
+    fn clone(&self) -> Self {
+        Self {
+            def: Arc::clone(&self.def),
+            sparse: self.sparse.clone(),
+            ids: self.ids.clone(),
+            slots: self.slots.clone(),
+            columns: self.columns.clone(),
+            track: self.track.clone(),
+            structural: self.structural,
+            removals: self.removals.clone(),
+            timeline: self.timeline.clone(),
+            refs: self.refs.clone(),
+        }
+    }
+
+    /// Copies `source` into this set's buffers, growing none that already hold enough: a
+    /// copy-on-write copy made into the spare a restore kept (see `SharedSet`).
+    fn clone_from(&mut self, source: &Self) {
+        self.def = Arc::clone(&source.def);
+        self.sparse.clone_from(&source.sparse);
+        self.ids.clone_from(&source.ids);
+        self.slots.clone_from(&source.slots);
+        self.columns.clone_from(&source.columns);
+        self.track.clone_from(&source.track);
+        self.structural = source.structural;
+        self.removals.clone_from(&source.removals);
+        self.timeline.clone_from(&source.timeline);
+        self.refs.clone_from(&source.refs);
+    }
 }
 
 /// The rows a snapshot slot saved, for [`ComponentSet::restore`].

@@ -1,11 +1,14 @@
 //! `SharedSet`: a component set shared copy-on-write with snapshots, which remembers when its
-//! holder has made it private, so writes after the first skip the atomic uniqueness check.
+//! holder has made it private, so writes after the first skip the atomic uniqueness check, and
+//! which may keep a spare set whose memory its next copy reuses.
 //!
 //! Invariant: `private` is true only while this handle's `Arc` has a strong count of one and no
 //! weak references (none are ever created). `make_mut` sets it after making the set unique;
 //! `share`, the only way a second strong reference is made, clears it first. Every write to a
 //! set goes through `make_mut`, which takes `&mut self`, so no `share` can run concurrently.
-//! A copy made by `make_mut` forks its removal log's timeline.
+//! A copy made by `make_mut` forks its removal log's timeline. `spare` is owned by this handle
+//! alone (`share` never passes it on) and is never read: it is only memory, overwritten whole
+//! by the next copy.
 
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -17,6 +20,9 @@ use crate::set::ComponentSet;
 pub(crate) struct SharedSet {
     arc: Arc<ComponentSet>,
     private: AtomicBool,
+    /// A set this handle no longer needs (the world's copy a restore replaced), kept so the
+    /// next copy-on-write copy goes into its buffers instead of fresh memory.
+    spare: Option<Box<ComponentSet>>,
 }
 
 impl SharedSet {
@@ -24,6 +30,7 @@ impl SharedSet {
         Self {
             arc: Arc::new(set),
             private: AtomicBool::new(true),
+            spare: None,
         }
     }
 
@@ -40,7 +47,20 @@ impl SharedSet {
         Self {
             arc: Arc::clone(&self.arc),
             private: AtomicBool::new(false),
+            spare: None,
         }
+    }
+
+    /// A handle on `saved`'s set (a restore) that keeps, as its spare, the memory of the set
+    /// `replaced` held when no other handle shares it (else `replaced`'s own spare).
+    pub(crate) fn restored(saved: &SharedSet, replaced: SharedSet) -> Self {
+        let mut restored = saved.share();
+        let SharedSet { arc, spare, .. } = replaced;
+        restored.spare = match Arc::try_unwrap(arc) {
+            Ok(set) => Some(Box::new(set)),
+            Err(_) => spare,
+        };
+        restored
     }
 
     /// Whether this handle made the set private (so no other handle shares it, and
@@ -78,6 +98,16 @@ impl SharedSet {
     #[cold]
     #[inline(never)]
     fn make_private(&mut self) {
+        if Arc::get_mut(&mut self.arc).is_none()
+            && let Some(mut copy) = self.spare.take()
+        {
+            // Shared: copy into the spare's buffers rather than fresh memory.
+            ComponentSet::clone_from(&mut copy, &self.arc);
+            copy.fork_timeline();
+            self.arc = Arc::new(*copy);
+            *self.private.get_mut() = true;
+            return;
+        }
         let shared = Arc::as_ptr(&self.arc);
         let set = Arc::make_mut(&mut self.arc);
         if !std::ptr::eq(shared, set) {

@@ -31,12 +31,31 @@ use crate::set::Tick;
 pub(crate) type Panic = Box<dyn std::any::Any + Send>;
 
 /// A set's change tracking (see the module invariant).
-#[derive(Clone, Debug)]
+#[derive(Debug)]
 pub(crate) struct Tracking {
     added: Vec<Tick>,
     changed: Vec<Tick>,
     dirty: DirtyBits,
     log: ChangeLog,
+}
+
+impl Clone for Tracking {
+    fn clone(&self) -> Self {
+        Self {
+            added: self.added.clone(),
+            changed: self.changed.clone(),
+            dirty: self.dirty.clone(),
+            log: self.log.clone(),
+        }
+    }
+
+    /// Reuses this tracking's buffers (a copy-on-write copy made into a spare).
+    fn clone_from(&mut self, source: &Self) {
+        self.added.clone_from(&source.added);
+        self.changed.clone_from(&source.changed);
+        self.dirty.clone_from(&source.dirty);
+        self.log.clone_from(&source.log);
+    }
 }
 
 impl Tracking {

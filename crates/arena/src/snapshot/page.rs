@@ -4,14 +4,15 @@
 //! Invariant: every page but the last holds `PAGE_LEN` entries; the last holds the slots below
 //! the high-water mark that fall in it, so a fresh slot is always appended at the end of the
 //! last page. A vacant slot is `None`. Pages and index shards are shared between snapshots
-//! behind `Arc` and copied whole on the first write after a snapshot took them.
+//! behind `Arc` and copied whole on the first write after a snapshot took them. A page holds
+//! 128 slots: the unit a scattered write copies.
 
 use std::sync::Arc;
 
 use super::record::Record;
 use crate::id::{InstanceId, Slot};
 
-pub(super) const PAGE_BITS: u32 = 10;
+pub(super) const PAGE_BITS: u32 = 7;
 pub(super) const PAGE_LEN: usize = 1 << PAGE_BITS;
 
 /// The page and the index inside it of a slot.

@@ -65,10 +65,19 @@ impl Store {
             return Err(StoreError::SnapshotFromOtherStore);
         }
         self.id = StoreId::fresh();
+        // The sets this store wrote since are replaced; their memory stays as the spares the
+        // next copies reuse, so a rollback loop does not fault fresh memory in every frame.
+        let mut replaced = std::mem::take(&mut self.sets).into_iter();
         self.sets = saved
             .sets
             .iter()
-            .map(|s| s.as_ref().map(SharedSet::share))
+            .map(|s| {
+                let old = replaced.next().flatten();
+                s.as_ref().map(|saved| match old {
+                    Some(old) => SharedSet::restored(saved, old),
+                    None => saved.share(),
+                })
+            })
             .collect();
         if self.names != saved.names {
             self.names = saved.names.clone();

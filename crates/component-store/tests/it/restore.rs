@@ -91,3 +91,93 @@ fn a_snapshot_of_another_store_is_refused_and_changes_nothing() {
     assert!(w.store.has(a, c));
     assert!(w.store.tick() > Tick(0));
 }
+
+/// Everything a set shows, row by row in id order: id, added and changed ticks, dirty mask and
+/// values, then its removal log.
+fn contents(store: &Store, c: strata_component_store::ComponentId) -> Vec<String> {
+    let set = store.set(c).unwrap();
+    let mut rows: Vec<usize> = (0..set.len()).collect();
+    rows.sort_by_key(|row| set.ids()[*row]);
+    let mut out: Vec<String> = rows
+        .into_iter()
+        .map(|row| {
+            let values: Vec<_> = (0..set.def().fields().len())
+                .map(|f| set.value(row, strata_component_store::FieldId::from_index(f as u16)))
+                .collect();
+            format!(
+                "{} {:?} {:?} {:?} {values:?}",
+                set.ids()[row],
+                set.added_ticks()[row],
+                set.changed_ticks()[row],
+                set.dirty_mask(row)
+            )
+        })
+        .collect();
+    let log = set.removal_log();
+    out.push(format!(
+        "{:?}",
+        log.read_since(log.floor())
+            .map(|read| read.map(|(_, r)| r.id).collect::<Vec<_>>())
+    ));
+    out
+}
+
+#[test]
+fn a_copy_made_into_the_memory_a_restore_kept_is_the_snapshot_exactly() {
+    let (mut w, c, hp) = world();
+    let first: Vec<_> = (0..10).map(|_| w.spawn(ClassId::PART)).collect();
+    for at in &first {
+        w.store.add(*at, ClassId::PART, c, []).unwrap();
+    }
+    w.store.remove(first[3], c).unwrap();
+    w.store.write(first[5], c, hp, 55.0).unwrap();
+    let saved = w.store.snapshot();
+    let expected = contents(&saved, c);
+    // The world's own copy moves away from the snapshot in every part (its first rows'
+    // values, ticks and dirty fields, a removal among them) and grows far past it; it becomes
+    // the memory the restore keeps.
+    for (k, at) in first.iter().enumerate().filter(|(k, _)| *k != 3) {
+        w.store.write(*at, c, hp, -(k as f64)).unwrap();
+    }
+    w.store.remove(first[1], c).unwrap();
+    let more: Vec<_> = (0..1_000).map(|_| w.spawn(ClassId::PART)).collect();
+    for (k, at) in more.iter().enumerate() {
+        w.store.add(*at, ClassId::PART, c, []).unwrap();
+        w.store.write(*at, c, hp, k as f64).unwrap();
+    }
+    for at in more.iter().step_by(3) {
+        w.store.remove(*at, c).unwrap();
+    }
+    w.store.restore(&saved).unwrap();
+    assert_eq!(contents(&w.store, c), expected);
+    // Each write after a snapshot copies into the kept memory: no trace of the larger set.
+    for round in 0..3 {
+        let again = w.store.snapshot();
+        w.store.write(first[0], c, hp, f64::from(round)).unwrap();
+        assert!(!w.store.shares_set_with(&again, c));
+        assert_eq!(contents(&again, c), expected, "the snapshot never changes");
+        // The copy is the snapshot's set but for the one row written.
+        let written = contents(&w.store, c);
+        assert_eq!(written.len(), expected.len());
+        let differing: Vec<&String> = written
+            .iter()
+            .zip(&expected)
+            .filter(|(a, b)| a != b)
+            .map(|(a, _)| a)
+            .collect();
+        assert_eq!(differing.len(), 1, "round {round}: {differing:?}");
+        assert!(differing[0].starts_with(&format!("{} ", first[0].id)));
+        assert!(differing[0].contains(&format!("Number({}.0)", round)));
+        // Lookups by instance go through the copy's sparse entries: none is left over from
+        // the larger set.
+        for at in first.iter().skip(1).chain(&more) {
+            assert_eq!(
+                w.store.get::<f64>(*at, c, hp).ok(),
+                again.get::<f64>(*at, c, hp).ok(),
+                "round {round}"
+            );
+        }
+        w.store.restore(&again).unwrap();
+        assert_eq!(contents(&w.store, c), expected, "round {round}");
+    }
+}

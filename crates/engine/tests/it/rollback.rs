@@ -74,6 +74,8 @@ enum Op {
     Drain,
     Snapshot,
     Restore(u8),
+    /// A save, loaded back into a world of its own, which must hash as this one.
+    SaveLoad,
 }
 
 fn op() -> impl Strategy<Value = Op> {
@@ -87,6 +89,7 @@ fn op() -> impl Strategy<Value = Op> {
         1 => Just(Op::Drain),
         2 => Just(Op::Snapshot),
         2 => any::<u8>().prop_map(Op::Restore),
+        1 => Just(Op::SaveLoad),
     ]
 }
 
@@ -205,6 +208,14 @@ impl Harness {
                 }
                 self.saved.push((snapshot, observe(world)));
             }
+            Op::SaveLoad => {
+                let before = observe(world);
+                let mut file = Vec::new();
+                world.save(&mut file).unwrap();
+                let loaded = World::load(file.as_slice()).unwrap();
+                assert_eq!(loaded.hash(), world.hash(), "the save loads as the world");
+                assert_eq!(observe(world), before, "a save changes nothing");
+            }
             Op::Restore(k) => {
                 if self.saved.is_empty() {
                     return;
@@ -293,6 +304,7 @@ fn a_long_run_restores_often() {
         Op::Drain,
         Op::Snapshot,
         Op::Restore(0),
+        Op::SaveLoad,
     ];
     for _ in 0..600 {
         let op = match ops[usize::from(next()) % ops.len()] {
