@@ -26,6 +26,7 @@
 //! | `bulk_set` | 1M | 1M | add [`Tagged`] ([`TAGGED`]) to every member of a query over 1M bodies; the members are collected inside the timed region |
 //! | `bulk_remove` | 1M | 1M | remove [`Tagged`] from every member of a query over 1M bodies that all hold it; the members are collected inside the timed region |
 //! | `bulk_despawn` | 1M | 1M | despawn every member of a query over 1M bodies, leaving the world empty; the members are collected inside the timed region |
+//! | `rollback_window` | 100k | 8 frames | the frame of `rollback_frame` [`ROLLBACK_WINDOW`] times, a snapshot (or, for the peers, a copy) taken before each and all kept, as rollback netcode keeps its window; each frame destroys other bodies ([`window_destroyed`]); then the world put back as it was at the oldest |
 //! | `rollback_frame` | 100k | 1 frame | snapshot a world of 100k ([`Position`], [`Rotation`], [`Velocity`]), write 1% of the Positions ([`Position::nudge`] on every [`ROLLBACK_WRITE_STRIDE`]-th), spawn [`ROLLBACK_CHURN`] bodies and despawn as many, then put the world back as it was at the snapshot; for the peers without snapshots, the best copy each offers (the one of `world_clone`) taken at the start and put back at the end |
 //! | `schedule` | 40k | 1 frame | one frame of the library's scheduler running three systems that swap [`schedule::A`] with `B`, `C` with `D` and `C` with `E`, over 10k entities each of (A, B), (A, B, C), (A, B, C, D) and (A, B, C, E), on a 2-thread pool |
 //! | `frame_overhead` | 100 | 1 frame | one frame of the library's scheduler running 100 systems that do nothing |
@@ -69,6 +70,8 @@ pub const ROLLBACK_SIZE: u64 = 100_000;
 pub const ROLLBACK_WRITE_STRIDE: u64 = 100;
 /// The bodies `rollback_frame` spawns, and destroys, each frame.
 pub const ROLLBACK_CHURN: u64 = 100;
+/// The frames (and snapshots kept) of `rollback_window`.
+pub const ROLLBACK_WINDOW: u64 = 8;
 /// The bodies a `rollback_frame` frame writes: every [`ROLLBACK_WRITE_STRIDE`]-th.
 pub fn rollback_written<T>(ids: &[T]) -> impl Iterator<Item = &T> {
     ids.iter().step_by(ROLLBACK_WRITE_STRIDE as usize)
@@ -77,9 +80,16 @@ pub fn rollback_written<T>(ids: &[T]) -> impl Iterator<Item = &T> {
 /// The bodies a `rollback_frame` frame destroys: [`ROLLBACK_CHURN`] of them spread evenly,
 /// halfway between written ones.
 pub fn rollback_destroyed<T>(ids: &[T]) -> impl Iterator<Item = &T> {
+    window_destroyed(ids, 0)
+}
+
+/// The bodies frame `frame` of a `rollback_window` window destroys: those of
+/// [`rollback_destroyed`], `frame` places further on, so no two frames of a window destroy the
+/// same body (while `frame` is below a hundredth of the bodies).
+pub fn window_destroyed<T>(ids: &[T], frame: u64) -> impl Iterator<Item = &T> {
     let step = (ids.len() / ROLLBACK_CHURN as usize).max(1);
     ids.iter()
-        .skip(step / 2)
+        .skip(step / 2 + frame as usize)
         .step_by(step)
         .take(ROLLBACK_CHURN as usize)
 }

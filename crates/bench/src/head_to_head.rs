@@ -71,6 +71,8 @@ pub enum Work {
     BulkDespawn,
     /// Snapshot, a frame's work, and back to the snapshot.
     RollbackFrame,
+    /// Eight frames, each after a snapshot kept in a window, then back to the oldest.
+    RollbackWindow,
     /// One frame of three systems swapping fields, on the library's scheduler.
     Schedule,
     /// One frame of 100 systems that do nothing.
@@ -79,7 +81,7 @@ pub enum Work {
 
 impl Work {
     /// Every head-to-head workload, in run order.
-    pub const ALL: [Work; 20] = [
+    pub const ALL: [Work; 21] = [
         Work::Spawn,
         Work::SpawnBatch,
         Work::Iter2,
@@ -98,6 +100,7 @@ impl Work {
         Work::BulkRemove,
         Work::BulkDespawn,
         Work::RollbackFrame,
+        Work::RollbackWindow,
         Work::Schedule,
         Work::FrameOverhead,
     ];
@@ -123,6 +126,7 @@ impl Work {
             Work::BulkRemove => "bulk_remove",
             Work::BulkDespawn => "bulk_despawn",
             Work::RollbackFrame => "rollback_frame",
+            Work::RollbackWindow => "rollback_window",
             Work::Schedule => "schedule",
             Work::FrameOverhead => "frame_overhead",
         }
@@ -148,7 +152,7 @@ impl Work {
             Work::BulkSpawn | Work::BulkSet | Work::BulkRemove | Work::BulkDespawn => {
                 vec![Scale::of(BULK_SIZE)]
             }
-            Work::RollbackFrame => vec![Scale::of(ROLLBACK_SIZE)],
+            Work::RollbackFrame | Work::RollbackWindow => vec![Scale::of(ROLLBACK_SIZE)],
             Work::Schedule => vec![Scale::with(4 * schedule::GROUP, schedule::GROUP)],
             Work::FrameOverhead => vec![Scale::of(EMPTY_SYSTEMS)],
         }
@@ -342,6 +346,14 @@ pub trait Library: 'static {
     /// The routine of `rollback_frame`: the world saved, the frame's work done, the world put
     /// back; returns (Positions written, bodies spawned, bodies destroyed).
     fn rollback_once(world: &mut Self::Rollback) -> (u64, u64, u64);
+    /// The routine of `rollback_window`: [`crate::data::ROLLBACK_WINDOW`] frames, each saving
+    /// the world first and keeping every save, each frame's work as `rollback_frame`'s but
+    /// destroying [`crate::data::window_destroyed`]; then the world put back as it was at the
+    /// oldest save. Returns the work done (summed over the frames) and the saves, so their
+    /// drop is not timed.
+    fn rollback_window_once(
+        world: &mut Self::Rollback,
+    ) -> ((u64, u64, u64), impl Sized + use<Self>);
 
     /// The fixture of `schedule` and `frame_overhead`: a world and its scheduled systems.
     type Frame;
@@ -425,6 +437,7 @@ pub fn entry<L: Library>(work: Work, scale: Scale) -> Entry {
         Work::BulkRemove => fresh(move || L::tagged_bodies(n), L::untag_all),
         Work::BulkDespawn => fresh(move || L::bulk_bodies(n), L::despawn_all),
         Work::RollbackFrame => kept(move || L::rollback_world(n), L::rollback_once),
+        Work::RollbackWindow => kept(move || L::rollback_world(n), L::rollback_window_once),
         Work::Schedule => kept(move || L::swapping(k), L::run_frame),
         Work::FrameOverhead => kept(L::idle, L::run_frame),
     };

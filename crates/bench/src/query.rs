@@ -16,7 +16,7 @@
 use std::convert::Infallible;
 use std::hint::black_box;
 
-use strata::World;
+use strata::{World, WorldSnapshot};
 use strata_arena::{Arena, ClassId, InstanceId, Snapshot, Transform, Vec3};
 use strata_component_store::{
     ComponentDef, ComponentId, DestroyOutcome, FieldDef, FieldId, InstanceRef, Published,
@@ -29,7 +29,7 @@ use crate::harness::{STRATA, Workload};
 use crate::head_to_head::Mechanism::{self, Does, Instead};
 use crate::head_to_head::{self, ChangedWork, Library, Work, entry, never_built};
 use crate::overlay::{ParallelWorld, parallel_world, write_pass};
-use crate::rollback::{Rollback, rollback_once, rollback_world};
+use crate::rollback::{Rollback, rollback_once, rollback_window_once, rollback_world};
 use crate::world::{empty_world, frame, schedule_world};
 
 /// Strata's head-to-head workloads, in the table's run order, then `world_snapshot`, which
@@ -106,7 +106,10 @@ impl Library for Strata {
                 "Query::capture + Stage::despawn + commit: one arena destroy batch (one event), each of the 4 sets compacted in one pass; beyond the peers: 1M arena tombstones (ids never reused), removal-log entries per row, reverse-reference checks, dirty state and the structural counter",
             ),
             Work::RollbackFrame => Does(
-                "World::snapshot (arena pages and store sets shared), the frame's work (1% of Positions written, 100 bodies spawned, 100 destroyed), World::restore (what the frame copied dropped, the shared pages and sets put back)",
+                "World::snapshot (arena page table and store sets shared), the frame's work (1% of Positions written, 100 bodies spawned, 100 destroyed), World::restore (the shared pages and sets put back; the sets the frame copied kept as spare memory for the next copy)",
+            ),
+            Work::RollbackWindow => Does(
+                "8 frames, each after a World::snapshot kept in the window (each shares what nobody wrote since), then World::restore to the oldest; the sets the last frame copied kept as spare memory",
             ),
             Work::Schedule => Does(
                 "World::step of 3 parallel systems (SystemSpec::parallel, declared writes) on a 2-thread pool: ab, cd and ce run as one group on lanes, each swapping its two fields through its own overlay (ParCtx::update twice, both from the values established before the group), then one commit in scheduled order (cd and ce write C of different entities: no conflict); plus the frame loop's definition sync check, arena drain and store frame end",
@@ -498,6 +501,9 @@ impl Library for Strata {
     }
     fn rollback_once(world: &mut Rollback) -> (u64, u64, u64) {
         rollback_once(world)
+    }
+    fn rollback_window_once(world: &mut Rollback) -> ((u64, u64, u64), Vec<WorldSnapshot>) {
+        rollback_window_once(world)
     }
 
     type Frame = World;

@@ -12,7 +12,7 @@ use std::hint::black_box;
 
 use strata::prelude::*;
 
-use crate::data::{self, ROLLBACK_CHURN};
+use crate::data::{self, ROLLBACK_CHURN, ROLLBACK_WINDOW};
 
 const FIRST: FieldId = FieldId::from_index(0);
 
@@ -61,8 +61,9 @@ pub fn rollback_world(n: u64) -> Rollback {
 }
 
 /// The frame's work: every [`data::ROLLBACK_WRITE_STRIDE`]-th Position nudged, [`ROLLBACK_CHURN`]
-/// bodies spawned and as many destroyed. Returns (positions changed, spawned, destroyed).
-pub fn frame_work(r: &mut Rollback) -> (u64, u64, u64) {
+/// bodies spawned and as many destroyed (those of [`data::window_destroyed`] for `frame`).
+/// Returns (positions changed, spawned, destroyed).
+pub fn frame_work(r: &mut Rollback, frame: u64) -> (u64, u64, u64) {
     let [position, _, _] = r.components;
     let mut changed = 0;
     for &id in data::rollback_written(&r.ids) {
@@ -79,7 +80,7 @@ pub fn frame_work(r: &mut Rollback) -> (u64, u64, u64) {
         black_box(spawn(&mut r.world, r.components, n + k));
     }
     let mut destroyed = 0;
-    for &id in data::rollback_destroyed(&r.ids) {
+    for &id in data::window_destroyed(&r.ids, frame) {
         must(r.world.destroy(id));
         destroyed += 1;
     }
@@ -89,9 +90,24 @@ pub fn frame_work(r: &mut Rollback) -> (u64, u64, u64) {
 /// One sample: snapshot, the frame's work, restore.
 pub fn rollback_once(r: &mut Rollback) -> (u64, u64, u64) {
     let snapshot = must(r.world.snapshot());
-    let done = frame_work(r);
+    let done = frame_work(r, 0);
     must(r.world.restore(&snapshot));
     done
+}
+
+/// The routine of `rollback_window`: [`ROLLBACK_WINDOW`] frames, each after a snapshot that is
+/// kept, then `World::restore` to the oldest. Returns the work done over the frames and the
+/// snapshots (dropped after the clock stops).
+pub fn rollback_window_once(r: &mut Rollback) -> ((u64, u64, u64), Vec<WorldSnapshot>) {
+    let mut window = Vec::with_capacity(ROLLBACK_WINDOW as usize);
+    let mut done = (0, 0, 0);
+    for frame in 0..ROLLBACK_WINDOW {
+        window.push(must(r.world.snapshot()));
+        let (changed, spawned, destroyed) = frame_work(r, frame);
+        done = (done.0 + changed, done.1 + spawned, done.2 + destroyed);
+    }
+    must(r.world.restore(&window[0]));
+    (done, window)
 }
 
 #[cfg(test)]
@@ -127,7 +143,7 @@ mod tests {
         let before = content(&r.world);
         let live = r.world.arena().live_count();
         let snapshot = r.world.snapshot().unwrap();
-        let done = frame_work(&mut r);
+        let done = frame_work(&mut r, 0);
         assert_eq!(done, (20, ROLLBACK_CHURN, ROLLBACK_CHURN));
         assert_eq!(r.world.arena().live_count(), live);
         r.world.restore(&snapshot).unwrap();

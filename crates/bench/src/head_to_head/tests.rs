@@ -5,7 +5,7 @@
 use std::time::Duration;
 
 use super::*;
-use crate::data::{ROLLBACK_CHURN, big, is_small, is_written, position, tally};
+use crate::data::{ROLLBACK_CHURN, ROLLBACK_WINDOW, big, is_small, is_written, position, tally};
 use crate::harness::SampleConfig;
 use crate::query::Strata;
 
@@ -100,6 +100,18 @@ fn does_the_work<L: Library>(window: Window) {
             let done = (n / 100, ROLLBACK_CHURN, ROLLBACK_CHURN);
             assert_eq!(L::rollback_once(&mut world), done, "{}", L::NAME);
         }
+    }
+    if does::<L>(Work::RollbackWindow) {
+        let mut world = L::rollback_world(n);
+        // The same window every time: the world is put back as it was at the oldest save.
+        let w = ROLLBACK_WINDOW;
+        for _ in 0..2 {
+            let done = (w * (n / 100), w * ROLLBACK_CHURN, w * ROLLBACK_CHURN);
+            assert_eq!(L::rollback_window_once(&mut world).0, done, "{}", L::NAME);
+        }
+        // And it is the world the frame started from: a frame after it does the same work.
+        let done = (n / 100, ROLLBACK_CHURN, ROLLBACK_CHURN);
+        assert_eq!(L::rollback_once(&mut world), done, "{}", L::NAME);
     }
 }
 

@@ -72,9 +72,10 @@ impl Library for Bevy {
             Work::ReferenceCleanup => Does(
                 "relationship RefersTo/HeldBy: despawning a target removes RefersTo from its holders (hook + commands, a table move per holder)",
             ),
-            Work::WorldClone | Work::WorldCloneThenWrite | Work::RollbackFrame => {
-                Cannot(NO_WORLD_COPY)
-            }
+            Work::WorldClone
+            | Work::WorldCloneThenWrite
+            | Work::RollbackFrame
+            | Work::RollbackWindow => Cannot(NO_WORLD_COPY),
             Work::ParallelWrite => Does(
                 "cached QueryState<&mut Heat>::par_iter_mut (multi_threaded) on bevy's ComputeTaskPool of 2 threads (the calling thread helps), 4 fixed batches of a quarter; each write in place through Mut, which sets its change tick",
             ),
@@ -320,6 +321,9 @@ impl Library for Bevy {
         never_built()
     }
     fn rollback_once(never: &mut Infallible) -> (u64, u64, u64) {
+        match *never {}
+    }
+    fn rollback_window_once(never: &mut Infallible) -> ((u64, u64, u64), Infallible) {
         match *never {}
     }
 

@@ -28,7 +28,7 @@ use super::{
     rayon_pool, rotation, tally, velocity, written_groups,
 };
 use crate::data::spawn_fragment_kind;
-use crate::data::{ROLLBACK_CHURN, rollback_destroyed, rollback_written};
+use crate::data::{ROLLBACK_CHURN, ROLLBACK_WINDOW, rollback_written, window_destroyed};
 use crate::head_to_head::Mechanism::{self, Cannot, Does};
 use crate::head_to_head::{ChangedWork, Library, Work, never_built};
 
@@ -98,6 +98,9 @@ impl Library for Hecs {
             ),
             Work::RollbackFrame => Does(
                 "no snapshot in hecs: the world copied whole at the frame's start (world_clone's per-archetype ColumnBatch clone), the frame's work done (World::get writes, spawn, despawn), the copy put back in its place and the worked-on world dropped",
+            ),
+            Work::RollbackWindow => Does(
+                "8 frames, each after a whole copy of the world (world_clone's per-archetype ColumnBatch clone) kept in the window, then the oldest copy put in the world's place",
             ),
             Work::Schedule | Work::FrameOverhead => Cannot(NO_SCHEDULER),
         }
@@ -354,9 +357,24 @@ impl Library for Hecs {
     /// worked-on world dropped).
     fn rollback_once((world, ids, cloner): &mut Self::Rollback) -> (u64, u64, u64) {
         let saved = cloner.clone_world(world);
-        let done = rollback_work(world, ids);
+        let done = rollback_work(world, ids, 0);
         *world = saved;
         done
+    }
+    /// Each frame after a copy of the world kept in the window; then the oldest copy put in
+    /// the world's place (the worked-on world and the other copies returned, to drop untimed).
+    fn rollback_window_once(
+        (world, ids, cloner): &mut Self::Rollback,
+    ) -> ((u64, u64, u64), (World, Vec<World>)) {
+        let mut window = Vec::with_capacity(ROLLBACK_WINDOW as usize);
+        let mut done = (0, 0, 0);
+        for frame in 0..ROLLBACK_WINDOW {
+            window.push(cloner.clone_world(world));
+            let (written, spawned, despawned) = rollback_work(world, ids, frame);
+            done = (done.0 + written, done.1 + spawned, done.2 + despawned);
+        }
+        let oldest = window.remove(0);
+        (done, (std::mem::replace(world, oldest), window))
     }
 
     type Frame = Infallible;
@@ -505,7 +523,7 @@ fn body_cloner() -> WorldCloner {
 /// The frame of `rollback_frame` on `world`, whose first bodies are `ids`: every written
 /// Position nudged, [`ROLLBACK_CHURN`] bodies spawned and as many despawned. Returns (written,
 /// spawned, despawned).
-fn rollback_work(world: &mut World, ids: &[Entity]) -> (u64, u64, u64) {
+fn rollback_work(world: &mut World, ids: &[Entity], frame: u64) -> (u64, u64, u64) {
     let mut written = 0;
     for &id in rollback_written(ids) {
         if let Ok(mut p) = world.get::<&mut Position>(id) {
@@ -519,7 +537,7 @@ fn rollback_work(world: &mut World, ids: &[Entity]) -> (u64, u64, u64) {
         black_box(world.spawn((position(i), rotation(i), velocity(i))));
     }
     let mut despawned = 0;
-    for &id in rollback_destroyed(ids) {
+    for &id in window_destroyed(ids, frame) {
         despawned += u64::from(world.despawn(id).is_ok());
     }
     (written, ROLLBACK_CHURN, despawned)

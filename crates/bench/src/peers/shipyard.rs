@@ -25,7 +25,7 @@ use super::{
     rayon_pool, rotation, schedule, tally, velocity, written_groups,
 };
 use crate::data::spawn_fragment_kind;
-use crate::data::{ROLLBACK_CHURN, rollback_destroyed, rollback_written};
+use crate::data::{ROLLBACK_CHURN, ROLLBACK_WINDOW, rollback_written, window_destroyed};
 use crate::head_to_head::Mechanism::{self, Does};
 use crate::head_to_head::{ChangedWork, Library, Work};
 
@@ -101,6 +101,9 @@ impl Library for Shipyard {
             ),
             Work::RollbackFrame => Does(
                 "no snapshot in shipyard: the world cloned whole at the frame's start (world_clone's AllStorages::clone_storages_to), the frame's work done (ViewMut::get writes, add_entity, delete_entity), the clone put back in its place and the worked-on world dropped",
+            ),
+            Work::RollbackWindow => Does(
+                "8 frames, each after a whole clone of the world (world_clone's AllStorages::clone_storages_to) kept in the window, then the oldest clone put in the world's place",
             ),
             Work::Schedule => Does(
                 "World::run_workload inside a 2-thread rayon pool's install: a workload of ab, cd and ce, each two ViewMut swapping in place (untracked storages); cd and ce both borrow C mutably, so the scheduler puts them in different batches",
@@ -402,9 +405,26 @@ impl Library for Shipyard {
         // The clone's storages are registered for the next frame's clone.
         let mut saved = clone_world(world);
         register_body_clones(&mut saved);
-        let done = rollback_work(world, ids);
+        let done = rollback_work(world, ids, 0);
         *world = saved;
         done
+    }
+    /// Each frame after a clone of the world kept in the window; then the oldest clone put in
+    /// the world's place (the worked-on world and the other clones returned, to drop untimed).
+    fn rollback_window_once(
+        (world, ids): &mut Self::Rollback,
+    ) -> ((u64, u64, u64), (World, Vec<World>)) {
+        let mut window = Vec::with_capacity(ROLLBACK_WINDOW as usize);
+        let mut done = (0, 0, 0);
+        for frame in 0..ROLLBACK_WINDOW {
+            let mut saved = clone_world(world);
+            register_body_clones(&mut saved);
+            window.push(saved);
+            let (written, spawned, deleted) = rollback_work(world, ids, frame);
+            done = (done.0 + written, done.1 + spawned, done.2 + deleted);
+        }
+        let oldest = window.remove(0);
+        (done, (std::mem::replace(world, oldest), window))
     }
 
     /// The world, its workload's name, and the pool the workload runs in.
@@ -511,7 +531,7 @@ fn register_body_clones(world: &mut World) {
 /// The frame of `rollback_frame` on `world`, whose first bodies are `ids`: every written
 /// Position nudged, [`ROLLBACK_CHURN`] bodies spawned and as many deleted. Returns (written,
 /// spawned, deleted).
-fn rollback_work(world: &mut World, ids: &[EntityId]) -> (u64, u64, u64) {
+fn rollback_work(world: &mut World, ids: &[EntityId], frame: u64) -> (u64, u64, u64) {
     let mut written = 0;
     {
         let mut positions = world.borrow::<ViewMut<'_, Position>>().expect(FREE_BORROW);
@@ -528,7 +548,7 @@ fn rollback_work(world: &mut World, ids: &[EntityId]) -> (u64, u64, u64) {
         black_box(world.add_entity((position(i), rotation(i), velocity(i))));
     }
     let mut deleted = 0;
-    for &id in rollback_destroyed(ids) {
+    for &id in window_destroyed(ids, frame) {
         deleted += u64::from(world.delete_entity(id));
     }
     (written, ROLLBACK_CHURN, deleted)
