@@ -78,18 +78,20 @@ pub fn rollback_written<T>(ids: &[T]) -> impl Iterator<Item = &T> {
 }
 
 /// The bodies a `rollback_frame` frame destroys: [`ROLLBACK_CHURN`] of them spread evenly,
-/// halfway between written ones.
+/// none of them a written one ([`rollback_written`]).
 pub fn rollback_destroyed<T>(ids: &[T]) -> impl Iterator<Item = &T> {
     window_destroyed(ids, 0)
 }
 
 /// The bodies frame `frame` of a `rollback_window` window destroys: those of
-/// [`rollback_destroyed`], `frame` places further on, so no two frames of a window destroy the
-/// same body (while `frame` is below a hundredth of the bodies).
+/// [`rollback_destroyed`], `frame` places further on. No two frames of a window destroy the
+/// same body, and no frame destroys one that a later frame writes: each is one past a multiple
+/// of a hundredth of the bodies plus the frame, never a multiple of
+/// [`ROLLBACK_WRITE_STRIDE`] (for windows shorter than the stride).
 pub fn window_destroyed<T>(ids: &[T], frame: u64) -> impl Iterator<Item = &T> {
     let step = (ids.len() / ROLLBACK_CHURN as usize).max(1);
     ids.iter()
-        .skip(step / 2 + frame as usize)
+        .skip(step / 2 + 1 + frame as usize)
         .step_by(step)
         .take(ROLLBACK_CHURN as usize)
 }
@@ -475,6 +477,30 @@ into_vec3!(Position, Rotation, Velocity);
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_window_never_destroys_a_body_twice_or_one_it_writes() {
+        for n in [2_000_u64, 20_000, ROLLBACK_SIZE] {
+            let ids: Vec<u64> = (0..n).collect();
+            let written: Vec<u64> = rollback_written(&ids).copied().collect();
+            let mut destroyed: Vec<u64> = (0..ROLLBACK_WINDOW)
+                .flat_map(|frame| window_destroyed(&ids, frame).copied())
+                .collect();
+            assert_eq!(
+                destroyed.len() as u64,
+                ROLLBACK_WINDOW * ROLLBACK_CHURN,
+                "{n}"
+            );
+            assert!(destroyed.iter().all(|d| !written.contains(d)), "{n}");
+            destroyed.sort_unstable();
+            destroyed.dedup();
+            assert_eq!(
+                destroyed.len() as u64,
+                ROLLBACK_WINDOW * ROLLBACK_CHURN,
+                "{n}"
+            );
+        }
+    }
 
     #[test]
     fn data_is_deterministic_and_spread() {

@@ -102,6 +102,8 @@ fn does_the_work<L: Library>(window: Window) {
         }
     }
     if does::<L>(Work::RollbackWindow) {
+        // Large enough that each frame's destroyed bodies start past a written one.
+        let n = 20_000;
         let mut world = L::rollback_world(n);
         // The same window every time: the world is put back as it was at the oldest save.
         let w = ROLLBACK_WINDOW;
