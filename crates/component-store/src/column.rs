@@ -37,6 +37,31 @@ pub enum Column {
     Value(Vec<Value>),
 }
 
+/// A copy of `values` with room for `extra` more, so the copy's first pushes do not move it.
+pub(crate) fn with_room<T: Clone>(values: &[T], extra: usize) -> Vec<T> {
+    let mut copy = Vec::with_capacity(values.len() + extra);
+    copy.extend_from_slice(values);
+    copy
+}
+
+impl Column {
+    /// A copy with room for `extra` more rows (see [`with_room`]).
+    pub(crate) fn clone_with_room(&self, extra: usize) -> Column {
+        match self {
+            Column::Number(v) => Column::Number(with_room(v, extra)),
+            Column::Integer(v) => Column::Integer(with_room(v, extra)),
+            Column::Boolean(v) => Column::Boolean(with_room(v, extra)),
+            Column::Text(v) => Column::Text(with_room(v, extra)),
+            Column::Enum(v) => Column::Enum(with_room(v, extra)),
+            Column::Vector(v) => Column::Vector(with_room(v, extra)),
+            Column::Transform(v) => Column::Transform(with_room(v, extra)),
+            Column::Reference(v) => Column::Reference(with_room(v, extra)),
+            Column::List(v) => Column::List(with_room(v, extra)),
+            Column::Value(v) => Column::Value(with_room(v, extra)),
+        }
+    }
+}
+
 impl Clone for Column {
     fn clone(&self) -> Self {
         match self {

@@ -20,7 +20,7 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use strata_arena::{BoundedJournal, ClassId, InstanceId, Slot, Snapshot};
 
 use crate::changes::Changes;
-use crate::column::{Column, Scalar};
+use crate::column::{Column, Scalar, with_room};
 use crate::def::{ComponentId, FieldId, InstalledDef};
 use crate::dirty::FieldMask;
 use crate::error::StoreError;
@@ -246,6 +246,30 @@ pub struct ComponentSet {
     removals: BoundedJournal<Removal>,
     timeline: Timeline,
     refs: RefIndex,
+}
+
+impl ComponentSet {
+    /// A copy for a holder about to write it (copy-on-write): the per-row arrays have room for
+    /// an eighth more rows, so rows added soon after the copy do not move it again.
+    pub(crate) fn clone_for_write(&self) -> ComponentSet {
+        let extra = self.len() / 8 + 16;
+        Self {
+            def: Arc::clone(&self.def),
+            sparse: self.sparse.clone(),
+            ids: with_room(&self.ids, extra),
+            slots: with_room(&self.slots, extra),
+            columns: self
+                .columns
+                .iter()
+                .map(|c| c.clone_with_room(extra))
+                .collect(),
+            track: self.track.clone_with_room(extra),
+            structural: self.structural,
+            removals: self.removals.clone(),
+            timeline: self.timeline.clone(),
+            refs: self.refs.clone(),
+        }
+    }
 }
 
 impl Clone for ComponentSet {

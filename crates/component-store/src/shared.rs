@@ -98,21 +98,19 @@ impl SharedSet {
     #[cold]
     #[inline(never)]
     fn make_private(&mut self) {
-        if Arc::get_mut(&mut self.arc).is_none()
-            && let Some(mut copy) = self.spare.take()
-        {
-            // Shared: copy into the spare's buffers rather than fresh memory.
-            ComponentSet::clone_from(&mut copy, &self.arc);
-            copy.fork_timeline();
-            self.arc = Arc::new(*copy);
-            *self.private.get_mut() = true;
-            return;
-        }
-        let shared = Arc::as_ptr(&self.arc);
-        let set = Arc::make_mut(&mut self.arc);
-        if !std::ptr::eq(shared, set) {
+        if Arc::get_mut(&mut self.arc).is_none() {
+            // Shared: copy into the spare's buffers when there is one, else into fresh ones
+            // with room for the rows this holder is likely to add.
+            let mut copy = match self.spare.take() {
+                Some(mut spare) => {
+                    ComponentSet::clone_from(&mut spare, &self.arc);
+                    *spare
+                }
+                None => self.arc.clone_for_write(),
+            };
             // A copy: from here on its removals are not the other holders' history.
-            set.fork_timeline();
+            copy.fork_timeline();
+            self.arc = Arc::new(copy);
         }
         *self.private.get_mut() = true;
     }

@@ -22,7 +22,7 @@ use std::panic::{AssertUnwindSafe, catch_unwind};
 use strata_arena::InstanceId;
 
 use crate::changes::ChangeLog;
-use crate::column::Scalar;
+use crate::column::{Scalar, with_room};
 use crate::def::FieldId;
 use crate::dirty::{DirtyBits, DirtyDone, DirtyPart, FieldMask};
 use crate::set::Tick;
@@ -37,6 +37,18 @@ pub(crate) struct Tracking {
     changed: Vec<Tick>,
     dirty: DirtyBits,
     log: ChangeLog,
+}
+
+impl Tracking {
+    /// A copy whose per-row ticks have room for `extra` more rows.
+    pub(crate) fn clone_with_room(&self, extra: usize) -> Tracking {
+        Self {
+            added: with_room(&self.added, extra),
+            changed: with_room(&self.changed, extra),
+            dirty: self.dirty.clone(),
+            log: self.log.clone(),
+        }
+    }
 }
 
 impl Clone for Tracking {
