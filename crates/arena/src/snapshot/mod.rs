@@ -25,7 +25,7 @@ mod record;
 use std::iter::FusedIterator;
 use std::sync::{Arc, OnceLock};
 
-use self::page::{IdIndex, PAGE_LEN, Page, split};
+use self::page::{IdIndex, PAGE_LEN, Page, PageTable, split};
 use self::record::Link;
 pub(crate) use self::record::{Cold, Record};
 use crate::class::{ClassDescriptor, ClassId, ClassRegistry, FamilyId};
@@ -62,7 +62,7 @@ pub struct Snapshot {
     arena_id: ArenaId,
     /// The page table, shared between snapshots like the pages it points to: taking a snapshot
     /// copies no page pointers, and the first write after it copies the table once.
-    pages: Arc<Vec<Arc<Page>>>,
+    pages: PageTable,
     slot_len: u32,
     id_map: IdIndex,
     live: usize,
@@ -80,11 +80,6 @@ pub struct Snapshot {
     referrers: PSet<InstanceId>,
     /// The open lifecycle scopes, innermost last: each subject with its token's serial.
     scope: Vec<(InstanceId, u64)>,
-}
-
-/// The page table made private for writing (a copy of its pointers when a snapshot shares it).
-fn table(pages: &mut Arc<Vec<Arc<Page>>>) -> &mut Vec<Arc<Page>> {
-    Arc::make_mut(pages)
 }
 
 /// The indexes a construction batch puts back on rollback, as they were at its checkpoint
@@ -112,7 +107,7 @@ impl Snapshot {
         let arena_id = ArenaId::fresh();
         Self {
             arena_id,
-            pages: Arc::new(Vec::new()),
+            pages: PageTable::new(),
             slot_len: 0,
             id_map: IdIndex::new(),
             live: 0,
@@ -262,7 +257,7 @@ impl Snapshot {
     /// Makes the record at `slot` private to this snapshot and returns it for writing.
     pub(crate) fn write_at(&mut self, slot: Slot) -> &mut Record {
         let (page, index) = split(slot);
-        Arc::make_mut(&mut table(&mut self.pages)[page])
+        Arc::make_mut(&mut self.pages.make_mut()[page])
             .get_mut(index)
             .expect("write_at is only called on occupied slots")
     }
@@ -276,7 +271,7 @@ impl Snapshot {
     /// defaults if the node had none).
     fn cold_mut(&mut self, slot: Slot) -> &mut Cold {
         let (page, index) = split(slot);
-        let record = Arc::make_mut(&mut table(&mut self.pages)[page])
+        let record = Arc::make_mut(&mut self.pages.make_mut()[page])
             .get_mut(index)
             .expect("cold data is only written on occupied slots");
         let defaults = self
@@ -298,7 +293,7 @@ impl Snapshot {
         record.prev_sibling = Link::from(previous);
         let (page, index) = split(slot);
         while self.pages.len() <= page {
-            table(&mut self.pages).push(Arc::new(Page::new()));
+            self.pages.make_mut().push(Arc::new(Page::new()));
         }
         if slot.0 >= self.slot_len {
             self.slot_len = slot.0 + 1;
@@ -306,7 +301,7 @@ impl Snapshot {
         if u64::from(slot.0) + 1 != id.get() {
             self.id_map.insert(id, slot);
         }
-        let records = Arc::make_mut(&mut table(&mut self.pages)[page]);
+        let records = Arc::make_mut(&mut self.pages.make_mut()[page]);
         records.put(index, record);
         self.live += 1;
         let Some(parent) = parent else { return };
@@ -346,7 +341,7 @@ impl Snapshot {
             return;
         };
         while self.pages.len() <= split(highest).0 {
-            table(&mut self.pages).push(Arc::new(Page::new()));
+            self.pages.make_mut().push(Arc::new(Page::new()));
         }
         if highest.0 >= self.slot_len {
             self.slot_len = highest.0 + 1;
@@ -363,7 +358,7 @@ impl Snapshot {
             {
                 self.write_at(p).next_sibling = Link::to(group[0]);
             }
-            let page = Arc::make_mut(&mut table(&mut self.pages)[page_index]);
+            let page = Arc::make_mut(&mut self.pages.make_mut()[page_index]);
             for &slot in group {
                 let mut new = record(offset);
                 offset += 1;
@@ -399,7 +394,7 @@ impl Snapshot {
     /// tombstone (reclamation). Returns the record that was there.
     pub(crate) fn vacate(&mut self, slot: Slot) -> Option<Record> {
         let (page, index) = split(slot);
-        let record = Arc::make_mut(table(&mut self.pages).get_mut(page)?).take(index)?;
+        let record = Arc::make_mut(self.pages.make_mut().get_mut(page)?).take(index)?;
         self.forget(slot, &record);
         Some(record)
     }
@@ -409,7 +404,7 @@ impl Snapshot {
     /// per run of consecutive slots in it.
     pub(crate) fn reclaim(&mut self, doomed: &[Doomed], mut freed: impl FnMut(Slot)) {
         for group in doomed.chunk_by(|a, b| split(a.slot).0 == split(b.slot).0) {
-            let Some(page) = table(&mut self.pages).get_mut(split(group[0].slot).0) else {
+            let Some(page) = self.pages.make_mut().get_mut(split(group[0].slot).0) else {
                 continue;
             };
             let page = Arc::make_mut(page);
@@ -447,7 +442,7 @@ impl Snapshot {
     pub(crate) fn entomb(&mut self, slots: &[Slot]) -> bool {
         let mut untagged = false;
         for group in page_runs(slots) {
-            let page = Arc::make_mut(&mut table(&mut self.pages)[split(group[0]).0]);
+            let page = Arc::make_mut(&mut self.pages.make_mut()[split(group[0]).0]);
             for &slot in group {
                 if let Some(record) = page.get_mut(split(slot).1) {
                     untagged |=
@@ -469,12 +464,12 @@ impl Snapshot {
         }
         let pages = (slot_len as usize).div_ceil(PAGE_LEN);
         while self.pages.len() < pages {
-            table(&mut self.pages).push(Arc::new(Page::new()));
+            self.pages.make_mut().push(Arc::new(Page::new()));
         }
         for page in (self.slot_len as usize / PAGE_LEN)..pages {
             let len = (slot_len as usize - page * PAGE_LEN).min(PAGE_LEN);
             if self.pages[page].entries().len() < len {
-                Arc::make_mut(&mut table(&mut self.pages)[page]).extend_vacant(len);
+                Arc::make_mut(&mut self.pages.make_mut()[page]).extend_vacant(len);
             }
         }
         self.slot_len = slot_len;
@@ -485,9 +480,9 @@ impl Snapshot {
     pub(crate) fn truncate_slots(&mut self, slot_len: u32) {
         self.slot_len = slot_len;
         let pages = (slot_len as usize).div_ceil(PAGE_LEN);
-        table(&mut self.pages).truncate(pages);
+        self.pages.make_mut().truncate(pages);
         let in_last = slot_len as usize - pages.saturating_sub(1) * PAGE_LEN;
-        if let Some(last) = table(&mut self.pages).last_mut()
+        if let Some(last) = self.pages.make_mut().last_mut()
             && last.entries().len() > in_last
         {
             Arc::make_mut(last).truncate(in_last);

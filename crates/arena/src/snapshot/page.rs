@@ -8,6 +8,7 @@
 //! 128 slots: the unit a scattered write copies.
 
 use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
 
 use super::record::Record;
 use crate::id::{InstanceId, Slot};
@@ -20,63 +21,129 @@ pub(super) fn split(slot: Slot) -> (usize, usize) {
     (slot.index() >> PAGE_BITS, slot.index() & (PAGE_LEN - 1))
 }
 
-/// A run of `PAGE_LEN` slots, the unit of copy-on-write for records.
-#[derive(Debug)]
+/// A run of `PAGE_LEN` slots, the unit of copy-on-write for records. The records sit inline,
+/// so a page behind its `Arc` is one allocation and a lookup one pointer away from the table.
+/// Invariant: `len` is at most `PAGE_LEN`, and every slot from `len` on is `None`.
+#[derive(Clone, Debug)]
 pub(super) struct Page {
-    slots: Vec<Option<Record>>,
+    /// How many slots the page holds (the last page may hold fewer than `PAGE_LEN`).
+    len: usize,
+    slots: [Option<Record>; PAGE_LEN],
 }
 
 impl Page {
     pub(super) fn new() -> Self {
         Self {
-            slots: Vec::with_capacity(PAGE_LEN),
+            len: 0,
+            slots: std::array::from_fn(|_| None),
         }
     }
 
     pub(super) fn get(&self, index: usize) -> Option<&Record> {
-        self.slots.get(index)?.as_ref()
+        self.entries().get(index)?.as_ref()
     }
 
     pub(super) fn get_mut(&mut self, index: usize) -> Option<&mut Record> {
-        self.slots.get_mut(index)?.as_mut()
+        self.slots[..self.len].get_mut(index)?.as_mut()
     }
 
     pub(super) fn entries(&self) -> &[Option<Record>] {
-        &self.slots
+        &self.slots[..self.len]
     }
 
     /// Stores `record` at `index`, which is either vacant or the page's next fresh slot.
     pub(super) fn put(&mut self, index: usize, record: Record) {
-        if index == self.slots.len() {
-            self.slots.push(Some(record));
-        } else {
-            debug_assert!(self.slots[index].is_none(), "records go to vacant slots");
+        if index == self.len {
             self.slots[index] = Some(record);
+            self.len += 1;
+        } else {
+            let slot = &mut self.slots[..self.len][index];
+            debug_assert!(slot.is_none(), "records go to vacant slots");
+            *slot = Some(record);
         }
     }
 
-    /// Appends vacant slots until the page holds `len` entries (fresh slots held by a
-    /// reservation).
+    /// Holds vacant slots up to `len` entries (fresh slots held by a reservation).
     pub(super) fn extend_vacant(&mut self, len: usize) {
-        self.slots.resize_with(len.max(self.slots.len()), || None);
+        self.len = len.clamp(self.len, PAGE_LEN);
     }
 
     pub(super) fn take(&mut self, index: usize) -> Option<Record> {
-        self.slots.get_mut(index)?.take()
+        self.slots[..self.len].get_mut(index)?.take()
     }
 
     /// Keeps the first `len` slots only (construction rollback of appended slots).
     pub(super) fn truncate(&mut self, len: usize) {
-        self.slots.truncate(len);
+        if len < self.len {
+            self.slots[len..self.len].fill_with(|| None);
+            self.len = len;
+        }
     }
 }
 
-impl Clone for Page {
-    /// A copy with room for a whole page, so the last page keeps growing in place.
+/// The table of pages, shared between snapshots behind one `Arc`, which remembers when its
+/// holder has made it private, so writes after the first skip the atomic uniqueness check.
+///
+/// Invariant: `private` is true only while `arc` has a strong count of one and no weak
+/// references (none are ever made). `make_mut` sets it after making the table unique; `clone`,
+/// the only way a second strong reference is made, clears it first. Every write goes through
+/// `make_mut`, which takes `&mut self`, so no `clone` runs at the same time.
+#[derive(Debug)]
+pub(super) struct PageTable {
+    arc: Arc<Vec<Arc<Page>>>,
+    private: AtomicBool,
+}
+
+impl PageTable {
+    pub(super) fn new() -> Self {
+        Self {
+            arc: Arc::new(Vec::new()),
+            private: AtomicBool::new(true),
+        }
+    }
+
+    /// The table for writing: its pointers copied first if a snapshot shares it, and without
+    /// any atomic operation once this holder made it private.
+    #[inline(always)]
+    #[expect(
+        unsafe_code,
+        reason = "skips Arc::make_mut's atomic check on a private page table"
+    )]
+    pub(super) fn make_mut(&mut self) -> &mut Vec<Arc<Page>> {
+        if !*self.private.get_mut() {
+            Arc::make_mut(&mut self.arc);
+            *self.private.get_mut() = true;
+        }
+        debug_assert_eq!(
+            Arc::strong_count(&self.arc),
+            1,
+            "a private table is unshared"
+        );
+        // SAFETY: `private` is true (set just above if it was not), so by the invariant this
+        // `Arc` is the only strong reference and no weak reference exists; `&mut self` excludes
+        // every other borrow of it. The table is reachable only through this handle, and
+        // handing out `&mut` to it for the duration of the borrow is sound.
+        unsafe { &mut *Arc::as_ptr(&self.arc).cast_mut() }
+    }
+}
+
+impl Clone for PageTable {
+    /// A second handle on the same table (a snapshot): both copy before their next write.
     fn clone(&self) -> Self {
-        let mut slots = Vec::with_capacity(PAGE_LEN.max(self.slots.len()));
-        slots.extend_from_slice(&self.slots);
-        Self { slots }
+        self.private.store(false, Ordering::Relaxed);
+        Self {
+            arc: Arc::clone(&self.arc),
+            private: AtomicBool::new(false),
+        }
+    }
+}
+
+impl std::ops::Deref for PageTable {
+    type Target = Vec<Arc<Page>>;
+
+    #[inline]
+    fn deref(&self) -> &Vec<Arc<Page>> {
+        &self.arc
     }
 }
 
