@@ -124,12 +124,12 @@
 //! one (a version-1 save) gets a seed of its own.
 //!
 //! A node is a 64-byte record (id, revision, creation counter, five 32-bit slot links, child
-//! count, class, flags and one pointer) in a page of 128 records behind `Arc`. Its name,
+//! count, class, flags and one pointer) in a page of 1,024 records behind `Arc`. Its name,
 //! attributes, state, tags and persistent id sit behind the pointer only once one of them
 //! leaves its class's defaults, so an instance nobody wrote is its record and nothing else. A
-//! snapshot clones the pointer to its page table plus the persistent indexes; the first write
-//! afterwards copies the table (one pointer per page), the first write to a page copies its
-//! records (8 KiB), and the first write to a node's data copies that data. Bulk creation, subtree destruction and reclamation make each page private once per run
+//! snapshot clones one pointer per page plus the persistent indexes; the first write to a page
+//! afterwards copies its records (64 KiB), and the first write to a node's data copies that
+//! data. Bulk creation, subtree destruction and reclamation make each page private once per run
 //! of consecutive slots. Links are slots of the same snapshot (a parent link and an ordered,
 //! doubly linked sibling list), so a walk never resolves an id, and a link never names a vacant
 //! slot: rollback unlinks every instance of a batch before it vacates any.

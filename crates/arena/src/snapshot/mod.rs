@@ -2,12 +2,10 @@
 //!
 //! Nodes are stored inline as records (`record.rs`) in fixed-size pages behind `Arc`
 //! (`page.rs`); the data a node has moved away from its class's defaults hangs off its record
-//! behind one more `Arc`. The page table (one pointer per 128 slots) is shared behind an `Arc`
-//! as well. Taking a snapshot clones that pointer and the persistent indexes (`imbl` maps, O(1)
-//! to clone); the first write afterwards copies the table's pointers once, the first write to a
-//! page copies that page's records (and nothing behind them), and the first write to a node's
-//! data copies that data. Small pages keep a scattered write cheap: a rollback frame that
-//! destroys a hundred instances across the world copies a hundred 8 KiB pages.
+//! behind one more `Arc`. Taking a snapshot clones the page vector (one pointer per 1,024
+//! slots) and the persistent indexes (`imbl` maps, O(1) to clone); the first write to a page
+//! afterwards copies that page's records (and nothing behind them), and the first write to a
+//! node's data copies that data.
 //!
 //! Invariant: a live id resolves either at slot `id - 1` (when the record stored there carries
 //! that id) or through `id_map`; `id_map` holds exactly the ids (live or tombstone) whose slot
@@ -25,7 +23,7 @@ mod record;
 use std::iter::FusedIterator;
 use std::sync::{Arc, OnceLock};
 
-use self::page::{IdIndex, PAGE_LEN, Page, PageTable, split};
+use self::page::{IdIndex, PAGE_LEN, Page, SparePages, split};
 use self::record::Link;
 pub(crate) use self::record::{Cold, Record};
 use crate::class::{ClassDescriptor, ClassId, ClassRegistry, FamilyId};
@@ -60,9 +58,10 @@ type LayoutIndex = PMap<InstanceId, Revision>;
 pub struct Snapshot {
     /// The identity of the arena this state belongs to; snapshots keep it.
     arena_id: ArenaId,
-    /// The page table, shared between snapshots like the pages it points to: taking a snapshot
-    /// copies no page pointers, and the first write after it copies the table once.
-    pages: PageTable,
+    pages: Vec<Arc<Page>>,
+    /// Pages this state no longer holds (the copies a restore replaced), whose memory the next
+    /// copy-on-write copies of pages reuse. Never shared: a clone starts with none.
+    spare_pages: SparePages,
     slot_len: u32,
     id_map: IdIndex,
     live: usize,
@@ -80,6 +79,25 @@ pub struct Snapshot {
     referrers: PSet<InstanceId>,
     /// The open lifecycle scopes, innermost last: each subject with its token's serial.
     scope: Vec<(InstanceId, u64)>,
+}
+
+/// Page `index` of `pages` made private for writing: when another state shares it, copied into
+/// a spare page's memory if there is one, else into a fresh page.
+fn private_page<'a>(
+    pages: &'a mut [Arc<Page>],
+    spares: &mut SparePages,
+    index: usize,
+) -> &'a mut Page {
+    let page = &mut pages[index];
+    // Spares first: without them this is `Arc::make_mut` alone, one atomic check.
+    if !spares.is_empty()
+        && Arc::get_mut(page).is_none()
+        && let Some(mut copy) = spares.take()
+    {
+        copy.clone_from(page);
+        *page = Arc::new(copy);
+    }
+    Arc::make_mut(page)
 }
 
 /// The indexes a construction batch puts back on rollback, as they were at its checkpoint
@@ -107,7 +125,8 @@ impl Snapshot {
         let arena_id = ArenaId::fresh();
         Self {
             arena_id,
-            pages: PageTable::new(),
+            pages: Vec::new(),
+            spare_pages: SparePages::default(),
             slot_len: 0,
             id_map: IdIndex::new(),
             live: 0,
@@ -152,7 +171,16 @@ impl Snapshot {
         let classes = self.classes.clone();
         let guids = self.guids.clone();
         let scope = std::mem::take(&mut self.scope);
+        let mut spare_pages = std::mem::take(&mut self.spare_pages);
+        // The pages this state copied since are dropped by the restore: their memory is kept
+        // for the copies the next writes make.
+        for page in std::mem::take(&mut self.pages) {
+            if let Ok(page) = Arc::try_unwrap(page) {
+                spare_pages.keep(page);
+            }
+        }
         *self = saved.clone();
+        self.spare_pages = spare_pages;
         self.classes = classes;
         self.guids = guids;
         self.scope = scope;
@@ -257,7 +285,7 @@ impl Snapshot {
     /// Makes the record at `slot` private to this snapshot and returns it for writing.
     pub(crate) fn write_at(&mut self, slot: Slot) -> &mut Record {
         let (page, index) = split(slot);
-        Arc::make_mut(&mut self.pages.make_mut()[page])
+        private_page(&mut self.pages, &mut self.spare_pages, page)
             .get_mut(index)
             .expect("write_at is only called on occupied slots")
     }
@@ -271,7 +299,7 @@ impl Snapshot {
     /// defaults if the node had none).
     fn cold_mut(&mut self, slot: Slot) -> &mut Cold {
         let (page, index) = split(slot);
-        let record = Arc::make_mut(&mut self.pages.make_mut()[page])
+        let record = private_page(&mut self.pages, &mut self.spare_pages, page)
             .get_mut(index)
             .expect("cold data is only written on occupied slots");
         let defaults = self
@@ -293,7 +321,7 @@ impl Snapshot {
         record.prev_sibling = Link::from(previous);
         let (page, index) = split(slot);
         while self.pages.len() <= page {
-            self.pages.make_mut().push(Arc::new(Page::new()));
+            self.pages.push(Arc::new(Page::new()));
         }
         if slot.0 >= self.slot_len {
             self.slot_len = slot.0 + 1;
@@ -301,7 +329,7 @@ impl Snapshot {
         if u64::from(slot.0) + 1 != id.get() {
             self.id_map.insert(id, slot);
         }
-        let records = Arc::make_mut(&mut self.pages.make_mut()[page]);
+        let records = private_page(&mut self.pages, &mut self.spare_pages, page);
         records.put(index, record);
         self.live += 1;
         let Some(parent) = parent else { return };
@@ -341,7 +369,7 @@ impl Snapshot {
             return;
         };
         while self.pages.len() <= split(highest).0 {
-            self.pages.make_mut().push(Arc::new(Page::new()));
+            self.pages.push(Arc::new(Page::new()));
         }
         if highest.0 >= self.slot_len {
             self.slot_len = highest.0 + 1;
@@ -358,7 +386,7 @@ impl Snapshot {
             {
                 self.write_at(p).next_sibling = Link::to(group[0]);
             }
-            let page = Arc::make_mut(&mut self.pages.make_mut()[page_index]);
+            let page = private_page(&mut self.pages, &mut self.spare_pages, page_index);
             for &slot in group {
                 let mut new = record(offset);
                 offset += 1;
@@ -394,7 +422,10 @@ impl Snapshot {
     /// tombstone (reclamation). Returns the record that was there.
     pub(crate) fn vacate(&mut self, slot: Slot) -> Option<Record> {
         let (page, index) = split(slot);
-        let record = Arc::make_mut(self.pages.make_mut().get_mut(page)?).take(index)?;
+        if page >= self.pages.len() {
+            return None;
+        }
+        let record = private_page(&mut self.pages, &mut self.spare_pages, page).take(index)?;
         self.forget(slot, &record);
         Some(record)
     }
@@ -404,10 +435,11 @@ impl Snapshot {
     /// per run of consecutive slots in it.
     pub(crate) fn reclaim(&mut self, doomed: &[Doomed], mut freed: impl FnMut(Slot)) {
         for group in doomed.chunk_by(|a, b| split(a.slot).0 == split(b.slot).0) {
-            let Some(page) = self.pages.make_mut().get_mut(split(group[0].slot).0) else {
+            let index = split(group[0].slot).0;
+            if index >= self.pages.len() {
                 continue;
-            };
-            let page = Arc::make_mut(page);
+            }
+            let page = private_page(&mut self.pages, &mut self.spare_pages, index);
             for d in group {
                 let index = split(d.slot).1;
                 if page.get(index).is_none_or(|r| r.id != d.id) {
@@ -442,7 +474,7 @@ impl Snapshot {
     pub(crate) fn entomb(&mut self, slots: &[Slot]) -> bool {
         let mut untagged = false;
         for group in page_runs(slots) {
-            let page = Arc::make_mut(&mut self.pages.make_mut()[split(group[0]).0]);
+            let page = private_page(&mut self.pages, &mut self.spare_pages, split(group[0]).0);
             for &slot in group {
                 if let Some(record) = page.get_mut(split(slot).1) {
                     untagged |=
@@ -464,12 +496,12 @@ impl Snapshot {
         }
         let pages = (slot_len as usize).div_ceil(PAGE_LEN);
         while self.pages.len() < pages {
-            self.pages.make_mut().push(Arc::new(Page::new()));
+            self.pages.push(Arc::new(Page::new()));
         }
         for page in (self.slot_len as usize / PAGE_LEN)..pages {
             let len = (slot_len as usize - page * PAGE_LEN).min(PAGE_LEN);
             if self.pages[page].entries().len() < len {
-                Arc::make_mut(&mut self.pages.make_mut()[page]).extend_vacant(len);
+                private_page(&mut self.pages, &mut self.spare_pages, page).extend_vacant(len);
             }
         }
         self.slot_len = slot_len;
@@ -480,9 +512,9 @@ impl Snapshot {
     pub(crate) fn truncate_slots(&mut self, slot_len: u32) {
         self.slot_len = slot_len;
         let pages = (slot_len as usize).div_ceil(PAGE_LEN);
-        self.pages.make_mut().truncate(pages);
+        self.pages.truncate(pages);
         let in_last = slot_len as usize - pages.saturating_sub(1) * PAGE_LEN;
-        if let Some(last) = self.pages.make_mut().last_mut()
+        if let Some(last) = self.pages.last_mut()
             && last.entries().len() > in_last
         {
             Arc::make_mut(last).truncate(in_last);

@@ -4,16 +4,14 @@
 //! Invariant: every page but the last holds `PAGE_LEN` entries; the last holds the slots below
 //! the high-water mark that fall in it, so a fresh slot is always appended at the end of the
 //! last page. A vacant slot is `None`. Pages and index shards are shared between snapshots
-//! behind `Arc` and copied whole on the first write after a snapshot took them. A page holds
-//! 128 slots: the unit a scattered write copies.
+//! behind `Arc` and copied whole on the first write after a snapshot took them.
 
 use std::sync::Arc;
-use std::sync::atomic::{AtomicBool, Ordering};
 
 use super::record::Record;
 use crate::id::{InstanceId, Slot};
 
-pub(super) const PAGE_BITS: u32 = 7;
+pub(super) const PAGE_BITS: u32 = 10;
 pub(super) const PAGE_LEN: usize = 1 << PAGE_BITS;
 
 /// The page and the index inside it of a slot.
@@ -21,129 +19,99 @@ pub(super) fn split(slot: Slot) -> (usize, usize) {
     (slot.index() >> PAGE_BITS, slot.index() & (PAGE_LEN - 1))
 }
 
-/// A run of `PAGE_LEN` slots, the unit of copy-on-write for records. The records sit inline,
-/// so a page behind its `Arc` is one allocation and a lookup one pointer away from the table.
-/// Invariant: `len` is at most `PAGE_LEN`, and every slot from `len` on is `None`.
-#[derive(Clone, Debug)]
+/// A run of `PAGE_LEN` slots, the unit of copy-on-write for records.
+#[derive(Debug)]
 pub(super) struct Page {
-    /// How many slots the page holds (the last page may hold fewer than `PAGE_LEN`).
-    len: usize,
-    slots: [Option<Record>; PAGE_LEN],
+    slots: Vec<Option<Record>>,
 }
 
 impl Page {
     pub(super) fn new() -> Self {
         Self {
-            len: 0,
-            slots: std::array::from_fn(|_| None),
+            slots: Vec::with_capacity(PAGE_LEN),
         }
     }
 
     pub(super) fn get(&self, index: usize) -> Option<&Record> {
-        self.entries().get(index)?.as_ref()
+        self.slots.get(index)?.as_ref()
     }
 
     pub(super) fn get_mut(&mut self, index: usize) -> Option<&mut Record> {
-        self.slots[..self.len].get_mut(index)?.as_mut()
+        self.slots.get_mut(index)?.as_mut()
     }
 
     pub(super) fn entries(&self) -> &[Option<Record>] {
-        &self.slots[..self.len]
+        &self.slots
     }
 
     /// Stores `record` at `index`, which is either vacant or the page's next fresh slot.
     pub(super) fn put(&mut self, index: usize, record: Record) {
-        if index == self.len {
-            self.slots[index] = Some(record);
-            self.len += 1;
+        if index == self.slots.len() {
+            self.slots.push(Some(record));
         } else {
-            let slot = &mut self.slots[..self.len][index];
-            debug_assert!(slot.is_none(), "records go to vacant slots");
-            *slot = Some(record);
+            debug_assert!(self.slots[index].is_none(), "records go to vacant slots");
+            self.slots[index] = Some(record);
         }
     }
 
-    /// Holds vacant slots up to `len` entries (fresh slots held by a reservation).
+    /// Appends vacant slots until the page holds `len` entries (fresh slots held by a
+    /// reservation).
     pub(super) fn extend_vacant(&mut self, len: usize) {
-        self.len = len.clamp(self.len, PAGE_LEN);
+        self.slots.resize_with(len.max(self.slots.len()), || None);
     }
 
     pub(super) fn take(&mut self, index: usize) -> Option<Record> {
-        self.slots[..self.len].get_mut(index)?.take()
+        self.slots.get_mut(index)?.take()
     }
 
     /// Keeps the first `len` slots only (construction rollback of appended slots).
     pub(super) fn truncate(&mut self, len: usize) {
-        if len < self.len {
-            self.slots[len..self.len].fill_with(|| None);
-            self.len = len;
-        }
+        self.slots.truncate(len);
     }
 }
 
-/// The table of pages, shared between snapshots behind one `Arc`, which remembers when its
-/// holder has made it private, so writes after the first skip the atomic uniqueness check.
-///
-/// Invariant: `private` is true only while `arc` has a strong count of one and no weak
-/// references (none are ever made). `make_mut` sets it after making the table unique; `clone`,
-/// the only way a second strong reference is made, clears it first. Every write goes through
-/// `make_mut`, which takes `&mut self`, so no `clone` runs at the same time.
-#[derive(Debug)]
-pub(super) struct PageTable {
-    arc: Arc<Vec<Arc<Page>>>,
-    private: AtomicBool,
-}
-
-impl PageTable {
-    pub(super) fn new() -> Self {
-        Self {
-            arc: Arc::new(Vec::new()),
-            private: AtomicBool::new(true),
-        }
-    }
-
-    /// The table for writing: its pointers copied first if a snapshot shares it, and without
-    /// any atomic operation once this holder made it private.
-    #[inline(always)]
-    #[expect(
-        unsafe_code,
-        reason = "skips Arc::make_mut's atomic check on a private page table"
-    )]
-    pub(super) fn make_mut(&mut self) -> &mut Vec<Arc<Page>> {
-        if !*self.private.get_mut() {
-            Arc::make_mut(&mut self.arc);
-            *self.private.get_mut() = true;
-        }
-        debug_assert_eq!(
-            Arc::strong_count(&self.arc),
-            1,
-            "a private table is unshared"
-        );
-        // SAFETY: `private` is true (set just above if it was not), so by the invariant this
-        // `Arc` is the only strong reference and no weak reference exists; `&mut self` excludes
-        // every other borrow of it. The table is reachable only through this handle, and
-        // handing out `&mut` to it for the duration of the borrow is sound.
-        unsafe { &mut *Arc::as_ptr(&self.arc).cast_mut() }
-    }
-}
-
-impl Clone for PageTable {
-    /// A second handle on the same table (a snapshot): both copy before their next write.
+impl Clone for Page {
+    /// A copy with room for a whole page, so the last page keeps growing in place.
     fn clone(&self) -> Self {
-        self.private.store(false, Ordering::Relaxed);
-        Self {
-            arc: Arc::clone(&self.arc),
-            private: AtomicBool::new(false),
+        let mut slots = Vec::with_capacity(PAGE_LEN.max(self.slots.len()));
+        slots.extend_from_slice(&self.slots);
+        Self { slots }
+    }
+
+    /// Copies `source` into this page's memory (a spare page).
+    fn clone_from(&mut self, source: &Self) {
+        self.slots.clone_from(&source.slots);
+    }
+}
+
+/// The most pages a state keeps spare: 64 MiB of records.
+const SPARE_PAGES: usize = 1_024;
+
+/// Pages whose memory the next copy-on-write copies reuse (see `Snapshot::restore_from`).
+/// Owned by one state: a clone starts with none.
+#[derive(Debug, Default)]
+pub(super) struct SparePages(Vec<Page>);
+
+impl SparePages {
+    pub(super) fn is_empty(&self) -> bool {
+        self.0.is_empty()
+    }
+
+    pub(super) fn take(&mut self) -> Option<Page> {
+        self.0.pop()
+    }
+
+    /// Keeps `page`'s memory, up to [`SPARE_PAGES`] pages.
+    pub(super) fn keep(&mut self, page: Page) {
+        if self.0.len() < SPARE_PAGES {
+            self.0.push(page);
         }
     }
 }
 
-impl std::ops::Deref for PageTable {
-    type Target = Vec<Arc<Page>>;
-
-    #[inline]
-    fn deref(&self) -> &Vec<Arc<Page>> {
-        &self.arc
+impl Clone for SparePages {
+    fn clone(&self) -> Self {
+        Self::default()
     }
 }
 

@@ -163,3 +163,45 @@ fn a_save_point_is_taken_over_a_dropped_reservation() {
     );
     arena.release(held).unwrap();
 }
+
+#[test]
+fn pages_copied_into_the_memory_a_restore_kept_hold_only_the_saved_records() {
+    let (mut arena, folder) = arena();
+    // Three pages and more of instances, each named for its place.
+    let ids: Vec<_> = (0..3_000)
+        .map(|k| {
+            let id = arena.create(ClassId::PART, Some(folder)).unwrap();
+            arena.set_name(id, &format!("p{k}")).unwrap();
+            id
+        })
+        .collect();
+    arena.drain().unwrap();
+    let point = arena.save_point().unwrap();
+    let image = arena.image();
+    // Every page written and some instances destroyed: the copies become the kept memory.
+    for (k, id) in ids.iter().enumerate().step_by(7) {
+        arena.set_name(*id, &format!("changed{k}")).unwrap();
+    }
+    for id in ids.iter().skip(3).step_by(97) {
+        arena.destroy(*id).unwrap();
+    }
+    arena.restore(&point).unwrap();
+    assert_eq!(arena.image().nodes, image.nodes);
+    // Writes after the restore copy pages into that memory; nothing of the discarded copies
+    // shows, and the save point keeps its own records.
+    for round in 0..3 {
+        let again = arena.save_point().unwrap();
+        let target = ids[(round * 1_111) % ids.len()];
+        arena.set_name(target, "again").unwrap();
+        for (k, id) in ids.iter().enumerate() {
+            let want = if *id == target {
+                "again".to_owned()
+            } else {
+                format!("p{k}")
+            };
+            assert_eq!(arena.get(*id).unwrap().name(), want, "round {round}");
+        }
+        arena.restore(&again).unwrap();
+        assert_eq!(arena.image().nodes, image.nodes, "round {round}");
+    }
+}
