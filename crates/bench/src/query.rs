@@ -106,10 +106,10 @@ impl Library for Strata {
                 "Query::capture + Stage::despawn + commit: one arena destroy batch (one event), each of the 4 sets compacted in one pass; beyond the peers: 1M arena tombstones (ids never reused), removal-log entries per row, reverse-reference checks, dirty state and the structural counter",
             ),
             Work::RollbackFrame => Does(
-                "World::snapshot (arena page table and store sets shared), the frame's work (1% of Positions written, 100 bodies spawned, 100 destroyed), World::restore (the shared pages and sets put back; the sets the frame copied kept as spare memory for the next copy)",
+                "World::snapshot (arena pages and store sets shared), the frame's work (1% of Positions written, 100 bodies spawned, 100 destroyed), World::restore (the shared pages and sets put back; the pages and sets the frame copied kept as spare memory for the next copies)",
             ),
             Work::RollbackWindow => Does(
-                "8 frames, each after a World::snapshot kept in the window (each shares what nobody wrote since), then World::restore to the oldest; the sets the last frame copied kept as spare memory",
+                "8 frames, each after a World::snapshot kept in the window (each shares what nobody wrote since), then World::restore to the oldest; the pages and sets the last frame copied kept as spare memory",
             ),
             Work::Schedule => Does(
                 "World::step of 3 parallel systems (SystemSpec::parallel, declared writes) on a 2-thread pool: ab, cd and ce run as one group on lanes, each swapping its two fields through its own overlay (ParCtx::update twice, both from the values established before the group), then one commit in scheduled order (cd and ce write C of different entities: no conflict); plus the frame loop's definition sync check, arena drain and store frame end",

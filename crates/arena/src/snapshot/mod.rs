@@ -5,7 +5,8 @@
 //! behind one more `Arc`. Taking a snapshot clones the page vector (one pointer per 1,024
 //! slots) and the persistent indexes (`imbl` maps, O(1) to clone); the first write to a page
 //! afterwards copies that page's records (and nothing behind them), and the first write to a
-//! node's data copies that data.
+//! node's data copies that data. A restore keeps the pages the state copied since as spare
+//! memory (`SparePages`, owned by this state alone), and the next page copies are made into it.
 //!
 //! Invariant: a live id resolves either at slot `id - 1` (when the record stored there carries
 //! that id) or through `id_map`; `id_map` holds exactly the ids (live or tombstone) whose slot
