@@ -9,8 +9,9 @@
 //! valgrind --tool=callgrind target/release/examples/structural_runs strata despawn_respawn 3 100000 fixture
 //! ```
 //!
-//! Workloads: `spawn` (one at a time), `despawn_respawn`, `bulk_despawn`, and through
-//! `strata::World` (whatever the library) `world_spawn` and `world_despawn_respawn`.
+//! Workloads: `spawn` (one at a time), `despawn_respawn`, `bulk_despawn`, `rollback_frame` and
+//! `rollback_window` (ten of them on one fixture per run), and through `strata::World`
+//! (whatever the library) `world_spawn` and `world_despawn_respawn`.
 
 use std::hint::black_box;
 
@@ -18,6 +19,9 @@ use strata_bench::facade;
 use strata_bench::head_to_head::Library;
 use strata_bench::peers::{bevy::Bevy, hecs::Hecs, shipyard::Shipyard};
 use strata_bench::query::Strata;
+
+/// The frames (or windows) each run of a rollback workload does on its fixture.
+const ROLLBACK_FRAMES: u32 = 10;
 
 /// `runs` fresh fixtures of `work`'s size `n`, each worked on once unless `fixture_only`.
 fn runs<L: Library>(work: &str, runs: u32, n: u64, fixture_only: bool) {
@@ -41,6 +45,19 @@ fn runs<L: Library>(work: &str, runs: u32, n: u64, fixture_only: bool) {
                 let mut movers = facade::movers(n);
                 if work_too {
                     black_box(facade::despawn_then_respawn(&mut movers));
+                }
+            }
+            // One fixture per run, `frames` frames of rollback on it (none with `fixture`).
+            "rollback_frame" | "rollback_window" => {
+                let mut world = L::rollback_world(n);
+                if work_too {
+                    for _ in 0..ROLLBACK_FRAMES {
+                        if work == "rollback_frame" {
+                            black_box(L::rollback_once(&mut world));
+                        } else {
+                            black_box(L::rollback_window_once(&mut world));
+                        }
+                    }
                 }
             }
             "bulk_despawn" => {

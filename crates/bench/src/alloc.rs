@@ -112,8 +112,8 @@ impl Allocations {
 }
 
 /// Runs `work` with counting switched on and returns its output with the allocations the
-/// process made meanwhile, and the page faults it took where the platform reports them; `None` for the allocations when [`CountingAllocator`] is not the
-/// process's global allocator (see [`is_installed`]).
+/// process made meanwhile, and the page faults it took where the platform reports them; `None`
+/// when [`CountingAllocator`] is not the process's global allocator (see [`is_installed`]).
 ///
 /// Counting does not nest: an inner `count` runs its work uncounted and reports `None`, and the
 /// outer one counts the inner work's allocations.

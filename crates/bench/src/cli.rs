@@ -500,9 +500,7 @@ fn run_with_progress(
             report::format_duration_ns(record.ns_per_item),
             record.samples,
             report::format_allocations(record.alloc_calls, record.alloc_bytes),
-            record
-                .page_faults
-                .map_or_else(|| "n/a".to_owned(), |n| n.to_string())
+            report::format_faults(record.page_faults)
         ),
         Err(err) => eprintln!("failed: {err}"),
     }

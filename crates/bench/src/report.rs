@@ -234,6 +234,11 @@ pub fn format_allocations(calls: Option<u64>, bytes: Option<u64>) -> String {
     }
 }
 
+/// Formats the page faults of one run, or `n/a` when they were not counted.
+pub fn format_faults(faults: Option<u64>) -> String {
+    faults.map_or_else(|| "n/a".to_owned(), |n| n.to_string())
+}
+
 /// Formats a workload size compactly: `1M`, `10k`, `200`.
 pub fn format_size(size: u64) -> String {
     if size != 0 && size.is_multiple_of(1_000_000) {
@@ -360,8 +365,7 @@ fn records_table(results: &[BenchRecord]) -> String {
             format_duration_ns(r.ns_per_item),
             format_bytes(r.peak_rss_bytes),
             format_allocations(r.alloc_calls, r.alloc_bytes),
-            r.page_faults
-                .map_or_else(|| "n/a".to_owned(), |n| n.to_string()),
+            format_faults(r.page_faults),
             escape_cell(&r.mechanism),
         );
     }
@@ -657,6 +661,8 @@ pub(crate) mod tests {
         assert_eq!(format_allocations(Some(2), Some(1536)), "2 · 1.50 KiB");
         assert_eq!(format_allocations(Some(0), Some(0)), "0 · 0 B");
         assert_eq!(format_allocations(None, None), "n/a");
+        assert_eq!(format_faults(Some(1_855)), "1855");
+        assert_eq!(format_faults(None), "n/a");
         assert_eq!(format_bytes(Some(300 * 1024 * 1024)), "300 MiB");
         assert_eq!(format_bytes(Some(3 * 1024 * 1024 * 1024)), "3.00 GiB");
         assert_eq!(format_size(1_000_000), "1M");

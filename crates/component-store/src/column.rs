@@ -37,6 +37,41 @@ pub enum Column {
     Value(Vec<Value>),
 }
 
+macro_rules! each_column {
+    ($column:expr, $v:ident => $body:expr) => {
+        match $column {
+            Column::Number($v) => $body,
+            Column::Integer($v) => $body,
+            Column::Boolean($v) => $body,
+            Column::Text($v) => $body,
+            Column::Enum($v) => $body,
+            Column::Vector($v) => $body,
+            Column::Transform($v) => $body,
+            Column::Reference($v) => $body,
+            Column::List($v) => $body,
+            Column::Value($v) => $body,
+        }
+    };
+}
+
+/// The same variant as `$column`, holding `$body` made from its values `$v`.
+macro_rules! map_column {
+    ($column:expr, $v:ident => $body:expr) => {
+        match $column {
+            Column::Number($v) => Column::Number($body),
+            Column::Integer($v) => Column::Integer($body),
+            Column::Boolean($v) => Column::Boolean($body),
+            Column::Text($v) => Column::Text($body),
+            Column::Enum($v) => Column::Enum($body),
+            Column::Vector($v) => Column::Vector($body),
+            Column::Transform($v) => Column::Transform($body),
+            Column::Reference($v) => Column::Reference($body),
+            Column::List($v) => Column::List($body),
+            Column::Value($v) => Column::Value($body),
+        }
+    };
+}
+
 /// A copy of `values` with room for `extra` more, so the copy's first pushes do not move it.
 pub(crate) fn with_room<T: Clone>(values: &[T], extra: usize) -> Vec<T> {
     let mut copy = Vec::with_capacity(values.len() + extra);
@@ -44,38 +79,9 @@ pub(crate) fn with_room<T: Clone>(values: &[T], extra: usize) -> Vec<T> {
     copy
 }
 
-impl Column {
-    /// A copy with room for `extra` more rows (see [`with_room`]).
-    pub(crate) fn clone_with_room(&self, extra: usize) -> Column {
-        match self {
-            Column::Number(v) => Column::Number(with_room(v, extra)),
-            Column::Integer(v) => Column::Integer(with_room(v, extra)),
-            Column::Boolean(v) => Column::Boolean(with_room(v, extra)),
-            Column::Text(v) => Column::Text(with_room(v, extra)),
-            Column::Enum(v) => Column::Enum(with_room(v, extra)),
-            Column::Vector(v) => Column::Vector(with_room(v, extra)),
-            Column::Transform(v) => Column::Transform(with_room(v, extra)),
-            Column::Reference(v) => Column::Reference(with_room(v, extra)),
-            Column::List(v) => Column::List(with_room(v, extra)),
-            Column::Value(v) => Column::Value(with_room(v, extra)),
-        }
-    }
-}
-
 impl Clone for Column {
     fn clone(&self) -> Self {
-        match self {
-            Column::Number(v) => Column::Number(v.clone()),
-            Column::Integer(v) => Column::Integer(v.clone()),
-            Column::Boolean(v) => Column::Boolean(v.clone()),
-            Column::Text(v) => Column::Text(v.clone()),
-            Column::Enum(v) => Column::Enum(v.clone()),
-            Column::Vector(v) => Column::Vector(v.clone()),
-            Column::Transform(v) => Column::Transform(v.clone()),
-            Column::Reference(v) => Column::Reference(v.clone()),
-            Column::List(v) => Column::List(v.clone()),
-            Column::Value(v) => Column::Value(v.clone()),
-        }
+        self.clone_with_room(0)
     }
 
     /// Reuses this column's buffer when it holds the same type (a copy-on-write copy made into
@@ -97,23 +103,6 @@ impl Clone for Column {
     }
 }
 
-macro_rules! each_column {
-    ($column:expr, $v:ident => $body:expr) => {
-        match $column {
-            Column::Number($v) => $body,
-            Column::Integer($v) => $body,
-            Column::Boolean($v) => $body,
-            Column::Text($v) => $body,
-            Column::Enum($v) => $body,
-            Column::Vector($v) => $body,
-            Column::Transform($v) => $body,
-            Column::Reference($v) => $body,
-            Column::List($v) => $body,
-            Column::Value($v) => $body,
-        }
-    };
-}
-
 impl Column {
     /// An empty column for a field type.
     pub fn for_type(ty: &FieldType) -> Self {
@@ -132,6 +121,11 @@ impl Column {
             | FieldType::Optional(_)
             | FieldType::Buffer => Column::Value(Vec::new()),
         }
+    }
+
+    /// A copy with room for `extra` more rows (see [`with_room`]).
+    pub(crate) fn clone_with_room(&self, extra: usize) -> Column {
+        map_column!(self, v => with_room(v, extra))
     }
 
     /// How many rows the column holds.

@@ -252,7 +252,11 @@ impl ComponentSet {
     /// A copy for a holder about to write it (copy-on-write): the per-row arrays have room for
     /// an eighth more rows, so rows added soon after the copy do not move it again.
     pub(crate) fn clone_for_write(&self) -> ComponentSet {
-        let extra = self.len() / 8 + 16;
+        self.clone_with_room(self.len() / 8 + 16)
+    }
+
+    /// A copy whose per-row arrays have room for `extra` more rows.
+    fn clone_with_room(&self, extra: usize) -> ComponentSet {
         Self {
             def: Arc::clone(&self.def),
             sparse: self.sparse.clone(),
@@ -274,18 +278,7 @@ impl ComponentSet {
 
 impl Clone for ComponentSet {
     fn clone(&self) -> Self {
-        Self {
-            def: Arc::clone(&self.def),
-            sparse: self.sparse.clone(),
-            ids: self.ids.clone(),
-            slots: self.slots.clone(),
-            columns: self.columns.clone(),
-            track: self.track.clone(),
-            structural: self.structural,
-            removals: self.removals.clone(),
-            timeline: self.timeline.clone(),
-            refs: self.refs.clone(),
-        }
+        self.clone_with_room(0)
     }
 
     /// Copies `source` into this set's buffers, growing none that already hold enough: a

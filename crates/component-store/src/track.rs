@@ -53,12 +53,7 @@ impl Tracking {
 
 impl Clone for Tracking {
     fn clone(&self) -> Self {
-        Self {
-            added: self.added.clone(),
-            changed: self.changed.clone(),
-            dirty: self.dirty.clone(),
-            log: self.log.clone(),
-        }
+        self.clone_with_room(0)
     }
 
     /// Reuses this tracking's buffers (a copy-on-write copy made into a spare).

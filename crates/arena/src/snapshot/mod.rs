@@ -90,9 +90,10 @@ fn private_page<'a>(
     index: usize,
 ) -> &'a mut Page {
     let page = &mut pages[index];
-    // Spares first: without them this is `Arc::make_mut` alone, one atomic check.
+    // Spares first: without them this is `Arc::make_mut` alone, one atomic check. Pages have
+    // no weak references, so a strong count above one is what "shared" means (a plain load).
     if !spares.is_empty()
-        && Arc::get_mut(page).is_none()
+        && Arc::strong_count(page) > 1
         && let Some(mut copy) = spares.take()
     {
         copy.clone_from(page);

@@ -21,6 +21,9 @@ use crate::set::{ComponentSet, InstanceRef};
 use crate::shared::SharedSet;
 use crate::value::Value;
 
+/// The most values `Store::add` keeps room for between calls.
+const ADD_SCRATCH_KEPT: usize = 64;
+
 impl Store {
     /// Adds a component to an instance of `class`: fields take the given values, the rest their
     /// defaults. Every value is checked before anything is stored.
@@ -43,7 +46,10 @@ impl Store {
         let mut given = std::mem::take(&mut self.add_scratch);
         let added = self.add_given(at, class, component, values, &mut given);
         given.clear();
-        self.add_scratch = given;
+        // Kept for the next add unless an unusually long list of values grew it.
+        if given.capacity() <= ADD_SCRATCH_KEPT {
+            self.add_scratch = given;
+        }
         added
     }
 
