@@ -153,6 +153,11 @@ pub struct LifecycleScope {
     serial: u64,
 }
 
+/// The most entries a queue the arena empties every frame keeps room for between frames (the
+/// doomed instances here, the events in the outbox); a queue that grew past it after a burst
+/// gives its memory back at the next drain.
+pub(crate) const KEPT_CAPACITY: usize = 1 << 16;
+
 /// The two reclamation queues: destroyed instances awaiting the drain that reports them, and
 /// those it reported, awaiting the next drain, which releases their slots.
 #[derive(Clone, Debug, Default)]
@@ -196,8 +201,18 @@ impl Reclamation {
 
     /// One drain's step: returns the instances whose slots this drain releases, and makes
     /// those destroyed since the previous drain reclaimable.
+    ///
+    /// The queue of the doomed keeps its buffer (up to [`KEPT_CAPACITY`] entries), so a world
+    /// that destroys about as much every frame does not grow it from empty each time; the
+    /// reclaimable list is copied out of it at its exact size.
     fn advance(&mut self) -> Vec<Doomed> {
-        std::mem::replace(&mut self.reclaimable, std::mem::take(&mut self.doomed))
+        let released = std::mem::take(&mut self.reclaimable);
+        self.reclaimable.extend_from_slice(&self.doomed);
+        self.doomed.clear();
+        if self.doomed.capacity() > KEPT_CAPACITY {
+            self.doomed = Vec::new();
+        }
+        released
     }
 }
 

@@ -10,6 +10,7 @@
 use crate::event::{Event, PartWrite, TopologyChange};
 use crate::id::InstanceId;
 use crate::journal::BoundedJournal;
+use crate::lifecycle::KEPT_CAPACITY;
 
 /// How many entries the part-write log retains before dropping its older half.
 pub const PART_LOG_CAPACITY: usize = 65_536;
@@ -88,9 +89,14 @@ impl Outbox {
         self.events.extend_from_slice(events);
     }
 
-    /// Takes every queued event (a drain).
+    /// Takes every queued event (a drain), as a list of its exact size. The queue keeps its
+    /// buffer (up to [`KEPT_CAPACITY`] events), so a frame's events do not grow it from empty.
     pub(crate) fn take_events(&mut self) -> Vec<Event> {
-        std::mem::take(&mut self.events)
+        let taken = self.events.drain(..).collect();
+        if self.events.capacity() > KEPT_CAPACITY {
+            self.events = Vec::new();
+        }
+        taken
     }
 
     pub(crate) fn mark(&self) -> OutboxMark {

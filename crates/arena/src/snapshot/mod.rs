@@ -685,6 +685,10 @@ impl Snapshot {
     /// longer live or hold no reference at all leave it.
     pub(crate) fn dangling_references(&mut self) -> Vec<(Slot, Vec<InstanceId>)> {
         let mut dangling = Vec::new();
+        if self.referrers.is_empty() {
+            // Most worlds hold no instance references at all; skip the set's iterator.
+            return dangling;
+        }
         let mut prune = Vec::new();
         for &id in &self.referrers {
             let Some(slot) = self.live_slot(id).ok() else {
