@@ -129,8 +129,8 @@ mod tests {
                     "{} {:?} {:?} {:?}\n",
                     set.ids()[row],
                     set.value(row, FIRST),
-                    set.added_ticks()[row],
-                    set.changed_ticks()[row]
+                    set.added_ticks().get(row).expect("a row of the set"),
+                    set.changed_ticks().get(row).expect("a row of the set")
                 ));
             }
         }

@@ -224,8 +224,8 @@ impl Frame {
         }
         let tick = self.tick;
         let fresh = |row: usize| {
-            set.added_ticks().get(row).is_some_and(|t| *t > tick)
-                || set.changed_ticks().get(row).is_some_and(|t| *t > tick)
+            set.added_ticks().get(row).is_some_and(|t| t > tick)
+                || set.changed_ticks().get(row).is_some_and(|t| t > tick)
         };
         match set.changes_since(tick) {
             Some(changes) => changes.rows().any(fresh),
@@ -241,8 +241,8 @@ impl Frame {
         }
         let tick = self.tick;
         let fresh = |row: &usize| {
-            set.added_ticks().get(*row).is_some_and(|t| *t > tick)
-                || set.changed_ticks().get(*row).is_some_and(|t| *t > tick)
+            set.added_ticks().get(*row).is_some_and(|t| t > tick)
+                || set.changed_ticks().get(*row).is_some_and(|t| t > tick)
         };
         let mut rows: Vec<usize> = match set.changes_since(tick) {
             Some(changes) => changes.rows().filter(fresh).collect(),

@@ -25,7 +25,7 @@ use crate::def::{ComponentId, FieldId, InstalledDef};
 use crate::dirty::FieldMask;
 use crate::error::StoreError;
 use crate::refs::RefIndex;
-use crate::track::{TrackMut, Tracking};
+use crate::track::{Ticks, TrackMut, Tracking};
 use crate::value::{ListValue, Value};
 
 /// The sparse marker for "no row".
@@ -419,12 +419,12 @@ impl ComponentSet {
     }
 
     /// The tick each row was added at.
-    pub fn added_ticks(&self) -> &[Tick] {
+    pub fn added_ticks(&self) -> Ticks<'_> {
         self.track.added()
     }
 
     /// The tick each row last changed at (its add counts as a change).
-    pub fn changed_ticks(&self) -> &[Tick] {
+    pub fn changed_ticks(&self) -> Ticks<'_> {
         self.track.changed()
     }
 
@@ -1110,8 +1110,8 @@ impl ComponentSet {
             let columns = &set.columns;
             set.track.carry(
                 row,
-                old.track.added()[before],
-                old.track.changed()[before],
+                old.track.added_at(before),
+                old.track.changed_at(before),
                 tick,
                 |f| match counterparts.get(f).copied().flatten() {
                     Some(g) if columns[f].same_cell(row, &old.columns[g.index()], before) => {
@@ -1171,7 +1171,7 @@ impl ComponentSet {
             }
             let b = b as usize;
             let (columns, old) = (&self.columns, &self.track);
-            track.carry(row, saved.added[row], old.changed()[b], tick, |f| {
+            track.carry(row, saved.added[row], old.changed_at(b), tick, |f| {
                 let same = saved.columns[f].same_cell(row, &columns[f], b);
                 (!same, old.dirty_contains(b, f))
             });

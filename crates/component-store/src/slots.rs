@@ -79,7 +79,7 @@ impl Store {
         slot.slots.clear();
         slot.slots.extend_from_slice(set.slots());
         slot.added.clear();
-        slot.added.extend_from_slice(set.added_ticks());
+        slot.added.extend(set.added_ticks().iter());
         let columns = set.columns();
         if slot.columns.len() != columns.len() {
             slot.columns = columns

@@ -30,11 +30,28 @@ use crate::set::Tick;
 /// What a caught panic carries, to resume it once the tracking is whole again.
 pub(crate) type Panic = Box<dyn std::any::Any + Send>;
 
+/// How far apart the ticks of one set's rows may be: they are kept as 32-bit offsets from the
+/// set's base tick.
+const TICK_SPAN: u64 = 1 << 32;
+
+/// How far behind the tick being stored a rebase puts the base: half the span, so the next
+/// rebase is at least that many ticks away.
+const TICK_KEPT: u64 = 1 << 31;
+
 /// A set's change tracking (see the module invariant).
+///
+/// The added and changed ticks are kept as offsets from `base` (4 bytes a row each instead of
+/// 8). Storing a tick `TICK_SPAN` or more past the base first moves the base to `TICK_KEPT`
+/// before that tick, and an offset that would fall below the new base becomes 0: a row whose
+/// tick is that old reads as changed at the base. Ticks are the store's mutation counter, so a
+/// rebase happens at most once per 2^31 mutations, and only a baseline older than that can see
+/// a row as changed after it that was not (the same bound bevy_ecs keeps with its
+/// `check_change_ticks`). `Tracking::offset` is the one way a tick is stored.
 #[derive(Debug)]
 pub(crate) struct Tracking {
-    added: Vec<Tick>,
-    changed: Vec<Tick>,
+    base: Tick,
+    added: Vec<u32>,
+    changed: Vec<u32>,
     dirty: DirtyBits,
     log: ChangeLog,
 }
@@ -43,6 +60,7 @@ impl Tracking {
     /// A copy whose per-row ticks have room for `extra` more rows.
     pub(crate) fn clone_with_room(&self, extra: usize) -> Tracking {
         Self {
+            base: self.base,
             added: with_room(&self.added, extra),
             changed: with_room(&self.changed, extra),
             dirty: self.dirty.clone(),
@@ -58,6 +76,7 @@ impl Clone for Tracking {
 
     /// Reuses this tracking's buffers (a copy-on-write copy made into a spare).
     fn clone_from(&mut self, source: &Self) {
+        self.base = source.base;
         self.added.clone_from(&source.added);
         self.changed.clone_from(&source.changed);
         self.dirty.clone_from(&source.dirty);
@@ -69,6 +88,7 @@ impl Tracking {
     /// No rows, for a set of `fields` fields.
     pub(crate) fn new(fields: usize) -> Self {
         Self {
+            base: Tick(0),
             added: Vec::new(),
             changed: Vec::new(),
             dirty: DirtyBits::new(fields),
@@ -77,19 +97,67 @@ impl Tracking {
     }
 
     /// The tick each row was added at.
-    pub(crate) fn added(&self) -> &[Tick] {
-        &self.added
+    pub(crate) fn added(&self) -> Ticks<'_> {
+        Ticks {
+            base: self.base,
+            offsets: &self.added,
+        }
     }
 
     /// The tick each row last changed at.
-    pub(crate) fn changed(&self) -> &[Tick] {
-        &self.changed
+    pub(crate) fn changed(&self) -> Ticks<'_> {
+        Ticks {
+            base: self.base,
+            offsets: &self.changed,
+        }
+    }
+
+    /// Row `row`'s added tick.
+    pub(crate) fn added_at(&self, row: usize) -> Tick {
+        self.tick_of(self.added[row])
+    }
+
+    /// Row `row`'s changed tick.
+    pub(crate) fn changed_at(&self, row: usize) -> Tick {
+        self.tick_of(self.changed[row])
+    }
+
+    /// `tick` as an offset from the base, after moving the base forward if `tick` is too far
+    /// past it (see the type's documentation); a tick before the base is stored as the base.
+    #[inline(always)]
+    fn offset(&mut self, tick: Tick) -> u32 {
+        match tick.0.checked_sub(self.base.0) {
+            Some(ahead) if ahead < TICK_SPAN => ahead as u32,
+            Some(_) => {
+                self.rebase(Tick(tick.0 - TICK_KEPT));
+                (tick.0 - self.base.0) as u32
+            }
+            None => 0,
+        }
+    }
+
+    /// The tick an offset stands for.
+    #[inline(always)]
+    fn tick_of(&self, offset: u32) -> Tick {
+        Tick(self.base.0 + u64::from(offset))
+    }
+
+    /// Moves the base forward to `base`: every offset shrinks by the distance, and one that
+    /// would fall below the new base becomes 0.
+    #[cold]
+    fn rebase(&mut self, base: Tick) {
+        let shift = base.0.saturating_sub(self.base.0);
+        for offset in self.added.iter_mut().chain(self.changed.iter_mut()) {
+            *offset = u64::from(*offset).saturating_sub(shift) as u32;
+        }
+        self.base = Tick(self.base.0 + shift);
     }
 
     /// The tracking of a row appended at `tick`: added and changed then, nothing dirty, not
     /// logged (it is at the end of the set).
     #[inline]
     pub(crate) fn push_row(&mut self, tick: Tick) {
+        let tick = self.offset(tick);
         self.added.push(tick);
         self.changed.push(tick);
         self.dirty.push_rows(1);
@@ -97,6 +165,7 @@ impl Tracking {
 
     /// The tracking of `n` rows appended at `tick`.
     pub(crate) fn push_rows(&mut self, n: usize, tick: Tick) {
+        let tick = self.offset(tick);
         let len = self.added.len() + n;
         self.added.resize(len, tick);
         self.changed.resize(len, tick);
@@ -108,7 +177,10 @@ impl Tracking {
     #[inline]
     pub(crate) fn swap_remove(&mut self, row: usize, tick: Tick) {
         let last = self.added.len() - 1;
-        if row != last && self.changed[last] > self.log.base() && tick > self.log.base() {
+        if row != last
+            && self.tick_of(self.changed[last]) > self.log.base()
+            && tick > self.log.base()
+        {
             self.log.push(tick, row, last);
         }
         self.added.swap_remove(row);
@@ -121,7 +193,7 @@ impl Tracking {
     /// the moved row's new position if it changed after the log's base, as a swap-removal does.
     #[inline]
     pub(crate) fn move_row(&mut self, from: usize, to: usize, tick: Tick) {
-        if self.changed[from] > self.log.base() && tick > self.log.base() {
+        if self.tick_of(self.changed[from]) > self.log.base() && tick > self.log.base() {
             self.log.push(tick, to, self.added.len());
         }
         self.added[to] = self.added[from];
@@ -145,7 +217,7 @@ impl Tracking {
         let added_from = self
             .added
             .iter()
-            .rposition(|tick| *tick <= baseline)
+            .rposition(|offset| self.tick_of(*offset) <= baseline)
             .map_or(0, |row| row + 1);
         Some((logged, added_from))
     }
@@ -193,6 +265,9 @@ impl Tracking {
         tick: Tick,
         fields: impl Fn(usize) -> (bool, bool),
     ) {
+        // The new tick first: storing it may move the base, which the older ticks then follow.
+        let tick = self.offset(tick);
+        let (added, changed) = (self.offset(added), self.offset(changed));
         let mut any = false;
         for field in 0..self.dirty.fields() {
             let (value_changed, was_dirty) = fields(field);
@@ -220,6 +295,7 @@ impl Tracking {
     /// one's, which `other` gets back, and forgets the change log at `tick`: for a load, which
     /// builds the restored rows' tracking beside the set's.
     pub(crate) fn replace_rows(&mut self, other: &mut Tracking, tick: Tick) {
+        std::mem::swap(&mut self.base, &mut other.base);
         std::mem::swap(&mut self.added, &mut other.added);
         std::mem::swap(&mut self.changed, &mut other.changed);
         std::mem::swap(&mut self.dirty, &mut other.dirty);
@@ -256,8 +332,9 @@ impl TrackMut<'_> {
     #[inline(always)]
     pub(crate) fn mark(&mut self, row: usize, field: FieldId, tick: Tick) {
         let track = &mut *self.track;
-        let previous = std::mem::replace(&mut track.changed[row], tick);
-        if previous < tick && tick > track.log.base() {
+        let at = track.offset(tick);
+        let previous = std::mem::replace(&mut track.changed[row], at);
+        if previous < at && tick > track.log.base() {
             track.log.push(tick, row, self.ids.len());
         }
         track.dirty.mark(row, field.index());
@@ -292,6 +369,7 @@ impl TrackMut<'_> {
         let n = values.len().min(reads.len()).min(self.ids.len());
         let len = self.ids.len();
         let track = &mut *self.track;
+        let at = track.offset(tick);
         let field = field.index();
         let mut count = 0;
         // The word being written and the bits of its rows stored but not yet recorded in the
@@ -314,10 +392,10 @@ impl TrackMut<'_> {
                 row += 1;
             }
             let logging = track.log.prepare(n - row, len, tick);
-            if logging && track.changed[row] < tick {
+            if logging && track.changed[row] < at {
                 track.log.push(tick, row, len);
             }
-            track.changed[row] = tick;
+            track.changed[row] = at;
             track.dirty.mark(row, field);
             count = 1;
             row += 1;
@@ -333,10 +411,10 @@ impl TrackMut<'_> {
                         let next = f(value, read);
                         if !value.identical(&next) {
                             *value = next;
-                            if *changed < tick {
+                            if *changed < at {
                                 track.log.push(tick, r, len);
                             }
-                            *changed = tick;
+                            *changed = at;
                             stored |= 1 << (r % 64);
                         }
                     }
@@ -359,11 +437,11 @@ impl TrackMut<'_> {
                     };
                     let changed = &mut track.changed[row..end];
                     if stored == full {
-                        changed.fill(tick);
+                        changed.fill(at);
                     } else {
                         let mut rest = stored;
                         while rest != 0 {
-                            changed[rest.trailing_zeros() as usize - first_bit] = tick;
+                            changed[rest.trailing_zeros() as usize - first_bit] = at;
                             rest &= rest - 1;
                         }
                     }
@@ -376,7 +454,7 @@ impl TrackMut<'_> {
                         let next = f(value, read);
                         if !value.identical(&next) {
                             *value = next;
-                            *changed = tick;
+                            *changed = at;
                             stored |= 1 << bit;
                         }
                     }
@@ -396,7 +474,7 @@ impl TrackMut<'_> {
                 // the log does not take the pass.
                 let mut rest = stored;
                 while rest != 0 {
-                    track.changed[word * 64 + rest.trailing_zeros() as usize] = tick;
+                    track.changed[word * 64 + rest.trailing_zeros() as usize] = at;
                     rest &= rest - 1;
                 }
                 track.dirty.mark_word(field, word, stored);
@@ -422,6 +500,7 @@ impl TrackMut<'_> {
         collect: bool,
     ) -> Vec<TrackPart<'_>> {
         let room = self.track.log.room(self.ids.len(), tick);
+        let now = self.track.offset(tick);
         let dirty = self.track.dirty.split_field(field.index(), starts);
         let first = starts.first().copied().unwrap_or(0);
         let (_, mut changed) = self.track.changed.split_at_mut(first);
@@ -435,7 +514,7 @@ impl TrackMut<'_> {
                 lo: at,
                 changed: own,
                 dirty,
-                tick,
+                tick: now,
                 logged: collect.then(Vec::new),
                 room,
             });
@@ -467,8 +546,9 @@ impl TrackMut<'_> {
         if !track.log.prepare(remaining, len, tick) {
             return;
         }
+        let at = track.offset(tick);
         for row in rows {
-            if !now_only || track.changed[row] == tick {
+            if !now_only || track.changed[row] == at {
                 track.log.push(tick, row, len);
             }
         }
@@ -482,8 +562,9 @@ impl TrackMut<'_> {
     #[cold]
     pub(crate) fn repair(&mut self, field: FieldId, tick: Tick) {
         let track = &mut *self.track;
+        let at = track.offset(tick);
         for (row, changed) in track.changed.iter().enumerate() {
-            if *changed == tick {
+            if *changed == at {
                 track.dirty.mark(row, field.index());
             }
         }
@@ -497,9 +578,10 @@ impl TrackMut<'_> {
 pub(crate) struct TrackPart<'a> {
     /// The first row of the stretch.
     lo: usize,
-    changed: &'a mut [Tick],
+    changed: &'a mut [u32],
     dirty: DirtyPart<'a>,
-    tick: Tick,
+    /// The pass's tick, as an offset from the set's base.
+    tick: u32,
     /// The rows recorded whose changed tick was below `tick`, when collected.
     logged: Option<Vec<u32>>,
     /// How many entries the change log has room for: a share past it stops collecting.
@@ -556,6 +638,167 @@ impl TrackPart<'_> {
         PartDone {
             dirty: self.dirty.done(),
             logged: self.logged,
+        }
+    }
+}
+
+/// The added or changed ticks of a set's rows, in row order (see
+/// [`ComponentSet::added_ticks`](crate::ComponentSet::added_ticks)). The set keeps them as
+/// 32-bit offsets from a base tick it moves forward (see [`Tracking`]); each tick read here is
+/// the base plus its row's offset.
+#[derive(Clone, Copy, Debug)]
+pub struct Ticks<'a> {
+    base: Tick,
+    offsets: &'a [u32],
+}
+
+impl<'a> Ticks<'a> {
+    /// How many rows.
+    pub fn len(&self) -> usize {
+        self.offsets.len()
+    }
+
+    /// Whether there are no rows.
+    pub fn is_empty(&self) -> bool {
+        self.offsets.is_empty()
+    }
+
+    /// Row `row`'s tick, `None` past the last row.
+    #[inline(always)]
+    pub fn get(&self, row: usize) -> Option<Tick> {
+        self.offsets
+            .get(row)
+            .map(|offset| Tick(self.base.0 + u64::from(*offset)))
+    }
+
+    /// Each row's tick, in row order.
+    pub fn iter(&self) -> impl ExactSizeIterator<Item = Tick> + DoubleEndedIterator + 'a {
+        let base = self.base.0;
+        self.offsets
+            .iter()
+            .map(move |offset| Tick(base + u64::from(*offset)))
+    }
+
+    /// Each row's tick, in row order, as a list.
+    pub fn to_vec(&self) -> Vec<Tick> {
+        self.iter().collect()
+    }
+}
+
+impl PartialEq for Ticks<'_> {
+    fn eq(&self, other: &Self) -> bool {
+        self.len() == other.len() && self.iter().eq(other.iter())
+    }
+}
+
+impl Eq for Ticks<'_> {}
+
+impl PartialEq<[Tick]> for Ticks<'_> {
+    fn eq(&self, other: &[Tick]) -> bool {
+        self.len() == other.len() && self.iter().eq(other.iter().copied())
+    }
+}
+
+impl PartialEq<&[Tick]> for Ticks<'_> {
+    fn eq(&self, other: &&[Tick]) -> bool {
+        *self == **other
+    }
+}
+
+impl PartialEq<Vec<Tick>> for Ticks<'_> {
+    fn eq(&self, other: &Vec<Tick>) -> bool {
+        *self == **other
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use proptest::prelude::*;
+
+    use super::*;
+
+    /// What the model does to the tracking.
+    #[derive(Clone, Debug)]
+    enum Op {
+        /// Append a row at the present tick plus `step`.
+        Push(u64),
+        /// Write row `row % len` at the present tick plus `step`.
+        Write(usize, u64),
+        /// Remove row `row % len` at the present tick plus `step`.
+        Remove(usize, u64),
+    }
+
+    /// Steps that are small, about half the span, or past the span.
+    fn step() -> impl Strategy<Value = u64> {
+        prop_oneof![
+            4 => 0..4u64,
+            1 => (TICK_KEPT - 2)..(TICK_KEPT + 2),
+            1 => (TICK_SPAN - 2)..(TICK_SPAN + 3),
+            1 => (3 * TICK_SPAN)..(3 * TICK_SPAN + 1),
+        ]
+    }
+
+    fn op() -> impl Strategy<Value = Op> {
+        prop_oneof![
+            (step()).prop_map(Op::Push),
+            (any::<usize>(), step()).prop_map(|(r, s)| Op::Write(r, s)),
+            (any::<usize>(), step()).prop_map(|(r, s)| Op::Remove(r, s)),
+        ]
+    }
+
+    proptest! {
+        #![proptest_config(ProptestConfig::with_cases(256))]
+
+        /// Each row reads the tick it was stored at, or the base when that is older; the base
+        /// only moves forward; and against any
+        /// baseline at or after the base, a row reads as after it exactly when it is.
+        #[test]
+        fn ticks_read_as_stored_within_the_span_and_as_the_base_before_it(
+            ops in proptest::collection::vec(op(), 1..60),
+        ) {
+            let mut track = Tracking::new(1);
+            let mut ids: Vec<InstanceId> = Vec::new();
+            // The real added and changed tick of each row.
+            let mut model: Vec<(u64, u64)> = Vec::new();
+            let mut now = 1u64;
+            let mut next_id = 1u64;
+            for op in ops {
+                let base_before = track.base;
+                match op {
+                    Op::Push(step) => {
+                        now += step;
+                        track.push_row(Tick(now));
+                        ids.push(InstanceId::new(next_id).expect("ids start at 1"));
+                        next_id += 1;
+                        model.push((now, now));
+                    }
+                    Op::Write(row, step) if !model.is_empty() => {
+                        now += step;
+                        let row = row % model.len();
+                        track.borrow(&ids).mark(row, FieldId(0), Tick(now));
+                        model[row].1 = now;
+                    }
+                    Op::Remove(row, step) if !model.is_empty() => {
+                        now += step;
+                        let row = row % model.len();
+                        track.swap_remove(row, Tick(now));
+                        ids.swap_remove(row);
+                        model.swap_remove(row);
+                    }
+                    _ => {}
+                }
+                prop_assert!(track.base >= base_before);
+                let base = track.base.0;
+                prop_assert_eq!(track.added().len(), model.len());
+                for (row, (added, changed)) in model.iter().enumerate() {
+                    prop_assert_eq!(track.added_at(row), Tick((*added).max(base)));
+                    prop_assert_eq!(track.changed_at(row), Tick((*changed).max(base)));
+                    for baseline in [base, base + 1, now.saturating_sub(1), now] {
+                        let read = track.changed().get(row).expect("a row");
+                        prop_assert_eq!(read > Tick(baseline), *changed > baseline);
+                    }
+                }
+            }
         }
     }
 }

@@ -106,8 +106,8 @@ impl World {
             h.u64(rows.len() as u64);
             for row in rows {
                 h.u64(set.ids()[row].get());
-                h.u64(set.added_ticks()[row].0);
-                h.u64(set.changed_ticks()[row].0);
+                h.u64(set.added_ticks().get(row).map_or(0, |t| t.0));
+                h.u64(set.changed_ticks().get(row).map_or(0, |t| t.0));
                 let dirty = set.dirty_mask(row);
                 h.u64(dirty.fields().count() as u64);
                 for field in dirty.fields() {

@@ -89,7 +89,7 @@
 //! assert_eq!(written, 10_000);
 //! assert_eq!(store.get::<f64>(ats[9_999], heat, t)?, &10.0);
 //! // Tracked as a serial pass is: one tick, and a changed filter sees every row once.
-//! assert!(store.set(heat)?.changed_ticks().iter().all(|tick| *tick == store.tick()));
+//! assert!(store.set(heat)?.changed_ticks().iter().all(|tick| tick == store.tick()));
 //! assert_eq!(cooled.run(&arena, &store)?.len(), 10_000);
 //! # Ok::<(), Box<dyn std::error::Error>>(())
 //! ```

@@ -229,18 +229,28 @@ fn a_load_marks_what_it_changed_dirty_and_keeps_pending_dirty_state() {
     w.store.write(a, body, mass, 5.0).unwrap();
     w.store.take_dirty(body).unwrap();
     w.store.write(b, body, level, 3_i64).unwrap();
-    let b_changed = w.store.set(body).unwrap().changed_ticks()[1];
+    let b_changed = w
+        .store
+        .set(body)
+        .unwrap()
+        .changed_ticks()
+        .get(1)
+        .expect("a row of the set");
 
     w.store.load_from(body, &slot).unwrap();
     let load_tick = w.store.tick();
     let set = w.store.set(body).unwrap();
     assert_eq!(*w.store.get::<f64>(a, body, mass).unwrap(), 1.0);
     assert_eq!(
-        set.changed_ticks()[w.store.row(a, body).unwrap()],
+        set.changed_ticks()
+            .get(w.store.row(a, body).unwrap())
+            .expect("a row of the set"),
         load_tick
     );
     assert_eq!(
-        set.changed_ticks()[w.store.row(b, body).unwrap()],
+        set.changed_ticks()
+            .get(w.store.row(b, body).unwrap())
+            .expect("a row of the set"),
         load_tick
     );
     let mut dirty = w.store.take_dirty(body).unwrap();
@@ -284,8 +294,20 @@ fn a_redefinition_keeps_rows_as_they_were_and_removes_lost_rows_fully() {
         w.store.add(at, ClassId::ENTITY, tag, []).unwrap();
     }
     w.store.write(kept, body, level, 4_i64).unwrap();
-    let added = w.store.set(body).unwrap().added_ticks()[0];
-    let changed = w.store.set(body).unwrap().changed_ticks()[0];
+    let added = w
+        .store
+        .set(body)
+        .unwrap()
+        .added_ticks()
+        .get(0)
+        .expect("a row of the set");
+    let changed = w
+        .store
+        .set(body)
+        .unwrap()
+        .changed_ticks()
+        .get(0)
+        .expect("a row of the set");
     w.store.drain_events();
     let mut reader = RemovalReader::new(&w.store, tag).unwrap();
 
@@ -309,15 +331,26 @@ fn a_redefinition_keeps_rows_as_they_were_and_removes_lost_rows_fully() {
     );
     let set = w.store.set(body).unwrap();
     let row = w.store.row(kept, body).unwrap();
-    assert_eq!(set.added_ticks()[row], added, "a kept row is not new");
     assert_eq!(
-        set.changed_ticks()[row],
+        set.added_ticks().get(row).expect("a row of the set"),
+        added,
+        "a kept row is not new"
+    );
+    assert_eq!(
+        set.changed_ticks().get(row).expect("a row of the set"),
         changed,
         "nor changed: its values are the same"
     );
     let new_row = w.store.row(newcomer, body).unwrap();
-    assert_eq!(set.added_ticks()[new_row], tick, "an adopted row is new");
-    assert_eq!(set.changed_ticks()[new_row], tick);
+    assert_eq!(
+        set.added_ticks().get(new_row).expect("a row of the set"),
+        tick,
+        "an adopted row is new"
+    );
+    assert_eq!(
+        set.changed_ticks().get(new_row).expect("a row of the set"),
+        tick
+    );
 
     // The kept row's pending dirty state carries over.
     let dirty = w.store.take_dirty(body).unwrap();
@@ -395,7 +428,7 @@ fn loads_of_sets_of_other_shapes_one_after_another_restore_each_exactly() {
         assert_eq!(*w.store.get::<i64>(few[1], body, level).unwrap(), 0);
         let row2 = w.store.row(few[2], body).unwrap();
         assert_eq!(
-            bodies.added_ticks()[row2],
+            bodies.added_ticks().get(row2).expect("a row of the set"),
             load_tick,
             "a restored newcomer is new"
         );

@@ -744,8 +744,9 @@ fn check_store(store: &Store, model: &mut Model, ids: &[ComponentId], world: &[I
                     "{ctx}: {name}: rows listed"
                 );
                 for row in 0..len {
-                    let changed = set.changed_ticks()[row].0 > baseline;
-                    let added = set.added_ticks()[row].0 > baseline;
+                    let changed =
+                        set.changed_ticks().get(row).expect("a row of the set").0 > baseline;
+                    let added = set.added_ticks().get(row).expect("a row of the set").0 > baseline;
                     assert!(
                         !(changed || added) || rows.contains(&row),
                         "{ctx}: {name}: changes since {baseline} miss row {row}"
@@ -775,11 +776,11 @@ fn check_store(store: &Store, model: &mut Model, ids: &[ComponentId], world: &[I
             );
             assert!(store.has(at, cid), "{ctx}: {name}: has {id:?}");
             assert_eq!(
-                set.added_ticks()[row],
+                set.added_ticks().get(row).expect("a row of the set"),
                 Tick(m.added),
                 "{ctx}: {name}: added tick of {id:?}"
             );
-            let changed = set.changed_ticks()[row];
+            let changed = set.changed_ticks().get(row).expect("a row of the set");
             match m.changed {
                 Changed::At(t) => {
                     assert_eq!(changed, Tick(t), "{ctx}: {name}: changed tick of {id:?}");

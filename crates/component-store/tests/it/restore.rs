@@ -107,8 +107,8 @@ fn contents(store: &Store, c: strata_component_store::ComponentId) -> Vec<String
             format!(
                 "{} {:?} {:?} {:?} {values:?}",
                 set.ids()[row],
-                set.added_ticks()[row],
-                set.changed_ticks()[row],
+                set.added_ticks().get(row).expect("a row of the set"),
+                set.changed_ticks().get(row).expect("a row of the set"),
                 set.dirty_mask(row)
             )
         })

@@ -181,8 +181,14 @@ fn column_writers_track_changes_like_single_writes() {
     }
     assert_eq!(w.store.tick().0, before.0 + 1, "one writer pass, one tick");
     let set = w.store.set(counter).unwrap();
-    assert_eq!(set.changed_ticks()[0], w.store.tick());
-    assert_eq!(set.changed_ticks()[1], set.added_ticks()[1]);
+    assert_eq!(
+        set.changed_ticks().get(0).expect("a row of the set"),
+        w.store.tick()
+    );
+    assert_eq!(
+        set.changed_ticks().get(1).expect("a row of the set"),
+        set.added_ticks().get(1).expect("a row of the set")
+    );
     {
         let mut refs = w
             .store

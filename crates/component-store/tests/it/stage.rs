@@ -166,7 +166,7 @@ fn the_initializer_sees_placed_defaults_and_runs_before_any_publication() {
     }
     let set = f.w.store.set(health).unwrap();
     assert_eq!(set.pending_dirty(), 0, "initialising marks nothing dirty");
-    assert!(set.changed_ticks().iter().all(|t| *t == f.w.store.tick()));
+    assert!(set.changed_ticks().iter().all(|t| t == f.w.store.tick()));
 }
 
 #[test]

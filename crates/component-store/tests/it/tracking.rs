@@ -71,9 +71,12 @@ fn actual_changes_tick_mark_dirty_and_notify() {
         ]
     );
     let set = w.store.set(body).unwrap();
-    assert_eq!(set.added_ticks()[0], added_at);
     assert_eq!(
-        set.changed_ticks()[0],
+        set.added_ticks().get(0).expect("a row of the set"),
+        added_at
+    );
+    assert_eq!(
+        set.changed_ticks().get(0).expect("a row of the set"),
         added_at,
         "an add counts as a change"
     );
@@ -84,9 +87,20 @@ fn actual_changes_tick_mark_dirty_and_notify() {
     assert!(w.store.write(a, body, position, Vec3::ONE).unwrap());
     assert!(w.store.tick() > after_first);
     let set = w.store.set(body).unwrap();
-    assert_eq!(set.changed_ticks()[0], w.store.tick());
-    assert_eq!(set.added_ticks()[0], added_at, "added ticks never move");
-    assert_eq!(set.changed_ticks()[1], set.added_ticks()[1], "b untouched");
+    assert_eq!(
+        set.changed_ticks().get(0).expect("a row of the set"),
+        w.store.tick()
+    );
+    assert_eq!(
+        set.added_ticks().get(0).expect("a row of the set"),
+        added_at,
+        "added ticks never move"
+    );
+    assert_eq!(
+        set.changed_ticks().get(1).expect("a row of the set"),
+        set.added_ticks().get(1).expect("a row of the set"),
+        "b untouched"
+    );
     assert_eq!(
         w.store.drain_events(),
         vec![

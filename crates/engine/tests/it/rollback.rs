@@ -37,8 +37,8 @@ fn observe(world: &World) -> Observed {
                 "{} {} {} {} {:?} {:?}",
                 set.def().name(),
                 set.ids()[row],
-                set.added_ticks()[row].0,
-                set.changed_ticks()[row].0,
+                set.added_ticks().get(row).expect("a row of the set").0,
+                set.changed_ticks().get(row).expect("a row of the set").0,
                 values,
                 set.dirty_mask(row)
             ));

@@ -264,10 +264,17 @@ fn equal_writes_at_commit_do_not_tick_and_real_ones_track_like_ordinary_writes()
     assert_eq!(w.store.tick().0, tick.0 + 1, "one real change, one tick");
     let set = w.store.set(w.score).unwrap();
     assert_eq!(
-        set.changed_ticks()[w.store.row(b, w.score).unwrap()],
+        set.changed_ticks()
+            .get(w.store.row(b, w.score).unwrap())
+            .expect("a row of the set"),
         w.store.tick()
     );
-    assert!(set.changed_ticks()[w.store.row(a, w.score).unwrap()] < w.store.tick());
+    assert!(
+        set.changed_ticks()
+            .get(w.store.row(a, w.score).unwrap())
+            .expect("a row of the set")
+            < w.store.tick()
+    );
     let dirty = w.store.take_dirty(w.score).unwrap();
     assert_eq!(
         dirty.iter().map(|(id, _)| *id).collect::<Vec<_>>(),
@@ -287,8 +294,8 @@ fn fingerprint(store: &mut Store, score: ComponentId, n: FieldId) -> String {
             (
                 set.ids()[r],
                 set.values::<i64>(n).unwrap()[r],
-                set.added_ticks()[r],
-                set.changed_ticks()[r],
+                set.added_ticks().get(r).expect("a row of the set"),
+                set.changed_ticks().get(r).expect("a row of the set"),
                 set.dirty_mask(r),
             )
         })

@@ -165,7 +165,7 @@ fn print(w: &mut World) -> Print {
             (
                 set.ids()[r],
                 set.values::<i64>(w.n).unwrap()[r],
-                set.changed_ticks()[r],
+                set.changed_ticks().get(r).expect("a row of the set"),
             )
         })
         .collect();
@@ -314,7 +314,7 @@ fn disjoint_sweeps_of_a_column_commit_in_one_pass_in_rank_order() {
     assert!(report.conflicts.is_empty());
     assert_eq!(w.store.tick(), Tick(tick.0 + 1), "one pass, one tick");
     let set = w.store.set(w.score).unwrap();
-    assert!(set.changed_ticks().iter().all(|t| *t == w.store.tick()));
+    assert!(set.changed_ticks().iter().all(|t| t == w.store.tick()));
     let in_rank_order: Vec<InstanceId> = (0..4)
         .flat_map(|k| 750 - 250 * k..1_000 - 250 * k)
         .map(|row| w.members[row].id)

@@ -1119,7 +1119,10 @@ impl Harness {
                     panic!("{id:?} holds {} in the store only", NAMES[c]);
                 });
                 assert_eq!(
-                    (set.added_ticks()[row].0, set.changed_ticks()[row].0),
+                    (
+                        set.added_ticks().get(row).expect("a row of the set").0,
+                        set.changed_ticks().get(row).expect("a row of the set").0
+                    ),
                     (ticks.added, ticks.changed),
                     "store ticks (added, changed) of {id:?} in {} at step {}",
                     NAMES[c],

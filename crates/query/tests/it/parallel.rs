@@ -445,7 +445,7 @@ fn a_parallel_pass_writes_every_matched_row_in_place_with_change_tracking(mode: 
         assert_eq!(written, ats.len());
         let set = store.set(heat).unwrap();
         assert!(set.values::<f64>(X).unwrap().iter().all(|t| *t == value));
-        assert!(set.changed_ticks().iter().all(|t| *t == store.tick()));
+        assert!(set.changed_ticks().iter().all(|t| t == store.tick()));
         assert_eq!(changed.run(&arena, &store).unwrap().len(), ats.len());
         let dirty = store.take_dirty(heat).unwrap();
         assert_eq!(dirty.len(), ats.len());
