@@ -112,6 +112,39 @@ pub(crate) struct Args {
     /// (default: no limit).
     #[arg(long, value_name = "M")]
     minutes: Option<u64>,
+    /// Soak only the models whose `package module::test` contains PATTERN (repeatable; any
+    /// pattern may match). Every model when none is given.
+    #[arg(long = "model", value_name = "PATTERN")]
+    models: Vec<String>,
+}
+
+impl Model {
+    /// How the model is named in filters and in the report: `package module::test`.
+    fn name(&self) -> String {
+        format!("{} {}::{}", self.package, self.module, self.test)
+    }
+}
+
+/// The models `patterns` select (every model for none), in [`MODELS`] order; a pattern that
+/// selects nothing is refused by name.
+fn select(patterns: &[String]) -> anyhow::Result<Vec<&'static Model>> {
+    if let Some(unmatched) = patterns
+        .iter()
+        .find(|p| !MODELS.iter().any(|m| m.name().contains(p.as_str())))
+    {
+        bail!(
+            "--model {unmatched:?} names no model; the models are:\n{}",
+            MODELS
+                .iter()
+                .map(Model::name)
+                .collect::<Vec<_>>()
+                .join("\n")
+        );
+    }
+    Ok(MODELS
+        .iter()
+        .filter(|m| patterns.is_empty() || patterns.iter().any(|p| m.name().contains(p.as_str())))
+        .collect())
 }
 
 /// The name of every package's one integration-test binary (`tests/it/main.rs`).
@@ -146,17 +179,18 @@ fn build(root: &Path, model: &Model) -> anyhow::Result<PathBuf> {
 /// Runs the task.
 pub(crate) fn run(root: &Path, args: &Args) -> anyhow::Result<()> {
     let started = Instant::now();
+    let models = select(&args.models)?;
     // Every binary is built before any runs, so an edit made while the soak runs changes
     // nothing it tests.
-    let binaries = MODELS
+    let binaries = models
         .iter()
         .map(|model| build(root, model))
         .collect::<anyhow::Result<Vec<_>>>()?;
     let share = args
         .minutes
-        .map(|m| Duration::from_secs(m * 60) / MODELS.len() as u32);
+        .map(|m| Duration::from_secs(m * 60) / models.len() as u32);
     let mut failed = Vec::new();
-    for (model, binary) in MODELS.iter().zip(&binaries) {
+    for (model, binary) in models.iter().zip(&binaries) {
         let model_started = Instant::now();
         let mut runs = 0_u64;
         let mut failures = 0_u64;
@@ -178,10 +212,8 @@ pub(crate) fn run(root: &Path, args: &Args) -> anyhow::Result<()> {
             }
         }
         println!(
-            "{} {}::{}: {} cases in {runs} runs ({:.0} s), {failures} failed",
-            model.package,
-            model.module,
-            model.test,
+            "{}: {} cases in {runs} runs ({:.0} s), {failures} failed",
+            model.name(),
             runs * model.cases,
             model_started.elapsed().as_secs_f64()
         );
@@ -213,15 +245,21 @@ mod tests {
             parse("--cases 500 --minutes=3").unwrap(),
             Args {
                 cases: 500,
-                minutes: Some(3)
+                minutes: Some(3),
+                models: Vec::new(),
             }
         );
         assert_eq!(
             parse("").unwrap(),
             Args {
                 cases: 100_000,
-                minutes: None
+                minutes: None,
+                models: Vec::new(),
             }
+        );
+        assert_eq!(
+            parse("--model rollback --model=arena").unwrap().models,
+            ["rollback", "arena"]
         );
         assert!(parse("--cases many").is_err());
         assert!(parse("--fast").is_err());
@@ -230,6 +268,27 @@ mod tests {
             message.contains("tip: a similar argument exists: '--cases'"),
             "{message}"
         );
+    }
+
+    #[test]
+    fn model_patterns_select_by_package_module_and_test_and_an_unmatched_one_is_named() {
+        assert_eq!(select(&[]).unwrap().len(), MODELS.len());
+        let names: Vec<String> = select(&["rollback".to_owned(), "strata-arena ".to_owned()])
+            .unwrap()
+            .iter()
+            .map(|m| m.name())
+            .collect();
+        assert_eq!(
+            names,
+            [
+                "strata-arena model::arena_agrees_with_reference_model",
+                "strata-arena reservation_model::reservations_and_bulk_destruction_agree_with_the_model",
+                "strata rollback::a_restore_gives_back_everything_a_full_copy_kept",
+            ]
+        );
+        let message = select(&["rollbak".to_owned()]).unwrap_err().to_string();
+        assert!(message.contains("\"rollbak\" names no model"), "{message}");
+        assert!(message.contains("strata rollback::"), "{message}");
     }
 
     #[test]

@@ -153,11 +153,6 @@ pub struct LifecycleScope {
     serial: u64,
 }
 
-/// The most entries a queue the arena empties every frame keeps room for between frames (the
-/// doomed instances here, the events in the outbox); a queue that grew past it after a burst
-/// gives its memory back at the next drain.
-pub(crate) const KEPT_CAPACITY: usize = 1 << 16;
-
 /// The two reclamation queues: destroyed instances awaiting the drain that reports them, and
 /// those it reported, awaiting the next drain, which releases their slots.
 #[derive(Clone, Debug, Default)]
@@ -199,20 +194,14 @@ impl Reclamation {
         }
     }
 
-    /// One drain's step: returns the instances whose slots this drain releases, and makes
-    /// those destroyed since the previous drain reclaimable.
-    ///
-    /// The queue of the doomed keeps its buffer (up to [`KEPT_CAPACITY`] entries), so a world
-    /// that destroys about as much every frame does not grow it from empty each time; the
-    /// reclaimable list is copied out of it at its exact size.
-    fn advance(&mut self) -> Vec<Doomed> {
-        let released = std::mem::take(&mut self.reclaimable);
-        self.reclaimable.extend_from_slice(&self.doomed);
-        self.doomed.clear();
-        if self.doomed.capacity() > KEPT_CAPACITY {
-            self.doomed = Vec::new();
-        }
-        released
+    /// One drain's step: `released` (emptied first) takes the instances whose slots this drain
+    /// releases, those destroyed since the previous drain become reclaimable, and the buffer
+    /// `released` had becomes the next queue of the doomed: no entry is copied.
+    fn advance_into(&mut self, released: &mut Vec<Doomed>) {
+        released.clear();
+        // released ← reclaimable ← doomed ← the emptied buffer `released` had.
+        std::mem::swap(released, &mut self.reclaimable);
+        std::mem::swap(&mut self.reclaimable, &mut self.doomed);
     }
 }
 
@@ -427,6 +416,38 @@ impl Arena {
     /// inside a lifecycle scope, where reclaiming slots would pull tombstones from under their
     /// readers.
     pub fn drain(&mut self) -> Result<Drained, ArenaError> {
+        let mut drained = Drained::default();
+        self.drain_into(&mut drained)?;
+        Ok(drained)
+    }
+
+    /// [`Arena::drain`] into `drained`, whose lists are replaced (their old contents dropped).
+    /// Their buffers are not freed: the arena keeps them as its next event queue and
+    /// reclamation list, so a frame loop that hands back the same `Drained` every frame moves
+    /// its events and reclaimed instances without allocating once the buffers have grown.
+    /// Refused like `drain`, leaving `drained` as it was.
+    ///
+    /// # Errors
+    ///
+    /// As [`Arena::drain`].
+    ///
+    /// ```
+    /// use strata_arena::{Arena, ClassId, Drained};
+    ///
+    /// let mut arena = Arena::standard();
+    /// let mut drained = Drained::default();
+    /// let part = arena.create(ClassId::PART, None)?;
+    /// arena.drain_into(&mut drained)?;
+    /// assert_eq!(drained.events.len(), 1);
+    /// arena.destroy(part)?;
+    /// arena.drain_into(&mut drained)?;
+    /// assert_eq!(drained.reclaimable.len(), 1);
+    /// arena.drain_into(&mut drained)?;
+    /// assert_eq!(drained.reclaimed.len(), 1);
+    /// assert!(drained.events.is_empty());
+    /// # Ok::<(), strata_arena::ArenaError>(())
+    /// ```
+    pub fn drain_into(&mut self, drained: &mut Drained) -> Result<(), ArenaError> {
         if self.batches.is_open() {
             return Err(ArenaError::BatchInProgress("draining would reclaim slots"));
         }
@@ -434,14 +455,15 @@ impl Arena {
             return Err(ArenaError::ScopeOpen);
         }
         self.sweep_abandoned();
-        let reclaimed = self.reclamation.advance();
+        self.reclamation.advance_into(&mut drained.reclaimed);
         self.state
-            .reclaim(&reclaimed, |slot| self.slots.release(slot));
-        Ok(Drained {
-            events: self.outbox.take_events(),
-            reclaimable: self.reclamation.reclaimable.clone(),
-            reclaimed,
-        })
+            .reclaim(&drained.reclaimed, |slot| self.slots.release(slot));
+        self.outbox.take_events_into(&mut drained.events);
+        drained.reclaimable.clear();
+        drained
+            .reclaimable
+            .extend_from_slice(&self.reclamation.reclaimable);
+        Ok(())
     }
 
     /// Destroyed instances not yet released: those awaiting their first drain and those

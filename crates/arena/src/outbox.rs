@@ -10,7 +10,6 @@
 use crate::event::{Event, PartWrite, TopologyChange};
 use crate::id::InstanceId;
 use crate::journal::BoundedJournal;
-use crate::lifecycle::KEPT_CAPACITY;
 
 /// How many entries the part-write log retains before dropping its older half.
 pub const PART_LOG_CAPACITY: usize = 65_536;
@@ -89,14 +88,16 @@ impl Outbox {
         self.events.extend_from_slice(events);
     }
 
-    /// Takes every queued event (a drain), as a list of its exact size. The queue keeps its
-    /// buffer (up to [`KEPT_CAPACITY`] events), so a frame's events do not grow it from empty.
+    /// Takes every queued event (a drain) into `taken` (emptied first), whose buffer becomes
+    /// the queue's: no event is copied.
+    pub(crate) fn take_events_into(&mut self, taken: &mut Vec<Event>) {
+        taken.clear();
+        std::mem::swap(taken, &mut self.events);
+    }
+
+    /// Takes every queued event (an arena rebuilt from an image drops them).
     pub(crate) fn take_events(&mut self) -> Vec<Event> {
-        let taken = self.events.drain(..).collect();
-        if self.events.capacity() > KEPT_CAPACITY {
-            self.events = Vec::new();
-        }
-        taken
+        std::mem::take(&mut self.events)
     }
 
     pub(crate) fn mark(&self) -> OutboxMark {

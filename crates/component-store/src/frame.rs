@@ -165,6 +165,18 @@ impl Frame {
         self.added.extend(ids.iter().map(|id| (count, *id)));
     }
 
+    /// One row was added to `component`'s set, for `id`: what [`Frame::added`] does for a
+    /// one-row range, without reading the set.
+    #[inline]
+    pub(crate) fn added_one(&mut self, component: ComponentId, id: InstanceId) {
+        self.describe(component);
+        if self.added.len() >= RESIDUE_CAPACITY {
+            self.reopen();
+            return;
+        }
+        self.added.push((self.count, id));
+    }
+
     /// Rows `rows` of `set` are being removed.
     pub(crate) fn removing(
         &mut self,
@@ -223,10 +235,11 @@ impl Frame {
             return true;
         }
         let tick = self.tick;
-        let fresh = |row: usize| {
-            set.added_ticks().get(row).is_some_and(|t| t > tick)
-                || set.changed_ticks().get(row).is_some_and(|t| t > tick)
-        };
+        let (added, changed) = (
+            set.added_ticks().after(tick),
+            set.changed_ticks().after(tick),
+        );
+        let fresh = |row: usize| added.row(row) || changed.row(row);
         match set.changes_since(tick) {
             Some(changes) => changes.rows().any(fresh),
             None => (0..set.len()).any(fresh),
@@ -240,10 +253,11 @@ impl Frame {
             return FrameDirty::Whole;
         }
         let tick = self.tick;
-        let fresh = |row: &usize| {
-            set.added_ticks().get(*row).is_some_and(|t| t > tick)
-                || set.changed_ticks().get(*row).is_some_and(|t| t > tick)
-        };
+        let (added, changed) = (
+            set.added_ticks().after(tick),
+            set.changed_ticks().after(tick),
+        );
+        let fresh = |row: &usize| added.row(*row) || changed.row(*row);
         let mut rows: Vec<usize> = match set.changes_since(tick) {
             Some(changes) => changes.rows().filter(fresh).collect(),
             None => (0..set.len()).filter(fresh).collect(),

@@ -240,6 +240,6 @@ pub use crate::stage::{
     StageError,
 };
 pub use crate::store::{BulkInit, DestroyOutcome, Lineage, RowInit, Store, StoreEvent, StoreId};
-pub use crate::track::Ticks;
+pub use crate::track::{Ticks, TicksAfter};
 pub use crate::value::{ListValue, MapKey, Value};
 pub use crate::view::{ColumnWriter, View};

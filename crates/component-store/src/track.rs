@@ -671,6 +671,17 @@ impl<'a> Ticks<'a> {
             .map(|offset| Tick(self.base.0 + u64::from(*offset)))
     }
 
+    /// The test of these rows' ticks against `baseline`, prepared once for many rows: a row is
+    /// after the baseline when its offset is at least the baseline's distance past the base,
+    /// plus one.
+    #[inline]
+    pub fn after(&self, baseline: Tick) -> TicksAfter<'a> {
+        TicksAfter {
+            offsets: self.offsets,
+            cut: baseline.0.saturating_add(1).saturating_sub(self.base.0),
+        }
+    }
+
     /// Each row's tick, in row order.
     pub fn iter(&self) -> impl ExactSizeIterator<Item = Tick> + DoubleEndedIterator + 'a {
         let base = self.base.0;
@@ -682,6 +693,24 @@ impl<'a> Ticks<'a> {
     /// Each row's tick, in row order, as a list.
     pub fn to_vec(&self) -> Vec<Tick> {
         self.iter().collect()
+    }
+}
+
+/// Which rows' ticks are after a baseline (see [`Ticks::after`]).
+#[derive(Clone, Copy, Debug)]
+pub struct TicksAfter<'a> {
+    offsets: &'a [u32],
+    /// The least offset after the baseline.
+    cut: u64,
+}
+
+impl TicksAfter<'_> {
+    /// Whether row `row`'s tick is after the baseline; `false` past the last row.
+    #[inline(always)]
+    pub fn row(&self, row: usize) -> bool {
+        self.offsets
+            .get(row)
+            .is_some_and(|offset| u64::from(*offset) >= self.cut)
     }
 }
 
@@ -797,6 +826,14 @@ mod tests {
                         let read = track.changed().get(row).expect("a row");
                         prop_assert_eq!(read > Tick(baseline), *changed > baseline);
                     }
+                    // Against any baseline, the prepared test reads as the ticks do.
+                    for baseline in [0, base.saturating_sub(1), base, *changed, now, u64::MAX] {
+                        prop_assert_eq!(
+                            track.changed().after(Tick(baseline)).row(row),
+                            Tick((*changed).max(base)) > Tick(baseline)
+                        );
+                    }
+                    prop_assert!(!track.changed().after(Tick(0)).row(model.len()));
                 }
             }
         }

@@ -547,11 +547,16 @@ impl World {
     /// deliver its events, take what the frame collected (prints, commits, the store's events,
     /// definition syncs and adoptions) and clear the store's frame state.
     fn end_frame(&mut self, events: &mut FrameEvents) -> Result<(), WorldError> {
-        let drained = self.scene.drain_arena()?;
-        for event in &drained.events {
+        // The previous frame's event list lends its memory to this frame's.
+        let mut lifecycle = std::mem::take(&mut self.events.lifecycle);
+        if let Err(error) = self.scene.drain_arena(&mut lifecycle) {
+            self.events.lifecycle = lifecycle;
+            return Err(error);
+        }
+        for event in &lifecycle {
             self.deliver(event, &mut events.errors)?;
         }
-        let take = self.scene.take_frame(drained.events);
+        let take = self.scene.take_frame(lifecycle);
         events.lifecycle = take.lifecycle;
         events.prints = take.prints;
         events.commits = take.commits;

@@ -19,7 +19,7 @@ use std::sync::Arc;
 use strata_arena::{ArenaId, ClassId, InstanceId, Revision, Slot, Snapshot};
 use strata_component_store::{
     ComponentHandle, ComponentId, ComponentSet, FieldId, InstanceRef, Scalar, Store, StoreError,
-    StoreId, Tick, Ticks, run_start,
+    StoreId, Tick, TicksAfter, run_start,
 };
 
 use crate::error::QueryError;
@@ -470,7 +470,7 @@ impl Query {
         self.selection.clear();
         // Per change term: its term index, its set, and the ticks it compares (added or
         // changed), bound once for the pass.
-        let terms: Vec<(usize, &ComponentSet, Ticks<'_>)> = self
+        let terms: Vec<(usize, &ComponentSet, TicksAfter<'_>)> = self
             .spec
             .added
             .iter()
@@ -487,14 +487,14 @@ impl Query {
                 } else {
                     set.changed_ticks()
                 };
-                Ok((t, set, ticks))
+                Ok((t, set, ticks.after(baseline)))
             })
             .collect::<Result<_, QueryError>>()?;
         let cache = &self.cache;
         let holds = |index: usize| {
             terms.iter().all(|(t, _, ticks)| {
                 let row = cache.rows[*t][index] as usize;
-                ticks.get(row).is_some_and(|tick| tick > baseline)
+                ticks.row(row)
             })
         };
         let logged = terms
@@ -512,7 +512,7 @@ impl Query {
                 let others = terms.len() > 1;
                 let dense = cache.dense(t);
                 for row in list.rows() {
-                    if own_ticks.get(row).is_none_or(|tick| tick <= baseline) {
+                    if !own_ticks.row(row) {
                         continue;
                     }
                     // A dense term's rows are the match indexes themselves.

@@ -20,8 +20,8 @@ use std::sync::Arc;
 
 use proptest::prelude::*;
 use strata_arena::{
-    Arena, ArenaError, Checkpoint, ClassId, Event, FamilyId, InstanceId, PartWriteKind, Revision,
-    Revisions, SavePoint, Slot, Snapshot, SnapshotDiff, TopologyChange,
+    Arena, ArenaError, Checkpoint, ClassId, Drained, Event, FamilyId, InstanceId, PartWriteKind,
+    Revision, Revisions, SavePoint, Slot, Snapshot, SnapshotDiff, TopologyChange,
 };
 
 const TAGS: [&str; 3] = ["red", "green", "blue"];
@@ -606,6 +606,11 @@ struct Harness {
     saves: Vec<(SavePoint, Model, Before)>,
     /// Restores that succeeded.
     restores: usize,
+    /// The lists every other drain goes into (`Arena::drain_into`), reused from one to the
+    /// next; the others return fresh lists (`Arena::drain`).
+    kept: Drained,
+    /// Drains made, refused ones included.
+    drains: usize,
 }
 
 impl Harness {
@@ -623,6 +628,8 @@ impl Harness {
             stale_refused: 0,
             saves: Vec::new(),
             restores: 0,
+            kept: Drained::default(),
+            drains: 0,
         };
         let game = harness.create(ClassId::DATA_MODEL, None, "setup");
         let workspace = harness.create(ClassId::WORKSPACE, game, "setup");
@@ -1130,15 +1137,32 @@ impl Harness {
 
     fn drain(&mut self, ctx: &str) {
         let b = self.capture();
+        self.drains += 1;
+        let into = self.drains % 2 == 0;
         if self.in_batch() {
-            expect_batch_refusal(self.arena.drain(), ctx);
+            if into {
+                let kept = self.kept.clone();
+                expect_batch_refusal(self.arena.drain_into(&mut self.kept), ctx);
+                assert_eq!(
+                    self.kept, kept,
+                    "{ctx}: a refused drain_into left its lists"
+                );
+            } else {
+                expect_batch_refusal(self.arena.drain(), ctx);
+            }
             self.assert_unchanged(&b, ctx);
             return;
         }
-        let drained = self
-            .arena
-            .drain()
-            .unwrap_or_else(|e| panic!("{ctx}: drain refused: {e:?}"));
+        let drained = if into {
+            self.arena
+                .drain_into(&mut self.kept)
+                .unwrap_or_else(|e| panic!("{ctx}: drain_into refused: {e:?}"));
+            self.kept.clone()
+        } else {
+            self.arena
+                .drain()
+                .unwrap_or_else(|e| panic!("{ctx}: drain refused: {e:?}"))
+        };
         let events = norm_events(&drained.events);
         assert_eq!(events, self.model.events, "{ctx}: drained events");
         let with_slots = |ids: &[InstanceId]| -> Vec<(InstanceId, Slot)> {

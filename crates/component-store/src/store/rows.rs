@@ -183,7 +183,7 @@ impl Store {
                 component,
             });
         }
-        self.frame.added(component, set, row..=row);
+        self.frame.added_one(component, at.id);
         Ok((set, row, &mut self.observers))
     }
 

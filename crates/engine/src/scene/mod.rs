@@ -57,6 +57,8 @@ pub struct Scene {
     pool: Option<Arc<rayon::ThreadPool>>,
     /// Overlay memory handed from one wave's commit to the next wave's overlays.
     spare: Spare,
+    /// The lists of the arena's last drain, kept so the next drain reuses their memory.
+    drained: Drained,
     /// Migration input loaded from a save for rows whose component is not installed yet: the
     /// instance, the component's name and the values. Placed in the store when the component
     /// is installed (see [`Scene::place_waiting_migrations`]).
@@ -170,6 +172,7 @@ impl Scene {
             adoptions: Vec::new(),
             pool: None,
             spare: Spare::new(),
+            drained: Drained::default(),
             waiting_migrations: Vec::new(),
             prints: Vec::new(),
             commits: Vec::new(),
@@ -283,12 +286,23 @@ impl Scene {
         self.syncs.clear();
     }
 
-    /// Drains the arena at a frame's end (its events returned, destroyed slots reclaimed) and
-    /// reports the reclaimed slots to the store at once, keeping the two in step.
-    pub(crate) fn drain_arena(&mut self) -> Result<Drained, WorldError> {
-        let drained = self.arena.drain()?;
-        self.store.on_reclaimed(&drained.reclaimed);
-        Ok(drained)
+    /// Drains the arena at a frame's end (destroyed slots reclaimed) and reports the reclaimed
+    /// slots to the store at once, keeping the two in step. `events` (the previous frame's
+    /// events, say) becomes the arena's next event queue and comes back holding this frame's
+    /// events, so a frame loop moves its events without allocating; refused, it comes back as
+    /// it was.
+    pub(crate) fn drain_arena(
+        &mut self,
+        events: &mut Vec<strata_arena::Event>,
+    ) -> Result<(), WorldError> {
+        std::mem::swap(&mut self.drained.events, events);
+        if let Err(error) = self.arena.drain_into(&mut self.drained) {
+            std::mem::swap(&mut self.drained.events, events);
+            return Err(error.into());
+        }
+        std::mem::swap(&mut self.drained.events, events);
+        self.store.on_reclaimed(&self.drained.reclaimed);
+        Ok(())
     }
 
     /// Runs `read` with the hierarchy in a lifecycle scope on `root`, a destroyed subtree's
