@@ -19,6 +19,7 @@ use crate::cargo;
 
 /// A model test: package, its module in the package's one test binary (`tests/it`), test
 /// name, cases per run.
+#[derive(Debug)]
 pub(crate) struct Model {
     package: &'static str,
     module: &'static str,
