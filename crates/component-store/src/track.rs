@@ -377,6 +377,11 @@ impl TrackMut<'_> {
         // leaves to record.
         let mut word = 0;
         let mut stored = 0u64;
+        // The plain loop's flags (1 for a row it changed) for the word in progress, with the
+        // word's first bit while it runs: packed into `stored` once the word is done, or by
+        // the panic recovery.
+        let mut flags = [0u8; 64];
+        let mut flags_from: Option<usize> = None;
         let run = catch_unwind(AssertUnwindSafe(|| {
             let mut row = start;
             // Nothing is prepared before the first change.
@@ -420,15 +425,24 @@ impl TrackMut<'_> {
                     }
                 } else if !std::mem::needs_drop::<T>() {
                     // Plain values: every result is stored (storing the same bits changes
-                    // nothing), so the loop has no branch, and the word's ticks follow its mask
-                    // afterwards.
+                    // nothing), so the loop has no branch; each row's flag is a byte, packed
+                    // into the word's mask afterwards, and the word's ticks follow the mask.
                     let first_bit = row % 64;
+                    flags = [0; 64];
+                    flags_from = Some(first_bit);
                     let (word_values, word_reads) = (&mut values[row..end], &reads[row..end]);
-                    for j in 0..word_values.len().min(word_reads.len()) {
+                    let word_flags = &mut flags[..word_values.len()];
+                    for j in 0..word_values
+                        .len()
+                        .min(word_reads.len())
+                        .min(word_flags.len())
+                    {
                         let next = f(&word_values[j], &word_reads[j]);
-                        stored |= u64::from(!word_values[j].identical(&next)) << (first_bit + j);
+                        word_flags[j] = u8::from(!word_values[j].identical(&next));
                         word_values[j] = next;
                     }
+                    stored = pack_flags(&flags) << first_bit;
+                    flags_from = None;
                     let width = end - row;
                     let full = if width == 64 {
                         u64::MAX
@@ -471,7 +485,10 @@ impl TrackMut<'_> {
                 // The rows of the word in progress that were stored before the panic: their
                 // ticks (set already, except by the plain loop) and dirty bits. Their log
                 // entries were pushed as they were stored, and the plain loop runs only when
-                // the log does not take the pass.
+                // the log does not take the pass; its flags are packed here when it was cut off.
+                if let Some(first_bit) = flags_from {
+                    stored = pack_flags(&flags) << first_bit;
+                }
                 let mut rest = stored;
                 while rest != 0 {
                     track.changed[word * 64 + rest.trailing_zeros() as usize] = at;
@@ -571,6 +588,21 @@ impl TrackMut<'_> {
         track.dirty.recount();
         track.log.reset(tick);
     }
+}
+
+/// The bits of 64 one-byte flags, each 0 or 1: flag `i` becomes bit `i`. Each group of eight
+/// is packed by one multiplication, which moves flag `i`'s bit to bit `56 + i` with no two
+/// partial products meeting (so nothing carries).
+#[inline(always)]
+fn pack_flags(flags: &[u8; 64]) -> u64 {
+    let mut bits = 0;
+    for (k, group) in flags.chunks_exact(8).enumerate() {
+        let mut eight = [0u8; 8];
+        eight.copy_from_slice(group);
+        let x = u64::from_le_bytes(eight);
+        bits |= (x.wrapping_mul(0x0102_0408_1020_4080) >> 56) << (8 * k);
+    }
+    bits
 }
 
 /// One task's share of a set's tracking in a parallel pass (see [`TrackMut::split`]): the
@@ -777,6 +809,16 @@ mod tests {
 
     proptest! {
         #![proptest_config(ProptestConfig::with_cases(256))]
+
+        /// Packing flags gives the bit of each flag that is set, and no other.
+        #[test]
+        fn packed_flags_hold_a_bit_for_each_set_flag(set in any::<u64>()) {
+            let mut flags = [0u8; 64];
+            for (i, flag) in flags.iter_mut().enumerate() {
+                *flag = u8::from(set >> i & 1 == 1);
+            }
+            prop_assert_eq!(pack_flags(&flags), set);
+        }
 
         /// Each row reads the tick it was stored at, or the base when that is older; the base
         /// only moves forward; and against any
