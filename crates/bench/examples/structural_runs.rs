@@ -9,7 +9,8 @@
 //! valgrind --tool=callgrind target/release/examples/structural_runs strata despawn_respawn 3 100000 fixture
 //! ```
 //!
-//! Workloads: `spawn` (one at a time), `despawn_respawn`, `bulk_despawn`, `reference_cleanup`
+//! Workloads: `spawn` (one at a time), `despawn_respawn`, `add_remove`, `bulk_despawn`,
+//! `reference_cleanup`
 //! (`n` holders, `n / 100` targets), `rollback_frame` and
 //! `rollback_window` (ten of them on one fixture per run), and through `strata::World`
 //! (whatever the library) `world_spawn` and `world_despawn_respawn`.
@@ -66,6 +67,12 @@ fn runs<L: Library>(work: &str, runs: u32, n: u64, fixture_only: bool) {
                 let mut world = L::referencing(n, (n / 100).max(1));
                 if work_too {
                     black_box(L::destroy_targets(&mut world));
+                }
+            }
+            "add_remove" => {
+                let mut world = L::with_a(n);
+                if work_too {
+                    black_box(L::add_then_remove(&mut world));
                 }
             }
             "bulk_despawn" => {
