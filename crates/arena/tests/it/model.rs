@@ -1138,7 +1138,7 @@ impl Harness {
     fn drain(&mut self, ctx: &str) {
         let b = self.capture();
         self.drains += 1;
-        let into = self.drains % 2 == 0;
+        let into = self.drains.is_multiple_of(2);
         if self.in_batch() {
             if into {
                 let kept = self.kept.clone();
