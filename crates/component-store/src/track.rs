@@ -676,8 +676,10 @@ impl TrackPart<'_> {
 
 /// The added or changed ticks of a set's rows, in row order (see
 /// [`ComponentSet::added_ticks`](crate::ComponentSet::added_ticks)). The set keeps them as
-/// 32-bit offsets from a base tick it moves forward (see [`Tracking`]); each tick read here is
-/// the base plus its row's offset.
+/// 32-bit offsets from a base tick of its own; each tick read here is the base plus its row's
+/// offset. Storing a tick 2^32 or more past the base first moves the base to 2^31 before that
+/// tick, and a row older than the new base then reads as the base: a baseline more than 2^31
+/// mutations old may see a row as changed after it that was not, never the reverse.
 #[derive(Clone, Copy, Debug)]
 pub struct Ticks<'a> {
     base: Tick,
