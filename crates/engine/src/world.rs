@@ -535,7 +535,9 @@ impl World {
             events.errors.push((name, error));
         }
         self.end_frame(&mut events)?;
-        self.events = events;
+        // The replaced frame's event list lends its memory to the next frame's drain.
+        let replaced = std::mem::replace(&mut self.events, events);
+        self.scene.recycle_events(replaced.lifecycle);
         self.scene.set_clock(Clock {
             frame: frame + 1,
             time: time + dt,
@@ -547,12 +549,7 @@ impl World {
     /// deliver its events, take what the frame collected (prints, commits, the store's events,
     /// definition syncs and adoptions) and clear the store's frame state.
     fn end_frame(&mut self, events: &mut FrameEvents) -> Result<(), WorldError> {
-        // The previous frame's event list lends its memory to this frame's.
-        let mut lifecycle = std::mem::take(&mut self.events.lifecycle);
-        if let Err(error) = self.scene.drain_arena(&mut lifecycle) {
-            self.events.lifecycle = lifecycle;
-            return Err(error);
-        }
+        let lifecycle = self.scene.drain_arena()?;
         for event in &lifecycle {
             self.deliver(event, &mut events.errors)?;
         }

@@ -286,23 +286,22 @@ impl Scene {
         self.syncs.clear();
     }
 
-    /// Drains the arena at a frame's end (destroyed slots reclaimed) and reports the reclaimed
-    /// slots to the store at once, keeping the two in step. `events` (the previous frame's
-    /// events, say) becomes the arena's next event queue and comes back holding this frame's
-    /// events, so a frame loop moves its events without allocating; refused, it comes back as
-    /// it was.
-    pub(crate) fn drain_arena(
-        &mut self,
-        events: &mut Vec<strata_arena::Event>,
-    ) -> Result<(), WorldError> {
-        std::mem::swap(&mut self.drained.events, events);
-        if let Err(error) = self.arena.drain_into(&mut self.drained) {
-            std::mem::swap(&mut self.drained.events, events);
-            return Err(error.into());
-        }
-        std::mem::swap(&mut self.drained.events, events);
+    /// Drains the arena at a frame's end (its events returned, destroyed slots reclaimed) and
+    /// reports the reclaimed slots to the store at once, keeping the two in step. The drain goes
+    /// into lists the scene keeps, so its memory is reused from one frame to the next (see
+    /// [`Scene::recycle_events`]).
+    pub(crate) fn drain_arena(&mut self) -> Result<Vec<strata_arena::Event>, WorldError> {
+        self.arena.drain_into(&mut self.drained)?;
         self.store.on_reclaimed(&self.drained.reclaimed);
-        Ok(())
+        Ok(std::mem::take(&mut self.drained.events))
+    }
+
+    /// Takes back a list of events a drain returned, once nobody reads it (a frame's events,
+    /// when the next frame's have replaced them): emptied, its memory becomes the arena's event
+    /// queue at the next drain.
+    pub(crate) fn recycle_events(&mut self, mut events: Vec<strata_arena::Event>) {
+        events.clear();
+        self.drained.events = events;
     }
 
     /// Runs `read` with the hierarchy in a lifecycle scope on `root`, a destroyed subtree's

@@ -210,3 +210,53 @@ fn a_world_is_send() {
     .unwrap();
     assert_eq!(moved.frame(), 1);
 }
+
+/// Each frame reports the lifecycle events of its own frame only (a drain reuses the memory of
+/// the list two frames back, never its events), the last frame's stay readable through
+/// `World::events` until the next step, and a refused step leaves them as they were.
+#[test]
+fn each_frame_reports_only_its_own_lifecycle_events_and_a_refused_step_keeps_the_last() {
+    let mut world = World::new().unwrap();
+    // The world's own instances are announced by the first frame.
+    world.step(0.1).unwrap();
+    let destroyed = |events: &FrameEvents| -> Vec<InstanceId> {
+        events
+            .lifecycle
+            .iter()
+            .filter_map(|e| match e {
+                Event::Destroyed { subtree } => Some(subtree.root()),
+                _ => None,
+            })
+            .collect()
+    };
+    let mut made = Vec::new();
+    for frame in 0..6 {
+        let a = world.create(ClassId::FOLDER, None).unwrap();
+        let b = world.create(ClassId::FOLDER, None).unwrap();
+        made.push((a, b));
+        let gone: Vec<InstanceId> = if frame > 0 {
+            let (a, b) = made[frame - 1];
+            world.destroy(a).unwrap();
+            world.destroy(b).unwrap();
+            vec![a, b]
+        } else {
+            Vec::new()
+        };
+        let events = world.step(0.1).unwrap();
+        assert_eq!(destroyed(events), gone, "frame {frame}");
+        let created = events
+            .lifecycle
+            .iter()
+            .filter(|e| matches!(e, Event::Created { .. } | Event::CreatedRange { .. }))
+            .count();
+        assert_eq!(created, 1, "frame {frame}: one run of two creations");
+        assert_eq!(
+            destroyed(world.events()),
+            gone,
+            "frame {frame}: kept until the next step"
+        );
+    }
+    let last = format!("{:?}", world.events());
+    assert!(world.step(f64::NAN).is_err());
+    assert_eq!(format!("{:?}", world.events()), last);
+}
