@@ -121,9 +121,9 @@ fn collect_source(source: &Snapshot, root: InstanceId) -> Result<Vec<SourceNode>
                 } else {
                     source.parent_of(record)
                 },
-                data: record.cold().map(|cold| cold.data.clone()),
-                tags: record.tags().into(),
-                persistent_id: record.persistent_id(),
+                data: source.cold_of(record).map(|cold| cold.data.clone()),
+                tags: source.tags_of(record).into(),
+                persistent_id: source.persistent_id_of(record),
             })
         })
         .collect()

@@ -286,13 +286,7 @@ impl Arena {
         let in_batch = self.batches.is_open();
         let first_counter = self.ids.creations(count);
         let new_record = |offset: usize| {
-            let mut record = Record::new(
-                nth(offset),
-                class,
-                first_counter + offset as u64,
-                cold.clone(),
-                at,
-            );
+            let mut record = Record::new(nth(offset), class, first_counter + offset as u64, at);
             record.set_parent_locked(service);
             record.set_in_world(in_world);
             record
@@ -317,7 +311,8 @@ impl Arena {
                 SlotSource::Run(first) => first,
                 SlotSource::List(slots) => slots[0],
             };
-            self.state.place(slot, new_record(0), parent_slot);
+            self.state
+                .place(slot, new_record(0), cold.clone(), parent_slot);
             placed(self, 0, slot);
         } else {
             let mut slots = std::mem::take(&mut self.scratch.slots);
@@ -329,7 +324,8 @@ impl Arena {
                 SlotSource::Run(first) => slots.extend((0..count).map(|k| Slot(first.0 + k))),
                 SlotSource::List(given) => slots.extend_from_slice(given),
             }
-            self.state.place_run(&slots, parent_slot, new_record);
+            self.state
+                .place_run(&slots, parent_slot, cold.as_ref(), new_record);
             for (offset, &slot) in slots.iter().enumerate() {
                 placed(self, offset, slot);
             }

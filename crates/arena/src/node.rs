@@ -41,14 +41,14 @@ impl<'a> Node<'a> {
 
     /// The GUID given at creation.
     pub fn guid(self) -> Guid {
-        self.record
-            .kept_guid()
+        self.snapshot
+            .kept_guid_of(self.record)
             .unwrap_or_else(|| self.snapshot.guid_of(self.record.guid_counter()))
     }
 
     /// The persistent id, if one was assigned.
     pub fn persistent_id(self) -> Option<PersistentId> {
-        self.record.persistent_id()
+        self.snapshot.persistent_id_of(self.record)
     }
 
     /// The parent. `None` for roots, unparented instances and destroyed subtree roots.
@@ -103,7 +103,7 @@ impl<'a> Node<'a> {
 
     /// The node's tags, in the order they were added.
     pub fn tags(self) -> &'a [Arc<str>] {
-        self.record.tags()
+        self.snapshot.tags_of(self.record)
     }
 }
 

@@ -19,7 +19,6 @@ use strata_mix::mix;
 use crate::id::{InstanceId, PersistentId, Slot};
 use crate::math::{Transform, Vec3};
 use crate::revision::{Domain, Revision};
-use crate::snapshot::Record;
 use crate::state::{AttrValue, BuiltinState, LightState, NodeMut, PartState, StateVariant};
 
 /// What a write may have changed, which decides the revision domains it touches.
@@ -441,7 +440,11 @@ impl Arena {
     pub fn ensure_persistent_id(&mut self, id: InstanceId) -> Result<PersistentId, ArenaError> {
         let slot = self.state.live_slot(id)?;
         self.guard_batch_write(id)?;
-        if let Some(pid) = self.state.record_at(slot).and_then(Record::persistent_id) {
+        if let Some(pid) = self
+            .state
+            .record_at(slot)
+            .and_then(|record| self.state.persistent_id_of(record))
+        {
             return Ok(pid);
         }
         let seed = self.state.seed();
@@ -472,7 +475,10 @@ impl Arena {
     ) -> Result<bool, ArenaError> {
         let slot = self.state.live_slot(id)?;
         self.guard_batch_write(id)?;
-        let current = self.state.record_at(slot).and_then(Record::persistent_id);
+        let current = self
+            .state
+            .record_at(slot)
+            .and_then(|record| self.state.persistent_id_of(record));
         if current == pid {
             return Ok(false);
         }

@@ -276,9 +276,34 @@ impl Snapshot {
         }
     }
 
+    /// The cold data of a record of this snapshot, if it has any (it sits in the record's page).
+    pub(crate) fn cold_of(&self, record: &Record) -> Option<&Cold> {
+        if !record.has_cold() {
+            return None;
+        }
+        let (slot, _) = self.find(record.id)?;
+        let (page, index) = split(slot);
+        self.pages.get(page)?.cold(index)
+    }
+
+    /// The tags of a record of this snapshot.
+    pub(crate) fn tags_of(&self, record: &Record) -> &[Arc<str>] {
+        self.cold_of(record).map_or(&[], |cold| &cold.tags)
+    }
+
+    /// The persistent id of a record of this snapshot.
+    pub(crate) fn persistent_id_of(&self, record: &Record) -> Option<PersistentId> {
+        self.cold_of(record).and_then(|cold| cold.persistent_id)
+    }
+
+    /// The GUID a record of this snapshot keeps from an image, if it was rebuilt from one.
+    pub(crate) fn kept_guid_of(&self, record: &Record) -> Option<Guid> {
+        self.cold_of(record).and_then(|cold| cold.guid)
+    }
+
     /// The name, attributes and state of a record: its own, or its class's defaults.
     pub(crate) fn data_of<'a>(&'a self, record: &'a Record) -> &'a NodeData {
-        match record.cold() {
+        match self.cold_of(record) {
             Some(cold) => &cold.data,
             None => self.class_of(record.class()).default_data(),
         }
@@ -301,22 +326,29 @@ impl Snapshot {
     /// defaults if the node had none).
     fn cold_mut(&mut self, slot: Slot) -> &mut Cold {
         let (page, index) = split(slot);
-        let record = private_page(&mut self.pages, &mut self.spare_pages, page)
-            .get_mut(index)
-            .expect("cold data is only written on occupied slots");
+        let class = self
+            .record_at(slot)
+            .expect("cold data is only written on occupied slots")
+            .class();
         let defaults = self
             .classes
-            .get(record.class())
+            .get(class)
             .expect("nodes only carry classes of their arena's registry")
             .default_data();
-        record.cold_mut(defaults)
+        private_page(&mut self.pages, &mut self.spare_pages, page).cold_mut(index, defaults)
     }
 
     // ----- Placing and removing records. -----
 
     /// Places a new, unlinked, live record at the vacant `slot` (a free slot or the high-water
     /// mark), as the last child of the node at `parent` when one is given.
-    pub(crate) fn place(&mut self, slot: Slot, mut record: Record, parent: Option<Slot>) {
+    pub(crate) fn place(
+        &mut self,
+        slot: Slot,
+        mut record: Record,
+        cold: Option<Arc<Cold>>,
+        parent: Option<Slot>,
+    ) {
         let id = record.id;
         let previous = parent.and_then(|p| self.record_at(p)?.last_child.get());
         record.parent = Link::from(parent);
@@ -332,7 +364,7 @@ impl Snapshot {
             self.id_map.insert(id, slot);
         }
         let records = private_page(&mut self.pages, &mut self.spare_pages, page);
-        records.put(index, record);
+        records.put(index, record, cold);
         self.live += 1;
         let Some(parent) = parent else { return };
         // The previous sibling usually shares the new record's page: link it through the same
@@ -363,6 +395,7 @@ impl Snapshot {
         &mut self,
         slots: &[Slot],
         parent: Option<Slot>,
+        cold: Option<&Arc<Cold>>,
         mut record: impl FnMut(usize) -> Record,
     ) {
         let (Some(&first), Some(&last), Some(&highest)) =
@@ -405,7 +438,7 @@ impl Snapshot {
                 if u64::from(slot.0) + 1 != new.id.get() {
                     self.id_map.insert(new.id, slot);
                 }
-                page.put(split(slot).1, new);
+                page.put(split(slot).1, new, cold.cloned());
                 prev = Some(slot);
             }
         }
@@ -478,9 +511,12 @@ impl Snapshot {
         for group in page_runs(slots) {
             let page = private_page(&mut self.pages, &mut self.spare_pages, split(group[0]).0);
             for &slot in group {
-                if let Some(record) = page.get_mut(split(slot).1) {
-                    untagged |=
-                        entomb_record(record, (&mut self.tag_index, &mut self.persistent_index));
+                if let Some((record, cold)) = page.record_and_cold(split(slot).1) {
+                    untagged |= entomb_record(
+                        record,
+                        cold,
+                        (&mut self.tag_index, &mut self.persistent_index),
+                    );
                 }
             }
         }
@@ -1014,7 +1050,11 @@ impl Snapshot {
                 }
                 match (live(new_page, index), live(old_page, index)) {
                     (Some(a), Some(b)) if a.id() == b.id() => {
-                        if !a.unchanged_from(b) {
+                        let same_cold = match (new_page, old_page) {
+                            (Some(new), Some(old)) => new.same_cold(old, index),
+                            _ => false,
+                        };
+                        if !(same_cold && a.unchanged_from(b)) {
                             diff.changed.push(a.id());
                         }
                     }
@@ -1086,10 +1126,11 @@ fn page_runs(slots: &[Slot]) -> impl Iterator<Item = &[Slot]> {
 /// indexes. Returns whether it carried tags.
 fn entomb_record(
     record: &mut Record,
+    cold: Option<&Cold>,
     (tag_index, persistent_index): (&mut TagIndex, &mut PersistentIndex),
 ) -> bool {
     record.set_destroyed();
-    let Some(cold) = record.cold() else {
+    let Some(cold) = cold else {
         return false;
     };
     for tag in &cold.tags {

@@ -8,8 +8,9 @@
 
 use std::sync::Arc;
 
-use super::record::Record;
+use super::record::{Cold, Record};
 use crate::id::{InstanceId, Slot};
+use crate::state::NodeData;
 
 pub(super) const PAGE_BITS: u32 = 10;
 pub(super) const PAGE_LEN: usize = 1 << PAGE_BITS;
@@ -20,16 +21,62 @@ pub(super) fn split(slot: Slot) -> (usize, usize) {
 }
 
 /// A run of `PAGE_LEN` slots, the unit of copy-on-write for records.
+///
+/// Invariant: `colds` is no longer than `slots`, and a slot's record is flagged as having cold
+/// data (`Record::has_cold`) exactly when `colds` holds some at its index. A page whose records
+/// are all at their class defaults has no `colds` at all, so copying it copies the records as
+/// one block and nothing else.
 #[derive(Debug)]
 pub(super) struct Page {
     slots: Vec<Option<Record>>,
+    /// Name, attributes, state, tags and persistent id of the slots that moved any of them
+    /// away from their class defaults, by index.
+    colds: Vec<Option<Arc<Cold>>>,
 }
 
 impl Page {
     pub(super) fn new() -> Self {
         Self {
             slots: Vec::with_capacity(PAGE_LEN),
+            colds: Vec::new(),
         }
+    }
+
+    /// The cold data of the slot at `index`, if it has any.
+    pub(super) fn cold(&self, index: usize) -> Option<&Cold> {
+        self.colds.get(index)?.as_deref()
+    }
+
+    /// Whether the slot at `index` holds the very same cold data here as in `older` (a write
+    /// to cold data shared with a snapshot copies it, so the two differ once either side was
+    /// written).
+    pub(super) fn same_cold(&self, older: &Page, index: usize) -> bool {
+        match (self.colds.get(index), older.colds.get(index)) {
+            (Some(Some(a)), Some(Some(b))) => Arc::ptr_eq(a, b),
+            (Some(Some(_)), _) | (_, Some(Some(_))) => false,
+            _ => true,
+        }
+    }
+
+    /// The cold data of the occupied slot at `index` for writing: made private to this page
+    /// (copied if a snapshot shares it), and made from `defaults` first if the record had none.
+    pub(super) fn cold_mut(&mut self, index: usize, defaults: &NodeData) -> &mut Cold {
+        if let Some(record) = self.slots.get_mut(index).and_then(Option::as_mut) {
+            record.set_has_cold(true);
+        }
+        if self.colds.len() <= index {
+            self.colds.resize(index + 1, None);
+        }
+        Arc::make_mut(
+            self.colds[index].get_or_insert_with(|| Arc::new(Cold::new(defaults.clone()))),
+        )
+    }
+
+    /// The record at `index` for writing, beside its cold data for reading.
+    pub(super) fn record_and_cold(&mut self, index: usize) -> Option<(&mut Record, Option<&Cold>)> {
+        let record = self.slots.get_mut(index)?.as_mut()?;
+        let cold = self.colds.get(index).and_then(Option::as_deref);
+        Some((record, cold))
     }
 
     pub(super) fn get(&self, index: usize) -> Option<&Record> {
@@ -44,8 +91,23 @@ impl Page {
         &self.slots
     }
 
-    /// Stores `record` at `index`, which is either vacant or the page's next fresh slot.
-    pub(super) fn put(&mut self, index: usize, record: Record) {
+    /// Stores `record` at `index`, which is either vacant or the page's next fresh slot, with
+    /// its cold data (`None` for a node at its class's defaults).
+    pub(super) fn put(&mut self, index: usize, mut record: Record, cold: Option<Arc<Cold>>) {
+        record.set_has_cold(cold.is_some());
+        match cold {
+            Some(cold) => {
+                if self.colds.len() <= index {
+                    self.colds.resize(index + 1, None);
+                }
+                self.colds[index] = Some(cold);
+            }
+            None => {
+                if let Some(slot) = self.colds.get_mut(index) {
+                    *slot = None;
+                }
+            }
+        }
         if index == self.slots.len() {
             self.slots.push(Some(record));
         } else {
@@ -60,13 +122,18 @@ impl Page {
         self.slots.resize_with(len.max(self.slots.len()), || None);
     }
 
+    /// Empties the slot at `index`, with its cold data, and returns its record.
     pub(super) fn take(&mut self, index: usize) -> Option<Record> {
+        if let Some(cold) = self.colds.get_mut(index) {
+            *cold = None;
+        }
         self.slots.get_mut(index)?.take()
     }
 
     /// Keeps the first `len` slots only (construction rollback of appended slots).
     pub(super) fn truncate(&mut self, len: usize) {
         self.slots.truncate(len);
+        self.colds.truncate(len);
     }
 }
 
@@ -75,12 +142,16 @@ impl Clone for Page {
     fn clone(&self) -> Self {
         let mut slots = Vec::with_capacity(PAGE_LEN.max(self.slots.len()));
         slots.extend_from_slice(&self.slots);
-        Self { slots }
+        Self {
+            slots,
+            colds: self.colds.clone(),
+        }
     }
 
-    /// Copies `source` into this page's memory (a spare page).
+    /// Copies `source` into this page's memory (a spare page): the records as one block.
     fn clone_from(&mut self, source: &Self) {
         self.slots.clone_from(&source.slots);
+        self.colds.clone_from(&source.colds);
     }
 }
 

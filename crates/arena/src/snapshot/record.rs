@@ -25,6 +25,8 @@ use crate::state::NodeData;
 const DESTROYED: u8 = 1;
 const PARENT_LOCKED: u8 = 1 << 1;
 const IN_WORLD: u8 = 1 << 2;
+/// The record's page holds cold data for it (see `Page`).
+const HAS_COLD: u8 = 1 << 3;
 
 /// A link to the node at another slot of the same snapshot, or to none.
 ///
@@ -75,15 +77,14 @@ impl Cold {
     }
 }
 
-/// One node, stored inline in its page.
-#[derive(Clone, Debug)]
+/// One node, stored inline in its page. Plain data: its cold data, when it has any, sits beside
+/// it in its page (flagged here), so a page of records copies as one block.
+#[derive(Clone, Copy, Debug)]
 pub(crate) struct Record {
     pub(super) id: InstanceId,
     pub(super) revision: Revision,
     /// The creation counter the GUID derives from (`Snapshot::guid_of`).
     pub(super) guid_counter: u64,
-    /// `None` while name, attributes, state, tags and persistent id are the class defaults.
-    pub(super) cold: Option<Arc<Cold>>,
     pub(super) parent: Link,
     pub(super) first_child: Link,
     pub(super) last_child: Link,
@@ -95,19 +96,17 @@ pub(crate) struct Record {
 }
 
 impl Record {
-    /// An unlinked, live record. `cold` is `None` for a node at its class's defaults.
+    /// An unlinked, live record, without cold data (its page gives it any when it is placed).
     pub(crate) fn new(
         id: InstanceId,
         class: ClassId,
         guid_counter: u64,
-        cold: Option<Arc<Cold>>,
         revision: Revision,
     ) -> Self {
         Self {
             id,
             revision,
             guid_counter,
-            cold,
             parent: Link::NONE,
             first_child: Link::NONE,
             last_child: Link::NONE,
@@ -135,8 +134,13 @@ impl Record {
         self.guid_counter
     }
 
-    pub(crate) fn cold(&self) -> Option<&Cold> {
-        self.cold.as_deref()
+    /// Whether the record's page holds cold data for it.
+    pub(crate) fn has_cold(&self) -> bool {
+        self.flags & HAS_COLD != 0
+    }
+
+    pub(super) fn set_has_cold(&mut self, on: bool) {
+        self.set_flag(HAS_COLD, on);
     }
 
     /// The slot of the parent.
@@ -156,19 +160,6 @@ impl Record {
 
     pub(crate) fn child_count(&self) -> u32 {
         self.child_count
-    }
-
-    pub(crate) fn tags(&self) -> &[Arc<str>] {
-        self.cold.as_deref().map_or(&[], |cold| &cold.tags)
-    }
-
-    pub(crate) fn persistent_id(&self) -> Option<PersistentId> {
-        self.cold.as_deref().and_then(|cold| cold.persistent_id)
-    }
-
-    /// The GUID the node keeps from an image, if it was rebuilt from one.
-    pub(crate) fn kept_guid(&self) -> Option<Guid> {
-        self.cold.as_deref().and_then(|cold| cold.guid)
     }
 
     pub(crate) fn is_destroyed(&self) -> bool {
@@ -209,26 +200,10 @@ impl Record {
         }
     }
 
-    /// The cold data for writing: made private to this record (copied if a snapshot shares
-    /// it), and created from `defaults` first if the node was still at its class's defaults.
-    pub(super) fn cold_mut(&mut self, defaults: &NodeData) -> &mut Cold {
-        Arc::make_mut(
-            self.cold
-                .get_or_insert_with(|| Arc::new(Cold::new(defaults.clone()))),
-        )
-    }
-
-    /// Whether two records of one slot in two snapshots are the same node in the same state:
-    /// equal fields, and the very same cold data (a write to cold data shared with a snapshot
-    /// copies it, so the pointers of two snapshots differ once either side was written).
+    /// Whether two records of one slot in two snapshots hold equal fields (the caller compares
+    /// their cold data, see `Page::same_cold`).
     pub(super) fn unchanged_from(&self, older: &Record) -> bool {
-        let cold_same = match (&self.cold, &older.cold) {
-            (Some(a), Some(b)) => Arc::ptr_eq(a, b),
-            (None, None) => true,
-            _ => false,
-        };
-        cold_same
-            && self.id == older.id
+        self.id == older.id
             && self.revision == older.revision
             && self.guid_counter == older.guid_counter
             && self.parent == older.parent
