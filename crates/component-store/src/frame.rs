@@ -155,26 +155,26 @@ impl Frame {
         set: &ComponentSet,
         rows: RangeInclusive<usize>,
     ) {
+        self.added_ids(component, set.ids().get(rows).unwrap_or(&[]));
+    }
+
+    /// One row was added to `component`'s set, for `id`: [`Frame::added`] without reading the
+    /// set.
+    #[inline]
+    pub(crate) fn added_one(&mut self, component: ComponentId, id: InstanceId) {
+        self.added_ids(component, std::slice::from_ref(&id));
+    }
+
+    /// Rows of `component` were added for `ids`, in order.
+    #[inline]
+    fn added_ids(&mut self, component: ComponentId, ids: &[InstanceId]) {
         self.describe(component);
-        let ids = set.ids().get(rows).unwrap_or(&[]);
         if self.added.len() + ids.len() > RESIDUE_CAPACITY {
             self.reopen();
             return;
         }
         let count = self.count;
         self.added.extend(ids.iter().map(|id| (count, *id)));
-    }
-
-    /// One row was added to `component`'s set, for `id`: what [`Frame::added`] does for a
-    /// one-row range, without reading the set.
-    #[inline]
-    pub(crate) fn added_one(&mut self, component: ComponentId, id: InstanceId) {
-        self.describe(component);
-        if self.added.len() >= RESIDUE_CAPACITY {
-            self.reopen();
-            return;
-        }
-        self.added.push((self.count, id));
     }
 
     /// Rows `rows` of `set` are being removed.
