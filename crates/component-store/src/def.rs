@@ -444,6 +444,10 @@ pub struct InstalledDef {
     pub(crate) allowed: Option<Vec<ClassId>>,
     pub(crate) field_index: HashMap<Arc<str>, FieldId>,
     pub(crate) reference_fields: Vec<FieldId>,
+    /// By field: whether it is a direct reference (a `Reference` field, not one nested in a
+    /// compound value) cleared when its target is destroyed, the references a destruction
+    /// clears in one pass over its holders.
+    pub(crate) direct_clears: Vec<bool>,
     /// Each field's default as a one-row column, so new rows copy typed values.
     pub(crate) defaults: Vec<crate::column::Column>,
     /// The fields whose new rows take their values from a factory.
@@ -503,6 +507,11 @@ impl InstalledDef {
                 column
             })
             .collect();
+        let direct_clears = def
+            .fields
+            .iter()
+            .map(|f| f.ty == FieldType::Reference && f.on_destroy == RefPolicy::Clear)
+            .collect();
         let factories = def
             .fields
             .iter()
@@ -516,6 +525,7 @@ impl InstalledDef {
             allowed,
             field_index,
             reference_fields,
+            direct_clears,
             defaults,
             factories,
         })

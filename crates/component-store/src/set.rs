@@ -904,46 +904,61 @@ impl ComponentSet {
         tick: &mut Tick,
         mut cleared: impl FnMut(&RefEntry),
     ) -> Vec<RefEntry> {
-        let clears = |set: &Self, entry: &RefEntry| {
-            set.def
-                .field(entry.field)
-                .is_some_and(|f| f.on_destroy == crate::def::RefPolicy::Clear)
-                && matches!(
-                    set.columns.get(entry.field.index()),
-                    Some(Column::Reference(_))
-                )
+        // Borrowed apart: the loop reads the definition and the rows' identities while it
+        // writes the reference columns and the tracking.
+        let Self {
+            def,
+            sparse,
+            ids,
+            columns,
+            track,
+            ..
+        } = self;
+        let direct = |entry: &RefEntry| {
+            def.direct_clears
+                .get(entry.field.index())
+                .copied()
+                .unwrap_or(false)
         };
+        let mut track = track.borrow(ids);
+        let n = entries.len();
         let mut kept = 0;
         let mut start = 0;
-        while start < entries.len() {
-            let holder = entries[start].holder;
-            let end = start
-                + entries[start..]
-                    .iter()
-                    .take_while(|e| e.holder == holder)
-                    .count();
-            let only_clears = entries[start..end].iter().all(|e| clears(self, e));
-            let row = self.row_of(InstanceRef::new(holder, entries[start].holder_slot));
-            for i in start..end {
-                let keep = match row {
-                    _ if !only_clears => true,
-                    // A holder gone since took its references with it.
-                    None => false,
-                    Some(row) => {
-                        let entry = entries[i];
-                        let next = Tick(tick.0 + 1);
-                        if self.clear_direct_reference(row, entry.field, target, next) {
-                            *tick = next;
-                            cleared(&entry);
-                            false
-                        } else {
-                            self.holds_reference(row, entry.field, target)
-                        }
-                    }
-                };
-                if keep {
+        while start < n {
+            let first = entries[start];
+            let mut only_clears = direct(&first);
+            let mut end = start + 1;
+            while end < n && entries[end].holder == first.holder {
+                only_clears &= direct(&entries[end]);
+                end += 1;
+            }
+            if !only_clears {
+                for i in start..end {
                     entries.swap(kept, i);
                     kept += 1;
+                }
+                start = end;
+                continue;
+            }
+            // A holder gone since took its references with it; a direct field holds one
+            // reference, so once cleared (or found cleared) none to `target` is left there.
+            let row = sparse
+                .get(first.holder_slot.index())
+                .map(|&row| row as usize)
+                .filter(|&row| ids.get(row) == Some(&first.holder));
+            if let Some(row) = row {
+                for entry in &entries[start..end] {
+                    let Some(Column::Reference(values)) = columns.get_mut(entry.field.index())
+                    else {
+                        continue;
+                    };
+                    if values.get(row) == Some(&Some(target)) {
+                        values[row] = None;
+                        let next = Tick(tick.0 + 1);
+                        track.mark(row, entry.field, next);
+                        *tick = next;
+                        cleared(entry);
+                    }
                 }
             }
             start = end;
