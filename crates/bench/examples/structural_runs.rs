@@ -13,7 +13,7 @@
 //! `reference_cleanup`
 //! (`n` holders, `n / 100` targets), `rollback_frame` and
 //! `rollback_window` (ten of them on one fixture per run), and through `strata::World`
-//! (whatever the library) `world_spawn` and `world_despawn_respawn`.
+//! (whatever the library) `world_spawn`, `world_insert` and `world_despawn_respawn`.
 
 use std::hint::black_box;
 
@@ -41,6 +41,12 @@ fn runs<L: Library>(work: &str, runs: u32, n: u64, fixture_only: bool) {
                 let mut bodies = facade::body_world();
                 if work_too {
                     black_box(facade::spawn_each(&mut bodies, n));
+                }
+            }
+            "world_insert" => {
+                let mut bodies = facade::body_world();
+                if work_too {
+                    black_box(facade::insert_each(&mut bodies, n));
                 }
             }
             "world_despawn_respawn" => {

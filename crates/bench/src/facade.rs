@@ -4,7 +4,9 @@
 //! `despawn_respawn` (`World::destroy` of every other mover, a `World::step` that reclaims
 //! them, then `World::create` and `World::add` of Position and Velocity for as many). They have
 //! no peer: their figures are read against Strata's layer-level workloads of the same names
-//! without `world_`, which the targets bound at 1.2×.
+//! without `world_`, which the targets bound at 1.2×. `world_insert` is `world_spawn`'s
+//! work through the facade's typed add (`World::insert`, then `Insert::set`), the form for code
+//! that knows its field types.
 //!
 //! Invariant: each sample starts from a fresh world built in setup from the values of
 //! [`crate::data`], so the figures compare with the layer-level workloads' on the same run.
@@ -19,9 +21,11 @@ use crate::harness::Workload;
 /// Every field here is the first of its one-field component.
 const FIRST: FieldId = FieldId::from_index(0);
 
-/// The facade workloads, `world_spawn` at the sizes of `spawn`, then `world_despawn_respawn`.
+/// The facade workloads, `world_spawn` and `world_insert` at the sizes of `spawn`, then
+/// `world_despawn_respawn`.
 pub fn workloads() -> Vec<Workload> {
     let mut workloads: Vec<Workload> = ENTITY_SIZES.into_iter().map(world_spawn).collect();
+    workloads.extend(ENTITY_SIZES.into_iter().map(world_insert));
     workloads.push(world_despawn_respawn(DESPAWN_SIZE));
     workloads
 }
@@ -79,6 +83,50 @@ fn world_spawn(n: u64) -> Workload {
         n,
         "the work of spawn through strata::World: World::create, then World::add of each of the 4 components with its value (Value::Vector, Value::Transform); a fresh world per sample",
         move |b| b.iter_with_setup(body_world, move |bodies| spawn_each(bodies, n)),
+    )
+}
+
+/// The routine of `world_insert`: the work of [`spawn_each`] through the typed add, each
+/// component inserted and its one field set to the value of [`data::body`]; returns the last
+/// body.
+pub fn insert_each(bodies: &mut Bodies, n: u64) -> Option<InstanceId> {
+    let Bodies { world, components } = bodies;
+    let [transform, position, rotation, velocity] = *components;
+    let mut last = None;
+    for i in 0..n {
+        let id = must(world.create(ClassId::ENTITY, None));
+        let (t, p, r, v) = data::body(i);
+        must(
+            must(world.insert(id, transform))
+                .set(FIRST, Transform::from(t))
+                .map(drop),
+        );
+        must(
+            must(world.insert(id, position))
+                .set(FIRST, Vec3::from(p))
+                .map(drop),
+        );
+        must(
+            must(world.insert(id, rotation))
+                .set(FIRST, Vec3::from(r))
+                .map(drop),
+        );
+        must(
+            must(world.insert(id, velocity))
+                .set(FIRST, Vec3::from(v))
+                .map(drop),
+        );
+        last = Some(black_box(id));
+    }
+    last
+}
+
+fn world_insert(n: u64) -> Workload {
+    Workload::new(
+        "world_insert",
+        n,
+        "the work of spawn through strata::World's typed add: World::create, then World::insert of each of the 4 components and Insert::set of its field; a fresh world per sample",
+        move |b| b.iter_with_setup(body_world, move |bodies| insert_each(bodies, n)),
     )
 }
 
@@ -154,10 +202,16 @@ mod tests {
     use super::*;
 
     #[test]
-    fn world_spawn_gives_every_body_its_four_values() {
-        let mut bodies = body_world();
-        let last = spawn_each(&mut bodies, 50);
-        let Bodies { world, components } = &bodies;
+    fn world_spawn_and_world_insert_give_every_body_its_four_values() {
+        for routine in [spawn_each, insert_each] {
+            let mut bodies = body_world();
+            let last = routine(&mut bodies, 50);
+            every_body_has_its_values(&bodies, last);
+        }
+    }
+
+    fn every_body_has_its_values(bodies: &Bodies, last: Option<InstanceId>) {
+        let Bodies { world, components } = bodies;
         let mut query = must(
             world.query(
                 components

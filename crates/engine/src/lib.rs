@@ -113,7 +113,7 @@ mod world;
 pub use crate::error::{LoadError, Runaway, SaveError, SystemError, WorldError};
 pub use crate::rollback::WorldSnapshot;
 pub use crate::save::MAGIC;
-pub use crate::scene::{Clock, DestroyReport, Scene, Wave};
+pub use crate::scene::{Clock, DestroyReport, Insert, Scene, Wave};
 pub use crate::stats::format_duration;
 pub use crate::systems::{Ctx, ParCtx, StopRequest, SystemBody, SystemResult, SystemSpec};
 pub use crate::world::{FrameEvents, MAX_THREADS, StoppedSystem, World};
@@ -131,7 +131,7 @@ pub mod layers {
 /// What a user of the facade needs, in one `use strata::prelude::*`.
 pub mod prelude {
     pub use crate::{
-        Ctx, DestroyReport, FrameEvents, LoadError, ParCtx, SaveError, Scene, StopRequest,
+        Ctx, DestroyReport, FrameEvents, Insert, LoadError, ParCtx, SaveError, Scene, StopRequest,
         StoppedSystem, SystemBody, SystemError, SystemResult, SystemSpec, World, WorldError,
         WorldSnapshot,
     };

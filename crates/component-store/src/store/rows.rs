@@ -14,7 +14,7 @@ use strata_arena::{ClassId, InstanceId};
 
 use super::{Store, StoreEvent};
 use crate::column::Scalar;
-use crate::def::{ComponentId, FieldId};
+use crate::def::{ComponentId, FieldId, InstalledDef};
 use crate::error::StoreError;
 use crate::observe::Observers;
 use crate::set::{ComponentSet, InstanceRef};
@@ -475,6 +475,11 @@ impl RowInit<'_> {
     /// The new row.
     pub fn row(&self) -> usize {
         self.row
+    }
+
+    /// The definition of the row's component.
+    pub fn def(&self) -> &InstalledDef {
+        self.set.def()
     }
 
     /// Sets a field, typed.

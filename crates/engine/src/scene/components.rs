@@ -7,10 +7,10 @@
 //! a staged batch is committed only through [`Scene::commit`], which follows the destroy
 //! requests its despawns make, as [`Scene::destroy`] does.
 
-use strata_arena::InstanceId;
+use strata_arena::{InstanceId, Snapshot};
 use strata_component_store::{
-    CommitError, ComponentDef, ComponentHandle, ComponentId, FieldId, InitError, Published,
-    RemovalReader, Removals, Scalar, SpawnRows, SpawnTicket, Stage, Value,
+    CommitError, ComponentDef, ComponentHandle, ComponentId, FieldId, FieldType, InitError,
+    Published, RemovalReader, Removals, RowInit, Scalar, SpawnRows, SpawnTicket, Stage, Value,
 };
 use strata_query::{Chunks, Pass, Query, QuerySpec};
 
@@ -104,6 +104,40 @@ impl Scene {
         }
         self.count_writes(1);
         Ok(())
+    }
+
+    /// Adds a component to a live instance with every field at its default (or its factory's
+    /// value), and returns the new row for setting fields typed, as [`Scene::add`] would have
+    /// stored them: the typed path, without building or matching a [`Value`] per field. A
+    /// reference is checked to be to a live instance before it is stored.
+    ///
+    /// ```
+    /// # use strata::prelude::*;
+    /// let mut world = World::new()?;
+    /// let speed = world.define(ComponentDef::new("Speed").field(FieldDef::number("value", 1.0)))?;
+    /// let value = world.field(speed, "value")?;
+    /// let id = world.create(ClassId::ENTITY, None)?;
+    /// world.insert(id, speed)?.set(value, 4.5)?;
+    /// assert_eq!(world.get::<f64>(id, speed, value)?, 4.5);
+    /// # Ok::<(), strata::WorldError>(())
+    /// ```
+    ///
+    /// # Errors
+    ///
+    /// As [`Scene::add`]: a dead or unknown instance, an unknown component, one the instance
+    /// holds already or whose class or requirements refuse it; nothing is added then.
+    pub fn insert(
+        &mut self,
+        id: InstanceId,
+        component: ComponentId,
+    ) -> Result<Insert<'_>, WorldError> {
+        let (at, class) = self.live_instance(id)?;
+        let row = self.store.insert(at, class, component)?;
+        self.counts.writes.set(self.counts.writes.get() + 1);
+        Ok(Insert {
+            row,
+            arena: &self.arena,
+        })
     }
 
     /// Checks that `value`, bound for `field` of `component`, refers only to live instances:
@@ -489,5 +523,42 @@ impl Scene {
         component: ComponentId,
     ) -> Option<strata_component_store::OrphanRecord> {
         self.store.take_migration_input(id, component)
+    }
+}
+
+/// A component row [`Scene::insert`] just added, for setting its fields typed. Its writes are
+/// part of the add: they take no ticks of their own. Lifecycle observers of the component hear
+/// of the row, with the values set, when this is dropped.
+pub struct Insert<'a> {
+    row: RowInit<'a>,
+    arena: &'a Snapshot,
+}
+
+impl Insert<'_> {
+    /// Sets a field of the new row.
+    ///
+    /// # Errors
+    ///
+    /// A field the component lacks, a value of another type (or an enum index past the
+    /// variants), and a reference to an instance that is not live; nothing is stored then.
+    pub fn set<T: Scalar>(&mut self, field: FieldId, value: T) -> Result<&mut Self, WorldError> {
+        // Only a reference value can name an instance (a field of another type refuses it).
+        if T::matches(&FieldType::Reference) {
+            let arena = self.arena;
+            self.row
+                .def()
+                .check_references(field, &value.clone().into_value(), |t| arena.is_live(t))?;
+        }
+        self.row.set(field, value)?;
+        Ok(self)
+    }
+}
+
+impl std::fmt::Debug for Insert<'_> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Insert")
+            .field("component", &self.row.def().name())
+            .field("row", &self.row.row())
+            .finish()
     }
 }

@@ -37,6 +37,7 @@ mod instances;
 pub(crate) mod lanes;
 mod wave;
 
+pub use components::Insert;
 pub use instances::DestroyReport;
 pub use wave::Wave;
 

@@ -9,6 +9,7 @@ mod destruction;
 mod determinism;
 mod frame_loop;
 mod hashing;
+mod inserting;
 mod metamorphic;
 mod model;
 mod references;

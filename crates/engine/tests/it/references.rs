@@ -300,3 +300,43 @@ fn a_refused_write_names_the_component_and_field() {
     let text = error.to_string();
     assert!(text.contains("Link.to"), "{text}");
 }
+
+#[test]
+fn a_typed_insert_refuses_a_reference_to_an_instance_that_is_not_live_and_keeps_the_default() {
+    let mut l = links();
+    let holder = l.world.create(ClassId::PART, None).unwrap();
+    for target in [l.dead, l.never] {
+        let other = l.world.create(ClassId::PART, None).unwrap();
+        let mut row = l.world.insert(other, l.link).unwrap();
+        refused_naming(row.set::<Option<InstanceId>>(l.to, Some(target)), target);
+        drop(row);
+        assert_eq!(
+            l.world
+                .get::<Option<InstanceId>>(other, l.link, l.to)
+                .unwrap(),
+            None,
+            "the refused reference was not stored"
+        );
+        saved(&l.world);
+    }
+    l.world
+        .insert(holder, l.link)
+        .unwrap()
+        .set::<Option<InstanceId>>(l.to, Some(l.live))
+        .unwrap();
+    assert_eq!(
+        l.world
+            .get::<Option<InstanceId>>(holder, l.link, l.to)
+            .unwrap(),
+        Some(l.live)
+    );
+    // The reverse index took the reference: destroying its target clears it.
+    l.world.destroy(l.live).unwrap();
+    assert_eq!(
+        l.world
+            .get::<Option<InstanceId>>(holder, l.link, l.to)
+            .unwrap(),
+        None
+    );
+    saved(&l.world);
+}
