@@ -428,8 +428,9 @@ fn reference_cleanup(name: &str, holders: u64, targets: u64) -> Workload {
     Workload::new(
         name,
         holders,
-        "per target: arena destroy + on_destroyed; reverse-index lookup, then per holder the \
-         Clear policy writes None and unindexes the entry (counted map past 32 holders)",
+        "per target: arena destroy + on_destroyed; the target's entries taken from the reverse \
+         index (a sorted list, a counted map past 128 holders), then one pass per set in which \
+         the Clear policy writes None into each holder's field with its tick, dirty bit and log entry",
         move |b| {
             let classes = ClassRegistry::standard();
             b.iter_with_setup(
