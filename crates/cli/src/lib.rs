@@ -2,6 +2,7 @@
 //!
 //! ```text
 //! strata run PLACE [--frames N] [--threads N] [--json] [--save FILE] [--load FILE]
+//!                  [--trace FILE]
 //! strata check PLACE
 //! strata types [PLACE]
 //! strata completions SHELL
@@ -10,7 +11,9 @@
 //! `run` builds the place's world (or loads a save of it), steps it frame by frame, writes
 //! what scripts print as the frames run, then a statistics table per system and a summary of
 //! the world; `--json` writes the same as one JSON document instead. A progress bar goes to
-//! standard error once a run has taken a second. `check` validates the place without running
+//! standard error once a run has taken a second. `--trace FILE` records the run's frames,
+//! phases, systems, overlay commits, definition syncs, saves and restores as a Chrome
+//! trace-event file (see `trace`). `check` validates the place without running
 //! it. `types` writes the Luau type definitions of the game API, or of a place's components.
 //! `completions` writes a shell completion script. Every command takes `--help`.
 //!
@@ -50,6 +53,8 @@ use std::time::{Duration, Instant};
 use serde_json::json;
 use strata::prelude::*;
 use strata_script::{Place, PlaceError};
+
+mod trace;
 
 /// The `strata` command line.
 #[derive(Debug, PartialEq, clap::Parser)]
@@ -136,6 +141,11 @@ struct RunOptions {
     /// Start from the world saved in FILE instead of running setup.luau.
     #[arg(long, value_name = "FILE")]
     load: Option<PathBuf>,
+    /// Write a timeline of the run to FILE: frames, phases, each system on the thread that ran
+    /// it, overlay commits, definition syncs, saves and loads, as Chrome trace events (open it
+    /// in ui.perfetto.dev or chrome://tracing).
+    #[arg(long, value_name = "FILE")]
+    trace: Option<PathBuf>,
 }
 
 /// The value of `--frames`.
@@ -197,13 +207,34 @@ pub fn main_with(args: Vec<String>, out: &mut dyn Write, err: &mut dyn Write) ->
         Command::Check { place } => check(&place, out),
         Command::Types { place } => types(place.as_deref(), out),
         Command::Run(options) => {
-            if let Some(path) = &options.save
-                && let Err(message) = check_destination(path)
-            {
-                let _ = writeln!(err, "error: --save {}: {message}", path.display());
+            for (flag, path) in [("--save", &options.save), ("--trace", &options.trace)] {
+                if let Some(path) = path
+                    && let Err(message) = check_destination(path)
+                {
+                    let _ = writeln!(err, "error: {flag} {}: {message}", path.display());
+                    return 2;
+                }
+            }
+            if options.trace.is_some() && options.trace == options.save {
+                let _ = writeln!(err, "error: --trace and --save name the same file");
                 return 2;
             }
-            run(&options, out, err)
+            match &options.trace {
+                None => run(&options, out, err),
+                Some(path) => trace::Recording::start(path).and_then(|recording| {
+                    // The trace is completed whatever the run's outcome: it shows where the
+                    // run went wrong too.
+                    let ran = run(&options, out, err);
+                    let finished = recording
+                        .finish()
+                        .map_err(|message| format!("--trace {message}"));
+                    match (ran, finished) {
+                        (Err(message), _) => Err(message),
+                        (Ok(code), Ok(())) => Ok(code),
+                        (Ok(_), Err(message)) => Err(message),
+                    }
+                }),
+            }
         }
     };
     match result {
@@ -441,8 +472,8 @@ fn report_failures(failures: &Failures, err: &mut dyn Write) {
     );
 }
 
-/// Checks, before a run starts, that a save could be written to `path`: not a folder, in a
-/// folder that exists and takes new files. Says what is wrong otherwise.
+/// Checks, before a run starts, that a file (a save, a trace) could be written to `path`: not
+/// a folder, in a folder that exists and takes new files. Says what is wrong otherwise.
 fn check_destination(path: &std::path::Path) -> Result<(), String> {
     if path.is_dir() {
         return Err("is a folder, not a file".into());
@@ -589,10 +620,11 @@ mod tests {
             json: true,
             save: Some("a".into()),
             load: Some("b".into()),
+            trace: Some("t".into()),
         };
         assert_eq!(
             parse(args(
-                "run p --frames 5 --threads 2 --json --save a --load b"
+                "run p --frames 5 --threads 2 --json --save a --load b --trace t"
             ))
             .unwrap(),
             Command::Run(all)

@@ -71,6 +71,7 @@ impl World {
     /// spawn staged in a live [`Stage`](crate::prelude::Stage)); the reservations of a dropped
     /// stage count as released.
     pub fn snapshot(&self) -> Result<WorldSnapshot, WorldError> {
+        let _span = tracing::debug_span!("snapshot").entered();
         Ok(WorldSnapshot {
             scene: self.scene().snapshot()?,
             timing: self.timing(),
@@ -85,6 +86,7 @@ impl World {
     /// Refused, changing nothing, for a snapshot of another world, inside a construction batch
     /// and while a reservation is held.
     pub fn restore(&mut self, snapshot: &WorldSnapshot) -> Result<(), WorldError> {
+        let _span = tracing::info_span!("restore").entered();
         self.scene_mut().restore(&snapshot.scene)?;
         self.set_timing(&snapshot.timing);
         Ok(())

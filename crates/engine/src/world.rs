@@ -549,6 +549,7 @@ impl World {
     /// deliver its events, take what the frame collected (prints, commits, the store's events,
     /// definition syncs and adoptions) and clear the store's frame state.
     fn end_frame(&mut self, events: &mut FrameEvents) -> Result<(), WorldError> {
+        let _span = tracing::debug_span!("frame_end").entered();
         let lifecycle = self.scene.drain_arena()?;
         for event in &lifecycle {
             self.deliver(event, &mut events.errors)?;

@@ -204,6 +204,8 @@ impl GroupRunner {
         let script = &self.script;
         let established = (wave.arena(), wave.store());
         let run_one = |(rank, root, vm): (u64, InstanceId, &GroupVm)| -> Outcome<'w> {
+            let _span =
+                tracing::info_span!("group", script = &**script, root = root.get()).entered();
             let spare = std::mem::take(
                 &mut *vm
                     .spare

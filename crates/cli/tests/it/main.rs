@@ -7,3 +7,4 @@ mod codegen;
 mod guides;
 mod places;
 mod schema_cli;
+mod trace;

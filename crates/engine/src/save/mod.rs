@@ -58,6 +58,7 @@ const MAX_PAYLOAD: u64 = 16 << 30;
 impl World {
     /// Writes the world to `writer` (see the module docs). Returns the bytes written.
     pub fn save(&self, mut writer: impl Write) -> Result<u64, SaveError> {
+        let _span = tracing::info_span!("save").entered();
         let payload = self.payload()?;
         let version = env!("CARGO_PKG_VERSION").as_bytes();
         let mut header = Vec::with_capacity(32 + version.len());
@@ -119,6 +120,7 @@ impl World {
 
     /// [`World::load`] on `threads` threads.
     pub fn load_with_threads(reader: impl Read, threads: usize) -> Result<World, LoadError> {
+        let _span = tracing::info_span!("load").entered();
         let saved = read_saved(reader)?;
         build(&saved, threads)
     }

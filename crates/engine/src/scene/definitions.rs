@@ -46,6 +46,7 @@ impl Scene {
     /// nothing changed. A report that changed something or holds diagnostics is also kept for
     /// the frame's events.
     pub fn sync_definitions(&mut self) -> SyncReport {
+        let _span = tracing::debug_span!("definition_sync").entered();
         let report = self.sync.sync(&self.arena, &mut self.store);
         if !report.skipped {
             self.place_waiting_migrations();
