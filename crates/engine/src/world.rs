@@ -332,6 +332,18 @@ impl World {
         Ok(id)
     }
 
+    /// Puts `spec` in the place of the system `id`: a new version of it (its code reloaded,
+    /// say). The system keeps its id, name, statistics and interval wait; the body, access,
+    /// order, phase and sets are the replacement's, and the plan is rebuilt before the next
+    /// frame. A system the world stopped for running away ([`World::stopped_systems`]) runs
+    /// again as the replacement. Refused, changing nothing, as [`World::add_system`] refuses a
+    /// system, for an unknown `id`, and for a replacement of another name.
+    pub fn replace_system(&mut self, id: SystemId, spec: SystemSpec) -> Result<(), WorldError> {
+        let old = self.schedule.replace(id, spec.system)?;
+        self.stopped.retain(|s| s.system != old.name());
+        Ok(())
+    }
+
     /// Removes a system.
     pub fn remove_system(&mut self, id: SystemId) -> Result<(), WorldError> {
         let system = self.schedule.remove(id)?;

@@ -20,6 +20,16 @@ pub enum ScheduleError {
     /// naming it would be ambiguous.
     #[error("{0:?} would name both a system and a set")]
     NameConflict(String),
+    /// A replacement for a system has another name.
+    #[error(
+        "system {name:?} can only be replaced by a system of the same name, not {replacement:?}"
+    )]
+    ReplacementRenames {
+        /// The live system's name.
+        name: String,
+        /// The replacement's name.
+        replacement: String,
+    },
     /// The schedule already handed out `u32::MAX` ids.
     #[error("a schedule holds at most u32::MAX systems over its lifetime")]
     TooManySystems,

@@ -307,6 +307,58 @@ impl<B> Schedule<B> {
         Ok(slot.system)
     }
 
+    /// Puts `system` in the place of the live system `id` (a new version of it, say, whose
+    /// code changed) and gives the old one back. The replacement keeps the id, the name, the
+    /// statistics and the interval's accumulated wait; its order, phase, sets, interval and
+    /// enabled state are its own, and the plan is rebuilt before the next frame.
+    ///
+    /// # Errors
+    ///
+    /// Refused, changing nothing, as [`Schedule::add`] refuses a system (an empty name or set
+    /// name, an invalid interval, a set named like a system), for an `id` that names no live
+    /// system, and for a replacement of another name ([`ScheduleError::ReplacementRenames`]).
+    pub fn replace(&mut self, id: SystemId, system: System<B>) -> Result<System<B>, ScheduleError> {
+        let current = self.slot(id)?;
+        if system.name != current.system.name {
+            return Err(ScheduleError::ReplacementRenames {
+                name: current.system.name.to_string(),
+                replacement: system.name.to_string(),
+            });
+        }
+        if system.sets.iter().any(|set| set.is_empty()) {
+            return Err(ScheduleError::EmptyName);
+        }
+        if let Some(seconds) = system.interval
+            && !(seconds.is_finite() && seconds > 0.0)
+        {
+            return Err(ScheduleError::InvalidInterval {
+                name: system.name.to_string(),
+                seconds,
+            });
+        }
+        if system.sets.contains(&system.name) {
+            return Err(ScheduleError::NameConflict(system.name.to_string()));
+        }
+        if let Some(set) = system.sets.iter().find(|set| self.names.contains_key(*set)) {
+            return Err(ScheduleError::NameConflict(set.to_string()));
+        }
+        for set in &system.sets {
+            *self.sets.entry(Arc::clone(set)).or_default() += 1;
+        }
+        let slot = self.slot_mut(id)?;
+        let old = std::mem::replace(&mut slot.system, system);
+        for set in &old.sets {
+            if let Some(count) = self.sets.get_mut(set) {
+                *count -= 1;
+                if *count == 0 {
+                    self.sets.remove(set);
+                }
+            }
+        }
+        self.stale = true;
+        Ok(old)
+    }
+
     /// Enables or disables a system. A disabled system is left out of the plan and keeps its
     /// interval's accumulated time until enabled again.
     ///

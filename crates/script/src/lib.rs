@@ -94,6 +94,7 @@ pub mod names;
 mod navigate;
 pub mod place;
 mod query;
+mod reload;
 mod spawn;
 mod system;
 pub mod types;
@@ -103,6 +104,7 @@ use std::sync::Arc;
 
 pub use host::Scripts;
 pub use place::{Place, PlaceConfig, PlaceError, PlaceWarning};
+pub use reload::Reload;
 pub use vm::ScriptBudget;
 
 pub(crate) use group::group_tag;
@@ -346,6 +348,47 @@ pub trait ScriptWorld {
         script: &str,
         source: &str,
     ) -> Result<SystemId, Error>;
+
+    /// Replaces the Luau system `name` with the system a new version of its script returns:
+    /// the script runs first, and only a system the scheduler takes replaces the old one (see
+    /// [`World::replace_system`]: the id, the statistics and an interval's wait go on). The
+    /// new version starts afresh: its script's locals are the new chunk's, and the old
+    /// version's query caches and removal readers are let go.
+    ///
+    /// # Errors
+    ///
+    /// No system named `name`, the script's error, or a `system{...}` the scheduler refuses;
+    /// the old version keeps running then.
+    fn replace_script_system(
+        &mut self,
+        name: &str,
+        script: &str,
+        source: &str,
+    ) -> Result<SystemId, Error>;
+
+    /// Replaces the group script `name` (the system `group:NAME`) with a new version: the
+    /// script is checked in a VM of its own first, and every group then runs the new version
+    /// in a new VM from its next frame (the statistics go on).
+    ///
+    /// # Errors
+    ///
+    /// No group script named `name`, the script's error, or a `system{...}` the scheduler
+    /// refuses; the old version keeps running then.
+    fn replace_group_script(
+        &mut self,
+        name: &str,
+        script: &str,
+        source: &str,
+    ) -> Result<SystemId, Error>;
+}
+
+/// The error for a replacement of a system the world does not have.
+fn no_system(script: &str, name: &str) -> Error {
+    Error::Script(ScriptError {
+        script: script.to_owned(),
+        line: None,
+        message: format!("there is no system {name:?} to replace"),
+    })
 }
 
 impl ScriptWorld for World {
@@ -373,5 +416,39 @@ impl ScriptWorld for World {
     ) -> Result<SystemId, Error> {
         let spec = group::group_system(self, name, script, source)?;
         Ok(self.add_system(spec)?)
+    }
+
+    fn replace_script_system(
+        &mut self,
+        name: &str,
+        script: &str,
+        source: &str,
+    ) -> Result<SystemId, Error> {
+        let id = self
+            .system_id(name)
+            .ok_or_else(|| no_system(script, name))?;
+        let (spec, run) = system::evaluate_system(self, name, script, source)?;
+        self.replace_system(id, spec)?;
+        let scripts = self.scripts()?;
+        scripts.release(name);
+        scripts
+            .keep(name, &run)
+            .map_err(|e| Error::Script(vm::script_error(script, &e)))?;
+        Ok(id)
+    }
+
+    fn replace_group_script(
+        &mut self,
+        name: &str,
+        script: &str,
+        source: &str,
+    ) -> Result<SystemId, Error> {
+        let system = format!("group:{name}");
+        let id = self
+            .system_id(&system)
+            .ok_or_else(|| no_system(script, &system))?;
+        let spec = group::group_system(self, name, script, source)?;
+        self.replace_system(id, spec)?;
+        Ok(id)
     }
 }

@@ -29,7 +29,7 @@ use strata::WorldError;
 use crate::{ScriptBudget, ScriptError, ScriptScene, ScriptWorld};
 
 /// The folder under the game a place's component definitions live in.
-const COMPONENTS: &str = "Components";
+pub(crate) const COMPONENTS: &str = "Components";
 use strata::World;
 
 /// A place's `place.toml`.
@@ -698,7 +698,7 @@ impl Place {
 
 /// The problem of a component file whose name cannot name a component in the game
 /// environment, naming the file.
-fn name_problem(component: &PlaceScript) -> Option<PlaceError> {
+pub(crate) fn name_problem(component: &PlaceScript) -> Option<PlaceError> {
     let message = crate::names::component_name_problem(&component.name)?;
     Some(PlaceError::Script(ScriptError {
         script: component.path.clone(),

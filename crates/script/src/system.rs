@@ -309,6 +309,23 @@ pub(crate) fn system_from_script(
     script: &str,
     source: &str,
 ) -> Result<SystemSpec, Error> {
+    let (spec, run) = evaluate_system(scene, name, script, source)?;
+    scene
+        .scripts()?
+        .keep(name, &run)
+        .map_err(|e| Error::Script(script_error(script, &e)))?;
+    Ok(spec)
+}
+
+/// Runs a system script and makes the system it returns, with the `run` function the VM must
+/// keep for `name` before the system first runs ([`system_from_script`] keeps it at once; a
+/// replacement keeps it once the world took the system).
+pub(crate) fn evaluate_system(
+    scene: &mut Scene,
+    name: &str,
+    script: &str,
+    source: &str,
+) -> Result<(SystemSpec, Function), Error> {
     let scripts = scene.scripts()?;
     let chunk = scripts.load(script, source)?;
     let value: LuaValue = scripts.call_serial(scene, Caller::load(name), script, &chunk, ())?;
@@ -338,9 +355,6 @@ pub(crate) fn system_from_script(
     let parallel = parallel_of(&table).map_err(|e| script_error(script, &e))?;
     let declared = declared_writes(scene, &table).map_err(invalid)?;
     let reads = declared_reads(scene, &table).map_err(invalid)?;
-    scripts
-        .keep(name, &run)
-        .map_err(|e| Error::Script(script_error(script, &e)))?;
     let body = LuauBody {
         scripts,
         owner: name.to_owned(),
@@ -368,5 +382,6 @@ pub(crate) fn system_from_script(
         }
         None => spec = spec.reads_anything(),
     }
-    place(spec, &table).map_err(|e| Error::Script(script_error(script, &e)))
+    let spec = place(spec, &table).map_err(|e| Error::Script(script_error(script, &e)))?;
+    Ok((spec, run))
 }

@@ -1,7 +1,7 @@
 //! Running frames: interval systems, the fixed-step block, statistics and errors.
 
-use crate::common::{id, schedule};
-use strata_scheduler::{FixedStep, Phase, Schedule, Stage, SystemId};
+use crate::common::{id, order, schedule};
+use strata_scheduler::{FixedStep, Phase, Schedule, ScheduleError, Stage, System, SystemId};
 
 /// Runs frames of the given lengths and returns, per frame, `(body, dt)` for every call.
 fn run(s: &mut Schedule<String>, frames: &[f64]) -> Vec<Vec<(String, f64)>> {
@@ -233,4 +233,104 @@ fn bodies_are_the_callers_and_can_be_changed_between_frames() {
     })
     .unwrap();
     assert_eq!(*s.system(counter).unwrap().body(), 11);
+}
+
+#[test]
+fn a_replaced_system_keeps_its_id_statistics_and_wait_and_takes_its_own_order() {
+    let mut s = schedule(
+        "
+        a
+        b after=a set=late
+        half every=0.5 set=slow
+        c set=slow
+        ",
+    );
+    run(&mut s, &[0.1, 0.1]);
+    let b = id(&s, "b");
+    let half = id(&s, "half");
+    // The new version of `b` runs before `a`, in another set.
+    let old = s
+        .replace(
+            b,
+            System::new("b", "b2".to_owned())
+                .before("a")
+                .in_set("early"),
+        )
+        .unwrap();
+    assert_eq!(old.body(), "b");
+    assert_eq!(s.id("b"), Some(b), "the id stays");
+    // `half` keeps the 0.2 s it waited: due after 0.3 more.
+    s.replace(
+        half,
+        System::new("half", "half2".to_owned()).with_interval(0.5),
+    )
+    .unwrap();
+    let frames = run(&mut s, &[0.1, 0.2]);
+    let names: Vec<&str> = frames[0].iter().map(|(body, _)| body.as_str()).collect();
+    assert_eq!(names, ["b2", "a", "c"]);
+    assert_calls(&calls_of(&frames, "half2"), &[(1, 0.5)]);
+    assert_eq!(s.stats(b).unwrap().runs, 4, "statistics go on");
+    assert_eq!(s.stats(half).unwrap().runs, 1);
+    // The sets follow: `late` is gone, `early` names the new `b`, `slow` still holds `c`.
+    assert!(s.add(System::new("late", "late".to_owned())).is_ok());
+    assert!(matches!(
+        s.add(System::new("early", "early".to_owned())),
+        Err(ScheduleError::NameConflict(_))
+    ));
+    assert!(matches!(
+        s.add(System::new("slow", "slow".to_owned())),
+        Err(ScheduleError::NameConflict(_))
+    ));
+}
+
+#[test]
+fn a_refused_replacement_changes_nothing() {
+    let mut s = schedule(
+        "
+        a
+        b after=a set=late
+        ",
+    );
+    run(&mut s, &[0.1]);
+    let b = id(&s, "b");
+    let order_before: Vec<String> = order(s.build()).into_iter().map(str::to_owned).collect();
+    for (replacement, why) in [
+        (System::new("c", "c".to_owned()), "another name"),
+        (
+            System::new("b", "b2".to_owned()).in_set(""),
+            "an empty set name",
+        ),
+        (
+            System::new("b", "b2".to_owned()).in_set("a"),
+            "a set named like a system",
+        ),
+        (
+            System::new("b", "b2".to_owned()).in_set("b"),
+            "a set named like itself",
+        ),
+        (
+            System::new("b", "b2".to_owned()).with_interval(-1.0),
+            "a negative interval",
+        ),
+        (
+            System::new("b", "b2".to_owned()).with_interval(f64::NAN),
+            "no interval",
+        ),
+    ] {
+        assert!(s.replace(b, replacement).is_err(), "{why}");
+        assert!(!s.is_stale(), "{why}: the plan stands");
+        assert_eq!(s.system(b).unwrap().body(), "b", "{why}");
+    }
+    assert!(matches!(
+        s.replace(SystemId::from_index(9), System::new("b", "b2".to_owned())),
+        Err(ScheduleError::UnknownSystem(_))
+    ));
+    let order_after: Vec<String> = order(s.build()).into_iter().map(str::to_owned).collect();
+    assert_eq!(order_after, order_before);
+    assert_eq!(s.stats(b).unwrap().runs, 1);
+    // `late` still names `b`.
+    assert!(matches!(
+        s.add(System::new("late", "late".to_owned())),
+        Err(ScheduleError::NameConflict(_))
+    ));
 }

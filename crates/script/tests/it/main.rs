@@ -7,6 +7,7 @@ mod generated;
 mod handle_lane;
 mod hashing;
 mod references;
+mod reload;
 mod rollback;
 mod scripting_api;
 mod scripting_queries;
