@@ -2,7 +2,7 @@
 //!
 //! ```text
 //! strata run PLACE [--frames N] [--threads N] [--json] [--save FILE] [--load FILE]
-//!                  [--trace FILE]
+//!                  [--watch] [--trace FILE]
 //! strata check PLACE
 //! strata types [PLACE]
 //! strata completions SHELL
@@ -11,7 +11,8 @@
 //! `run` builds the place's world (or loads a save of it), steps it frame by frame, writes
 //! what scripts print as the frames run, then a statistics table per system and a summary of
 //! the world; `--json` writes the same as one JSON document instead. A progress bar goes to
-//! standard error once a run has taken a second. `--trace FILE` records the run's frames,
+//! standard error once a run has taken a second. `--watch` runs the place in real time and
+//! reloads its files as they change (see `live`). `--trace FILE` records the run's frames,
 //! phases, systems, overlay commits, definition syncs, saves and restores as a Chrome
 //! trace-event file (see `trace`). `check` validates the place without running
 //! it. `types` writes the Luau type definitions of the game API, or of a place's components.
@@ -54,6 +55,7 @@ use serde_json::json;
 use strata::prelude::*;
 use strata_script::{Place, PlaceError};
 
+mod live;
 mod trace;
 
 /// The `strata` command line.
@@ -141,6 +143,10 @@ struct RunOptions {
     /// Start from the world saved in FILE instead of running setup.luau.
     #[arg(long, value_name = "FILE")]
     load: Option<PathBuf>,
+    /// Run in real time (place.toml's frame_rate) and reload the place's component, system and
+    /// group files between frames as they change; without --frames, run until Ctrl-C.
+    #[arg(long)]
+    watch: bool,
     /// Write a timeline of the run to FILE: frames, phases, each system on the thread that ran
     /// it, overlay commits, definition syncs, saves and loads, as Chrome trace events (open it
     /// in ui.perfetto.dev or chrome://tracing).
@@ -293,7 +299,7 @@ struct Failures {
 }
 
 fn run(options: &RunOptions, out: &mut dyn Write, err: &mut dyn Write) -> Result<i32, String> {
-    let place = Place::open(&options.place).map_err(|e| e.to_string())?;
+    let mut place = Place::open(&options.place).map_err(|e| e.to_string())?;
     let (mut world, definitions) = open_world(&place, options, out, err)?;
     if let Some(report) = &definitions
         && !options.json
@@ -312,15 +318,25 @@ fn run(options: &RunOptions, out: &mut dyn Write, err: &mut dyn Write) -> Result
             let _ = writeln!(out, "{line}");
         }
     }
-    let frames = options.frames.unwrap_or(place.config.frames);
+    // A live run goes on until Ctrl-C unless --frames bounds it.
+    let (limit, mut live) = if options.watch {
+        let live = live::Live::start(place.config.frame_rate, &place.root, options.watch)?;
+        (options.frames, Some(live))
+    } else {
+        (Some(options.frames.unwrap_or(place.config.frames)), None)
+    };
     let started = Instant::now();
-    let failures = step_frames(
+    let (frames, failures) = step_frames(
         &mut world,
-        frames,
+        limit,
         place.dt(),
-        options.json,
-        out,
-        &mut prints,
+        live.as_mut().map(|live| (live, &mut place)),
+        Output {
+            json: options.json,
+            out,
+            err,
+            prints: &mut prints,
+        },
     )?;
     let wall = started.elapsed();
     // A failed save is reported after the run's report, which is printed whatever happens.
@@ -397,23 +413,47 @@ fn open_world(
     Ok((world, did.then(|| report.to_string())))
 }
 
-/// Steps `frames` frames of `dt`: what scripts print is written as it comes (or kept in
-/// `prints` for a JSON document), failed system runs are counted, and a progress bar shows on
-/// standard error once the run has taken a second.
+/// Where a run's output goes: script output to `out` as it comes, or into `prints` for a JSON
+/// document (`json`); messages to `err`.
+struct Output<'a> {
+    json: bool,
+    out: &'a mut dyn Write,
+    err: &'a mut dyn Write,
+    prints: &'a mut Vec<String>,
+}
+
+/// Steps frames of the place's `dt`, `limit` of them (or, live, until Ctrl-C): what scripts
+/// print is written as it comes (or kept for a JSON document; see [`Output`]), failed system runs
+/// are counted, and a progress bar shows on standard error once a bounded run has taken a
+/// second. A live run waits for each frame's time and reloads the place between frames.
+/// Returns the frames stepped and the failures.
 fn step_frames(
     world: &mut World,
-    frames: u64,
+    limit: Option<u64>,
     dt: f64,
-    json: bool,
-    out: &mut dyn Write,
-    prints: &mut Vec<String>,
-) -> Result<Failures, String> {
+    mut live: Option<(&mut live::Live, &mut Place)>,
+    output: Output<'_>,
+) -> Result<(u64, Failures), String> {
+    let Output {
+        json,
+        out,
+        err,
+        prints,
+    } = output;
     let started = Instant::now();
     let bar = indicatif::ProgressBar::hidden();
-    bar.set_length(frames);
-    let mut shown = false;
+    bar.set_length(limit.unwrap_or(0));
+    let mut shown = live.is_some();
     let mut failures = Failures::default();
-    for _ in 0..frames {
+    let mut frames = 0;
+    while limit.is_none_or(|limit| frames < limit) {
+        if let Some((live, place)) = &mut live {
+            if live.stopped() {
+                break;
+            }
+            live.pace();
+            live.reload(place, world, json, out, err);
+        }
         let events = world.step(dt).map_err(|e| e.to_string())?;
         for (system, error) in &events.errors {
             failures.count += 1;
@@ -435,9 +475,10 @@ fn step_frames(
             shown = true;
         }
         bar.inc(1);
+        frames += 1;
     }
     bar.finish_and_clear();
-    Ok(failures)
+    Ok((frames, failures))
 }
 
 /// A warning per system that ran away and was stopped.
@@ -621,10 +662,11 @@ mod tests {
             save: Some("a".into()),
             load: Some("b".into()),
             trace: Some("t".into()),
+            watch: true,
         };
         assert_eq!(
             parse(args(
-                "run p --frames 5 --threads 2 --json --save a --load b --trace t"
+                "run p --frames 5 --threads 2 --json --save a --load b --trace t --watch"
             ))
             .unwrap(),
             Command::Run(all)

@@ -65,7 +65,8 @@ impl Place {
     ///   and its adoption of the rows ([`Reload::sync`]);
     /// - a changed system or group script replaces its system (the new version starts afresh;
     ///   its statistics go on), an added one adds it, a deleted one removes it;
-    /// - a changed `setup.luau` or `place.toml` is reported, not applied.
+    /// - a `setup.luau` or `place.toml` that differs from the running one is reported, not
+    ///   applied (the run keeps its configuration, and this place keeps describing it).
     ///
     /// A file whose new version fails keeps its previous version running and is reported in
     /// [`Reload::refused`]. Every later reload tries it again (and reports it again) while it
@@ -82,8 +83,6 @@ impl Place {
                 "setup.luau changed: it built the starting world and is not run again".to_owned(),
             );
         }
-        self.setup = newer.setup;
-        self.config = newer.config;
         self.reload_components(world, newer.components, &mut reload);
         let systems = std::mem::take(&mut self.systems);
         self.systems = reload_code(world, Code::System, systems, newer.systems, &mut reload);

@@ -8,3 +8,4 @@ mod guides;
 mod places;
 mod schema_cli;
 mod trace;
+mod watch;

@@ -230,6 +230,11 @@ fn a_changed_setup_or_configuration_is_reported_and_not_applied() {
     assert!(done.ignored.iter().any(|l| l.starts_with("setup.luau")));
     assert!(done.ignored.iter().any(|l| l.starts_with("place.toml")));
     assert_eq!(prints(&mut world), ["v1"], "setup did not run again");
+    assert_eq!(place.config.seed, 4, "the run keeps its configuration");
+    // Reported at every reload while they differ from what runs.
+    assert_eq!(reload(&folder, &mut place, &mut world).ignored.len(), 2);
+    folder.write("setup.luau", SETUP);
+    folder.write("place.toml", "threads = 1\nseed = 4\n");
     assert!(reload(&folder, &mut place, &mut world).is_empty());
 }
 
