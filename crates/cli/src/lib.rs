@@ -56,6 +56,7 @@ use strata::prelude::*;
 use strata_script::{Place, PlaceError};
 
 mod live;
+mod serve;
 mod trace;
 
 /// The `strata` command line.
@@ -147,6 +148,15 @@ struct RunOptions {
     /// group files between frames as they change; without --frames, run until Ctrl-C.
     #[arg(long)]
     watch: bool,
+    /// Run in real time and serve the explorer (a web page and a JSON API) at ADDR
+    /// (127.0.0.1:7878 when none is given); without --frames, run until Ctrl-C.
+    #[arg(
+        long,
+        value_name = "ADDR",
+        num_args = 0..=1,
+        default_missing_value = "127.0.0.1:7878"
+    )]
+    serve: Option<std::net::SocketAddr>,
     /// Write a timeline of the run to FILE: frames, phases, each system on the thread that ran
     /// it, overlay commits, definition syncs, saves and loads, as Chrome trace events (open it
     /// in ui.perfetto.dev or chrome://tracing).
@@ -319,8 +329,14 @@ fn run(options: &RunOptions, out: &mut dyn Write, err: &mut dyn Write) -> Result
         }
     }
     // A live run goes on until Ctrl-C unless --frames bounds it.
-    let (limit, mut live) = if options.watch {
-        let live = live::Live::start(place.config.frame_rate, &place.root, options.watch)?;
+    let (limit, mut live) = if options.watch || options.serve.is_some() {
+        let live = live::Live::start(
+            place.config.frame_rate,
+            &place.root,
+            options.watch,
+            options.serve,
+            err,
+        )?;
         (options.frames, Some(live))
     } else {
         (Some(options.frames.unwrap_or(place.config.frames)), None)
@@ -451,10 +467,13 @@ fn step_frames(
             if live.stopped() {
                 break;
             }
-            live.pace();
-            live.reload(place, world, json, out, err);
+            if !live.gap(place, world, json, out, err) {
+                continue;
+            }
         }
+        let frame_started = Instant::now();
         let events = world.step(dt).map_err(|e| e.to_string())?;
+        let took = frame_started.elapsed();
         for (system, error) in &events.errors {
             failures.count += 1;
             if !failures.first.iter().any(|(s, _, _)| s == system) {
@@ -476,6 +495,9 @@ fn step_frames(
         }
         bar.inc(1);
         frames += 1;
+        if let Some((live, _)) = &mut live {
+            live.frame_done(world, took);
+        }
     }
     bar.finish_and_clear();
     Ok((frames, failures))
@@ -663,10 +685,11 @@ mod tests {
             load: Some("b".into()),
             trace: Some("t".into()),
             watch: true,
+            serve: Some("127.0.0.1:9".parse().unwrap()),
         };
         assert_eq!(
             parse(args(
-                "run p --frames 5 --threads 2 --json --save a --load b --trace t --watch"
+                "run p --frames 5 --threads 2 --json --save a --load b --trace t --watch --serve 127.0.0.1:9"
             ))
             .unwrap(),
             Command::Run(all)

@@ -1,11 +1,12 @@
-//! Live runs: with `--watch`, `strata run` steps the place in real time (one frame every
-//! `1 / frame_rate` seconds), until `--frames` frames have run or Ctrl-C stops it, and reloads
-//! the place's files between frames as they change on disk.
+//! Live runs: with `--watch` or `--serve`, `strata run` steps the place in real time (one
+//! frame every `1 / frame_rate` seconds), until `--frames` frames have run or Ctrl-C stops it.
+//! Between frames it reloads the place's files as they change on disk (`--watch`) and answers
+//! the explorer's requests (`--serve`, see `serve`).
 //!
 //! Invariant: the world changes only between frames, on the thread that steps it: the file
-//! watcher's thread only queues events, and the Ctrl-C handler only raises [`STOP`]. A stop
-//! ends the run after the frame in progress, so the statistics, the summary and `--save` see a
-//! whole frame.
+//! watcher's and the server's threads only queue events and requests, and the Ctrl-C handler
+//! only raises [`STOP`]. A stop ends the run after the frame in progress, so the statistics,
+//! the summary and `--save` see a whole frame.
 
 use std::io::Write;
 use std::path::{Path, PathBuf};
@@ -16,6 +17,8 @@ use std::time::{Duration, Instant};
 use notify::{Event, EventKind, RecommendedWatcher, RecursiveMode, Watcher};
 use strata::World;
 use strata_script::{Place, Reload};
+
+use crate::serve::Explorer;
 
 /// Raised by Ctrl-C during a live run.
 static STOP: AtomicBool = AtomicBool::new(false);
@@ -29,12 +32,20 @@ pub(crate) struct Live {
     frame: Duration,
     next: Instant,
     watch: Option<Watch>,
+    explorer: Option<Explorer>,
 }
 
 impl Live {
-    /// A live run of frames `frame_rate` a second, watching the place at `root` when `watch`.
-    /// Ctrl-C stops it from now on.
-    pub(crate) fn start(frame_rate: f64, root: &Path, watch: bool) -> Result<Self, String> {
+    /// A live run of frames `frame_rate` a second, watching the place at `root` when `watch`,
+    /// serving the explorer at `serve` when given (its address, with a warning for one other
+    /// than loopback, is written to `err`). Ctrl-C stops it from now on.
+    pub(crate) fn start(
+        frame_rate: f64,
+        root: &Path,
+        watch: bool,
+        serve: Option<std::net::SocketAddr>,
+        err: &mut dyn Write,
+    ) -> Result<Self, String> {
         STOP.store(false, Ordering::SeqCst);
         match ctrlc::set_handler(|| STOP.store(true, Ordering::SeqCst)) {
             // A handler set by an earlier live run of this process raises the same flag.
@@ -46,11 +57,54 @@ impl Live {
         } else {
             None
         };
+        let explorer = match serve {
+            None => None,
+            Some(address) => {
+                let explorer = Explorer::start(address)?;
+                let address = explorer.address();
+                if !address.ip().is_loopback() {
+                    let _ = writeln!(
+                        err,
+                        "warning: serving on {address}, which other machines can reach: the API \
+                         reads and edits the world without asking who is calling"
+                    );
+                }
+                let _ = writeln!(err, "explorer: http://{address}/");
+                Some(explorer)
+            }
+        };
         Ok(Self {
             frame: Duration::from_secs_f64(1.0 / frame_rate),
             next: Instant::now(),
             watch,
+            explorer,
         })
+    }
+
+    /// The gap before a frame: waits for the frame's time, reloads changed files, answers the
+    /// explorer's requests; returns whether to step a frame now (not while the explorer holds
+    /// the run paused).
+    pub(crate) fn gap(
+        &mut self,
+        place: &mut Place,
+        world: &mut World,
+        json: bool,
+        out: &mut dyn Write,
+        err: &mut dyn Write,
+    ) -> bool {
+        self.pace();
+        self.reload(place, world, json, out, err);
+        match &mut self.explorer {
+            Some(explorer) => explorer.serve(world, place),
+            None => true,
+        }
+    }
+
+    /// After a frame that took `took`: the explorer records it.
+    pub(crate) fn frame_done(&mut self, world: &World, took: Duration) {
+        if let Some(explorer) = &mut self.explorer {
+            explorer.frame_done(world, took);
+        }
     }
 
     /// Whether Ctrl-C asked the run to end.
@@ -60,7 +114,7 @@ impl Live {
 
     /// Waits for the next frame's time. A run that fell behind (a long frame) starts counting
     /// again from now instead of hurrying to catch up.
-    pub(crate) fn pace(&mut self) {
+    fn pace(&mut self) {
         let now = Instant::now();
         if self.next > now {
             std::thread::sleep(self.next - now);
@@ -73,7 +127,7 @@ impl Live {
     /// Reloads the place into the world when its files changed since the last look, and says
     /// what the reload did: what took effect where script output goes (`out`, or `err` beside
     /// a JSON document), refusals and what a running world does not take on `err`.
-    pub(crate) fn reload(
+    fn reload(
         &mut self,
         place: &mut Place,
         world: &mut World,

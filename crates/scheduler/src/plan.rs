@@ -75,6 +75,7 @@ pub struct PlannedSystem {
     pub(crate) stage: Stage,
     pub(crate) hierarchy: HierarchyKey,
     pub(crate) interval: Option<f64>,
+    pub(crate) sets: Arc<[Arc<str>]>,
     pub(crate) state: SystemState,
 }
 
@@ -97,6 +98,11 @@ impl PlannedSystem {
     /// Its interval in seconds, if any.
     pub fn interval(&self) -> Option<f64> {
         self.interval
+    }
+
+    /// The sets it belongs to.
+    pub fn sets(&self) -> &[Arc<str>] {
+        &self.sets
     }
 
     /// Where the build put it.
@@ -579,6 +585,7 @@ fn planned_systems<B>(
                 stage: system.stage(),
                 hierarchy: system.hierarchy.clone(),
                 interval: system.interval,
+                sets: system.sets.iter().cloned().collect(),
                 state: match (enabled[i], stopped[i], position[i]) {
                     (false, _, _) => SystemState::Disabled,
                     (true, Some(cycle), _) => SystemState::Stopped { cycle },

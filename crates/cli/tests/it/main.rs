@@ -7,5 +7,6 @@ mod codegen;
 mod guides;
 mod places;
 mod schema_cli;
+mod serve;
 mod trace;
 mod watch;

@@ -1,0 +1,411 @@
+//! `strata run --serve`: every route of the explorer's API against the binary serving on an
+//! ephemeral loopback port, for what it answers and for each way a request is refused (a 4xx
+//! with a JSON error body that changes nothing).
+
+use std::io::{BufRead, BufReader, Read, Write};
+use std::net::TcpStream;
+use std::path::Path;
+use std::process::{Child, Command, Stdio};
+use std::time::{Duration, Instant};
+
+use serde_json::{Value, json};
+
+fn example(name: &str) -> String {
+    Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("../../examples/places")
+        .join(name)
+        .to_string_lossy()
+        .into_owned()
+}
+
+/// The binary serving a place; killed when dropped.
+struct Served {
+    child: Child,
+    address: String,
+}
+
+impl Served {
+    fn start(place: &str) -> Self {
+        let mut child = Command::new(env!("CARGO_BIN_EXE_strata"))
+            .args([
+                "run",
+                &example(place),
+                "--threads",
+                "1",
+                "--serve",
+                "127.0.0.1:0",
+            ])
+            .stdout(Stdio::null())
+            .stderr(Stdio::piped())
+            .spawn()
+            .unwrap();
+        let mut err = BufReader::new(child.stderr.take().unwrap());
+        let mut line = String::new();
+        let address = loop {
+            line.clear();
+            assert!(err.read_line(&mut line).unwrap() > 0, "the run ended");
+            if let Some(rest) = line.trim().strip_prefix("explorer: http://") {
+                break rest.trim_end_matches('/').to_owned();
+            }
+        };
+        // Standard error drains on its own, so the run never blocks writing to it.
+        std::thread::spawn(move || {
+            let _ = std::io::copy(&mut err, &mut std::io::sink());
+        });
+        Self { child, address }
+    }
+
+    /// One request; the status and the body as JSON (or as a string when it is not JSON).
+    fn call(&self, method: &str, path: &str, body: Option<&str>) -> (u16, Value) {
+        let (status, text) = self.raw(method, path, body);
+        let value = serde_json::from_str(&text).unwrap_or(Value::String(text));
+        (status, value)
+    }
+
+    fn raw(&self, method: &str, path: &str, body: Option<&str>) -> (u16, String) {
+        let mut stream = TcpStream::connect(&self.address).unwrap();
+        stream
+            .set_read_timeout(Some(Duration::from_secs(20)))
+            .unwrap();
+        let body = body.unwrap_or("");
+        write!(
+            stream,
+            "{method} {path} HTTP/1.1\r\nHost: test\r\nConnection: close\r\n\
+             Content-Type: application/json\r\nContent-Length: {}\r\n\r\n{body}",
+            body.len()
+        )
+        .unwrap();
+        let mut response = String::new();
+        stream.read_to_string(&mut response).unwrap();
+        let (head, rest) = response.split_once("\r\n\r\n").unwrap();
+        let status = head.split(' ').nth(1).unwrap().parse().unwrap();
+        let body = if head
+            .to_ascii_lowercase()
+            .contains("transfer-encoding: chunked")
+        {
+            unchunk(rest)
+        } else {
+            rest.to_owned()
+        };
+        (status, body)
+    }
+
+    fn get(&self, path: &str) -> Value {
+        let (status, value) = self.call("GET", path, None);
+        assert_eq!(status, 200, "GET {path}: {value}");
+        value
+    }
+
+    fn post(&self, path: &str, body: Value) -> Value {
+        let (status, value) = self.call("POST", path, Some(&body.to_string()));
+        assert_eq!(status, 200, "POST {path} {body}: {value}");
+        value
+    }
+
+    fn hash(&self) -> String {
+        self.get("/api/v1/world")["hash"]
+            .as_str()
+            .unwrap()
+            .to_owned()
+    }
+}
+
+impl Drop for Served {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+fn unchunk(mut text: &str) -> String {
+    let mut out = String::new();
+    while let Some((size, rest)) = text.split_once("\r\n") {
+        let Ok(size) = usize::from_str_radix(size.trim(), 16) else {
+            break;
+        };
+        if size == 0 {
+            break;
+        }
+        out.push_str(&rest[..size]);
+        text = &rest[size + 2..];
+    }
+    out
+}
+
+/// The id of the first instance holding `component`.
+fn holder(served: &Served, component: &str) -> u64 {
+    let page = served.post("/api/v1/query", json!({ "with": [component], "limit": 1 }));
+    page["items"][0]["id"].as_u64().unwrap()
+}
+
+#[test]
+fn every_read_route_answers() {
+    let served = Served::start("tour");
+    assert!(served.raw("GET", "/", None).1.contains("Strata explorer"));
+    let world = served.get("/api/v1/world");
+    assert_eq!(world["api"], 1);
+    assert_eq!(world["hash"].as_str().unwrap().len(), 16);
+    let roots = served.get("/api/v1/instances");
+    assert_eq!(roots["items"][0]["class"], "DataModel");
+    let game = roots["items"][0]["id"].as_u64().unwrap();
+    let children = served.get(&format!("/api/v1/instances?parent={game}&limit=1"));
+    assert_eq!(children["items"].as_array().unwrap().len(), 1);
+    assert!(children["total"].as_u64().unwrap() >= 2, "{children}");
+    let mover = holder(&served, "Position");
+    let detail = served.get(&format!("/api/v1/instances/{mover}"));
+    let position = detail["components"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|c| c["name"] == "Position")
+        .unwrap();
+    assert!(position["fields"][0]["value"].is_number(), "{position}");
+    let found = served.post("/api/v1/query", json!({ "name": "drone", "limit": 2 }));
+    assert!(found["total"].as_u64().unwrap() >= 1, "{found}");
+    let since = served.post(
+        "/api/v1/query",
+        json!({ "with": ["Position"], "changed_since": 0 }),
+    );
+    assert!(since["total"].as_u64().unwrap() >= 1, "{since}");
+    let components = served.get("/api/v1/components");
+    let health = components["components"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|c| c["name"] == "Health")
+        .unwrap();
+    assert_eq!(health["file"], "components/Health.luau");
+    assert!(health["source"].as_str().unwrap().contains("component"));
+    let systems = served.get("/api/v1/systems");
+    let moving = systems["systems"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|s| s["name"] == "move")
+        .unwrap();
+    assert_eq!(moving["stage"], "Frame(Update)");
+    assert!(moving["runs"].as_u64().unwrap() > 0);
+    let frames = served.get("/api/v1/frames?last=5");
+    assert_eq!(frames["frames"].as_array().unwrap().len(), 5);
+    let schedule = served.get("/api/v1/schedule");
+    assert!(schedule["diagnostics"].is_array() && schedule["conflicts"].is_array());
+}
+
+#[test]
+fn edits_land_between_frames_and_do_what_they_say() {
+    let served = Served::start("tour");
+    served.post("/api/v1/pause", json!({}));
+    let frame = served.get("/api/v1/world")["frame"].as_u64().unwrap();
+    let mover = holder(&served, "Position");
+    let written = served.post(
+        &format!("/api/v1/instances/{mover}/components/Position/x"),
+        json!({ "value": 1234.5 }),
+    );
+    assert_eq!(written["changed"], true);
+    let detail = served.get(&format!("/api/v1/instances/{mover}"));
+    assert!(detail.to_string().contains("1234.5"), "{detail}");
+    assert_eq!(
+        served.get("/api/v1/world")["frame"].as_u64().unwrap(),
+        frame,
+        "no frame ran while paused"
+    );
+    // Snapshot, then create, name, reparent, give a component, take it, destroy.
+    let snapshot = served.post("/api/v1/snapshots", json!({}))["snapshot"]
+        .as_u64()
+        .unwrap();
+    let instances = served.get("/api/v1/world")["instances"].clone();
+    let game = served.get("/api/v1/instances")["items"][0]["id"]
+        .as_u64()
+        .unwrap();
+    let folder = served.post(
+        "/api/v1/instances",
+        json!({ "class": "Folder", "parent": game, "name": "Made" }),
+    )["id"]
+        .as_u64()
+        .unwrap();
+    let part = served.post("/api/v1/instances", json!({ "class": "Part" }))["id"]
+        .as_u64()
+        .unwrap();
+    served.post(
+        &format!("/api/v1/instances/{part}/parent"),
+        json!({ "parent": folder }),
+    );
+    assert_eq!(
+        served.get(&format!("/api/v1/instances/{part}"))["parent"],
+        folder
+    );
+    served.post(
+        &format!("/api/v1/instances/{part}/components"),
+        json!({ "component": "Health", "values": { "current": 5.0 } }),
+    );
+    let health = served.get(&format!("/api/v1/instances/{part}"));
+    assert!(health.to_string().contains("\"Health\""), "{health}");
+    let (status, removed) = served.call(
+        "DELETE",
+        &format!("/api/v1/instances/{part}/components/Health"),
+        None,
+    );
+    assert_eq!((status, removed["removed"].clone()), (200, json!(true)));
+    let (status, destroyed) = served.call("DELETE", &format!("/api/v1/instances/{folder}"), None);
+    assert_eq!(status, 200);
+    assert_eq!(destroyed["destroyed"], json!([folder, part]));
+    // Stepping runs exactly the frames asked for.
+    served.post("/api/v1/step?frames=2", json!({}));
+    let started = Instant::now();
+    while served.get("/api/v1/world")["frame"].as_u64().unwrap() < frame + 2 {
+        assert!(started.elapsed() < Duration::from_secs(10), "the steps ran");
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    std::thread::sleep(Duration::from_millis(100));
+    assert_eq!(
+        served.get("/api/v1/world")["frame"].as_u64().unwrap(),
+        frame + 2
+    );
+    // The restore takes all of it back (ids issued since stay issued, so the hash, which
+    // covers the id counter, is not compared).
+    served.post(&format!("/api/v1/snapshots/{snapshot}/restore"), json!({}));
+    let world = served.get("/api/v1/world");
+    assert_eq!(world["frame"].as_u64().unwrap(), frame);
+    assert_eq!(world["instances"], instances);
+    assert_eq!(
+        served.get(&format!("/api/v1/instances/{mover}")),
+        detail,
+        "the mover as it was"
+    );
+    served.post("/api/v1/resume", json!({}));
+}
+
+#[test]
+fn refused_requests_get_a_json_error_and_change_nothing() {
+    let served = Served::start("tour");
+    let (status, body) = served.call("POST", "/api/v1/step", Some("{}"));
+    assert_eq!(status, 409, "stepping a running world: {body}");
+    served.post("/api/v1/pause", json!({}));
+    let hash = served.hash();
+    let mover = holder(&served, "Position");
+    let game = served.get("/api/v1/instances")["items"][0]["id"]
+        .as_u64()
+        .unwrap();
+    let huge = format!("{{\"value\": \"{}\"}}", "x".repeat(70_000));
+    let write = format!("/api/v1/instances/{mover}/components/Position/x");
+    for (method, path, body, status) in [
+        ("POST", write.as_str(), Some("{not json"), 400),
+        ("POST", write.as_str(), Some("{\"value\": \"fast\"}"), 400),
+        ("POST", write.as_str(), Some("{}"), 400),
+        ("POST", write.as_str(), Some(huge.as_str()), 400),
+        (
+            "POST",
+            "/api/v1/instances/999999/components/Position/x",
+            Some("{\"value\": 1}"),
+            404,
+        ),
+        (
+            "POST",
+            &format!("/api/v1/instances/{mover}/components/Nothing/x"),
+            Some("{\"value\": 1}"),
+            404,
+        ),
+        (
+            "POST",
+            &format!("/api/v1/instances/{mover}/components/Position/w"),
+            Some("{\"value\": 1}"),
+            404,
+        ),
+        ("GET", "/api/v1/instances/abc", None, 400),
+        ("GET", "/api/v1/instances/999999", None, 404),
+        ("GET", "/api/v1/instances?limit=5000", None, 400),
+        ("GET", "/api/v1/instances?parent=999999", None, 404),
+        ("GET", "/api/v1/frames?last=100000", None, 400),
+        (
+            "POST",
+            "/api/v1/query",
+            Some("{\"with\": [\"Nothing\"]}"),
+            404,
+        ),
+        (
+            "POST",
+            "/api/v1/query",
+            Some("{\"with\": [\"Position\"], \"limit\": 5000}"),
+            400,
+        ),
+        (
+            "POST",
+            "/api/v1/query",
+            Some("{\"wiht\": [\"Position\"]}"),
+            400,
+        ),
+        ("POST", "/api/v1/query", Some("[1, 2]"), 400),
+        // The game is locked: it can be neither moved nor destroyed.
+        ("DELETE", &format!("/api/v1/instances/{game}"), None, 409),
+        (
+            "POST",
+            &format!("/api/v1/instances/{game}/parent"),
+            Some(&format!("{{\"parent\": {mover}}}")),
+            409,
+        ),
+        (
+            "POST",
+            &format!("/api/v1/instances/{mover}/components"),
+            Some("{\"component\": \"Position\"}"),
+            409,
+        ),
+        (
+            "POST",
+            "/api/v1/instances",
+            Some("{\"class\": \"Spaceship\"}"),
+            404,
+        ),
+        (
+            "POST",
+            "/api/v1/instances",
+            Some("{\"class\": \"Part\", \"parent\": 999999}"),
+            404,
+        ),
+        ("POST", "/api/v1/step?frames=0", Some("{}"), 400),
+        ("POST", "/api/v1/snapshots/77/restore", Some("{}"), 404),
+        ("GET", "/api/v2/world", None, 404),
+    ] {
+        let (got, answer) = served.call(method, path, body);
+        assert_eq!(got, status, "{method} {path}: {answer}");
+        assert!(
+            answer["error"].as_str().is_some_and(|e| !e.is_empty()),
+            "{method} {path}: a JSON error body, not {answer}"
+        );
+        assert_eq!(served.hash(), hash, "{method} {path} changed the world");
+    }
+}
+
+#[test]
+fn the_event_stream_sends_a_summary_of_each_frame() {
+    let served = Served::start("tour");
+    let mut stream = TcpStream::connect(&served.address).unwrap();
+    stream
+        .set_read_timeout(Some(Duration::from_secs(10)))
+        .unwrap();
+    write!(
+        stream,
+        "GET /api/v1/events HTTP/1.1\r\nHost: test\r\nConnection: close\r\n\r\n"
+    )
+    .unwrap();
+    let mut reader = BufReader::new(stream);
+    let mut frames = Vec::new();
+    let mut line = String::new();
+    while frames.len() < 3 {
+        line.clear();
+        assert!(reader.read_line(&mut line).unwrap() > 0, "the stream ended");
+        if let Some(data) = line.trim().strip_prefix("data: ") {
+            let summary: Value = serde_json::from_str(data).unwrap();
+            frames.push(summary["frame"].as_u64().unwrap());
+            assert!(summary["systems"].is_array(), "{summary}");
+        }
+    }
+    assert!(frames.windows(2).all(|w| w[1] > w[0]), "{frames:?}");
+}
+
+#[test]
+fn requests_past_the_rate_are_refused() {
+    let served = Served::start("tour");
+    let statuses: Vec<u16> = (0..700).map(|_| served.raw("GET", "/", None).0).collect();
+    assert!(statuses.contains(&429), "some requests are refused");
+    assert!(statuses.iter().all(|s| *s == 200 || *s == 429));
+}
