@@ -2,6 +2,7 @@
 
 #![allow(clippy::unwrap_used, reason = "test fixtures fail loudly on purpose")]
 
+mod browser;
 mod cli;
 mod codegen;
 mod guides;
