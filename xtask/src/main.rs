@@ -16,6 +16,7 @@ mod ci;
 mod codegen;
 mod fuzz;
 mod schema;
+mod serve_cost;
 mod soak;
 
 use std::ffi::OsString;
@@ -61,6 +62,12 @@ enum Task {
     /// Each model runs until it has run N cases or its share of M minutes has passed; the
     /// task reports the cases and failures of each.
     Soak(soak::Args),
+    /// Measures what `strata run --serve` costs the stress place's frames.
+    ///
+    /// Runs the release strata on examples/places/stress with --realtime, with --serve and no
+    /// client, and with --serve and one client polling once a second, ROUNDS times in turn,
+    /// and prints each run's stepping time per frame against --realtime's.
+    ServeCost(serve_cost::Args),
     /// Writes the Luau type definitions of the game API and of each example place.
     ///
     /// types/strata.d.luau (the game API) and examples/places/NAME/types.d.luau (each example
@@ -116,6 +123,7 @@ fn run_task(task: Task) -> anyhow::Result<ExitCode> {
         Task::Ci => ci::run(&root).map(|()| ExitCode::SUCCESS),
         Task::Fuzz(args) => fuzz::run(&root, &args).map(|()| ExitCode::SUCCESS),
         Task::Soak(args) => soak::run(&root, &args).map(|()| ExitCode::SUCCESS),
+        Task::ServeCost(args) => serve_cost::run(&root, &args).map(|()| ExitCode::SUCCESS),
         Task::Codegen => codegen::run(&root).map(|()| ExitCode::SUCCESS),
     }
 }
@@ -177,6 +185,7 @@ mod tests {
             "ci --help",
             "fuzz -h",
             "soak --help",
+            "serve-cost --help",
             "codegen --help",
             "help schema",
         ] {

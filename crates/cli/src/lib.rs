@@ -144,6 +144,10 @@ struct RunOptions {
     /// Start from the world saved in FILE instead of running setup.luau.
     #[arg(long, value_name = "FILE")]
     load: Option<PathBuf>,
+    /// Run in real time: one frame every 1/frame_rate seconds of place.toml (--watch and --serve
+    /// do too); without --frames, run until Ctrl-C.
+    #[arg(long)]
+    realtime: bool,
     /// Run in real time (place.toml's frame_rate) and reload the place's component, system and
     /// group files between frames as they change; without --frames, run until Ctrl-C.
     #[arg(long)]
@@ -308,6 +312,52 @@ struct Failures {
     count: u64,
 }
 
+/// How long the frames of a run took to step (`World::step`, without a live run's waits).
+#[derive(Default)]
+struct FrameTimes {
+    total: Duration,
+    max: Duration,
+    /// Each frame's time in microseconds, for the median: the first [`FrameTimes::KEPT`].
+    kept: Vec<u32>,
+}
+
+impl FrameTimes {
+    /// Frames whose times are kept for the median (a day at 60 frames a second would be 5
+    /// million; the mean and the maximum go on past it).
+    const KEPT: usize = 1 << 20;
+
+    fn record(&mut self, took: Duration) {
+        self.total += took;
+        self.max = self.max.max(took);
+        if self.kept.len() < Self::KEPT {
+            self.kept.push(u32::try_from(took.as_micros()).unwrap_or(u32::MAX));
+        }
+    }
+
+    fn json(&self, frames: u64) -> serde_json::Value {
+        let mut kept = self.kept.clone();
+        kept.sort_unstable();
+        let median = kept.get(kept.len() / 2).map_or(0.0, |us| f64::from(*us) / 1e3);
+        let mean = if frames == 0 {
+            0.0
+        } else {
+            self.total.as_secs_f64() * 1e3 / frames as f64
+        };
+        json!({
+            "mean_ms": mean,
+            "median_ms": median,
+            "max_ms": self.max.as_secs_f64() * 1e3,
+        })
+    }
+}
+
+/// What stepping the frames gave: how many ran, the failures, the frames' times.
+struct Ran {
+    frames: u64,
+    failures: Failures,
+    times: FrameTimes,
+}
+
 fn run(options: &RunOptions, out: &mut dyn Write, err: &mut dyn Write) -> Result<i32, String> {
     let mut place = Place::open(&options.place).map_err(|e| e.to_string())?;
     let (mut world, definitions) = open_world(&place, options, out, err)?;
@@ -329,7 +379,7 @@ fn run(options: &RunOptions, out: &mut dyn Write, err: &mut dyn Write) -> Result
         }
     }
     // A live run goes on until Ctrl-C unless --frames bounds it.
-    let (limit, mut live) = if options.watch || options.serve.is_some() {
+    let (limit, mut live) = if options.realtime || options.watch || options.serve.is_some() {
         let live = live::Live::start(
             place.config.frame_rate,
             &place.root,
@@ -342,7 +392,11 @@ fn run(options: &RunOptions, out: &mut dyn Write, err: &mut dyn Write) -> Result
         (Some(options.frames.unwrap_or(place.config.frames)), None)
     };
     let started = Instant::now();
-    let (frames, failures) = step_frames(
+    let Ran {
+        frames,
+        failures,
+        times,
+    } = step_frames(
         &mut world,
         limit,
         place.dt(),
@@ -362,6 +416,7 @@ fn run(options: &RunOptions, out: &mut dyn Write, err: &mut dyn Write) -> Result
         .map(|path| (path, world.save_to_path(path)));
     if options.json {
         let mut document = report_json(&place, &world, frames, wall, &failures, prints);
+        document["frame_time"] = times.json(frames);
         document["definitions"] = definitions.map_or(serde_json::Value::Null, Into::into);
         document["save"] = match &saved {
             None => serde_json::Value::Null,
@@ -442,14 +497,14 @@ struct Output<'a> {
 /// print is written as it comes (or kept for a JSON document; see [`Output`]), failed system runs
 /// are counted, and a progress bar shows on standard error once a bounded run has taken a
 /// second. A live run waits for each frame's time and reloads the place between frames.
-/// Returns the frames stepped and the failures.
+/// Returns the frames stepped, the failures and the frames' times.
 fn step_frames(
     world: &mut World,
     limit: Option<u64>,
     dt: f64,
     mut live: Option<(&mut live::Live, &mut Place)>,
     output: Output<'_>,
-) -> Result<(u64, Failures), String> {
+) -> Result<Ran, String> {
     let Output {
         json,
         out,
@@ -461,6 +516,7 @@ fn step_frames(
     bar.set_length(limit.unwrap_or(0));
     let mut shown = live.is_some();
     let mut failures = Failures::default();
+    let mut times = FrameTimes::default();
     let mut frames = 0;
     while limit.is_none_or(|limit| frames < limit) {
         if let Some((live, place)) = &mut live {
@@ -474,6 +530,7 @@ fn step_frames(
         let frame_started = Instant::now();
         let events = world.step(dt).map_err(|e| e.to_string())?;
         let took = frame_started.elapsed();
+        times.record(took);
         for (system, error) in &events.errors {
             failures.count += 1;
             if !failures.first.iter().any(|(s, _, _)| s == system) {
@@ -500,7 +557,11 @@ fn step_frames(
         }
     }
     bar.finish_and_clear();
-    Ok((frames, failures))
+    Ok(Ran {
+        frames,
+        failures,
+        times,
+    })
 }
 
 /// A warning per system that ran away and was stopped.
@@ -686,10 +747,11 @@ mod tests {
             trace: Some("t".into()),
             watch: true,
             serve: Some("127.0.0.1:9".parse().unwrap()),
+            realtime: true,
         };
         assert_eq!(
             parse(args(
-                "run p --frames 5 --threads 2 --json --save a --load b --trace t --watch --serve 127.0.0.1:9"
+                "run p --frames 5 --threads 2 --json --save a --load b --trace t --watch --serve 127.0.0.1:9 --realtime"
             ))
             .unwrap(),
             Command::Run(all)
