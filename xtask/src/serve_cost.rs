@@ -32,7 +32,7 @@ pub(crate) struct Args {
     #[arg(long, default_value_t = 900)]
     frames: u64,
     /// Times the three modes run, in turn.
-    #[arg(long, default_value_t = 2)]
+    #[arg(long, default_value_t = 4)]
     rounds: u32,
 }
 
@@ -53,22 +53,26 @@ impl Mode {
     }
 }
 
-/// One run's frame times, in milliseconds.
+/// One run's frame times, in milliseconds, and the explorer's work between frames per frame.
 struct Times {
     mean: f64,
     median: f64,
     max: f64,
+    explorer: Option<f64>,
 }
 
 pub(crate) fn run(root: &Path, args: &Args) -> anyhow::Result<()> {
     if args.frames == 0 || args.rounds == 0 {
         bail!("--frames and --rounds must be at least 1");
     }
-    run_command(
-        cargo()
-            .current_dir(root)
-            .args(["build", "--release", "-p", "strata-cli", "--bin", "strata"]),
-    )?;
+    run_command(cargo().current_dir(root).args([
+        "build",
+        "--release",
+        "-p",
+        "strata-cli",
+        "--bin",
+        "strata",
+    ]))?;
     let binary = root.join("target/release/strata");
     let place = root.join("examples/places/stress");
     let mut results: Vec<(Mode, u32, Times)> = Vec::new();
@@ -84,15 +88,27 @@ pub(crate) fn run(root: &Path, args: &Args) -> anyhow::Result<()> {
         args.frames
     );
     println!();
-    println!("| mode | round | median | mean | max | median vs --realtime |");
-    println!("|---|---:|---:|---:|---:|---:|");
+    println!(
+        "| mode | round | median | mean | max | median vs --realtime | explorer's work per frame |"
+    );
+    println!("|---|---:|---:|---:|---:|---:|---:|");
     for (mode, round, times) in &results {
         let baseline = results
             .iter()
             .find(|(m, r, _)| *m == Mode::Realtime && r == round)
             .map_or(f64::NAN, |(_, _, t)| t.median);
+        let explorer = times.explorer.map_or_else(
+            || "—".to_owned(),
+            |ms| {
+                format!(
+                    "{:.1} µs ({:.2}% of the median)",
+                    ms * 1e3,
+                    100.0 * ms / times.median
+                )
+            },
+        );
         println!(
-            "| {} | {round} | {:.2} ms | {:.2} ms | {:.2} ms | {:.3}× |",
+            "| {} | {round} | {:.2} ms | {:.2} ms | {:.2} ms | {:.3}× | {explorer} |",
             mode.name(),
             times.median,
             times.mean,
@@ -154,7 +170,9 @@ fn measure(binary: &Path, place: &Path, frames: u64, mode: Mode) -> anyhow::Resu
     let status = child.wait()?;
     done.store(true, Ordering::SeqCst);
     if let Some(client) = client {
-        let polls = client.join().map_err(|_| anyhow::anyhow!("the client panicked"))?;
+        let polls = client
+            .join()
+            .map_err(|_| anyhow::anyhow!("the client panicked"))?;
         eprintln!("  the client made {polls} polls");
     }
     let _ = drain.join();
@@ -168,6 +186,7 @@ fn measure(binary: &Path, place: &Path, frames: u64, mode: Mode) -> anyhow::Resu
         mean: number("mean_ms")?,
         median: number("median_ms")?,
         max: number("max_ms")?,
+        explorer: time["explorer_ms"].as_f64(),
     })
 }
 
@@ -175,8 +194,7 @@ fn measure(binary: &Path, place: &Path, frames: u64, mode: Mode) -> anyhow::Resu
 /// an explorer's tree refreshes them. Returns how many polls it made.
 fn poll(address: &str, done: &AtomicBool) -> u64 {
     let mut polls = 0;
-    let game = get(address, "/api/v1/instances")
-        .and_then(|roots| roots["items"][0]["id"].as_u64());
+    let game = get(address, "/api/v1/instances").and_then(|roots| roots["items"][0]["id"].as_u64());
     let workspace = game
         .and_then(|game| get(address, &format!("/api/v1/instances?parent={game}")))
         .and_then(|children| {
@@ -208,7 +226,9 @@ fn poll(address: &str, done: &AtomicBool) -> u64 {
 /// One GET, its body as JSON; `None` when the run has gone or the answer is not JSON.
 fn get(address: &str, path: &str) -> Option<Value> {
     let mut stream = TcpStream::connect(address).ok()?;
-    stream.set_read_timeout(Some(Duration::from_secs(10))).ok()?;
+    stream
+        .set_read_timeout(Some(Duration::from_secs(10)))
+        .ok()?;
     write!(
         stream,
         "GET {path} HTTP/1.1\r\nHost: {address}\r\nConnection: close\r\n\r\n"

@@ -330,14 +330,17 @@ impl FrameTimes {
         self.total += took;
         self.max = self.max.max(took);
         if self.kept.len() < Self::KEPT {
-            self.kept.push(u32::try_from(took.as_micros()).unwrap_or(u32::MAX));
+            self.kept
+                .push(u32::try_from(took.as_micros()).unwrap_or(u32::MAX));
         }
     }
 
     fn json(&self, frames: u64) -> serde_json::Value {
         let mut kept = self.kept.clone();
         kept.sort_unstable();
-        let median = kept.get(kept.len() / 2).map_or(0.0, |us| f64::from(*us) / 1e3);
+        let median = kept
+            .get(kept.len() / 2)
+            .map_or(0.0, |us| f64::from(*us) / 1e3);
         let mean = if frames == 0 {
             0.0
         } else {
@@ -417,6 +420,11 @@ fn run(options: &RunOptions, out: &mut dyn Write, err: &mut dyn Write) -> Result
     if options.json {
         let mut document = report_json(&place, &world, frames, wall, &failures, prints);
         document["frame_time"] = times.json(frames);
+        if let Some(explorer) = live.as_ref().and_then(live::Live::explorer_time) {
+            // The explorer's work between frames, per frame stepped.
+            document["frame_time"]["explorer_ms"] =
+                json!(explorer.as_secs_f64() * 1e3 / frames.max(1) as f64);
+        }
         document["definitions"] = definitions.map_or(serde_json::Value::Null, Into::into);
         document["save"] = match &saved {
             None => serde_json::Value::Null,

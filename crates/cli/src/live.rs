@@ -33,6 +33,8 @@ pub(crate) struct Live {
     next: Instant,
     watch: Option<Watch>,
     explorer: Option<Explorer>,
+    /// The explorer's time on the frame loop's thread so far.
+    explorer_time: Duration,
 }
 
 impl Live {
@@ -78,6 +80,7 @@ impl Live {
             next: Instant::now(),
             watch,
             explorer,
+            explorer_time: Duration::ZERO,
         })
     }
 
@@ -95,7 +98,12 @@ impl Live {
         self.pace();
         self.reload(place, world, json, out, err);
         match &mut self.explorer {
-            Some(explorer) => explorer.serve(world, place),
+            Some(explorer) => {
+                let started = Instant::now();
+                let step = explorer.serve(world, place);
+                self.explorer_time += started.elapsed();
+                step
+            }
             None => true,
         }
     }
@@ -103,8 +111,16 @@ impl Live {
     /// After a frame that took `took`: the explorer records it.
     pub(crate) fn frame_done(&mut self, world: &World, took: Duration) {
         if let Some(explorer) = &mut self.explorer {
+            let started = Instant::now();
             explorer.frame_done(world, took);
+            self.explorer_time += started.elapsed();
         }
+    }
+
+    /// The time the explorer's work took on the frame loop's thread (answering requests,
+    /// recording frames), when it serves.
+    pub(crate) fn explorer_time(&self) -> Option<Duration> {
+        self.explorer.as_ref().map(|_| self.explorer_time)
     }
 
     /// Whether Ctrl-C asked the run to end.

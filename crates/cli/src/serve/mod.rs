@@ -53,6 +53,7 @@ const PAGE: &str = include_str!("page.html");
 #[derive(Debug)]
 pub(crate) enum Request {
     World,
+    Hash,
     Children {
         parent: Option<u64>,
         offset: usize,
@@ -244,6 +245,7 @@ fn router(shared: Shared) -> Router {
     let shared = std::sync::Arc::new(shared);
     let v1 = Router::new()
         .route("/world", get(world))
+        .route("/hash", get(hash))
         .route("/instances", get(children).post(create))
         .route("/instances/{id}", get(instance).delete(destroy))
         .route("/instances/{id}/parent", post(reparent))
@@ -343,6 +345,10 @@ async fn page() -> impl IntoResponse {
 
 async fn world(State(shared): State<Shares>) -> Response {
     ask(&shared, Request::World).await
+}
+
+async fn hash(State(shared): State<Shares>) -> Response {
+    ask(&shared, Request::Hash).await
 }
 
 #[derive(serde::Deserialize)]
