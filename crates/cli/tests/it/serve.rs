@@ -410,3 +410,32 @@ fn requests_past_the_rate_are_refused() {
     assert!(statuses.contains(&429), "some requests are refused");
     assert!(statuses.iter().all(|s| *s == 200 || *s == 429));
 }
+
+#[test]
+fn serving_beyond_loopback_is_only_on_request_and_warns() {
+    let run = |serve: &str| {
+        let output = Command::new(env!("CARGO_BIN_EXE_strata"))
+            .args(["run", &example("tour"), "--frames", "2", "--serve", serve])
+            .output()
+            .unwrap();
+        assert!(output.status.success());
+        String::from_utf8_lossy(&output.stderr).into_owned()
+    };
+    let loopback = run("127.0.0.1:0");
+    assert!(
+        loopback.contains("explorer: http://127.0.0.1:"),
+        "{loopback}"
+    );
+    assert!(!loopback.contains("warning"), "{loopback}");
+    let everywhere = run("0.0.0.0:0");
+    assert!(
+        everywhere.contains("warning: serving on 0.0.0.0:"),
+        "{everywhere}"
+    );
+    // A flag without an address serves on the loopback default.
+    let help = Command::new(env!("CARGO_BIN_EXE_strata"))
+        .args(["run", "--help"])
+        .output()
+        .unwrap();
+    assert!(String::from_utf8_lossy(&help.stdout).contains("127.0.0.1:7878"));
+}
