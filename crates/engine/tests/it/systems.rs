@@ -740,3 +740,54 @@ fn a_parallel_pass_that_panics_commits_the_rows_before_the_panic_only() {
         }
     }
 }
+
+#[test]
+fn a_replaced_system_keeps_its_id_and_statistics_and_runs_its_new_body_from_the_next_frame() {
+    let mut f = fixture(1);
+    let said = std::sync::Arc::new(std::sync::Mutex::new(Vec::new()));
+    let say = |word: &'static str| {
+        let said = std::sync::Arc::clone(&said);
+        move |_: &mut Ctx<'_>| {
+            said.lock().unwrap().push(word);
+            Ok(())
+        }
+    };
+    let id = f
+        .world
+        .add_system(SystemSpec::new("say", say("old")))
+        .unwrap();
+    f.world
+        .add_system(SystemSpec::new("other", say("other")))
+        .unwrap();
+    f.world.step(0.1).unwrap();
+    // The new version runs after `other`, where the old one ran before it.
+    f.world
+        .replace_system(id, SystemSpec::new("say", say("new")).after("other"))
+        .unwrap();
+    f.world.step(0.1).unwrap();
+    assert_eq!(*said.lock().unwrap(), ["old", "other", "other", "new"]);
+    assert_eq!(f.world.system_id("say"), Some(id));
+    let runs = |world: &World| {
+        world
+            .stats()
+            .into_iter()
+            .find(|(_, name, _)| name == "say")
+            .map(|(_, _, stats)| stats.runs)
+    };
+    assert_eq!(runs(&f.world), Some(2), "the statistics go on");
+    // Refused, changing nothing: another name, a set named like a system.
+    let hash = f.world.state_hash();
+    assert!(
+        f.world
+            .replace_system(id, SystemSpec::new("speak", say("x")))
+            .is_err()
+    );
+    assert!(
+        f.world
+            .replace_system(id, SystemSpec::new("say", say("x")).in_set("other"))
+            .is_err()
+    );
+    assert_eq!(f.world.state_hash(), hash);
+    f.world.step(0.1).unwrap();
+    assert_eq!(said.lock().unwrap().last(), Some(&"new"));
+}
