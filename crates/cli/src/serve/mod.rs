@@ -559,3 +559,19 @@ async fn events(State(shared): State<Shares>) -> impl IntoResponse {
     });
     Sse::new(stream).keep_alive(KeepAlive::default())
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_rate_takes_its_bound_in_a_second_and_refuses_past_it() {
+        let mut rate = Rate::new();
+        assert!((0..MAX_RATE).all(|_| rate.take()));
+        assert!(!rate.take());
+        assert!(!rate.take());
+        // A new window takes requests again.
+        rate.window -= Duration::from_secs(1);
+        assert!(rate.take());
+    }
+}

@@ -405,8 +405,34 @@ fn the_event_stream_sends_a_summary_of_each_frame() {
 
 #[test]
 fn requests_past_the_rate_are_refused() {
-    let served = Served::start("tour");
-    let statuses: Vec<u16> = (0..700).map(|_| served.raw("GET", "/", None).0).collect();
+    let served = std::sync::Arc::new(Served::start("tour"));
+    let refused = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
+    // Eight clients at once, until one is refused (or far more requests than a second allows
+    // have gone by).
+    let clients: Vec<_> = (0..8)
+        .map(|_| {
+            let served = std::sync::Arc::clone(&served);
+            let refused = std::sync::Arc::clone(&refused);
+            std::thread::spawn(move || {
+                let mut statuses = Vec::new();
+                for _ in 0..500 {
+                    if refused.load(std::sync::atomic::Ordering::Relaxed) {
+                        break;
+                    }
+                    let status = served.raw("GET", "/", None).0;
+                    if status == 429 {
+                        refused.store(true, std::sync::atomic::Ordering::Relaxed);
+                    }
+                    statuses.push(status);
+                }
+                statuses
+            })
+        })
+        .collect();
+    let statuses: Vec<u16> = clients
+        .into_iter()
+        .flat_map(|c| c.join().unwrap())
+        .collect();
     assert!(statuses.contains(&429), "some requests are refused");
     assert!(statuses.iter().all(|s| *s == 200 || *s == 429));
 }
