@@ -58,23 +58,47 @@ pub fn body_world() -> Bodies {
     }
 }
 
-/// The routine of `world_spawn`: `n` bodies, one at a time, each created and given its four
-/// components with the values of [`data::body`]; returns the last one.
-pub fn spawn_each(bodies: &mut Bodies, n: u64) -> Option<InstanceId> {
+/// Creates `n` bodies one at a time, each given its four components by `give` (with the
+/// components, the new body and the `i`-th values of [`data::body`]); returns the last one.
+fn each_body(
+    bodies: &mut Bodies,
+    n: u64,
+    mut give: impl FnMut(
+        &mut World,
+        [ComponentId; 4],
+        InstanceId,
+        (
+            data::Transform,
+            data::Position,
+            data::Rotation,
+            data::Velocity,
+        ),
+    ),
+) -> Option<InstanceId> {
     let Bodies { world, components } = bodies;
-    let [transform, position, rotation, velocity] = *components;
     let mut last = None;
     for i in 0..n {
         let id = must(world.create(ClassId::ENTITY, None));
-        let (t, p, r, v) = data::body(i);
-        let t = Value::Transform(Box::new(Transform::from(t)));
-        must(world.add(id, transform, [(FIRST, t)]));
-        must(world.add(id, position, [(FIRST, Value::Vector(Vec3::from(p)))]));
-        must(world.add(id, rotation, [(FIRST, Value::Vector(Vec3::from(r)))]));
-        must(world.add(id, velocity, [(FIRST, Value::Vector(Vec3::from(v)))]));
+        give(world, *components, id, data::body(i));
         last = Some(black_box(id));
     }
     last
+}
+
+/// The routine of `world_spawn`: `n` bodies, one at a time, each created and given its four
+/// components with the values of [`data::body`]; returns the last one.
+pub fn spawn_each(bodies: &mut Bodies, n: u64) -> Option<InstanceId> {
+    each_body(
+        bodies,
+        n,
+        |world, [transform, position, rotation, velocity], id, (t, p, r, v)| {
+            let t = Value::Transform(Box::new(Transform::from(t)));
+            must(world.add(id, transform, [(FIRST, t)]));
+            must(world.add(id, position, [(FIRST, Value::Vector(Vec3::from(p)))]));
+            must(world.add(id, rotation, [(FIRST, Value::Vector(Vec3::from(r)))]));
+            must(world.add(id, velocity, [(FIRST, Value::Vector(Vec3::from(v)))]));
+        },
+    )
 }
 
 fn world_spawn(n: u64) -> Workload {
@@ -90,35 +114,23 @@ fn world_spawn(n: u64) -> Workload {
 /// component inserted and its one field set to the value of [`data::body`]; returns the last
 /// body.
 pub fn insert_each(bodies: &mut Bodies, n: u64) -> Option<InstanceId> {
-    let Bodies { world, components } = bodies;
-    let [transform, position, rotation, velocity] = *components;
-    let mut last = None;
-    for i in 0..n {
-        let id = must(world.create(ClassId::ENTITY, None));
-        let (t, p, r, v) = data::body(i);
+    fn set<T: Scalar>(world: &mut World, id: InstanceId, component: ComponentId, value: T) {
         must(
-            must(world.insert(id, transform))
-                .set(FIRST, Transform::from(t))
+            must(world.insert(id, component))
+                .set(FIRST, value)
                 .map(drop),
         );
-        must(
-            must(world.insert(id, position))
-                .set(FIRST, Vec3::from(p))
-                .map(drop),
-        );
-        must(
-            must(world.insert(id, rotation))
-                .set(FIRST, Vec3::from(r))
-                .map(drop),
-        );
-        must(
-            must(world.insert(id, velocity))
-                .set(FIRST, Vec3::from(v))
-                .map(drop),
-        );
-        last = Some(black_box(id));
     }
-    last
+    each_body(
+        bodies,
+        n,
+        |world, [transform, position, rotation, velocity], id, (t, p, r, v)| {
+            set(world, id, transform, Transform::from(t));
+            set(world, id, position, Vec3::from(p));
+            set(world, id, rotation, Vec3::from(r));
+            set(world, id, velocity, Vec3::from(v));
+        },
+    )
 }
 
 fn world_insert(n: u64) -> Workload {

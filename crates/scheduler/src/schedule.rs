@@ -247,25 +247,12 @@ impl<B> Schedule<B> {
     /// is a set's or a set is named like a system, or the interval is not a positive, finite number
     /// of seconds.
     pub fn add(&mut self, system: System<B>) -> Result<SystemId, ScheduleError> {
-        if system.name.is_empty() || system.sets.iter().any(|set| set.is_empty()) {
-            return Err(ScheduleError::EmptyName);
-        }
-        if let Some(seconds) = system.interval
-            && !(seconds.is_finite() && seconds > 0.0)
-        {
-            return Err(ScheduleError::InvalidInterval {
-                name: system.name.to_string(),
-                seconds,
-            });
-        }
-        if system.sets.contains(&system.name) || self.sets.contains_key(&system.name) {
+        self.check_declarations(&system)?;
+        if self.sets.contains_key(&system.name) {
             return Err(ScheduleError::NameConflict(system.name.to_string()));
         }
         if self.names.contains_key(&system.name) {
             return Err(ScheduleError::DuplicateName(system.name.to_string()));
-        }
-        if let Some(set) = system.sets.iter().find(|set| self.names.contains_key(*set)) {
-            return Err(ScheduleError::NameConflict(set.to_string()));
         }
         let id = u32::try_from(self.slots.len())
             .map(SystemId::from_index)
@@ -307,6 +294,30 @@ impl<B> Schedule<B> {
         Ok(slot.system)
     }
 
+    /// What a system declares, checked against itself and the live systems' names: a name and
+    /// set names that are not empty, an interval that is a positive, finite number of seconds,
+    /// and no set named like itself or like a live system.
+    fn check_declarations(&self, system: &System<B>) -> Result<(), ScheduleError> {
+        if system.name.is_empty() || system.sets.iter().any(|set| set.is_empty()) {
+            return Err(ScheduleError::EmptyName);
+        }
+        if let Some(seconds) = system.interval
+            && !(seconds.is_finite() && seconds > 0.0)
+        {
+            return Err(ScheduleError::InvalidInterval {
+                name: system.name.to_string(),
+                seconds,
+            });
+        }
+        if system.sets.contains(&system.name) {
+            return Err(ScheduleError::NameConflict(system.name.to_string()));
+        }
+        if let Some(set) = system.sets.iter().find(|set| self.names.contains_key(*set)) {
+            return Err(ScheduleError::NameConflict(set.to_string()));
+        }
+        Ok(())
+    }
+
     /// Puts `system` in the place of the live system `id` (a new version of it, say, whose
     /// code changed) and gives the old one back. The replacement keeps the id, the name, the
     /// statistics and the interval's accumulated wait; its order, phase, sets, interval and
@@ -325,23 +336,7 @@ impl<B> Schedule<B> {
                 replacement: system.name.to_string(),
             });
         }
-        if system.sets.iter().any(|set| set.is_empty()) {
-            return Err(ScheduleError::EmptyName);
-        }
-        if let Some(seconds) = system.interval
-            && !(seconds.is_finite() && seconds > 0.0)
-        {
-            return Err(ScheduleError::InvalidInterval {
-                name: system.name.to_string(),
-                seconds,
-            });
-        }
-        if system.sets.contains(&system.name) {
-            return Err(ScheduleError::NameConflict(system.name.to_string()));
-        }
-        if let Some(set) = system.sets.iter().find(|set| self.names.contains_key(*set)) {
-            return Err(ScheduleError::NameConflict(set.to_string()));
-        }
+        self.check_declarations(&system)?;
         for set in &system.sets {
             *self.sets.entry(Arc::clone(set)).or_default() += 1;
         }

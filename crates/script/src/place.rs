@@ -29,7 +29,7 @@ use strata::WorldError;
 use crate::{ScriptBudget, ScriptError, ScriptScene, ScriptWorld};
 
 /// The folder under the game a place's component definitions live in.
-pub(crate) const COMPONENTS: &str = "Components";
+const COMPONENTS: &str = "Components";
 use strata::World;
 
 /// A place's `place.toml`.
@@ -534,29 +534,8 @@ impl Place {
     /// Puts the place's component definitions in the world's `Components` folder (made if
     /// missing) in place of the ones there, removes those the place lacks, and syncs.
     fn sync_components(&self, world: &mut World) -> Result<SyncReport, PlaceError> {
-        let game = world.game();
-        let folder = match world
-            .children(game)?
-            .into_iter()
-            .find(|c| world.name(*c).is_ok_and(|n| n == COMPONENTS))
-        {
-            Some(folder) => folder,
-            None => {
-                let folder = world.create(strata_arena::ClassId::FOLDER, Some(game))?;
-                world.set_name(folder, COMPONENTS)?;
-                folder
-            }
-        };
-        let saved: Vec<(String, InstanceId)> = world
-            .children(folder)?
-            .into_iter()
-            .filter(|c| {
-                world
-                    .class(*c)
-                    .is_ok_and(|k| k == ClassId::COMPONENT_DEFINITION)
-            })
-            .filter_map(|c| Some((world.name(c).ok()?.to_owned(), c)))
-            .collect();
+        let folder = components_folder(world)?;
+        let saved = definitions_in(world, folder);
         for (name, definition) in &saved {
             if !self.components.iter().any(|c| &c.name == name) {
                 world.destroy(*definition)?;
@@ -744,4 +723,37 @@ fn config_message(text: &str, error: &toml::de::Error) -> String {
         }
         None => message,
     }
+}
+
+/// The `Components` folder under the game, where a place keeps its component definitions; made
+/// when missing.
+pub(crate) fn components_folder(world: &mut World) -> Result<InstanceId, PlaceError> {
+    let game = world.game();
+    let existing = world
+        .children(game)?
+        .into_iter()
+        .find(|c| world.name(*c).is_ok_and(|n| n == COMPONENTS));
+    match existing {
+        Some(folder) => Ok(folder),
+        None => {
+            let folder = world.create(ClassId::FOLDER, Some(game))?;
+            world.set_name(folder, COMPONENTS)?;
+            Ok(folder)
+        }
+    }
+}
+
+/// The component definitions in `folder`, by name.
+pub(crate) fn definitions_in(world: &World, folder: InstanceId) -> Vec<(String, InstanceId)> {
+    world
+        .children(folder)
+        .unwrap_or_default()
+        .into_iter()
+        .filter(|c| {
+            world
+                .class(*c)
+                .is_ok_and(|k| k == ClassId::COMPONENT_DEFINITION)
+        })
+        .filter_map(|c| Some((world.name(c).ok()?.to_owned(), c)))
+        .collect()
 }

@@ -11,7 +11,9 @@
 use strata::prelude::*;
 use strata_schema_adoption::{SyncDiagnostic, SyncReport};
 
-use crate::place::{COMPONENTS, Place, PlaceError, PlaceScript, name_problem};
+use crate::place::{
+    Place, PlaceError, PlaceScript, components_folder, definitions_in, name_problem,
+};
 use crate::{ScriptError, ScriptWorld};
 
 /// What one [`Place::reload`] did.
@@ -285,38 +287,6 @@ fn reload_code(
     }
     now.sort_by(|a, b| a.path.cmp(&b.path));
     now
-}
-
-/// The `Components` folder under the game, made when missing.
-fn components_folder(world: &mut World) -> Result<InstanceId, PlaceError> {
-    let game = world.game();
-    let existing = world
-        .children(game)?
-        .into_iter()
-        .find(|c| world.name(*c).is_ok_and(|n| n == COMPONENTS));
-    match existing {
-        Some(folder) => Ok(folder),
-        None => {
-            let folder = world.create(ClassId::FOLDER, Some(game))?;
-            world.set_name(folder, COMPONENTS)?;
-            Ok(folder)
-        }
-    }
-}
-
-/// The component definitions in `folder`, by name.
-fn definitions_in(world: &World, folder: InstanceId) -> Vec<(String, InstanceId)> {
-    world
-        .children(folder)
-        .unwrap_or_default()
-        .into_iter()
-        .filter(|c| {
-            world
-                .class(*c)
-                .is_ok_and(|k| k == ClassId::COMPONENT_DEFINITION)
-        })
-        .filter_map(|c| Some((world.name(c).ok()?.to_owned(), c)))
-        .collect()
 }
 
 fn script_error(path: &str, message: String) -> PlaceError {

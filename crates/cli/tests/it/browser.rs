@@ -7,6 +7,7 @@
 //! Without Chromium (the Debian `chromium` package; `.ci/run` installs it) the test says so and
 //! passes without running.
 
+use crate::common::{example, scratch};
 use std::io::{BufRead, BufReader, Read, Write};
 use std::net::TcpStream;
 use std::path::{Path, PathBuf};
@@ -245,10 +246,8 @@ fn the_explorer_page_selects_and_edits_an_instance_of_the_stress_place() {
         println!("skipped: no Chromium found (install the Debian package `chromium`)");
         return;
     };
-    let scratch = std::env::temp_dir().join(format!("strata-browser-{}", std::process::id()));
-    let _ = std::fs::remove_dir_all(&scratch);
-    std::fs::create_dir_all(&scratch).unwrap();
-    let stress = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../examples/places/stress");
+    let scratch = scratch("browser");
+    let stress = example("stress");
     let mut run = Command::new(env!("CARGO_BIN_EXE_strata"))
         .arg("run")
         .arg(&stress)

@@ -2,6 +2,7 @@
 //! standard output and what to standard error. Runs `strata_cli::main_with`, the function the
 //! binary calls, plus the binary itself once.
 
+use crate::common::{example, scratch};
 use std::path::{Path, PathBuf};
 
 /// What a run gave: exit code, standard output, standard error.
@@ -24,22 +25,6 @@ fn strata(args: &[&str]) -> Outcome {
         out: String::from_utf8(out).unwrap(),
         err: String::from_utf8(err).unwrap(),
     }
-}
-
-fn example(name: &str) -> String {
-    Path::new(env!("CARGO_MANIFEST_DIR"))
-        .join("../../examples/places")
-        .join(name)
-        .to_string_lossy()
-        .into_owned()
-}
-
-/// A scratch folder of this test's own.
-fn scratch(test: &str) -> PathBuf {
-    let dir = std::env::temp_dir().join(format!("strata-cli-{}-{test}", std::process::id()));
-    let _ = std::fs::remove_dir_all(&dir);
-    std::fs::create_dir_all(&dir).unwrap();
-    dir
 }
 
 /// A place folder made of `(path, text)` files.

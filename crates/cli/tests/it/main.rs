@@ -5,6 +5,7 @@
 mod browser;
 mod cli;
 mod codegen;
+mod common;
 mod guides;
 mod places;
 mod schema_cli;

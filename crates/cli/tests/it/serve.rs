@@ -2,21 +2,13 @@
 //! ephemeral loopback port, for what it answers and for each way a request is refused (a 4xx
 //! with a JSON error body that changes nothing).
 
+use crate::common::example;
 use std::io::{BufRead, BufReader, Read, Write};
 use std::net::TcpStream;
-use std::path::Path;
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
 use serde_json::{Value, json};
-
-fn example(name: &str) -> String {
-    Path::new(env!("CARGO_MANIFEST_DIR"))
-        .join("../../examples/places")
-        .join(name)
-        .to_string_lossy()
-        .into_owned()
-}
 
 /// The binary serving a place; killed when dropped.
 struct Served {

@@ -2,24 +2,10 @@
 //! has its spans with their nesting on the thread that ran them, and a refused destination runs
 //! nothing.
 
-use std::path::{Path, PathBuf};
+use crate::common::{example, scratch};
+use std::path::Path;
 
 use serde_json::Value;
-
-fn example(name: &str) -> String {
-    Path::new(env!("CARGO_MANIFEST_DIR"))
-        .join("../../examples/places")
-        .join(name)
-        .to_string_lossy()
-        .into_owned()
-}
-
-fn scratch(test: &str) -> PathBuf {
-    let dir = std::env::temp_dir().join(format!("strata-trace-{}-{test}", std::process::id()));
-    let _ = std::fs::remove_dir_all(&dir);
-    std::fs::create_dir_all(&dir).unwrap();
-    dir
-}
 
 /// Runs the binary (a trace takes the process's global recorder, so each run is a process of
 /// its own) and returns its exit code and standard error.

@@ -2,8 +2,9 @@
 //! versions between frames; a broken file keeps the old version and is reported with its file
 //! and line; Ctrl-C ends the run cleanly, saving with `--save`.
 
+use crate::common::scratch;
 use std::io::{BufRead, BufReader};
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::process::{Child, Command, Stdio};
 use std::sync::mpsc::{Receiver, channel};
 use std::time::{Duration, Instant};
@@ -11,13 +12,6 @@ use std::time::{Duration, Instant};
 /// How long a change may take to show before a test fails (the run is paced at 60 frames a
 /// second, and a change is read once the folder has been quiet for a tenth of a second).
 const PATIENCE: Duration = Duration::from_secs(10);
-
-fn scratch(test: &str) -> PathBuf {
-    let dir = std::env::temp_dir().join(format!("strata-watch-{}-{test}", std::process::id()));
-    let _ = std::fs::remove_dir_all(&dir);
-    std::fs::create_dir_all(&dir).unwrap();
-    dir
-}
 
 fn write(root: &Path, path: &str, text: &str) {
     let path = root.join(path);
