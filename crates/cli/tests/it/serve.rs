@@ -178,8 +178,21 @@ fn every_read_route_answers() {
         .unwrap();
     assert_eq!(moving["stage"], "Frame(Update)");
     assert!(moving["runs"].as_u64().unwrap() > 0);
+    // The last 5 frames' timings, once 5 frames have run.
+    let started = Instant::now();
+    while served.get("/api/v1/world")["frame"].as_u64().unwrap() < 6 {
+        assert!(started.elapsed() < Duration::from_secs(20), "frames run");
+        std::thread::sleep(Duration::from_millis(20));
+    }
     let frames = served.get("/api/v1/frames?last=5");
-    assert_eq!(frames["frames"].as_array().unwrap().len(), 5);
+    let frames = frames["frames"].as_array().unwrap();
+    assert_eq!(frames.len(), 5);
+    assert!(
+        frames
+            .windows(2)
+            .all(|w| w[1]["frame"].as_u64() > w[0]["frame"].as_u64()),
+        "{frames:?}"
+    );
     let schedule = served.get("/api/v1/schedule");
     assert!(schedule["diagnostics"].is_array() && schedule["conflicts"].is_array());
 }
