@@ -339,9 +339,17 @@ impl World {
     /// again as the replacement. Refused, changing nothing, as [`World::add_system`] refuses a
     /// system, for an unknown `id`, and for a replacement of another name.
     pub fn replace_system(&mut self, id: SystemId, spec: SystemSpec) -> Result<(), WorldError> {
+        self.check_replacement(id, &spec)?;
         let old = self.schedule.replace(id, spec.system)?;
         self.stopped.retain(|s| s.system != old.name());
         Ok(())
+    }
+
+    /// Whether [`World::replace_system`] would take `spec` in the place of `id`, changing
+    /// nothing; for a caller that has its own step to take between the check and the
+    /// replacement (a scripting layer keeping the new version's code).
+    pub fn check_replacement(&self, id: SystemId, spec: &SystemSpec) -> Result<(), WorldError> {
+        Ok(self.schedule.check_replacement(id, &spec.system)?)
     }
 
     /// Removes a system.

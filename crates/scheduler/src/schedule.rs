@@ -318,6 +318,24 @@ impl<B> Schedule<B> {
         Ok(())
     }
 
+    /// Whether [`Schedule::replace`] would take `system` in the place of `id`, without
+    /// changing anything: for a caller with its own work to do between the check and the
+    /// replacement that must not be left half done.
+    ///
+    /// # Errors
+    ///
+    /// What [`Schedule::replace`] would refuse.
+    pub fn check_replacement(&self, id: SystemId, system: &System<B>) -> Result<(), ScheduleError> {
+        let current = self.slot(id)?;
+        if system.name != current.system.name {
+            return Err(ScheduleError::ReplacementRenames {
+                name: current.system.name.to_string(),
+                replacement: system.name.to_string(),
+            });
+        }
+        self.check_declarations(system)
+    }
+
     /// Puts `system` in the place of the live system `id` (a new version of it, say, whose
     /// code changed) and gives the old one back. The replacement keeps the id, the name, the
     /// statistics and the interval's accumulated wait; its order, phase, sets, interval and
@@ -329,14 +347,7 @@ impl<B> Schedule<B> {
     /// name, an invalid interval, a set named like a system), for an `id` that names no live
     /// system, and for a replacement of another name ([`ScheduleError::ReplacementRenames`]).
     pub fn replace(&mut self, id: SystemId, system: System<B>) -> Result<System<B>, ScheduleError> {
-        let current = self.slot(id)?;
-        if system.name != current.system.name {
-            return Err(ScheduleError::ReplacementRenames {
-                name: current.system.name.to_string(),
-                replacement: system.name.to_string(),
-            });
-        }
-        self.check_declarations(&system)?;
+        self.check_replacement(id, &system)?;
         for set in &system.sets {
             *self.sets.entry(Arc::clone(set)).or_default() += 1;
         }

@@ -631,6 +631,13 @@ impl Scripts {
         release_in(&self.host.lua, owner);
     }
 
+    /// Lets go of what `owner`'s calls built up in the VM (its queries' mirrors, its removal
+    /// readers, its pending writes), keeping its kept function: a new version of a system
+    /// starts from nothing but its code.
+    pub(crate) fn forget_state(&self, owner: &str) {
+        forget_state_in(&self.host.lua, owner);
+    }
+
     /// Compiles a script in an environment of its own; returns the chunk's function.
     pub(crate) fn load(&self, name: &str, source: &str) -> Result<Function, ScriptError> {
         compile(&self.host.lua, &self.host.base, name, source)
@@ -918,6 +925,12 @@ fn release_in(lua: &Lua, owner: &str) {
     if let Ok(kept) = lua.named_registry_value::<Table>(KEPT) {
         let _ = kept.raw_set(owner, LuaValue::Nil);
     }
+    forget_state_in(lua, owner);
+}
+
+/// What `owner`'s calls built up in `lua` (query mirrors, removal readers, pending writes) let
+/// go of and collected; its kept function stays (see [`Scripts::forget_state`]).
+fn forget_state_in(lua: &Lua, owner: &str) {
     if let Some(mut state) = lua.app_data_mut::<VmState>() {
         let prefix = format!("{owner}|");
         state.queries.retain(|key, _| !key.starts_with(&prefix));

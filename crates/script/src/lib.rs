@@ -428,12 +428,15 @@ impl ScriptWorld for World {
             .system_id(name)
             .ok_or_else(|| no_system(script, name))?;
         let (spec, run) = system::evaluate_system(self, name, script, source)?;
-        self.replace_system(id, spec)?;
+        // Checked first, so keeping the new code is the one step that can fail, and it changes
+        // nothing when it does; the replacement after it cannot be refused.
+        self.check_replacement(id, &spec)?;
         let scripts = self.scripts()?;
-        scripts.release(name);
         scripts
             .keep(name, &run)
             .map_err(|e| Error::Script(vm::script_error(script, &e)))?;
+        self.replace_system(id, spec)?;
+        scripts.forget_state(name);
         Ok(id)
     }
 

@@ -149,6 +149,28 @@ fn a_broken_file_keeps_the_previous_version_until_it_is_fixed() {
 }
 
 #[test]
+fn a_version_the_scheduler_refuses_leaves_the_old_one_running_with_its_code() {
+    let (folder, mut place, mut world) = running("refused-by-scheduler");
+    // A set named like another system: the script loads, the scheduler refuses the system.
+    folder.write(
+        "systems/say.luau",
+        "return system { sets = { 'tick' }, run = function(world) print('v2') end }",
+    );
+    let done = reload(&folder, &mut place, &mut world);
+    assert!(done.applied.is_empty(), "{done:?}");
+    assert!(
+        done.refused[0].to_string().contains("tick"),
+        "{:?}",
+        done.refused
+    );
+    assert_eq!(
+        prints(&mut world),
+        ["v1"],
+        "the old system runs its own code"
+    );
+}
+
+#[test]
 fn added_and_deleted_system_files_add_and_remove_their_systems() {
     let (folder, mut place, mut world) = running("added-deleted");
     folder.write("systems/hello.luau", &SAY.replace("v1", "hello"));
