@@ -477,15 +477,22 @@ impl World {
 
     /// Every system with its statistics, in scheduled order (then the unscheduled ones).
     pub fn stats(&self) -> Vec<(SystemId, String, SystemStats)> {
-        let mut ids: Vec<SystemId> = self.schedule.ids().collect();
         let plan = self.schedule.plan();
-        ids.sort_by_key(|id| (plan.position(*id).unwrap_or(u32::MAX), id.index()));
-        ids.into_iter()
-            .filter_map(|id| {
-                let name = self.schedule.system(id).ok()?.name().to_owned();
-                Some((id, name, *self.schedule.stats(id).ok()?))
-            })
-            .collect()
+        let mut stats: Vec<(SystemId, String, SystemStats)> = self
+            .system_stats()
+            .map(|(id, name, stats)| (id, name.to_owned(), *stats))
+            .collect();
+        stats.sort_by_key(|(id, ..)| (plan.position(*id).unwrap_or(u32::MAX), id.index()));
+        stats
+    }
+
+    /// Each system's statistics with its name, in registration order, borrowed: for a
+    /// caller reading them every frame (an explorer's timings) without copying names.
+    pub fn system_stats(&self) -> impl Iterator<Item = (SystemId, &str, &SystemStats)> + '_ {
+        self.schedule.ids().filter_map(|id| {
+            let name = self.schedule.system(id).ok()?.name();
+            Some((id, name, self.schedule.stats(id).ok()?))
+        })
     }
 
     /// [`World::stats`] as a text table: runs, mean and longest duration, reads, writes,

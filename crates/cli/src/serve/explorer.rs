@@ -30,7 +30,7 @@ pub(crate) const FRAMES_KEPT: usize = 240;
 const SNAPSHOTS_KEPT: usize = 16;
 /// Calls answered between two frames at most; the rest wait for the next gap.
 const CALLS_PER_GAP: usize = 256;
-/// Frames one step request may ask for.
+/// Frames one step request may ask for, and frames waiting to be stepped at once.
 const MAX_STEPS: u64 = 1000;
 
 /// One frame's timings.
@@ -38,7 +38,7 @@ struct FrameTiming {
     frame: u64,
     took: Duration,
     /// Each system that ran in the frame, with its time in the frame.
-    systems: Vec<(String, Duration)>,
+    systems: Vec<(SystemId, Duration)>,
 }
 
 /// The explorer's state in the frame loop (see the module docs).
@@ -50,8 +50,9 @@ pub(crate) struct Explorer {
     snapshots: VecDeque<(u64, WorldSnapshot)>,
     next_snapshot: u64,
     frames: VecDeque<FrameTiming>,
-    /// Each system's runs and total time after the last frame, by name.
-    totals: HashMap<String, (u64, Duration)>,
+    /// Each system's runs and total time after the last frame, and its name (kept when it is
+    /// removed, for the timings of frames it ran in).
+    totals: HashMap<SystemId, (u64, Duration, String)>,
     /// The last frame's overlay conflicts, as JSON.
     conflicts: Vec<JsonValue>,
 }
@@ -99,13 +100,25 @@ impl Explorer {
     /// event stream's clients, if any.
     pub(crate) fn frame_done(&mut self, world: &World, took: Duration) {
         let events = world.events();
-        let mut systems = Vec::new();
-        for (_, name, stats) in world.stats() {
-            let (runs, total) = self.totals.get(&name).copied().unwrap_or_default();
-            if stats.runs > runs {
-                systems.push((name.clone(), stats.total_duration.saturating_sub(total)));
+        // The oldest frame's buffer, reused once the ring is full.
+        let mut systems = if self.frames.len() == FRAMES_KEPT {
+            self.frames
+                .pop_front()
+                .map(|t| t.systems)
+                .unwrap_or_default()
+        } else {
+            Vec::new()
+        };
+        systems.clear();
+        for (id, name, stats) in world.system_stats() {
+            let (runs, total, _) = self
+                .totals
+                .entry(id)
+                .or_insert_with(|| (0, Duration::ZERO, name.to_owned()));
+            if stats.runs > *runs {
+                systems.push((id, stats.total_duration.saturating_sub(*total)));
             }
-            self.totals.insert(name, (stats.runs, stats.total_duration));
+            (*runs, *total) = (stats.runs, stats.total_duration);
         }
         self.conflicts = events
             .commits
@@ -134,14 +147,23 @@ impl Explorer {
                 "paused": self.paused,
                 "errors": events.errors.len(),
                 "conflicts": self.conflicts.len(),
-                "systems": timing_json(&timing)["systems"].clone(),
+                "systems": self.timing_json(&timing)["systems"].clone(),
             });
             let _ = self.server.frames.send(summary.to_string());
         }
-        if self.frames.len() == FRAMES_KEPT {
-            self.frames.pop_front();
-        }
         self.frames.push_back(timing);
+    }
+
+    fn timing_json(&self, timing: &FrameTiming) -> JsonValue {
+        let name = |id: &SystemId| self.totals.get(id).map_or("", |(_, _, name)| name.as_str());
+        json!({
+            "frame": timing.frame,
+            "ms": timing.took.as_secs_f64() * 1e3,
+            "systems": timing.systems.iter().map(|(id, took)| json!({
+                "name": name(id),
+                "us": took.as_secs_f64() * 1e6,
+            })).collect::<Vec<_>>(),
+        })
     }
 
     fn answer(&mut self, world: &mut World, place: &Place, request: Request) -> Answer {
@@ -179,7 +201,7 @@ impl Explorer {
                 }
                 let start = self.frames.len().saturating_sub(last);
                 Ok(json!({
-                    "frames": self.frames.iter().skip(start).map(timing_json).collect::<Vec<_>>()
+                    "frames": self.frames.iter().skip(start).map(|t| self.timing_json(t)).collect::<Vec<_>>()
                 }))
             }
             Request::Schedule => {
@@ -247,14 +269,9 @@ impl Explorer {
             }
             Request::Reparent { id, parent } => {
                 let id = live(world, id)?;
-                let parent = match parent.get("parent") {
-                    None => {
-                        return Err(Refusal::bad(
-                            "`parent` (an instance id or null) is required",
-                        ));
-                    }
-                    Some(JsonValue::Null) => None,
-                    Some(value) => Some(live(
+                let parent = match parent {
+                    JsonValue::Null => None,
+                    value => Some(live(
                         world,
                         value.as_u64().ok_or_else(|| {
                             Refusal::bad("`parent` must be an instance id or null")
@@ -282,6 +299,12 @@ impl Explorer {
                 if frames == 0 || frames > MAX_STEPS {
                     return Err(Refusal::bad(format!(
                         "a step runs 1 to {MAX_STEPS} frames, not {frames}"
+                    )));
+                }
+                if self.steps + frames > MAX_STEPS {
+                    return Err(Refusal::conflict(format!(
+                        "{} frames are still to step; at most {MAX_STEPS} wait at once",
+                        self.steps
                     )));
                 }
                 self.steps += frames;
@@ -380,21 +403,32 @@ fn row(world: &World, id: InstanceId) -> JsonValue {
     }
 }
 
-fn page_bounds(
+/// A page of instances asked for: where it starts and how many it holds at most.
+struct Page {
     offset: usize,
     limit: usize,
-    total: usize,
-) -> Result<std::ops::Range<usize>, Refusal> {
-    if limit == 0 || limit > MAX_PAGE {
-        return Err(Refusal::bad(format!(
-            "a page holds 1 to {MAX_PAGE} instances, not {limit}"
-        )));
+}
+
+impl Page {
+    /// The page, or the refusal of a size out of bounds: checked before any work.
+    fn checked(offset: usize, limit: usize) -> Result<Self, Refusal> {
+        if limit == 0 || limit > MAX_PAGE {
+            return Err(Refusal::bad(format!(
+                "a page holds 1 to {MAX_PAGE} instances, not {limit}"
+            )));
+        }
+        Ok(Self { offset, limit })
     }
-    let start = offset.min(total);
-    Ok(start..(start.saturating_add(limit)).min(total))
+
+    /// The rows of a list of `total` this page covers.
+    fn of(&self, total: usize) -> std::ops::Range<usize> {
+        let start = self.offset.min(total);
+        start..start.saturating_add(self.limit).min(total)
+    }
 }
 
 fn children(world: &World, parent: Option<u64>, offset: usize, limit: usize) -> Answer {
+    let page = Page::checked(offset, limit)?;
     let ids: Vec<InstanceId> = match parent {
         Some(parent) => world.children(live(world, parent)?).map_err(refused)?,
         None => world
@@ -404,7 +438,7 @@ fn children(world: &World, parent: Option<u64>, offset: usize, limit: usize) -> 
             .map(|node| node.id())
             .collect(),
     };
-    let range = page_bounds(offset, limit, ids.len())?;
+    let range = page.of(ids.len());
     Ok(json!({
         "parent": parent,
         "total": ids.len(),
@@ -420,21 +454,23 @@ fn instance(world: &World, id: InstanceId) -> Answer {
         .iter()
         .map(|(name, value)| (name.to_string(), attribute_to_json(value)))
         .collect();
+    // One lookup of the instance, then each set's row of it.
+    let at = world.instance_ref(id).map_err(refused)?;
     let mut components = Vec::new();
     for set in world.store().components() {
-        let def = set.def();
-        if !world.has(id, def.id()) {
+        let Some(row) = set.row_of(at) else {
             continue;
-        }
+        };
+        let def = set.def();
         let fields: Vec<JsonValue> = def
             .fields()
             .iter()
             .enumerate()
             .map(|(i, field)| {
-                let value = world
-                    .get_value(id, def.id(), FieldId::from_index(i as u16))
-                    .map(|v| value_to_json(&v, &field.ty))
-                    .unwrap_or(JsonValue::Null);
+                let value = set
+                    .column(FieldId::from_index(i as u16))
+                    .and_then(|column| column.get(row))
+                    .map_or(JsonValue::Null, |v| value_to_json(&v, &field.ty));
                 json!({ "name": &*field.name, "type": field.ty.name(), "value": value })
             })
             .collect();
@@ -541,7 +577,7 @@ fn query(world: &World, spec: &JsonValue) -> Answer {
     };
     let offset = number("offset")?.unwrap_or(0) as usize;
     let limit = number("limit")?.unwrap_or(DEFAULT_PAGE as u64) as usize;
-    page_bounds(0, limit, 0)?;
+    let page = Page::checked(offset, limit)?;
     let mut matches: Vec<InstanceId> = if with.is_empty() && tags.is_empty() {
         world
             .arena()
@@ -591,7 +627,7 @@ fn query(world: &World, spec: &JsonValue) -> Answer {
                 .is_ok_and(|n| n.to_lowercase().contains(name))
         });
     }
-    let range = page_bounds(offset, limit, matches.len())?;
+    let range = page.of(matches.len());
     Ok(json!({
         "total": matches.len(),
         "offset": range.start,
@@ -674,17 +710,6 @@ fn systems(world: &mut World) -> JsonValue {
         })
         .collect();
     json!({ "systems": items })
-}
-
-fn timing_json(timing: &FrameTiming) -> JsonValue {
-    json!({
-        "frame": timing.frame,
-        "ms": timing.took.as_secs_f64() * 1e3,
-        "systems": timing.systems.iter().map(|(name, took)| json!({
-            "name": name,
-            "us": took.as_secs_f64() * 1e6,
-        })).collect::<Vec<_>>(),
-    })
 }
 
 /// Creates an instance: `class` (a name), `parent` (an id, or none for a root) and `name`, all

@@ -61,14 +61,11 @@ pub(crate) fn value_to_json(value: &Value, ty: &FieldType) -> JsonValue {
             .as_deref()
             .map_or(JsonValue::Null, |v| value_to_json(v, ty)),
         (Value::Buffer(bytes), _) => json!(&**bytes),
-        // A value whose type does not match its field's (never stored): its own shape.
-        (Value::List(list), _) => JsonValue::Array(
-            list.as_slice()
-                .iter()
-                .map(|v| value_to_json(v, &FieldType::Number))
-                .collect(),
-        ),
-        (Value::Map(_) | Value::Struct(_) | Value::Optional(_), _) => json!(value.kind_name()),
+        // A stored value conforms to its field's type, so a compound value always meets its
+        // own type above; nothing else is written for one that does not.
+        (Value::List(_) | Value::Map(_) | Value::Struct(_) | Value::Optional(_), _) => {
+            JsonValue::Null
+        }
     }
 }
 

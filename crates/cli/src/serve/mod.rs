@@ -7,19 +7,23 @@
 //! [`Call`] on a channel, which the frame loop answers between two frames ([`Explorer`]), so
 //! every edit lands between frames and the loop never waits on a client: it takes what is
 //! queued and goes on. A handler waits for its answer at most [`ANSWER_TIMEOUT`]. Requests are
-//! bounded: bodies by [`MAX_BODY`], the rate by [`MAX_RATE`] a second, pages by
-//! [`explorer::MAX_PAGE`]; whatever is refused gets a 4xx answer with a JSON error body and
-//! changes nothing.
+//! bounded: bodies by [`MAX_BODY`], the rate by [`MAX_RATE`] a second, open event streams by
+//! [`MAX_STREAMS`], pages by [`explorer::MAX_PAGE`]; whatever is refused gets a 4xx answer
+//! with a JSON error body and changes nothing.
 
 mod explorer;
 mod json;
 
 use std::net::SocketAddr;
-use std::sync::Mutex;
+use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::mpsc::{Receiver, Sender, channel};
+use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
-use axum::extract::{DefaultBodyLimit, Path, Query, Request as HttpRequest, State};
+use axum::extract::{
+    DefaultBodyLimit, FromRequest, FromRequestParts, Path, Query, Request as HttpRequest, State,
+};
+use axum::http::request::Parts;
 use axum::http::{StatusCode, header};
 use axum::middleware::{self, Next};
 use axum::response::sse::{Event, KeepAlive, Sse};
@@ -45,6 +49,9 @@ const ANSWER_TIMEOUT: Duration = Duration::from_secs(5);
 
 /// Frame summaries kept for a slow event-stream client before it misses some.
 const EVENT_BACKLOG: usize = 64;
+
+/// Event streams open at once, all clients together; past it, 503.
+const MAX_STREAMS: usize = 16;
 
 /// The explorer page, self-contained (its script and style are inline).
 const PAGE: &str = include_str!("page.html");
@@ -162,9 +169,10 @@ impl Server {
         let (frames, _) = broadcast::channel(EVENT_BACKLOG);
         let (stop, stopped) = oneshot::channel::<()>();
         let shared = Shared {
-            calls: Mutex::new(send),
+            calls: send,
             frames: frames.clone(),
             rate: Mutex::new(Rate::new()),
+            streams: AtomicUsize::new(0),
         };
         let runtime = tokio::runtime::Builder::new_current_thread()
             .enable_io()
@@ -209,9 +217,11 @@ impl Drop for Server {
 
 /// What every handler shares.
 struct Shared {
-    calls: Mutex<Sender<Call>>,
+    calls: Sender<Call>,
     frames: broadcast::Sender<String>,
     rate: Mutex<Rate>,
+    /// Event streams open now.
+    streams: AtomicUsize,
 }
 
 /// A one-second window counting requests.
@@ -239,10 +249,10 @@ impl Rate {
     }
 }
 
-type Shares = std::sync::Arc<Shared>;
+type Shares = Arc<Shared>;
 
 fn router(shared: Shared) -> Router {
-    let shared = std::sync::Arc::new(shared);
+    let shared = Arc::new(shared);
     let v1 = Router::new()
         .route("/world", get(world))
         .route("/hash", get(hash))
@@ -274,7 +284,7 @@ fn router(shared: Shared) -> Router {
         .nest(&format!("/api/v{API_VERSION}"), v1)
         .fallback(|| async { Refusal::not_found("no such route") })
         .layer(middleware::from_fn_with_state(
-            std::sync::Arc::clone(&shared),
+            Arc::clone(&shared),
             limit_rate,
         ))
         .layer(DefaultBodyLimit::max(MAX_BODY))
@@ -301,12 +311,7 @@ async fn limit_rate(State(shared): State<Shares>, request: HttpRequest, next: Ne
 /// Hands a request to the frame loop and waits for its answer.
 async fn ask(shared: &Shared, request: Request) -> Response {
     let (answer, answered) = oneshot::channel();
-    let sent = shared
-        .calls
-        .lock()
-        .map(|calls| calls.send(Call { request, answer }).is_ok())
-        .unwrap_or(false);
-    if !sent {
+    if shared.calls.send(Call { request, answer }).is_err() {
         return Refusal {
             status: StatusCode::SERVICE_UNAVAILABLE,
             message: "the run has ended".into(),
@@ -324,19 +329,78 @@ async fn ask(shared: &Shared, request: Request) -> Response {
     }
 }
 
-/// A JSON body, or the refusal of a malformed one.
-fn body(
-    body: Result<Json<JsonValue>, axum::extract::rejection::JsonRejection>,
-) -> Result<JsonValue, Refusal> {
-    body.map(|Json(value)| value).map_err(|rejection| {
-        Refusal::bad(format!("the body is not JSON: {}", rejection.body_text()))
-    })
+/// A JSON request body; one that is not JSON (or is too large) is refused with a 400.
+struct Body(JsonValue);
+
+impl<S: Send + Sync> FromRequest<S> for Body {
+    type Rejection = Refusal;
+
+    async fn from_request(request: HttpRequest, state: &S) -> Result<Self, Refusal> {
+        Json::<JsonValue>::from_request(request, state)
+            .await
+            .map(|Json(value)| Body(value))
+            .map_err(|r| Refusal::bad(format!("the body is not JSON: {}", r.body_text())))
+    }
 }
 
-/// An instance id from a path.
-fn id(text: &str) -> Result<u64, Refusal> {
-    text.parse()
-        .map_err(|_| Refusal::bad(format!("{text:?} is not an instance id")))
+impl Body {
+    /// The body's `key`, required.
+    fn take(mut self, key: &str, what: &str) -> Result<JsonValue, Refusal> {
+        self.0
+            .get_mut(key)
+            .map(JsonValue::take)
+            .ok_or_else(|| Refusal::bad(format!("`{key}` ({what}) is required")))
+    }
+}
+
+/// A query string's parameters; ones that do not parse are refused with a 400.
+struct Params<T>(T);
+
+impl<S: Send + Sync, T: serde::de::DeserializeOwned> FromRequestParts<S> for Params<T> {
+    type Rejection = Refusal;
+
+    async fn from_request_parts(parts: &mut Parts, state: &S) -> Result<Self, Refusal> {
+        Query::<T>::from_request_parts(parts, state)
+            .await
+            .map(|Query(value)| Params(value))
+            .map_err(|r| Refusal::bad(r.body_text()))
+    }
+}
+
+/// What a path names: an instance (`{id}`, checked to be a number), and the component and
+/// field under it when the route has them.
+struct Target {
+    id: u64,
+    component: String,
+    field: String,
+}
+
+#[derive(serde::Deserialize)]
+struct TargetPath {
+    id: String,
+    #[serde(default)]
+    component: String,
+    #[serde(default)]
+    field: String,
+}
+
+impl<S: Send + Sync> FromRequestParts<S> for Target {
+    type Rejection = Refusal;
+
+    async fn from_request_parts(parts: &mut Parts, state: &S) -> Result<Self, Refusal> {
+        let Path(path) = Path::<TargetPath>::from_request_parts(parts, state)
+            .await
+            .map_err(|r| Refusal::bad(r.body_text()))?;
+        let id = path
+            .id
+            .parse()
+            .map_err(|_| Refusal::bad(format!("{:?} is not an id", path.id)))?;
+        Ok(Target {
+            id,
+            component: path.component,
+            field: path.field,
+        })
+    }
 }
 
 async fn page() -> impl IntoResponse {
@@ -353,129 +417,75 @@ async fn hash(State(shared): State<Shares>) -> Response {
 
 #[derive(serde::Deserialize)]
 struct Page {
-    parent: Option<String>,
+    parent: Option<u64>,
     offset: Option<usize>,
     limit: Option<usize>,
 }
 
-async fn children(
-    State(shared): State<Shares>,
-    query: Result<Query<Page>, axum::extract::rejection::QueryRejection>,
-) -> Response {
-    let Query(page) = match query {
-        Ok(query) => query,
-        Err(rejection) => return Refusal::bad(rejection.body_text()).into_response(),
-    };
-    let parent = match page.parent.as_deref() {
-        None => None,
-        Some(text) => match id(text) {
-            Ok(parent) => Some(parent),
-            Err(refusal) => return refusal.into_response(),
-        },
-    };
+async fn children(State(shared): State<Shares>, Params(page): Params<Page>) -> Response {
     let request = Request::Children {
-        parent,
+        parent: page.parent,
         offset: page.offset.unwrap_or(0),
         limit: page.limit.unwrap_or(explorer::DEFAULT_PAGE),
     };
     ask(&shared, request).await
 }
 
-async fn instance(State(shared): State<Shares>, Path(text): Path<String>) -> Response {
-    match id(&text) {
-        Ok(id) => ask(&shared, Request::Instance(id)).await,
+async fn instance(State(shared): State<Shares>, on: Target) -> Response {
+    ask(&shared, Request::Instance(on.id)).await
+}
+
+async fn destroy(State(shared): State<Shares>, on: Target) -> Response {
+    ask(&shared, Request::Destroy(on.id)).await
+}
+
+async fn create(State(shared): State<Shares>, Body(spec): Body) -> Response {
+    ask(&shared, Request::Create(spec)).await
+}
+
+async fn reparent(State(shared): State<Shares>, on: Target, body: Body) -> Response {
+    match body.take("parent", "an instance id or null") {
+        Ok(parent) => ask(&shared, Request::Reparent { id: on.id, parent }).await,
         Err(refusal) => refusal.into_response(),
     }
 }
 
-async fn destroy(State(shared): State<Shares>, Path(text): Path<String>) -> Response {
-    match id(&text) {
-        Ok(id) => ask(&shared, Request::Destroy(id)).await,
-        Err(refusal) => refusal.into_response(),
-    }
-}
-
-async fn create(
-    State(shared): State<Shares>,
-    value: Result<Json<JsonValue>, axum::extract::rejection::JsonRejection>,
-) -> Response {
-    match body(value) {
-        Ok(value) => ask(&shared, Request::Create(value)).await,
-        Err(refusal) => refusal.into_response(),
-    }
-}
-
-async fn reparent(
-    State(shared): State<Shares>,
-    Path(text): Path<String>,
-    value: Result<Json<JsonValue>, axum::extract::rejection::JsonRejection>,
-) -> Response {
-    let (id, parent) = match (id(&text), body(value)) {
-        (Ok(id), Ok(value)) => (id, value),
-        (Err(refusal), _) | (_, Err(refusal)) => return refusal.into_response(),
-    };
-    ask(&shared, Request::Reparent { id, parent }).await
-}
-
-async fn add(
-    State(shared): State<Shares>,
-    Path(text): Path<String>,
-    value: Result<Json<JsonValue>, axum::extract::rejection::JsonRejection>,
-) -> Response {
-    let (id, value) = match (id(&text), body(value)) {
-        (Ok(id), Ok(value)) => (id, value),
-        (Err(refusal), _) | (_, Err(refusal)) => return refusal.into_response(),
-    };
-    let Some(component) = value.get("component").and_then(JsonValue::as_str) else {
+async fn add(State(shared): State<Shares>, on: Target, Body(body): Body) -> Response {
+    let Some(component) = body.get("component").and_then(JsonValue::as_str) else {
         return Refusal::bad("`component` (a component's name) is required").into_response();
     };
     let request = Request::Add {
-        id,
+        id: on.id,
         component: component.to_owned(),
-        values: value.get("values").cloned().unwrap_or(json!({})),
+        values: body.get("values").cloned().unwrap_or(json!({})),
     };
     ask(&shared, request).await
 }
 
-async fn remove(
-    State(shared): State<Shares>,
-    Path((text, component)): Path<(String, String)>,
-) -> Response {
-    match id(&text) {
-        Ok(id) => ask(&shared, Request::Remove { id, component }).await,
-        Err(refusal) => refusal.into_response(),
-    }
+async fn remove(State(shared): State<Shares>, on: Target) -> Response {
+    let request = Request::Remove {
+        id: on.id,
+        component: on.component,
+    };
+    ask(&shared, request).await
 }
 
-async fn write(
-    State(shared): State<Shares>,
-    Path((text, component, field)): Path<(String, String, String)>,
-    value: Result<Json<JsonValue>, axum::extract::rejection::JsonRejection>,
-) -> Response {
-    let (id, value) = match (id(&text), body(value)) {
-        (Ok(id), Ok(value)) => (id, value),
-        (Err(refusal), _) | (_, Err(refusal)) => return refusal.into_response(),
-    };
-    let Some(value) = value.get("value").cloned() else {
-        return Refusal::bad("`value` (the field's new value) is required").into_response();
+async fn write(State(shared): State<Shares>, on: Target, body: Body) -> Response {
+    let value = match body.take("value", "the field's new value") {
+        Ok(value) => value,
+        Err(refusal) => return refusal.into_response(),
     };
     let request = Request::Write {
-        id,
-        component,
-        field,
+        id: on.id,
+        component: on.component,
+        field: on.field,
         value,
     };
     ask(&shared, request).await
 }
 
-async fn query(
-    State(shared): State<Shares>,
-    value: Result<Json<JsonValue>, axum::extract::rejection::JsonRejection>,
-) -> Response {
-    match body(value) {
-        Ok(value) => ask(&shared, Request::Query(value)).await,
-        Err(refusal) => refusal.into_response(),
-    }
+async fn query(State(shared): State<Shares>, Body(spec): Body) -> Response {
+    ask(&shared, Request::Query(spec)).await
 }
 
 async fn components(State(shared): State<Shares>) -> Response {
@@ -491,17 +501,9 @@ struct Last {
     last: Option<usize>,
 }
 
-async fn frames(
-    State(shared): State<Shares>,
-    query: Result<Query<Last>, axum::extract::rejection::QueryRejection>,
-) -> Response {
-    match query {
-        Ok(Query(last)) => {
-            let last = last.last.unwrap_or(explorer::FRAMES_KEPT);
-            ask(&shared, Request::Frames(last)).await
-        }
-        Err(rejection) => Refusal::bad(rejection.body_text()).into_response(),
-    }
+async fn frames(State(shared): State<Shares>, Params(last): Params<Last>) -> Response {
+    let last = last.last.unwrap_or(explorer::FRAMES_KEPT);
+    ask(&shared, Request::Frames(last)).await
 }
 
 async fn schedule(State(shared): State<Shares>) -> Response {
@@ -521,35 +523,47 @@ struct Steps {
     frames: Option<u64>,
 }
 
-async fn step(
-    State(shared): State<Shares>,
-    query: Result<Query<Steps>, axum::extract::rejection::QueryRejection>,
-) -> Response {
-    match query {
-        Ok(Query(steps)) => ask(&shared, Request::Step(steps.frames.unwrap_or(1))).await,
-        Err(rejection) => Refusal::bad(rejection.body_text()).into_response(),
-    }
+async fn step(State(shared): State<Shares>, Params(steps): Params<Steps>) -> Response {
+    ask(&shared, Request::Step(steps.frames.unwrap_or(1))).await
 }
 
 async fn snapshot(State(shared): State<Shares>) -> Response {
     ask(&shared, Request::Snapshot).await
 }
 
-async fn restore(State(shared): State<Shares>, Path(text): Path<String>) -> Response {
-    match text.parse() {
-        Ok(id) => ask(&shared, Request::Restore(id)).await,
-        Err(_) => Refusal::bad(format!("{text:?} is not a snapshot id")).into_response(),
+async fn restore(State(shared): State<Shares>, on: Target) -> Response {
+    ask(&shared, Request::Restore(on.id)).await
+}
+
+/// One open event stream, counted in [`Shared::streams`] until it closes.
+struct Stream {
+    shared: Shares,
+    frames: broadcast::Receiver<String>,
+}
+
+impl Drop for Stream {
+    fn drop(&mut self) {
+        self.shared.streams.fetch_sub(1, Ordering::SeqCst);
     }
 }
 
-async fn events(State(shared): State<Shares>) -> impl IntoResponse {
-    let receiver = shared.frames.subscribe();
-    let stream = futures_util::stream::unfold(receiver, |mut receiver| async move {
+async fn events(State(shared): State<Shares>) -> Response {
+    if shared.streams.fetch_add(1, Ordering::SeqCst) >= MAX_STREAMS {
+        shared.streams.fetch_sub(1, Ordering::SeqCst);
+        return Refusal {
+            status: StatusCode::SERVICE_UNAVAILABLE,
+            message: format!("{MAX_STREAMS} event streams are open already"),
+        }
+        .into_response();
+    }
+    let frames = shared.frames.subscribe();
+    let open = Stream { shared, frames };
+    let stream = futures_util::stream::unfold(open, |mut open| async move {
         loop {
-            match receiver.recv().await {
+            match open.frames.recv().await {
                 Ok(summary) => {
                     let event = Event::default().event("frame").data(summary);
-                    return Some((Ok::<_, std::convert::Infallible>(event), receiver));
+                    return Some((Ok::<_, std::convert::Infallible>(event), open));
                 }
                 // A slow client misses summaries; it gets the next one.
                 Err(broadcast::error::RecvError::Lagged(_)) => {}
@@ -557,7 +571,9 @@ async fn events(State(shared): State<Shares>) -> impl IntoResponse {
             }
         }
     });
-    Sse::new(stream).keep_alive(KeepAlive::default())
+    Sse::new(stream)
+        .keep_alive(KeepAlive::default())
+        .into_response()
 }
 
 #[cfg(test)]

@@ -7,7 +7,7 @@
 //! Without Chromium (the Debian `chromium` package; `.ci/run` installs it) the test says so and
 //! passes without running.
 
-use crate::common::{example, scratch};
+use crate::common::{example, http, scratch};
 use std::io::{BufRead, BufReader, Read, Write};
 use std::net::TcpStream;
 use std::path::{Path, PathBuf};
@@ -61,37 +61,9 @@ fn after_marker(reader: impl Read + Send + 'static, marker: &str) -> String {
     }
 }
 
-fn http(address: &str, method: &str, path: &str, body: &str) -> Value {
-    let mut stream = TcpStream::connect(address).unwrap();
-    stream
-        .set_read_timeout(Some(Duration::from_secs(30)))
-        .unwrap();
-    write!(
-        stream,
-        "{method} {path} HTTP/1.1\r\nHost: {address}\r\nConnection: close\r\n\
-         Content-Type: application/json\r\nContent-Length: {}\r\n\r\n{body}",
-        body.len()
-    )
-    .unwrap();
-    // Read by the length the answer declares: a server may keep the connection open.
-    let mut reader = BufReader::new(stream);
-    let mut length = 0;
-    let mut line = String::new();
-    loop {
-        line.clear();
-        reader.read_line(&mut line).unwrap();
-        if line.trim().is_empty() {
-            break;
-        }
-        if let Some((name, value)) = line.split_once(':')
-            && name.eq_ignore_ascii_case("content-length")
-        {
-            length = value.trim().parse().unwrap();
-        }
-    }
-    let mut body = vec![0u8; length];
-    reader.read_exact(&mut body).unwrap();
-    serde_json::from_slice(&body).unwrap_or(Value::Null)
+/// A GET's body as JSON.
+fn get_json(address: &str, path: &str) -> Value {
+    serde_json::from_str(&http(address, "GET", path, "").1).unwrap_or(Value::Null)
 }
 
 /// A minimal WebSocket client: text frames out (masked), text frames in.
@@ -289,7 +261,7 @@ fn the_explorer_page_selects_and_edits_an_instance_of_the_stress_place() {
         .and_then(|rest| rest.split('/').next())
         .unwrap()
         .to_owned();
-    let targets = http(&debugger, "GET", "/json/list", "");
+    let targets = get_json(&debugger, "/json/list");
     let page_url = targets
         .as_array()
         .unwrap()
@@ -334,7 +306,7 @@ fn the_explorer_page_selects_and_edits_an_instance_of_the_stress_place() {
     );
     let started = Instant::now();
     let x = loop {
-        let instance = http(&address, "GET", &format!("/api/v1/instances/{id}"), "");
+        let instance = get_json(&address, &format!("/api/v1/instances/{id}"));
         let x = instance["components"]
             .as_array()
             .unwrap()

@@ -2,8 +2,8 @@
 //! ephemeral loopback port, for what it answers and for each way a request is refused (a 4xx
 //! with a JSON error body that changes nothing).
 
-use crate::common::example;
-use std::io::{BufRead, BufReader, Read, Write};
+use crate::common::{example, http};
+use std::io::{BufRead, BufReader, Write};
 use std::net::TcpStream;
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
@@ -55,31 +55,7 @@ impl Served {
     }
 
     fn raw(&self, method: &str, path: &str, body: Option<&str>) -> (u16, String) {
-        let mut stream = TcpStream::connect(&self.address).unwrap();
-        stream
-            .set_read_timeout(Some(Duration::from_secs(20)))
-            .unwrap();
-        let body = body.unwrap_or("");
-        write!(
-            stream,
-            "{method} {path} HTTP/1.1\r\nHost: test\r\nConnection: close\r\n\
-             Content-Type: application/json\r\nContent-Length: {}\r\n\r\n{body}",
-            body.len()
-        )
-        .unwrap();
-        let mut response = String::new();
-        stream.read_to_string(&mut response).unwrap();
-        let (head, rest) = response.split_once("\r\n\r\n").unwrap();
-        let status = head.split(' ').nth(1).unwrap().parse().unwrap();
-        let body = if head
-            .to_ascii_lowercase()
-            .contains("transfer-encoding: chunked")
-        {
-            unchunk(rest)
-        } else {
-            rest.to_owned()
-        };
-        (status, body)
+        http(&self.address, method, path, body.unwrap_or(""))
     }
 
     fn get(&self, path: &str) -> Value {
@@ -107,21 +83,6 @@ impl Drop for Served {
         let _ = self.child.kill();
         let _ = self.child.wait();
     }
-}
-
-fn unchunk(mut text: &str) -> String {
-    let mut out = String::new();
-    while let Some((size, rest)) = text.split_once("\r\n") {
-        let Ok(size) = usize::from_str_radix(size.trim(), 16) else {
-            break;
-        };
-        if size == 0 {
-            break;
-        }
-        out.push_str(&rest[..size]);
-        text = &rest[size + 2..];
-    }
-    out
 }
 
 /// The id of the first instance holding `component`.
@@ -469,4 +430,73 @@ fn serving_beyond_loopback_is_only_on_request_and_warns() {
         .output()
         .unwrap();
     assert!(String::from_utf8_lossy(&help.stdout).contains("127.0.0.1:7878"));
+}
+
+#[test]
+fn clients_that_never_read_hold_no_frame_back_and_open_streams_are_bounded() {
+    let served = Served::start("tour");
+    // Sixteen event streams opened and never read.
+    let idle: Vec<TcpStream> = (0..16)
+        .map(|_| {
+            let mut stream = TcpStream::connect(&served.address).unwrap();
+            write!(
+                stream,
+                "GET /api/v1/events HTTP/1.1\r\nHost: test\r\nConnection: close\r\n\r\n"
+            )
+            .unwrap();
+            stream
+        })
+        .collect();
+    let frame = |served: &Served| served.get("/api/v1/world")["frame"].as_u64().unwrap();
+    let before = frame(&served);
+    let started = Instant::now();
+    // The frames go on at their pace (60 a second) while the streams' buffers fill.
+    while frame(&served) < before + 120 {
+        assert!(
+            started.elapsed() < Duration::from_secs(20),
+            "the frame loop waited on clients that do not read"
+        );
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    // A seventeenth stream is refused: its answer's status line says so (a stream taken
+    // would answer 200 and never end, so only the status line is read).
+    let started = Instant::now();
+    loop {
+        let mut stream = TcpStream::connect(&served.address).unwrap();
+        stream
+            .set_read_timeout(Some(Duration::from_secs(10)))
+            .unwrap();
+        write!(
+            stream,
+            "GET /api/v1/events HTTP/1.1\r\nHost: test\r\nConnection: close\r\n\r\n"
+        )
+        .unwrap();
+        let mut status = String::new();
+        BufReader::new(stream).read_line(&mut status).unwrap();
+        if status.contains(" 503 ") {
+            break;
+        }
+        // The sixteen may not all be counted yet.
+        assert!(started.elapsed() < Duration::from_secs(10), "{status}");
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    drop(idle);
+}
+
+#[test]
+fn frames_waiting_to_be_stepped_are_bounded() {
+    let served = Served::start("tour");
+    served.post("/api/v1/pause", json!({}));
+    let frame = served.get("/api/v1/world")["frame"].as_u64().unwrap();
+    // A paused run steps its frames one gap at a time, at 60 a second: most of a thousand are
+    // still waiting when the next request for a thousand more comes.
+    served.post("/api/v1/step?frames=1000", json!({}));
+    let (status, body) = served.call("POST", "/api/v1/step?frames=1000", Some("{}"));
+    assert_eq!(status, 409, "{body}");
+    assert!(
+        body["error"].as_str().unwrap().contains("still to step"),
+        "{body}"
+    );
+    served.post("/api/v1/resume", json!({}));
+    assert!(served.get("/api/v1/world")["frame"].as_u64().unwrap() >= frame);
 }
