@@ -10,6 +10,8 @@
 //! ```
 //!
 //! Workloads: `spawn` (one at a time), `despawn_respawn`, `add_remove`, `bulk_despawn`,
+//! `iter2`, `frag_iter` (its 520 entities whatever `n`), `small_driver_join` (`n` big, `n / 100`
+//! small; these three make ten passes over one fixture per run),
 //! `reference_cleanup`
 //! (`n` holders, `n / 100` targets), `rollback_frame` and
 //! `rollback_window` (ten of them on one fixture per run), and through `strata::World`
@@ -24,6 +26,9 @@ use strata_bench::query::Strata;
 
 /// The frames (or windows) each run of a rollback workload does on its fixture.
 const ROLLBACK_FRAMES: u32 = 10;
+
+/// The passes each run of `iter2`, `frag_iter` and `small_driver_join` makes over its fixture.
+const KEPT_PASSES: u32 = 10;
 
 /// `runs` fresh fixtures of `work`'s size `n`, each worked on once unless `fixture_only`.
 fn runs<L: Library>(work: &str, runs: u32, n: u64, fixture_only: bool) {
@@ -79,6 +84,31 @@ fn runs<L: Library>(work: &str, runs: u32, n: u64, fixture_only: bool) {
                 let mut world = L::with_a(n);
                 if work_too {
                     black_box(L::add_then_remove(&mut world));
+                }
+            }
+            // The kept-fixture workloads: the routine ten times on one fixture per run.
+            "iter2" => {
+                let mut bodies = L::bodies(n);
+                if work_too {
+                    for _ in 0..KEPT_PASSES {
+                        black_box(L::advance_all(&mut bodies));
+                    }
+                }
+            }
+            "frag_iter" => {
+                let mut world = L::fragmented();
+                if work_too {
+                    for _ in 0..KEPT_PASSES {
+                        black_box(L::negate_all(&mut world));
+                    }
+                }
+            }
+            "small_driver_join" => {
+                let mut world = L::joinable(n, (n / 100).max(1));
+                if work_too {
+                    for _ in 0..KEPT_PASSES {
+                        black_box(L::join_sum(&mut world));
+                    }
                 }
             }
             "bulk_despawn" => {
